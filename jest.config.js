@@ -1,0 +1,11 @@
+/** ESM + ts-jest, as DESIGN.md's toolchain notes describe. */
+export default {
+  preset: 'ts-jest/presets/default-esm',
+  testEnvironment: 'node',
+  extensionsToTreatAsEsm: ['.ts'],
+  transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }] },
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  testMatch: ['<rootDir>/test/**/*.test.ts'],
+  testTimeout: 120000,
+  maxWorkers: 2,
+};

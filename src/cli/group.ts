@@ -1,0 +1,66 @@
+/** Commander wiring of `dcm subcloud-group …` (dcmanager's underscore spellings, dashed ones too). */
+import { Option, type Command } from 'commander';
+import {
+  groupAdd,
+  groupDelete,
+  groupList_,
+  groupListSubclouds,
+  groupShow_,
+  groupUpdate,
+  type GroupInput,
+} from '../commands/groups.js';
+import type { ApplyType } from '../domain/types.js';
+import { applyType, groupMaxParallel } from './parsers.js';
+import type { Runner } from './runner.js';
+
+interface RawGroupOpts {
+  name?: string;
+  description?: string;
+  update_apply_type?: ApplyType;
+  updateApplyType?: ApplyType;
+  max_parallel_subclouds?: number;
+  maxParallelSubclouds?: number;
+}
+
+function groupOptions(cmd: Command): Command {
+  return cmd
+    .option('--description <text>', 'description')
+    .option('--update_apply_type <type>', 'parallel | serial', applyType)
+    .addOption(new Option('--update-apply-type <type>').argParser(applyType).hideHelp())
+    .option('--max_parallel_subclouds <n>', 'subclouds of this group in flight at once (1..5000)', groupMaxParallel)
+    .addOption(new Option('--max-parallel-subclouds <n>').argParser(groupMaxParallel).hideHelp());
+}
+
+function input(o: RawGroupOpts): GroupInput {
+  return {
+    name: o.name,
+    description: o.description,
+    updateApplyType: o.update_apply_type ?? o.updateApplyType,
+    maxParallelSubclouds: o.max_parallel_subclouds ?? o.maxParallelSubclouds,
+  };
+}
+
+export function registerGroup(program: Command, run: Runner): void {
+  const g = program.command('subcloud-group').description('manage subcloud groups');
+  groupOptions(g.command('add').requiredOption('--name <name>', 'group name').description('add a group')).action(
+    (o: RawGroupOpts) => run((ctx) => groupAdd(ctx, { ...input(o), name: o.name! })),
+  );
+  g.command('list')
+    .description('list groups')
+    .action(() => run((ctx) => groupList_(ctx)));
+  g.command('show')
+    .argument('<group>', 'name or id')
+    .description('show a group')
+    .action((ref: string) => run((ctx) => groupShow_(ctx, ref)));
+  groupOptions(g.command('update').argument('<group>', 'name or id').option('--name <name>', 'new name'))
+    .description('change a group')
+    .action((ref: string, o: RawGroupOpts) => run((ctx) => groupUpdate(ctx, ref, input(o))));
+  g.command('delete')
+    .argument('<group>', 'name or id')
+    .description('delete an empty group (never Default)')
+    .action((ref: string) => run((ctx) => groupDelete(ctx, ref)));
+  g.command('list-subclouds')
+    .argument('<group>', 'name or id')
+    .description('list the subclouds of a group')
+    .action((ref: string) => run((ctx) => groupListSubclouds(ctx, ref)));
+}

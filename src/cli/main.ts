@@ -1,0 +1,91 @@
+/**
+ * The one exit point: parse argv, run the command, print its result on stdout, and map every
+ * error to one `error: <message>` line on stderr and an exit code (SPEC §8).
+ */
+import { Command, CommanderError } from 'commander';
+import { createRequire } from 'node:module';
+import { DcmError, EXIT } from '../domain/errors.js';
+import { resolveDbPath } from '../store/open.js';
+import { extractGlobals } from './globals.js';
+import { render, wantColor } from './output/render.js';
+import type { Result } from './output/result.js';
+import type { Outcome, RunCtx, Runner } from './runner.js';
+import { registerSubcloud } from './subcloud.js';
+import { registerGroup } from './group.js';
+import { registerStrategy } from './strategy.js';
+import { registerSteps } from './steps.js';
+
+const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
+
+function isOutcome(x: Result | Outcome): x is Outcome {
+  return !('kind' in x);
+}
+
+export function buildProgram(run: Runner): Command {
+  const program = new Command('dcm')
+    .description('Orchestrate software updates across a fleet of subclouds, dcmanager style')
+    .version(version, '--version')
+    .exitOverride()
+    .configureOutput({ outputError: () => {} })
+    .showSuggestionAfterError(false)
+    // Documented here for --help; they are taken out of argv before parsing (globals.ts).
+    .option('--db <path>', 'database file (default $DCM_DB, else ./dcm.db)')
+    .option('-f, --format <format>', 'table | json | csv | value | yaml', 'table')
+    .option('-c, --column <name>', 'show only this column (repeatable)')
+    .option('--noindent', 'compact json')
+    .option('--no-color', 'never colour tables')
+    .option('-q, --quiet', 'no progress on stderr');
+  registerSubcloud(program, run);
+  registerGroup(program, run);
+  registerStrategy(program, run);
+  registerSteps(program, run);
+  return program;
+}
+
+export async function main(argv: string[], io = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
+  try {
+    const { globals, rest } = extractGlobals(argv);
+    const ctx: RunCtx = {
+      dbPath: resolveDbPath(globals.db),
+      quiet: globals.quiet,
+      color: wantColor(io.stderr, globals.noColor),
+    };
+    let outcome: Outcome = {};
+    const run: Runner = async (fn) => {
+      const out = await fn(ctx);
+      outcome = isOutcome(out) ? out : { result: out };
+    };
+    const program = buildProgram(run);
+    if (rest.length === 0) {
+      io.stdout.write(program.helpInformation());
+      return EXIT.usage;
+    }
+    await program.parseAsync(rest, { from: 'user' });
+    if (outcome.result) {
+      const color = wantColor(io.stdout, globals.noColor);
+      io.stdout.write(render(outcome.result, { format: globals.format, columns: globals.columns, noindent: globals.noindent, color }));
+    }
+    return outcome.exitCode ?? EXIT.ok;
+  } catch (err) {
+    return report(err, io.stderr);
+  }
+}
+
+function report(err: unknown, stderr: NodeJS.WritableStream): number {
+  if (err instanceof CommanderError) {
+    // Help and --version end the parse with an "error" that is a success.
+    if (['commander.helpDisplayed', 'commander.version', 'commander.help'].includes(err.code)) return EXIT.ok;
+    stderr.write(`error: ${err.message.replace(/^error: /, '')}\n`);
+    return EXIT.usage;
+  }
+  if (err instanceof DcmError) {
+    stderr.write(`error: ${err.message}\n`);
+    if (process.env.DCM_DEBUG === '1') stderr.write(`${err.stack}\n`);
+    return err.exitCode;
+  }
+  const e = err as Error & { code?: string };
+  const busy = e?.code === 'SQLITE_BUSY' ? ' (the database is busy)' : '';
+  stderr.write(`error: ${(e?.message ?? String(err)).split('\n')[0]}${busy}\n`);
+  if (process.env.DCM_DEBUG === '1') stderr.write(`${e?.stack}\n`);
+  return EXIT.failed;
+}

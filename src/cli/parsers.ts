@@ -1,0 +1,34 @@
+/** Option-value parsers for commander: a bad value is a usage error (exit 2). */
+import { InvalidArgumentError } from 'commander';
+import { UsageError } from '../domain/errors.js';
+import { parseApplyType, parseIntIn } from '../domain/inventory.js';
+import { STRATEGY_TYPES, type StrategyType } from '../domain/types.js';
+
+function wrap<T>(fn: (v: string) => T): (v: string) => T {
+  return (v) => {
+    try {
+      return fn(v);
+    } catch (err) {
+      if (err instanceof UsageError) throw new InvalidArgumentError(err.message.replace(/^invalid [^']*'[^']*': /, ''));
+      throw err;
+    }
+  };
+}
+
+export const applyType = wrap(parseApplyType);
+
+/** A whole number; the range is checked later, in the order SPEC §5 gives. */
+export const integer = wrap((v: string) => parseIntIn('value', v, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER));
+
+export const groupMaxParallel = wrap((v: string) => parseIntIn('value', v, 1, 5000));
+
+export const strategyType = wrap((v: string): StrategyType => {
+  if (!(STRATEGY_TYPES as readonly string[]).includes(v)) {
+    throw new UsageError(`invalid type '${v}': choose from ${STRATEGY_TYPES.join(', ')}`);
+  }
+  return v as StrategyType;
+});
+
+export function collect(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
+}

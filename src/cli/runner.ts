@@ -1,0 +1,16 @@
+/** The bridge between commander actions and plain command functions. */
+import type { Ctx } from '../commands/context.js';
+import type { Result } from './output/result.js';
+
+/** A command's answer: what to print, and the exit code when it is not 0. */
+export interface Outcome {
+  result?: Result;
+  exitCode?: number;
+}
+
+export interface RunCtx extends Ctx {
+  quiet: boolean;
+  color: boolean;
+}
+
+export type Runner = (fn: (ctx: RunCtx) => Promise<Result | Outcome>) => Promise<void>;

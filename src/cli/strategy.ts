@@ -1,0 +1,108 @@
+/** Commander wiring of `dcm strategy …` and the per-type aliases (`dcm patch-strategy …`). */
+import { Option, type Command } from 'commander';
+import { strategyCreate, strategyDelete, strategyShow_ } from '../commands/strategy.js';
+import { strategyAbort, strategyApply } from '../orchestrator/commands.js';
+import type { RawDriverOptions, RawTypeOptions } from '../domain/options.js';
+import { STRATEGY_TYPES, TYPES, type ApplyType, type StrategyType } from '../domain/types.js';
+import { applyType, collect, integer, strategyType } from './parsers.js';
+import type { Runner } from './runner.js';
+
+interface CreateOpts extends RawTypeOptions, RawDriverOptions {
+  type?: StrategyType;
+  group?: string;
+  subcloudApplyType?: ApplyType;
+  maxParallelSubclouds?: number;
+  stopOnFailure?: boolean;
+  force?: boolean;
+}
+
+const TYPE_OPTIONS: [string, string][] = [
+  ['--patch-id <id>', 'patch: the patch to apply'],
+  ['--to-version <version>', 'kubernetes: target version'],
+  ['--subject <subject>', 'kube-rootca-update: certificate subject'],
+  ['--expiry-date <date>', 'kube-rootca-update: certificate expiry date'],
+  ['--cert-file <file>', 'kube-rootca-update: certificate file (excludes --subject, --expiry-date)'],
+  ['--release <YY.MM[.nn]>', 'prestage: software release'],
+  ['--for-install', 'prestage: prestage for install (default)'],
+  ['--for-sw-deploy', 'prestage: prestage for software deploy'],
+  ['--release-id <id>', 'sw-deploy: release to deploy'],
+  ['--snapshot', 'sw-deploy: take a snapshot'],
+  ['--rollback', 'sw-deploy: roll back'],
+  ['--delete', 'sw-deploy: delete the release after deploy'],
+  ['--cleanup', 'sw-deploy: clean up'],
+  ['--with-prestage', 'sw-deploy: prestage first'],
+  ['--kube-upgrade <version>', 'sw-deploy: also upgrade kubernetes to this version'],
+];
+
+/** Which type options a verb of this alias offers. */
+const OPTIONS_OF: Record<StrategyType, string[]> = {
+  patch: ['--patch-id'],
+  'sw-deploy': ['--release-id', '--snapshot', '--rollback', '--delete', '--cleanup', '--with-prestage', '--kube-upgrade'],
+  kubernetes: ['--to-version'],
+  'kube-rootca-update': ['--subject', '--expiry-date', '--cert-file'],
+  firmware: [],
+  prestage: ['--release', '--for-install', '--for-sw-deploy'],
+};
+
+function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void {
+  const withType = (cmd: Command, required: boolean): Command => {
+    if (fixed) return cmd;
+    const opt = new Option('--type <type>', `strategy type: ${STRATEGY_TYPES.join(', ')}`).argParser(strategyType);
+    if (required) opt.makeOptionMandatory();
+    return cmd.addOption(opt);
+  };
+  const typeOf = (o: { type?: StrategyType }) => fixed ?? o.type;
+
+  const create = withType(parent.command('create').argument('[cloud_name]', 'a single subcloud'), true)
+    .description('create the strategy and its steps')
+    .option('--group <group>', 'only this subcloud group')
+    .option('--subcloud-apply-type <type>', 'parallel | serial', applyType)
+    .addOption(new Option('--max-parallel-subclouds <n>', 'subclouds in flight at once').argParser(integer))
+    .option('--stop-on-failure', 'start no new subcloud after a failure')
+    .option('--force', 'include in-sync subclouds (kubernetes, kube-rootca-update)');
+  for (const [flags, help] of TYPE_OPTIONS) {
+    const name = flags.split(' ')[0];
+    if (!fixed || OPTIONS_OF[fixed].includes(name)) create.option(flags, help);
+  }
+  create
+    .option('--sim-latency <min[..max]>', 'sim driver: duration of each state operation (default 200ms..1s)')
+    .option('--sim-fail-rate <p>', 'sim driver: probability that an operation fails (0..1)')
+    .option('--sim-seed <n>', 'sim driver: same seed, same outcomes')
+    .option('--sim-fail <cloud=state>', 'sim driver: that subcloud fails in that state (repeatable)', collect)
+    .option('--state-timeout <duration>', 'fail a state operation that takes longer (default per type)')
+    .action((cloud: string | undefined, o: CreateOpts) =>
+      run((ctx) =>
+        strategyCreate(ctx, {
+          type: typeOf(o)!,
+          cloudName: cloud,
+          groupName: o.group,
+          subcloudApplyType: o.subcloudApplyType,
+          maxParallelSubclouds: o.maxParallelSubclouds,
+          stopOnFailure: o.stopOnFailure,
+          force: o.force,
+          typeOptions: o,
+          driverOptions: o,
+        }),
+      ),
+    );
+
+  withType(parent.command('show'), false)
+    .description('show the strategy')
+    .action((o: { type?: StrategyType }) => run((ctx) => strategyShow_(ctx, typeOf(o))));
+  withType(parent.command('apply'), false)
+    .description('run the strategy in the foreground until it ends (exit 0 complete, 1 failed, 3 aborted)')
+    .action((o: { type?: StrategyType }) => run((ctx) => strategyApply(ctx, typeOf(o))));
+  withType(parent.command('abort'), false)
+    .description('abort the strategy being applied')
+    .action((o: { type?: StrategyType }) => run((ctx) => strategyAbort(ctx, typeOf(o))));
+  withType(parent.command('delete'), false)
+    .description('delete the strategy, its steps and their history')
+    .action((o: { type?: StrategyType }) => run((ctx) => strategyDelete(ctx, typeOf(o))));
+}
+
+export function registerStrategy(program: Command, run: Runner): void {
+  registerVerbs(program.command('strategy').description('create, show, apply, abort, delete the strategy'), run);
+  for (const t of STRATEGY_TYPES) {
+    registerVerbs(program.command(TYPES[t].alias).description(`the ${t} strategy (strategy --type ${t})`), run, t);
+  }
+}

@@ -1,0 +1,52 @@
+/** Commander wiring of `dcm subcloud …`. */
+import type { Command } from 'commander';
+import { parseSubcloudFields, type RawSubcloudFields } from '../domain/inventory.js';
+import {
+  subcloudAdd,
+  subcloudDelete,
+  subcloudImport,
+  subcloudList_,
+  subcloudShow_,
+  subcloudUpdate,
+} from '../commands/subclouds.js';
+import { collect } from './parsers.js';
+import type { Runner } from './runner.js';
+
+function fieldOptions(cmd: Command): Command {
+  return cmd
+    .option('--group <group>', 'subcloud group (name or id)')
+    .option('--management <state>', 'managed | unmanaged')
+    .option('--availability <state>', 'online | offline')
+    .option('--deploy-status <status>', 'deploy status (default complete)')
+    .option('--software-version <version>', 'software version')
+    .option('--prestage-status <status>', 'prestage status')
+    .option('--sync <endpoint=status>', 'endpoint sync status; endpoint may be all (repeatable)', collect)
+    .option('--description <text>', 'description')
+    .option('--location <text>', 'location');
+}
+
+export function registerSubcloud(program: Command, run: Runner): void {
+  const sc = program.command('subcloud').description('manage the subcloud inventory');
+  fieldOptions(sc.command('add').argument('<name...>').description('add one or more subclouds')).action(
+    (names: string[], opts: RawSubcloudFields) => run((ctx) => subcloudAdd(ctx, names, parseSubcloudFields(opts))),
+  );
+  sc.command('import')
+    .argument('[file]', 'CSV, JSON array or JSON lines; - for standard input', '-')
+    .description('add subclouds from a file: all rows or none')
+    .action((file: string) => run((ctx) => subcloudImport(ctx, file)));
+  sc.command('list')
+    .option('--group <group>', 'only this group')
+    .description('list subclouds')
+    .action((opts: { group?: string }) => run((ctx) => subcloudList_(ctx, opts.group)));
+  sc.command('show')
+    .argument('<name>')
+    .description('show every field of a subcloud')
+    .action((name: string) => run((ctx) => subcloudShow_(ctx, name)));
+  fieldOptions(sc.command('update').argument('<name...>').description('change subclouds')).action(
+    (names: string[], opts: RawSubcloudFields) => run((ctx) => subcloudUpdate(ctx, names, parseSubcloudFields(opts))),
+  );
+  sc.command('delete')
+    .argument('<name...>')
+    .description('delete subclouds (refused while one has a step)')
+    .action((names: string[]) => run((ctx) => subcloudDelete(ctx, names)));
+}

@@ -1,0 +1,102 @@
+/** `dcm subcloud-group …`: groups decide the stages and windows of a strategy. */
+import { OperationError } from '../domain/errors.js';
+import type { ApplyType } from '../domain/types.js';
+import {
+  countSubcloudsInGroup,
+  deleteGroup,
+  findGroup,
+  insertGroup,
+  listGroups,
+  updateGroup,
+  type GroupRow,
+} from '../store/groups.js';
+import { listSubclouds } from '../store/subclouds.js';
+import type { Db } from '../store/open.js';
+import { immediate, withReadDb, withWriteDb, type Ctx } from './context.js';
+import { groupList, groupShow, subcloudList, SUBCLOUD_COLUMNS } from './views.js';
+import { list, type Result } from '../cli/output/result.js';
+
+export interface GroupInput {
+  name?: string;
+  description?: string;
+  updateApplyType?: ApplyType;
+  maxParallelSubclouds?: number;
+}
+
+function mustFind(db: Db, ref: string): GroupRow {
+  const g = findGroup(db, ref);
+  if (!g) throw new OperationError(`Subcloud group ${ref} does not exist`);
+  return g;
+}
+
+function notFound(ref: string): never {
+  throw new OperationError(`Subcloud group ${ref} does not exist`);
+}
+
+export async function groupAdd(ctx: Ctx, input: GroupInput & { name: string }): Promise<Result> {
+  return withWriteDb(ctx, (db) =>
+    immediate(db, () => {
+      if (findGroup(db, input.name)) throw new OperationError(`Subcloud group ${input.name} already exists`);
+      const id = insertGroup(db, {
+        name: input.name,
+        description: input.description ?? 'No description provided',
+        updateApplyType: input.updateApplyType ?? 'parallel',
+        maxParallelSubclouds: input.maxParallelSubclouds ?? 2,
+      });
+      return groupShow(mustFind(db, String(id)));
+    }),
+  );
+}
+
+export async function groupList_(ctx: Ctx): Promise<Result> {
+  return withReadDb(ctx, null, (db) => groupList(listGroups(db))) ?? defaultOnlyList();
+}
+
+/** A file that does not exist yet still has the Default group, as every dcm file does. */
+function defaultOnlyList(): Result {
+  return list(['id', 'name', 'description'], [[1, 'Default', 'Default Subcloud Group']]);
+}
+
+export async function groupShow_(ctx: Ctx, ref: string): Promise<Result> {
+  return withReadDb(ctx, null, (db) => groupShow(mustFind(db, ref))) ?? notFound(ref);
+}
+
+export async function groupUpdate(ctx: Ctx, ref: string, input: GroupInput): Promise<Result> {
+  const changes: Parameters<typeof updateGroup>[2] = {};
+  if (input.name !== undefined) changes.name = input.name;
+  if (input.description !== undefined) changes.description = input.description;
+  if (input.updateApplyType !== undefined) changes.update_apply_type = input.updateApplyType;
+  if (input.maxParallelSubclouds !== undefined) changes.max_parallel_subclouds = input.maxParallelSubclouds;
+  if (Object.keys(changes).length === 0) throw new OperationError('Nothing to update');
+  return withWriteDb(ctx, (db) =>
+    immediate(db, () => {
+      const g = mustFind(db, ref);
+      if (changes.name !== undefined && g.id === 1 && changes.name !== 'Default') {
+        throw new OperationError('Default subcloud group may not be renamed');
+      }
+      const clash = changes.name !== undefined ? findGroup(db, changes.name) : undefined;
+      if (clash && clash.id !== g.id) throw new OperationError(`Subcloud group ${changes.name} already exists`);
+      updateGroup(db, g.id, changes);
+      return groupShow(mustFind(db, String(g.id)));
+    }),
+  );
+}
+
+export async function groupDelete(ctx: Ctx, ref: string): Promise<Result> {
+  return withWriteDb(ctx, (db) =>
+    immediate(db, () => {
+      const g = mustFind(db, ref);
+      if (g.id === 1) throw new OperationError('Default subcloud group may not be deleted');
+      const n = countSubcloudsInGroup(db, g.id);
+      if (n > 0) throw new OperationError(`Subcloud group ${g.name} has ${n} subcloud(s) and may not be deleted`);
+      deleteGroup(db, g.id);
+      return groupShow(g);
+    }),
+  );
+}
+
+export async function groupListSubclouds(ctx: Ctx, ref: string): Promise<Result> {
+  const empty = list(SUBCLOUD_COLUMNS, []);
+  return withReadDb(ctx, null, (db) => subcloudList(listSubclouds(db, mustFind(db, ref).id))) ??
+    (ref === 'Default' || ref === '1' ? empty : notFound(ref));
+}

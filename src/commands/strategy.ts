@@ -1,0 +1,110 @@
+/** `dcm strategy create|show|delete|abort` (apply lives in the orchestrator). */
+import { OperationError } from '../domain/errors.js';
+import { checkCombination, checkMaxParallel, planSteps } from '../domain/planning.js';
+import { driverExtraArgs, typeExtraArgs, type RawDriverOptions, type RawTypeOptions } from '../domain/options.js';
+import { STRATEGY_ENDED, statesOf, TYPES, type ApplyType, type StrategyType } from '../domain/types.js';
+import { listGroups } from '../store/groups.js';
+import type { Db } from '../store/open.js';
+import { deleteStrategy, getStrategy, insertStrategy, type Strategy } from '../store/strategy.js';
+import { insertSteps } from '../store/steps.js';
+import { listSubclouds, toRecord } from '../store/subclouds.js';
+import { UsageError } from '../domain/errors.js';
+import { immediate, withReadDb, withWriteDb, type Ctx } from './context.js';
+import { strategyShow } from './views.js';
+import type { Result } from '../cli/output/result.js';
+
+export interface CreateInput {
+  type: StrategyType;
+  cloudName?: string;
+  groupName?: string;
+  subcloudApplyType?: ApplyType;
+  maxParallelSubclouds?: number;
+  stopOnFailure?: boolean;
+  force?: boolean;
+  typeOptions?: RawTypeOptions;
+  driverOptions?: RawDriverOptions;
+}
+
+function notFound(type?: StrategyType): never {
+  throw new OperationError(type ? `Strategy of type '${type}' not found` : 'Strategy not found');
+}
+
+/** The one strategy, of the given type if `type` is set. */
+export function theStrategy(db: Db, type?: StrategyType): Strategy {
+  const s = getStrategy(db);
+  if (!s || (type && s.type !== type)) notFound(type);
+  return s;
+}
+
+export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Result> {
+  return withWriteDb(ctx, (db) =>
+    immediate(db, () => {
+      const existing = getStrategy(db);
+      if (existing) throw new OperationError(`Strategy of type: '${existing.type}' already exists`);
+
+      const req = {
+        type: input.type,
+        cloudName: input.cloudName ?? null,
+        groupName: input.groupName ?? null,
+        subcloudApplyType: input.subcloudApplyType ?? null,
+        maxParallelSubclouds: input.maxParallelSubclouds ?? null,
+        force: Boolean(input.force),
+      };
+      checkCombination(req);
+      const extra = typeExtraArgs(input.type, input.typeOptions ?? {});
+      const seed = Math.floor(Math.random() * 2 ** 31);
+      const driver = driverExtraArgs(input.type, input.driverOptions ?? {}, seed);
+      const states = statesOf(input.type, extra as { cert_file?: string | null });
+      for (const item of driver.sim_fail as string[]) {
+        const state = item.slice(item.indexOf('=') + 1);
+        if (!states.includes(state)) {
+          throw new UsageError(`Invalid --sim-fail state '${state}' for ${input.type}; its states are: ${states.join(', ')}`);
+        }
+      }
+      checkMaxParallel(input.type, req.maxParallelSubclouds);
+
+      const plan = planSteps(req, listGroups(db).map((g) => ({
+        id: g.id,
+        name: g.name,
+        updateApplyType: g.update_apply_type,
+        maxParallelSubclouds: g.max_parallel_subclouds,
+      })), listSubclouds(db).map(toRecord));
+
+      insertStrategy(
+        db,
+        {
+          type: input.type,
+          subcloudApplyType: req.subcloudApplyType,
+          maxParallelSubclouds: req.maxParallelSubclouds,
+          stopOnFailure: Boolean(input.stopOnFailure),
+          extra: { ...extra, ...driver, cloud_name: req.cloudName, group: req.groupName, force: req.force },
+        },
+        plan.stages,
+      );
+      insertSteps(db, plan.steps);
+      return strategyShow(theStrategy(db));
+    }),
+  );
+}
+
+export async function strategyShow_(ctx: Ctx, type?: StrategyType): Promise<Result> {
+  return withReadDb(ctx, null, (db) => strategyShow(theStrategy(db, type))) ?? notFound(type);
+}
+
+export async function strategyDelete(ctx: Ctx, type?: StrategyType): Promise<Result> {
+  const result = withReadDb(ctx, null, (db) =>
+    immediate(db, () => {
+      const s = theStrategy(db, type);
+      if (!['initial', ...STRATEGY_ENDED].includes(s.state)) {
+        throw new OperationError(`Strategy in state ${s.state} cannot be deleted`);
+      }
+      deleteStrategy(db);
+      return strategyShow({ ...s, state: 'deleted' });
+    }),
+  );
+  return result ?? notFound(type);
+}
+
+export function typeLabel(type: StrategyType): string {
+  return TYPES[type].alias;
+}

@@ -1,0 +1,39 @@
+/**
+ * Typed errors carrying the process exit code (SPEC §8). Code throws these; the CLI's single exit
+ * point turns them into one `error: <message>` line and `process.exitCode`.
+ */
+export const EXIT = {
+  ok: 0,
+  failed: 1,
+  usage: 2,
+  aborted: 3,
+  locked: 4,
+  sigint: 130,
+  sigterm: 143,
+} as const;
+
+export class DcmError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: number = EXIT.failed,
+  ) {
+    super(message);
+    this.name = 'DcmError';
+  }
+}
+
+/** Bad command line: unknown option, bad option value, options that exclude each other (exit 2). */
+export class UsageError extends DcmError {
+  constructor(message: string) {
+    super(message, EXIT.usage);
+    this.name = 'UsageError';
+  }
+}
+
+/** The operation cannot be done: not found, wrong state, bad file (exit 1). */
+export class OperationError extends DcmError {
+  constructor(message: string) {
+    super(message, EXIT.failed);
+    this.name = 'OperationError';
+  }
+}

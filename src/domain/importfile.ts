@@ -1,0 +1,176 @@
+/**
+ * `subcloud import`: CSV with a header, a JSON array, or JSON lines. Every row becomes
+ * RawSubcloudFields plus a name and the line it came from, or the whole import fails naming the
+ * line. Pure (text in, rows out).
+ */
+import { parse as parseCsv } from 'csv-parse/sync';
+import { OperationError, UsageError } from './errors.js';
+import { ENDPOINTS, type Endpoint } from './types.js';
+import { parseSubcloudFields, type SubcloudInput } from './inventory.js';
+
+export interface ImportRow {
+  line: number;
+  name: string;
+  fields: SubcloudInput;
+}
+
+type RawRow = { line: number; data: Record<string, unknown> };
+
+/** Column names are matched loosely: case, spaces and dashes do not matter. */
+function norm(key: string): string {
+  return key.trim().toLowerCase().replace(/[\s-]+/g, '_');
+}
+
+const SYNC_KEYS = new Map<string, Endpoint>();
+for (const e of ENDPOINTS) {
+  const k = norm(e);
+  for (const variant of [k, `${k}_sync`, `${k}_sync_status`]) SYNC_KEYS.set(variant, e);
+}
+
+const FIELD_KEYS: Record<string, string> = {
+  name: 'name',
+  description: 'description',
+  location: 'location',
+  group: 'group',
+  group_name: 'group',
+  group_id: 'group',
+  management: 'management',
+  availability: 'availability',
+  deploy_status: 'deployStatus',
+  software_version: 'softwareVersion',
+  prestage_status: 'prestageStatus',
+  sync: 'sync',
+};
+
+function toImportRow(raw: RawRow): ImportRow {
+  const fail = (msg: string): never => {
+    throw new OperationError(`line ${raw.line}: ${msg}`);
+  };
+  if (raw.data === null || typeof raw.data !== 'object' || Array.isArray(raw.data)) fail('a row must be an object');
+  const fields: Record<string, string> = {};
+  const sync: string[] = [];
+  for (const [key, value] of Object.entries(raw.data)) {
+    if (value === null || value === undefined || value === '') continue;
+    if (typeof value === 'object') fail(`column '${key}' must be a plain value`);
+    const k = norm(key);
+    const text = String(value).trim();
+    if (k === 'sync') sync.unshift(`all=${text}`);
+    else if (SYNC_KEYS.has(k)) sync.push(`${SYNC_KEYS.get(k)}=${text}`);
+    else if (FIELD_KEYS[k]) fields[FIELD_KEYS[k]] = text;
+    else fail(`unknown column '${key}'`);
+  }
+  const name = fields.name;
+  if (!name) fail("missing 'name'");
+  delete fields.name;
+  try {
+    return { line: raw.line, name, fields: parseSubcloudFields({ ...fields, sync }) };
+  } catch (err) {
+    if (err instanceof UsageError) fail(err.message);
+    throw err;
+  }
+}
+
+function lineAt(text: string, index: number): number {
+  let line = 1;
+  for (let i = 0; i < index && i < text.length; i++) if (text.charCodeAt(i) === 10) line++;
+  return line;
+}
+
+/**
+ * Split a JSON array into its top-level elements with the offset each starts at, so that a broken
+ * element can be reported by line (V8's JSON.parse messages carry no position on Node 20).
+ */
+function splitJsonArray(text: string): { start: number; text: string }[] {
+  const items: { start: number; text: string }[] = [];
+  let depth = 0;
+  let inString = false;
+  let start = -1;
+  const open = text.indexOf('[');
+  let i = open + 1;
+  for (; i < text.length; i++) {
+    const c = text[i];
+    if (inString) {
+      if (c === '\\') i++;
+      else if (c === '"') inString = false;
+      continue;
+    }
+    if (c === '"') inString = true;
+    if (start < 0 && !/\s/.test(c) && c !== ',' && !(depth === 0 && c === ']')) start = i;
+    if (c === '{' || c === '[') depth++;
+    else if (c === '}' || c === ']') {
+      if (depth === 0) break; // end of the array
+      depth--;
+    } else if (c === ',' && depth === 0) {
+      if (start < 0) throw new OperationError(`line ${lineAt(text, i)}: empty element in JSON array`);
+      items.push({ start, text: text.slice(start, i) });
+      start = -1;
+    }
+  }
+  if (i >= text.length) throw new OperationError(`line ${lineAt(text, text.length)}: unterminated JSON array`);
+  if (start >= 0) items.push({ start, text: text.slice(start, i) });
+  const rest = text.slice(i + 1).trim();
+  if (rest !== '') throw new OperationError(`line ${lineAt(text, i + 1 + text.slice(i + 1).search(/\S/))}: unexpected text after JSON array`);
+  return items;
+}
+
+function parseJsonArray(text: string): RawRow[] {
+  return splitJsonArray(text).map((item) => {
+    const line = lineAt(text, item.start);
+    try {
+      return { line, data: JSON.parse(item.text) as Record<string, unknown> };
+    } catch (err) {
+      // Name the line inside the element where the parse broke, when V8 tells the position.
+      const pos = /position (\d+)/.exec((err as Error).message);
+      const where = pos ? lineAt(text, item.start + Number(pos[1])) : line;
+      throw new OperationError(`line ${where}: invalid JSON (${(err as Error).message})`);
+    }
+  });
+}
+
+function parseJsonLines(text: string): RawRow[] {
+  const rows: RawRow[] = [];
+  text.split('\n').forEach((raw, i) => {
+    const t = raw.trim();
+    if (t === '') return;
+    try {
+      rows.push({ line: i + 1, data: JSON.parse(t) as Record<string, unknown> });
+    } catch (err) {
+      throw new OperationError(`line ${i + 1}: invalid JSON (${(err as Error).message})`);
+    }
+  });
+  return rows;
+}
+
+function parseCsvRows(text: string): RawRow[] {
+  let records: { record: Record<string, string>; info: { lines: number } }[];
+  try {
+    records = parseCsv(text, { columns: true, info: true, skip_empty_lines: true, trim: true, bom: true }) as never;
+  } catch (err) {
+    const m = err as Error & { lines?: number };
+    throw new OperationError(`line ${m.lines ?? '?'}: invalid CSV (${m.message.replace(/^Invalid [^:]*: /, '')})`);
+  }
+  return records.map((r) => ({ line: r.info.lines, data: r.record }));
+}
+
+/** Parse the whole file; names must be unique within it. */
+export function parseImport(text: string): ImportRow[] {
+  const body = text.replace(/^\uFEFF/, '');
+  const first = body.trimStart()[0];
+  let raws: RawRow[];
+  if (first === '[') raws = parseJsonArray(body);
+  else if (first === '{') raws = parseJsonLines(body);
+  else {
+    const header = body.split('\n', 1)[0];
+    const cols = header.split(',').map((c) => norm(c.replace(/"/g, '')));
+    if (!cols.includes('name')) throw new OperationError("line 1: CSV header has no 'name' column");
+    raws = parseCsvRows(body);
+  }
+  const rows = raws.map(toImportRow);
+  const seen = new Map<string, number>();
+  for (const r of rows) {
+    const before = seen.get(r.name);
+    if (before !== undefined) throw new OperationError(`line ${r.line}: duplicate name '${r.name}' (first on line ${before})`);
+    seen.set(r.name, r.line);
+  }
+  return rows;
+}

@@ -1,0 +1,83 @@
+/**
+ * Subcloud and group fields as people give them (options or import rows), validated. Pure.
+ */
+import { UsageError } from './errors.js';
+import { APPLY_TYPES, ENDPOINTS, SYNC_STATUSES, type ApplyType, type Endpoint, type SyncStatus } from './types.js';
+
+export interface RawSubcloudFields {
+  group?: string;
+  management?: string;
+  availability?: string;
+  deployStatus?: string;
+  softwareVersion?: string;
+  prestageStatus?: string;
+  description?: string;
+  location?: string;
+  sync?: string[];
+}
+
+export interface SubcloudInput {
+  group?: string;
+  management?: 'managed' | 'unmanaged';
+  availability?: 'online' | 'offline';
+  deploy_status?: string;
+  software_version?: string;
+  prestage_status?: string;
+  description?: string;
+  location?: string;
+  sync?: Partial<Record<Endpoint, SyncStatus>>;
+}
+
+function oneOf<T extends string>(what: string, value: string, allowed: readonly T[]): T {
+  if (!(allowed as readonly string[]).includes(value)) {
+    throw new UsageError(`invalid ${what} '${value}' (choose from ${allowed.join(', ')})`);
+  }
+  return value as T;
+}
+
+/** `ENDPOINT=STATUS`, where ENDPOINT may be `all`. Later entries override earlier ones. */
+export function parseSync(items: readonly string[]): Partial<Record<Endpoint, SyncStatus>> {
+  const out: Partial<Record<Endpoint, SyncStatus>> = {};
+  for (const item of items) {
+    const eq = item.indexOf('=');
+    if (eq < 0) throw new UsageError(`invalid --sync '${item}': use ENDPOINT=STATUS`);
+    const endpoint = item.slice(0, eq).trim();
+    const status = oneOf('sync status', item.slice(eq + 1).trim(), SYNC_STATUSES);
+    if (endpoint === 'all') {
+      for (const e of ENDPOINTS) out[e] = status;
+    } else {
+      out[oneOf('sync endpoint', endpoint, [...ENDPOINTS, 'all'] as const) as Endpoint] = status;
+    }
+  }
+  return out;
+}
+
+export function parseSubcloudFields(raw: RawSubcloudFields): SubcloudInput {
+  const out: SubcloudInput = {};
+  if (raw.group !== undefined) out.group = raw.group;
+  if (raw.management !== undefined) out.management = oneOf('management', raw.management, ['managed', 'unmanaged'] as const);
+  if (raw.availability !== undefined) out.availability = oneOf('availability', raw.availability, ['online', 'offline'] as const);
+  if (raw.deployStatus !== undefined) out.deploy_status = raw.deployStatus;
+  if (raw.softwareVersion !== undefined) out.software_version = raw.softwareVersion;
+  if (raw.prestageStatus !== undefined) out.prestage_status = raw.prestageStatus;
+  if (raw.description !== undefined) out.description = raw.description;
+  if (raw.location !== undefined) out.location = raw.location;
+  if (raw.sync !== undefined && raw.sync.length) out.sync = parseSync(raw.sync);
+  return out;
+}
+
+export function checkName(kind: string, name: string): void {
+  if (name.trim() === '' || name !== name.trim()) throw new UsageError(`invalid ${kind} name '${name}'`);
+}
+
+export function parseApplyType(value: string): ApplyType {
+  return oneOf('apply type', value, APPLY_TYPES);
+}
+
+/** A whole number in [min, max]; `what` names the option in the message. */
+export function parseIntIn(what: string, text: string, min: number, max: number): number {
+  if (!/^-?\d+$/.test(text.trim())) throw new UsageError(`invalid ${what} '${text}': not an integer`);
+  const n = Number(text);
+  if (n < min || n > max) throw new UsageError(`invalid ${what} '${text}': must be between ${min} and ${max}`);
+  return n;
+}

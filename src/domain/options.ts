@@ -1,0 +1,164 @@
+/**
+ * Type options and driver settings of `strategy create` (SPEC §4, §7): validated here, stored in
+ * the strategy's extra args, handed to drivers. Pure.
+ */
+import { UsageError } from './errors.js';
+import { parseDuration, parseDurationRange } from './durations.js';
+import { TYPES, type StrategyType } from './types.js';
+
+/** Raw values as the command line gave them; `undefined` = not given. */
+export interface RawTypeOptions {
+  patchId?: string;
+  toVersion?: string;
+  subject?: string;
+  expiryDate?: string;
+  certFile?: string;
+  release?: string;
+  forInstall?: boolean;
+  forSwDeploy?: boolean;
+  releaseId?: string;
+  snapshot?: boolean;
+  rollback?: boolean;
+  delete?: boolean;
+  cleanup?: boolean;
+  withPrestage?: boolean;
+  kubeUpgrade?: string;
+}
+
+export interface RawDriverOptions {
+  simLatency?: string;
+  simFailRate?: string;
+  simSeed?: string;
+  simFail?: string[];
+  stateTimeout?: string;
+}
+
+/** The flag each raw option came from, for messages. */
+const FLAG: Record<keyof RawTypeOptions, string> = {
+  patchId: '--patch-id',
+  toVersion: '--to-version',
+  subject: '--subject',
+  expiryDate: '--expiry-date',
+  certFile: '--cert-file',
+  release: '--release',
+  forInstall: '--for-install',
+  forSwDeploy: '--for-sw-deploy',
+  releaseId: '--release-id',
+  snapshot: '--snapshot',
+  rollback: '--rollback',
+  delete: '--delete',
+  cleanup: '--cleanup',
+  withPrestage: '--with-prestage',
+  kubeUpgrade: '--kube-upgrade',
+};
+
+const ALLOWED: Record<StrategyType, (keyof RawTypeOptions)[]> = {
+  patch: ['patchId'],
+  'sw-deploy': ['releaseId', 'snapshot', 'rollback', 'delete', 'cleanup', 'withPrestage', 'kubeUpgrade'],
+  kubernetes: ['toVersion'],
+  'kube-rootca-update': ['subject', 'expiryDate', 'certFile'],
+  firmware: [],
+  prestage: ['release', 'forInstall', 'forSwDeploy'],
+};
+
+export type ExtraArgs = Record<string, string | number | boolean | null | string[]>;
+
+function given(raw: RawTypeOptions, key: keyof RawTypeOptions): boolean {
+  const v = raw[key];
+  return v !== undefined && v !== false;
+}
+
+function exclusive(raw: RawTypeOptions, a: keyof RawTypeOptions, others: (keyof RawTypeOptions)[]): void {
+  if (!given(raw, a)) return;
+  for (const b of others) {
+    if (given(raw, b)) throw new UsageError(`${FLAG[a]} cannot be used with ${FLAG[b]}`);
+  }
+}
+
+/** Validate type options against the type and dcmanager's rules; returns the stored extra args. */
+export function typeExtraArgs(type: StrategyType, raw: RawTypeOptions): ExtraArgs {
+  for (const key of Object.keys(FLAG) as (keyof RawTypeOptions)[]) {
+    if (given(raw, key) && !ALLOWED[type].includes(key)) {
+      throw new UsageError(`${FLAG[key]} is not an option of strategy type ${type}`);
+    }
+  }
+  switch (type) {
+    case 'patch':
+      return { patch_id: raw.patchId ?? null };
+    case 'kubernetes':
+      return { to_version: raw.toVersion ?? null };
+    case 'kube-rootca-update':
+      exclusive(raw, 'certFile', ['subject', 'expiryDate']);
+      return {
+        subject: raw.subject ?? null,
+        expiry_date: raw.expiryDate ?? null,
+        cert_file: raw.certFile ?? null,
+      };
+    case 'prestage': {
+      exclusive(raw, 'forInstall', ['forSwDeploy']);
+      if (raw.release !== undefined && !/^\d\d\.\d\d(\.\d+)?$/.test(raw.release)) {
+        throw new UsageError(`Invalid release: ${raw.release}. The release must be YY.MM or YY.MM.nn`);
+      }
+      return {
+        prestage_software_version: raw.release ?? null,
+        for_sw_deploy: Boolean(raw.forSwDeploy),
+        for_install: !raw.forSwDeploy,
+      };
+    }
+    case 'sw-deploy': {
+      exclusive(raw, 'rollback', ['releaseId', 'cleanup', 'withPrestage', 'kubeUpgrade', 'snapshot', 'delete']);
+      exclusive(raw, 'cleanup', ['releaseId', 'withPrestage', 'kubeUpgrade', 'snapshot', 'delete']);
+      if (!given(raw, 'releaseId') && !raw.rollback && !raw.cleanup) {
+        throw new UsageError('--release-id is required unless --rollback or --cleanup is given');
+      }
+      return {
+        release_id: raw.releaseId ?? null,
+        snapshot: Boolean(raw.snapshot),
+        rollback: Boolean(raw.rollback),
+        delete_option: Boolean(raw.delete),
+        cleanup: Boolean(raw.cleanup),
+        with_prestage: Boolean(raw.withPrestage),
+        kube_upgrade: raw.kubeUpgrade ?? null,
+      };
+    }
+    case 'firmware':
+      return {};
+  }
+}
+
+/** Driver settings and the per-state timeout. */
+export function driverExtraArgs(type: StrategyType, raw: RawDriverOptions, defaultSeed: number): ExtraArgs {
+  const out: ExtraArgs = { driver: 'sim' };
+  const latency = parseDurationRange(raw.simLatency ?? '200ms..1s');
+  if (!latency) throw new UsageError(`Invalid --sim-latency value: ${raw.simLatency}. Use MIN[..MAX], e.g. 50ms..2s`);
+  out.sim_latency_min_ms = latency.min;
+  out.sim_latency_max_ms = latency.max;
+
+  const rate = raw.simFailRate === undefined ? 0 : Number(raw.simFailRate);
+  if (raw.simFailRate !== undefined && (raw.simFailRate.trim() === '' || !(rate >= 0 && rate <= 1))) {
+    throw new UsageError(`Invalid --sim-fail-rate value: ${raw.simFailRate}. It must be between 0 and 1`);
+  }
+  out.sim_fail_rate = rate;
+
+  if (raw.simSeed !== undefined && !/^\d{1,15}$/.test(raw.simSeed)) {
+    throw new UsageError(`Invalid --sim-seed value: ${raw.simSeed}. It must be a non-negative integer`);
+  }
+  out.sim_seed = raw.simSeed !== undefined ? Number(raw.simSeed) : defaultSeed;
+
+  const fails: string[] = [];
+  for (const item of raw.simFail ?? []) {
+    const eq = item.indexOf('=');
+    if (eq <= 0 || eq === item.length - 1) {
+      throw new UsageError(`Invalid --sim-fail value: ${item}. Use CLOUD=STATE`);
+    }
+    fails.push(item);
+  }
+  out.sim_fail = fails;
+
+  const timeout = raw.stateTimeout === undefined ? TYPES[type].defaultStateTimeoutMs : parseDuration(raw.stateTimeout);
+  if (timeout === null || timeout <= 0) {
+    throw new UsageError(`Invalid --state-timeout value: ${raw.stateTimeout}. Use a duration such as 30s or 10m`);
+  }
+  out.state_timeout_ms = timeout;
+  return out;
+}

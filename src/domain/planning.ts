@@ -1,0 +1,146 @@
+/**
+ * Who gets a step, in which stage, with which window (SPEC §5). Pure: plain records in, a plan or
+ * a typed error out, checks in the documented order.
+ */
+import { OperationError, UsageError } from './errors.js';
+import { TYPES, type ApplyType, type Endpoint, type StrategyType, type SyncStatus } from './types.js';
+
+export interface GroupRecord {
+  id: number;
+  name: string;
+  updateApplyType: ApplyType;
+  maxParallelSubclouds: number;
+}
+
+export interface SubcloudRecord {
+  id: number;
+  name: string;
+  groupId: number;
+  management: string;
+  availability: string;
+  deployStatus: string;
+  sync: Record<Endpoint, SyncStatus>;
+}
+
+export interface PlanRequest {
+  type: StrategyType;
+  cloudName?: string | null;
+  groupName?: string | null;
+  subcloudApplyType?: ApplyType | null;
+  maxParallelSubclouds?: number | null;
+  force?: boolean;
+}
+
+export interface PlannedStep {
+  subcloudId: number;
+  name: string;
+  stage: number;
+}
+
+export interface StagePlan {
+  stage: number;
+  /** How many subclouds of this stage may be in flight at once. */
+  window: number;
+  /** Group the stage was drawn from (informational). */
+  groupName: string;
+}
+
+export interface Plan {
+  steps: PlannedStep[];
+  stages: StagePlan[];
+}
+
+/** Check 2 of SPEC §5: what may not be combined. Runs before the range check and any lookup. */
+export function checkCombination(req: PlanRequest): void {
+  if (req.cloudName && req.groupName) {
+    throw new UsageError('cloud_name and group are mutually exclusive');
+  }
+  if (req.groupName && (req.subcloudApplyType || req.maxParallelSubclouds != null)) {
+    throw new UsageError(
+      'subcloud-apply-type and max-parallel-subclouds are not supported when group option is applied',
+    );
+  }
+}
+
+/** Check 3 of SPEC §5. */
+export function checkMaxParallel(type: StrategyType, value: number | null | undefined): void {
+  if (value == null) return;
+  const limit = TYPES[type].maxParallelLimit;
+  if (!Number.isInteger(value) || value < 1 || value > limit) {
+    throw new UsageError(
+      `Invalid max-parallel-subclouds value: ${value}. For ${type}, the value must be between 1 and ${limit}.`,
+    );
+  }
+}
+
+function isCandidate(type: StrategyType, sc: SubcloudRecord): boolean {
+  if (sc.management !== 'managed' || sc.availability !== 'online') return false;
+  if (type === 'prestage') return sc.deployStatus === 'complete';
+  return true;
+}
+
+/**
+ * Checks 4–7 and the plan itself. Subclouds are taken group by group (groups in id order,
+ * subclouds in id order); each group with a step is one stage, unless a cloud or a group was named,
+ * which makes one stage.
+ */
+export function planSteps(
+  req: PlanRequest,
+  groups: readonly GroupRecord[],
+  subclouds: readonly SubcloudRecord[],
+): Plan {
+  const info = TYPES[req.type];
+  const endpoint = info.endpoint;
+  const force = Boolean(req.force) && info.forceAllowed;
+  const groupById = new Map(groups.map((g) => [g.id, g]));
+
+  let pool: SubcloudRecord[];
+  if (req.cloudName) {
+    const sc = subclouds.find((s) => s.name === req.cloudName);
+    if (!sc) throw new OperationError(`Subcloud ${req.cloudName} does not exist`);
+    if (endpoint && sc.sync[endpoint] === 'in-sync' && !force) {
+      throw new OperationError(`Subcloud ${sc.name} does not require ${info.requireLabel}`);
+    }
+    pool = [sc];
+  } else if (req.groupName) {
+    const g = groups.find((x) => x.name === req.groupName || String(x.id) === req.groupName);
+    if (!g) throw new OperationError(`Subcloud group ${req.groupName} does not exist`);
+    pool = subclouds.filter((s) => s.groupId === g.id);
+  } else {
+    pool = [...subclouds];
+  }
+
+  const candidates = pool.filter((s) => isCandidate(req.type, s));
+  if (endpoint && !force && candidates.some((s) => s.sync[endpoint] === 'unknown')) {
+    throw new OperationError(`${info.syncLabel} sync status is unknown for one or more subclouds`);
+  }
+  const chosen = candidates.filter((s) => !endpoint || force || s.sync[endpoint] !== 'in-sync');
+  if (chosen.length === 0) throw new OperationError('Strategy has no steps to apply');
+
+  const windowFor = (group: GroupRecord | undefined): number => {
+    const applyType = req.subcloudApplyType ?? group?.updateApplyType ?? 'parallel';
+    if (applyType === 'serial') return 1;
+    return req.maxParallelSubclouds ?? group?.maxParallelSubclouds ?? 2;
+  };
+
+  // Order: group id, then subcloud id. A named cloud or group is a single stage.
+  const sorted = [...chosen].sort((a, b) => a.groupId - b.groupId || a.id - b.id);
+  const steps: PlannedStep[] = [];
+  const stages: StagePlan[] = [];
+  if (req.cloudName || req.groupName) {
+    const group = groupById.get(sorted[0].groupId);
+    stages.push({ stage: 1, window: windowFor(group), groupName: group?.name ?? '' });
+    for (const s of sorted) steps.push({ subcloudId: s.id, name: s.name, stage: 1 });
+  } else {
+    let lastGroup = -1;
+    for (const s of sorted) {
+      if (s.groupId !== lastGroup) {
+        lastGroup = s.groupId;
+        const group = groupById.get(s.groupId);
+        stages.push({ stage: stages.length + 1, window: windowFor(group), groupName: group?.name ?? '' });
+      }
+      steps.push({ subcloudId: s.id, name: s.name, stage: stages.length });
+    }
+  }
+  return { steps, stages };
+}

@@ -1,0 +1,185 @@
+/**
+ * Strategy types, their states and the words dcmanager uses for them (SPEC §3). Pure data.
+ */
+export const ENDPOINTS = ['patching', 'usm', 'kubernetes', 'kube-rootca', 'firmware'] as const;
+export type Endpoint = (typeof ENDPOINTS)[number];
+
+export const SYNC_STATUSES = ['in-sync', 'out-of-sync', 'unknown'] as const;
+export type SyncStatus = (typeof SYNC_STATUSES)[number];
+
+export const STRATEGY_TYPES = [
+  'patch',
+  'sw-deploy',
+  'kubernetes',
+  'kube-rootca-update',
+  'firmware',
+  'prestage',
+] as const;
+export type StrategyType = (typeof STRATEGY_TYPES)[number];
+
+export const APPLY_TYPES = ['parallel', 'serial'] as const;
+export type ApplyType = (typeof APPLY_TYPES)[number];
+
+/** Strategy states, dcmanager's spelling. */
+export const STRATEGY_STATE = {
+  initial: 'initial',
+  applying: 'applying',
+  abortRequested: 'abort requested',
+  aborting: 'aborting',
+  complete: 'complete',
+  failed: 'failed',
+  aborted: 'aborted',
+} as const;
+export type StrategyState = (typeof STRATEGY_STATE)[keyof typeof STRATEGY_STATE];
+
+/** A strategy in one of these states has no orchestrator work left and may be deleted. */
+export const STRATEGY_ENDED: readonly string[] = ['complete', 'failed', 'aborted'];
+
+export const STEP_INITIAL = 'initial';
+export const STEP_COMPLETE = 'complete';
+export const STEP_FAILED = 'failed';
+export const STEP_ABORTED = 'aborted';
+export const STEP_ENDED: readonly string[] = [STEP_COMPLETE, STEP_FAILED, STEP_ABORTED];
+
+export interface TypeInfo {
+  type: StrategyType;
+  alias: string;
+  /** The sync endpoint a step of this type brings in-sync; null for prestage. */
+  endpoint: Endpoint | null;
+  /** Label in "Subcloud X does not require <label>". */
+  requireLabel: string;
+  /** Label in "<label> sync status is unknown for one or more subclouds". */
+  syncLabel: string;
+  /** Upper bound of --max-parallel-subclouds. */
+  maxParallelLimit: number;
+  /** Whether --force takes in-sync subclouds too. */
+  forceAllowed: boolean;
+  /** Default per-state timeout in milliseconds (--state-timeout overrides). */
+  defaultStateTimeoutMs: number;
+}
+
+const MINUTE = 60_000;
+
+export const TYPES: Record<StrategyType, TypeInfo> = {
+  patch: {
+    type: 'patch',
+    alias: 'patch-strategy',
+    endpoint: 'patching',
+    requireLabel: 'patching',
+    syncLabel: 'Patching',
+    maxParallelLimit: 5000,
+    forceAllowed: false,
+    defaultStateTimeoutMs: 60 * MINUTE,
+  },
+  'sw-deploy': {
+    type: 'sw-deploy',
+    alias: 'sw-deploy-strategy',
+    endpoint: 'usm',
+    requireLabel: 'software deploy',
+    syncLabel: 'Software deploy',
+    maxParallelLimit: 5000,
+    forceAllowed: false,
+    defaultStateTimeoutMs: 120 * MINUTE,
+  },
+  kubernetes: {
+    type: 'kubernetes',
+    alias: 'kube-upgrade-strategy',
+    endpoint: 'kubernetes',
+    requireLabel: 'kubernetes update',
+    syncLabel: 'Kubernetes',
+    maxParallelLimit: 5000,
+    forceAllowed: true,
+    defaultStateTimeoutMs: 120 * MINUTE,
+  },
+  'kube-rootca-update': {
+    type: 'kube-rootca-update',
+    alias: 'kube-rootca-update-strategy',
+    endpoint: 'kube-rootca',
+    requireLabel: 'kube rootca update',
+    syncLabel: 'Kube rootca update',
+    maxParallelLimit: 5000,
+    forceAllowed: true,
+    defaultStateTimeoutMs: 60 * MINUTE,
+  },
+  firmware: {
+    type: 'firmware',
+    alias: 'fw-update-strategy',
+    endpoint: 'firmware',
+    requireLabel: 'firmware update',
+    syncLabel: 'Firmware',
+    maxParallelLimit: 5000,
+    forceAllowed: false,
+    defaultStateTimeoutMs: 60 * MINUTE,
+  },
+  prestage: {
+    type: 'prestage',
+    alias: 'prestage-strategy',
+    endpoint: null,
+    requireLabel: 'prestage',
+    syncLabel: 'Prestage',
+    maxParallelLimit: 250,
+    forceAllowed: false,
+    defaultStateTimeoutMs: 180 * MINUTE,
+  },
+};
+
+export function typeByAlias(alias: string): TypeInfo | undefined {
+  return Object.values(TYPES).find((t) => t.alias === alias);
+}
+
+/**
+ * The states a step of this type walks, in order, between `initial` and `complete`.
+ * kube-rootca-update uploads a certificate only when the strategy was created with --cert-file.
+ */
+export function statesOf(type: StrategyType, extra: { cert_file?: string | null } = {}): string[] {
+  switch (type) {
+    case 'patch':
+      return [
+        'pre check',
+        'updating patches',
+        'creating VIM patch strategy',
+        'applying VIM patch strategy',
+        'finishing patch strategy',
+      ];
+    case 'sw-deploy':
+      return [
+        'sw-deploy pre-check',
+        'sw-deploy install license',
+        'create VIM sw-deploy strategy',
+        'apply VIM sw-deploy strategy',
+        'finish sw-deploy strategy',
+      ];
+    case 'kubernetes':
+      return [
+        'kube upgrade pre check',
+        'kube creating vim kube upgrade strategy',
+        'kube applying vim kube upgrade strategy',
+      ];
+    case 'kube-rootca-update':
+      return [
+        'kube rootca update pre check',
+        ...(extra.cert_file ? ['kube rootca update start', 'kube rootca update upload cert'] : []),
+        'creating vim kube rootca update strategy',
+        'applying vim kube rootca update strategy',
+      ];
+    case 'firmware':
+      return [
+        'importing firmware',
+        'creating fw update strategy',
+        'applying fw update strategy',
+        'finishing fw update',
+      ];
+    case 'prestage':
+      return ['prestage-precheck', 'prestage-prepare', 'prestaging-packages', 'prestaging-images'];
+  }
+}
+
+/** The role a state plays on the subcloud's side: the simulator models VIM strategies by it. */
+export type StateRole = 'vim-create' | 'vim-apply' | 'plain';
+
+export function roleOf(state: string): StateRole {
+  const s = state.toLowerCase();
+  if (s.includes('vim') && (s.includes('creat') || s.startsWith('create'))) return 'vim-create';
+  if (s.includes('vim') && s.includes('apply')) return 'vim-apply';
+  return 'plain';
+}

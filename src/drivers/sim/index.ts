@@ -1,0 +1,90 @@
+/**
+ * The `sim` driver: simulated subclouds that take time, fail when told to (or at a seeded rate),
+ * and keep their own side of the update, so that a duplicate or out-of-order operation fails on
+ * the subcloud exactly as in dcmanager's seed bug.
+ */
+import os from 'node:os';
+import type { Driver, OperationRequest, OperationResult } from '../driver.js';
+import { admit, finish, type SiteRequest } from './site.js';
+import { SiteBook } from './sites.js';
+import { drawFor } from './random.js';
+
+export interface SimSettings {
+  latencyMinMs: number;
+  latencyMaxMs: number;
+  failRate: number;
+  seed: number;
+  /** `cloud=state` pairs that fail. */
+  fail: Set<string>;
+}
+
+export function simSettings(extra: Record<string, unknown>): SimSettings {
+  return {
+    latencyMinMs: Number(extra.sim_latency_min_ms ?? 200),
+    latencyMaxMs: Number(extra.sim_latency_max_ms ?? 1000),
+    failRate: Number(extra.sim_fail_rate ?? 0),
+    seed: Number(extra.sim_seed ?? 0),
+    fail: new Set((extra.sim_fail as string[] | undefined) ?? []),
+  };
+}
+
+export class SimDriver implements Driver {
+  private readonly book: SiteBook;
+  /** This process's token: a site busy with this owner is busy for real. */
+  private readonly owner = `${os.hostname()}:${process.pid}:${Date.now()}`;
+  private readonly timers = new Set<NodeJS.Timeout | NodeJS.Immediate>();
+  private closed = false;
+
+  constructor(
+    dbFile: string,
+    private readonly settings: SimSettings,
+  ) {
+    this.book = new SiteBook(dbFile);
+  }
+
+  async run(req: OperationRequest): Promise<OperationResult> {
+    const sreq: SiteRequest = req;
+    const admission = admit(this.book.get(req.cloud), sreq, this.owner);
+    if (!admission.ok) return { kind: 'failed', reason: admission.reason };
+    this.book.set(admission.site);
+
+    const draw = drawFor(this.settings.seed, req.cloud, req.state, req.attempt);
+    const { latencyMinMs: min, latencyMaxMs: max } = this.settings;
+    const latency = min + Math.floor(draw() * (max - min + 1));
+    const fails = this.settings.fail.has(`${req.cloud}=${req.state}`) || draw() < this.settings.failRate;
+    await this.sleep(latency);
+    if (this.closed) return { kind: 'failed', reason: 'simulator closed' };
+
+    // The site may have been changed meanwhile only by this operation: it is busy.
+    const site = this.book.get(req.cloud)!;
+    await this.book.setDurable(finish(site, sreq, !fails || admission.replay, admission.replay));
+    if (fails && !admission.replay) {
+      return {
+        kind: 'failed',
+        reason: this.settings.fail.has(`${req.cloud}=${req.state}`) ? 'injected failure' : 'simulated failure',
+      };
+    }
+    return { kind: 'next' };
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        this.timers.delete(t);
+        resolve();
+      };
+      const t = ms <= 0 ? setImmediate(done) : setTimeout(done, ms);
+      this.timers.add(t);
+    });
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const t of this.timers) {
+      clearTimeout(t as NodeJS.Timeout);
+      clearImmediate(t as NodeJS.Immediate);
+    }
+    this.timers.clear();
+    this.book.close();
+  }
+}

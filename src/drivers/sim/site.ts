@@ -1,0 +1,80 @@
+/**
+ * A simulated subcloud's own side of an update, judged by the subcloud and not by the
+ * orchestrator's bookkeeping (SPEC §7). Pure: a site and a request in, a decision out.
+ *
+ * The site remembers which states of the current strategy it has completed (`done`, an index), the
+ * state of its VIM strategy (none → building → ready-to-apply → applying → applied), and the
+ * operation it is running now (`busyState`, owned by `busyOwner`, a process token). An operation
+ * that arrives while another runs, or out of order, fails as dcmanager's subclouds did:
+ * `unexpected state <vim state>`. An operation left running by a process that died may run again:
+ * dcmanager's states are re-entrant.
+ */
+import { roleOf } from '../../domain/types.js';
+
+export interface Site {
+  name: string;
+  campaign: string;
+  done: number;
+  vim: string;
+  busyState: string | null;
+  busyOwner: string | null;
+}
+
+export interface SiteRequest {
+  cloud: string;
+  campaign: string;
+  state: string;
+  stateIndex: number;
+  attempt: number;
+}
+
+export function freshSite(name: string, campaign: string): Site {
+  return { name, campaign, done: -1, vim: 'none', busyState: null, busyOwner: null };
+}
+
+function label(site: Site): string {
+  return site.busyState && site.vim === 'none' ? site.busyState : site.vim;
+}
+
+export type Admission = { ok: true; site: Site; replay: boolean } | { ok: false; reason: string };
+
+/** May this operation start on this site? `owner` is the token of the calling process. */
+export function admit(current: Site | undefined, req: SiteRequest, owner: string): Admission {
+  let site = current && current.campaign === req.campaign ? current : freshSite(req.cloud, req.campaign);
+  // Another operation of this very process is still running on the subcloud: the seed's race.
+  if (site.busyState !== null && site.busyOwner === owner) {
+    return { ok: false, reason: `unexpected state ${label(site)}` };
+  }
+  if (site.busyState !== null) {
+    // Left running by a process that is gone: the interrupted operation runs again from the top.
+    site = { ...site, busyState: null, busyOwner: null, vim: rollbackVim(site) };
+  }
+  const role = roleOf(req.state);
+  if (req.stateIndex <= site.done && req.attempt > 1) {
+    // Completed on the subcloud but not recorded by the orchestrator before it died: re-entrant.
+    return { ok: true, site: { ...site, busyState: req.state, busyOwner: owner }, replay: true };
+  }
+  if (req.stateIndex !== site.done + 1) return { ok: false, reason: `unexpected state ${label(site)}` };
+  if (role === 'vim-create' && !['none', 'applied'].includes(site.vim)) {
+    return { ok: false, reason: `unexpected state ${site.vim}` };
+  }
+  if (role === 'vim-apply' && site.vim !== 'ready-to-apply') return { ok: false, reason: `unexpected state ${site.vim}` };
+  const vim = role === 'vim-create' ? 'building' : role === 'vim-apply' ? 'applying' : site.vim;
+  return { ok: true, site: { ...site, vim, busyState: req.state, busyOwner: owner }, replay: false };
+}
+
+/** A VIM strategy caught mid-build or mid-apply by a crash is built or applied again. */
+function rollbackVim(site: Site): string {
+  if (site.vim === 'building') return 'none';
+  if (site.vim === 'applying') return 'ready-to-apply';
+  return site.vim;
+}
+
+/** The operation ended on the site. */
+export function finish(site: Site, req: SiteRequest, ok: boolean, replay: boolean): Site {
+  const role = roleOf(req.state);
+  if (replay) return { ...site, busyState: null, busyOwner: null };
+  if (!ok) return { ...site, busyState: null, busyOwner: null, vim: rollbackVim(site) };
+  const vim = role === 'vim-create' ? 'ready-to-apply' : role === 'vim-apply' ? 'applied' : site.vim;
+  return { ...site, done: req.stateIndex, vim, busyState: null, busyOwner: null };
+}

@@ -1,0 +1,92 @@
+/** `dcm strategy apply` and `dcm strategy abort`. */
+import { OperationError } from '../domain/errors.js';
+import { statesOf, type StrategyType } from '../domain/types.js';
+import { openDb } from '../store/open.js';
+import { casStrategyState, getStrategy } from '../store/strategy.js';
+import { abortInitialSteps, abortMidStateSteps, interruptRunning } from '../store/transitions.js';
+import { readLock } from '../store/lock.js';
+import { SimDriver, simSettings } from '../drivers/sim/index.js';
+import { theStrategy } from '../commands/strategy.js';
+import { strategyShow } from '../commands/views.js';
+import type { Outcome, RunCtx } from '../cli/runner.js';
+import { ApplyLock, holderAlive } from './lock.js';
+import { Orchestrator } from './orchestrator.js';
+import { LineProgress } from './progress.js';
+import { onSignals } from './signals.js';
+
+const RESUMABLE = ['applying', 'abort requested', 'aborting'];
+
+export async function strategyApply(ctx: RunCtx, type?: StrategyType): Promise<Outcome> {
+  const db = openDb(ctx.dbPath, { create: false });
+  if (!db) throw new OperationError(type ? `Strategy of type '${type}' not found` : 'Strategy not found');
+  const lock = new ApplyLock(db, ctx.dbPath);
+  let locked = false;
+  let driver: SimDriver | null = null;
+  const progress = new LineProgress(process.stderr, ctx.quiet);
+  try {
+    theStrategy(db, type); // not found before anything else
+    const { tookOverFrom } = lock.acquire();
+    locked = true;
+    if (tookOverFrom) {
+      progress.note(`took over the apply lock of pid ${tookOverFrom.pid} on ${tookOverFrom.host} (no longer running)`);
+    }
+    const s = theStrategy(db, type);
+    if (s.state === 'initial') casStrategyState(db, ['initial'], 'applying');
+    else if (RESUMABLE.includes(s.state)) progress.note(`resuming the ${s.type} strategy (state ${s.state})`);
+    else throw new OperationError(`Strategy in state ${s.state} cannot be applied`);
+
+    driver = new SimDriver(ctx.dbPath, simSettings(s.extra));
+    const orchestrator = new Orchestrator(db, driver, progress, {
+      type: s.type as StrategyType,
+      states: statesOf(s.type as StrategyType, s.extra as { cert_file?: string | null }),
+      stopOnFailure: s.stop_on_failure,
+      campaign: s.created_at,
+      extra: s.extra,
+      stateTimeoutMs: Number(s.extra.state_timeout_ms),
+      drainMs: process.env.DCM_DRAIN_MS ? Number(process.env.DCM_DRAIN_MS) : undefined,
+    });
+    lock.startHeartbeat(() => {
+      progress.note('another process took the apply lock over: stopping');
+      orchestrator.interrupt('SIGTERM');
+    });
+    const removeSignals = onSignals((signal) => orchestrator.interrupt(signal));
+    let exitCode: number;
+    try {
+      exitCode = await orchestrator.run();
+    } finally {
+      removeSignals();
+    }
+    return { result: strategyShow(theStrategy(db)), exitCode };
+  } finally {
+    driver?.close();
+    if (locked) lock.release();
+    db.close();
+  }
+}
+
+/**
+ * `applying` → `abort requested`, for the running orchestrator to carry out. With no orchestrator
+ * running, the abort is finished here: steps not started and steps caught mid-state are aborted.
+ */
+export async function strategyAbort(ctx: RunCtx, type?: StrategyType): Promise<Outcome> {
+  const db = openDb(ctx.dbPath, { create: false });
+  if (!db) throw new OperationError(type ? `Strategy of type '${type}' not found` : 'Strategy not found');
+  try {
+    db.transaction(() => {
+      const s = theStrategy(db, type);
+      if (s.state !== 'applying') throw new OperationError(`Strategy in state ${s.state} cannot be aborted`);
+      const holder = readLock(db);
+      if (holder && holderAlive(holder)) {
+        casStrategyState(db, ['applying'], 'abort requested');
+        return;
+      }
+      interruptRunning(db, 'aborted while no orchestrator was running');
+      abortInitialSteps(db);
+      abortMidStateSteps(db);
+      casStrategyState(db, ['applying'], 'aborted');
+    }).immediate();
+    return { result: strategyShow(getStrategy(db)!) };
+  } finally {
+    db.close();
+  }
+}

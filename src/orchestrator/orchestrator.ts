@@ -1,0 +1,396 @@
+/**
+ * The apply loop (SPEC §1, §6). It alone owns the registry of running workers: it adds an entry
+ * when it starts a state operation, and it alone removes or replaces it when it has committed how
+ * that operation ended. A driver only performs the operation and reports; a report that does not
+ * match the registry's entry (a late answer after a timeout) changes nothing.
+ *
+ * Flow, all event-driven: reports are queued; one flush per event-loop turn decides every queued
+ * report, commits all the resulting transitions in one transaction (durable before visible), then
+ * starts the operations those transitions opened. Each stage runs through its own p-limit window;
+ * a subcloud holds its slot from its first state to its end, and stage N+1 starts when every
+ * subcloud of stage N has ended.
+ */
+import pLimit from 'p-limit';
+import { formatDuration } from '../domain/durations.js';
+import { EXIT } from '../domain/errors.js';
+import { STEP_ENDED, TYPES, type StrategyType } from '../domain/types.js';
+import type { Driver, OperationResult } from '../drivers/driver.js';
+import type { ExtraArgs } from '../domain/options.js';
+import { now } from '../store/clock.js';
+import type { Db } from '../store/open.js';
+import { casStrategyState, listStages, strategyState } from '../store/strategy.js';
+import {
+  abortInitialSteps,
+  attemptCounts,
+  countStepStates,
+  interruptRunning,
+  loadSteps,
+  TransitionWriter,
+  type ApplyStep,
+  type Transition,
+} from '../store/transitions.js';
+import type { ProgressSink } from './progress.js';
+
+export interface OrchestratorOptions {
+  type: StrategyType;
+  states: readonly string[];
+  stopOnFailure: boolean;
+  campaign: string;
+  extra: ExtraArgs;
+  stateTimeoutMs: number;
+  /** How often external changes (an abort from another shell) are looked for. */
+  pollMs?: number;
+  /** How long a first Ctrl-C waits for the operations in flight. */
+  drainMs?: number;
+}
+
+/** One entry of the registry: the operation running for a subcloud, tagged with its state. */
+interface Worker {
+  step: ApplyStep;
+  state: string;
+  attempt: number;
+  historyId: number;
+  opId: number;
+  controller: AbortController;
+  timer: NodeJS.Timeout;
+}
+
+interface Report {
+  stepId: number;
+  opId: number;
+  result: OperationResult | { kind: 'timeout' };
+  finishedAt: string;
+}
+
+/** A subcloud holding a slot of its stage's window, from its first state to its end. */
+interface Slot {
+  step: ApplyStep;
+  release: () => void;
+}
+
+export class Orchestrator {
+  /** The registry (SPEC §1): created, read and changed here only. Never handed to anyone. */
+  private readonly workers = new Map<number, Worker>();
+  private readonly slots = new Map<number, Slot>();
+  private readonly writer: TransitionWriter;
+  private pending: Transition[] = [];
+  private reports: Report[] = [];
+  private flushScheduled = false;
+  private nextOpId = 1;
+  private attempts = new Map<string, number>();
+
+  private noNewSubclouds = false;
+  private noNewOperations = false;
+  private aborting = false;
+  private failedSeen = false;
+  private interruptedBy: NodeJS.Signals | null = null;
+  private hardStop: (() => void) | null = null;
+  private fatal: Error | null = null;
+  private peak = 0;
+  private maxWindow = 0;
+  private lastDataVersion = -1;
+
+  constructor(
+    private readonly db: Db,
+    private readonly driver: Driver,
+    private readonly progress: ProgressSink,
+    private readonly opts: OrchestratorOptions,
+  ) {
+    this.writer = new TransitionWriter(db);
+  }
+
+  /** Run the strategy (already `applying`, or being resumed) to its end; returns the exit code. */
+  async run(): Promise<number> {
+    const started = Date.now();
+    const interrupted = interruptRunning(this.db);
+    if (interrupted) this.progress.note(`resuming: ${interrupted} operation(s) were interrupted and will run again`);
+    this.attempts = attemptCounts(this.db);
+    const steps = loadSteps(this.db);
+    this.failedSeen = steps.some((s) => s.state === 'failed');
+    if (this.opts.stopOnFailure && this.failedSeen) this.noNewSubclouds = true;
+    const state = strategyState(this.db);
+    if (state === 'abort requested' || state === 'aborting') this.beginAbort();
+
+    const poll = setInterval(() => this.poll(), this.opts.pollMs ?? 250);
+    const stopped = new Promise<void>((resolve) => (this.hardStop = resolve));
+    try {
+      await Promise.race([this.runStages(steps), stopped]);
+    } finally {
+      clearInterval(poll);
+    }
+    if (this.fatal) throw this.fatal;
+    return this.finish(started);
+  }
+
+  private async runStages(steps: ApplyStep[]): Promise<void> {
+    const windows = new Map(listStages(this.db).map((s) => [s.stage, s.max_parallel]));
+    const stages = [...new Set(steps.map((s) => s.stage))].sort((a, b) => a - b);
+    for (const stage of stages) {
+      // Steps caught mid-state go first: they held a slot when the last process stopped.
+      const open = steps.filter((s) => s.stage === stage && !STEP_ENDED.includes(s.state));
+      open.sort((a, b) => Number(a.state === 'initial') - Number(b.state === 'initial') || a.id - b.id);
+      if (open.length === 0) continue;
+      const window = windows.get(stage) ?? 1;
+      this.maxWindow = Math.max(this.maxWindow, window);
+      const limit = pLimit(window);
+      await Promise.all(open.map((step) => limit(() => this.runSubcloud(step))));
+      if (this.interruptedBy || this.fatal) return;
+    }
+  }
+
+  /** Resolves when the subcloud has ended (or will not start); its slot is held until then. */
+  private runSubcloud(step: ApplyStep): Promise<void> {
+    if (this.noNewSubclouds || this.fatal) return Promise.resolve();
+    return new Promise<void>((release) => {
+      this.slots.set(step.id, { step, release });
+      this.peak = Math.max(this.peak, this.slots.size);
+      const first = step.state === 'initial' ? this.opts.states[0] : step.state;
+      this.queue({
+        stepId: step.id,
+        subcloudId: step.subcloudId,
+        cloud: step.cloud,
+        from: step.state,
+        to: first,
+        details: '',
+        startAttempt: this.nextAttempt(step.id, first),
+        ended: false,
+      });
+    });
+  }
+
+  private nextAttempt(stepId: number, state: string): number {
+    const key = `${stepId}\u0000${state}`;
+    const n = (this.attempts.get(key) ?? 0) + 1;
+    this.attempts.set(key, n);
+    return n;
+  }
+
+  private queue(t: Transition): void {
+    this.pending.push(t);
+    this.scheduleFlush();
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => this.flush());
+  }
+
+  /** A driver's answer arrives here and nowhere else. */
+  private report(stepId: number, opId: number, result: Report['result']): void {
+    this.reports.push({ stepId, opId, result, finishedAt: now() });
+    this.scheduleFlush();
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    if (this.fatal) return;
+    try {
+      this.decideReports();
+      const batch = this.withoutHeldBack(this.pending);
+      this.pending = [];
+      if (batch.length === 0) return;
+      this.writer.commit(batch);
+      // Committed: now it may be seen, and the operations it opened may start.
+      for (const t of batch) {
+        this.progress.transition({ at: now(), cloud: t.cloud, from: t.from, to: t.to, details: t.details });
+        const slot = this.slots.get(t.stepId)!;
+        slot.step.state = t.to;
+        if (t.startAttempt !== undefined) this.start(slot.step, t.to, t.startAttempt, t.historyId!);
+        else this.release(t.stepId);
+      }
+    } catch (err) {
+      this.fail(err as Error);
+    }
+  }
+
+  /**
+   * Starts queued before an abort, a stop on failure or a signal was noticed do not happen: a
+   * subcloud not started stays as it is (initial, or aborted by the abort) and gives its slot back.
+   */
+  private withoutHeldBack(batch: Transition[]): Transition[] {
+    if (!this.noNewSubclouds) return batch;
+    return batch.filter((t) => {
+      const isStart = t.close === undefined;
+      const held = (t.from === 'initial' && isStart) || (isStart && this.noNewOperations);
+      if (held) this.release(t.stepId);
+      return !held;
+    });
+  }
+
+  /** Turn each report into the transition it calls for; stale reports change nothing. */
+  private decideReports(): void {
+    const reports = this.reports;
+    this.reports = [];
+    for (const r of reports) {
+      const w = this.workers.get(r.stepId);
+      if (!w || w.opId !== r.opId) continue; // answered after its timeout: the step moved on
+      clearTimeout(w.timer);
+      this.workers.delete(r.stepId);
+      const { step, state } = w;
+      const at = r.finishedAt;
+      const index = this.opts.states.indexOf(state);
+      if (r.result.kind === 'next') {
+        const next = r.result.next ?? this.opts.states[index + 1] ?? 'complete';
+        const ended = next === 'complete';
+        const startAttempt = ended || this.noNewOperations ? undefined : this.nextAttempt(step.id, next);
+        this.pending.push({
+          stepId: step.id,
+          subcloudId: step.subcloudId,
+          cloud: step.cloud,
+          from: state,
+          to: next,
+          details: r.result.details ?? '',
+          close: { historyId: w.historyId, outcome: 'ok', finishedAt: at, details: r.result.details ?? '' },
+          startAttempt,
+          completes: ended ? { endpoint: TYPES[this.opts.type].endpoint } : undefined,
+          ended,
+        });
+      } else {
+        const timeout = r.result.kind === 'timeout';
+        const reason = r.result.kind === 'failed' ? r.result.reason : `timed out after ${formatDuration(this.opts.stateTimeoutMs)}`;
+        this.pending.push({
+          stepId: step.id,
+          subcloudId: step.subcloudId,
+          cloud: step.cloud,
+          from: state,
+          to: 'failed',
+          details: `${state}: ${reason}`,
+          close: { historyId: w.historyId, outcome: timeout ? 'timeout' : 'failed', finishedAt: at, details: reason },
+          ended: true,
+        });
+        this.failedSeen = true;
+        if (this.opts.stopOnFailure && !this.noNewSubclouds) {
+          this.noNewSubclouds = true;
+          this.progress.note(`${step.cloud} failed: stop on failure, no new subcloud will start`);
+        }
+      }
+    }
+  }
+
+  /** Start one state operation: the registry gets its entry before the driver is called. */
+  private start(step: ApplyStep, state: string, attempt: number, historyId: number): void {
+    const existing = this.workers.get(step.id);
+    if (existing) {
+      throw new Error(`internal: ${step.cloud} already runs ${existing.state}; refusing a second worker for ${state}`);
+    }
+    const opId = this.nextOpId++;
+    const controller = new AbortController();
+    const timer = setTimeout(() => {
+      controller.abort();
+      this.report(step.id, opId, { kind: 'timeout' });
+    }, this.opts.stateTimeoutMs);
+    this.workers.set(step.id, { step, state, attempt, historyId, opId, controller, timer });
+    this.driver
+      .run({
+        cloud: step.cloud,
+        type: this.opts.type,
+        state,
+        stateIndex: this.opts.states.indexOf(state),
+        states: this.opts.states,
+        attempt,
+        campaign: this.opts.campaign,
+        extra: this.opts.extra,
+        signal: controller.signal,
+      })
+      .then(
+        (result) => this.report(step.id, opId, result),
+        (err: Error) => this.report(step.id, opId, { kind: 'failed', reason: err.message || String(err) }),
+      );
+  }
+
+  private release(stepId: number): void {
+    const slot = this.slots.get(stepId);
+    if (!slot) return;
+    this.slots.delete(stepId);
+    slot.release();
+  }
+
+  /** Look for changes made by other processes: an abort request. Cheap when nothing changed. */
+  private poll(): void {
+    try {
+      const version = this.db.pragma('data_version', { simple: true }) as number;
+      if (version === this.lastDataVersion) return;
+      this.lastDataVersion = version;
+      if (!this.aborting && strategyState(this.db) === 'abort requested') this.beginAbort();
+    } catch (err) {
+      this.fail(err as Error);
+    }
+  }
+
+  /** Abort: start nothing new, mark every step not started `aborted`, let the rest run to its end. */
+  private beginAbort(): void {
+    this.aborting = true;
+    this.noNewSubclouds = true;
+    this.pending = this.withoutHeldBack(this.pending);
+    const n = this.db
+      .transaction(() => {
+        casStrategyState(this.db, ['abort requested'], 'aborting');
+        return abortInitialSteps(this.db);
+      })
+      .immediate();
+    this.progress.note(`abort requested: ${n} step(s) not started are aborted; ${this.slots.size} subcloud(s) in flight run to their end`);
+  }
+
+  /** First Ctrl-C / SIGTERM: start nothing new, wait (bounded) for the operations in flight. */
+  interrupt(signal: NodeJS.Signals): void {
+    if (this.interruptedBy) {
+      this.progress.note(`${signal} again: not waiting for ${this.workers.size} operation(s) in flight`);
+      this.stopNow();
+      return;
+    }
+    this.interruptedBy = signal;
+    this.noNewSubclouds = true;
+    this.noNewOperations = true;
+    this.progress.note(
+      `${signal}: starting nothing new, waiting for ${this.workers.size} operation(s) in flight (again to stop waiting); ` +
+        'the strategy stays applying: run `dcm strategy apply` to resume',
+    );
+    const drain = setTimeout(() => {
+      this.progress.note(`gave up waiting after ${formatDuration(this.opts.drainMs ?? 60_000)}`);
+      this.stopNow();
+    }, this.opts.drainMs ?? 60_000);
+    drain.unref();
+  }
+
+  private stopNow(): void {
+    for (const w of this.workers.values()) {
+      clearTimeout(w.timer);
+      w.controller.abort();
+    }
+    this.hardStop?.();
+  }
+
+  private fail(err: Error): void {
+    if (this.fatal) return;
+    this.fatal = err;
+    this.noNewSubclouds = true;
+    this.stopNow();
+  }
+
+  private finish(started: number): number {
+    for (const w of this.workers.values()) clearTimeout(w.timer);
+    let exit: number;
+    let final: string;
+    if (this.interruptedBy) {
+      final = 'applying';
+      exit = this.interruptedBy === 'SIGTERM' ? EXIT.sigterm : EXIT.sigint;
+    } else if (this.aborting) {
+      final = 'aborted';
+      exit = EXIT.aborted;
+    } else {
+      const counts = countStepStates(this.db);
+      final = counts.failed || this.failedSeen ? 'failed' : counts.initial ? 'failed' : 'complete';
+      exit = final === 'complete' ? EXIT.ok : EXIT.failed;
+    }
+    if (final !== 'applying') casStrategyState(this.db, ['applying', 'abort requested', 'aborting'], final);
+    this.progress.summary({
+      state: final,
+      counts: countStepStates(this.db),
+      durationMs: Date.now() - started,
+      peakInFlight: this.peak,
+      maxWindow: this.maxWindow,
+    });
+    return exit;
+  }
+}

@@ -1,0 +1,17 @@
+/**
+ * The store's clock: UTC microseconds, strictly increasing within a process, so that the order of
+ * history rows by time matches the order in which things happened even within one millisecond.
+ */
+import { formatTimestamp } from '../domain/time.js';
+
+let last = 0;
+
+export function nowMicros(): number {
+  const t = Math.floor((performance.timeOrigin + performance.now()) * 1000);
+  last = t > last ? t : last + 1;
+  return last;
+}
+
+export function now(): string {
+  return formatTimestamp(nowMicros());
+}

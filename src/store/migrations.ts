@@ -1,0 +1,114 @@
+/**
+ * Schema, as forward migrations indexed by the version they start from. `PRAGMA user_version`
+ * holds the version; `PRAGMA application_id` marks the file as dcm's.
+ */
+import type Database from 'better-sqlite3';
+import { now } from './clock.js';
+
+/** "DCM1" as a 32-bit integer: tells a dcm file from any other SQLite file. */
+export const APPLICATION_ID = 0x44434d31;
+
+export const MIGRATIONS: ((db: Database.Database) => void)[] = [
+  // 0 -> 1
+  (db) => {
+    db.exec(`
+      CREATE TABLE subcloud_group (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        description TEXT,
+        update_apply_type TEXT NOT NULL CHECK (update_apply_type IN ('parallel','serial')),
+        max_parallel_subclouds INTEGER NOT NULL CHECK (max_parallel_subclouds BETWEEN 1 AND 5000),
+        created_at TEXT NOT NULL,
+        updated_at TEXT
+      );
+      CREATE TABLE subcloud (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        description TEXT,
+        location TEXT,
+        group_id INTEGER NOT NULL REFERENCES subcloud_group(id),
+        management TEXT NOT NULL CHECK (management IN ('managed','unmanaged')),
+        availability TEXT NOT NULL CHECK (availability IN ('online','offline')),
+        deploy_status TEXT NOT NULL,
+        software_version TEXT,
+        prestage_status TEXT,
+        patching_sync TEXT NOT NULL,
+        usm_sync TEXT NOT NULL,
+        kubernetes_sync TEXT NOT NULL,
+        kube_rootca_sync TEXT NOT NULL,
+        firmware_sync TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT
+      );
+      CREATE INDEX subcloud_group_idx ON subcloud(group_id, id);
+      -- At most one strategy at a time (as in dcmanager): its id is always 1.
+      CREATE TABLE strategy (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        type TEXT NOT NULL,
+        subcloud_apply_type TEXT,
+        max_parallel_subclouds INTEGER,
+        stop_on_failure INTEGER NOT NULL,
+        state TEXT NOT NULL,
+        extra_args TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT
+      );
+      -- The window of each stage, fixed at create time so apply and resume agree.
+      CREATE TABLE strategy_stage (
+        stage INTEGER PRIMARY KEY,
+        strategy_id INTEGER NOT NULL REFERENCES strategy(id) ON DELETE CASCADE,
+        max_parallel INTEGER NOT NULL,
+        group_name TEXT
+      );
+      CREATE TABLE strategy_step (
+        id INTEGER PRIMARY KEY,
+        strategy_id INTEGER NOT NULL REFERENCES strategy(id) ON DELETE CASCADE,
+        subcloud_id INTEGER NOT NULL UNIQUE REFERENCES subcloud(id),
+        stage INTEGER NOT NULL,
+        state TEXT NOT NULL,
+        details TEXT NOT NULL DEFAULT '',
+        started_at TEXT,
+        finished_at TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT,
+        attempt INTEGER NOT NULL DEFAULT 0
+      );
+      CREATE INDEX strategy_step_stage_idx ON strategy_step(stage, id);
+      CREATE TABLE step_history (
+        id INTEGER PRIMARY KEY,
+        step_id INTEGER NOT NULL REFERENCES strategy_step(id) ON DELETE CASCADE,
+        state TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        started_at TEXT NOT NULL,
+        finished_at TEXT,
+        outcome TEXT NOT NULL CHECK (outcome IN ('ok','failed','skipped','timeout','interrupted','running')),
+        details TEXT NOT NULL DEFAULT ''
+      );
+      CREATE INDEX step_history_step_idx ON step_history(step_id, id);
+      CREATE INDEX step_history_running_idx ON step_history(outcome) WHERE outcome = 'running';
+      CREATE TABLE apply_lock (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        pid INTEGER NOT NULL,
+        host TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        heartbeat_at TEXT NOT NULL,
+        heartbeat_ms INTEGER NOT NULL
+      );
+      -- The simulated subclouds' own side of an update (drivers/sim), kept apart from the steps.
+      CREATE TABLE sim_site (
+        name TEXT PRIMARY KEY,
+        campaign TEXT NOT NULL,
+        done INTEGER NOT NULL,
+        vim TEXT NOT NULL,
+        busy_state TEXT,
+        busy_owner TEXT
+      );
+    `);
+    db.prepare(
+      `INSERT INTO subcloud_group (id, name, description, update_apply_type, max_parallel_subclouds, created_at)
+       VALUES (1, 'Default', 'Default Subcloud Group', 'parallel', 2, ?)`,
+    ).run(now());
+  },
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -1,0 +1,68 @@
+/** Queries of the strategy_step and step_history tables for readers and create. */
+import type { Db } from './open.js';
+import { now } from './clock.js';
+import type { PlannedStep } from '../domain/planning.js';
+
+export interface StepRow {
+  id: number;
+  subcloud_id: number;
+  cloud: string;
+  stage: number;
+  state: string;
+  details: string;
+  started_at: string | null;
+  finished_at: string | null;
+  created_at: string;
+  updated_at: string | null;
+  attempt: number;
+}
+
+export interface HistoryRow {
+  cloud: string;
+  state: string;
+  attempt: number;
+  started_at: string;
+  finished_at: string | null;
+  outcome: string;
+  details: string;
+}
+
+export function insertSteps(db: Db, steps: readonly PlannedStep[]): void {
+  const stmt = db.prepare(
+    `INSERT INTO strategy_step (strategy_id, subcloud_id, stage, state, created_at) VALUES (1, ?, ?, 'initial', ?)`,
+  );
+  const created = now();
+  for (const s of steps) stmt.run(s.subcloudId, s.stage, created);
+}
+
+const SELECT_STEPS = `SELECT st.id, st.subcloud_id, sc.name AS cloud, st.stage, st.state, st.details, st.started_at,
+  st.finished_at, st.created_at, st.updated_at, st.attempt
+  FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id`;
+
+/** Steps in step order (stage, then the order they were planned in). */
+export function listSteps(db: Db, filter: { states?: string[]; stage?: number } = {}): StepRow[] {
+  const where: string[] = [];
+  const args: unknown[] = [];
+  if (filter.states && filter.states.length) {
+    where.push(`st.state IN (${filter.states.map(() => '?').join(', ')})`);
+    args.push(...filter.states);
+  }
+  if (filter.stage !== undefined) {
+    where.push('st.stage = ?');
+    args.push(filter.stage);
+  }
+  const sql = `${SELECT_STEPS}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY st.stage, st.id`;
+  return db.prepare(sql).all(...args) as StepRow[];
+}
+
+export function findStep(db: Db, cloud: string): StepRow | undefined {
+  return db.prepare(`${SELECT_STEPS} WHERE sc.name = ?`).get(cloud) as StepRow | undefined;
+}
+
+/** History rows in the order the operations started. */
+export function listHistory(db: Db, cloud?: string): HistoryRow[] {
+  const base = `SELECT sc.name AS cloud, h.state, h.attempt, h.started_at, h.finished_at, h.outcome, h.details
+    FROM step_history h JOIN strategy_step st ON st.id = h.step_id JOIN subcloud sc ON sc.id = st.subcloud_id`;
+  if (cloud === undefined) return db.prepare(`${base} ORDER BY h.id`).all() as HistoryRow[];
+  return db.prepare(`${base} WHERE sc.name = ? ORDER BY h.id`).all(cloud) as HistoryRow[];
+}

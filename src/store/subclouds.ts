@@ -1,0 +1,138 @@
+/** Queries of the subcloud table. */
+import type { Db } from './open.js';
+import { now } from './clock.js';
+import { ENDPOINTS, type Endpoint, type SyncStatus } from '../domain/types.js';
+import type { SubcloudRecord } from '../domain/planning.js';
+
+export const SYNC_COLUMN: Record<Endpoint, string> = {
+  patching: 'patching_sync',
+  usm: 'usm_sync',
+  kubernetes: 'kubernetes_sync',
+  'kube-rootca': 'kube_rootca_sync',
+  firmware: 'firmware_sync',
+};
+
+export interface SubcloudRow {
+  id: number;
+  name: string;
+  description: string | null;
+  location: string | null;
+  group_id: number;
+  group_name: string;
+  management: string;
+  availability: string;
+  deploy_status: string;
+  software_version: string | null;
+  prestage_status: string | null;
+  patching_sync: SyncStatus;
+  usm_sync: SyncStatus;
+  kubernetes_sync: SyncStatus;
+  kube_rootca_sync: SyncStatus;
+  firmware_sync: SyncStatus;
+  created_at: string;
+  updated_at: string | null;
+}
+
+/** Every settable field of a subcloud, as stored. */
+export interface SubcloudFields {
+  description?: string | null;
+  location?: string | null;
+  group_id?: number;
+  management?: string;
+  availability?: string;
+  deploy_status?: string;
+  software_version?: string | null;
+  prestage_status?: string | null;
+  sync?: Partial<Record<Endpoint, SyncStatus>>;
+}
+
+const SELECT = `SELECT s.*, g.name AS group_name FROM subcloud s JOIN subcloud_group g ON g.id = s.group_id`;
+
+export function listSubclouds(db: Db, groupId?: number): SubcloudRow[] {
+  if (groupId === undefined) return db.prepare(`${SELECT} ORDER BY s.id`).all() as SubcloudRow[];
+  return db.prepare(`${SELECT} WHERE s.group_id = ? ORDER BY s.id`).all(groupId) as SubcloudRow[];
+}
+
+export function findSubcloud(db: Db, name: string): SubcloudRow | undefined {
+  return db.prepare(`${SELECT} WHERE s.name = ?`).get(name) as SubcloudRow | undefined;
+}
+
+export function existingNames(db: Db, names: readonly string[]): string[] {
+  const stmt = db.prepare('SELECT 1 FROM subcloud WHERE name = ?').pluck();
+  return names.filter((n) => stmt.get(n) !== undefined);
+}
+
+/** The plain record the planner works on. */
+export function toRecord(row: SubcloudRow): SubcloudRecord {
+  const sync = {} as Record<Endpoint, SyncStatus>;
+  for (const e of ENDPOINTS) sync[e] = row[SYNC_COLUMN[e] as keyof SubcloudRow] as SyncStatus;
+  return {
+    id: row.id,
+    name: row.name,
+    groupId: row.group_id,
+    management: row.management,
+    availability: row.availability,
+    deployStatus: row.deploy_status,
+    sync,
+  };
+}
+
+function flatten(f: SubcloudFields): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(f)) if (k !== 'sync' && v !== undefined) out[k] = v;
+  for (const [e, v] of Object.entries(f.sync ?? {})) if (v !== undefined) out[SYNC_COLUMN[e as Endpoint]] = v;
+  return out;
+}
+
+/** Insert many subclouds with one prepared statement (the caller holds the transaction). */
+export function insertSubclouds(db: Db, rows: { name: string; fields: SubcloudFields }[]): void {
+  const stmt = db.prepare(
+    `INSERT INTO subcloud (name, description, location, group_id, management, availability, deploy_status,
+       software_version, prestage_status, patching_sync, usm_sync, kubernetes_sync, kube_rootca_sync,
+       firmware_sync, created_at)
+     VALUES (@name, @description, @location, @group_id, @management, @availability, @deploy_status,
+       @software_version, @prestage_status, @patching_sync, @usm_sync, @kubernetes_sync, @kube_rootca_sync,
+       @firmware_sync, @created_at)`,
+  );
+  const created = now();
+  for (const r of rows) {
+    stmt.run({
+      description: null,
+      location: null,
+      group_id: 1,
+      management: 'managed',
+      availability: 'online',
+      deploy_status: 'complete',
+      software_version: null,
+      prestage_status: null,
+      patching_sync: 'out-of-sync',
+      usm_sync: 'out-of-sync',
+      kubernetes_sync: 'out-of-sync',
+      kube_rootca_sync: 'out-of-sync',
+      firmware_sync: 'out-of-sync',
+      ...flatten(r.fields),
+      name: r.name,
+      created_at: created,
+    });
+  }
+}
+
+export function updateSubcloud(db: Db, id: number, fields: SubcloudFields): void {
+  const flat = flatten(fields);
+  const keys = Object.keys(flat);
+  if (keys.length === 0) return;
+  const sets = keys.map((k) => `${k} = @${k}`).join(', ');
+  db.prepare(`UPDATE subcloud SET ${sets}, updated_at = @updated_at WHERE id = @id`).run({
+    ...flat,
+    updated_at: now(),
+    id,
+  });
+}
+
+export function deleteSubcloud(db: Db, id: number): void {
+  db.prepare('DELETE FROM subcloud WHERE id = ?').run(id);
+}
+
+export function hasStep(db: Db, subcloudId: number): boolean {
+  return db.prepare('SELECT 1 FROM strategy_step WHERE subcloud_id = ?').get(subcloudId) !== undefined;
+}

@@ -1,0 +1,150 @@
+/**
+ * The orchestrator's writes. Every step change is a guarded update (`… WHERE id = ? AND state = ?`):
+ * `changes === 1` is the compare-and-swap, and a stale writer learns it changed nothing.
+ */
+import type Database from 'better-sqlite3';
+import type { Db } from './open.js';
+import { now } from './clock.js';
+import { SYNC_COLUMN } from './subclouds.js';
+import type { Endpoint } from '../domain/types.js';
+
+export const DETAILS_MAX = 1000;
+
+export interface ApplyStep {
+  id: number;
+  subcloudId: number;
+  cloud: string;
+  stage: number;
+  state: string;
+  attempt: number;
+}
+
+export function loadSteps(db: Db): ApplyStep[] {
+  return db
+    .prepare(
+      `SELECT st.id, st.subcloud_id AS subcloudId, sc.name AS cloud, st.stage, st.state, st.attempt
+       FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id ORDER BY st.stage, st.id`,
+    )
+    .all() as ApplyStep[];
+}
+
+/** Attempts already made per (step, state): a state's next run is attempt count + 1. */
+export function attemptCounts(db: Db): Map<string, number> {
+  const rows = db
+    .prepare('SELECT step_id AS stepId, state, max(attempt) AS n FROM step_history GROUP BY step_id, state')
+    .all() as { stepId: number; state: string; n: number }[];
+  return new Map(rows.map((r) => [`${r.stepId}\u0000${r.state}`, r.n]));
+}
+
+/**
+ * Runs left `running` by a process that died are `interrupted`: they will run again as the next
+ * attempt. Returns how many there were.
+ */
+export function interruptRunning(db: Db, details = 'the orchestrator stopped while this operation ran'): number {
+  return db
+    .prepare(`UPDATE step_history SET outcome = 'interrupted', finished_at = ?, details = ? WHERE outcome = 'running'`)
+    .run(now(), details).changes;
+}
+
+/** One committed change of one step; the unit the orchestrator batches. */
+export interface Transition {
+  stepId: number;
+  subcloudId: number;
+  cloud: string;
+  from: string;
+  to: string;
+  details: string;
+  /** The running history row this transition closes, with how it ended and when. */
+  close?: { historyId: number; outcome: 'ok' | 'failed' | 'timeout' | 'skipped'; finishedAt: string; details: string };
+  /** Set when an operation for `to` starts right after the commit: its attempt number. */
+  startAttempt?: number;
+  /** Filled in by commit: the history row opened for that operation. */
+  historyId?: number;
+  /** Ends the step: the subcloud's endpoint becomes in-sync (prestage: prestage status complete). */
+  completes?: { endpoint: Endpoint | null };
+  ended: boolean;
+}
+
+export class TransitionWriter {
+  private readonly update;
+  private readonly closeRun;
+  private readonly openRun;
+  private readonly sync: Map<Endpoint | null, Database.Statement<[string, number]>>;
+  readonly commit: (batch: Transition[]) => void;
+
+  constructor(private readonly db: Db) {
+    this.update = db.prepare(
+      `UPDATE strategy_step SET state = @to, details = @details, attempt = COALESCE(@attempt, attempt),
+         started_at = COALESCE(started_at, @now), finished_at = CASE WHEN @ended THEN @now ELSE NULL END,
+         updated_at = @now
+       WHERE id = @id AND state = @from`,
+    );
+    this.closeRun = db.prepare(
+      `UPDATE step_history SET outcome = ?, finished_at = ?, details = ? WHERE id = ? AND outcome = 'running'`,
+    );
+    this.openRun = db.prepare(
+      `INSERT INTO step_history (step_id, state, attempt, started_at, outcome) VALUES (?, ?, ?, ?, 'running')`,
+    );
+    this.sync = new Map();
+    this.sync.set(null, db.prepare<[string, number]>(`UPDATE subcloud SET prestage_status = 'complete', updated_at = ? WHERE id = ?`));
+    for (const [e, col] of Object.entries(SYNC_COLUMN)) {
+      this.sync.set(e as Endpoint, db.prepare<[string, number]>(`UPDATE subcloud SET ${col} = 'in-sync', updated_at = ? WHERE id = ?`));
+    }
+    const tx = db.transaction((batch: Transition[]) => {
+      for (const t of batch) this.apply(t);
+    });
+    this.commit = (batch) => tx.immediate(batch);
+  }
+
+  private apply(t: Transition): void {
+    const at = now();
+    if (t.close) {
+      const r = this.closeRun.run(t.close.outcome, t.close.finishedAt, t.close.details.slice(0, DETAILS_MAX), t.close.historyId);
+      if (r.changes !== 1) throw new Error(`history row ${t.close.historyId} of ${t.cloud} is not running`);
+    }
+    const r = this.update.run({
+      id: t.stepId,
+      from: t.from,
+      to: t.to,
+      details: t.details.slice(0, DETAILS_MAX),
+      attempt: t.startAttempt ?? null,
+      ended: t.ended ? 1 : 0,
+      now: at,
+    });
+    if (r.changes !== 1) throw new Error(`step of ${t.cloud} is no longer in state ${t.from}`);
+    if (t.startAttempt !== undefined) {
+      t.historyId = Number(this.openRun.run(t.stepId, t.to, t.startAttempt, at).lastInsertRowid);
+    }
+    if (t.completes) this.sync.get(t.completes.endpoint)!.run(at, t.subcloudId);
+  }
+}
+
+/** Steps never started become `aborted` (abort); returns how many. */
+export function abortInitialSteps(db: Db): number {
+  const at = now();
+  return db
+    .prepare(
+      `UPDATE strategy_step SET state = 'aborted', details = 'aborted before start', finished_at = ?, updated_at = ?
+       WHERE state = 'initial'`,
+    )
+    .run(at, at).changes;
+}
+
+/** Steps caught mid-state by an abort with no orchestrator running: aborted, naming the state. */
+export function abortMidStateSteps(db: Db): number {
+  const at = now();
+  return db
+    .prepare(
+      `UPDATE strategy_step SET details = 'aborted in state ' || state, state = 'aborted', finished_at = ?, updated_at = ?
+       WHERE state NOT IN ('initial', 'complete', 'failed', 'aborted')`,
+    )
+    .run(at, at).changes;
+}
+
+export function countStepStates(db: Db): Record<string, number> {
+  const rows = db.prepare('SELECT state, count(*) AS n FROM strategy_step GROUP BY state').all() as {
+    state: string;
+    n: number;
+  }[];
+  return Object.fromEntries(rows.map((r) => [r.state, r.n]));
+}
