@@ -30,7 +30,7 @@ export interface SubcloudInput {
 
 function oneOf<T extends string>(what: string, value: string, allowed: readonly T[]): T {
   if (!(allowed as readonly string[]).includes(value)) {
-    throw new UsageError(`invalid ${what} '${value}' (choose from ${allowed.join(', ')})`);
+    throw new UsageError(`invalid ${what} '${value}': choose from ${allowed.join(', ')}`);
   }
   return value as T;
 }

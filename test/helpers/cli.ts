@@ -1,0 +1,76 @@
+/**
+ * End-to-end helpers: run the built `bin/dcm.js` as a child process against temporary files.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const BIN = path.join(ROOT, 'bin', 'dcm.js');
+
+export interface RunResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** A fresh temporary directory, removed by `cleanup()`. */
+export function tempDir(prefix = 'dcm-test-'): { dir: string; db: string; cleanup: () => void } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  return { dir, db: path.join(dir, 'dcm.db'), cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Run dcm synchronously. `env` is added to a clean copy of the environment (no DCM_DB). */
+export function dcm(args: string[], opts: { input?: string; env?: Record<string, string>; cwd?: string } = {}): RunResult {
+  const env = { ...process.env, ...opts.env };
+  delete env.DCM_DEBUG;
+  if (!opts.env?.DCM_DB) delete env.DCM_DB;
+  const r = spawnSync(process.execPath, [BIN, ...args], {
+    input: opts.input,
+    env,
+    cwd: opts.cwd ?? ROOT,
+    encoding: 'utf8',
+    maxBuffer: 256 * 1024 * 1024,
+  });
+  return { code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Run dcm and throw with its stderr unless it exits 0. */
+export function dcmOk(args: string[], opts: Parameters<typeof dcm>[1] = {}): RunResult {
+  const r = dcm(args, opts);
+  if (r.code !== 0) throw new Error(`dcm ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
+  return r;
+}
+
+/** Start dcm in the background; collects output. */
+export function dcmSpawn(args: string[], env: Record<string, string> = {}): {
+  child: ChildProcess;
+  done: Promise<RunResult>;
+  stderr: () => string;
+} {
+  const e = { ...process.env, ...env };
+  delete e.DCM_DB;
+  const child = spawn(process.execPath, [BIN, ...args], { env: e, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const done = new Promise<RunResult>((resolve) =>
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })),
+  );
+  return { child, done, stderr: () => stderr };
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Poll `check` until it returns true or `timeoutMs` passes. */
+export async function waitFor(check: () => boolean, timeoutMs = 30_000, everyMs = 20): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('waitFor: timed out');
+    await sleep(everyMs);
+  }
+}
