@@ -3,7 +3,7 @@
  * `dcm strategy show -f json`): they are taken out of argv before commander sees it.
  */
 import { UsageError } from '../domain/errors.js';
-import { FORMATS, type Format } from './output/render.js';
+import { FORMATS, type Format } from './output/options.js';
 
 export interface GlobalOptions {
   db?: string;

@@ -1,17 +1,12 @@
 /** Commander wiring of `dcm subcloud-group …` (dcmanager's underscore spellings, dashed ones too). */
 import { Option, type Command } from 'commander';
-import {
-  groupAdd,
-  groupDelete,
-  groupList_,
-  groupListSubclouds,
-  groupShow_,
-  groupUpdate,
-  type GroupInput,
-} from '../commands/groups.js';
+import type { GroupInput } from '../commands/groups.js';
 import type { ApplyType } from '../domain/types.js';
 import { applyType, groupMaxParallel } from './parsers.js';
 import type { Runner } from './runner.js';
+
+/** The command module (and SQLite with it) loads only when a command runs, not for --help. */
+const commands = () => import('../commands/groups.js');
 
 interface RawGroupOpts {
   name?: string;
@@ -43,24 +38,24 @@ function input(o: RawGroupOpts): GroupInput {
 export function registerGroup(program: Command, run: Runner): void {
   const g = program.command('subcloud-group').description('manage subcloud groups');
   groupOptions(g.command('add').requiredOption('--name <name>', 'group name').description('add a group')).action(
-    (o: RawGroupOpts) => run((ctx) => groupAdd(ctx, { ...input(o), name: o.name! })),
+    (o: RawGroupOpts) => run(async (ctx) => (await commands()).groupAdd(ctx, { ...input(o), name: o.name! })),
   );
   g.command('list')
     .description('list groups')
-    .action(() => run((ctx) => groupList_(ctx)));
+    .action(() => run(async (ctx) => (await commands()).groupList_(ctx)));
   g.command('show')
     .argument('<group>', 'name or id')
     .description('show a group')
-    .action((ref: string) => run((ctx) => groupShow_(ctx, ref)));
+    .action((ref: string) => run(async (ctx) => (await commands()).groupShow_(ctx, ref)));
   groupOptions(g.command('update').argument('<group>', 'name or id').option('--name <name>', 'new name'))
     .description('change a group')
-    .action((ref: string, o: RawGroupOpts) => run((ctx) => groupUpdate(ctx, ref, input(o))));
+    .action((ref: string, o: RawGroupOpts) => run(async (ctx) => (await commands()).groupUpdate(ctx, ref, input(o))));
   g.command('delete')
     .argument('<group>', 'name or id')
     .description('delete an empty group (never Default)')
-    .action((ref: string) => run((ctx) => groupDelete(ctx, ref)));
+    .action((ref: string) => run(async (ctx) => (await commands()).groupDelete(ctx, ref)));
   g.command('list-subclouds')
     .argument('<group>', 'name or id')
     .description('list the subclouds of a group')
-    .action((ref: string) => run((ctx) => groupListSubclouds(ctx, ref)));
+    .action((ref: string) => run(async (ctx) => (await commands()).groupListSubclouds(ctx, ref)));
 }

@@ -5,9 +5,10 @@
 import { Command, CommanderError } from 'commander';
 import { createRequire } from 'node:module';
 import { DcmError, EXIT } from '../domain/errors.js';
-import { resolveDbPath } from '../store/open.js';
-import { extractGlobals } from './globals.js';
-import { render, wantColor } from './output/render.js';
+import { resolveDbPath } from '../store/path.js';
+import { extractGlobals, type GlobalOptions } from './globals.js';
+import { wantColor } from './output/options.js';
+import { selectColumns } from './output/columns.js';
 import type { Result } from './output/result.js';
 import type { Outcome, RunCtx, Runner } from './runner.js';
 import { registerSubcloud } from './subcloud.js';
@@ -49,6 +50,8 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
       dbPath: resolveDbPath(globals.db),
       quiet: globals.quiet,
       color: wantColor(io.stderr, globals.noColor),
+      // An unknown -c column is refused before a write command commits (exit 2, file unchanged).
+      checkResult: globals.columns.length ? (r) => void selectColumns(r as Result, globals.columns) : undefined,
     };
     let outcome: Outcome = {};
     const run: Runner = async (fn) => {
@@ -62,8 +65,7 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
     }
     await program.parseAsync(rest, { from: 'user' });
     if (outcome.result) {
-      const color = wantColor(io.stdout, globals.noColor);
-      io.stdout.write(render(outcome.result, { format: globals.format, columns: globals.columns, noindent: globals.noindent, color }));
+      io.stdout.write(await renderOutcome(outcome.result, globals, wantColor(io.stdout, globals.noColor)));
     }
     return outcome.exitCode ?? EXIT.ok;
   } catch (err) {
@@ -71,15 +73,33 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
   }
 }
 
+/**
+ * Renderers load only when there is something to print, and the table renderer (with the colour
+ * library) only for tables: start-up is most of what a person waits for.
+ */
+async function renderOutcome(result: Result, g: GlobalOptions, color: boolean): Promise<string> {
+  if (g.format === 'table') {
+    const { render } = await import('./output/render.js');
+    return render(result, { format: g.format, columns: g.columns, noindent: g.noindent, color });
+  }
+  const { renderData } = await import('./output/formats.js');
+  return renderData(selectColumns(result, g.columns), g.format, g.noindent);
+}
+
+/** Errors are one line (SPEC §8): a message quoting file text may hold newlines. */
+function oneLine(message: string): string {
+  return message.replace(/\s*[\r\n]+\s*/g, ' ').trim();
+}
+
 function report(err: unknown, stderr: NodeJS.WritableStream): number {
   if (err instanceof CommanderError) {
     // Help and --version end the parse with an "error" that is a success.
     if (['commander.helpDisplayed', 'commander.version', 'commander.help'].includes(err.code)) return EXIT.ok;
-    stderr.write(`error: ${err.message.replace(/^error: /, '')}\n`);
+    stderr.write(`error: ${oneLine(err.message.replace(/^error: /, ''))}\n`);
     return EXIT.usage;
   }
   if (err instanceof DcmError) {
-    stderr.write(`error: ${err.message}\n`);
+    stderr.write(`error: ${oneLine(err.message)}\n`);
     if (process.env.DCM_DEBUG === '1') stderr.write(`${err.stack}\n`);
     return err.exitCode;
   }

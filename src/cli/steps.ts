@@ -1,8 +1,10 @@
 /** Commander wiring of `dcm strategy-step …`. */
 import type { Command } from 'commander';
-import { stepHistory, stepList_, stepShow_ } from '../commands/steps.js';
 import { collect, integer } from './parsers.js';
 import type { Runner } from './runner.js';
+
+/** The command module (and SQLite with it) loads only when a command runs, not for --help. */
+const commands = () => import('../commands/steps.js');
 
 export function registerSteps(program: Command, run: Runner): void {
   const s = program.command('strategy-step').description('the steps of the strategy');
@@ -10,13 +12,13 @@ export function registerSteps(program: Command, run: Runner): void {
     .description('list the steps in step order')
     .option('--state <state>', 'only steps in this state (repeatable)', collect)
     .option('--stage <n>', 'only this stage', integer)
-    .action((o: { state?: string[]; stage?: number }) => run((ctx) => stepList_(ctx, { states: o.state, stage: o.stage })));
+    .action((o: { state?: string[]; stage?: number }) => run(async (ctx) => (await commands()).stepList_(ctx, { states: o.state, stage: o.stage })));
   s.command('show')
     .argument('<cloud>')
     .description('show the step of a subcloud')
-    .action((cloud: string) => run((ctx) => stepShow_(ctx, cloud)));
+    .action((cloud: string) => run(async (ctx) => (await commands()).stepShow_(ctx, cloud)));
   s.command('history')
     .argument('[cloud]')
     .description('every state operation run, in the order they started')
-    .action((cloud: string | undefined) => run((ctx) => stepHistory(ctx, cloud)));
+    .action((cloud: string | undefined) => run(async (ctx) => (await commands()).stepHistory(ctx, cloud)));
 }

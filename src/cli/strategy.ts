@@ -1,7 +1,9 @@
 /** Commander wiring of `dcm strategy …` and the per-type aliases (`dcm patch-strategy …`). */
 import { Option, type Command } from 'commander';
-import { strategyCreate, strategyDelete, strategyShow_ } from '../commands/strategy.js';
-import { strategyAbort, strategyApply } from '../orchestrator/commands.js';
+
+/** The command modules (SQLite, the orchestrator) load only when a command runs, not for --help. */
+const commands = () => import('../commands/strategy.js');
+const orchestrator = () => import('../orchestrator/commands.js');
 import type { RawDriverOptions, RawTypeOptions } from '../domain/options.js';
 import { STRATEGY_TYPES, TYPES, type ApplyType, type StrategyType } from '../domain/types.js';
 import { applyType, collect, integer, strategyType } from './parsers.js';
@@ -71,8 +73,8 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .option('--sim-fail <cloud=state>', 'sim driver: that subcloud fails in that state (repeatable)', collect)
     .option('--state-timeout <duration>', 'fail a state operation that takes longer (default per type)')
     .action((cloud: string | undefined, o: CreateOpts) =>
-      run((ctx) =>
-        strategyCreate(ctx, {
+      run(async (ctx) =>
+        (await commands()).strategyCreate(ctx, {
           type: typeOf(o)!,
           cloudName: cloud,
           groupName: o.group,
@@ -88,16 +90,16 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
 
   withType(parent.command('show'), false)
     .description('show the strategy')
-    .action((o: { type?: StrategyType }) => run((ctx) => strategyShow_(ctx, typeOf(o))));
+    .action((o: { type?: StrategyType }) => run(async (ctx) => (await commands()).strategyShow_(ctx, typeOf(o))));
   withType(parent.command('apply'), false)
     .description('run the strategy in the foreground until it ends (exit 0 complete, 1 failed, 3 aborted)')
-    .action((o: { type?: StrategyType }) => run((ctx) => strategyApply(ctx, typeOf(o))));
+    .action((o: { type?: StrategyType }) => run(async (ctx) => (await orchestrator()).strategyApply(ctx, typeOf(o))));
   withType(parent.command('abort'), false)
     .description('abort the strategy being applied')
-    .action((o: { type?: StrategyType }) => run((ctx) => strategyAbort(ctx, typeOf(o))));
+    .action((o: { type?: StrategyType }) => run(async (ctx) => (await orchestrator()).strategyAbort(ctx, typeOf(o))));
   withType(parent.command('delete'), false)
     .description('delete the strategy, its steps and their history')
-    .action((o: { type?: StrategyType }) => run((ctx) => strategyDelete(ctx, typeOf(o))));
+    .action((o: { type?: StrategyType }) => run(async (ctx) => (await commands()).strategyDelete(ctx, typeOf(o))));
 }
 
 export function registerStrategy(program: Command, run: Runner): void {

@@ -1,14 +1,9 @@
 /** Commander wiring of `dcm subcloud …`. */
 import type { Command } from 'commander';
 import { parseSubcloudFields, type RawSubcloudFields } from '../domain/inventory.js';
-import {
-  subcloudAdd,
-  subcloudDelete,
-  subcloudImport,
-  subcloudList_,
-  subcloudShow_,
-  subcloudUpdate,
-} from '../commands/subclouds.js';
+
+/** The command modules (and SQLite with them) load only when a command runs, not for --help. */
+const commands = () => import('../commands/subclouds.js');
 import { collect } from './parsers.js';
 import type { Runner } from './runner.js';
 
@@ -28,25 +23,25 @@ function fieldOptions(cmd: Command): Command {
 export function registerSubcloud(program: Command, run: Runner): void {
   const sc = program.command('subcloud').description('manage the subcloud inventory');
   fieldOptions(sc.command('add').argument('<name...>').description('add one or more subclouds')).action(
-    (names: string[], opts: RawSubcloudFields) => run((ctx) => subcloudAdd(ctx, names, parseSubcloudFields(opts))),
+    (names: string[], opts: RawSubcloudFields) => run(async (ctx) => (await commands()).subcloudAdd(ctx, names, parseSubcloudFields(opts))),
   );
   sc.command('import')
     .argument('[file]', 'CSV, JSON array or JSON lines; - for standard input', '-')
     .description('add subclouds from a file: all rows or none')
-    .action((file: string) => run((ctx) => subcloudImport(ctx, file)));
+    .action((file: string) => run(async (ctx) => (await commands()).subcloudImport(ctx, file)));
   sc.command('list')
     .option('--group <group>', 'only this group')
     .description('list subclouds')
-    .action((opts: { group?: string }) => run((ctx) => subcloudList_(ctx, opts.group)));
+    .action((opts: { group?: string }) => run(async (ctx) => (await commands()).subcloudList_(ctx, opts.group)));
   sc.command('show')
     .argument('<name>')
     .description('show every field of a subcloud')
-    .action((name: string) => run((ctx) => subcloudShow_(ctx, name)));
+    .action((name: string) => run(async (ctx) => (await commands()).subcloudShow_(ctx, name)));
   fieldOptions(sc.command('update').argument('<name...>').description('change subclouds')).action(
-    (names: string[], opts: RawSubcloudFields) => run((ctx) => subcloudUpdate(ctx, names, parseSubcloudFields(opts))),
+    (names: string[], opts: RawSubcloudFields) => run(async (ctx) => (await commands()).subcloudUpdate(ctx, names, parseSubcloudFields(opts))),
   );
   sc.command('delete')
     .argument('<name...>')
     .description('delete subclouds (refused while one has a step)')
-    .action((names: string[]) => run((ctx) => subcloudDelete(ctx, names)));
+    .action((names: string[]) => run(async (ctx) => (await commands()).subcloudDelete(ctx, names)));
 }

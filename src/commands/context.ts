@@ -4,6 +4,11 @@ import { openDb, type Db } from '../store/open.js';
 
 export interface Ctx {
   dbPath: string;
+  /**
+   * Called on a write command's result before its transaction commits: a result that cannot be
+   * shown (an unknown `-c` column) throws, and the change is rolled back with it.
+   */
+  checkResult?: (result: unknown) => void;
 }
 
 /**
@@ -14,7 +19,14 @@ export function withWriteDb<T>(ctx: Ctx, fn: (db: Db) => T): T {
   const existed = fs.existsSync(ctx.dbPath);
   const db = openDb(ctx.dbPath, { create: true })!;
   try {
-    return fn(db);
+    // Inner `immediate()` calls become savepoints of this transaction.
+    return db
+      .transaction(() => {
+        const result = fn(db);
+        ctx.checkResult?.(result);
+        return result;
+      })
+      .immediate();
   } catch (err) {
     if (!existed) {
       db.close();

@@ -7,7 +7,7 @@ import { listGroups } from '../store/groups.js';
 import type { Db } from '../store/open.js';
 import { deleteStrategy, getStrategy, insertStrategy, type Strategy } from '../store/strategy.js';
 import { insertSteps } from '../store/steps.js';
-import { listSubclouds, toRecord } from '../store/subclouds.js';
+import { planningRecords } from '../store/subclouds.js';
 import { UsageError } from '../domain/errors.js';
 import { immediate, withReadDb, withWriteDb, type Ctx } from './context.js';
 import { strategyShow } from './views.js';
@@ -68,7 +68,7 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Resu
         name: g.name,
         updateApplyType: g.update_apply_type,
         maxParallelSubclouds: g.max_parallel_subclouds,
-      })), listSubclouds(db).map(toRecord));
+      })), planningRecords(db));
 
       insertStrategy(
         db,
@@ -99,7 +99,9 @@ export async function strategyDelete(ctx: Ctx, type?: StrategyType): Promise<Res
         throw new OperationError(`Strategy in state ${s.state} cannot be deleted`);
       }
       deleteStrategy(db);
-      return strategyShow({ ...s, state: 'deleted' });
+      const shown = strategyShow({ ...s, state: 'deleted' });
+      ctx.checkResult?.(shown);
+      return shown;
     }),
   );
   return result ?? notFound(type);

@@ -103,7 +103,10 @@ export function planSteps(
     }
     pool = [sc];
   } else if (req.groupName) {
-    const g = groups.find((x) => x.name === req.groupName || String(x.id) === req.groupName);
+    // By name, else by id (as the store's findGroup: a group named "3" wins over the group of id 3).
+    const g =
+      groups.find((x) => x.name === req.groupName) ??
+      (/^\d+$/.test(req.groupName) ? groups.find((x) => x.id === Number(req.groupName)) : undefined);
     if (!g) throw new OperationError(`Subcloud group ${req.groupName} does not exist`);
     pool = subclouds.filter((s) => s.groupId === g.id);
   } else {

@@ -1,10 +1,10 @@
 /** `dcm strategy apply` and `dcm strategy abort`. */
 import { OperationError } from '../domain/errors.js';
-import { statesOf, type StrategyType } from '../domain/types.js';
+import { statesOf, TYPES, type StrategyType } from '../domain/types.js';
 import { openDb } from '../store/open.js';
 import { casStrategyState, getStrategy } from '../store/strategy.js';
 import { abortInitialSteps, abortMidStateSteps, interruptRunning } from '../store/transitions.js';
-import { readLock } from '../store/lock.js';
+import { deleteLock, readLock } from '../store/lock.js';
 import { SimDriver, simSettings } from '../drivers/sim/index.js';
 import { theStrategy } from '../commands/strategy.js';
 import { strategyShow } from '../commands/views.js';
@@ -24,7 +24,11 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType): Promise<O
   let driver: SimDriver | null = null;
   const progress = new LineProgress(process.stderr, ctx.quiet);
   try {
-    theStrategy(db, type); // not found before anything else
+    // Not found, or ended, before anything else: an ended strategy has no use for the lock.
+    const first = theStrategy(db, type);
+    if (first.state !== 'initial' && !RESUMABLE.includes(first.state)) {
+      throw new OperationError(`Strategy in state ${first.state} cannot be applied`);
+    }
     const { tookOverFrom } = lock.acquire();
     locked = true;
     if (tookOverFrom) {
@@ -42,7 +46,9 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType): Promise<O
       stopOnFailure: s.stop_on_failure,
       campaign: s.created_at,
       extra: s.extra,
-      stateTimeoutMs: Number(s.extra.state_timeout_ms),
+      // A file whose strategy has no timeout stored gets the type's default, never NaN (which
+      // setTimeout takes as 1 ms: every operation would time out).
+      stateTimeoutMs: Number(s.extra.state_timeout_ms) || TYPES[s.type as StrategyType].defaultStateTimeoutMs,
       drainMs: process.env.DCM_DRAIN_MS ? Number(process.env.DCM_DRAIN_MS) : undefined,
     });
     lock.startHeartbeat(() => {
@@ -80,6 +86,8 @@ export async function strategyAbort(ctx: RunCtx, type?: StrategyType): Promise<O
         casStrategyState(db, ['applying'], 'abort requested');
         return;
       }
+      // The lock of an orchestrator that died goes with the abort it will never carry out.
+      if (holder) deleteLock(db, holder.pid, holder.host);
       interruptRunning(db, 'aborted while no orchestrator was running');
       abortInitialSteps(db);
       abortMidStateSteps(db);

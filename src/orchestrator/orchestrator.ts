@@ -51,8 +51,20 @@ interface Worker {
   attempt: number;
   historyId: number;
   opId: number;
-  controller: AbortController;
-  timer: NodeJS.Timeout;
+  /** Made only when the driver asks for the signal: most operations never need one. */
+  controller: AbortController | null;
+  /** The orchestrator stopped waiting (timeout, hard stop): a signal asked for later is aborted. */
+  abandoned: boolean;
+}
+
+/** setTimeout's longest delay; a longer one fires at once (TimeoutOverflowWarning). */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/** When an operation times out; see `Deadlines`. */
+interface Deadline {
+  at: number;
+  stepId: number;
+  opId: number;
 }
 
 interface Report {
@@ -85,10 +97,16 @@ export class Orchestrator {
   private failedSeen = false;
   private interruptedBy: NodeJS.Signals | null = null;
   private hardStop: (() => void) | null = null;
+  private drainTimer: NodeJS.Timeout | null = null;
+  /** Set once run() is done: a late answer or a queued flush must change nothing any more. */
+  private stopped = false;
   private fatal: Error | null = null;
   private peak = 0;
   private maxWindow = 0;
   private lastDataVersion = -1;
+  private deadlines: Deadline[] = [];
+  private deadlineHead = 0;
+  private deadlineTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly db: Db,
@@ -115,8 +133,16 @@ export class Orchestrator {
     const stopped = new Promise<void>((resolve) => (this.hardStop = resolve));
     try {
       await Promise.race([this.runStages(steps), stopped]);
+      // Stopped without waiting (a second Ctrl-C): answers already received are still committed;
+      // nothing new starts (noNewOperations). The operations still out run again on resume.
+      if (this.interruptedBy && !this.fatal && (this.reports.length || this.pending.length)) this.flush();
     } finally {
+      // Every way out (end, signal, fatal error) leaves no timer that would keep the process alive.
       clearInterval(poll);
+      if (this.drainTimer) clearTimeout(this.drainTimer);
+      if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
+      this.deadlineTimer = null;
+      this.stopped = true;
     }
     if (this.fatal) throw this.fatal;
     return this.finish(started);
@@ -140,7 +166,10 @@ export class Orchestrator {
 
   /** Resolves when the subcloud has ended (or will not start); its slot is held until then. */
   private runSubcloud(step: ApplyStep): Promise<void> {
-    if (this.noNewSubclouds || this.fatal) return Promise.resolve();
+    // A subcloud caught mid-state by the last process was in flight: it runs to its end even
+    // after an abort or a stop on failure; only a signal (or a fatal error) holds it back.
+    const inFlight = step.state !== 'initial';
+    if (this.fatal || this.noNewOperations || (this.noNewSubclouds && !inFlight)) return Promise.resolve();
     return new Promise<void>((release) => {
       this.slots.set(step.id, { step, release });
       this.peak = Math.max(this.peak, this.slots.size);
@@ -158,11 +187,12 @@ export class Orchestrator {
     });
   }
 
+  /**
+   * Attempts already made come from the history as it was when this process started; within one
+   * process a state starts at most once per entry, so nothing needs to be added to the map.
+   */
   private nextAttempt(stepId: number, state: string): number {
-    const key = `${stepId}\u0000${state}`;
-    const n = (this.attempts.get(key) ?? 0) + 1;
-    this.attempts.set(key, n);
-    return n;
+    return (this.attempts.get(`${stepId}\u0000${state}`) ?? 0) + 1;
   }
 
   private queue(t: Transition): void {
@@ -178,13 +208,14 @@ export class Orchestrator {
 
   /** A driver's answer arrives here and nowhere else. */
   private report(stepId: number, opId: number, result: Report['result']): void {
+    if (this.stopped) return;
     this.reports.push({ stepId, opId, result, finishedAt: now() });
     this.scheduleFlush();
   }
 
   private flush(): void {
     this.flushScheduled = false;
-    if (this.fatal) return;
+    if (this.fatal || this.stopped) return;
     try {
       this.decideReports();
       const batch = this.withoutHeldBack(this.pending);
@@ -225,13 +256,13 @@ export class Orchestrator {
     for (const r of reports) {
       const w = this.workers.get(r.stepId);
       if (!w || w.opId !== r.opId) continue; // answered after its timeout: the step moved on
-      clearTimeout(w.timer);
       this.workers.delete(r.stepId);
       const { step, state } = w;
       const at = r.finishedAt;
       const index = this.opts.states.indexOf(state);
-      if (r.result.kind === 'next') {
-        const next = r.result.next ?? this.opts.states[index + 1] ?? 'complete';
+      const result = this.checkNext(r.result, index);
+      if (result.kind === 'next') {
+        const next = result.next ?? this.opts.states[index + 1] ?? 'complete';
         const ended = next === 'complete';
         const startAttempt = ended || this.noNewOperations ? undefined : this.nextAttempt(step.id, next);
         this.pending.push({
@@ -240,15 +271,15 @@ export class Orchestrator {
           cloud: step.cloud,
           from: state,
           to: next,
-          details: r.result.details ?? '',
-          close: { historyId: w.historyId, outcome: 'ok', finishedAt: at, details: r.result.details ?? '' },
+          details: result.details ?? '',
+          close: { historyId: w.historyId, outcome: 'ok', finishedAt: at, details: result.details ?? '' },
           startAttempt,
           completes: ended ? { endpoint: TYPES[this.opts.type].endpoint } : undefined,
           ended,
         });
       } else {
-        const timeout = r.result.kind === 'timeout';
-        const reason = r.result.kind === 'failed' ? r.result.reason : `timed out after ${formatDuration(this.opts.stateTimeoutMs)}`;
+        const timeout = result.kind === 'timeout';
+        const reason = result.kind === 'failed' ? result.reason : `timed out after ${formatDuration(this.opts.stateTimeoutMs)}`;
         this.pending.push({
           stepId: step.id,
           subcloudId: step.subcloudId,
@@ -268,6 +299,16 @@ export class Orchestrator {
     }
   }
 
+  /**
+   * A driver may only go on to a later state of the type, or skip to `complete` (SPEC §3): going
+   * back, or to a state the type does not have, would run a state twice or out of order.
+   */
+  private checkNext(result: Report['result'], index: number): Report['result'] {
+    if (result.kind !== 'next' || result.next === undefined || result.next === 'complete') return result;
+    if (this.opts.states.indexOf(result.next) > index) return result;
+    return { kind: 'failed', reason: `the driver reported an invalid next state '${result.next}'` };
+  }
+
   /** Start one state operation: the registry gets its entry before the driver is called. */
   private start(step: ApplyStep, state: string, attempt: number, historyId: number): void {
     const existing = this.workers.get(step.id);
@@ -275,12 +316,10 @@ export class Orchestrator {
       throw new Error(`internal: ${step.cloud} already runs ${existing.state}; refusing a second worker for ${state}`);
     }
     const opId = this.nextOpId++;
-    const controller = new AbortController();
-    const timer = setTimeout(() => {
-      controller.abort();
-      this.report(step.id, opId, { kind: 'timeout' });
-    }, this.opts.stateTimeoutMs);
-    this.workers.set(step.id, { step, state, attempt, historyId, opId, controller, timer });
+    const worker: Worker = { step, state, attempt, historyId, opId, controller: null, abandoned: false };
+    this.workers.set(step.id, worker);
+    this.deadlines.push({ at: Date.now() + this.opts.stateTimeoutMs, stepId: step.id, opId });
+    this.armDeadline();
     this.driver
       .run({
         cloud: step.cloud,
@@ -291,12 +330,52 @@ export class Orchestrator {
         attempt,
         campaign: this.opts.campaign,
         extra: this.opts.extra,
-        signal: controller.signal,
+        get signal() {
+          if (!worker.controller) {
+            worker.controller = new AbortController();
+            if (worker.abandoned) worker.controller.abort();
+          }
+          return worker.controller.signal;
+        },
       })
       .then(
         (result) => this.report(step.id, opId, result),
         (err: Error) => this.report(step.id, opId, { kind: 'failed', reason: err.message || String(err) }),
       );
+  }
+
+  /**
+   * Every operation gets the same timeout, so deadlines arrive in start order: a FIFO queue and a
+   * single timer for its head serve them all (a timer per operation costs more than the work of a
+   * zero-latency operation). Entries of operations that already ended are skipped when reached.
+   */
+  private armDeadline(): void {
+    if (this.deadlineTimer || this.deadlineHead >= this.deadlines.length) return;
+    const wait = Math.min(MAX_TIMER_MS, Math.max(0, this.deadlines[this.deadlineHead].at - Date.now()));
+    this.deadlineTimer = setTimeout(() => this.expireDeadlines(), wait);
+  }
+
+  private expireDeadlines(): void {
+    this.deadlineTimer = null;
+    const t = Date.now();
+    while (this.deadlineHead < this.deadlines.length && this.deadlines[this.deadlineHead].at <= t) {
+      const d = this.deadlines[this.deadlineHead++];
+      const w = this.workers.get(d.stepId);
+      if (w && w.opId === d.opId) {
+        this.abandon(w);
+        this.report(d.stepId, d.opId, { kind: 'timeout' });
+      }
+    }
+    if (this.deadlineHead > 1024 && this.deadlineHead * 2 > this.deadlines.length) {
+      this.deadlines = this.deadlines.slice(this.deadlineHead);
+      this.deadlineHead = 0;
+    }
+    this.armDeadline();
+  }
+
+  private abandon(w: Worker): void {
+    w.abandoned = true;
+    w.controller?.abort();
   }
 
   private release(stepId: number): void {
@@ -334,6 +413,7 @@ export class Orchestrator {
 
   /** First Ctrl-C / SIGTERM: start nothing new, wait (bounded) for the operations in flight. */
   interrupt(signal: NodeJS.Signals): void {
+    if (this.stopped) return;
     if (this.interruptedBy) {
       this.progress.note(`${signal} again: not waiting for ${this.workers.size} operation(s) in flight`);
       this.stopNow();
@@ -346,18 +426,15 @@ export class Orchestrator {
       `${signal}: starting nothing new, waiting for ${this.workers.size} operation(s) in flight (again to stop waiting); ` +
         'the strategy stays applying: run `dcm strategy apply` to resume',
     );
-    const drain = setTimeout(() => {
+    this.drainTimer = setTimeout(() => {
       this.progress.note(`gave up waiting after ${formatDuration(this.opts.drainMs ?? 60_000)}`);
       this.stopNow();
     }, this.opts.drainMs ?? 60_000);
-    drain.unref();
+    this.drainTimer.unref();
   }
 
   private stopNow(): void {
-    for (const w of this.workers.values()) {
-      clearTimeout(w.timer);
-      w.controller.abort();
-    }
+    for (const w of this.workers.values()) this.abandon(w);
     this.hardStop?.();
   }
 
@@ -369,7 +446,7 @@ export class Orchestrator {
   }
 
   private finish(started: number): number {
-    for (const w of this.workers.values()) clearTimeout(w.timer);
+    if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
     let exit: number;
     let final: string;
     if (this.interruptedBy) {

@@ -10,9 +10,7 @@ import { APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION } from './migrations.js';
 
 export type Db = Database.Database;
 
-export function resolveDbPath(option: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
-  return option || env.DCM_DB || './dcm.db';
-}
+export { resolveDbPath } from './path.js';
 
 const SQLITE_MAGIC = 'SQLite format 3\0';
 

@@ -55,6 +55,27 @@ export function listSteps(db: Db, filter: { states?: string[]; stage?: number } 
   return db.prepare(sql).all(...args) as StepRow[];
 }
 
+/**
+ * The step list's columns only, as arrays (cloud, stage, state, details, started_at, finished_at):
+ * a `watch` loop over thousands of steps should cost little more than the query.
+ */
+export function listStepColumns(db: Db, filter: { states?: string[]; stage?: number } = {}): (string | number | null)[][] {
+  const where: string[] = [];
+  const args: unknown[] = [];
+  if (filter.states && filter.states.length) {
+    where.push(`st.state IN (${filter.states.map(() => '?').join(', ')})`);
+    args.push(...filter.states);
+  }
+  if (filter.stage !== undefined) {
+    where.push('st.stage = ?');
+    args.push(filter.stage);
+  }
+  const sql = `SELECT sc.name, st.stage, st.state, st.details, st.started_at, st.finished_at
+    FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
+    ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY st.stage, st.id`;
+  return db.prepare(sql).raw(true).all(...args) as (string | number | null)[][];
+}
+
 export function findStep(db: Db, cloud: string): StepRow | undefined {
   return db.prepare(`${SELECT_STEPS} WHERE sc.name = ?`).get(cloud) as StepRow | undefined;
 }

@@ -77,6 +77,30 @@ export function toRecord(row: SubcloudRow): SubcloudRecord {
   };
 }
 
+/**
+ * Only what planning reads, for every subcloud in id order: `strategy create` over a large fleet
+ * should not pay for the columns it never looks at.
+ */
+export function planningRecords(db: Db): SubcloudRecord[] {
+  const rows = db
+    .prepare(
+      `SELECT id, name, group_id, management, availability, deploy_status,
+         patching_sync, usm_sync, kubernetes_sync, kube_rootca_sync, firmware_sync
+       FROM subcloud ORDER BY id`,
+    )
+    .raw(true)
+    .all() as [number, string, number, string, string, string, SyncStatus, SyncStatus, SyncStatus, SyncStatus, SyncStatus][];
+  return rows.map((r) => ({
+    id: r[0],
+    name: r[1],
+    groupId: r[2],
+    management: r[3],
+    availability: r[4],
+    deployStatus: r[5],
+    sync: { patching: r[6], usm: r[7], kubernetes: r[8], 'kube-rootca': r[9], firmware: r[10] },
+  }));
+}
+
 function flatten(f: SubcloudFields): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(f)) if (k !== 'sync' && v !== undefined) out[k] = v;

@@ -1,5 +1,5 @@
 /** Machine formats: json, csv, value, yaml (SPEC §8). */
-import YAML from 'yaml';
+import { createRequire } from 'node:module';
 import type { Result, Value } from './result.js';
 
 function records(result: Result): Record<string, Value>[] | Record<string, Value> {
@@ -13,10 +13,14 @@ export function renderJson(result: Result, noindent: boolean): string {
   return JSON.stringify(records(result), null, noindent ? undefined : 2) + '\n';
 }
 
+// Loaded on first use: `yaml` costs a noticeable part of every dcm start, and few runs print yaml.
+const require = createRequire(import.meta.url);
+const yaml = (): typeof import('yaml') => require('yaml') as typeof import('yaml');
+
 export function renderYaml(result: Result): string {
   const data = records(result);
   if (Array.isArray(data) && data.length === 0) return '[]\n';
-  return YAML.stringify(data);
+  return yaml().stringify(data);
 }
 
 /** Python csv QUOTE_NONNUMERIC: strings quoted, numbers and booleans bare, null empty. */
@@ -38,4 +42,18 @@ export function renderValue(result: Result): string {
   const text = (v: Value) => (v === null || v === undefined ? 'None' : v === true ? 'True' : v === false ? 'False' : String(v));
   if (result.kind === 'show') return result.values.map((v) => text(v) + '\n').join('');
   return result.rows.map((r) => r.map(text).join(' ') + '\n').join('');
+}
+
+/** Every machine format; tables live in table.ts with the colour library, loaded only for them. */
+export function renderData(result: Result, format: 'json' | 'csv' | 'value' | 'yaml', noindent: boolean): string {
+  switch (format) {
+    case 'json':
+      return renderJson(result, noindent);
+    case 'csv':
+      return renderCsv(result);
+    case 'value':
+      return renderValue(result);
+    case 'yaml':
+      return renderYaml(result);
+  }
 }

@@ -1,0 +1,140 @@
+/**
+ * Type options of `strategy create` (SPEC §4): what each type accepts and dcmanager's exclusion
+ * rules; every violation is a usage error (exit 2).
+ */
+import { describe, expect, test } from '@jest/globals';
+import { typeExtraArgs, driverExtraArgs, type RawTypeOptions } from '../../src/domain/options.js';
+import { UsageError } from '../../src/domain/errors.js';
+import { STRATEGY_TYPES, statesOf, type StrategyType } from '../../src/domain/types.js';
+
+function usage(type: StrategyType, raw: RawTypeOptions): string {
+  try {
+    typeExtraArgs(type, raw);
+  } catch (err) {
+    expect(err).toBeInstanceOf(UsageError);
+    expect((err as UsageError).exitCode).toBe(2);
+    return (err as Error).message;
+  }
+  throw new Error(`accepted: ${type} ${JSON.stringify(raw)}`);
+}
+
+describe('sw-deploy rules', () => {
+  test('release id is required unless --rollback or --cleanup', () => {
+    expect(usage('sw-deploy', {})).toMatch(/--release-id/);
+    expect(usage('sw-deploy', { snapshot: true })).toMatch(/--release-id/);
+    expect(typeExtraArgs('sw-deploy', { rollback: true })).toMatchObject({ rollback: true, release_id: null });
+    expect(typeExtraArgs('sw-deploy', { cleanup: true })).toMatchObject({ cleanup: true, release_id: null });
+  });
+
+  test('--rollback excludes --release-id, --cleanup, --with-prestage, --kube-upgrade', () => {
+    const others: RawTypeOptions[] = [{ releaseId: 'r1' }, { cleanup: true }, { withPrestage: true }, { kubeUpgrade: 'v1.29' }];
+    for (const o of others) {
+      const msg = usage('sw-deploy', { rollback: true, ...o });
+      expect(msg).toMatch(/--rollback/);
+    }
+  });
+
+  test('--cleanup excludes --release-id, --with-prestage, --kube-upgrade', () => {
+    for (const o of [{ releaseId: 'r1' }, { withPrestage: true }, { kubeUpgrade: 'v1.29' }] as RawTypeOptions[]) {
+      expect(usage('sw-deploy', { cleanup: true, ...o })).toMatch(/--cleanup/);
+    }
+  });
+
+  test('--snapshot and --delete exclude --rollback and --cleanup', () => {
+    for (const a of [{ snapshot: true }, { delete: true }] as RawTypeOptions[]) {
+      for (const b of [{ rollback: true }, { cleanup: true }] as RawTypeOptions[]) {
+        const msg = usage('sw-deploy', { ...a, ...b });
+        expect(msg).toMatch(/--(snapshot|delete|rollback|cleanup) cannot be used with --(snapshot|delete|rollback|cleanup)/);
+      }
+    }
+  });
+
+  test('a valid combination is stored with every field', () => {
+    expect(
+      typeExtraArgs('sw-deploy', { releaseId: 'stx-10', snapshot: true, delete: true, withPrestage: true, kubeUpgrade: 'v1.29.2' }),
+    ).toEqual({
+      release_id: 'stx-10',
+      snapshot: true,
+      rollback: false,
+      delete_option: true,
+      cleanup: false,
+      with_prestage: true,
+      kube_upgrade: 'v1.29.2',
+    });
+  });
+});
+
+describe('kube-rootca-update rules', () => {
+  test('--cert-file excludes --subject and --expiry-date', () => {
+    expect(usage('kube-rootca-update', { certFile: 'ca.pem', subject: 'C=CA' })).toMatch(/--cert-file.*--subject/);
+    expect(usage('kube-rootca-update', { certFile: 'ca.pem', expiryDate: '2030-01-01' })).toMatch(/--cert-file.*--expiry-date/);
+  });
+
+  test('subject and expiry date together are fine; --cert-file adds the start and upload states', () => {
+    expect(typeExtraArgs('kube-rootca-update', { subject: 'C=CA', expiryDate: '2030-01-01' })).toEqual({
+      subject: 'C=CA',
+      expiry_date: '2030-01-01',
+      cert_file: null,
+    });
+    const extra = typeExtraArgs('kube-rootca-update', { certFile: 'ca.pem' });
+    expect(statesOf('kube-rootca-update', extra as { cert_file: string })).toEqual([
+      'kube rootca update pre check',
+      'kube rootca update start',
+      'kube rootca update upload cert',
+      'creating vim kube rootca update strategy',
+      'applying vim kube rootca update strategy',
+    ]);
+    expect(statesOf('kube-rootca-update')).not.toContain('kube rootca update start');
+  });
+});
+
+describe('prestage rules', () => {
+  test('--for-install and --for-sw-deploy exclude each other; for-install is the default', () => {
+    expect(usage('prestage', { forInstall: true, forSwDeploy: true })).toMatch(/--for-install.*--for-sw-deploy/);
+    expect(typeExtraArgs('prestage', {})).toMatchObject({ for_install: true, for_sw_deploy: false });
+    expect(typeExtraArgs('prestage', { forSwDeploy: true })).toMatchObject({ for_install: false, for_sw_deploy: true });
+  });
+
+  test('--release is YY.MM or YY.MM.nn', () => {
+    for (const good of ['24.09', '24.09.1', '25.03.12']) {
+      expect(typeExtraArgs('prestage', { release: good })).toMatchObject({ prestage_software_version: good });
+    }
+    for (const bad of ['24', '2409', '24.9', 'v24.09', '24.09.', '24.09.1.2']) {
+      expect(usage('prestage', { release: bad })).toContain(bad);
+    }
+  });
+});
+
+describe('options of another type', () => {
+  test('are refused, naming the option and the type', () => {
+    expect(usage('patch', { toVersion: 'v1.29' })).toBe('--to-version is not an option of strategy type patch');
+    expect(usage('kubernetes', { releaseId: 'r' })).toBe('--release-id is not an option of strategy type kubernetes');
+    expect(usage('firmware', { patchId: 'p' })).toBe('--patch-id is not an option of strategy type firmware');
+    expect(usage('sw-deploy', { forSwDeploy: true, releaseId: 'r' })).toMatch(/--for-sw-deploy/);
+  });
+
+  test('each type keeps its own option', () => {
+    expect(typeExtraArgs('patch', { patchId: 'p1' })).toEqual({ patch_id: 'p1' });
+    expect(typeExtraArgs('kubernetes', { toVersion: 'v1.29.2' })).toEqual({ to_version: 'v1.29.2' });
+    expect(typeExtraArgs('firmware', {})).toEqual({});
+  });
+});
+
+describe('driver options', () => {
+  test('defaults, and bad values are usage errors', () => {
+    const d = driverExtraArgs('patch', {}, 42);
+    expect(d).toMatchObject({ driver: 'sim', sim_latency_min_ms: 200, sim_latency_max_ms: 1000, sim_fail_rate: 0, sim_seed: 42, sim_fail: [] });
+    for (const raw of [{ simLatency: 'fast' }, { simLatency: '2s..1s' }, { simFailRate: '2' }, { simFailRate: '' }, { simSeed: '-1' }, { simFail: ['s1'] }, { stateTimeout: '0' }]) {
+      expect(() => driverExtraArgs('patch', raw, 1)).toThrow(UsageError);
+    }
+  });
+});
+
+test('every type has its states, ending before complete', () => {
+  for (const t of STRATEGY_TYPES) {
+    const states = statesOf(t);
+    expect(states.length).toBeGreaterThan(0);
+    expect(states).not.toContain('initial');
+    expect(states).not.toContain('complete');
+  }
+});

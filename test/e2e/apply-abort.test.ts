@@ -1,0 +1,156 @@
+/**
+ * `strategy abort` (SPEC §6): from another process while apply runs, and with no orchestrator
+ * running, in which case abort finishes the job itself.
+ */
+import { afterEach, describe, expect, test } from '@jest/globals';
+import Database from 'better-sqlite3';
+import { statesOf } from '../../src/domain/types.js';
+import { dcm, tempDir, waitFor } from '../helpers/cli.js';
+import { countBy, createFleet, flights, history, micros, names, okRunProblems, steps, strategyState, killLeftovers, spawnDcm } from '../helpers/history.js';
+
+const PATCH = statesOf('patch');
+
+let cleanup: () => void = () => {};
+afterEach(() => {
+  killLeftovers();
+  cleanup();
+});
+
+describe('apply: abort', () => {
+  test('abort from another process (window 10, 200 subclouds, 50..100ms): noticed within 1 s, nothing new starts, exit 3', async () => {
+    const t = tempDir();
+    cleanup = t.cleanup;
+    createFleet(t.db, names(200), ['--max-parallel-subclouds', '10', '--sim-latency', '50ms..100ms']);
+    const apply = spawnDcm(['--db', t.db, 'strategy', 'apply']);
+    let abortAt = 0;
+    try {
+      // Let it run a while: some subclouds complete, some are in flight.
+      await waitFor(() => (apply.stderr().match(/-> complete/g) ?? []).length >= 12, 30_000, 10);
+
+      const abort = dcm(['--db', t.db, 'strategy', 'abort', '-f', 'json']);
+      expect(abort.stderr).toBe('');
+      expect(abort.code).toBe(0);
+      const requested = JSON.parse(abort.stdout) as { state: string; updated_at: string };
+      expect(requested.state).toBe('abort requested');
+      abortAt = micros(requested.updated_at);
+
+      await waitFor(() => apply.stderr().includes('dcm: abort requested: '), 5_000, 5);
+      const noticedMs = Date.now();
+      expect(noticedMs - abortAt / 1000).toBeLessThan(1000);
+
+      const r = await apply.done;
+      expect(r.code).toBe(3);
+      expect(r.stderr).not.toMatch(/unexpected state|error:/);
+      expect(r.stderr).toMatch(/strategy aborted: \d+ complete, \d+ aborted/);
+    } finally {
+      apply.child.kill('SIGKILL');
+    }
+
+    expect(strategyState(t.db)).toBe('aborted');
+    const st = steps(t.db);
+    const counts = countBy(st, (s) => s.state);
+    expect(Object.keys(counts).sort()).toEqual(['aborted', 'complete']);
+    expect(counts.complete).toBeGreaterThanOrEqual(12);
+    expect(counts.aborted).toBeGreaterThan(100);
+
+    const runs = history(t.db);
+    const f = flights(runs);
+    // Every subcloud that started ran to its end (complete); those never started are aborted.
+    for (const s of st) {
+      if (f.has(s.cloud)) expect(s.state).toBe('complete');
+      else expect([s.state, s.details]).toEqual(['aborted', 'aborted before start']);
+    }
+    expect(okRunProblems(runs, [...f.keys()], PATCH)).toEqual([]);
+    // The orchestrator marked the steps not started when it noticed the abort: within 1 s of the
+    // request. No subcloud started after that.
+    const noticedAt = Math.min(...st.filter((s) => s.state === 'aborted').map((s) => micros(s.finished_at!)));
+    expect(noticedAt).toBeGreaterThan(abortAt);
+    expect(noticedAt - abortAt).toBeLessThan(1_000_000);
+    for (const fl of f.values()) expect(fl.start).toBeLessThan(noticedAt);
+    // Some were in flight when the abort was noticed, and ran on after it.
+    expect([...f.values()].some((fl) => fl.end > noticedAt)).toBe(true);
+  });
+
+  test('an apply killed while aborting is resumed by apply: the in-flight ones end, exit 3', async () => {
+    const t = tempDir();
+    cleanup = t.cleanup;
+    createFleet(t.db, names(30), ['--max-parallel-subclouds', '5', '--sim-latency', '100ms..200ms']);
+    const apply = spawnDcm(['--db', t.db, 'strategy', 'apply']);
+    await waitFor(() => (apply.stderr().match(/ -> /g) ?? []).length >= 8, 20_000, 5);
+    expect(dcm(['--db', t.db, 'strategy', 'abort']).code).toBe(0);
+    await waitFor(() => apply.stderr().includes('dcm: abort requested: '), 5_000, 5);
+    apply.child.kill('SIGKILL');
+    await apply.done;
+    expect(strategyState(t.db)).toBe('aborting');
+    const midState = steps(t.db).filter((s) => !['initial', 'complete', 'aborted'].includes(s.state));
+    expect(midState.length).toBeGreaterThan(0);
+    expect(dcm(['--db', t.db, 'strategy', 'abort']).stderr).toBe('error: Strategy in state aborting cannot be aborted\n');
+
+    const r = dcm(['--db', t.db, 'strategy', 'apply']);
+    expect(r.stderr).toMatch(/resuming the patch strategy \(state aborting\)/);
+    expect(r.stderr).not.toMatch(/unexpected state|error:/);
+    expect(r.code).toBe(3);
+    expect(strategyState(t.db)).toBe('aborted');
+    const after = Object.fromEntries(steps(t.db).map((s) => [s.cloud, s.state]));
+    for (const s of midState) expect(after[s.cloud]).toBe('complete');
+    expect(new Set(Object.values(after))).toEqual(new Set(['complete', 'aborted']));
+  });
+
+  test('abort with no orchestrator running (apply killed): initial and mid-state steps become aborted, naming the state', async () => {
+    const t = tempDir();
+    cleanup = t.cleanup;
+    createFleet(t.db, names(40), ['--max-parallel-subclouds', '8', '--sim-latency', '30ms..60ms']);
+    const apply = spawnDcm(['--db', t.db, 'strategy', 'apply']);
+    await waitFor(() => (apply.stderr().match(/-> complete/g) ?? []).length >= 3, 30_000, 5);
+    apply.child.kill('SIGKILL');
+    expect((await apply.done).signal).toBe('SIGKILL');
+    const before = steps(t.db);
+    const midState = before.filter((s) => !['initial', 'complete', 'failed', 'aborted'].includes(s.state));
+    expect(midState.length).toBeGreaterThan(0);
+    expect(strategyState(t.db)).toBe('applying');
+
+    const r = dcm(['--db', t.db, 'strategy', 'abort', '-f', 'json']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout).state).toBe('aborted');
+
+    const after = Object.fromEntries(steps(t.db).map((s) => [s.cloud, s]));
+    for (const s of before) {
+      const a = after[s.cloud];
+      if (s.state === 'initial') expect([a.state, a.details]).toEqual(['aborted', 'aborted before start']);
+      else if (s.state === 'complete') expect(a.state).toBe('complete');
+      else expect([a.state, a.details]).toEqual(['aborted', `aborted in state ${s.state}`]);
+    }
+    const runs = history(t.db);
+    expect(runs.filter((h) => h.outcome === 'running')).toEqual([]);
+    expect(runs.filter((h) => h.outcome === 'interrupted').length).toBeGreaterThan(0);
+    // The dead orchestrator's lock went with it.
+    const raw = new Database(t.db, { readonly: true });
+    expect(raw.prepare('SELECT count(*) FROM apply_lock').pluck().get()).toBe(0);
+    raw.close();
+    expect(dcm(['--db', t.db, 'strategy', 'apply']).stderr).toBe('error: Strategy in state aborted cannot be applied\n');
+    expect(dcm(['--db', t.db, 'strategy', 'abort']).stderr).toBe('error: Strategy in state aborted cannot be aborted\n');
+  });
+
+  test('abort of a strategy left applying with no orchestrator and no lock: every initial step aborted', () => {
+    const t = tempDir();
+    cleanup = t.cleanup;
+    createFleet(t.db, names(5), []);
+    const db = new Database(t.db);
+    db.prepare("UPDATE strategy SET state = 'applying'").run();
+    db.close();
+    const r = dcm(['--db', t.db, 'strategy', 'abort', '-f', 'json']);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout).state).toBe('aborted');
+    expect(steps(t.db).map((s) => [s.state, s.details])).toEqual(Array(5).fill(['aborted', 'aborted before start']));
+  });
+
+  test('abort is refused unless the strategy is applying', () => {
+    const t = tempDir();
+    cleanup = t.cleanup;
+    createFleet(t.db, names(2), []);
+    const r = dcm(['--db', t.db, 'strategy', 'abort']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe('error: Strategy in state initial cannot be aborted\n');
+  });
+});

@@ -1,0 +1,113 @@
+/**
+ * The store and the inventory through the built binary (SPEC §2, §4): where the file is, what a
+ * read on a missing file prints (and that it creates nothing), the file's settings, many names at
+ * once, import from standard input.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { dcm, dcmOk, dirFingerprint, Fixture, withSql } from '../helpers/fleet.js';
+
+let fx: Fixture; // temporary directories only
+beforeAll(() => {
+  fx = new Fixture(() => undefined);
+});
+afterAll(() => fx.cleanup());
+
+describe('where the file is: --db, else $DCM_DB, else ./dcm.db', () => {
+  test('./dcm.db in the working directory', () => {
+    const { dir } = fx.fresh(true);
+    dcmOk(['subcloud', 'add', 'a1'], { cwd: dir });
+    expect(fs.readdirSync(dir)).toEqual(['dcm.db']);
+  });
+
+  test('$DCM_DB over ./dcm.db, --db over $DCM_DB', () => {
+    const { dir } = fx.fresh(true);
+    const env = path.join(dir, 'env.db');
+    const opt = path.join(dir, 'opt.db');
+    dcmOk(['subcloud', 'add', 'e1'], { cwd: dir, env: { DCM_DB: env } });
+    expect(fs.readdirSync(dir)).toEqual(['env.db']);
+    dcmOk(['--db', opt, 'subcloud', 'add', 'o1'], { cwd: dir, env: { DCM_DB: env } });
+    expect(fs.readdirSync(dir).sort()).toEqual(['env.db', 'opt.db']);
+    const names = dcmOk(['subcloud', 'list', '-f', 'value', '-c', 'name'], { cwd: dir, env: { DCM_DB: env } }).stdout;
+    expect(names).toBe('e1\n');
+  });
+});
+
+describe('read commands on a missing file', () => {
+  test('print the empty result, exit 0, and create nothing', () => {
+    const { dir, db } = fx.fresh(true);
+    const read = (...args: string[]) => {
+      const r = dcm(['--db', db, ...args]);
+      expect([r.code, r.stderr]).toEqual([0, '']);
+      return r.stdout;
+    };
+    expect(read('subcloud', 'list')).toBe(
+      [
+        '+--------+--------+------------+--------------+---------------+--------+-----------------+',
+        '| id     | name   | management | availability | deploy status | sync   | prestage status |',
+        '+--------+--------+------------+--------------+---------------+--------+-----------------+',
+        '| <none> | <none> | <none>     | <none>       | <none>        | <none> | <none>          |',
+        '+--------+--------+------------+--------------+---------------+--------+-----------------+',
+        '',
+      ].join('\n'),
+    );
+    expect(read('strategy-step', 'list', '-f', 'json')).toBe('[]\n');
+    expect(read('strategy-step', 'history', '-f', 'json')).toBe('[]\n');
+    expect(JSON.parse(read('subcloud-group', 'list', '-f', 'json'))).toEqual([{ id: 1, name: 'Default', description: 'Default Subcloud Group' }]);
+    expect(read('subcloud-group', 'list-subclouds', 'Default', '-f', 'json')).toBe('[]\n');
+    // Nothing to show or delete: not found, and still no file.
+    const show = dcm(['--db', db, 'strategy', 'show']);
+    expect(show.code).toBe(1);
+    expect(show.stderr).toMatch(/^error: .*not found\n$/);
+    expect(dcm(['--db', db, 'strategy', 'delete']).code).toBe(1);
+    expect(fs.readdirSync(dir)).toEqual([]);
+  });
+});
+
+describe('the file', () => {
+  test('a write creates it: WAL, schema version, Default group; reads leave it byte for byte', () => {
+    const { dir, db } = fx.fresh(true);
+    dcmOk(['--db', db, 'subcloud', 'add', 'a1']);
+    const info = withSql(db, (d) => ({
+      journal: d.pragma('journal_mode', { simple: true }),
+      version: d.pragma('user_version', { simple: true }),
+      tables: (d.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[]).sort(),
+    }));
+    expect(info.journal).toBe('wal');
+    expect(info.version).toBeGreaterThanOrEqual(1);
+    expect(info.tables).toEqual(expect.arrayContaining(['subcloud', 'subcloud_group', 'strategy', 'strategy_step', 'strategy_stage']));
+    const before = dirFingerprint(dir);
+    dcmOk(['--db', db, 'subcloud', 'list']);
+    dcmOk(['--db', db, 'subcloud-group', 'show', 'Default']);
+    expect(dirFingerprint(dir)).toEqual(before);
+  });
+});
+
+describe('inventory at scale and from standard input', () => {
+  test('subcloud add with 1000 names in one command', () => {
+    const { db } = fx.fresh(true);
+    const names = Array.from({ length: 1000 }, (_, i) => `subcloud${i + 1}`);
+    dcmOk(['--db', db, 'subcloud', 'add', ...names, '--group', '1', '-f', 'value', '-c', 'id']);
+    const listed = dcmOk(['--db', db, 'subcloud', 'list', '-f', 'value', '-c', 'id', '-c', 'name']).stdout.trimEnd().split('\n');
+    expect(listed).toEqual(names.map((n, i) => `${i + 1} ${n}`));
+  });
+
+  test('import from standard input: `-` and no file argument; CSV, JSON array, JSON lines', () => {
+    const { db } = fx.fresh(true);
+    expect(dcmOk(['--db', db, 'subcloud', 'import', '-', '-f', 'value'], { input: 'name,availability\nc1,offline\nc2,online\n' }).stdout).toBe('2\n');
+    expect(dcmOk(['--db', db, 'subcloud', 'import', '-f', 'value'], { input: '[{"name":"a1"},{"name":"a2","management":"unmanaged"}]' }).stdout).toBe('2\n');
+    expect(dcmOk(['--db', db, 'subcloud', 'import', '-', '-f', 'value'], { input: '{"name":"l1"}\n{"name":"l2","sync":"in-sync"}\n' }).stdout).toBe('2\n');
+    expect(dcmOk(['--db', db, 'subcloud', 'list', '-f', 'value', '-c', 'name', '-c', 'management', '-c', 'availability', '-c', 'sync']).stdout).toBe(
+      [
+        'c1 managed offline out-of-sync',
+        'c2 managed online out-of-sync',
+        'a1 managed online out-of-sync',
+        'a2 unmanaged online out-of-sync',
+        'l1 managed online out-of-sync',
+        'l2 managed online in-sync',
+        '',
+      ].join('\n'),
+    );
+  });
+});

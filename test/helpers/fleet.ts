@@ -1,0 +1,135 @@
+/**
+ * Shared pieces of the inventory/strategy/output tests: the example fleet, file fingerprints, and
+ * the check that a refused command printed one `error:` line, exited with the right code and
+ * changed nothing.
+ */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { expect } from '@jest/globals';
+import { dcm, dcmOk, tempDir, type RunResult } from './cli.js';
+
+export { dcm, dcmOk, tempDir };
+
+/** sha256 of a file's bytes, or null when it does not exist. */
+export function fileHash(file: string): string | null {
+  if (!fs.existsSync(file)) return null;
+  return createHash('sha256').update(fs.readFileSync(file)).digest('hex');
+}
+
+/** Names and hashes of every file in a directory (catches a created file, or a stray -wal). */
+export function dirFingerprint(dir: string): Record<string, string | null> {
+  const out: Record<string, string | null> = {};
+  for (const name of fs.readdirSync(dir).sort()) {
+    const p = path.join(dir, name);
+    out[name] = fs.statSync(p).isDirectory() ? 'dir' : fileHash(p);
+  }
+  return out;
+}
+
+/** One line, `error: ` first, no stack trace, nothing on stdout. */
+export function expectErrorLine(r: RunResult, code: number, message: string | RegExp): void {
+  expect({ code: r.code, stderr: r.stderr }).toEqual({ code, stderr: expect.stringMatching(/^error: [^\n]+\n$/) });
+  expect(r.stderr).not.toMatch(/^\s+at .+/m);
+  expect(r.stdout).toBe('');
+  const text = r.stderr.slice('error: '.length, -1);
+  if (typeof message === 'string') expect(text).toBe(message);
+  else expect(text).toMatch(message);
+}
+
+/**
+ * Run a command that must be refused: check the error line and exit code, and that the files of
+ * `dir` (the database among them) are byte for byte what they were.
+ */
+export function expectRefused(
+  dir: string,
+  args: string[],
+  code: number,
+  message: string | RegExp,
+  opts: Parameters<typeof dcm>[1] = {},
+): RunResult {
+  const before = dirFingerprint(dir);
+  const r = dcm(args, opts);
+  expectErrorLine(r, code, message);
+  expect(dirFingerprint(dir)).toEqual(before);
+  return r;
+}
+
+/** Open the file with better-sqlite3 for a look or a tweak the CLI does not offer. */
+export function withSql<T>(db: string, fn: (d: Database.Database) => T, create = false): T {
+  const d = new Database(db, { fileMustExist: !create });
+  try {
+    return fn(d);
+  } finally {
+    d.close();
+  }
+}
+
+/** The windows recorded for the stages of the strategy: [stage, max_parallel]. */
+export function stageWindows(db: string): [number, number][] {
+  return withSql(db, (d) =>
+    (d.prepare('SELECT stage, max_parallel FROM strategy_stage ORDER BY stage').all() as { stage: number; max_parallel: number }[]).map(
+      (r) => [r.stage, r.max_parallel],
+    ),
+  );
+}
+
+/**
+ * The example fleet of the issue. Default (id 1, parallel, 2): s1 managed online out-of-sync,
+ * s2 unmanaged, s3 in-sync; canary (id 2, parallel, 3): s4, s5 offline; rest (id 3, serial): s6..s8.
+ */
+export function makeFleet(db: string): void {
+  const run = (args: string[], input?: string) => dcmOk(['--db', db, ...args], { input });
+  run(['subcloud-group', 'add', '--name', 'canary', '--max_parallel_subclouds', '3']);
+  run(['subcloud-group', 'add', '--name', 'rest', '--update_apply_type', 'serial']);
+  run(['subcloud', 'import', '-'], FLEET_JSONL);
+}
+
+export const FLEET_JSONL = [
+  { name: 's1' },
+  { name: 's2', management: 'unmanaged' },
+  { name: 's3', sync: 'in-sync' },
+  { name: 's4', group: 'canary' },
+  { name: 's5', group: 'canary', availability: 'offline' },
+  { name: 's6', group: 'rest' },
+  { name: 's7', group: 'rest' },
+  { name: 's8', group: 'rest' },
+]
+  .map((r) => JSON.stringify(r))
+  .join('\n');
+
+/**
+ * A template file made once per test file, and a fresh copy of it per test. A dcm process leaves
+ * no -wal behind (the last connection checkpoints it), so copying the main file is enough.
+ */
+export class Fixture {
+  private readonly root = tempDir();
+  private n = 0;
+  readonly template = path.join(this.root.dir, 'template.db');
+
+  constructor(build: (db: string) => void) {
+    build(this.template);
+    expect(fs.existsSync(this.template + '-wal')).toBe(false);
+  }
+
+  /** A new directory holding a copy of the template as dcm.db (or no file with `empty`). */
+  fresh(empty = false): { dir: string; db: string } {
+    const dir = path.join(this.root.dir, `t${++this.n}`);
+    fs.mkdirSync(dir);
+    const db = path.join(dir, 'dcm.db');
+    if (!empty) fs.copyFileSync(this.template, db);
+    return { dir, db };
+  }
+
+  cleanup(): void {
+    this.root.cleanup();
+  }
+}
+
+/** Parse `-f json` output. */
+export function json<T = unknown>(r: RunResult): T {
+  return JSON.parse(r.stdout) as T;
+}
+
+export const TIME = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}$/;
