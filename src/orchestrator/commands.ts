@@ -26,6 +26,8 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType): Promise<O
   try {
     // Not found, or ended, before anything else: an ended strategy has no use for the lock.
     const first = theStrategy(db, type);
+    // An unknown -c column is refused before anything runs (exit 2, nothing changed).
+    ctx.checkResult?.(strategyShow(first));
     if (first.state !== 'initial' && !RESUMABLE.includes(first.state)) {
       throw new OperationError(`Strategy in state ${first.state} cannot be applied`);
     }
@@ -80,6 +82,7 @@ export async function strategyAbort(ctx: RunCtx, type?: StrategyType): Promise<O
   try {
     db.transaction(() => {
       const s = theStrategy(db, type);
+      ctx.checkResult?.(strategyShow(s));
       if (s.state !== 'applying') throw new OperationError(`Strategy in state ${s.state} cannot be aborted`);
       const holder = readLock(db);
       if (holder && holderAlive(holder)) {

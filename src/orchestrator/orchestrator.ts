@@ -158,10 +158,34 @@ export class Orchestrator {
       if (open.length === 0) continue;
       const window = windows.get(stage) ?? 1;
       this.maxWindow = Math.max(this.maxWindow, window);
-      const limit = pLimit(window);
-      await Promise.all(open.map((step) => limit(() => this.runSubcloud(step))));
+      await this.runWindow(open, window);
       if (this.interruptedBy || this.fatal) return;
     }
+  }
+
+  /**
+   * One stage through a p-limit window. Subclouds are handed to the limiter from a cursor, at most
+   * `window` at a time, rather than all queued up front: a closure and promises per subcloud of a
+   * 10,000-subcloud stage would cost memory that grows with the fleet instead of the window.
+   */
+  private runWindow(open: ApplyStep[], window: number): Promise<void> {
+    const limit = pLimit(window);
+    return new Promise<void>((done) => {
+      let next = 0;
+      let handed = 0;
+      const feed = () => {
+        while (handed < window && next < open.length) {
+          const step = open[next++];
+          handed++;
+          void limit(() => this.runSubcloud(step)).then(() => {
+            handed--;
+            feed();
+          });
+        }
+        if (handed === 0 && next >= open.length) done();
+      };
+      feed();
+    });
   }
 
   /** Resolves when the subcloud has ended (or will not start); its slot is held until then. */
@@ -319,6 +343,7 @@ export class Orchestrator {
     const worker: Worker = { step, state, attempt, historyId, opId, controller: null, abandoned: false };
     this.workers.set(step.id, worker);
     this.deadlines.push({ at: Date.now() + this.opts.stateTimeoutMs, stepId: step.id, opId });
+    this.compactDeadlines();
     this.armDeadline();
     this.driver
       .run({
@@ -353,6 +378,16 @@ export class Orchestrator {
     if (this.deadlineTimer || this.deadlineHead >= this.deadlines.length) return;
     const wait = Math.min(MAX_TIMER_MS, Math.max(0, this.deadlines[this.deadlineHead].at - Date.now()));
     this.deadlineTimer = setTimeout(() => this.expireDeadlines(), wait);
+  }
+
+  /**
+   * Entries of operations that ended stay queued until their deadline (an hour by default) unless
+   * dropped here: keep the queue proportional to the operations running, not to those run.
+   */
+  private compactDeadlines(): void {
+    if (this.deadlines.length - this.deadlineHead <= 2 * this.workers.size + 1024) return;
+    this.deadlines = this.deadlines.slice(this.deadlineHead).filter((d) => this.workers.get(d.stepId)?.opId === d.opId);
+    this.deadlineHead = 0;
   }
 
   private expireDeadlines(): void {
