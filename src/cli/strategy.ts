@@ -4,7 +4,7 @@ import { Option, type Command } from 'commander';
 /** The command modules (SQLite, the orchestrator) load only when a command runs, not for --help. */
 const commands = () => import('../commands/strategy.js');
 const orchestrator = () => import('../orchestrator/commands.js');
-import type { RawDriverOptions, RawTypeOptions } from '../domain/options.js';
+import { typeOptionFlags, type RawDriverOptions, type RawTypeOptions } from '../domain/options.js';
 import { STRATEGY_TYPES, TYPES, type ApplyType, type StrategyType } from '../domain/types.js';
 import { applyType, collect, integer, strategyType } from './parsers.js';
 import type { Runner } from './runner.js';
@@ -36,15 +36,6 @@ const TYPE_OPTIONS: [string, string][] = [
   ['--kube-upgrade <version>', 'sw-deploy: also upgrade kubernetes to this version'],
 ];
 
-/** Which type options a verb of this alias offers. */
-const OPTIONS_OF: Record<StrategyType, string[]> = {
-  patch: ['--patch-id'],
-  'sw-deploy': ['--release-id', '--snapshot', '--rollback', '--delete', '--cleanup', '--with-prestage', '--kube-upgrade'],
-  kubernetes: ['--to-version'],
-  'kube-rootca-update': ['--subject', '--expiry-date', '--cert-file'],
-  firmware: [],
-  prestage: ['--release', '--for-install', '--for-sw-deploy'],
-};
 
 function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void {
   const withType = (cmd: Command, required: boolean): Command => {
@@ -64,7 +55,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .option('--force', 'include in-sync subclouds (kubernetes, kube-rootca-update)');
   for (const [flags, help] of TYPE_OPTIONS) {
     const name = flags.split(' ')[0];
-    if (!fixed || OPTIONS_OF[fixed].includes(name)) create.option(flags, help);
+    if (!fixed || typeOptionFlags(fixed).includes(name)) create.option(flags, help);
   }
   create
     .option('--sim-latency <min[..max]>', 'sim driver: duration of each state operation (default 200ms..1s)')

@@ -61,6 +61,11 @@ const ALLOWED: Record<StrategyType, (keyof RawTypeOptions)[]> = {
   prestage: ['release', 'forInstall', 'forSwDeploy'],
 };
 
+/** The type-option flags a strategy type takes (for the per-type aliases' help). */
+export function typeOptionFlags(type: StrategyType): string[] {
+  return ALLOWED[type].map((key) => FLAG[key]);
+}
+
 export type ExtraArgs = Record<string, string | number | boolean | null | string[]>;
 
 function given(raw: RawTypeOptions, key: keyof RawTypeOptions): boolean {

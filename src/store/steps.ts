@@ -39,19 +39,30 @@ const SELECT_STEPS = `SELECT st.id, st.subcloud_id, sc.name AS cloud, st.stage, 
   st.finished_at, st.created_at, st.updated_at, st.attempt
   FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id`;
 
-/** Steps in step order (stage, then the order they were planned in). */
-export function listSteps(db: Db, filter: { states?: string[]; stage?: number } = {}): StepRow[] {
-  const where: string[] = [];
+export interface StepFilter {
+  states?: string[];
+  stage?: number;
+}
+
+/** `--state S`… and `--stage N` as an SQL condition over `strategy_step st`. */
+function stepFilter(filter: StepFilter): { where: string; args: unknown[] } {
+  const conds: string[] = [];
   const args: unknown[] = [];
   if (filter.states && filter.states.length) {
-    where.push(`st.state IN (${filter.states.map(() => '?').join(', ')})`);
+    conds.push(`st.state IN (${filter.states.map(() => '?').join(', ')})`);
     args.push(...filter.states);
   }
   if (filter.stage !== undefined) {
-    where.push('st.stage = ?');
+    conds.push('st.stage = ?');
     args.push(filter.stage);
   }
-  const sql = `${SELECT_STEPS}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY st.stage, st.id`;
+  return { where: conds.length ? `WHERE ${conds.join(' AND ')}` : '', args };
+}
+
+/** Steps in step order (stage, then the order they were planned in). */
+export function listSteps(db: Db, filter: StepFilter = {}): StepRow[] {
+  const { where, args } = stepFilter(filter);
+  const sql = `${SELECT_STEPS} ${where} ORDER BY st.stage, st.id`;
   return db.prepare(sql).all(...args) as StepRow[];
 }
 
@@ -59,20 +70,11 @@ export function listSteps(db: Db, filter: { states?: string[]; stage?: number } 
  * The step list's columns only, as arrays (cloud, stage, state, details, started_at, finished_at):
  * a `watch` loop over thousands of steps should cost little more than the query.
  */
-export function listStepColumns(db: Db, filter: { states?: string[]; stage?: number } = {}): (string | number | null)[][] {
-  const where: string[] = [];
-  const args: unknown[] = [];
-  if (filter.states && filter.states.length) {
-    where.push(`st.state IN (${filter.states.map(() => '?').join(', ')})`);
-    args.push(...filter.states);
-  }
-  if (filter.stage !== undefined) {
-    where.push('st.stage = ?');
-    args.push(filter.stage);
-  }
+export function listStepColumns(db: Db, filter: StepFilter = {}): (string | number | null)[][] {
+  const { where, args } = stepFilter(filter);
   const sql = `SELECT sc.name, st.stage, st.state, st.details, st.started_at, st.finished_at
     FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
-    ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY st.stage, st.id`;
+    ${where} ORDER BY st.stage, st.id`;
   return db.prepare(sql).raw(true).all(...args) as (string | number | null)[][];
 }
 
