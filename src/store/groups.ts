@@ -1,5 +1,6 @@
 /** Queries of the subcloud_group table. */
 import type { Db } from './open.js';
+import { sql } from './statements.js';
 import { now } from './clock.js';
 import type { ApplyType } from '../domain/types.js';
 
@@ -14,22 +15,21 @@ export interface GroupRow {
 }
 
 export function listGroups(db: Db): GroupRow[] {
-  return db.prepare('SELECT * FROM subcloud_group ORDER BY id').all() as GroupRow[];
+  return sql(db, 'SELECT * FROM subcloud_group ORDER BY id').all() as GroupRow[];
 }
 
 /** By name, or by id when the text is a number (dcmanager accepts both). */
 export function findGroup(db: Db, ref: string): GroupRow | undefined {
-  const byName = db.prepare('SELECT * FROM subcloud_group WHERE name = ?').get(ref) as GroupRow | undefined;
+  const byName = sql(db, 'SELECT * FROM subcloud_group WHERE name = ?').get(ref) as GroupRow | undefined;
   if (byName || !/^\d+$/.test(ref)) return byName;
-  return db.prepare('SELECT * FROM subcloud_group WHERE id = ?').get(Number(ref)) as GroupRow | undefined;
+  return sql(db, 'SELECT * FROM subcloud_group WHERE id = ?').get(Number(ref)) as GroupRow | undefined;
 }
 
 export function insertGroup(
   db: Db,
   g: { name: string; description: string | null; updateApplyType: ApplyType; maxParallelSubclouds: number },
 ): number {
-  const r = db
-    .prepare(
+  const r = sql(db, 
       `INSERT INTO subcloud_group (name, description, update_apply_type, max_parallel_subclouds, created_at)
        VALUES (?, ?, ?, ?, ?)`,
     )
@@ -44,7 +44,7 @@ export function updateGroup(
 ): void {
   const keys = Object.keys(changes) as (keyof typeof changes)[];
   const sets = keys.map((k) => `${k} = @${k}`).join(', ');
-  db.prepare(`UPDATE subcloud_group SET ${sets}, updated_at = @updated_at WHERE id = @id`).run({
+  sql(db, `UPDATE subcloud_group SET ${sets}, updated_at = @updated_at WHERE id = @id`).run({
     ...changes,
     updated_at: now(),
     id,
@@ -52,9 +52,9 @@ export function updateGroup(
 }
 
 export function deleteGroup(db: Db, id: number): void {
-  db.prepare('DELETE FROM subcloud_group WHERE id = ?').run(id);
+  sql(db, 'DELETE FROM subcloud_group WHERE id = ?').run(id);
 }
 
 export function countSubcloudsInGroup(db: Db, id: number): number {
-  return (db.prepare('SELECT count(*) AS n FROM subcloud WHERE group_id = ?').get(id) as { n: number }).n;
+  return (sql(db, 'SELECT count(*) AS n FROM subcloud WHERE group_id = ?').get(id) as { n: number }).n;
 }

@@ -1,5 +1,6 @@
 /** Queries of the strategy_step and step_history tables for readers and create. */
 import type { Db } from './open.js';
+import { sql } from './statements.js';
 import { now } from './clock.js';
 import type { PlannedStep } from '../domain/planning.js';
 
@@ -28,7 +29,7 @@ export interface HistoryRow {
 }
 
 export function insertSteps(db: Db, steps: readonly PlannedStep[]): void {
-  const stmt = db.prepare(
+  const stmt = sql(db, 
     `INSERT INTO strategy_step (strategy_id, subcloud_id, stage, state, created_at) VALUES (1, ?, ?, 'initial', ?)`,
   );
   const created = now();
@@ -62,8 +63,8 @@ function stepFilter(filter: StepFilter): { where: string; args: unknown[] } {
 /** Steps in step order (stage, then the order they were planned in). */
 export function listSteps(db: Db, filter: StepFilter = {}): StepRow[] {
   const { where, args } = stepFilter(filter);
-  const sql = `${SELECT_STEPS} ${where} ORDER BY st.stage, st.id`;
-  return db.prepare(sql).all(...args) as StepRow[];
+  const text = `${SELECT_STEPS} ${where} ORDER BY st.stage, st.id`;
+  return sql(db, text).all(...args) as StepRow[];
 }
 
 /**
@@ -72,20 +73,20 @@ export function listSteps(db: Db, filter: StepFilter = {}): StepRow[] {
  */
 export function listStepColumns(db: Db, filter: StepFilter = {}): (string | number | null)[][] {
   const { where, args } = stepFilter(filter);
-  const sql = `SELECT sc.name, st.stage, st.state, st.details, st.started_at, st.finished_at
+  const text = `SELECT sc.name, st.stage, st.state, st.details, st.started_at, st.finished_at
     FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
     ${where} ORDER BY st.stage, st.id`;
-  return db.prepare(sql).raw(true).all(...args) as (string | number | null)[][];
+  return sql(db, text).raw(true).all(...args) as (string | number | null)[][];
 }
 
 export function findStep(db: Db, cloud: string): StepRow | undefined {
-  return db.prepare(`${SELECT_STEPS} WHERE sc.name = ?`).get(cloud) as StepRow | undefined;
+  return sql(db, `${SELECT_STEPS} WHERE sc.name = ?`).get(cloud) as StepRow | undefined;
 }
 
 /** History rows in the order the operations started. */
 export function listHistory(db: Db, cloud?: string): HistoryRow[] {
   const base = `SELECT sc.name AS cloud, h.state, h.attempt, h.started_at, h.finished_at, h.outcome, h.details
     FROM step_history h JOIN strategy_step st ON st.id = h.step_id JOIN subcloud sc ON sc.id = st.subcloud_id`;
-  if (cloud === undefined) return db.prepare(`${base} ORDER BY h.id`).all() as HistoryRow[];
-  return db.prepare(`${base} WHERE sc.name = ? ORDER BY h.id`).all(cloud) as HistoryRow[];
+  if (cloud === undefined) return sql(db, `${base} ORDER BY h.id`).all() as HistoryRow[];
+  return sql(db, `${base} WHERE sc.name = ? ORDER BY h.id`).all(cloud) as HistoryRow[];
 }

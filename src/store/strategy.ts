@@ -1,5 +1,6 @@
 /** Queries of the strategy and strategy_stage tables (at most one strategy, id 1). */
 import type { Db } from './open.js';
+import { sql } from './statements.js';
 import { now } from './clock.js';
 import type { ExtraArgs } from '../domain/options.js';
 import type { StagePlan } from '../domain/planning.js';
@@ -22,7 +23,7 @@ export interface Strategy extends Omit<StrategyRow, 'extra_args' | 'stop_on_fail
 }
 
 export function getStrategy(db: Db): Strategy | undefined {
-  const row = db.prepare('SELECT * FROM strategy WHERE id = 1').get() as StrategyRow | undefined;
+  const row = sql(db, 'SELECT * FROM strategy WHERE id = 1').get() as StrategyRow | undefined;
   if (!row) return undefined;
   const { extra_args, stop_on_failure, ...rest } = row;
   return { ...rest, stop_on_failure: stop_on_failure === 1, extra: JSON.parse(extra_args) as ExtraArgs };
@@ -39,17 +40,17 @@ export function insertStrategy(
   },
   stages: readonly StagePlan[],
 ): void {
-  db.prepare(
+  sql(db, 
     `INSERT INTO strategy (id, type, subcloud_apply_type, max_parallel_subclouds, stop_on_failure, state,
        extra_args, created_at)
      VALUES (1, ?, ?, ?, ?, 'initial', ?, ?)`,
   ).run(s.type, s.subcloudApplyType, s.maxParallelSubclouds, s.stopOnFailure ? 1 : 0, JSON.stringify(s.extra), now());
-  const stmt = db.prepare('INSERT INTO strategy_stage (stage, strategy_id, max_parallel, group_name) VALUES (?, 1, ?, ?)');
+  const stmt = sql(db, 'INSERT INTO strategy_stage (stage, strategy_id, max_parallel, group_name) VALUES (?, 1, ?, ?)');
   for (const st of stages) stmt.run(st.stage, st.window, st.groupName);
 }
 
 export function listStages(db: Db): { stage: number; max_parallel: number; group_name: string | null }[] {
-  return db.prepare('SELECT stage, max_parallel, group_name FROM strategy_stage ORDER BY stage').all() as {
+  return sql(db, 'SELECT stage, max_parallel, group_name FROM strategy_stage ORDER BY stage').all() as {
     stage: number;
     max_parallel: number;
     group_name: string | null;
@@ -59,17 +60,16 @@ export function listStages(db: Db): { stage: number; max_parallel: number; group
 /** Compare-and-swap of the strategy state: true when this writer made the change. */
 export function casStrategyState(db: Db, from: readonly string[], to: string): boolean {
   const marks = from.map(() => '?').join(', ');
-  const r = db
-    .prepare(`UPDATE strategy SET state = ?, updated_at = ? WHERE id = 1 AND state IN (${marks})`)
+  const r = sql(db, `UPDATE strategy SET state = ?, updated_at = ? WHERE id = 1 AND state IN (${marks})`)
     .run(to, now(), ...from);
   return r.changes === 1;
 }
 
 export function strategyState(db: Db): string | undefined {
-  return db.prepare('SELECT state FROM strategy WHERE id = 1').pluck().get() as string | undefined;
+  return sql(db, 'SELECT state FROM strategy WHERE id = 1').pluck().get() as string | undefined;
 }
 
 export function deleteStrategy(db: Db): void {
   // Steps, stages and history go with it (ON DELETE CASCADE).
-  db.prepare('DELETE FROM strategy WHERE id = 1').run();
+  sql(db, 'DELETE FROM strategy WHERE id = 1').run();
 }

@@ -1,5 +1,6 @@
 /** Queries of the subcloud table. */
 import type { Db } from './open.js';
+import { sql } from './statements.js';
 import { now } from './clock.js';
 import { ENDPOINTS, type Endpoint, type SyncStatus } from '../domain/types.js';
 import type { SubcloudRecord } from '../domain/planning.js';
@@ -49,16 +50,16 @@ export interface SubcloudFields {
 const SELECT = `SELECT s.*, g.name AS group_name FROM subcloud s JOIN subcloud_group g ON g.id = s.group_id`;
 
 export function listSubclouds(db: Db, groupId?: number): SubcloudRow[] {
-  if (groupId === undefined) return db.prepare(`${SELECT} ORDER BY s.id`).all() as SubcloudRow[];
-  return db.prepare(`${SELECT} WHERE s.group_id = ? ORDER BY s.id`).all(groupId) as SubcloudRow[];
+  if (groupId === undefined) return sql(db, `${SELECT} ORDER BY s.id`).all() as SubcloudRow[];
+  return sql(db, `${SELECT} WHERE s.group_id = ? ORDER BY s.id`).all(groupId) as SubcloudRow[];
 }
 
 export function findSubcloud(db: Db, name: string): SubcloudRow | undefined {
-  return db.prepare(`${SELECT} WHERE s.name = ?`).get(name) as SubcloudRow | undefined;
+  return sql(db, `${SELECT} WHERE s.name = ?`).get(name) as SubcloudRow | undefined;
 }
 
 export function existingNames(db: Db, names: readonly string[]): string[] {
-  const stmt = db.prepare('SELECT 1 FROM subcloud WHERE name = ?').pluck();
+  const stmt = sql(db, 'SELECT 1 FROM subcloud WHERE name = ?').pluck();
   return names.filter((n) => stmt.get(n) !== undefined);
 }
 
@@ -82,8 +83,7 @@ export function toRecord(row: SubcloudRow): SubcloudRecord {
  * should not pay for the columns it never looks at.
  */
 export function planningRecords(db: Db): SubcloudRecord[] {
-  const rows = db
-    .prepare(
+  const rows = sql(db, 
       `SELECT id, name, group_id, management, availability, deploy_status,
          patching_sync, usm_sync, kubernetes_sync, kube_rootca_sync, firmware_sync
        FROM subcloud ORDER BY id`,
@@ -110,7 +110,7 @@ function flatten(f: SubcloudFields): Record<string, unknown> {
 
 /** Insert many subclouds with one prepared statement (the caller holds the transaction). */
 export function insertSubclouds(db: Db, rows: { name: string; fields: SubcloudFields }[]): void {
-  const stmt = db.prepare(
+  const stmt = sql(db, 
     `INSERT INTO subcloud (name, description, location, group_id, management, availability, deploy_status,
        software_version, prestage_status, patching_sync, usm_sync, kubernetes_sync, kube_rootca_sync,
        firmware_sync, created_at)
@@ -146,7 +146,7 @@ export function updateSubcloud(db: Db, id: number, fields: SubcloudFields): void
   const keys = Object.keys(flat);
   if (keys.length === 0) return;
   const sets = keys.map((k) => `${k} = @${k}`).join(', ');
-  db.prepare(`UPDATE subcloud SET ${sets}, updated_at = @updated_at WHERE id = @id`).run({
+  sql(db, `UPDATE subcloud SET ${sets}, updated_at = @updated_at WHERE id = @id`).run({
     ...flat,
     updated_at: now(),
     id,
@@ -154,9 +154,9 @@ export function updateSubcloud(db: Db, id: number, fields: SubcloudFields): void
 }
 
 export function deleteSubcloud(db: Db, id: number): void {
-  db.prepare('DELETE FROM subcloud WHERE id = ?').run(id);
+  sql(db, 'DELETE FROM subcloud WHERE id = ?').run(id);
 }
 
 export function hasStep(db: Db, subcloudId: number): boolean {
-  return db.prepare('SELECT 1 FROM strategy_step WHERE subcloud_id = ?').get(subcloudId) !== undefined;
+  return sql(db, 'SELECT 1 FROM strategy_step WHERE subcloud_id = ?').get(subcloudId) !== undefined;
 }

@@ -10,6 +10,11 @@ import type { Endpoint } from '../domain/types.js';
 
 export const DETAILS_MAX = 1000;
 
+/** A guarded update matched no row: the step is not in the state this writer believed. */
+export class StaleStepError extends Error {
+  readonly code = 'DCM_STALE_STEP';
+}
+
 export interface ApplyStep {
   id: number;
   subcloudId: number;
@@ -111,7 +116,13 @@ export class TransitionWriter {
       ended: t.ended ? 1 : 0,
       now: at,
     });
-    if (r.changes !== 1) throw new Error(`step of ${t.cloud} is no longer in state ${t.from}`);
+    if (r.changes !== 1) {
+      // Someone else changed the step: stop rather than run a state twice. Nothing of this batch
+      // is committed, and the strategy stays `applying` for `dcm strategy apply` to resume.
+      throw new StaleStepError(
+        `step of ${t.cloud} is no longer in state ${t.from}: it was changed by another process; stopped, the strategy stays applying`,
+      );
+    }
     if (t.startAttempt !== undefined) {
       t.historyId = Number(this.openRun.run(t.stepId, t.to, t.startAttempt, at).lastInsertRowid);
     }

@@ -147,7 +147,7 @@ describe('apply: failures', () => {
     const r = await apply.done;
     expect(Date.now() - t0).toBeLessThan(5_000);
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/\nerror: step of s1 is no longer in state kube upgrade pre check\n$/);
+    expect(r.stderr).toMatch(/\nerror: step of s1 is no longer in state kube upgrade pre check: it was changed by another process; [^\n]*\n$/);
     // Nothing was overwritten, and the file is left for a resume.
     expect(stateOf(db).s1).toBe('aborted');
     expect(strategyState(db)).toBe('applying');
