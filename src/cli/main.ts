@@ -49,7 +49,6 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
     const ctx: RunCtx = {
       dbPath: resolveDbPath(globals.db),
       quiet: globals.quiet,
-      color: wantColor(io.stderr, globals.noColor),
       // An unknown -c column is refused before a write command commits (exit 2, file unchanged).
       checkResult: globals.columns.length ? (r) => void selectColumns(r as Result, globals.columns) : undefined,
     };
@@ -94,7 +93,9 @@ function oneLine(message: string): string {
 function report(err: unknown, stderr: NodeJS.WritableStream): number {
   if (err instanceof CommanderError) {
     // Help and --version end the parse with an "error" that is a success.
-    if (['commander.helpDisplayed', 'commander.version', 'commander.help'].includes(err.code)) return EXIT.ok;
+    if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return EXIT.ok;
+    // A command group without its subcommand (`dcm strategy`): help went to stderr, a usage error.
+    if (err.code === 'commander.help') return EXIT.usage;
     stderr.write(`error: ${oneLine(err.message.replace(/^error: /, ''))}\n`);
     return EXIT.usage;
   }

@@ -18,7 +18,7 @@ function wrap<T>(fn: (v: string) => T): (v: string) => T {
 export const applyType = wrap(parseApplyType);
 
 /** A whole number; the range is checked later, in the order SPEC §5 gives. */
-export const integer = wrap((v: string) => parseIntIn('value', v, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER));
+export const integer = wrap((v: string) => parseIntIn('value', v, -Infinity, Infinity));
 
 export const groupMaxParallel = wrap((v: string) => parseIntIn('value', v, 1, 5000));
 

@@ -10,7 +10,6 @@ export interface Outcome {
 
 export interface RunCtx extends Ctx {
   quiet: boolean;
-  color: boolean;
 }
 
 export type Runner = (fn: (ctx: RunCtx) => Promise<Result | Outcome>) => Promise<void>;

@@ -1,6 +1,8 @@
-import fs from 'node:fs';
 /** What every command gets: where the file is. Opening and closing it lives here. */
-import { openDb, type Db } from '../store/open.js';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import { OperationError } from '../domain/errors.js';
+import { checkDbPath, openDb, type Db } from '../store/open.js';
 
 export interface Ctx {
   dbPath: string;
@@ -12,12 +14,54 @@ export interface Ctx {
 }
 
 /**
- * Run `fn` on the file, creating it (and the schema) if missing. A command that fails on a file it
- * just created removes it again: bad input leaves no trace.
+ * Run `fn` on the file in one BEGIN IMMEDIATE transaction, creating the file (and its schema) if it
+ * is missing. A missing file is built under a temporary name and linked into place only once the
+ * command has succeeded: bad input leaves no file behind, and a file another process created
+ * meanwhile is never overwritten or removed (the command then runs again, on that file).
  */
 export function withWriteDb<T>(ctx: Ctx, fn: (db: Db) => T): T {
-  const existed = fs.existsSync(ctx.dbPath);
-  const db = openDb(ctx.dbPath, { create: true })!;
+  for (;;) {
+    if (fs.existsSync(ctx.dbPath)) return runInTransaction(openDb(ctx.dbPath, { create: true })!, ctx, fn);
+    checkDbPath(ctx.dbPath, false);
+    const tmp = `${ctx.dbPath}.${process.pid}-${crypto.randomBytes(4).toString('hex')}.new`;
+    try {
+      let db: Db;
+      try {
+        db = openDb(tmp, { create: true })!;
+      } catch (err) {
+        if (err instanceof OperationError) throw new OperationError(err.message.split(tmp).join(ctx.dbPath));
+        throw err;
+      }
+      // Closing the last connection checkpoints the WAL: the temporary file then holds everything.
+      const result = runInTransaction(db, ctx, fn);
+      if (publish(tmp, ctx.dbPath)) return result;
+    } finally {
+      for (const suffix of ['', '-wal', '-shm']) fs.rmSync(tmp + suffix, { force: true });
+    }
+  }
+}
+
+/** Put the new file in place unless one exists already (then false). */
+function publish(tmp: string, file: string): boolean {
+  try {
+    fs.linkSync(tmp, file);
+    return true;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return false;
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EXDEV') throw err;
+  }
+  // A file system without hard links: an exclusive copy still never overwrites.
+  try {
+    fs.copyFileSync(tmp, file, fs.constants.COPYFILE_EXCL);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw err;
+  }
+}
+
+function runInTransaction<T>(db: Db, ctx: Ctx, fn: (db: Db) => T): T {
   try {
     // Inner `immediate()` calls become savepoints of this transaction.
     return db
@@ -27,14 +71,8 @@ export function withWriteDb<T>(ctx: Ctx, fn: (db: Db) => T): T {
         return result;
       })
       .immediate();
-  } catch (err) {
-    if (!existed) {
-      db.close();
-      for (const suffix of ['', '-wal', '-shm']) fs.rmSync(ctx.dbPath + suffix, { force: true });
-    }
-    throw err;
   } finally {
-    if (db.open) db.close();
+    db.close();
   }
 }
 

@@ -1,5 +1,6 @@
 /** `dcm subcloud-group …`: groups decide the stages and windows of a strategy. */
 import { OperationError } from '../domain/errors.js';
+import { checkGroupName } from '../domain/inventory.js';
 import type { ApplyType } from '../domain/types.js';
 import {
   countSubcloudsInGroup,
@@ -34,6 +35,7 @@ function notFound(ref: string): never {
 }
 
 export async function groupAdd(ctx: Ctx, input: GroupInput & { name: string }): Promise<Result> {
+  checkGroupName(input.name);
   return withWriteDb(ctx, (db) =>
     immediate(db, () => {
       if (findGroup(db, input.name)) throw new OperationError(`Subcloud group ${input.name} already exists`);
@@ -58,12 +60,32 @@ function defaultOnlyList(): Result {
 }
 
 export async function groupShow_(ctx: Ctx, ref: string): Promise<Result> {
-  return withReadDb(ctx, null, (db) => groupShow(mustFind(db, ref))) ?? notFound(ref);
+  return withReadDb(ctx, null, (db) => groupShow(mustFind(db, ref))) ?? (isDefault(ref) ? defaultOnlyShow() : notFound(ref));
+}
+
+function isDefault(ref: string): boolean {
+  return ref === 'Default' || ref === '1';
+}
+
+/** Default as a file that does not exist yet would hold it (it has no creation time yet). */
+function defaultOnlyShow(): Result {
+  return groupShow({
+    id: 1,
+    name: 'Default',
+    description: 'Default Subcloud Group',
+    update_apply_type: 'parallel',
+    max_parallel_subclouds: 2,
+    created_at: null as unknown as string,
+    updated_at: null,
+  });
 }
 
 export async function groupUpdate(ctx: Ctx, ref: string, input: GroupInput): Promise<Result> {
   const changes: Parameters<typeof updateGroup>[2] = {};
-  if (input.name !== undefined) changes.name = input.name;
+  if (input.name !== undefined) {
+    checkGroupName(input.name);
+    changes.name = input.name;
+  }
   if (input.description !== undefined) changes.description = input.description;
   if (input.updateApplyType !== undefined) changes.update_apply_type = input.updateApplyType;
   if (input.maxParallelSubclouds !== undefined) changes.max_parallel_subclouds = input.maxParallelSubclouds;
@@ -98,5 +120,5 @@ export async function groupDelete(ctx: Ctx, ref: string): Promise<Result> {
 export async function groupListSubclouds(ctx: Ctx, ref: string): Promise<Result> {
   const empty = list(SUBCLOUD_COLUMNS, []);
   return withReadDb(ctx, null, (db) => subcloudList(listSubclouds(db, mustFind(db, ref).id))) ??
-    (ref === 'Default' || ref === '1' ? empty : notFound(ref));
+    (isDefault(ref) ? empty : notFound(ref));
 }

@@ -106,7 +106,3 @@ export async function strategyDelete(ctx: Ctx, type?: StrategyType): Promise<Res
   );
   return result ?? notFound(type);
 }
-
-export function typeLabel(type: StrategyType): string {
-  return TYPES[type].alias;
-}

@@ -78,10 +78,6 @@ export function strategyShow(s: Strategy): ShowResult {
 
 export const STEP_COLUMNS = ['cloud', 'stage', 'state', 'details', 'started_at', 'finished_at'];
 
-export function stepList(rows: StepRow[]): ListResult {
-  return list(STEP_COLUMNS, rows.map((r) => [r.cloud, r.stage, r.state, r.details, r.started_at, r.finished_at]));
-}
-
 export function stepShow(r: StepRow): ShowResult {
   return show([
     ['cloud', r.cloud],

@@ -113,6 +113,7 @@ function splitJsonArray(text: string): { start: number; text: string }[] {
   }
   if (i >= text.length) throw new OperationError(`line ${lineAt(text, text.length)}: unterminated JSON array`);
   if (start >= 0) items.push({ start, text: text.slice(start, i) });
+  else if (items.length > 0) throw new OperationError(`line ${lineAt(text, i)}: empty element in JSON array (a comma before ']')`);
   const rest = text.slice(i + 1).trim();
   if (rest !== '') throw new OperationError(`line ${lineAt(text, i + 1 + text.slice(i + 1).search(/\S/))}: unexpected text after JSON array`);
   return items;

@@ -70,6 +70,12 @@ export function checkName(kind: string, name: string): void {
   if (name.trim() === '' || name !== name.trim()) throw new UsageError(`invalid ${kind} name '${name}'`);
 }
 
+/** A group is found by name or by id, so a name may not be a number. */
+export function checkGroupName(name: string): void {
+  checkName('subcloud group', name);
+  if (/^\d+$/.test(name)) throw new UsageError(`invalid subcloud group name '${name}': a name may not be a number (it would read as an id)`);
+}
+
 export function parseApplyType(value: string): ApplyType {
   return oneOf('apply type', value, APPLY_TYPES);
 }

@@ -114,7 +114,8 @@ export function planSteps(
   }
 
   const candidates = pool.filter((s) => isCandidate(req.type, s));
-  if (endpoint && !force && candidates.some((s) => s.sync[endpoint] === 'unknown')) {
+  // --force takes in-sync subclouds (check 5); an unknown status stays an error (check 6).
+  if (endpoint && candidates.some((s) => s.sync[endpoint] === 'unknown')) {
     throw new OperationError(`${info.syncLabel} sync status is unknown for one or more subclouds`);
   }
   const chosen = candidates.filter((s) => !endpoint || force || s.sync[endpoint] !== 'in-sync');

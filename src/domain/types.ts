@@ -123,10 +123,6 @@ export const TYPES: Record<StrategyType, TypeInfo> = {
   },
 };
 
-export function typeByAlias(alias: string): TypeInfo | undefined {
-  return Object.values(TYPES).find((t) => t.alias === alias);
-}
-
 /**
  * The states a step of this type walks, in order, between `initial` and `complete`.
  * kube-rootca-update uploads a certificate only when the strategy was created with --cert-file.
@@ -179,7 +175,7 @@ export type StateRole = 'vim-create' | 'vim-apply' | 'plain';
 
 export function roleOf(state: string): StateRole {
   const s = state.toLowerCase();
-  if (s.includes('vim') && (s.includes('creat') || s.startsWith('create'))) return 'vim-create';
+  if (s.includes('vim') && s.includes('creat')) return 'vim-create';
   if (s.includes('vim') && s.includes('apply')) return 'vim-apply';
   return 'plain';
 }

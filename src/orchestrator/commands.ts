@@ -16,6 +16,12 @@ import { onSignals } from './signals.js';
 
 const RESUMABLE = ['applying', 'abort requested', 'aborting'];
 
+/** `$DCM_DRAIN_MS`: how long a first Ctrl-C waits (default 60 s); anything but a number is ignored. */
+function drainMs(text: string | undefined): number | undefined {
+  const ms = Number(text);
+  return text && Number.isFinite(ms) && ms >= 0 ? ms : undefined;
+}
+
 export async function strategyApply(ctx: RunCtx, type?: StrategyType): Promise<Outcome> {
   const db = openDb(ctx.dbPath, { create: false });
   if (!db) throw new OperationError(type ? `Strategy of type '${type}' not found` : 'Strategy not found');
@@ -51,10 +57,10 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType): Promise<O
       // A file whose strategy has no timeout stored gets the type's default, never NaN (which
       // setTimeout takes as 1 ms: every operation would time out).
       stateTimeoutMs: Number(s.extra.state_timeout_ms) || TYPES[s.type as StrategyType].defaultStateTimeoutMs,
-      drainMs: process.env.DCM_DRAIN_MS ? Number(process.env.DCM_DRAIN_MS) : undefined,
+      drainMs: drainMs(process.env.DCM_DRAIN_MS),
     });
     lock.startHeartbeat(() => {
-      progress.note('another process took the apply lock over: stopping');
+      progress.warn('another process took the apply lock over: stopping');
       orchestrator.interrupt('SIGTERM');
     });
     const removeSignals = onSignals((signal) => orchestrator.interrupt(signal));

@@ -102,7 +102,9 @@ export class Orchestrator {
   private stopped = false;
   private fatal: Error | null = null;
   private peak = 0;
+  /** The largest window of a stage in which a subcloud started (for the summary). */
   private maxWindow = 0;
+  private stageWindow = 0;
   private lastDataVersion = -1;
   private deadlines: Deadline[] = [];
   private deadlineHead = 0;
@@ -157,7 +159,7 @@ export class Orchestrator {
       open.sort((a, b) => Number(a.state === 'initial') - Number(b.state === 'initial') || a.id - b.id);
       if (open.length === 0) continue;
       const window = windows.get(stage) ?? 1;
-      this.maxWindow = Math.max(this.maxWindow, window);
+      this.stageWindow = window;
       await this.runWindow(open, window);
       if (this.interruptedBy || this.fatal) return;
     }
@@ -197,6 +199,7 @@ export class Orchestrator {
     return new Promise<void>((release) => {
       this.slots.set(step.id, { step, release });
       this.peak = Math.max(this.peak, this.slots.size);
+      this.maxWindow = Math.max(this.maxWindow, this.stageWindow);
       const first = step.state === 'initial' ? this.opts.states[0] : step.state;
       this.queue({
         stepId: step.id,
@@ -248,7 +251,7 @@ export class Orchestrator {
       this.writer.commit(batch);
       // Committed: now it may be seen, and the operations it opened may start.
       for (const t of batch) {
-        this.progress.transition({ at: now(), cloud: t.cloud, from: t.from, to: t.to, details: t.details });
+        this.progress.transition({ at: now(), cloud: t.cloud, from: t.from, to: t.to, details: t.details, attempt: t.startAttempt });
         const slot = this.slots.get(t.stepId)!;
         slot.step.state = t.to;
         if (t.startAttempt !== undefined) this.start(slot.step, t.to, t.startAttempt, t.historyId!);
@@ -450,19 +453,19 @@ export class Orchestrator {
   interrupt(signal: NodeJS.Signals): void {
     if (this.stopped) return;
     if (this.interruptedBy) {
-      this.progress.note(`${signal} again: not waiting for ${this.workers.size} operation(s) in flight`);
+      this.progress.warn(`${signal} again: not waiting for ${this.workers.size} operation(s) in flight`);
       this.stopNow();
       return;
     }
     this.interruptedBy = signal;
     this.noNewSubclouds = true;
     this.noNewOperations = true;
-    this.progress.note(
+    this.progress.warn(
       `${signal}: starting nothing new, waiting for ${this.workers.size} operation(s) in flight (again to stop waiting); ` +
         'the strategy stays applying: run `dcm strategy apply` to resume',
     );
     this.drainTimer = setTimeout(() => {
-      this.progress.note(`gave up waiting after ${formatDuration(this.opts.drainMs ?? 60_000)}`);
+      this.progress.warn(`gave up waiting after ${formatDuration(this.opts.drainMs ?? 60_000)}`);
       this.stopNow();
     }, this.opts.drainMs ?? 60_000);
     this.drainTimer.unref();
@@ -495,6 +498,9 @@ export class Orchestrator {
       final = counts.failed || this.failedSeen ? 'failed' : counts.initial ? 'failed' : 'complete';
       exit = final === 'complete' ? EXIT.ok : EXIT.failed;
     }
+    // Operations abandoned by a second signal (or the drain's bound) will run again on resume;
+    // until then the history says they were interrupted rather than still running.
+    if (this.interruptedBy) interruptRunning(this.db, `the orchestrator stopped waiting for it (${this.interruptedBy})`);
     if (final !== 'applying') casStrategyState(this.db, ['applying', 'abort requested', 'aborting'], final);
     this.progress.summary({
       state: final,

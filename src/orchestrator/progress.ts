@@ -10,6 +10,8 @@ export interface TransitionEvent {
   from: string;
   to: string;
   details: string;
+  /** The attempt of the operation that starts with this transition, if one does. */
+  attempt?: number;
 }
 
 export interface Summary {
@@ -22,7 +24,10 @@ export interface Summary {
 
 export interface ProgressSink {
   transition(e: TransitionEvent): void;
+  /** Something worth knowing (a resume, an abort noticed); silenced by -q. */
   note(message: string): void;
+  /** Something the user must see even with -q: a signal and what it does, a lost lock. */
+  warn(message: string): void;
   summary(s: Summary): void;
 }
 
@@ -34,11 +39,20 @@ export class LineProgress implements ProgressSink {
 
   transition(e: TransitionEvent): void {
     if (this.quiet) return;
+    if (e.from === e.to) {
+      // A step caught mid-state by the last process: its operation runs again.
+      this.out.write(`${e.at} ${e.cloud}: ${e.to} again (attempt ${e.attempt ?? '?'})\n`);
+      return;
+    }
     const why = e.details && (e.to === 'failed' || e.to === 'aborted') ? ` (${e.details})` : '';
     this.out.write(`${e.at} ${e.cloud}: ${e.from} -> ${e.to}${why}\n`);
   }
 
   note(message: string): void {
+    if (!this.quiet) this.out.write(`dcm: ${message}\n`);
+  }
+
+  warn(message: string): void {
     this.out.write(`dcm: ${message}\n`);
   }
 

@@ -14,8 +14,11 @@ export { resolveDbPath } from './path.js';
 
 const SQLITE_MAGIC = 'SQLite format 3\0';
 
-/** Refuse what is not a file we may open, without touching it. */
-function checkPath(file: string, mustExist: boolean): boolean {
+/**
+ * Refuse what is not a file we may open, without touching it. Returns false for a missing file
+ * when `mustExist` (a reader's "nothing there").
+ */
+export function checkDbPath(file: string, mustExist: boolean): boolean {
   let st: fs.Stats;
   try {
     st = fs.statSync(file);
@@ -46,12 +49,11 @@ function checkPath(file: string, mustExist: boolean): boolean {
 export interface OpenOptions {
   /** Write commands create the file and schema; read commands get null for a missing file. */
   create: boolean;
-  readonly?: boolean;
 }
 
 /** Open the file, or return null when it is missing and `create` is false. */
 export function openDb(file: string, opts: OpenOptions): Db | null {
-  if (!checkPath(file, !opts.create)) return null;
+  if (!checkDbPath(file, !opts.create)) return null;
   let db: Db;
   try {
     db = new Database(file, { fileMustExist: !opts.create });
@@ -65,6 +67,11 @@ export function openDb(file: string, opts: OpenOptions): Db | null {
     const tables = db.prepare("SELECT count(*) AS n FROM sqlite_master").get() as { n: number };
     if (appId !== APPLICATION_ID && (appId !== 0 || tables.n > 0 || version !== 0)) {
       throw new OperationError(`${file} is not a dcm database`);
+    }
+    if (!opts.create && version === 0 && tables.n === 0) {
+      // An empty file (`touch dcm.db`) holds nothing to read; a reader does not write the schema.
+      db.close();
+      return null;
     }
     if (version > SCHEMA_VERSION) {
       throw new OperationError(

@@ -41,8 +41,8 @@ describe('apply: signals', () => {
     const left = countBy(steps(t.db), (s) => s.state);
     expect(left.initial).toBeGreaterThan(0);
 
-    const again = dcm(['--db', t.db, '-q', 'strategy', 'apply']);
-    expect(again.stderr).toBe('dcm: resuming the patch strategy (state applying)\n');
+    const again = dcm(['--db', t.db, 'strategy', 'apply']);
+    expect(again.stderr).toContain('dcm: resuming the patch strategy (state applying)\n');
     expect(again.code).toBe(0);
     expect(strategyState(t.db)).toBe('complete');
     const runs = history(t.db);
@@ -68,10 +68,11 @@ describe('apply: a second Ctrl-C', () => {
     expect(r.code).toBe(130);
     expect(r.stderr).toMatch(/dcm: SIGINT again: not waiting for 3 operation\(s\) in flight/);
     expect(strategyState(t.db)).toBe('applying');
-    expect(history(t.db).map((h) => h.outcome)).toEqual(['running', 'running', 'running']);
+    // Cut short, so they will run again; the history says so at once.
+    expect(history(t.db).map((h) => h.outcome)).toEqual(['interrupted', 'interrupted', 'interrupted']);
 
     const again = dcm(['--db', t.db, '-q', 'strategy', 'apply']);
-    expect(again.stderr).toMatch(/resuming: 3 operation\(s\) were interrupted and will run again/);
+    expect(again.stderr).toBe('');
     expect(again.code).toBe(0);
     const runs = history(t.db);
     expect(okRunProblems(runs, names(3), KUBE)).toEqual([]);
@@ -103,7 +104,7 @@ describe('apply: one orchestrator per file', () => {
     expect((await first.done).signal).toBe('SIGKILL');
     expect(strategyState(t.db)).toBe('applying');
 
-    const third = dcm(['--db', t.db, '-q', 'strategy', 'apply']);
+    const third = dcm(['--db', t.db, 'strategy', 'apply']);
     expect(third.stderr).toContain(`dcm: took over the apply lock of pid ${first.child.pid} on ${os.hostname()} (no longer running)\n`);
     expect(third.code).toBe(0);
     expect(strategyState(t.db)).toBe('complete');

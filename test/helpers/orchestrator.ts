@@ -98,6 +98,10 @@ export class RecordingProgress implements ProgressSink {
   transition(e: TransitionEvent): void {
     this.events.push({ ...e, seq: nextTick() });
   }
+  warn(message: string): void {
+    this.notes.push(message);
+  }
+
   note(message: string): void {
     this.notes.push(message);
   }

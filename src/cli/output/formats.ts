@@ -20,7 +20,9 @@ const yaml = (): typeof import('yaml') => require('yaml') as typeof import('yaml
 export function renderYaml(result: Result): string {
   const data = records(result);
   if (Array.isArray(data) && data.length === 0) return '[]\n';
-  return yaml().stringify(data);
+  // YAML 1.1, the dialect PyYAML (and so dcmanager's client) reads: `yes`, `on` and timestamps are
+  // quoted, so every reader gets the same strings back.
+  return yaml().stringify(data, { version: '1.1' });
 }
 
 /** Python csv QUOTE_NONNUMERIC: strings quoted, numbers and booleans bare, null empty. */
