@@ -2,7 +2,7 @@
 import { OperationError } from '../domain/errors.js';
 import { checkCombination, checkMaxParallel, planSteps } from '../domain/planning.js';
 import { driverExtraArgs, typeExtraArgs, type RawDriverOptions, type RawTypeOptions } from '../domain/options.js';
-import { STRATEGY_ENDED, statesOf, TYPES, type ApplyType, type StrategyType } from '../domain/types.js';
+import { STRATEGY_ENDED, statesOf, type ApplyType, type StrategyType } from '../domain/types.js';
 import { listGroups } from '../store/groups.js';
 import type { Db } from '../store/open.js';
 import { deleteStrategy, getStrategy, insertStrategy, type Strategy } from '../store/strategy.js';

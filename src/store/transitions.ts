@@ -77,7 +77,7 @@ export class TransitionWriter {
   private readonly sync: Map<Endpoint | null, Database.Statement<[string, number]>>;
   readonly commit: (batch: Transition[]) => void;
 
-  constructor(private readonly db: Db) {
+  constructor(db: Db) {
     this.update = db.prepare(
       `UPDATE strategy_step SET state = @to, details = @details, attempt = COALESCE(@attempt, attempt),
          started_at = COALESCE(started_at, @now), finished_at = CASE WHEN @ended THEN @now ELSE NULL END,

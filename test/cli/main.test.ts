@@ -6,23 +6,11 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { dcmOk, Fixture, makeFleet, withSql } from '../helpers/fleet.js';
+import { describe, expect, test } from '@jest/globals';
+import { exampleFixtures, withSql, type Fixture } from '../helpers/fleet.js';
 import { expectRefusedInProcess as expectRefused, run } from '../helpers/inprocess.js';
 
-let fleet: Fixture; // the example fleet, no strategy
-let withStrategy: Fixture; // the example fleet and a patch strategy (s1, s4, s6..s8)
-beforeAll(() => {
-  fleet = new Fixture(makeFleet);
-  withStrategy = new Fixture((db) => {
-    fs.copyFileSync(fleet.template, db);
-    dcmOk(['--db', db, 'strategy', 'create', '--type', 'patch']);
-  });
-});
-afterAll(() => {
-  fleet.cleanup();
-  withStrategy.cleanup();
-});
+const fx = exampleFixtures();
 
 type Case = [title: string, args: string[], code: 1 | 2, message: string | RegExp];
 
@@ -38,7 +26,7 @@ const range = (n: string | number, type = 'patch', max = 5000) =>
   `Invalid max-parallel-subclouds value: ${n}. For ${type}, the value must be between 1 and ${max}.`;
 
 describe('strategy create: bad option values (exit 2)', () => {
-  refuse(() => fleet, [
+  refuse(() => fx.fleet, [
     ['max parallel 0', ['strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '0'], 2, range(0)],
     ['max parallel -1', ['strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '-1'], 2, range(-1)],
     ['max parallel 5001', ['strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '5001'], 2, range(5001)],
@@ -65,7 +53,7 @@ describe('strategy create: bad option values (exit 2)', () => {
 });
 
 describe('strategy create: SPEC §5 operation errors (exit 1)', () => {
-  refuse(() => fleet, [
+  refuse(() => fx.fleet, [
     ['unknown subcloud', ['strategy', 'create', '--type', 'patch', 'nosuch'], 1, 'Subcloud nosuch does not exist'],
     ['unknown group', ['strategy', 'create', '--type', 'patch', '--group', 'nosuch'], 1, 'Subcloud group nosuch does not exist'],
     ['in-sync cloud, patch', ['strategy', 'create', '--type', 'patch', 's3'], 1, 'Subcloud s3 does not require patching'],
@@ -79,7 +67,7 @@ describe('strategy create: SPEC §5 operation errors (exit 1)', () => {
   ]);
 
   test('Patching sync status is unknown for one or more subclouds', async () => {
-    const { dir, db } = fleet.fresh();
+    const { dir, db } = fx.fleet.fresh();
     await run(['--db', db, 'subcloud', 'update', 's7', '--sync', 'patching=unknown']);
     await expectRefused(dir, ['--db', db, 'strategy', 'create', '--type', 'patch'], 1, 'Patching sync status is unknown for one or more subclouds');
     // Only the candidates count: the same unknown on an offline subcloud is no error.
@@ -88,14 +76,14 @@ describe('strategy create: SPEC §5 operation errors (exit 1)', () => {
   });
 
   test('Strategy has no steps to apply, on a missing file: no file is created', async () => {
-    const { dir } = fleet.fresh(true);
+    const { dir } = fx.fleet.fresh(true);
     await expectRefused(dir, ['--db', path.join(dir, 'dcm.db'), 'strategy', 'create', '--type', 'patch'], 1, 'Strategy has no steps to apply');
     expect(fs.readdirSync(dir)).toEqual([]);
   });
 });
 
 describe('strategy create: type options (exit 2)', () => {
-  refuse(() => fleet, [
+  refuse(() => fx.fleet, [
     ['sw-deploy without --release-id', ['strategy', 'create', '--type', 'sw-deploy'], 2, /--release-id/],
     ['sw-deploy --rollback with --release-id', ['sw-deploy-strategy', 'create', '--rollback', '--release-id', 'r1'], 2, /--rollback.*--release-id/],
     ['sw-deploy --rollback with --with-prestage', ['sw-deploy-strategy', 'create', '--rollback', '--with-prestage'], 2, /--rollback.*--with-prestage/],
@@ -112,13 +100,13 @@ describe('strategy create: type options (exit 2)', () => {
 });
 
 describe('the order of the checks (SPEC §5)', () => {
-  refuse(() => withStrategy, [
+  refuse(() => fx.withStrategy, [
     ['1. a second strategy create while one exists', ['strategy', 'create', '--type', 'patch'], 1, "Strategy of type: 'patch' already exists"],
     ['1. of another type', ['strategy', 'create', '--type', 'kubernetes'], 1, "Strategy of type: 'patch' already exists"],
     ['1 before 3', ['strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '0'], 1, "Strategy of type: 'patch' already exists"],
     ['1 before 2', ['strategy', 'create', '--type', 'patch', 's1', '--group', 'rest'], 1, "Strategy of type: 'patch' already exists"],
   ]);
-  refuse(() => fleet, [
+  refuse(() => fx.fleet, [
     ['2 before 3', ['strategy', 'create', '--type', 'patch', '--group', 'rest', '--max-parallel-subclouds', '0'], 2, 'subcloud-apply-type and max-parallel-subclouds are not supported when group option is applied'],
     ['2 before 4', ['strategy', 'create', '--type', 'patch', 'nosuch', '--group', 'nosuch'], 2, 'cloud_name and group are mutually exclusive'],
     ['3 before 4', ['strategy', 'create', '--type', 'patch', 'nosuch', '--max-parallel-subclouds', '5001'], 2, range(5001)],
@@ -127,7 +115,7 @@ describe('the order of the checks (SPEC §5)', () => {
 });
 
 describe('subcloud inventory errors', () => {
-  refuse(() => fleet, [
+  refuse(() => fx.fleet, [
     ['--sync patching=maybe', ['subcloud', 'add', 'z1', '--sync', 'patching=maybe'], 2, /maybe/],
     ['--sync nope=in-sync', ['subcloud', 'add', 'z1', '--sync', 'nope=in-sync'], 2, /nope/],
     ['--sync without =', ['subcloud', 'update', 's1', '--sync', 'patching'], 2, /patching/],
@@ -142,14 +130,14 @@ describe('subcloud inventory errors', () => {
     ['delete an unknown subcloud', ['subcloud', 'delete', 'nosuch'], 1, 'Subcloud nosuch does not exist'],
     ['list an unknown group', ['subcloud', 'list', '--group', 'nosuch'], 1, 'Subcloud group nosuch does not exist'],
   ]);
-  refuse(() => withStrategy, [
+  refuse(() => fx.withStrategy, [
     ['delete a subcloud that has a step', ['subcloud', 'delete', 's1'], 1, /^Subcloud s1 has a step/],
     ['delete several, one with a step: none deleted', ['subcloud', 'delete', 's2', 's4'], 1, /^Subcloud s4 has a step/],
   ]);
 });
 
 describe('subcloud-group errors', () => {
-  refuse(() => fleet, [
+  refuse(() => fx.fleet, [
     ['delete group Default', ['subcloud-group', 'delete', 'Default'], 1, /Default/],
     ['delete group 1 (Default by id)', ['subcloud-group', 'delete', '1'], 1, /Default/],
     ['delete a group with subclouds', ['subcloud-group', 'delete', 'rest'], 1, /rest/],
@@ -192,21 +180,21 @@ describe('import: all rows or none, the bad line named', () => {
     ['an unknown group', 'nogroup.jsonl', /^line 3: Subcloud group nosuch does not exist$/],
   ];
   test.each(cases)('%s', async (_title, file, message) => {
-    const { dir, db } = fleet.fresh();
+    const { dir, db } = fx.fleet.fresh();
     const src = path.join(dir, file);
     fs.writeFileSync(src, files[file]);
     await expectRefused(dir, ['--db', db, 'subcloud', 'import', src], 1, message);
   });
 
   test('a file that cannot be read', async () => {
-    const { dir, db } = fleet.fresh();
+    const { dir, db } = fx.fleet.fresh();
     await expectRefused(dir, ['--db', db, 'subcloud', 'import', path.join(dir, 'missing.csv')], 1, /missing\.csv/);
   });
 });
 
 describe('the database file', () => {
   test('--db in a missing directory: refused, for reads and writes, nothing created', async () => {
-    const { dir } = fleet.fresh(true);
+    const { dir } = fx.fleet.fresh(true);
     const db = path.join(dir, 'nodir', 'dcm.db');
     await expectRefused(dir, ['--db', db, 'subcloud', 'add', 's1'], 1, /nodir/);
     await expectRefused(dir, ['--db', db, 'subcloud', 'list'], 1, /nodir/);
@@ -214,7 +202,7 @@ describe('the database file', () => {
   });
 
   test('--db on a directory', async () => {
-    const { dir } = fleet.fresh(true);
+    const { dir } = fx.fleet.fresh(true);
     fs.mkdirSync(path.join(dir, 'sub'));
     await expectRefused(dir, ['--db', path.join(dir, 'sub'), 'subcloud', 'add', 's1'], 1, /directory/);
     await expectRefused(dir, ['--db', path.join(dir, 'sub'), 'strategy-step', 'list'], 1, /directory/);
@@ -222,7 +210,7 @@ describe('the database file', () => {
   });
 
   test('--db on a text file', async () => {
-    const { dir } = fleet.fresh(true);
+    const { dir } = fx.fleet.fresh(true);
     const db = path.join(dir, 'notes.txt');
     fs.writeFileSync(db, 'hello, this is not a database\n'.repeat(10));
     await expectRefused(dir, ['--db', db, 'subcloud', 'add', 's1'], 1, /not a dcm database/);
@@ -230,7 +218,7 @@ describe('the database file', () => {
   });
 
   test('--db on an SQLite file that is not dcm’s', async () => {
-    const { dir } = fleet.fresh(true);
+    const { dir } = fx.fleet.fresh(true);
     const db = path.join(dir, 'other.db');
     withSql(db, (d) => d.exec('CREATE TABLE t (x); INSERT INTO t VALUES (1)'), true);
     await expectRefused(dir, ['--db', db, 'subcloud', 'add', 's1'], 1, /not a dcm database/);
@@ -238,7 +226,7 @@ describe('the database file', () => {
   });
 
   test('--db on a database from a newer dcm', async () => {
-    const { dir, db } = fleet.fresh();
+    const { dir, db } = fx.fleet.fresh();
     withSql(db, (d) => d.pragma('user_version = 99'));
     await expectRefused(dir, ['--db', db, 'subcloud', 'add', 'z1'], 1, /newer/);
     await expectRefused(dir, ['--db', db, 'subcloud', 'list'], 1, /newer/);
@@ -247,7 +235,7 @@ describe('the database file', () => {
   });
 
   test('a refused write on a missing file creates nothing', async () => {
-    const { dir } = fleet.fresh(true);
+    const { dir } = fx.fleet.fresh(true);
     const db = path.join(dir, 'dcm.db');
     await expectRefused(dir, ['--db', db, 'subcloud', 'add', 's1', '--group', 'nosuch'], 1, 'Subcloud group nosuch does not exist');
     await expectRefused(dir, ['--db', db, 'subcloud', 'add', 's1', '--sync', 'patching=maybe'], 2, /maybe/);
@@ -260,12 +248,12 @@ describe('the database file', () => {
 });
 
 describe('strategy show, delete and steps', () => {
-  refuse(() => fleet, [
+  refuse(() => fx.fleet, [
     ['show without a strategy', ['strategy', 'show'], 1, /not found/],
     ['delete without a strategy', ['strategy', 'delete'], 1, /not found/],
     ['step of a cloud without a step', ['strategy-step', 'show', 's1'], 1, /s1/],
   ]);
-  refuse(() => withStrategy, [
+  refuse(() => fx.withStrategy, [
     ['show --type of another type', ['strategy', 'show', '--type', 'kubernetes'], 1, "Strategy of type 'kubernetes' not found"],
     ['the alias of another type', ['kube-upgrade-strategy', 'show'], 1, "Strategy of type 'kubernetes' not found"],
     ['delete of another type', ['sw-deploy-strategy', 'delete'], 1, "Strategy of type 'sw-deploy' not found"],
@@ -273,14 +261,14 @@ describe('strategy show, delete and steps', () => {
   ]);
 
   test.each(['applying', 'abort requested', 'aborting'])('delete refused in state %s', async (state) => {
-    const { dir, db } = withStrategy.fresh();
+    const { dir, db } = fx.withStrategy.fresh();
     withSql(db, (d) => d.prepare('UPDATE strategy SET state = ?').run(state));
     await expectRefused(dir, ['--db', db, 'strategy', 'delete'], 1, `Strategy in state ${state} cannot be deleted`);
   });
 });
 
 describe('usage errors', () => {
-  refuse(() => withStrategy, [
+  refuse(() => fx.withStrategy, [
     ['an unknown command', ['frobnicate'], 2, /frobnicate/],
     ['an unknown verb', ['strategy', 'frobnicate'], 2, /frobnicate/],
     ['an unknown option', ['strategy-step', 'list', '--colour'], 2, /--colour/],
@@ -294,7 +282,7 @@ describe('usage errors', () => {
 
 describe('DCM_DEBUG', () => {
   test('DCM_DEBUG=1 adds the stack trace after the error line', async () => {
-    const { db } = fleet.fresh();
+    const { db } = fx.fleet.fresh();
     const { main } = await import('../../src/cli/main.js');
     let stderr = '';
     const io = { stdout: { write: () => true }, stderr: { write: (s: string) => ((stderr += s), true) } };

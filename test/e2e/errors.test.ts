@@ -5,22 +5,10 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { dcmOk, expectRefused, Fixture, makeFleet, withSql } from '../helpers/fleet.js';
+import { describe, expect, test } from '@jest/globals';
+import { exampleFixtures, expectRefused, withSql, type Fixture } from '../helpers/fleet.js';
 
-let fleet: Fixture;
-let withStrategy: Fixture;
-beforeAll(() => {
-  fleet = new Fixture(makeFleet);
-  withStrategy = new Fixture((db) => {
-    fs.copyFileSync(fleet.template, db);
-    dcmOk(['--db', db, 'strategy', 'create', '--type', 'patch']);
-  });
-});
-afterAll(() => {
-  fleet.cleanup();
-  withStrategy.cleanup();
-});
+const fx = exampleFixtures();
 
 type Case = [title: string, args: string[], code: 1 | 2, message: string | RegExp];
 
@@ -32,7 +20,7 @@ function refuse(fx: () => Fixture, cases: Case[]): void {
 }
 
 describe('strategy create', () => {
-  refuse(() => fleet, [
+  refuse(() => fx.fleet, [
     [
       'max parallel 0',
       ['strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '0'],
@@ -53,7 +41,7 @@ describe('strategy create', () => {
     ['in-sync cloud', ['patch-strategy', 'create', 's3'], 1, 'Subcloud s3 does not require patching'],
     ['sw-deploy rules', ['sw-deploy-strategy', 'create', '--rollback', '--release-id', 'r1'], 2, /--rollback.*--release-id/],
   ]);
-  refuse(() => withStrategy, [
+  refuse(() => fx.withStrategy, [
     ['a second strategy create', ['strategy', 'create', '--type', 'kubernetes'], 1, "Strategy of type: 'patch' already exists"],
     ['delete a subcloud that has a step', ['subcloud', 'delete', 's6'], 1, /^Subcloud s6 has a step/],
     ['an unknown -c column on a write command', ['strategy', 'delete', '-c', 'nope'], 2, /nope/],
@@ -61,15 +49,15 @@ describe('strategy create', () => {
 });
 
 describe('inventory', () => {
-  refuse(() => fleet, [
+  refuse(() => fx.fleet, [
     ['--sync patching=maybe', ['subcloud', 'add', 'z1', '--sync', 'patching=maybe'], 2, /maybe/],
     ['--sync nope=in-sync', ['subcloud', 'update', 's1', '--sync', 'nope=in-sync'], 2, /nope/],
     ['delete group Default', ['subcloud-group', 'delete', 'Default'], 1, /Default/],
   ]);
 
   test('import: broken JSON on line 3, from a file (JSON array) and from stdin (JSON lines)', () => {
-    const { dir, db } = fleet.fresh();
-    const file = path.join(dir, 'fleet.json');
+    const { dir, db } = fx.fleet.fresh();
+    const file = path.join(dir, 'fx.fleet.json');
     fs.writeFileSync(file, '[\n  {"name": "z1"},\n  {"name": "z2",, "group": "rest"},\n  {"name": "z3"}\n]\n');
     expectRefused(dir, ['--db', db, 'subcloud', 'import', file], 1, /^line 3: /);
     expectRefused(dir, ['--db', db, 'subcloud', 'import', '-'], 1, /^line 3: /, { input: '{"name":"z1"}\n{"name":"z2"}\n{"name":\n' });
@@ -79,7 +67,7 @@ describe('inventory', () => {
 
 describe('the database file', () => {
   test('--db in a missing directory, on a directory, on a text file', () => {
-    const { dir } = fleet.fresh(true);
+    const { dir } = fx.fleet.fresh(true);
     fs.mkdirSync(path.join(dir, 'sub'));
     fs.writeFileSync(path.join(dir, 'notes.txt'), 'not a database\n');
     expectRefused(dir, ['--db', path.join(dir, 'nodir', 'dcm.db'), 'subcloud', 'add', 's1'], 1, /nodir/);
@@ -90,14 +78,14 @@ describe('the database file', () => {
   });
 
   test('--db on a database from a newer dcm', () => {
-    const { dir, db } = fleet.fresh();
+    const { dir, db } = fx.fleet.fresh();
     withSql(db, (d) => d.pragma('user_version = 99'));
     expectRefused(dir, ['--db', db, 'subcloud', 'add', 'z1'], 1, /newer/);
     expectRefused(dir, ['--db', db, 'strategy-step', 'list'], 1, /newer/);
   });
 
   test('a refused write on a missing file creates nothing', () => {
-    const { dir } = fleet.fresh(true);
+    const { dir } = fx.fleet.fresh(true);
     const db = path.join(dir, 'dcm.db');
     expectRefused(dir, ['--db', db, 'strategy', 'create', '--type', 'patch'], 1, 'Strategy has no steps to apply');
     expectRefused(dir, ['--db', db, 'subcloud', 'add', 's1', '--group', 'nosuch'], 1, 'Subcloud group nosuch does not exist');
@@ -106,7 +94,7 @@ describe('the database file', () => {
 });
 
 test('usage: an unknown command, an unknown option', () => {
-  const { dir, db } = fleet.fresh();
+  const { dir, db } = fx.fleet.fresh();
   expectRefused(dir, ['--db', db, 'frobnicate'], 2, /frobnicate/);
   expectRefused(dir, ['--db', db, 'subcloud', 'list', '--colour'], 2, /--colour/);
 });

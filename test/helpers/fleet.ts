@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { expect } from '@jest/globals';
+import { afterAll, beforeAll, expect } from '@jest/globals';
 import { dcm, dcmOk, tempDir, type RunResult } from './cli.js';
 
 export { dcm, dcmOk, tempDir };
@@ -133,3 +133,23 @@ export function json<T = unknown>(r: RunResult): T {
 }
 
 export const TIME = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}$/;
+
+/**
+ * The example fleet, and the same fleet with a patch strategy (s1, s4, s6..s8), built once per test
+ * file; each test takes a fresh copy with `.fresh()`.
+ */
+export function exampleFixtures(): { fleet: Fixture; withStrategy: Fixture } {
+  const fx = {} as { fleet: Fixture; withStrategy: Fixture };
+  beforeAll(() => {
+    fx.fleet = new Fixture(makeFleet);
+    fx.withStrategy = new Fixture((db) => {
+      fs.copyFileSync(fx.fleet.template, db);
+      dcmOk(['--db', db, 'strategy', 'create', '--type', 'patch']);
+    });
+  });
+  afterAll(() => {
+    fx.fleet.cleanup();
+    fx.withStrategy.cleanup();
+  });
+  return fx;
+}
