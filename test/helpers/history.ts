@@ -5,25 +5,13 @@
 import { parseTimestamp } from '../../src/domain/time.js';
 import type { ChildProcess } from 'node:child_process';
 import { dcmOk, dcmSpawn } from './cli.js';
+import type { HistoryRow, StepRow } from '../../src/store/steps.js';
 
-export interface HistoryRun {
-  cloud: string;
-  state: string;
-  attempt: number;
-  started_at: string;
-  finished_at: string | null;
-  outcome: string;
-  details: string;
-}
+/** A history row as `strategy-step history -f json` prints it (the store's own row shape). */
+export type HistoryRun = HistoryRow;
 
-export interface StepRecord {
-  cloud: string;
-  stage: number;
-  state: string;
-  details: string;
-  started_at: string | null;
-  finished_at: string | null;
-}
+/** A step as `strategy-step list -f json` prints it. */
+export type StepRecord = Pick<StepRow, 'cloud' | 'stage' | 'state' | 'details' | 'started_at' | 'finished_at'>;
 
 export function history(db: string, cloud?: string): HistoryRun[] {
   const args = ['--db', db, 'strategy-step', 'history', ...(cloud ? [cloud] : []), '-f', 'json', '--noindent'];
