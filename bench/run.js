@@ -111,7 +111,7 @@ async function main() {
   process.stdout.write(`\n${table(rows)}\n\n`);
   const missed = rows.filter((r) => met(r) === false).map((r) => r.id);
   process.stdout.write(
-    `bench: ${(results.durationSeconds / 60).toFixed(1)} min; targets missed: ${missed.length ? missed.join(', ') : 'none'}; ` +
+    `bench: ${(results.durationSeconds / 60).toFixed(1)} min; targets missed: ${missed.length ? missed.map((id) => `#${id}`).join(', ') : 'none'}; ` +
       'wrote bench/results.json and BENCHMARKS.md\n',
   );
   return failures ? 1 : 0;
