@@ -25,7 +25,7 @@ const CASES: Case[] = [
   { n: 300, window: 50, latency: '20ms..80ms', kills: 10, spreadMs: 200 },
   // DCM_BIG_TESTS: near-zero latency, so that kills land on commit boundaries far more often.
   ...(process.env.DCM_BIG_TESTS
-    ? [{ n: 1000, window: 250, latency: '0..3ms', kills: 30, spreadMs: 60 }]
+    ? [{ n: 5000, window: 500, latency: '0..3ms', kills: 30, spreadMs: 60 }]
     : []),
 ];
 
