@@ -7,7 +7,7 @@ import { ROOT, tempDir } from '../helpers/cli.js';
 let cleanup = () => {};
 afterEach(() => cleanup());
 
-test('examples/rollout.sh: 300 subclouds in four groups, one injected failure, the step list at the end', () => {
+test('examples/rollout.sh: 300 subclouds in four groups, canary first, one injected failure, the step list at the end', () => {
   const t = tempDir();
   cleanup = t.cleanup;
   const r = spawnSync('bash', [path.join(ROOT, 'examples', 'rollout.sh')], {
@@ -16,10 +16,12 @@ test('examples/rollout.sh: 300 subclouds in four groups, one injected failure, t
     timeout: 110_000,
   });
   expect(r.status).toBe(0);
-  expect(r.stdout).toContain('== fleet: 300 subclouds in 4 groups');
+  expect(r.stdout).toContain('== fleet: 300 subclouds in 5 groups');
   expect(r.stdout).toContain('strategy apply exited 1');
   // The one failure, with dcmanager's details form `<state>: <reason>`.
-  expect(r.stdout).toMatch(/\| east042 \|\s+\d+ \| failed\s+\| applying VIM patch strategy: injected failure \|/);
+  expect(r.stdout).toMatch(/\| east042 \|\s+2 \| failed\s+\| applying VIM patch strategy: injected failure \|/);
+  // The canary group, created first, is stage 1.
+  expect(r.stdout).toMatch(/\| canary1 +\| +1 \| complete/);
   // 300 subclouds less 2 offline, 1 unmanaged and 2 in-sync: 295 steps, all but one complete.
   const rows = r.stdout.split('\n').filter((l) => /^\| \S+ +\| +\d+ \| complete /.test(l));
   expect(rows).toHaveLength(294);
