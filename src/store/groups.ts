@@ -29,10 +29,11 @@ export function insertGroup(
   db: Db,
   g: { name: string; description: string | null; updateApplyType: ApplyType; maxParallelSubclouds: number },
 ): number {
-  const r = sql(db, 
-      `INSERT INTO subcloud_group (name, description, update_apply_type, max_parallel_subclouds, created_at)
-       VALUES (?, ?, ?, ?, ?)`,
-    )
+  const r = sql(
+    db,
+    `INSERT INTO subcloud_group (name, description, update_apply_type, max_parallel_subclouds, created_at)
+     VALUES (?, ?, ?, ?, ?)`,
+  )
     .run(g.name, g.description, g.updateApplyType, g.maxParallelSubclouds, now());
   return Number(r.lastInsertRowid);
 }

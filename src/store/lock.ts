@@ -19,7 +19,8 @@ export function readLock(db: Db): LockRow | undefined {
 
 export function writeLock(db: Db, pid: number, host: string): void {
   const at = now();
-  sql(db, 
+  sql(
+    db,
     `INSERT INTO apply_lock (id, pid, host, started_at, heartbeat_at, heartbeat_ms) VALUES (1, ?, ?, ?, ?, ?)
      ON CONFLICT(id) DO UPDATE SET pid = excluded.pid, host = excluded.host, started_at = excluded.started_at,
        heartbeat_at = excluded.heartbeat_at, heartbeat_ms = excluded.heartbeat_ms`,

@@ -29,7 +29,8 @@ export interface HistoryRow {
 }
 
 export function insertSteps(db: Db, steps: readonly PlannedStep[]): void {
-  const stmt = sql(db, 
+  const stmt = sql(
+    db,
     `INSERT INTO strategy_step (strategy_id, subcloud_id, stage, state, created_at) VALUES (1, ?, ?, 'initial', ?)`,
   );
   const created = now();

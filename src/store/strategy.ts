@@ -40,7 +40,8 @@ export function insertStrategy(
   },
   stages: readonly StagePlan[],
 ): void {
-  sql(db, 
+  sql(
+    db,
     `INSERT INTO strategy (id, type, subcloud_apply_type, max_parallel_subclouds, stop_on_failure, state,
        extra_args, created_at)
      VALUES (1, ?, ?, ?, ?, 'initial', ?, ?)`,

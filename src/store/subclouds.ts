@@ -83,11 +83,12 @@ export function toRecord(row: SubcloudRow): SubcloudRecord {
  * should not pay for the columns it never looks at.
  */
 export function planningRecords(db: Db): SubcloudRecord[] {
-  const rows = sql(db, 
-      `SELECT id, name, group_id, management, availability, deploy_status,
-         patching_sync, usm_sync, kubernetes_sync, kube_rootca_sync, firmware_sync
-       FROM subcloud ORDER BY id`,
-    )
+  const rows = sql(
+    db,
+    `SELECT id, name, group_id, management, availability, deploy_status,
+       patching_sync, usm_sync, kubernetes_sync, kube_rootca_sync, firmware_sync
+     FROM subcloud ORDER BY id`,
+  )
     .raw(true)
     .all() as [number, string, number, string, string, string, SyncStatus, SyncStatus, SyncStatus, SyncStatus, SyncStatus][];
   return rows.map((r) => ({
@@ -110,7 +111,8 @@ function flatten(f: SubcloudFields): Record<string, unknown> {
 
 /** Insert many subclouds with one prepared statement (the caller holds the transaction). */
 export function insertSubclouds(db: Db, rows: { name: string; fields: SubcloudFields }[]): void {
-  const stmt = sql(db, 
+  const stmt = sql(
+    db,
     `INSERT INTO subcloud (name, description, location, group_id, management, availability, deploy_status,
        software_version, prestage_status, patching_sync, usm_sync, kubernetes_sync, kube_rootca_sync,
        firmware_sync, created_at)
