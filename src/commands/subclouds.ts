@@ -25,16 +25,10 @@ function groupId(db: Db, ref: string): number {
   return g.id;
 }
 
-/**
- * Input fields to stored fields: the group reference becomes its id. `groups` caches the lookups
- * of one command (an import of 50,000 rows names a handful of groups).
- */
-function toStored(db: Db, input: SubcloudInput, groups = new Map<string, number>()): SubcloudFields {
+/** Input fields to stored fields: the group reference becomes its id. */
+function toStored(db: Db, input: SubcloudInput): SubcloudFields {
   const { group, ...rest } = input;
-  if (group === undefined) return rest;
-  let id = groups.get(group);
-  if (id === undefined) groups.set(group, (id = groupId(db, group)));
-  return { ...rest, group_id: id };
+  return group === undefined ? rest : { ...rest, group_id: groupId(db, group) };
 }
 
 function addRows(db: Db, rows: { name: string; fields: SubcloudInput; line?: number }[]): void {
@@ -43,12 +37,11 @@ function addRows(db: Db, rows: { name: string; fields: SubcloudInput; line?: num
     const row = rows.find((r) => r.name === taken[0])!;
     throw new OperationError(`${row.line ? `line ${row.line}: ` : ''}Subcloud ${taken[0]} already exists`);
   }
-  const groups = new Map<string, number>();
   insertSubclouds(
     db,
     rows.map((r) => {
       try {
-        return { name: r.name, fields: toStored(db, r.fields, groups) };
+        return { name: r.name, fields: toStored(db, r.fields) };
       } catch (err) {
         if (r.line && err instanceof OperationError) throw new OperationError(`line ${r.line}: ${err.message}`);
         throw err;
