@@ -76,6 +76,15 @@ function runInTransaction<T>(db: Db, ctx: Ctx, fn: (db: Db) => T): T {
   }
 }
 
+/**
+ * A write that only makes sense on a file that exists (delete, abort): `fn` runs in one BEGIN
+ * IMMEDIATE transaction, its result checked before the commit; null when there is no file.
+ */
+export function withExistingWriteDb<T>(ctx: Ctx, fn: (db: Db) => T): T | null {
+  const db = openDb(ctx.dbPath, { create: false });
+  return db ? runInTransaction(db, ctx, fn) : null;
+}
+
 /** Run `fn` on the file, or return `empty` when the file does not exist (nothing is created). */
 export function withReadDb<T>(ctx: Ctx, empty: T, fn: (db: Db) => T): T {
   const db = openDb(ctx.dbPath, { create: false });

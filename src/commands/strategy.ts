@@ -9,7 +9,7 @@ import { deleteStrategy, getStrategy, insertStrategy, type Strategy } from '../s
 import { insertSteps } from '../store/steps.js';
 import { planningRecords } from '../store/subclouds.js';
 import { UsageError } from '../domain/errors.js';
-import { immediate, withReadDb, withWriteDb, type Ctx } from './context.js';
+import { immediate, withExistingWriteDb, withReadDb, withWriteDb, type Ctx } from './context.js';
 import { strategyShow } from './views.js';
 import type { Result } from '../cli/output/result.js';
 
@@ -25,14 +25,14 @@ export interface CreateInput {
   driverOptions?: RawDriverOptions;
 }
 
-function notFound(type?: StrategyType): never {
+export function strategyNotFound(type?: StrategyType): never {
   throw new OperationError(type ? `Strategy of type '${type}' not found` : 'Strategy not found');
 }
 
 /** The one strategy, of the given type if `type` is set. */
 export function theStrategy(db: Db, type?: StrategyType): Strategy {
   const s = getStrategy(db);
-  if (!s || (type && s.type !== type)) notFound(type);
+  if (!s || (type && s.type !== type)) strategyNotFound(type);
   return s;
 }
 
@@ -88,21 +88,17 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Resu
 }
 
 export async function strategyShow_(ctx: Ctx, type?: StrategyType): Promise<Result> {
-  return withReadDb(ctx, null, (db) => strategyShow(theStrategy(db, type))) ?? notFound(type);
+  return withReadDb(ctx, null, (db) => strategyShow(theStrategy(db, type))) ?? strategyNotFound(type);
 }
 
 export async function strategyDelete(ctx: Ctx, type?: StrategyType): Promise<Result> {
-  const result = withReadDb(ctx, null, (db) =>
-    immediate(db, () => {
-      const s = theStrategy(db, type);
-      if (!['initial', ...STRATEGY_ENDED].includes(s.state)) {
-        throw new OperationError(`Strategy in state ${s.state} cannot be deleted`);
-      }
-      deleteStrategy(db);
-      const shown = strategyShow({ ...s, state: 'deleted' });
-      ctx.checkResult?.(shown);
-      return shown;
-    }),
-  );
-  return result ?? notFound(type);
+  const result = withExistingWriteDb(ctx, (db) => {
+    const s = theStrategy(db, type);
+    if (!['initial', ...STRATEGY_ENDED].includes(s.state)) {
+      throw new OperationError(`Strategy in state ${s.state} cannot be deleted`);
+    }
+    deleteStrategy(db);
+    return strategyShow({ ...s, state: 'deleted' });
+  });
+  return result ?? strategyNotFound(type);
 }

@@ -6,7 +6,8 @@ import { casStrategyState, getStrategy } from '../store/strategy.js';
 import { abortInitialSteps, abortMidStateSteps, interruptRunning } from '../store/transitions.js';
 import { deleteLock, readLock } from '../store/lock.js';
 import { SimDriver, simSettings } from '../drivers/sim/index.js';
-import { theStrategy } from '../commands/strategy.js';
+import { withExistingWriteDb } from '../commands/context.js';
+import { strategyNotFound, theStrategy } from '../commands/strategy.js';
 import { strategyShow } from '../commands/views.js';
 import type { Outcome, RunCtx } from '../cli/runner.js';
 import { ApplyLock, holderAlive } from './lock.js';
@@ -24,7 +25,7 @@ function drainMs(text: string | undefined): number | undefined {
 
 export async function strategyApply(ctx: RunCtx, type?: StrategyType): Promise<Outcome> {
   const db = openDb(ctx.dbPath, { create: false });
-  if (!db) throw new OperationError(type ? `Strategy of type '${type}' not found` : 'Strategy not found');
+  if (!db) strategyNotFound(type);
   const lock = new ApplyLock(db, ctx.dbPath);
   let locked = false;
   let driver: SimDriver | null = null;
@@ -83,27 +84,22 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType): Promise<O
  * running, the abort is finished here: steps not started and steps caught mid-state are aborted.
  */
 export async function strategyAbort(ctx: RunCtx, type?: StrategyType): Promise<Outcome> {
-  const db = openDb(ctx.dbPath, { create: false });
-  if (!db) throw new OperationError(type ? `Strategy of type '${type}' not found` : 'Strategy not found');
-  try {
-    db.transaction(() => {
-      const s = theStrategy(db, type);
-      ctx.checkResult?.(strategyShow(s));
-      if (s.state !== 'applying') throw new OperationError(`Strategy in state ${s.state} cannot be aborted`);
-      const holder = readLock(db);
-      if (holder && holderAlive(holder)) {
-        casStrategyState(db, ['applying'], 'abort requested');
-        return;
-      }
+  const result = withExistingWriteDb(ctx, (db) => {
+    const s = theStrategy(db, type);
+    if (s.state !== 'applying') throw new OperationError(`Strategy in state ${s.state} cannot be aborted`);
+    const holder = readLock(db);
+    if (holder && holderAlive(holder)) {
+      casStrategyState(db, ['applying'], 'abort requested');
+    } else {
       // The lock of an orchestrator that died goes with the abort it will never carry out.
       if (holder) deleteLock(db, holder.pid, holder.host);
       interruptRunning(db, 'aborted while no orchestrator was running');
       abortInitialSteps(db);
       abortMidStateSteps(db);
       casStrategyState(db, ['applying'], 'aborted');
-    }).immediate();
-    return { result: strategyShow(getStrategy(db)!) };
-  } finally {
-    db.close();
-  }
+    }
+    return strategyShow(getStrategy(db)!);
+  });
+  if (!result) strategyNotFound(type);
+  return { result };
 }
