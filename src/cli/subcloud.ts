@@ -1,11 +1,11 @@
 /** Commander wiring of `dcm subcloud …`. */
 import type { Command } from 'commander';
 import { parseSubcloudFields, type RawSubcloudFields } from '../domain/inventory.js';
-
-/** The command modules (and SQLite with them) load only when a command runs, not for --help. */
-const commands = () => import('../commands/subclouds.js');
 import { collect } from './parsers.js';
 import type { Runner } from './runner.js';
+
+/** The command module (and SQLite with it) loads only when a command runs, not for --help. */
+const commands = () => import('../commands/subclouds.js');
 
 function fieldOptions(cmd: Command): Command {
   return cmd

@@ -75,7 +75,7 @@ function defaultOnlyShow(): Result {
     description: 'Default Subcloud Group',
     update_apply_type: 'parallel',
     max_parallel_subclouds: 2,
-    created_at: null as unknown as string,
+    created_at: null,
     updated_at: null,
   });
 }

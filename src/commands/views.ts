@@ -41,7 +41,8 @@ export function groupList(rows: GroupRow[]): ListResult {
   return list(['id', 'name', 'description'], rows.map((g) => [g.id, g.name, g.description]));
 }
 
-export function groupShow(g: GroupRow): ShowResult {
+/** A group record; `created_at` is null only for the Default of a file not created yet. */
+export function groupShow(g: Omit<GroupRow, 'created_at'> & { created_at: string | null }): ShowResult {
   return show([
     ['id', g.id],
     ['name', g.name],

@@ -375,7 +375,8 @@ export class Orchestrator {
   /**
    * Every operation gets the same timeout, so deadlines arrive in start order: a FIFO queue and a
    * single timer for its head serve them all (a timer per operation costs more than the work of a
-   * zero-latency operation). Entries of operations that already ended are skipped when reached.
+   * zero-latency operation). Entries of operations that already ended are skipped when reached,
+   * or dropped by `compactDeadlines`.
    */
   private armDeadline(): void {
     if (this.deadlineTimer || this.deadlineHead >= this.deadlines.length) return;
@@ -403,10 +404,6 @@ export class Orchestrator {
         this.abandon(w);
         this.report(d.stepId, d.opId, { kind: 'timeout' });
       }
-    }
-    if (this.deadlineHead > 1024 && this.deadlineHead * 2 > this.deadlines.length) {
-      this.deadlines = this.deadlines.slice(this.deadlineHead);
-      this.deadlineHead = 0;
     }
     this.armDeadline();
   }
