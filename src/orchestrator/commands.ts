@@ -1,10 +1,13 @@
 /** `dcm strategy apply` and `dcm strategy abort`. */
 import { OperationError } from '../domain/errors.js';
 import { statesOf, TYPES, type StrategyType } from '../domain/types.js';
-import { openDb } from '../store/open.js';
+import { openDb, type Db } from '../store/open.js';
 import { casStrategyState, getStrategy } from '../store/strategy.js';
 import { abortInitialSteps, abortMidStateSteps, interruptRunning } from '../store/transitions.js';
-import { deleteLock, readLock } from '../store/lock.js';
+import fs from 'node:fs';
+import { DcmError } from '../domain/errors.js';
+import { releaseLock, readLock } from '../store/lock.js';
+import { applyFaultError } from '../store/faults.js';
 import { SimDriver, simSettings } from '../drivers/sim/index.js';
 import { withExistingWriteDb } from '../commands/context.js';
 import { strategyNotFound, theStrategy } from '../commands/strategy.js';
@@ -13,7 +16,7 @@ import type { Outcome, RunCtx } from '../cli/runner.js';
 import { ApplyLock, holderAlive } from './lock.js';
 import { Orchestrator } from './orchestrator.js';
 import { LineProgress } from './progress.js';
-import { onSignals } from './signals.js';
+import { ignoreFileSizeSignal, onSignals } from './signals.js';
 
 const RESUMABLE = ['applying', 'abort requested', 'aborting'];
 
@@ -23,14 +26,81 @@ function drainMs(text: string | undefined): number | undefined {
   return text && Number.isFinite(ms) && ms >= 0 ? ms : undefined;
 }
 
+/** The path no longer names the file that is open: removed, or replaced by another file. */
+class FileGoneError extends DcmError {
+  readonly code = 'DCM_FILE_GONE';
+}
+
+/**
+ * A check that `file` still names the file opened as `identity` (device and inode). A removed or
+ * replaced file is never written again: another file at that path would pair with this one's WAL.
+ */
+function fileWatch(file: string): () => void {
+  const { dev, ino } = fs.statSync(file);
+  return () => {
+    let st: fs.Stats | null = null;
+    try {
+      st = fs.statSync(file);
+    } catch {
+      st = null;
+    }
+    if (!st || st.dev !== dev || st.ino !== ino) {
+      throw new FileGoneError(`${file} was ${st ? 'replaced' : 'removed'} while the strategy was applying`);
+    }
+  };
+}
+
+/** Device and inode of a file, or null when there is none. */
+function identity(file: string): { dev: number; ino: number } | null {
+  try {
+    const { dev, ino } = fs.statSync(file);
+    return { dev, ino };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * After the path was removed or replaced under the apply: this process's own `-wal` and `-shm`
+ * (the same inodes it had) would pair with whatever file is at the path next and corrupt it.
+ */
+function removeOwnSidecars(sidecars: Map<string, { dev: number; ino: number } | null>): void {
+  for (const [file, was] of sidecars) {
+    const now = identity(file);
+    if (was && now && now.dev === was.dev && now.ino === was.ino) fs.rmSync(file, { force: true });
+  }
+}
+
+/** A file that fails SQLite's quick check is not applied: its steps cannot be trusted. */
+function checkIntact(db: Db, file: string): void {
+  let verdict: string[];
+  try {
+    verdict = db.pragma('quick_check', { simple: false }) as string[];
+  } catch (err) {
+    throw applyFaultError(err, file) ?? err;
+  }
+  const lines = (verdict as unknown as { quick_check: string }[]).map((r) => r.quick_check);
+  if (lines.length !== 1 || lines[0] !== 'ok') {
+    throw new OperationError(`${file} is corrupt (${lines[0]}); nothing was applied: see dcm db check, and restore a backup`);
+  }
+}
+
 export async function strategyApply(ctx: RunCtx, type?: StrategyType): Promise<Outcome> {
+  ignoreFileSizeSignal();
   const db = openDb(ctx.dbPath, { create: false });
   if (!db) strategyNotFound(type);
+  // Short waits inside SQLite, retried by the orchestrator: the event loop (heartbeat, signals)
+  // never stalls for long behind another writer, and the wait is said on stderr (SPEC §2.1).
+  db.pragma('busy_timeout = 1000');
+  const checkFile = fileWatch(ctx.dbPath);
   const lock = new ApplyLock(db, ctx.dbPath);
   let locked = false;
   let driver: SimDriver | null = null;
   const progress = new LineProgress(process.stderr, ctx.quiet);
+  let fileGone = false;
+  const sidecars = new Map<string, { dev: number; ino: number } | null>();
   try {
+    checkIntact(db, ctx.dbPath);
     // Not found, or ended, before anything else: an ended strategy has no use for the lock.
     const first = theStrategy(db, type);
     // An unknown -c column is refused before anything runs (exit 2, nothing changed).
@@ -44,10 +114,18 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType): Promise<O
       progress.note(`took over the apply lock of pid ${tookOverFrom.pid} on ${tookOverFrom.host} (no longer running)`);
     }
     const s = theStrategy(db, type);
-    if (s.state === 'initial') casStrategyState(db, ['initial'], 'applying');
-    else if (RESUMABLE.includes(s.state)) progress.note(`resuming the ${s.type} strategy (state ${s.state})`);
+    if (s.state === 'initial') {
+      const started = db
+        .transaction(() => {
+          lock.check();
+          return casStrategyState(db, ['initial'], 'applying');
+        })
+        .immediate();
+      if (!started) throw new OperationError(`Strategy in state ${theStrategy(db).state} cannot be applied`);
+    } else if (RESUMABLE.includes(s.state)) progress.note(`resuming the ${s.type} strategy (state ${s.state})`);
     else throw new OperationError(`Strategy in state ${s.state} cannot be applied`);
 
+    for (const suffix of ['-wal', '-shm']) sidecars.set(ctx.dbPath + suffix, identity(ctx.dbPath + suffix));
     driver = new SimDriver(ctx.dbPath, simSettings(s.extra));
     const orchestrator = new Orchestrator(db, driver, progress, {
       type: s.type as StrategyType,
@@ -59,11 +137,15 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType): Promise<O
       // setTimeout takes as 1 ms: every operation would time out).
       stateTimeoutMs: Number(s.extra.state_timeout_ms) || TYPES[s.type as StrategyType].defaultStateTimeoutMs,
       drainMs: drainMs(process.env.DCM_DRAIN_MS),
+      fence: () => lock.check(),
+      checkFile,
+      file: ctx.dbPath,
     });
-    lock.startHeartbeat(() => {
-      progress.warn('another process took the apply lock over: stopping');
-      orchestrator.interrupt('SIGTERM');
-    });
+    // Lost: stop at once and write nothing more (no drain, no finish: they would write).
+    lock.startHeartbeat(
+      (lost) => orchestrator.stopWith(lost),
+      (err) => orchestrator.writeFailed(err),
+    );
     const removeSignals = onSignals((signal) => orchestrator.interrupt(signal));
     let exitCode: number;
     try {
@@ -72,10 +154,19 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType): Promise<O
       removeSignals();
     }
     return { result: strategyShow(theStrategy(db)), exitCode };
+  } catch (err) {
+    fileGone = err instanceof FileGoneError;
+    throw err;
   } finally {
     driver?.close();
-    if (locked) lock.release();
+    // Let go of the lock, unless the path now names another file: that one is not ours to write.
+    try {
+      if (locked && !fileGone) lock.release();
+    } catch {
+      // A full or busy file: the lock of a process that is gone is taken over by the next apply.
+    }
     db.close();
+    if (fileGone) removeOwnSidecars(sidecars);
   }
 }
 
@@ -92,7 +183,7 @@ export async function strategyAbort(ctx: RunCtx, type?: StrategyType): Promise<O
       casStrategyState(db, ['applying'], 'abort requested');
     } else {
       // The lock of an orchestrator that died goes with the abort it will never carry out.
-      if (holder) deleteLock(db, holder.pid, holder.host);
+      if (holder) releaseLock(db, holder.token);
       interruptRunning(db, 'aborted while no orchestrator was running');
       abortInitialSteps(db);
       abortMidStateSteps(db);

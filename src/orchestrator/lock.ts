@@ -1,14 +1,49 @@
 /**
- * One orchestrator per file (SPEC §6). The lock row names the holder; a holder is alive while its
- * heartbeat is fresh and, on this host, its pid exists. A dead holder's lock is taken over.
+ * One orchestrator per file (SPEC §2.1, §6). The lock row names the holder and carries a fencing
+ * token; every transaction of the orchestrator checks the token (`check()`), so a holder that was
+ * taken over (a stopped process continued, a host that came back) writes nothing more.
+ *
+ * Liveness: on this host, a holder is alive while its pid runs with the same process start time,
+ * however old its heartbeat (a stopped or hung process is alive, and taking it over would make two
+ * orchestrators). On another host the pid means nothing here: a heartbeat older than 30 s is dead.
  */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
 import os from 'node:os';
 import { DcmError, EXIT } from '../domain/errors.js';
 import type { Db } from '../store/open.js';
-import { beat, deleteLock, readLock, writeLock, type LockRow } from '../store/lock.js';
+import { beat, holdsLock, lastHolder, readLock, releaseLock, writeLock, type LockRow } from '../store/lock.js';
 
 export const HEARTBEAT_MS = 5_000;
 export const STALE_MS = 30_000;
+
+/** This machine's name for the lock: `$DCM_HOST` (containers often share a host name), else the host name. */
+export function hostName(env: NodeJS.ProcessEnv = process.env): string {
+  return env.DCM_HOST || os.hostname();
+}
+
+let bootId: string | undefined;
+
+/** The state letter and start time of a process (Linux /proc), or null where /proc cannot tell. */
+function procStat(pid: number): { state: string; start: string } | null {
+  try {
+    bootId ??= fs.readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) may hold spaces and parentheses: fields are counted after the last ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { state: fields[0], start: `${bootId}:${fields[19]}` };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * `<boot id>:<start time in clock ticks>` of a process, or null where that cannot be read. With
+ * the pid it names one process: a pid reused after a crash has another start time.
+ */
+export function processStart(pid: number): string | null {
+  return procStat(pid)?.start ?? null;
+}
 
 function pidAlive(pid: number): boolean {
   try {
@@ -19,16 +54,34 @@ function pidAlive(pid: number): boolean {
   }
 }
 
-export function holderAlive(row: LockRow, nowMs = Date.now()): boolean {
-  if (nowMs - row.heartbeat_ms > STALE_MS) return false;
-  if (row.host === os.hostname()) return pidAlive(row.pid);
-  return true;
+/** Is the process named by the lock row still running (this host), or still writing (another)? */
+export function holderAlive(row: LockRow, nowMs = Date.now(), host = hostName()): boolean {
+  const fresh = nowMs - row.heartbeat_ms <= STALE_MS;
+  if (row.host !== host) return fresh;
+  if (!pidAlive(row.pid)) return false;
+  const st = procStat(row.pid);
+  if (st && (st.state === 'Z' || st.state === 'X')) return false; // a zombie is gone (nobody reaps it here)
+  // Without a recorded start time (a lock from an older dcm) the heartbeat decides, as it did then.
+  if (!row.proc_start || !st) return row.proc_start ? true : fresh;
+  return st.start === row.proc_start;
+}
+
+/** This process lost the lock: it writes nothing more and exits 4. */
+export class LostLockError extends DcmError {
+  readonly code = 'DCM_LOST_LOCK';
+  constructor(holder: LockRow | undefined) {
+    super(
+      holder ? `lost the apply lock to pid ${holder.pid} on host ${holder.host}` : 'lost the apply lock: it was removed by another process',
+      EXIT.locked,
+    );
+  }
 }
 
 export class ApplyLock {
   private timer: NodeJS.Timeout | null = null;
-  private readonly host = os.hostname();
-  private readonly pid = process.pid;
+  readonly host = hostName();
+  readonly pid = process.pid;
+  readonly token = crypto.randomBytes(12).toString('hex');
 
   constructor(
     private readonly db: Db,
@@ -40,28 +93,50 @@ export class ApplyLock {
     return this.db
       .transaction(() => {
         const row = readLock(this.db);
-        if (row && holderAlive(row) && !(row.pid === this.pid && row.host === this.host)) {
+        if (row && row.token !== this.token && holderAlive(row, Date.now(), this.host)) {
+          const age = Math.floor((Date.now() - row.heartbeat_ms) / 1000);
+          const silent =
+            age * 1000 > STALE_MS ? `; pid ${row.pid} is alive but has not written for ${age} s; if it is hung, stop it` : '';
           throw new DcmError(
-            `another orchestrator holds ${this.file}: pid ${row.pid} on host ${row.host} since ${row.started_at}`,
+            `another orchestrator holds ${this.file}: pid ${row.pid} on host ${row.host} since ${row.started_at}${silent}`,
             EXIT.locked,
           );
         }
-        writeLock(this.db, this.pid, this.host);
+        writeLock(this.db, { pid: this.pid, host: this.host, token: this.token, procStart: processStart(this.pid) });
         return row ? { tookOverFrom: row } : {};
       })
       .immediate();
   }
 
-  /** Keep the heartbeat fresh; `onLost` runs if another process took the lock over. */
-  startHeartbeat(onLost: () => void): void {
-    this.timer = setInterval(() => {
-      if (!beat(this.db, this.pid, this.host)) onLost();
-    }, HEARTBEAT_MS);
+  /** The fence: call inside every transaction of the holder; throws LostLockError once taken over. */
+  check(): void {
+    if (!holdsLock(this.db, this.token)) throw new LostLockError(lastHolder(this.db));
   }
 
-  release(): void {
+  /** Keep the heartbeat fresh; `onLost` runs once if another process took the lock over. */
+  startHeartbeat(onLost: (err: LostLockError) => void, onError: (err: Error) => void = () => {}): void {
+    this.timer = setInterval(() => {
+      try {
+        if (!beat(this.db, this.token)) {
+          this.stopHeartbeat();
+          onLost(new LostLockError(lastHolder(this.db)));
+        }
+      } catch (err) {
+        // A busy or full file: the next beat tries again; the orchestrator's own writes say what is wrong.
+        onError(err as Error);
+      }
+    }, HEARTBEAT_MS);
+    this.timer.unref();
+  }
+
+  private stopHeartbeat(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    if (this.db.open) deleteLock(this.db, this.pid, this.host);
+  }
+
+  /** Let go of the lock (only if still ours; a write to a file that is still ours). */
+  release(): void {
+    this.stopHeartbeat();
+    if (this.db.open) releaseLock(this.db, this.token);
   }
 }

@@ -11,6 +11,7 @@
  * subcloud of stage N has ended.
  */
 import pLimit from 'p-limit';
+import { performance } from 'node:perf_hooks';
 import { formatDuration } from '../domain/durations.js';
 import { EXIT } from '../domain/errors.js';
 import { STEP_ENDED, TYPES, type StrategyType } from '../domain/types.js';
@@ -24,11 +25,13 @@ import {
   attemptCounts,
   countStepStates,
   interruptRunning,
+  interruptRuns,
   loadSteps,
   TransitionWriter,
   type ApplyStep,
   type Transition,
 } from '../store/transitions.js';
+import { applyFaultError, faultOf } from '../store/faults.js';
 import type { ProgressSink } from './progress.js';
 
 export interface OrchestratorOptions {
@@ -42,7 +45,19 @@ export interface OrchestratorOptions {
   pollMs?: number;
   /** How long a first Ctrl-C waits for the operations in flight. */
   drainMs?: number;
+  /**
+   * The fence (SPEC §2.1): runs first in every transaction this orchestrator makes and throws once
+   * another process holds the apply lock, so a displaced orchestrator writes nothing more.
+   */
+  fence?: () => void;
+  /** Throws when the path no longer names the file that is open (removed or replaced); polled. */
+  checkFile?: () => void;
+  /** The path, for the messages of file faults. */
+  file?: string;
 }
+
+/** How often a busy file (another writer holding it past the busy timeout) is tried again. */
+const BUSY_RETRY_MS = 250;
 
 /** One entry of the registry: the operation running for a subcloud, tagged with its state. */
 interface Worker {
@@ -106,6 +121,8 @@ export class Orchestrator {
   private maxWindow = 0;
   private stageWindow = 0;
   private lastDataVersion = -1;
+  private lastFileCheck = 0;
+  private busySaid = false;
   private deadlines: Deadline[] = [];
   private deadlineHead = 0;
   private deadlineTimer: NodeJS.Timeout | null = null;
@@ -116,20 +133,56 @@ export class Orchestrator {
     private readonly progress: ProgressSink,
     private readonly opts: OrchestratorOptions,
   ) {
-    this.writer = new TransitionWriter(db);
+    this.writer = new TransitionWriter(db, () => this.fence());
+  }
+
+  private fence(): void {
+    this.opts.fence?.();
+  }
+
+  /** One fenced read-modify-write: BEGIN IMMEDIATE, the fence, then `fn`. */
+  private write<T>(fn: () => T): T {
+    return this.db
+      .transaction(() => {
+        this.fence();
+        return fn();
+      })
+      .immediate();
+  }
+
+  /**
+   * A write that must happen (at start, at the end): while another writer holds the file past the
+   * busy timeout, wait and try again rather than die of SQLITE_BUSY (SPEC §2.1).
+   */
+  private async untilNotBusy<T>(fn: () => T): Promise<T> {
+    for (;;) {
+      try {
+        return fn();
+      } catch (err) {
+        if (faultOf(err) !== 'busy') throw err;
+        this.sayBusy();
+        await new Promise((r) => setTimeout(r, BUSY_RETRY_MS));
+      }
+    }
+  }
+
+  private sayBusy(): void {
+    if (this.busySaid) return;
+    this.busySaid = true;
+    this.progress.warn('the database is locked by another process: waiting for it (nothing is lost meanwhile)');
   }
 
   /** Run the strategy (already `applying`, or being resumed) to its end; returns the exit code. */
   async run(): Promise<number> {
     const started = Date.now();
-    const interrupted = interruptRunning(this.db);
+    const interrupted = await this.untilNotBusy(() => this.write(() => interruptRunning(this.db)));
     if (interrupted) this.progress.note(`resuming: ${interrupted} operation(s) were interrupted and will run again`);
     this.attempts = attemptCounts(this.db);
     const steps = loadSteps(this.db);
     this.failedSeen = steps.some((s) => s.state === 'failed');
     if (this.opts.stopOnFailure && this.failedSeen) this.noNewSubclouds = true;
     const state = strategyState(this.db);
-    if (state === 'abort requested' || state === 'aborting') this.beginAbort();
+    if (state === 'abort requested' || state === 'aborting') await this.untilNotBusy(() => this.beginAbort());
 
     const poll = setInterval(() => this.poll(), this.opts.pollMs ?? 250);
     const stopped = new Promise<void>((resolve) => (this.hardStop = resolve));
@@ -147,7 +200,7 @@ export class Orchestrator {
       this.stopped = true;
     }
     if (this.fatal) throw this.fatal;
-    return this.finish(started);
+    return await this.finish(started);
   }
 
   private async runStages(steps: ApplyStep[]): Promise<void> {
@@ -248,7 +301,18 @@ export class Orchestrator {
       const batch = this.withoutHeldBack(this.pending);
       this.pending = [];
       if (batch.length === 0) return;
-      this.writer.commit(batch);
+      try {
+        this.writer.commit(batch);
+      } catch (err) {
+        if (faultOf(err) !== 'busy') throw err;
+        // Another writer holds the file past the busy timeout: nothing of the batch was committed
+        // and nothing it opens has started; keep it, and try again shortly.
+        this.pending = batch.concat(this.pending);
+        this.sayBusy();
+        this.flushScheduled = true;
+        setTimeout(() => this.flush(), BUSY_RETRY_MS);
+        return;
+      }
       // Committed: now it may be seen, and the operations it opened may start.
       for (const t of batch) {
         this.progress.transition({ at: now(), cloud: t.cloud, from: t.from, to: t.to, details: t.details, attempt: t.startAttempt });
@@ -345,11 +409,12 @@ export class Orchestrator {
     const opId = this.nextOpId++;
     const worker: Worker = { step, state, attempt, historyId, opId, controller: null, abandoned: false };
     this.workers.set(step.id, worker);
-    this.deadlines.push({ at: Date.now() + this.opts.stateTimeoutMs, stepId: step.id, opId });
+    this.deadlines.push({ at: performance.now() + this.opts.stateTimeoutMs, stepId: step.id, opId });
     this.compactDeadlines();
     this.armDeadline();
-    this.driver
-      .run({
+    let running: Promise<OperationResult>;
+    try {
+      running = this.driver.run({
         cloud: step.cloud,
         type: this.opts.type,
         state,
@@ -365,11 +430,21 @@ export class Orchestrator {
           }
           return worker.controller.signal;
         },
-      })
-      .then(
-        (result) => this.report(step.id, opId, result),
-        (err: Error) => this.report(step.id, opId, { kind: 'failed', reason: err.message || String(err) }),
-      );
+      });
+    } catch (err) {
+      // A driver that throws instead of rejecting fails this operation, not the whole apply.
+      running = Promise.reject(err);
+    }
+    running.then(
+      (result) => this.report(step.id, opId, result),
+      (err: Error) => {
+        // The file under the driver (the sim's sites share it) is full, corrupt or gone: that is
+        // not this subcloud's failure, and the apply cannot go on.
+        const fault = faultOf(err) && faultOf(err) !== 'busy' ? applyFaultError(err, this.opts.file ?? 'the database') : null;
+        if (fault) this.fail(fault);
+        else this.report(step.id, opId, { kind: 'failed', reason: (err && err.message) || String(err) });
+      },
+    );
   }
 
   /**
@@ -380,7 +455,7 @@ export class Orchestrator {
    */
   private armDeadline(): void {
     if (this.deadlineTimer || this.deadlineHead >= this.deadlines.length) return;
-    const wait = Math.min(MAX_TIMER_MS, Math.max(0, this.deadlines[this.deadlineHead].at - Date.now()));
+    const wait = Math.min(MAX_TIMER_MS, Math.max(0, this.deadlines[this.deadlineHead].at - performance.now()));
     this.deadlineTimer = setTimeout(() => this.expireDeadlines(), wait);
   }
 
@@ -396,7 +471,8 @@ export class Orchestrator {
 
   private expireDeadlines(): void {
     this.deadlineTimer = null;
-    const t = Date.now();
+    // Monotonic: a step of the wall clock moves no deadline.
+    const t = performance.now();
     while (this.deadlineHead < this.deadlines.length && this.deadlines[this.deadlineHead].at <= t) {
       const d = this.deadlines[this.deadlineHead++];
       const w = this.workers.get(d.stepId);
@@ -423,26 +499,34 @@ export class Orchestrator {
   /** Look for changes made by other processes: an abort request. Cheap when nothing changed. */
   private poll(): void {
     try {
+      const t = performance.now();
+      if (this.opts.checkFile && t - this.lastFileCheck >= 500) {
+        this.lastFileCheck = t;
+        this.opts.checkFile();
+      }
       const version = this.db.pragma('data_version', { simple: true }) as number;
       if (version === this.lastDataVersion) return;
       this.lastDataVersion = version;
       if (!this.aborting && strategyState(this.db) === 'abort requested') this.beginAbort();
     } catch (err) {
+      // A busy file: the next poll looks again (data_version is read anew, so nothing is missed).
+      if (faultOf(err) === 'busy') {
+        this.lastDataVersion = -1;
+        return;
+      }
       this.fail(err as Error);
     }
   }
 
   /** Abort: start nothing new, mark every step not started `aborted`, let the rest run to its end. */
   private beginAbort(): void {
+    const n = this.write(() => {
+      casStrategyState(this.db, ['abort requested'], 'aborting');
+      return abortInitialSteps(this.db);
+    });
     this.aborting = true;
     this.noNewSubclouds = true;
     this.pending = this.withoutHeldBack(this.pending);
-    const n = this.db
-      .transaction(() => {
-        casStrategyState(this.db, ['abort requested'], 'aborting');
-        return abortInitialSteps(this.db);
-      })
-      .immediate();
     this.progress.note(`abort requested: ${n} step(s) not started are aborted; ${this.slots.size} subcloud(s) in flight run to their end`);
   }
 
@@ -468,6 +552,20 @@ export class Orchestrator {
     this.drainTimer.unref();
   }
 
+  /**
+   * A write beside the orchestrator's own (the heartbeat) failed: a busy file is waited for and
+   * said once; a full or corrupt one stops the apply as the orchestrator's own writes would.
+   */
+  writeFailed(err: Error): void {
+    if (faultOf(err) === 'busy') this.sayBusy();
+    else if (faultOf(err)) this.fail(err);
+  }
+
+  /** Stop at once, from outside (the lock was lost): nothing more is written; run() throws `err`. */
+  stopWith(err: Error): void {
+    this.fail(err);
+  }
+
   private stopNow(): void {
     for (const w of this.workers.values()) this.abandon(w);
     this.hardStop?.();
@@ -475,12 +573,13 @@ export class Orchestrator {
 
   private fail(err: Error): void {
     if (this.fatal) return;
-    this.fatal = err;
+    // A full, failing or corrupt file gets the SPEC's one-line message; anything else as it is.
+    this.fatal = applyFaultError(err, this.opts.file ?? 'the database') ?? err;
     this.noNewSubclouds = true;
     this.stopNow();
   }
 
-  private finish(started: number): number {
+  private async finish(started: number): Promise<number> {
     if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
     let exit: number;
     let final: string;
@@ -496,12 +595,21 @@ export class Orchestrator {
       exit = final === 'complete' ? EXIT.ok : EXIT.failed;
     }
     // Operations abandoned by a second signal (or the drain's bound) will run again on resume;
-    // until then the history says they were interrupted rather than still running.
-    if (this.interruptedBy) interruptRunning(this.db, `the orchestrator stopped waiting for it (${this.interruptedBy})`);
-    if (final !== 'applying') casStrategyState(this.db, ['applying', 'abort requested', 'aborting'], final);
+    // until then the history says they were interrupted rather than still running. Only this
+    // process's own runs, and only while it holds the lock (the fence).
+    const abandoned = [...this.workers.values()].map((w) => w.historyId);
+    const counts = await this.untilNotBusy(() =>
+      this.write(() => {
+        if (this.interruptedBy) interruptRuns(this.db, abandoned, `the orchestrator stopped waiting for it (${this.interruptedBy})`);
+        if (final !== 'applying' && !casStrategyState(this.db, ['applying', 'abort requested', 'aborting'], final)) {
+          throw new Error(`the strategy was changed by another process while applying (it is now ${strategyState(this.db)})`);
+        }
+        return countStepStates(this.db);
+      }),
+    );
     this.progress.summary({
       state: final,
-      counts: countStepStates(this.db),
+      counts,
       durationMs: Date.now() - started,
       peakInFlight: this.peak,
       maxWindow: this.maxWindow,

@@ -1,4 +1,9 @@
-/** The apply lock: which process runs the orchestrator on this file (pid, host, since, heartbeat). */
+/**
+ * The apply lock: which process runs the orchestrator on this file (pid, host, the process's start
+ * time, since when, heartbeat) and its fencing token. Every write of the holder names the token
+ * (graphile-worker's `WHERE … AND locked_by = $holder`): a process that lost the lock changes
+ * nothing and learns so.
+ */
 import type { Db } from './open.js';
 import { sql } from './statements.js';
 import { now } from './clock.js';
@@ -9,32 +14,60 @@ export interface LockRow {
   started_at: string;
   heartbeat_at: string;
   heartbeat_ms: number;
+  token: string;
+  /** `<boot id>:<start time in clock ticks>` of the holder's process, when known. */
+  proc_start: string | null;
 }
 
+export interface LockHolder {
+  pid: number;
+  host: string;
+  token: string;
+  procStart: string | null;
+}
+
+/** The holder of the lock, if it is held (a released lock keeps its last holder, with no token). */
 export function readLock(db: Db): LockRow | undefined {
-  return sql(db, 'SELECT pid, host, started_at, heartbeat_at, heartbeat_ms FROM apply_lock WHERE id = 1').get() as
+  return sql(db, `SELECT pid, host, started_at, heartbeat_at, heartbeat_ms, token, proc_start FROM apply_lock WHERE id = 1 AND token != ''`)
+    .get() as LockRow | undefined;
+}
+
+/** Who held the lock last, held or released: a displaced orchestrator names it when it stops. */
+export function lastHolder(db: Db): LockRow | undefined {
+  return sql(db, 'SELECT pid, host, started_at, heartbeat_at, heartbeat_ms, token, proc_start FROM apply_lock WHERE id = 1').get() as
     | LockRow
     | undefined;
 }
 
-export function writeLock(db: Db, pid: number, host: string): void {
+export function writeLock(db: Db, h: LockHolder): void {
   const at = now();
   sql(
     db,
-    `INSERT INTO apply_lock (id, pid, host, started_at, heartbeat_at, heartbeat_ms) VALUES (1, ?, ?, ?, ?, ?)
+    `INSERT INTO apply_lock (id, pid, host, started_at, heartbeat_at, heartbeat_ms, token, proc_start) VALUES (1, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT(id) DO UPDATE SET pid = excluded.pid, host = excluded.host, started_at = excluded.started_at,
-       heartbeat_at = excluded.heartbeat_at, heartbeat_ms = excluded.heartbeat_ms`,
-  ).run(pid, host, at, at, Date.now());
+       heartbeat_at = excluded.heartbeat_at, heartbeat_ms = excluded.heartbeat_ms, token = excluded.token,
+       proc_start = excluded.proc_start`,
+  ).run(h.pid, h.host, at, at, Date.now(), h.token, h.procStart);
 }
 
-/** Refresh the heartbeat; false when the lock is no longer ours (someone took it over). */
-export function beat(db: Db, pid: number, host: string): boolean {
+/** Refresh the heartbeat; false when the lock is no longer this token's (someone took it over). */
+export function beat(db: Db, token: string): boolean {
   return (
-    sql(db, 'UPDATE apply_lock SET heartbeat_at = ?, heartbeat_ms = ? WHERE id = 1 AND pid = ? AND host = ?')
-      .run(now(), Date.now(), pid, host).changes === 1
+    sql(db, 'UPDATE apply_lock SET heartbeat_at = ?, heartbeat_ms = ? WHERE id = 1 AND token = ?').run(now(), Date.now(), token)
+      .changes === 1
   );
 }
 
-export function deleteLock(db: Db, pid: number, host: string): void {
-  sql(db, 'DELETE FROM apply_lock WHERE id = 1 AND pid = ? AND host = ?').run(pid, host);
+/** True while `token` holds the lock; read inside the writer's transaction, it fences the write. */
+export function holdsLock(db: Db, token: string): boolean {
+  return sql(db, 'SELECT 1 FROM apply_lock WHERE id = 1 AND token = ?').pluck().get(token) !== undefined;
 }
+
+/**
+ * Let go of the lock, if `token` still holds it. The row stays, without a token, so that an
+ * orchestrator displaced earlier can still say who took its place.
+ */
+export function releaseLock(db: Db, token: string): void {
+  sql(db, `UPDATE apply_lock SET token = '' WHERE id = 1 AND token = ?`).run(token);
+}
+

@@ -109,6 +109,14 @@ export const MIGRATIONS: ((db: Database.Database) => void)[] = [
        VALUES (1, 'Default', 'Default Subcloud Group', 'parallel', 2, ?)`,
     ).run(now());
   },
+  // 1 -> 2: the apply lock is a fencing token (SPEC §2.1). Every orchestrator write checks that the
+  // token is still the lock's; the holder's process start time tells a live pid from a reused one.
+  (db) => {
+    db.exec(`
+      ALTER TABLE apply_lock ADD COLUMN token TEXT NOT NULL DEFAULT '';
+      ALTER TABLE apply_lock ADD COLUMN proc_start TEXT;
+    `);
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

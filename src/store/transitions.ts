@@ -51,6 +51,15 @@ export function interruptRunning(db: Db, details = 'the orchestrator stopped whi
     .run(now(), details).changes;
 }
 
+/** The runs this process started and stopped waiting for (a second Ctrl-C): `interrupted`. */
+export function interruptRuns(db: Db, historyIds: readonly number[], details: string): number {
+  const stmt = db.prepare(`UPDATE step_history SET outcome = 'interrupted', finished_at = ?, details = ? WHERE id = ? AND outcome = 'running'`);
+  const at = now();
+  let n = 0;
+  for (const id of historyIds) n += stmt.run(at, details, id).changes;
+  return n;
+}
+
 /** One committed change of one step; the unit the orchestrator batches. */
 export interface Transition {
   stepId: number;
@@ -77,7 +86,8 @@ export class TransitionWriter {
   private readonly sync: Map<Endpoint | null, Database.Statement<[string, number]>>;
   readonly commit: (batch: Transition[]) => void;
 
-  constructor(db: Db) {
+  /** `guard` runs first in every commit's transaction: the orchestrator's fence (SPEC §2.1). */
+  constructor(db: Db, guard: () => void = () => {}) {
     this.update = db.prepare(
       `UPDATE strategy_step SET state = @to, details = @details, attempt = COALESCE(@attempt, attempt),
          started_at = COALESCE(started_at, @now), finished_at = CASE WHEN @ended THEN @now ELSE NULL END,
@@ -96,9 +106,18 @@ export class TransitionWriter {
       this.sync.set(e as Endpoint, db.prepare<[string, number]>(`UPDATE subcloud SET ${col} = 'in-sync', updated_at = ? WHERE id = ?`));
     }
     const tx = db.transaction((batch: Transition[]) => {
+      guard();
       for (const t of batch) this.apply(t);
     });
-    this.commit = (batch) => tx.immediate(batch);
+    this.commit = (batch) => {
+      try {
+        tx.immediate(batch);
+      } catch (err) {
+        // Rolled back: the history rows it opened do not exist; a retry opens them anew.
+        for (const t of batch) t.historyId = undefined;
+        throw err;
+      }
+    };
   }
 
   private apply(t: Transition): void {

@@ -187,6 +187,37 @@ describe('Orchestrator: failures', () => {
     expect(stepDetails(f.db).s1).toBe(`${f.states[0]}: connection refused`);
   });
 
+  test('a driver that throws synchronously fails that step only; the others go on', async () => {
+    f = await fixture({ clouds: ['s1', 's2'] });
+    class Throwing extends FakeDriver {
+      override run(req: Parameters<FakeDriver['run']>[0]) {
+        if (req.cloud === 's1') throw new Error('bad request');
+        return super.run(req);
+      }
+    }
+    const driver = track(new Throwing());
+    expect(await f.make(driver).run()).toBe(1);
+    expect(stepDetails(f.db).s1).toBe(`${f.states[0]}: bad request`);
+    expect(stepStates(f.db)).toEqual({ s1: 'failed', s2: 'complete' });
+  });
+
+  test('the fence: once the lock is lost, the next commit writes nothing and the run ends with that error', async () => {
+    f = await fixture({ clouds: ['s1', 's2'] });
+    const driver = track(new FakeDriver(() => 'hold'));
+    let lost = false;
+    const done = f.make(driver, new RecordingProgress(), {
+      fence: () => {
+        if (lost) throw new Error('lost the apply lock to pid 1 on host elsewhere');
+      },
+    }).run();
+    await settle();
+    const before = JSON.stringify([f.db.prepare('SELECT * FROM strategy_step').all(), f.db.prepare('SELECT * FROM step_history').all()]);
+    lost = true;
+    driver.waiting('s1')!.answer({ kind: 'next' });
+    await expect(done).rejects.toThrow('lost the apply lock to pid 1 on host elsewhere');
+    expect(JSON.stringify([f.db.prepare('SELECT * FROM strategy_step').all(), f.db.prepare('SELECT * FROM step_history').all()])).toBe(before);
+  });
+
   test('stop on failure: no new subcloud after the first failure, in-flight ones run to their end, the rest stay initial', async () => {
     f = await fixture({ clouds: names(5), window: 2, stopOnFailure: true });
     const states = f.states;

@@ -57,7 +57,9 @@ export class SimDriver implements Driver {
 
     // The site may have been changed meanwhile only by this operation: it is busy.
     const site = this.book.get(req.cloud)!;
-    await this.book.setDurable(finish(site, sreq, !fails || admission.replay, admission.replay));
+    if (!(await this.book.finish(finish(site, sreq, !fails || admission.replay, admission.replay), this.owner))) {
+      return { kind: 'failed', reason: 'the subcloud was taken over by another orchestrator' };
+    }
     if (fails && !admission.replay) {
       return {
         kind: 'failed',

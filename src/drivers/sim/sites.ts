@@ -7,19 +7,29 @@
 import Database from 'better-sqlite3';
 import type { Site } from './site.js';
 
+interface Finish {
+  site: Site;
+  owner: string;
+  resolve: (kept: boolean) => void;
+  reject: (err: Error) => void;
+}
+
 export class SiteBook {
   private readonly db: Database.Database;
   private readonly cache = new Map<string, Site>();
   private readonly dirty = new Map<string, Site>();
-  private waiters: (() => void)[] = [];
+  /** Finishes to write only if the site still runs the operation of `owner`. */
+  private readonly finishes = new Map<string, Finish>();
   private scheduled = false;
   private loaded = false;
   private readonly upsert;
+  private readonly finishRun;
   private readonly flushTx;
 
   constructor(file: string) {
     this.db = new Database(file, { fileMustExist: true });
-    this.db.pragma('busy_timeout = 10000');
+    // Short waits, retried at the next tick: the orchestrator's event loop never stalls long behind a writer.
+    this.db.pragma('busy_timeout = 1000');
     this.db.pragma('synchronous = NORMAL');
     this.upsert = this.db.prepare(
       `INSERT INTO sim_site (name, campaign, done, vim, busy_state, busy_owner)
@@ -27,10 +37,17 @@ export class SiteBook {
        ON CONFLICT(name) DO UPDATE SET campaign = excluded.campaign, done = excluded.done, vim = excluded.vim,
          busy_state = excluded.busy_state, busy_owner = excluded.busy_owner`,
     );
-    const tx = this.db.transaction((sites: Site[]) => {
+    // A site taken over by another orchestrator (this one was stopped, and the lock went to
+    // another) no longer runs this process's operation: its late finish is refused by the site.
+    this.finishRun = this.db.prepare(
+      `UPDATE sim_site SET campaign = @campaign, done = @done, vim = @vim, busy_state = NULL, busy_owner = NULL
+       WHERE name = @name AND busy_owner = @owner`,
+    );
+    const tx = this.db.transaction((sites: Site[], finishes: { site: Site; owner: string }[]) => {
       for (const s of sites) this.upsert.run(s);
+      return finishes.map((f) => this.finishRun.run({ ...f.site, owner: f.owner }).changes === 1);
     });
-    this.flushTx = (sites: Site[]) => tx.immediate(sites);
+    this.flushTx = (sites: Site[], finishes: { site: Site; owner: string }[] = []) => tx.immediate(sites, finishes);
   }
 
   get(name: string): Site | undefined {
@@ -52,10 +69,16 @@ export class SiteBook {
     this.schedule();
   }
 
-  /** Record a change and resolve once it is committed. */
-  setDurable(site: Site): Promise<void> {
-    this.set(site);
-    return new Promise((resolve) => this.waiters.push(resolve));
+  /**
+   * The operation of `owner` ended on the site: resolves once that is committed, with false when
+   * the site no longer runs it (another orchestrator took the site over meanwhile).
+   */
+  finish(site: Site, owner: string): Promise<boolean> {
+    this.cache.set(site.name, site);
+    return new Promise((resolve, reject) => {
+      this.finishes.set(site.name, { site, owner, resolve, reject });
+      this.schedule();
+    });
   }
 
   private schedule(): void {
@@ -68,17 +91,34 @@ export class SiteBook {
     this.scheduled = false;
     if (!this.db.open) return;
     const sites = [...this.dirty.values()];
-    const waiters = this.waiters;
+    const finishes = [...this.finishes.values()];
     this.dirty.clear();
-    this.waiters = [];
-    if (sites.length) this.flushTx(sites);
-    for (const w of waiters) w();
+    this.finishes.clear();
+    let kept: boolean[];
+    try {
+      kept = this.flushTx(sites, finishes);
+    } catch (err) {
+      // A busy file: keep everything for the next tick (nothing was committed). Anything else
+      // (a full or corrupt file) is the operations' error: the orchestrator stops the apply.
+      if ((err as { code?: string }).code === 'SQLITE_BUSY') {
+        for (const s of sites) if (!this.dirty.has(s.name)) this.dirty.set(s.name, s);
+        for (const f of finishes) this.finishes.set(f.site.name, f);
+        setTimeout(() => this.schedule(), 100);
+        return;
+      }
+      for (const f of finishes) f.reject(err as Error);
+      return;
+    }
+    finishes.forEach((f, i) => f.resolve(kept[i]));
   }
 
   close(): void {
     if (this.db.open) {
-      if (this.dirty.size) this.flushTx([...this.dirty.values()]);
-      this.db.close();
+      try {
+        if (this.dirty.size) this.flushTx([...this.dirty.values()]);
+      } finally {
+        this.db.close();
+      }
     }
   }
 }

@@ -1,0 +1,78 @@
+/**
+ * Fenced orchestrators (SPEC §2.1): a stopped apply is never taken over on its own host, and one
+ * taken over from another host writes nothing once it continues. This is dcm's reason to exist:
+ * two orchestrators on one file are two workers on one site.
+ */
+import { afterEach, describe, expect, test } from '@jest/globals';
+import { statesOf } from '../../src/domain/types.js';
+import { dcm, sleep, tempDir, waitFor } from '../helpers/cli.js';
+import { withSql } from '../helpers/fleet.js';
+import { createFleet, history, killLeftovers, names, okRunProblems, spawnDcm, steps, strategyState } from '../helpers/history.js';
+
+const PATCH = statesOf('patch');
+
+let cleanup: () => void = () => {};
+afterEach(() => {
+  killLeftovers();
+  cleanup();
+});
+
+/** Everything the orchestrators write about the work: steps, history, strategy. */
+function snapshot(db: string): string {
+  return withSql(db, (d) =>
+    JSON.stringify([
+      d.prepare('SELECT * FROM strategy_step ORDER BY id').all(),
+      d.prepare('SELECT * FROM step_history ORDER BY id').all(),
+      d.prepare('SELECT state, updated_at FROM strategy').all(),
+    ]),
+  );
+}
+
+const lockRow = (db: string) =>
+  withSql(db, (d) => d.prepare('SELECT pid, host, heartbeat_ms, token FROM apply_lock').get() as
+    | { pid: number; host: string; heartbeat_ms: number; token: string }
+    | undefined);
+
+describe('apply: two orchestrators', () => {
+  test('a stopped holder: refused on its host however silent; taken over from another host, then it exits 4 having written nothing', async () => {
+    const t = tempDir();
+    cleanup = t.cleanup;
+    const clouds = names(30);
+    createFleet(t.db, clouds, ['--max-parallel-subclouds', '10', '--sim-latency', '100ms..300ms', '--sim-seed', '7']);
+    const a = spawnDcm(['--db', t.db, 'strategy', 'apply'], { DCM_HOST: 'node-a' });
+    await waitFor(() => history(t.db).filter((h) => h.outcome === 'ok').length >= 15, 20_000, 10);
+    a.child.kill('SIGSTOP');
+    try {
+      // Same host, fresh heartbeat: the holder is alive.
+      const early = dcm(['--db', t.db, 'strategy', 'apply'], { env: { DCM_HOST: 'node-a' } });
+      expect(early.code).toBe(4);
+      expect(early.stderr).toMatch(new RegExp(`^error: another orchestrator holds .*: pid ${a.child.pid} on host node-a since [^;]*\\n$`));
+
+      // Silent for over 30 s: still alive on its own host (it is only stopped), and said so.
+      await waitFor(() => Date.now() - lockRow(t.db)!.heartbeat_ms > 31_000, 60_000, 200);
+      const silent = dcm(['--db', t.db, 'strategy', 'apply'], { env: { DCM_HOST: 'node-a' } });
+      expect(silent.code).toBe(4);
+      expect(silent.stderr).toMatch(new RegExp(`pid ${a.child.pid} is alive but has not written for 3\\d s; if it is hung, stop it\\n$`));
+
+      // From another host the pid means nothing: a stale heartbeat is taken over.
+      const b = dcm(['--db', t.db, 'strategy', 'apply'], { env: { DCM_HOST: 'node-b' } });
+      expect(b.stderr).toContain(`took over the apply lock of pid ${a.child.pid} on node-a`);
+      expect(b.code).toBe(0);
+      expect(strategyState(t.db)).toBe('complete');
+    } finally {
+      const before = snapshot(t.db);
+      a.child.kill('SIGCONT');
+      const r = await a.done;
+      // The displaced orchestrator stops at its first write and says to whom it lost the lock.
+      expect(r.code).toBe(4);
+      expect(r.stderr).toMatch(/^error: lost the apply lock to pid \d+ on host node-b$/m);
+      expect(r.stdout).toBe('');
+      await sleep(100);
+      expect(snapshot(t.db)).toBe(before);
+    }
+    const runs = history(t.db);
+    expect(okRunProblems(runs, clouds, PATCH)).toEqual([]);
+    expect(steps(t.db).every((s) => s.state === 'complete')).toBe(true);
+    expect(withSql(t.db, (d) => d.pragma('integrity_check', { simple: true }))).toBe('ok');
+  }, 90_000);
+});
