@@ -47,6 +47,17 @@ export function isDefaultRef(ref: string | undefined): boolean {
   return ref === undefined || DEFAULT_REFS.includes(ref);
 }
 
+/** The five options alone (a stored row also carries its times), frozen. */
+export function pickOptions(o: ConfigOptions): Readonly<ConfigOptions> {
+  return Object.freeze({
+    storage_apply_type: o.storage_apply_type,
+    worker_apply_type: o.worker_apply_type,
+    max_parallel_workers: o.max_parallel_workers,
+    alarm_restriction_type: o.alarm_restriction_type,
+    default_instance_action: o.default_instance_action,
+  });
+}
+
 /**
  * The options of every subcloud of an apply, held as dcmanager resolves them: the few subclouds
  * with a row of their own, and the default for everyone else. Memory follows the rows, not the fleet.
@@ -56,8 +67,8 @@ export class ConfigBook {
   private readonly fallback: Readonly<ConfigOptions>;
 
   constructor(defaults: ConfigOptions | undefined, own: Iterable<[number, ConfigOptions]>) {
-    this.fallback = Object.freeze({ ...(defaults ?? BUILTIN_DEFAULTS) });
-    this.own = new Map([...own].map(([id, o]) => [id, Object.freeze({ ...o })]));
+    this.fallback = pickOptions(defaults ?? BUILTIN_DEFAULTS);
+    this.own = new Map([...own].map(([id, o]) => [id, pickOptions(o)]));
   }
 
   /** The options that apply to this subcloud (a copy: a driver may keep or change it). */

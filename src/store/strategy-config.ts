@@ -2,7 +2,7 @@
 import type { Db } from './open.js';
 import { sql } from './statements.js';
 import { now } from './clock.js';
-import type { ConfigOptions } from '../domain/strategy-config.js';
+import { pickOptions, type ConfigOptions } from '../domain/strategy-config.js';
 
 /** A row as stored, with the name of the cloud it belongs to. */
 export interface ConfigRow extends ConfigOptions {
@@ -83,15 +83,7 @@ export function subcloudOptions(db: Db): [number, ConfigOptions][] {
   return rows.map(({ subcloud_id, ...o }) => [subcloud_id, o]);
 }
 
-function pick(o: ConfigOptions): ConfigOptions {
-  return {
-    storage_apply_type: o.storage_apply_type,
-    worker_apply_type: o.worker_apply_type,
-    max_parallel_workers: o.max_parallel_workers,
-    alarm_restriction_type: o.alarm_restriction_type,
-    default_instance_action: o.default_instance_action,
-  };
-}
+const pick = pickOptions;
 
 function values(o: ConfigOptions): (string | number)[] {
   const p = pick(o);
