@@ -59,27 +59,25 @@ function listNames(dir: string): string[] {
 interface Target {
   dir: string;
   states: string[];
-  subcloudId: number;
 }
 
 /** Check the cloud and `--state`, and find the subcloud's log folder. */
 function target(db: Db, ctx: Ctx, cloud: string, opts: LogsOptions): Target {
-  const sc = findSubcloud(db, cloud);
-  if (!sc) throw new OperationError(`Subcloud ${cloud} does not exist`);
+  if (!findSubcloud(db, cloud)) throw new OperationError(`Subcloud ${cloud} does not exist`);
   const s = getStrategy(db);
   const logDir = typeof s?.extra.log_dir === 'string' && s.extra.log_dir ? s.extra.log_dir : `${ctx.dbPath}.logs`;
   const dir = path.join(path.resolve(logDir), logComponent(cloud));
   const states = s ? strategyStates(s) : allStates();
   if (opts.state !== undefined && !states.includes(opts.state)) {
-    // Without a strategy, a state found among the logs is valid too (a type this dcm lists no states for).
-    const found = s ? [] : logRuns(listNames(dir), states).map((r) => r.state);
-    if (!found.includes(opts.state)) {
-      const valid = s && states.length ? states : [...new Set([...states, ...found])];
+    // With no strategy, or one of a type this dcm has no states for, the states the logs hold count too.
+    const valid =
+      s && states.length ? states : [...new Set([...states, ...logRuns(listNames(dir), states).map((r) => r.state)])];
+    if (!valid.includes(opts.state)) {
       const which = s ? `for a ${s.type} strategy` : 'for any strategy type';
       throw new UsageError(`invalid state '${opts.state}' ${which}: choose from ${quoteList(valid)}`);
     }
   }
-  return { dir, states, subcloudId: sc.id };
+  return { dir, states };
 }
 
 /** Copy a log from `offset` to its current end; the new offset, or null when the reader is gone. */
