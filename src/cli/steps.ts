@@ -6,6 +6,7 @@ import { stdoutSink } from './sink.js';
 
 /** The command module (and SQLite with it) loads only when a command runs, not for --help. */
 const commands = () => import('../commands/steps.js');
+const logs = () => import('../commands/logs.js');
 
 export function registerSteps(program: Command, run: Runner): void {
   const s = program.command('strategy-step').description('the steps of the strategy');
@@ -29,6 +30,6 @@ export function registerSteps(program: Command, run: Runner): void {
     .option('--attempt <n>', 'only this attempt', positiveInteger)
     .option('--follow', 'print new output as it is written, until the step ends')
     .action((cloud: string, o: { state?: string; attempt?: number; follow?: boolean }) =>
-      run(async (ctx) => ({ exitCode: await (await import('../commands/logs.js')).stepLogs(ctx, cloud, o, stdoutSink()) })),
+      run(async (ctx) => ({ exitCode: await (await logs()).stepLogs(ctx, cloud, o, stdoutSink()) })),
     );
 }
