@@ -79,6 +79,17 @@ describe('strategy-step logs', () => {
     expect(dcmOk(['--db', t.db, 'strategy-step', 'logs', 's1', '--state', 'updating patches', '--attempt', '1']).stdout).toBe('boom\n');
   });
 
+  test('a reader that stops early (| head -1) ends it quietly with exit 0', () => {
+    const t = fx.fresh();
+    writeLogs(`${t.db}.logs`, 's1', { '1-pre check.log': 'x'.repeat(79).concat('\n').repeat(100_000) });
+    const r = spawnSync('/bin/bash', ['-c', 'node "$BIN" --db "$DB" strategy-step logs s1 | head -1; echo "exit ${PIPESTATUS[0]}" >&2'], {
+      env: { ...process.env, BIN, DB: t.db },
+      encoding: 'utf8',
+    });
+    expect(r.stdout).toBe(`${'x'.repeat(79)}\n`);
+    expect(r.stderr).toBe('exit 0\n');
+  });
+
   test('no logs: a note on stderr, nothing on stdout, exit 0', () => {
     const t = fx.fresh();
     writeLogs(`${t.db}.logs`, 's1', S1_LOGS);
