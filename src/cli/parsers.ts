@@ -20,6 +20,13 @@ export const applyType = wrap(parseApplyType);
 /** A whole number; the range is checked later, in the order SPEC §5 gives. */
 export const integer = wrap((v: string) => parseIntIn('value', v, -Infinity, Infinity));
 
+/** 1, 2, 3, …: an attempt number. */
+export const positiveInteger = wrap((v: string) => {
+  const n = parseIntIn('value', v, -Infinity, Infinity);
+  if (n < 1 || !Number.isSafeInteger(n)) throw new UsageError(`invalid value '${v}': must be 1 or more`);
+  return n;
+});
+
 export const groupMaxParallel = wrap((v: string) => parseIntIn('value', v, 1, 5000));
 
 export const strategyType = wrap((v: string): StrategyType => {

@@ -1,10 +1,12 @@
 /** Commander wiring of `dcm strategy-step …`. */
 import type { Command } from 'commander';
-import { collect, integer } from './parsers.js';
+import { collect, integer, positiveInteger } from './parsers.js';
 import type { Runner } from './runner.js';
+import { stdoutSink } from './sink.js';
 
 /** The command module (and SQLite with it) loads only when a command runs, not for --help. */
 const commands = () => import('../commands/steps.js');
+const logs = () => import('../commands/logs.js');
 
 export function registerSteps(program: Command, run: Runner): void {
   const s = program.command('strategy-step').description('the steps of the strategy');
@@ -21,4 +23,13 @@ export function registerSteps(program: Command, run: Runner): void {
     .argument('[cloud]')
     .description('every state operation run, in the order they started')
     .action((cloud: string | undefined) => run(async (ctx) => (await commands()).stepHistory(ctx, cloud)));
+  s.command('logs')
+    .argument('<cloud>')
+    .description("the output of the exec driver's runs for a subcloud, in run order")
+    .option('--state <state>', 'only the runs of this state')
+    .option('--attempt <n>', 'only this attempt', positiveInteger)
+    .option('--follow', 'print new output as it is written, until the step ends')
+    .action((cloud: string, o: { state?: string; attempt?: number; follow?: boolean }) =>
+      run(async (ctx) => ({ exitCode: await (await logs()).stepLogs(ctx, cloud, o, stdoutSink()) })),
+    );
 }

@@ -17,6 +17,12 @@ export interface OperationRequest {
   /** Identifies the strategy: a subcloud's side of an update belongs to one strategy. */
   campaign: string;
   extra: ExtraArgs;
+  /**
+   * The strategy-config options that apply to this subcloud (its own row, else the default row,
+   * else dcmanager's defaults), keyed storage_apply_type, worker_apply_type, max_parallel_workers,
+   * alarm_restriction_type, default_instance_action.
+   */
+  options: Record<string, string | number>;
   /** Aborted when the orchestrator stops waiting for this operation (timeout, hard stop). */
   signal: AbortSignal;
 }

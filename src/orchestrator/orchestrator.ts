@@ -33,6 +33,8 @@ import {
 } from '../store/transitions.js';
 import { applyFaultError, faultOf } from '../store/faults.js';
 import type { ProgressSink } from './progress.js';
+import { ConfigBook } from '../domain/strategy-config.js';
+import { getDefaultConfig, subcloudOptions } from '../store/strategy-config.js';
 
 export interface OrchestratorOptions {
   type: StrategyType;
@@ -126,6 +128,8 @@ export class Orchestrator {
   private deadlines: Deadline[] = [];
   private deadlineHead = 0;
   private deadlineTimer: NodeJS.Timeout | null = null;
+  /** The strategy-config options of each subcloud, read once when the run starts. */
+  private config = new ConfigBook(undefined, []);
 
   constructor(
     private readonly db: Db,
@@ -178,6 +182,7 @@ export class Orchestrator {
     const interrupted = await this.untilNotBusy(() => this.write(() => interruptRunning(this.db)));
     if (interrupted) this.progress.note(`resuming: ${interrupted} operation(s) were interrupted and will run again`);
     this.attempts = attemptCounts(this.db);
+    this.config = new ConfigBook(getDefaultConfig(this.db), subcloudOptions(this.db));
     const steps = loadSteps(this.db);
     this.failedSeen = steps.some((s) => s.state === 'failed');
     if (this.opts.stopOnFailure && this.failedSeen) this.noNewSubclouds = true;
@@ -423,6 +428,7 @@ export class Orchestrator {
         attempt,
         campaign: this.opts.campaign,
         extra: this.opts.extra,
+        options: this.config.optionsFor(step.subcloudId),
         get signal() {
           if (!worker.controller) {
             worker.controller = new AbortController();

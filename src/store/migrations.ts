@@ -117,6 +117,40 @@ export const MIGRATIONS: ((db: Database.Database) => void)[] = [
       ALTER TABLE apply_lock ADD COLUMN proc_start TEXT;
     `);
   },
+  // 2 -> 3: strategy config (dcmanager's sw-update-options), and what the simulator was given
+  (db) => {
+    db.exec(`
+      -- The default row (dcmanager's sw_update_opts_default). Seeded without timestamps, as
+      -- dcmanager's own migration does; 'strategy-config delete RegionOne' removes it, and the
+      -- built-in defaults apply until the next update creates it again.
+      CREATE TABLE strategy_config_default (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        storage_apply_type TEXT NOT NULL CHECK (storage_apply_type IN ('parallel','serial')),
+        worker_apply_type TEXT NOT NULL CHECK (worker_apply_type IN ('parallel','serial')),
+        max_parallel_workers INTEGER NOT NULL,
+        alarm_restriction_type TEXT NOT NULL CHECK (alarm_restriction_type IN ('strict','relaxed')),
+        default_instance_action TEXT NOT NULL CHECK (default_instance_action IN ('stop-start','migrate')),
+        created_at TEXT,
+        updated_at TEXT
+      );
+      -- A subcloud's own options (dcmanager's sw_update_opts): removed with the subcloud.
+      CREATE TABLE strategy_config (
+        subcloud_id INTEGER PRIMARY KEY REFERENCES subcloud(id) ON DELETE CASCADE,
+        storage_apply_type TEXT NOT NULL CHECK (storage_apply_type IN ('parallel','serial')),
+        worker_apply_type TEXT NOT NULL CHECK (worker_apply_type IN ('parallel','serial')),
+        max_parallel_workers INTEGER NOT NULL,
+        alarm_restriction_type TEXT NOT NULL CHECK (alarm_restriction_type IN ('strict','relaxed')),
+        default_instance_action TEXT NOT NULL CHECK (default_instance_action IN ('stop-start','migrate')),
+        created_at TEXT NOT NULL,
+        updated_at TEXT
+      );
+      INSERT INTO strategy_config_default
+        (id, storage_apply_type, worker_apply_type, max_parallel_workers, alarm_restriction_type, default_instance_action)
+        VALUES (1, 'parallel', 'parallel', 10, 'relaxed', 'stop-start');
+      -- The strategy-config options the simulated subcloud last received (JSON), for tests to see.
+      ALTER TABLE sim_site ADD COLUMN options TEXT;
+    `);
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -46,7 +46,7 @@ export class SimDriver implements Driver {
     const sreq: SiteRequest = req;
     const admission = admit(this.book.get(req.cloud), sreq, this.owner);
     if (!admission.ok) return { kind: 'failed', reason: admission.reason };
-    this.book.set(admission.site);
+    this.book.set({ ...admission.site, options: JSON.stringify(req.options) });
 
     const draw = drawFor(this.settings.seed, req.cloud, req.state, req.attempt);
     const { latencyMinMs: min, latencyMaxMs: max } = this.settings;

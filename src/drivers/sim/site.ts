@@ -18,6 +18,8 @@ export interface Site {
   vim: string;
   busyState: string | null;
   busyOwner: string | null;
+  /** The strategy-config options (JSON) the site last received, so a test can see them. */
+  options?: string | null;
 }
 
 export interface SiteRequest {

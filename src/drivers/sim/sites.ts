@@ -32,10 +32,10 @@ export class SiteBook {
     this.db.pragma('busy_timeout = 1000');
     this.db.pragma('synchronous = NORMAL');
     this.upsert = this.db.prepare(
-      `INSERT INTO sim_site (name, campaign, done, vim, busy_state, busy_owner)
-       VALUES (@name, @campaign, @done, @vim, @busyState, @busyOwner)
+      `INSERT INTO sim_site (name, campaign, done, vim, busy_state, busy_owner, options)
+       VALUES (@name, @campaign, @done, @vim, @busyState, @busyOwner, @options)
        ON CONFLICT(name) DO UPDATE SET campaign = excluded.campaign, done = excluded.done, vim = excluded.vim,
-         busy_state = excluded.busy_state, busy_owner = excluded.busy_owner`,
+         busy_state = excluded.busy_state, busy_owner = excluded.busy_owner, options = excluded.options`,
     );
     // A site taken over by another orchestrator (this one was stopped, and the lock went to
     // another) no longer runs this process's operation: its late finish is refused by the site.
@@ -44,7 +44,7 @@ export class SiteBook {
        WHERE name = @name AND busy_owner = @owner`,
     );
     const tx = this.db.transaction((sites: Site[], finishes: { site: Site; owner: string }[]) => {
-      for (const s of sites) this.upsert.run(s);
+      for (const s of sites) this.upsert.run({ ...s, options: s.options ?? null });
       return finishes.map((f) => this.finishRun.run({ ...f.site, owner: f.owner }).changes === 1);
     });
     this.flushTx = (sites: Site[], finishes: { site: Site; owner: string }[] = []) => tx.immediate(sites, finishes);
@@ -53,9 +53,25 @@ export class SiteBook {
   get(name: string): Site | undefined {
     if (!this.loaded) {
       // One read of every site when the first operation arrives.
-      type Row = { name: string; campaign: string; done: number; vim: string; busy_state: string | null; busy_owner: string | null };
+      type Row = {
+        name: string;
+        campaign: string;
+        done: number;
+        vim: string;
+        busy_state: string | null;
+        busy_owner: string | null;
+        options: string | null;
+      };
       for (const r of this.db.prepare('SELECT * FROM sim_site').all() as Row[]) {
-        this.cache.set(r.name, { name: r.name, campaign: r.campaign, done: r.done, vim: r.vim, busyState: r.busy_state, busyOwner: r.busy_owner });
+        this.cache.set(r.name, {
+          name: r.name,
+          campaign: r.campaign,
+          done: r.done,
+          vim: r.vim,
+          busyState: r.busy_state,
+          busyOwner: r.busy_owner,
+          options: r.options,
+        });
       }
       this.loaded = true;
     }

@@ -1,0 +1,238 @@
+/**
+ * `dcm strategy-step logs CLOUD [--state S] [--attempt N] [--follow]`: the output of the exec
+ * driver's runs for one subcloud (SPEC §7.2), read from `DIR/<cloud>/<attempt>-<state>.log`, where
+ * DIR is the strategy's log folder (`--log-dir` at create) or the database path + `.logs`.
+ *
+ * With `--follow`, new output is printed as it is written, and new runs as they start, until the
+ * step has ended (complete, failed, aborted; or the strategy has ended, or is gone) and every log
+ * is drained. The step's state is read from the file at each poll; so is each log's size.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { OperationError, UsageError, EXIT } from '../domain/errors.js';
+import { logComponent, logRuns, quoteList, runHeader, selectRuns, type LogRun } from '../domain/logs.js';
+import { STEP_ENDED, STRATEGY_ENDED, STRATEGY_TYPES, statesOf, type StrategyType } from '../domain/types.js';
+import { openDb, type Db } from '../store/open.js';
+import { findStep } from '../store/steps.js';
+import { getStrategy, type Strategy } from '../store/strategy.js';
+import { findSubcloud } from '../store/subclouds.js';
+import { onSignals } from '../orchestrator/signals.js';
+import type { Ctx } from './context.js';
+
+/** Where the logs go: stdout for the output, stderr for notes. */
+export interface LogSink {
+  /** Resolves once the chunk may be followed by more (backpressure); false once the reader is gone. */
+  write(chunk: Buffer | string): Promise<boolean>;
+  note(text: string): void;
+}
+
+export interface LogsOptions {
+  state?: string;
+  attempt?: number;
+  follow?: boolean;
+  /** How often `--follow` looks for new output and for the step's end. */
+  pollMs?: number;
+}
+
+/** The states a strategy's runs can be in; an unknown type (a newer dcm's) has none known here. */
+function strategyStates(s: Strategy): string[] {
+  try {
+    return statesOf(s.type as StrategyType, s.extra as { cert_file?: string | null }) ?? [];
+  } catch {
+    return [];
+  }
+}
+
+/** Every state of every type (no strategy to say which type the logs were written for). */
+function allStates(): string[] {
+  return [...new Set(STRATEGY_TYPES.flatMap((t) => statesOf(t, { cert_file: 'x' })))];
+}
+
+function listNames(dir: string): string[] {
+  try {
+    return fs.readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
+interface Target {
+  dir: string;
+  states: string[];
+}
+
+/** Check the cloud and `--state`, and find the subcloud's log folder. */
+function target(db: Db, ctx: Ctx, cloud: string, opts: LogsOptions): Target {
+  if (!findSubcloud(db, cloud)) throw new OperationError(`Subcloud ${cloud} does not exist`);
+  const s = getStrategy(db);
+  const logDir = typeof s?.extra.log_dir === 'string' && s.extra.log_dir ? s.extra.log_dir : `${ctx.dbPath}.logs`;
+  const dir = path.join(path.resolve(logDir), logComponent(cloud));
+  const states = s ? strategyStates(s) : allStates();
+  if (opts.state !== undefined && !states.includes(opts.state)) {
+    // With no strategy, or one of a type this dcm has no states for, the states the logs hold count too.
+    const valid =
+      s && states.length ? states : [...new Set([...states, ...logRuns(listNames(dir), states).map((r) => r.state)])];
+    if (!valid.includes(opts.state)) {
+      const which = s ? `for a ${s.type} strategy` : 'for any strategy type';
+      throw new UsageError(`invalid state '${opts.state}' ${which}: choose from ${quoteList(valid)}`);
+    }
+  }
+  return { dir, states };
+}
+
+/** Copy a log from `offset` to its current end; the new offset, or null when the reader is gone. */
+async function copyFrom(file: string, offset: number, sink: LogSink): Promise<number | null> {
+  let fh: fs.promises.FileHandle;
+  try {
+    fh = await fs.promises.open(file, 'r');
+  } catch {
+    return offset; // not there (yet, or any more)
+  }
+  try {
+    // A log rewritten by a later run of the same name starts over.
+    if ((await fh.stat()).size < offset) offset = 0;
+    for (;;) {
+      const buf = Buffer.allocUnsafe(64 * 1024);
+      const { bytesRead } = await fh.read(buf, 0, buf.length, offset);
+      if (bytesRead === 0) return offset;
+      offset += bytesRead;
+      if (!(await sink.write(buf.subarray(0, bytesRead)))) return null;
+    }
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Prints a header when the output switches to another run, as `tail` does between files. */
+class Printer {
+  private current: string | null = null;
+  private printed = false;
+  private endsWithNewline = true;
+
+  constructor(
+    private readonly sink: LogSink,
+    private readonly headers: boolean,
+  ) {}
+
+  async header(r: LogRun): Promise<boolean> {
+    if (!this.headers || this.current === r.file) return true;
+    this.current = r.file;
+    const gap = this.printed ? (this.endsWithNewline ? '\n' : '\n\n') : '';
+    this.printed = true;
+    this.endsWithNewline = true;
+    return this.sink.write(`${gap}${runHeader(r)}\n`);
+  }
+
+  /** Wraps the sink so that the printer knows how the last output ended. */
+  body(): LogSink {
+    return {
+      note: (t) => this.sink.note(t),
+      write: (chunk) => {
+        if (chunk.length) {
+          this.printed = true;
+          const last = typeof chunk === 'string' ? chunk.charCodeAt(chunk.length - 1) : chunk[chunk.length - 1];
+          this.endsWithNewline = last === 0x0a;
+        }
+        return this.sink.write(chunk);
+      },
+    };
+  }
+}
+
+function describeFilter(cloud: string, opts: LogsOptions): string {
+  const parts = [`for ${cloud}`];
+  if (opts.state !== undefined) parts.push(`in state '${opts.state}'`);
+  if (opts.attempt !== undefined) parts.push(`attempt ${opts.attempt}`);
+  return parts.join(' ');
+}
+
+/** Prints the logs; returns the exit code (130/143 when `--follow` is stopped by a signal). */
+export async function stepLogs(ctx: Ctx, cloud: string, opts: LogsOptions, sink: LogSink): Promise<number> {
+  const db = openDb(ctx.dbPath, { create: false });
+  if (!db) throw new OperationError(`Subcloud ${cloud} does not exist`);
+  let t: Target;
+  try {
+    t = target(db, ctx, cloud, opts);
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+  if (!opts.follow) {
+    db.close();
+    const runs = selectRuns(logRuns(listNames(t.dir), t.states), opts);
+    if (runs.length === 0) {
+      sink.note(`no run logs ${describeFilter(cloud, opts)} (in ${t.dir})`);
+      return EXIT.ok;
+    }
+    const printer = new Printer(sink, runs.length > 1);
+    for (const r of runs) {
+      if (!(await printer.header(r))) break;
+      if ((await copyFrom(path.join(t.dir, r.file), 0, printer.body())) === null) break;
+    }
+    return EXIT.ok;
+  }
+  try {
+    return await follow(db, t, cloud, opts, sink);
+  } finally {
+    db.close();
+  }
+}
+
+/** The step has nothing more to run: ended, or its strategy has ended or is gone. */
+function stepOver(db: Db, cloud: string): boolean {
+  const s = getStrategy(db);
+  if (!s || STRATEGY_ENDED.includes(s.state)) return true;
+  const step = findStep(db, cloud);
+  return !step || STEP_ENDED.includes(step.state);
+}
+
+async function follow(db: Db, t: Target, cloud: string, opts: LogsOptions, sink: LogSink): Promise<number> {
+  const pollMs = opts.pollMs ?? 200;
+  // One run named by --state and --attempt needs no headers; anything else may grow to several.
+  const printer = new Printer(sink, !(opts.state !== undefined && opts.attempt !== undefined));
+  const offsets = new Map<string, number>();
+  let signal: NodeJS.Signals | null = null;
+  let wake: (() => void) | null = null;
+  const removeSignals = onSignals((s) => {
+    signal = s;
+    wake?.();
+  });
+  try {
+    for (;;) {
+      // The state first, then the logs: a run's output is complete before its step moves on.
+      const over = stepOver(db, cloud);
+      const runs = selectRuns(logRuns(listNames(t.dir), t.states), opts);
+      for (const r of runs) {
+        const file = path.join(t.dir, r.file);
+        const known = offsets.get(r.file);
+        let size: number;
+        try {
+          size = fs.statSync(file).size;
+        } catch {
+          continue;
+        }
+        if (known !== undefined && size === known) continue;
+        if (!(await printer.header(r))) return EXIT.ok;
+        const next = await copyFrom(file, known ?? 0, printer.body());
+        if (next === null) return EXIT.ok; // the reader is gone (`| head`)
+        offsets.set(r.file, next);
+      }
+      if (signal) return signal === 'SIGTERM' ? EXIT.sigterm : EXIT.sigint;
+      if (over) {
+        if (offsets.size === 0) sink.note(`no run logs ${describeFilter(cloud, opts)} (in ${t.dir})`);
+        return EXIT.ok;
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, pollMs);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      wake = null;
+      if (signal) return signal === 'SIGTERM' ? EXIT.sigterm : EXIT.sigint;
+    }
+  } finally {
+    removeSignals();
+  }
+}

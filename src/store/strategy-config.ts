@@ -1,0 +1,109 @@
+/** Queries of the strategy_config (per subcloud) and strategy_config_default tables. */
+import type { Db } from './open.js';
+import { sql } from './statements.js';
+import { now } from './clock.js';
+import { pickOptions, type ConfigOptions } from '../domain/strategy-config.js';
+
+/** A row as stored, with the name of the cloud it belongs to. */
+export interface ConfigRow extends ConfigOptions {
+  cloud: string;
+  created_at: string | null;
+  updated_at: string | null;
+}
+
+const FIELDS = 'storage_apply_type, worker_apply_type, max_parallel_workers, alarm_restriction_type, default_instance_action';
+
+export function getDefaultConfig(db: Db): (ConfigOptions & { created_at: string | null; updated_at: string | null }) | undefined {
+  return sql(db, `SELECT ${FIELDS}, created_at, updated_at FROM strategy_config_default WHERE id = 1`).get() as
+    | (ConfigOptions & { created_at: string | null; updated_at: string | null })
+    | undefined;
+}
+
+/** Update the default row, or create it again after a delete (dcmanager's update-or-create). */
+export function upsertDefaultConfig(db: Db, o: ConfigOptions): void {
+  const at = now();
+  const changed = sql(
+    db,
+    `UPDATE strategy_config_default SET storage_apply_type = @storage_apply_type, worker_apply_type = @worker_apply_type,
+       max_parallel_workers = @max_parallel_workers, alarm_restriction_type = @alarm_restriction_type,
+       default_instance_action = @default_instance_action, updated_at = @at WHERE id = 1`,
+  ).run({ ...pick(o), at }).changes;
+  if (changed === 0) {
+    sql(db, `INSERT INTO strategy_config_default (id, ${FIELDS}, created_at) VALUES (1, ?, ?, ?, ?, ?, ?)`).run(
+      ...values(o),
+      at,
+    );
+  }
+}
+
+/** Remove the default row: the built-in defaults apply until the next update. */
+export function deleteDefaultConfig(db: Db): void {
+  sql(db, 'DELETE FROM strategy_config_default WHERE id = 1').run();
+}
+
+export function getSubcloudConfig(db: Db, subcloudId: number): ConfigRow | undefined {
+  return sql(
+    db,
+    `SELECT sc.name AS cloud, ${prefixed('c')}, c.created_at, c.updated_at
+     FROM strategy_config c JOIN subcloud sc ON sc.id = c.subcloud_id WHERE c.subcloud_id = ?`,
+  ).get(subcloudId) as ConfigRow | undefined;
+}
+
+/** Create or update a subcloud's own row. */
+export function upsertSubcloudConfig(db: Db, subcloudId: number, o: ConfigOptions): void {
+  const at = now();
+  sql(
+    db,
+    `INSERT INTO strategy_config (subcloud_id, ${FIELDS}, created_at) VALUES (@id, @storage_apply_type, @worker_apply_type,
+       @max_parallel_workers, @alarm_restriction_type, @default_instance_action, @at)
+     ON CONFLICT(subcloud_id) DO UPDATE SET storage_apply_type = excluded.storage_apply_type,
+       worker_apply_type = excluded.worker_apply_type, max_parallel_workers = excluded.max_parallel_workers,
+       alarm_restriction_type = excluded.alarm_restriction_type,
+       default_instance_action = excluded.default_instance_action, updated_at = @at`,
+  ).run({ ...pick(o), id: subcloudId, at });
+}
+
+/** True when the subcloud had a row of its own. */
+export function deleteSubcloudConfig(db: Db, subcloudId: number): boolean {
+  return sql(db, 'DELETE FROM strategy_config WHERE subcloud_id = ?').run(subcloudId).changes === 1;
+}
+
+/** Every subcloud's own row, in subcloud id order (dcmanager lists them in subcloud order). */
+export function listSubcloudConfigs(db: Db): ConfigRow[] {
+  return sql(
+    db,
+    `SELECT sc.name AS cloud, ${prefixed('c')}, c.created_at, c.updated_at
+     FROM strategy_config c JOIN subcloud sc ON sc.id = c.subcloud_id ORDER BY c.subcloud_id`,
+  ).all() as ConfigRow[];
+}
+
+/** The options of every subcloud with a row of its own, by subcloud id (few: one per override). */
+export function subcloudOptions(db: Db): [number, ConfigOptions][] {
+  const rows = sql(db, `SELECT subcloud_id, ${FIELDS} FROM strategy_config`).all() as (ConfigOptions & { subcloud_id: number })[];
+  return rows.map(({ subcloud_id, ...o }) => [subcloud_id, o]);
+}
+
+const pick = pickOptions;
+
+function values(o: ConfigOptions): (string | number)[] {
+  const p = pick(o);
+  return [p.storage_apply_type, p.worker_apply_type, p.max_parallel_workers, p.alarm_restriction_type, p.default_instance_action];
+}
+
+function prefixed(alias: string): string {
+  return FIELDS.split(', ')
+    .map((f) => `${alias}.${f}`)
+    .join(', ');
+}
+
+/**
+ * A subcloud named as dcmanager's API takes it: all digits is an id, anything else a name. A name
+ * made of digits (dcm allows one) is found by name when no subcloud has that id.
+ */
+export function subcloudByRef(db: Db, ref: string): { id: number; name: string } | undefined {
+  if (/^\d+$/.test(ref)) {
+    const byId = sql(db, 'SELECT id, name FROM subcloud WHERE id = ?').get(Number(ref)) as { id: number; name: string } | undefined;
+    if (byId) return byId;
+  }
+  return sql(db, 'SELECT id, name FROM subcloud WHERE name = ?').get(ref) as { id: number; name: string } | undefined;
+}
