@@ -8,7 +8,6 @@ import { deleteLock, readLock } from '../store/lock.js';
 import { SimDriver, simSettings } from '../drivers/sim/index.js';
 import { withExistingWriteDb } from '../commands/context.js';
 import { strategyNotFound, theStrategy } from '../commands/strategy.js';
-import { strategyShow } from '../commands/views.js';
 import type { Outcome, RunCtx } from '../cli/runner.js';
 import { ApplyLock, holderAlive } from './lock.js';
 import { Orchestrator } from './orchestrator.js';
@@ -34,7 +33,7 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType): Promise<O
     // Not found, or ended, before anything else: an ended strategy has no use for the lock.
     const first = theStrategy(db, type);
     // An unknown -c column is refused before anything runs (exit 2, nothing changed).
-    ctx.checkResult?.(strategyShow(first));
+    ctx.checkResult?.({ kind: 'strategy', strategy: first });
     if (first.state !== 'initial' && !RESUMABLE.includes(first.state)) {
       throw new OperationError(`Strategy in state ${first.state} cannot be applied`);
     }
@@ -71,7 +70,7 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType): Promise<O
     } finally {
       removeSignals();
     }
-    return { result: strategyShow(theStrategy(db)), exitCode };
+    return { result: { kind: 'strategy', strategy: theStrategy(db) }, exitCode };
   } finally {
     driver?.close();
     if (locked) lock.release();
@@ -98,7 +97,7 @@ export async function strategyAbort(ctx: RunCtx, type?: StrategyType): Promise<O
       abortMidStateSteps(db);
       casStrategyState(db, ['applying'], 'aborted');
     }
-    return strategyShow(getStrategy(db)!);
+    return { kind: 'strategy' as const, strategy: getStrategy(db)! };
   });
   if (!result) strategyNotFound(type);
   return { result };
