@@ -4,7 +4,11 @@
  */
 import type { Value } from './result.js';
 
+/** Printable ASCII but `"` and `\`: written as it is. */
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
 export function pyString(s: string): string {
+  if (PLAIN.test(s)) return `"${s}"`;
   let out = '"';
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);

@@ -28,7 +28,10 @@ export interface TableOptions {
   colorize?: Colorize;
 }
 
-const width = (s: string): number => Math.max(0, ...s.split('\n').map((l) => stringWidth(l)));
+/** Display width of one line; printable ASCII (nearly every cell) needs no lookup. */
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
+const lineWidth = (l: string): number => (PRINTABLE_ASCII.test(l) ? l.length : stringWidth(l));
+const width = (s: string): number => (s.includes('\n') ? Math.max(0, ...s.split('\n').map(lineWidth)) : lineWidth(s));
 
 // Python's textwrap word splitting (break_on_hyphens), with Unicode word characters.
 const WS = '[\\t\\n\\x0b\\x0c\\r ]';
@@ -79,7 +82,7 @@ export function textwrapFill(text: string, w: number): string {
 
 /** Pad to the column's width; `shown` is the text as printed (coloured), `text` what it measures. */
 function justify(text: string, w: number, align: 'l' | 'r', shown = text): string {
-  const pad = ' '.repeat(Math.max(0, w - stringWidth(text)));
+  const pad = ' '.repeat(Math.max(0, w - lineWidth(text)));
   return align === 'l' ? shown + pad : pad + shown;
 }
 
@@ -136,7 +139,7 @@ export function renderTable(t: Table, opts: TableOptions = { maxWidth: 0, fitWid
     const cells = row.map((v, i) =>
       v
         .split('\n')
-        .map((l) => (stringWidth(l) > widths[i] ? textwrapFill(l, widths[i]) : l))
+        .map((l) => (lineWidth(l) > widths[i] ? textwrapFill(l, widths[i]) : l))
         .join('\n')
         .split('\n'),
     );
