@@ -10,17 +10,18 @@ export interface OutputOptions {
   columns: string[];
   noindent: boolean;
   color: boolean;
+  // cliff's formatter options; unset means cliff's default.
   /** `-f shell --prefix P`. */
-  prefix: string;
+  prefix?: string;
   /** `--max-width N` (or $CLIFF_MAX_TERM_WIDTH): above 0, tables fit in N columns. */
-  maxWidth: number;
+  maxWidth?: number;
   /** `--fit-width` (or CLIFF_FIT_WIDTH=1): tables fit the terminal. */
-  fitWidth: boolean;
+  fitWidth?: boolean;
   terminalWidth?: number;
-  printEmpty: boolean;
-  sortColumns: string[];
-  sortDescending: boolean;
-  quote: Quote;
+  printEmpty?: boolean;
+  sortColumns?: string[];
+  sortDescending?: boolean;
+  quote?: Quote;
 }
 
 /** Colour only on a TTY, never with --no-color, NO_COLOR or TERM=dumb (chalk 5 ignores NO_COLOR). */

@@ -37,7 +37,7 @@ export function prepare(result: Printable, opts: Pick<OutputOptions, 'format' | 
   if (opts.format === 'shell' && t.kind === 'list') {
     throw new UsageError("argument -f/--format: invalid choice: 'shell' (choose from 'csv', 'json', 'table', 'value', 'yaml')");
   }
-  const sorted = sortRows(t, opts.sortColumns, opts.sortDescending);
+  const sorted = sortRows(t, opts.sortColumns ?? [], Boolean(opts.sortDescending));
   // dcmanager's client gives an empty list one row of <none>, which every formatter then prints.
   const filled: Table = sorted.kind === 'list' && sorted.rows.length === 0 ? { ...sorted, rows: [sorted.columns.map(() => '<none>')] } : sorted;
   return selectColumns(filled, opts.columns);
@@ -49,20 +49,20 @@ export function render(result: Printable, opts: OutputOptions): string {
   switch (opts.format) {
     case 'table':
       return renderTable(t, {
-        maxWidth: opts.maxWidth,
-        fitWidth: opts.fitWidth,
+        maxWidth: opts.maxWidth ?? 0,
+        fitWidth: Boolean(opts.fitWidth),
         terminalWidth: opts.terminalWidth,
         colorize: opts.color ? stateColorizer(new Chalk({ level: 1 })) : undefined,
       });
     case 'json':
       return renderJson(t, opts.noindent);
     case 'csv':
-      return renderCsv(t, opts.quote);
+      return renderCsv(t, opts.quote ?? 'nonnumeric');
     case 'value':
       return renderValue(t);
     case 'yaml':
       return renderYaml(t);
     case 'shell':
-      return renderShell(t, opts.prefix);
+      return renderShell(t, opts.prefix ?? '');
   }
 }

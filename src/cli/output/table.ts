@@ -106,7 +106,9 @@ function maxWidths(widths: number[], termWidth: number, minWidth: number): (numb
   return out;
 }
 
-export function renderTable(t: Table, opts: TableOptions = { maxWidth: 0, fitWidth: false }): string {
+export function renderTable(t: Table, options: TableOptions | Colorize = { maxWidth: 0, fitWidth: false }): string {
+  // A bare colorizer is accepted too (the signature before cliff's width options).
+  const opts: TableOptions = typeof options === 'function' ? { maxWidth: 0, fitWidth: false, colorize: options } : options;
   const colorize = opts.colorize ?? ((_c: string, s: string) => s);
   let head: string[];
   let rows: string[][];
