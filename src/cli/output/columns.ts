@@ -40,7 +40,7 @@ function compare(a: Value, b: Value): number | null {
  * or `--sort-descending`: cliff sorts on (value is None, value), one stable sort per column from the
  * last to the first; a column whose values cannot be compared is left as it is.
  */
-export function sortRows(t: Table, sortColumns: readonly string[], descending: boolean): Table {
+export function sortRows<T extends Table>(t: T, sortColumns: readonly string[], descending: boolean): T {
   if (t.kind !== 'list' || sortColumns.length === 0) return t;
   const indexes = sortColumns.map((c) => t.columns.indexOf(c)).filter((i) => i >= 0);
   let rows = t.rows;
