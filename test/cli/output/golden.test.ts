@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT, tempDir } from '../../helpers/cli.js';
 import { run } from '../../helpers/inprocess.js';
+import { main } from '../../../src/cli/main.js';
 
 const GOLDEN = path.join(ROOT, 'test', 'golden');
 
@@ -55,6 +56,14 @@ describe('golden files printed by cliff', () => {
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.stdout).toBe(fs.readFileSync(path.join(GOLDEN, `${name}.txt`), 'utf8'));
+  });
+
+  test('--fit-width on a terminal of 60 columns prints what --max-width 60 prints', async () => {
+    const stdout = { isTTY: true, columns: 60, text: '', write: (c: string) => ((stdout.text += c), true) };
+    const stderr = { text: '', write: (c: string) => ((stderr.text += c), true) };
+    const code = await main(['--db', path.join(tmp.dir, 'fleet.db'), 'strategy-step', 'list', '--fit-width', '--no-color'], { stdout, stderr } as never);
+    expect([code, stderr.text]).toEqual([0, '']);
+    expect(stdout.text).toBe(fs.readFileSync(path.join(GOLDEN, 'step-list.max-width.txt'), 'utf8'));
   });
 
   test('shell is refused for a list, as cliff has no such list formatter', async () => {
