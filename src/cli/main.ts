@@ -6,10 +6,10 @@ import { Command, CommanderError } from 'commander';
 import { createRequire } from 'node:module';
 import { DcmError, EXIT } from '../domain/errors.js';
 import { resolveDbPath } from '../store/path.js';
-import { extractGlobals, type GlobalOptions } from './globals.js';
-import { wantColor } from './output/options.js';
-import { selectColumns } from './output/columns.js';
-import type { Result } from './output/result.js';
+import { addGlobalOptions, addGlobalOptionsEverywhere, readGlobals, type GlobalOptions } from './globals.js';
+import { confirmIfRequired, type ConfirmIo } from './confirm.js';
+import { wantColor, type OutputOptions } from './output/options.js';
+import type { Printable } from './output/views.js';
 import type { Outcome, RunCtx, Runner } from './runner.js';
 import { registerSubcloud } from './subcloud.js';
 import { registerGroup } from './group.js';
@@ -19,72 +19,96 @@ import { registerStrategyConfig } from './strategy-config.js';
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
 
-function isOutcome(x: Result | Outcome): x is Outcome {
+function isOutcome(x: Printable | Outcome): x is Outcome {
   return !('kind' in x);
 }
 
-export function buildProgram(run: Runner): Command {
+export interface Io {
+  stdout: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
+  stderr: NodeJS.WritableStream;
+  stdin?: ConfirmIo['stdin'];
+}
+
+export function buildProgram(run: Runner, io?: Io): Command {
   const program = new Command('dcm')
     .description('Orchestrate software updates across a fleet of subclouds, dcmanager style')
     .version(version, '--version')
     .exitOverride()
-    .configureOutput({ outputError: () => {} })
-    .showSuggestionAfterError(false)
-    // Documented here for --help; they are taken out of argv before parsing (globals.ts).
-    .option('--db <path>', 'database file (default $DCM_DB, else ./dcm.db)')
-    .option('-f, --format <format>', 'table | json | csv | value | yaml', 'table')
-    .option('-c, --column <name>', 'show only this column (repeatable)')
-    .option('--noindent', 'compact json')
-    .option('--no-color', 'never colour tables')
-    .option('-q, --quiet', 'no progress on stderr');
+    // Each command parses its own options first, so an option value that starts with a dash
+    // (`--description "-first rack"`) is never read as a global option.
+    .enablePositionalOptions()
+    .configureOutput({
+      outputError: () => {},
+      // Help and version go to main's streams, never straight to the process's.
+      writeOut: (s) => void (io ?? process).stdout.write(s),
+      writeErr: (s) => void (io ?? process).stderr.write(s),
+    })
+    .showSuggestionAfterError(false);
+  addGlobalOptions(program, true);
   registerSubcloud(program, run);
   registerGroup(program, run);
   registerStrategy(program, run);
   registerSteps(program, run);
   registerStrategyConfig(program, run);
+  addGlobalOptionsEverywhere(program);
   return program;
 }
 
-export async function main(argv: string[], io = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
+function outputOptions(g: GlobalOptions, io: Io): OutputOptions {
+  return {
+    format: g.format,
+    columns: g.columns,
+    noindent: g.noindent,
+    color: wantColor(io.stdout, g.noColor),
+    prefix: g.prefix,
+    maxWidth: g.maxWidth,
+    fitWidth: g.fitWidth,
+    terminalWidth: io.stdout.isTTY ? io.stdout.columns : undefined,
+    printEmpty: g.printEmpty,
+    sortColumns: g.sortColumns,
+    sortDescending: g.sortDescending,
+    quote: g.quote,
+  };
+}
+
+export async function main(argv: string[], io: Io = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin }): Promise<number> {
   try {
-    const { globals, rest } = extractGlobals(argv);
-    const ctx: RunCtx = {
-      dbPath: resolveDbPath(globals.db),
-      quiet: globals.quiet,
-      // An unknown -c column is refused before a write command commits (exit 2, file unchanged).
-      checkResult: globals.columns.length ? (r) => void selectColumns(r as Result, globals.columns) : undefined,
-    };
     let outcome: Outcome = {};
+    let out: OutputOptions | undefined;
+    let ctx: RunCtx | undefined;
     const run: Runner = async (fn) => {
-      const out = await fn(ctx);
-      outcome = isOutcome(out) ? out : { result: out };
+      const res = await fn(ctx!);
+      outcome = isOutcome(res) ? res : { result: res };
     };
-    const program = buildProgram(run);
-    if (rest.length === 0) {
+    const program = buildProgram(run, io);
+    program.hook('preAction', async (_program, action) => {
+      const g = readGlobals(action);
+      const o = outputOptions(g, io);
+      out = o;
+      // Loaded only when a command runs: the renderers are not needed to parse or for --help.
+      const { prepare } = await import('./output/render.js');
+      ctx = {
+        dbPath: resolveDbPath(g.db),
+        quiet: g.quiet,
+        // What cannot be printed (an unknown -c, shell for a list) is refused before a write
+        // command commits (exit 2, file unchanged).
+        checkResult: (r) => void prepare(r as Printable, o),
+        confirm: (yes) => confirmIfRequired(yes, { stdin: io.stdin ?? process.stdin, stderr: io.stderr }),
+      };
+    });
+    if (argv.length === 0) {
       io.stdout.write(program.helpInformation());
       return EXIT.usage;
     }
-    await program.parseAsync(rest, { from: 'user' });
-    if (outcome.result) {
-      io.stdout.write(await renderOutcome(outcome.result, globals, wantColor(io.stdout, globals.noColor)));
+    await program.parseAsync(argv, { from: 'user' });
+    if (outcome.result && out) {
+      const { render } = await import('./output/render.js');
+      io.stdout.write(render(outcome.result, out));
     }
     return outcome.exitCode ?? EXIT.ok;
   } catch (err) {
     return report(err, io.stderr);
   }
-}
-
-/**
- * Renderers load only when there is something to print, and the table renderer (with the colour
- * library) only for tables: start-up is most of what a person waits for.
- */
-async function renderOutcome(result: Result, g: GlobalOptions, color: boolean): Promise<string> {
-  if (g.format === 'table') {
-    const { render } = await import('./output/render.js');
-    return render(result, { format: g.format, columns: g.columns, noindent: g.noindent, color });
-  }
-  const { renderData } = await import('./output/formats.js');
-  return renderData(selectColumns(result, g.columns), g.format, g.noindent);
 }
 
 /** Errors are one line (SPEC §8): a message quoting file text may hold newlines. */

@@ -1,15 +1,20 @@
 /** The bridge between commander actions and plain command functions. */
 import type { Ctx } from '../commands/context.js';
-import type { Result } from './output/result.js';
+import type { Printable } from './output/views.js';
 
 /** A command's answer: what to print, and the exit code when it is not 0. */
 export interface Outcome {
-  result?: Result;
+  result?: Printable;
   exitCode?: number;
 }
 
 export interface RunCtx extends Ctx {
   quiet: boolean;
+  /**
+   * dcmanager's confirmation of a high-risk command (apply, delete): with CLI_CONFIRMATIONS=enabled
+   * and no `--yes`, ask on a terminal, refuse off one.
+   */
+  confirm: (yes: boolean | undefined) => Promise<void>;
 }
 
-export type Runner = (fn: (ctx: RunCtx) => Promise<Result | Outcome>) => Promise<void>;
+export type Runner = (fn: (ctx: RunCtx) => Promise<Printable | Outcome>) => Promise<void>;

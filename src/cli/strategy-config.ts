@@ -59,10 +59,11 @@ export function registerStrategyConfig(program: Command, run: Runner): void {
     .action((cloud: string | undefined) => run(async (ctx) => (await commands()).configShowOne(ctx, cloud)));
   c.command('delete')
     .argument('<cloud>', 'subcloud name or id (RegionOne: put the built-in defaults back)')
-    .option('--yes', 'do not ask for confirmation')
+    .option('--yes', 'skip confirmation and proceed with the action (CLI_CONFIRMATIONS=enabled)')
     .description("delete a subcloud's own options: it uses the defaults again")
-    .action((cloud: string) =>
+    .action((cloud: string, o: { yes?: boolean }) =>
       run(async (ctx) => {
+        await ctx.confirm(o.yes);
         await (await commands()).configDelete(ctx, cloud);
         return {};
       }),

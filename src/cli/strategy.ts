@@ -34,6 +34,7 @@ const TYPE_OPTIONS: [string, string][] = [
   ['--cleanup', 'sw-deploy: clean up'],
   ['--with-prestage', 'sw-deploy: prestage first'],
   ['--kube-upgrade <version>', 'sw-deploy: also upgrade kubernetes to this version'],
+  ['--sysadmin-password <password>', 'prestage, sw-deploy with --with-prestage: the subclouds\' sysadmin password (stored, never printed)'],
 ];
 
 
@@ -84,13 +85,25 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .action((o: { type?: StrategyType }) => run(async (ctx) => (await commands()).strategyShow_(ctx, typeOf(o))));
   withType(parent.command('apply'), false)
     .description('run the strategy in the foreground until it ends (exit 0 complete, 1 failed, 3 aborted)')
-    .action((o: { type?: StrategyType }) => run(async (ctx) => (await orchestrator()).strategyApply(ctx, typeOf(o))));
+    .option('--yes', 'skip confirmation and proceed with the action (CLI_CONFIRMATIONS=enabled)')
+    .action((o: { type?: StrategyType; yes?: boolean }) =>
+      run(async (ctx) => {
+        await ctx.confirm(o.yes);
+        return (await orchestrator()).strategyApply(ctx, typeOf(o));
+      }),
+    );
   withType(parent.command('abort'), false)
     .description('abort the strategy being applied')
     .action((o: { type?: StrategyType }) => run(async (ctx) => (await orchestrator()).strategyAbort(ctx, typeOf(o))));
   withType(parent.command('delete'), false)
     .description('delete the strategy, its steps and their history')
-    .action((o: { type?: StrategyType }) => run(async (ctx) => (await commands()).strategyDelete(ctx, typeOf(o))));
+    .option('--yes', 'skip confirmation and proceed with the action (CLI_CONFIRMATIONS=enabled)')
+    .action((o: { type?: StrategyType; yes?: boolean }) =>
+      run(async (ctx) => {
+        await ctx.confirm(o.yes);
+        return (await commands()).strategyDelete(ctx, typeOf(o));
+      }),
+    );
 }
 
 export function registerStrategy(program: Command, run: Runner): void {

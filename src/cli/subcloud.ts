@@ -1,6 +1,6 @@
 /** Commander wiring of `dcm subcloud …`. */
 import type { Command } from 'commander';
-import { parseSubcloudFields, type RawSubcloudFields } from '../domain/inventory.js';
+import { parseSubcloudFields, UNTRACKED_FIELDS, type RawSubcloudFields } from '../domain/inventory.js';
 import { collect } from './parsers.js';
 import type { Runner } from './runner.js';
 
@@ -8,7 +8,7 @@ import type { Runner } from './runner.js';
 const commands = () => import('../commands/subclouds.js');
 
 function fieldOptions(cmd: Command): Command {
-  return cmd
+  cmd
     .option('--group <group>', 'subcloud group (name or id)')
     .option('--management <state>', 'managed | unmanaged')
     .option('--availability <state>', 'online | offline')
@@ -18,6 +18,9 @@ function fieldOptions(cmd: Command): Command {
     .option('--sync <endpoint=status>', 'endpoint sync status; endpoint may be all (repeatable)', collect)
     .option('--description <text>', 'description')
     .option('--location <text>', 'location');
+  // Fields dcmanager shows that dcm only keeps (SPEC §4).
+  for (const f of UNTRACKED_FIELDS) cmd.option(`--${f.replace(/_/g, '-')} <value>`, `${f.replace(/_/g, ' ')} (kept and shown, not acted on)`);
+  return cmd;
 }
 
 export function registerSubcloud(program: Command, run: Runner): void {
@@ -31,12 +34,15 @@ export function registerSubcloud(program: Command, run: Runner): void {
     .action((file: string) => run(async (ctx) => (await commands()).subcloudImport(ctx, file)));
   sc.command('list')
     .option('--group <group>', 'only this group')
+    .option('--all', 'list all subclouds, including those whose deploy status is secondary or secondary-failed')
+    .option('-d, --detail', 'list all columns of the subclouds')
     .description('list subclouds')
-    .action((opts: { group?: string }) => run(async (ctx) => (await commands()).subcloudList_(ctx, opts.group)));
+    .action((opts: { group?: string; all?: boolean; detail?: boolean }) => run(async (ctx) => (await commands()).subcloudList_(ctx, opts)));
   sc.command('show')
     .argument('<name>')
+    .option('-d, --detail', 'show additional details for a subcloud')
     .description('show every field of a subcloud')
-    .action((name: string) => run(async (ctx) => (await commands()).subcloudShow_(ctx, name)));
+    .action((name: string, o: { detail?: boolean }) => run(async (ctx) => (await commands()).subcloudShow_(ctx, name, Boolean(o.detail))));
   fieldOptions(sc.command('update').argument('<name...>').description('change subclouds')).action(
     (names: string[], opts: RawSubcloudFields) => run(async (ctx) => (await commands()).subcloudUpdate(ctx, names, parseSubcloudFields(opts))),
   );

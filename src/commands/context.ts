@@ -25,6 +25,8 @@ export function withWriteDb<T>(ctx: Ctx, fn: (db: Db) => T): T {
     checkDbPath(ctx.dbPath, false);
     const tmp = `${ctx.dbPath}.${process.pid}-${crypto.randomBytes(4).toString('hex')}.new`;
     try {
+      // Created 0600 before SQLite opens it: the file may hold a sysadmin password (SPEC §8).
+      fs.closeSync(fs.openSync(tmp, 'wx', 0o600));
       let db: Db;
       try {
         db = openDb(tmp, { create: true })!;

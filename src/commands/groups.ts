@@ -14,8 +14,7 @@ import {
 import { listSubclouds } from '../store/subclouds.js';
 import type { Db } from '../store/open.js';
 import { immediate, withReadDb, withWriteDb, type Ctx } from './context.js';
-import { groupList, groupShow, subcloudList, SUBCLOUD_COLUMNS } from './views.js';
-import { list, type Result } from '../cli/output/result.js';
+import type { CommandResult, GroupRecord } from './results.js';
 
 export interface GroupInput {
   name?: string;
@@ -34,7 +33,7 @@ function notFound(ref: string): never {
   throw new OperationError(`Subcloud group ${ref} does not exist`);
 }
 
-export async function groupAdd(ctx: Ctx, input: GroupInput & { name: string }): Promise<Result> {
+export async function groupAdd(ctx: Ctx, input: GroupInput & { name: string }): Promise<CommandResult> {
   checkGroupName(input.name);
   return withWriteDb(ctx, (db) =>
     immediate(db, () => {
@@ -45,42 +44,39 @@ export async function groupAdd(ctx: Ctx, input: GroupInput & { name: string }): 
         updateApplyType: input.updateApplyType ?? 'parallel',
         maxParallelSubclouds: input.maxParallelSubclouds ?? 2,
       });
-      return groupShow(mustFind(db, String(id)));
+      return { kind: 'group', row: mustFind(db, String(id)) };
     }),
   );
 }
 
-export async function groupList_(ctx: Ctx): Promise<Result> {
-  return withReadDb(ctx, null, (db) => groupList(listGroups(db))) ?? defaultOnlyList();
+export async function groupList_(ctx: Ctx): Promise<CommandResult> {
+  return { kind: 'groups', rows: withReadDb(ctx, null, (db) => listGroups(db)) ?? [DEFAULT_UNCREATED] };
 }
 
-/** A file that does not exist yet still has the Default group, as every dcm file does. */
-function defaultOnlyList(): Result {
-  return list(['id', 'name', 'description'], [[1, 'Default', 'Default Subcloud Group']]);
-}
-
-export async function groupShow_(ctx: Ctx, ref: string): Promise<Result> {
-  return withReadDb(ctx, null, (db) => groupShow(mustFind(db, ref))) ?? (isDefault(ref) ? defaultOnlyShow() : notFound(ref));
+export async function groupShow_(ctx: Ctx, ref: string): Promise<CommandResult> {
+  const row = withReadDb(ctx, null, (db) => mustFind(db, ref)) ?? (isDefault(ref) ? DEFAULT_UNCREATED : notFound(ref));
+  return { kind: 'group', row };
 }
 
 function isDefault(ref: string): boolean {
   return ref === 'Default' || ref === '1';
 }
 
-/** Default as a file that does not exist yet would hold it (it has no creation time yet). */
-function defaultOnlyShow(): Result {
-  return groupShow({
-    id: 1,
-    name: 'Default',
-    description: 'Default Subcloud Group',
-    update_apply_type: 'parallel',
-    max_parallel_subclouds: 2,
-    created_at: null,
-    updated_at: null,
-  });
-}
+/**
+ * A file that does not exist yet still has the Default group, as every dcm file does (it has no
+ * creation time yet).
+ */
+const DEFAULT_UNCREATED: GroupRecord = {
+  id: 1,
+  name: 'Default',
+  description: 'Default Subcloud Group',
+  update_apply_type: 'parallel',
+  max_parallel_subclouds: 2,
+  created_at: null,
+  updated_at: null,
+};
 
-export async function groupUpdate(ctx: Ctx, ref: string, input: GroupInput): Promise<Result> {
+export async function groupUpdate(ctx: Ctx, ref: string, input: GroupInput): Promise<CommandResult> {
   const changes: Parameters<typeof updateGroup>[2] = {};
   if (input.name !== undefined) {
     checkGroupName(input.name);
@@ -99,12 +95,12 @@ export async function groupUpdate(ctx: Ctx, ref: string, input: GroupInput): Pro
       const clash = changes.name !== undefined ? findGroup(db, changes.name) : undefined;
       if (clash && clash.id !== g.id) throw new OperationError(`Subcloud group ${changes.name} already exists`);
       updateGroup(db, g.id, changes);
-      return groupShow(mustFind(db, String(g.id)));
+      return { kind: 'group', row: mustFind(db, String(g.id)) };
     }),
   );
 }
 
-export async function groupDelete(ctx: Ctx, ref: string): Promise<Result> {
+export async function groupDelete(ctx: Ctx, ref: string): Promise<CommandResult> {
   return withWriteDb(ctx, (db) =>
     immediate(db, () => {
       const g = mustFind(db, ref);
@@ -112,13 +108,12 @@ export async function groupDelete(ctx: Ctx, ref: string): Promise<Result> {
       const n = countSubcloudsInGroup(db, g.id);
       if (n > 0) throw new OperationError(`Subcloud group ${g.name} has ${n} subcloud(s) and may not be deleted`);
       deleteGroup(db, g.id);
-      return groupShow(g);
+      return { kind: 'nothing' };
     }),
   );
 }
 
-export async function groupListSubclouds(ctx: Ctx, ref: string): Promise<Result> {
-  const empty = list(SUBCLOUD_COLUMNS, []);
-  return withReadDb(ctx, null, (db) => subcloudList(listSubclouds(db, mustFind(db, ref).id))) ??
-    (isDefault(ref) ? empty : notFound(ref));
+export async function groupListSubclouds(ctx: Ctx, ref: string): Promise<CommandResult> {
+  const rows = withReadDb(ctx, null, (db) => listSubclouds(db, mustFind(db, ref).id)) ?? (isDefault(ref) ? [] : notFound(ref));
+  return { kind: 'group-subclouds', rows };
 }

@@ -2,22 +2,18 @@
 import { OperationError } from '../domain/errors.js';
 import { findStep, listHistory, listStepColumns } from '../store/steps.js';
 import { withReadDb, type Ctx } from './context.js';
-import { historyList, HISTORY_COLUMNS, stepShow, STEP_COLUMNS } from './views.js';
-import { list, type Result } from '../cli/output/result.js';
+import type { CommandResult, StepLine } from './results.js';
 
-export async function stepList_(ctx: Ctx, filter: { states?: string[]; stage?: number }): Promise<Result> {
-  return withReadDb(ctx, list(STEP_COLUMNS, []), (db) => list(STEP_COLUMNS, listStepColumns(db, filter)));
+export async function stepList_(ctx: Ctx, filter: { states?: string[]; stage?: number }): Promise<CommandResult> {
+  return { kind: 'steps', rows: withReadDb(ctx, [], (db) => listStepColumns(db, filter) as StepLine[]) };
 }
 
-export async function stepShow_(ctx: Ctx, cloud: string): Promise<Result> {
-  const r = withReadDb(ctx, null, (db) => {
-    const step = findStep(db, cloud);
-    return step ? stepShow(step) : null;
-  });
-  if (!r) throw new OperationError(`Strategy step for subcloud ${cloud} not found`);
-  return r;
+export async function stepShow_(ctx: Ctx, cloud: string): Promise<CommandResult> {
+  const row = withReadDb(ctx, null, (db) => findStep(db, cloud) ?? null);
+  if (!row) throw new OperationError(`Strategy step for subcloud ${cloud} not found`);
+  return { kind: 'step', row };
 }
 
-export async function stepHistory(ctx: Ctx, cloud?: string): Promise<Result> {
-  return withReadDb(ctx, list(HISTORY_COLUMNS, []), (db) => historyList(listHistory(db, cloud)));
+export async function stepHistory(ctx: Ctx, cloud?: string): Promise<CommandResult> {
+  return { kind: 'history', rows: withReadDb(ctx, [], (db) => listHistory(db, cloud)) };
 }

@@ -10,8 +10,7 @@ import { insertSteps } from '../store/steps.js';
 import { planningRecords } from '../store/subclouds.js';
 import { UsageError } from '../domain/errors.js';
 import { immediate, withExistingWriteDb, withReadDb, withWriteDb, type Ctx } from './context.js';
-import { strategyShow } from './views.js';
-import type { Result } from '../cli/output/result.js';
+import type { CommandResult } from './results.js';
 
 export interface CreateInput {
   type: StrategyType;
@@ -36,7 +35,7 @@ export function theStrategy(db: Db, type?: StrategyType): Strategy {
   return s;
 }
 
-export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Result> {
+export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<CommandResult> {
   return withWriteDb(ctx, (db) =>
     immediate(db, () => {
       const existing = getStrategy(db);
@@ -82,23 +81,23 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Resu
         plan.stages,
       );
       insertSteps(db, plan.steps);
-      return strategyShow(theStrategy(db));
+      return { kind: 'strategy', strategy: theStrategy(db) };
     }),
   );
 }
 
-export async function strategyShow_(ctx: Ctx, type?: StrategyType): Promise<Result> {
-  return withReadDb(ctx, null, (db) => strategyShow(theStrategy(db, type))) ?? strategyNotFound(type);
+export async function strategyShow_(ctx: Ctx, type?: StrategyType): Promise<CommandResult> {
+  return { kind: 'strategy', strategy: withReadDb(ctx, null, (db) => theStrategy(db, type)) ?? strategyNotFound(type) };
 }
 
-export async function strategyDelete(ctx: Ctx, type?: StrategyType): Promise<Result> {
+export async function strategyDelete(ctx: Ctx, type?: StrategyType): Promise<CommandResult> {
   const result = withExistingWriteDb(ctx, (db) => {
     const s = theStrategy(db, type);
     if (!['initial', ...STRATEGY_ENDED].includes(s.state)) {
       throw new OperationError(`Strategy in state ${s.state} cannot be deleted`);
     }
     deleteStrategy(db);
-    return strategyShow({ ...s, state: 'deleted' });
+    return { kind: 'strategy' as const, strategy: { ...s, state: 'deleted' } };
   });
   return result ?? strategyNotFound(type);
 }

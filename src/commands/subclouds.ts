@@ -16,8 +16,7 @@ import {
   type SubcloudFields,
 } from '../store/subclouds.js';
 import { immediate, withReadDb, withWriteDb, type Ctx } from './context.js';
-import { subcloudList, subcloudShow, SUBCLOUD_COLUMNS } from './views.js';
-import { list, type Result } from '../cli/output/result.js';
+import type { CommandResult } from './results.js';
 
 function groupId(db: Db, ref: string): number {
   const g = findGroup(db, ref);
@@ -50,7 +49,7 @@ function addRows(db: Db, rows: { name: string; fields: SubcloudInput; line?: num
   );
 }
 
-export async function subcloudAdd(ctx: Ctx, names: string[], input: SubcloudInput): Promise<Result> {
+export async function subcloudAdd(ctx: Ctx, names: string[], input: SubcloudInput): Promise<CommandResult> {
   names.forEach((n) => checkName('subcloud', n));
   const seen = new Set<string>();
   const dup = names.find((n) => seen.size === seen.add(n).size);
@@ -59,12 +58,12 @@ export async function subcloudAdd(ctx: Ctx, names: string[], input: SubcloudInpu
     immediate(db, () => {
       addRows(db, names.map((name) => ({ name, fields: input })));
       const added = new Set(names);
-      return subcloudList(listSubclouds(db).filter((r) => added.has(r.name)));
+      return { kind: 'subclouds', rows: listSubclouds(db).filter((r) => added.has(r.name)), detail: false };
     }),
   );
 }
 
-export async function subcloudImport(ctx: Ctx, file: string): Promise<Result> {
+export async function subcloudImport(ctx: Ctx, file: string): Promise<CommandResult> {
   let text: string;
   try {
     text = fs.readFileSync(file === '-' ? 0 : file, 'utf8');
@@ -75,16 +74,20 @@ export async function subcloudImport(ctx: Ctx, file: string): Promise<Result> {
   return withWriteDb(ctx, (db) =>
     immediate(db, () => {
       addRows(db, rows);
-      return list(['imported'], [[rows.length]]);
+      return { kind: 'imported', count: rows.length };
     }),
   );
 }
 
-export async function subcloudList_(ctx: Ctx, group?: string): Promise<Result> {
-  return withReadDb(ctx, list(SUBCLOUD_COLUMNS, []), (db) => {
-    if (group === undefined) return subcloudList(listSubclouds(db));
-    return subcloudList(listSubclouds(db, groupId(db, group)));
-  });
+/** dcmanager hides subclouds of these deploy statuses unless `--all` is given. */
+const SECONDARY = ['secondary', 'secondary-failed'];
+
+export async function subcloudList_(
+  ctx: Ctx,
+  opts: { group?: string; all?: boolean; detail?: boolean } = {},
+): Promise<CommandResult> {
+  const rows = withReadDb(ctx, [], (db) => listSubclouds(db, opts.group === undefined ? undefined : groupId(db, opts.group)));
+  return { kind: 'subclouds', rows: opts.all ? rows : rows.filter((r) => !SECONDARY.includes(r.deploy_status)), detail: Boolean(opts.detail) };
 }
 
 function mustFind(db: Db, name: string) {
@@ -93,26 +96,28 @@ function mustFind(db: Db, name: string) {
   return sc;
 }
 
-export async function subcloudShow_(ctx: Ctx, name: string): Promise<Result> {
-  const result = withReadDb(ctx, null, (db) => subcloudShow(mustFind(db, name)));
-  if (!result) throw new OperationError(`Subcloud ${name} does not exist`);
-  return result;
+export async function subcloudShow_(ctx: Ctx, name: string, detail = false): Promise<CommandResult> {
+  const row = withReadDb(ctx, null, (db) => mustFind(db, name));
+  if (!row) throw new OperationError(`Subcloud ${name} does not exist`);
+  return { kind: 'subcloud', row, detail };
 }
 
-export async function subcloudUpdate(ctx: Ctx, names: string[], input: SubcloudInput): Promise<Result> {
+export async function subcloudUpdate(ctx: Ctx, names: string[], input: SubcloudInput): Promise<CommandResult> {
   if (Object.keys(input).length === 0) throw new OperationError('Nothing to update');
   return withWriteDb(ctx, (db) =>
     immediate(db, () => {
       const rows = names.map((n) => mustFind(db, n));
       const fields = toStored(db, input);
       for (const r of rows) updateSubcloud(db, r.id, fields);
+      // One name: the subcloud as `show` prints it, as dcmanager's `subcloud update` does.
+      if (names.length === 1) return { kind: 'subcloud', row: mustFind(db, names[0]), detail: false };
       const changed = new Set(names);
-      return subcloudList(listSubclouds(db).filter((r) => changed.has(r.name)));
+      return { kind: 'subclouds', rows: listSubclouds(db).filter((r) => changed.has(r.name)), detail: false };
     }),
   );
 }
 
-export async function subcloudDelete(ctx: Ctx, names: string[]): Promise<Result> {
+export async function subcloudDelete(ctx: Ctx, names: string[]): Promise<CommandResult> {
   return withWriteDb(ctx, (db) =>
     immediate(db, () => {
       const rows = names.map((n) => mustFind(db, n));
@@ -122,7 +127,7 @@ export async function subcloudDelete(ctx: Ctx, names: string[]): Promise<Result>
         }
       }
       for (const r of rows) deleteSubcloud(db, r.id);
-      return subcloudList(rows);
+      return { kind: 'nothing' };
     }),
   );
 }

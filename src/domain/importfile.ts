@@ -6,7 +6,7 @@
 import { createRequire } from 'node:module';
 import { OperationError, UsageError } from './errors.js';
 import { ENDPOINTS, type Endpoint } from './types.js';
-import { parseSubcloudFields, type SubcloudInput } from './inventory.js';
+import { camel, parseSubcloudFields, UNTRACKED_FIELDS, type SubcloudInput } from './inventory.js';
 
 export interface ImportRow {
   line: number;
@@ -45,6 +45,7 @@ const FIELD_KEYS: Record<string, string> = {
   software_version: 'softwareVersion',
   prestage_status: 'prestageStatus',
   sync: 'sync',
+  ...Object.fromEntries(UNTRACKED_FIELDS.map((f) => [f, camel(f)])),
 };
 
 function toImportRow(raw: RawRow): ImportRow {

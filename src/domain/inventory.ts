@@ -14,9 +14,47 @@ export interface RawSubcloudFields {
   description?: string;
   location?: string;
   sync?: string[];
+  managementSubnet?: string;
+  managementStartIp?: string;
+  managementEndIp?: string;
+  managementGatewayIp?: string;
+  systemcontrollerGatewayIp?: string;
+  peerGroupId?: string;
+  backupStatus?: string;
+  backupDatetime?: string;
+  prestageVersions?: string;
+  regionName?: string;
+  oamFloatingIp?: string;
+  deployConfigSyncStatus?: string;
 }
 
-export interface SubcloudInput {
+/**
+ * Fields dcmanager shows that dcm keeps without acting on them: accepted by add, update and
+ * import, stored, printed by show and the detail lists (None until given).
+ */
+export const UNTRACKED_FIELDS = [
+  'management_subnet',
+  'management_start_ip',
+  'management_end_ip',
+  'management_gateway_ip',
+  'systemcontroller_gateway_ip',
+  'peer_group_id',
+  'backup_status',
+  'backup_datetime',
+  'prestage_versions',
+  'region_name',
+  'oam_floating_ip',
+  'deploy_config_sync_status',
+] as const;
+export type UntrackedField = (typeof UNTRACKED_FIELDS)[number];
+
+/** `management_subnet` → `managementSubnet`: the key commander gives for `--management-subnet`. */
+export function camel(snake: string): string {
+  return snake.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
+}
+
+export interface SubcloudInput extends Partial<Record<Exclude<UntrackedField, 'peer_group_id'>, string>> {
+  peer_group_id?: number;
   group?: string;
   management?: 'managed' | 'unmanaged';
   availability?: 'online' | 'offline';
@@ -63,6 +101,12 @@ export function parseSubcloudFields(raw: RawSubcloudFields): SubcloudInput {
   if (raw.description !== undefined) out.description = raw.description;
   if (raw.location !== undefined) out.location = raw.location;
   if (raw.sync !== undefined && raw.sync.length) out.sync = parseSync(raw.sync);
+  for (const f of UNTRACKED_FIELDS) {
+    const v = raw[camel(f) as keyof RawSubcloudFields] as string | undefined;
+    if (v === undefined) continue;
+    if (f === 'peer_group_id') out.peer_group_id = parseIntIn('peer group id', v, 0, Number.MAX_SAFE_INTEGER);
+    else out[f] = v;
+  }
   return out;
 }
 

@@ -23,6 +23,7 @@ export interface RawTypeOptions {
   cleanup?: boolean;
   withPrestage?: boolean;
   kubeUpgrade?: string;
+  sysadminPassword?: string;
 }
 
 export interface RawDriverOptions {
@@ -50,15 +51,16 @@ const FLAG: Record<keyof RawTypeOptions, string> = {
   cleanup: '--cleanup',
   withPrestage: '--with-prestage',
   kubeUpgrade: '--kube-upgrade',
+  sysadminPassword: '--sysadmin-password',
 };
 
 const ALLOWED: Record<StrategyType, (keyof RawTypeOptions)[]> = {
   patch: ['patchId'],
-  'sw-deploy': ['releaseId', 'snapshot', 'rollback', 'delete', 'cleanup', 'withPrestage', 'kubeUpgrade'],
+  'sw-deploy': ['releaseId', 'snapshot', 'rollback', 'delete', 'cleanup', 'withPrestage', 'kubeUpgrade', 'sysadminPassword'],
   kubernetes: ['toVersion'],
   'kube-rootca-update': ['subject', 'expiryDate', 'certFile'],
   firmware: [],
-  prestage: ['release', 'forInstall', 'forSwDeploy'],
+  prestage: ['release', 'forInstall', 'forSwDeploy', 'sysadminPassword'],
 };
 
 /** The type-option flags a strategy type takes (for the per-type aliases' help). */
@@ -78,6 +80,14 @@ function exclusive(raw: RawTypeOptions, a: keyof RawTypeOptions, others: (keyof 
   for (const b of others) {
     if (given(raw, b)) throw new UsageError(`${FLAG[a]} cannot be used with ${FLAG[b]}`);
   }
+}
+
+/**
+ * The sysadmin password is kept in the extra args under this one key, for the exec driver to hand
+ * to runs; no command prints extra args.
+ */
+function password(raw: RawTypeOptions): ExtraArgs {
+  return raw.sysadminPassword !== undefined ? { sysadmin_password: raw.sysadminPassword } : {};
 }
 
 /** Validate type options against the type and dcmanager's rules; returns the stored extra args. */
@@ -108,13 +118,30 @@ export function typeExtraArgs(type: StrategyType, raw: RawTypeOptions): ExtraArg
         prestage_software_version: raw.release ?? null,
         for_sw_deploy: Boolean(raw.forSwDeploy),
         for_install: !raw.forSwDeploy,
+        ...password(raw),
       };
     }
     case 'sw-deploy': {
-      exclusive(raw, 'rollback', ['releaseId', 'cleanup', 'withPrestage', 'kubeUpgrade', 'snapshot', 'delete']);
-      exclusive(raw, 'cleanup', ['releaseId', 'withPrestage', 'kubeUpgrade', 'snapshot', 'delete']);
+      // dcmanager's client checks, in its order and with its words.
+      if (given(raw, 'sysadminPassword') && !raw.withPrestage) {
+        throw new UsageError('--sysadmin-password can only be used with --with-prestage');
+      }
       if (!given(raw, 'releaseId') && !raw.rollback && !raw.cleanup) {
-        throw new UsageError('--release-id is required unless --rollback or --cleanup is given');
+        throw new UsageError('The --release-id is required to create a deploy strategy.');
+      }
+      if (raw.snapshot && (raw.rollback || raw.cleanup)) {
+        throw new UsageError('Option --snapshot cannot be used with any of the following options: --rollback or --cleanup.');
+      }
+      if (raw.delete && (raw.rollback || raw.cleanup)) {
+        throw new UsageError('Option --delete cannot be used with any of the following options: --rollback or --cleanup.');
+      }
+      if (raw.rollback && (given(raw, 'releaseId') || raw.cleanup || raw.withPrestage || given(raw, 'kubeUpgrade'))) {
+        throw new UsageError(
+          'Option --rollback cannot be used with any of the following options: --release-id, --cleanup, --with-prestage or --kube-upgrade.',
+        );
+      }
+      if (raw.cleanup && (given(raw, 'releaseId') || raw.withPrestage || given(raw, 'kubeUpgrade'))) {
+        throw new UsageError('Option --cleanup cannot be used with any of the following options: --release-id, --with-prestage or --kube-upgrade.');
       }
       return {
         release_id: raw.releaseId ?? null,
@@ -124,6 +151,7 @@ export function typeExtraArgs(type: StrategyType, raw: RawTypeOptions): ExtraArg
         cleanup: Boolean(raw.cleanup),
         with_prestage: Boolean(raw.withPrestage),
         kube_upgrade: raw.kubeUpgrade ?? null,
+        ...password(raw),
       };
     }
     case 'firmware':

@@ -53,12 +53,14 @@ export interface Plan {
 /** Check 2 of SPEC §5: what may not be combined. Runs before the range check and any lookup. */
 export function checkCombination(req: PlanRequest): void {
   if (req.cloudName && req.groupName) {
-    throw new UsageError('cloud_name and group are mutually exclusive');
+    throw new UsageError('The cloud_name and group options are mutually exclusive.');
   }
-  if (req.groupName && (req.subcloudApplyType || req.maxParallelSubclouds != null)) {
-    throw new UsageError(
-      'subcloud-apply-type and max-parallel-subclouds are not supported when group option is applied',
-    );
+  // dcmanager's client words, one message per option.
+  if (req.groupName && req.subcloudApplyType) {
+    throw new UsageError('The --subcloud-apply-type is not supported when --group option is applied.');
+  }
+  if (req.groupName && req.maxParallelSubclouds != null) {
+    throw new UsageError('The --max-parallel-subclouds options is not supported when --group option is applied.');
   }
 }
 

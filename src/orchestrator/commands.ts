@@ -11,7 +11,6 @@ import { applyFaultError } from '../store/faults.js';
 import { SimDriver, simSettings } from '../drivers/sim/index.js';
 import { withExistingWriteDb } from '../commands/context.js';
 import { strategyNotFound, theStrategy } from '../commands/strategy.js';
-import { strategyShow } from '../commands/views.js';
 import type { Outcome, RunCtx } from '../cli/runner.js';
 import { ApplyLock, holderAlive } from './lock.js';
 import { Orchestrator } from './orchestrator.js';
@@ -104,7 +103,7 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType): Promise<O
     // Not found, or ended, before anything else: an ended strategy has no use for the lock.
     const first = theStrategy(db, type);
     // An unknown -c column is refused before anything runs (exit 2, nothing changed).
-    ctx.checkResult?.(strategyShow(first));
+    ctx.checkResult?.({ kind: 'strategy', strategy: first });
     if (first.state !== 'initial' && !RESUMABLE.includes(first.state)) {
       throw new OperationError(`Strategy in state ${first.state} cannot be applied`);
     }
@@ -153,7 +152,7 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType): Promise<O
     } finally {
       removeSignals();
     }
-    return { result: strategyShow(theStrategy(db)), exitCode };
+    return { result: { kind: 'strategy', strategy: theStrategy(db) }, exitCode };
   } catch (err) {
     fileGone = err instanceof FileGoneError;
     throw err;
@@ -189,7 +188,7 @@ export async function strategyAbort(ctx: RunCtx, type?: StrategyType): Promise<O
       abortMidStateSteps(db);
       casStrategyState(db, ['applying'], 'aborted');
     }
-    return strategyShow(getStrategy(db)!);
+    return { kind: 'strategy' as const, strategy: getStrategy(db)! };
   });
   if (!result) strategyNotFound(type);
   return { result };

@@ -151,6 +151,17 @@ export const MIGRATIONS: ((db: Database.Database) => void)[] = [
       ALTER TABLE sim_site ADD COLUMN options TEXT;
     `);
   },
+  // 3 -> 4: Fields dcmanager's client shows that dcm keeps without acting on them (`subcloud show`, the
+  // detail lists): null until given.
+  (db) => {
+    for (const col of [
+      'management_subnet', 'management_start_ip', 'management_end_ip', 'management_gateway_ip',
+      'systemcontroller_gateway_ip', 'peer_group_id INTEGER', 'backup_status', 'backup_datetime',
+      'prestage_versions', 'region_name', 'oam_floating_ip', 'deploy_config_sync_status',
+    ]) {
+      db.exec(`ALTER TABLE subcloud ADD COLUMN ${col.includes(' ') ? col : `${col} TEXT`}`);
+    }
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

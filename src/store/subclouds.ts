@@ -32,6 +32,18 @@ export interface SubcloudRow {
   firmware_sync: SyncStatus;
   created_at: string;
   updated_at: string | null;
+  management_subnet: string | null;
+  management_start_ip: string | null;
+  management_end_ip: string | null;
+  management_gateway_ip: string | null;
+  systemcontroller_gateway_ip: string | null;
+  peer_group_id: number | null;
+  backup_status: string | null;
+  backup_datetime: string | null;
+  prestage_versions: string | null;
+  region_name: string | null;
+  oam_floating_ip: string | null;
+  deploy_config_sync_status: string | null;
 }
 
 /** Every settable field of a subcloud, as stored. */
@@ -45,7 +57,26 @@ export interface SubcloudFields {
   software_version?: string | null;
   prestage_status?: string | null;
   sync?: Partial<Record<Endpoint, SyncStatus>>;
+  management_subnet?: string;
+  management_start_ip?: string;
+  management_end_ip?: string;
+  management_gateway_ip?: string;
+  systemcontroller_gateway_ip?: string;
+  peer_group_id?: number;
+  backup_status?: string;
+  backup_datetime?: string;
+  prestage_versions?: string;
+  region_name?: string;
+  oam_floating_ip?: string;
+  deploy_config_sync_status?: string;
 }
+
+/** Columns added after the first schema, null until given. */
+const UNTRACKED = [
+  'management_subnet', 'management_start_ip', 'management_end_ip', 'management_gateway_ip',
+  'systemcontroller_gateway_ip', 'peer_group_id', 'backup_status', 'backup_datetime',
+  'prestage_versions', 'region_name', 'oam_floating_ip', 'deploy_config_sync_status',
+];
 
 const SELECT = `SELECT s.*, g.name AS group_name FROM subcloud s JOIN subcloud_group g ON g.id = s.group_id`;
 
@@ -115,10 +146,10 @@ export function insertSubclouds(db: Db, rows: { name: string; fields: SubcloudFi
     db,
     `INSERT INTO subcloud (name, description, location, group_id, management, availability, deploy_status,
        software_version, prestage_status, patching_sync, usm_sync, kubernetes_sync, kube_rootca_sync,
-       firmware_sync, created_at)
+       firmware_sync, created_at, ${UNTRACKED.join(', ')})
      VALUES (@name, @description, @location, @group_id, @management, @availability, @deploy_status,
        @software_version, @prestage_status, @patching_sync, @usm_sync, @kubernetes_sync, @kube_rootca_sync,
-       @firmware_sync, @created_at)`,
+       @firmware_sync, @created_at, ${UNTRACKED.map((c) => '@' + c).join(', ')})`,
   );
   const created = now();
   for (const r of rows) {
@@ -136,6 +167,7 @@ export function insertSubclouds(db: Db, rows: { name: string; fields: SubcloudFi
       kubernetes_sync: 'out-of-sync',
       kube_rootca_sync: 'out-of-sync',
       firmware_sync: 'out-of-sync',
+      ...Object.fromEntries(UNTRACKED.map((c) => [c, null])),
       ...flatten(r.fields),
       name: r.name,
       created_at: created,

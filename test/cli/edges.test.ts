@@ -44,9 +44,10 @@ describe('edges', () => {
   test('yaml is YAML 1.1, as PyYAML reads it: yes, on and timestamps stay strings', async () => {
     const db = freshDb();
     const out = (await runOk(['--db', db, 'subcloud', 'add', 'yes', 'on', '-f', 'yaml', '-c', 'name'])).stdout;
-    expect(out).toBe('- name: "yes"\n- name: "on"\n');
+    // PyYAML's safe_dump: a string that would read back as a bool is single-quoted.
+    expect(out).toBe("- name: 'yes'\n- name: 'on'\n");
     const group = (await runOk(['--db', db, 'subcloud-group', 'show', 'Default', '-f', 'yaml'])).stdout;
-    expect(group).toMatch(/^created_at: "\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}"$/m);
+    expect(group).toMatch(/^created_at: '\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}'$/m);
     expect(YAML.parse(group, { version: '1.1' })).toMatchObject({ name: 'Default', 'max parallel subclouds': 2 });
   });
 
@@ -76,7 +77,7 @@ describe('edges', () => {
   test('a read command on an empty file prints the empty result and writes nothing', async () => {
     const db = freshDb();
     fs.writeFileSync(db, '');
-    expect((await runOk(['--db', db, 'subcloud', 'list', '-f', 'json'])).stdout).toBe('[]\n');
+    expect((await runOk(['--db', db, 'subcloud', 'list', '-f', 'value', '-c', 'name'])).stdout).toBe('<none>\n');
     expect(fs.statSync(db).size).toBe(0);
   });
 });

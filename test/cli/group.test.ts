@@ -79,27 +79,33 @@ describe('subcloud-group', () => {
   });
 
   test('delete: an empty group; refused for Default or a group with subclouds', async () => {
-    const { db, j } = fresh();
+    const { db, j, dcm } = fresh();
     await j('subcloud-group', 'add', '--name', 'g1');
     await j('subcloud-group', 'add', '--name', 'g2');
     await j('subcloud', 'add', 's1', '--group', 'g2');
-    expect(await j('subcloud-group', 'delete', 'g1')).toMatchObject({ name: 'g1' });
+    // dcmanager's `subcloud-group delete` prints nothing.
+    expect(await dcm('subcloud-group', 'delete', 'g1', '-f', 'json')).toBe('');
     expect((await j('subcloud-group', 'list')).map((g) => g.name)).toEqual(['Default', 'g2']);
     expect((await run(['--db', db, 'subcloud-group', 'delete', 'g2'])).code).toBe(1);
     expect((await run(['--db', db, 'subcloud-group', 'delete', 'Default'])).code).toBe(1);
     await j('subcloud', 'update', 's1', '--group', 'Default');
-    await j('subcloud-group', 'delete', 'g2');
+    await dcm('subcloud-group', 'delete', 'g2');
   });
 
-  test('list-subclouds: the subclouds of the group, as subcloud list', async () => {
+  test('list-subclouds: the subclouds of the group, with dcmanager\'s detail columns', async () => {
     const { j, dcm } = fresh();
     await j('subcloud-group', 'add', '--name', 'g1');
     await j('subcloud', 'add', 's1', 's3', '--group', 'g1');
     await j('subcloud', 'add', 's2');
-    expect(await j('subcloud-group', 'list-subclouds', 'g1')).toEqual(await j('subcloud', 'list', '--group', 'g1'));
+    const listed = await j('subcloud-group', 'list-subclouds', 'g1');
+    expect(Object.keys(listed[0])).toEqual([
+      'id', 'name', 'description', 'location', 'software_version', 'management', 'availability', 'deploy_status',
+      'management_subnet', 'management_start_ip', 'management_end_ip', 'management_gateway_ip', 'systemcontroller_gateway_ip',
+      'group_id', 'peer_group_id', 'created_at', 'updated_at', 'backup_status', 'backup_datetime', 'prestage_status', 'prestage_versions',
+    ]);
     expect((await j('subcloud-group', 'list-subclouds', 'g1')).map((s) => s.name)).toEqual(['s1', 's3']);
     expect((await j('subcloud-group', 'list-subclouds', 'Default')).map((s) => s.name)).toEqual(['s2']);
-    await j('subcloud', 'delete', 's1', 's3');
-    expect(await dcm('subcloud-group', 'list-subclouds', 'g1', '-f', 'json')).toBe('[]\n');
+    await dcm('subcloud', 'delete', 's1', 's3');
+    expect(await dcm('subcloud-group', 'list-subclouds', 'g1', '-f', 'value', '-c', 'name', '-c', 'id')).toBe('<none> <none>\n');
   });
 });

@@ -36,18 +36,18 @@ describe('strategy create: bad option values (exit 2)', () => {
     ['apply type diagonal', ['strategy', 'create', '--type', 'patch', '--subcloud-apply-type', 'diagonal'], 2, /subcloud-apply-type.*'diagonal'/],
     ['unknown --type', ['strategy', 'create', '--type', 'nope'], 2, /--type.*'nope'/],
     ['missing --type', ['strategy', 'create'], 2, /--type/],
-    ['cloud name with --group', ['strategy', 'create', '--type', 'patch', 's1', '--group', 'rest'], 2, 'cloud_name and group are mutually exclusive'],
+    ['cloud name with --group', ['strategy', 'create', '--type', 'patch', 's1', '--group', 'rest'], 2, 'The cloud_name and group options are mutually exclusive.'],
     [
       '--group with --max-parallel-subclouds',
       ['strategy', 'create', '--type', 'patch', '--group', 'rest', '--max-parallel-subclouds', '3'],
       2,
-      'subcloud-apply-type and max-parallel-subclouds are not supported when group option is applied',
+      'The --max-parallel-subclouds options is not supported when --group option is applied.',
     ],
     [
       '--group with --subcloud-apply-type',
       ['strategy', 'create', '--type', 'patch', '--group', 'rest', '--subcloud-apply-type', 'serial'],
       2,
-      'subcloud-apply-type and max-parallel-subclouds are not supported when group option is applied',
+      'The --subcloud-apply-type is not supported when --group option is applied.',
     ],
   ]);
 });
@@ -107,8 +107,8 @@ describe('the order of the checks (SPEC §5)', () => {
     ['1 before 2', ['strategy', 'create', '--type', 'patch', 's1', '--group', 'rest'], 1, "Strategy of type: 'patch' already exists"],
   ]);
   refuse(() => fx.fleet, [
-    ['2 before 3', ['strategy', 'create', '--type', 'patch', '--group', 'rest', '--max-parallel-subclouds', '0'], 2, 'subcloud-apply-type and max-parallel-subclouds are not supported when group option is applied'],
-    ['2 before 4', ['strategy', 'create', '--type', 'patch', 'nosuch', '--group', 'nosuch'], 2, 'cloud_name and group are mutually exclusive'],
+    ['2 before 3', ['strategy', 'create', '--type', 'patch', '--group', 'rest', '--max-parallel-subclouds', '0'], 2, 'The --max-parallel-subclouds options is not supported when --group option is applied.'],
+    ['2 before 4', ['strategy', 'create', '--type', 'patch', 'nosuch', '--group', 'nosuch'], 2, 'The cloud_name and group options are mutually exclusive.'],
     ['3 before 4', ['strategy', 'create', '--type', 'patch', 'nosuch', '--max-parallel-subclouds', '5001'], 2, range(5001)],
     ['4 before 5', ['strategy', 'create', '--type', 'patch', 's3x'], 1, 'Subcloud s3x does not exist'],
   ]);

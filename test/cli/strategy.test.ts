@@ -184,10 +184,36 @@ describe('the strategy record', () => {
       release_id: 'stx-10.0.1',
       snapshot: true,
       rollback: false,
-      delete_option: false,
-      with_prestage: true,
+      // dcmanager names the option: delete_option 'delete' or 'cleanup', with_prestage 'with_prestage'.
+      delete_option: null,
+      with_prestage: 'with_prestage',
       kube_upgrade: null,
     });
+    const d = fx.fresh();
+    await runOk(['--db', d.db, 'sw-deploy-strategy', 'create', '--release-id', 'r1', '--delete', '--kube-upgrade', 'v1.29.2']);
+    expect(await showJson(d.db, 'strategy', 'show')).toMatchObject({ delete_option: 'delete', with_prestage: null, kube_upgrade: 'v1.29.2' });
+    const c = fx.fresh();
+    await runOk(['--db', c.db, 'sw-deploy-strategy', 'create', '--cleanup']);
+    expect(await showJson(c.db, 'strategy', 'show')).toMatchObject({ delete_option: 'cleanup', release_id: null });
+  });
+
+  test('--sysadmin-password: kept in the extra args only, never printed', async () => {
+    const { db } = fx.fresh();
+    const out = (await runOk(['--db', db, 'sw-deploy-strategy', 'create', '--release-id', 'r1', '--with-prestage', '--sysadmin-password', 'Pw-1'])).stdout;
+    expect(out).not.toContain('Pw-1');
+    const extra = withSql(db, (d) => JSON.parse((d.prepare('SELECT extra_args FROM strategy').get() as { extra_args: string }).extra_args));
+    expect(extra.sysadmin_password).toBe('Pw-1');
+    expect(Object.entries(extra).filter(([, v]) => v === 'Pw-1').map(([k]) => k)).toEqual(['sysadmin_password']);
+    const p = fx.fresh();
+    await runOk(['--db', p.db, 'prestage-strategy', 'create', '--sysadmin-password', 'Pw-2']);
+    for (const f of ['table', 'json', 'yaml', 'value', 'shell', 'csv']) {
+      expect((await runOk(['--db', p.db, 'strategy', 'show', '-f', f])).stdout).not.toContain('Pw-2');
+    }
+    // dcmanager's client: the password goes with --with-prestage only.
+    const n = fx.fresh();
+    const r = await run(['--db', n.db, 'sw-deploy-strategy', 'create', '--release-id', 'r1', '--sysadmin-password', 'x']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe('error: --sysadmin-password can only be used with --with-prestage\n');
   });
 
   test('sw-deploy --rollback needs no release id', async () => {
@@ -205,7 +231,8 @@ describe('the strategy record', () => {
     expect(s['prestage software version']).toBe('24.09.1');
     const a = fx.fresh();
     await runOk(['--db', a.db, 'prestage-strategy', 'create']);
-    expect((await showJson(a.db, 'strategy', 'show'))['prestage software version']).toBeNull();
+    // Without --release, dcmanager prints no prestage software version row.
+    expect(Object.keys(await showJson(a.db, 'strategy', 'show'))).not.toContain('prestage software version');
   });
 
   test('a table shows None and False for unset values', async () => {
@@ -257,7 +284,7 @@ describe('aliases, show and delete', () => {
       ['strategy', 'strategy_stage', 'strategy_step', 'step_history'].map((t) => (d.prepare(`SELECT count(*) AS n FROM ${t}`).get() as { n: number }).n),
     );
     expect(counts).toEqual([0, 0, 0, 0]);
-    expect(JSON.parse((await runOk(['--db', db, 'strategy-step', 'list', '-f', 'json'])).stdout)).toEqual([]);
+    expect((await runOk(['--db', db, 'strategy-step', 'list', '-f', 'value', '-c', 'cloud'])).stdout).toBe('<none>\n');
     expect((await run(['--db', db, 'strategy', 'show'])).code).toBe(1);
     // The subclouds stay, and may now be deleted; a new strategy may be created.
     await runOk(['--db', db, 'subcloud', 'delete', 's1']);
@@ -296,7 +323,7 @@ describe('strategy-step list and show', () => {
       ['s8', 3],
     ]);
     expect(await steps(db, '--state', 'complete', '--stage', '3')).toEqual([['s7', 3]]);
-    expect(await steps(db, '--stage', '9')).toEqual([]);
+    expect(await steps(db, '--stage', '9')).toEqual([['<none>', '<none>']]);
   });
 
   test('show: the step fields plus created_at and updated_at', async () => {
@@ -311,7 +338,7 @@ describe('strategy-step list and show', () => {
   test('history is empty before apply', async () => {
     const { db } = fx.fresh();
     await create(db, '--type', 'patch');
-    expect((await runOk(['--db', db, 'strategy-step', 'history', '-f', 'json'])).stdout).toBe('[]\n');
-    expect((await runOk(['--db', db, 'strategy-step', 'history', 's1', '-f', 'json'])).stdout).toBe('[]\n');
+    expect((await runOk(['--db', db, 'strategy-step', 'history', '-f', 'value', '-c', 'cloud'])).stdout).toBe('<none>\n');
+    expect((await runOk(['--db', db, 'strategy-step', 'history', 's1', '-f', 'value', '-c', 'cloud'])).stdout).toBe('<none>\n');
   });
 });

@@ -30,7 +30,16 @@ describe('subcloud add', () => {
     const { dcm } = await fresh();
     const added = rows(await dcm('subcloud', 'add', 'a1', '-f', 'json'));
     expect(added).toEqual([
-      { id: 1, name: 'a1', management: 'managed', availability: 'online', 'deploy status': 'complete', sync: 'out-of-sync', 'prestage status': null },
+      {
+        id: 1,
+        name: 'a1',
+        management: 'managed',
+        availability: 'online',
+        'deploy status': 'complete',
+        sync: 'out-of-sync',
+        'backup status': null,
+        'prestage status': null,
+      },
     ]);
     const show = JSON.parse(await dcm('subcloud', 'show', 'a1', '-f', 'json')) as Row;
     expect(show).toMatchObject({
@@ -42,8 +51,8 @@ describe('subcloud add', () => {
       availability: 'online',
       deploy_status: 'complete',
       group_id: 1,
-      group_name: 'Default',
-      sync: 'out-of-sync',
+      backup_status: null,
+      region_name: null,
       patching_sync_status: 'out-of-sync',
       usm_sync_status: 'out-of-sync',
       kubernetes_sync_status: 'out-of-sync',
@@ -70,7 +79,6 @@ describe('subcloud add', () => {
     ]);
     const show = JSON.parse(await dcm('subcloud', 'show', 'b2', '-f', 'json')) as Row;
     expect(show).toMatchObject({
-      group_name: 'canary',
       group_id: 2,
       management: 'unmanaged',
       availability: 'offline',
@@ -86,7 +94,7 @@ describe('subcloud add', () => {
   test('--group by id', async () => {
     const { dcm } = await fresh();
     await dcm('subcloud', 'add', 'c1', '--group', '3');
-    expect(JSON.parse(await dcm('subcloud', 'show', 'c1', '-f', 'json'))).toMatchObject({ group_name: 'rest', group_id: 3 });
+    expect(JSON.parse(await dcm('subcloud', 'show', 'c1', '-f', 'json'))).toMatchObject({ group_id: 3 });
   });
 
   test('all or none: one name taken, none added', async () => {
@@ -105,30 +113,65 @@ describe('subcloud list, show', () => {
     await dcm('subcloud', 'add', 'e2', '--group', 'canary', '--sync', 'all=in-sync', '--sync', 'usm=unknown');
     await dcm('subcloud', 'add', 'e3', '--group', 'canary');
     const all = rows(await dcm('subcloud', 'list', '-f', 'json'));
-    expect(Object.keys(all[0])).toEqual(['id', 'name', 'management', 'availability', 'deploy status', 'sync', 'prestage status']);
+    expect(Object.keys(all[0])).toEqual(['id', 'name', 'management', 'availability', 'deploy status', 'sync', 'backup status', 'prestage status']);
     expect(all.map((r) => [r.name, r.sync])).toEqual([
       ['e1', 'in-sync'],
       ['e2', 'unknown'],
       ['e3', 'out-of-sync'],
     ]);
     expect(rows(await dcm('subcloud', 'list', '--group', 'canary', '-f', 'json')).map((r) => r.name)).toEqual(['e2', 'e3']);
-    expect(await dcm('subcloud', 'list', '--group', 'rest', '-f', 'json')).toBe('[]\n');
+    // dcmanager's client prints one <none> row for an empty list, in every format.
+    expect(rows(await dcm('subcloud', 'list', '--group', 'rest', '-f', 'json'))).toEqual([
+      Object.fromEntries(Object.keys(all[0]).map((k) => [k, '<none>'])),
+    ]);
+  });
+
+  test('list: secondary and secondary-failed only with --all; -d the detail columns', async () => {
+    const { dcm } = await fresh();
+    await dcm('subcloud', 'add', 'k1');
+    await dcm('subcloud', 'add', 'k2', '--deploy-status', 'secondary');
+    await dcm('subcloud', 'add', 'k3', '--deploy-status', 'secondary-failed', '--backup-status', 'complete-central');
+    expect(rows(await dcm('subcloud', 'list', '-f', 'json')).map((r) => r.name)).toEqual(['k1']);
+    const all = rows(await dcm('subcloud', 'list', '--all', '-f', 'json'));
+    expect(all.map((r) => [r.name, r['backup status']])).toEqual([['k1', null], ['k2', null], ['k3', 'complete-central']]);
+    const detail = rows(await dcm('subcloud', 'list', '-d', '--all', '-f', 'json'));
+    expect(Object.keys(detail[0])).toEqual([
+      'id', 'name', 'description', 'location', 'software_version', 'management', 'availability', 'deploy_status', 'sync',
+      'management_subnet', 'management_start_ip', 'management_end_ip', 'management_gateway_ip', 'systemcontroller_gateway_ip',
+      'group_id', 'peer_group_id', 'created_at', 'updated_at', 'backup_status', 'backup_datetime', 'prestage_status', 'prestage_versions',
+    ]);
+    // dcmanager's client reads -c against the detail columns.
+    expect(await dcm('subcloud', 'list', '-c', 'deploy_status', '-c', 'name', '-f', 'value')).toBe('k1 complete\n');
   });
 
   test('show: every field, one <endpoint>_sync_status row per endpoint', async () => {
     const { dcm } = await fresh();
     await dcm('subcloud', 'add', 'f1');
     const fields = Object.keys(JSON.parse(await dcm('subcloud', 'show', 'f1', '-f', 'json')) as Row);
-    for (const f of ['id', 'name', 'description', 'location', 'management', 'availability', 'deploy_status', 'software_version', 'prestage_status', 'group_name', 'sync', 'created_at', 'updated_at']) {
-      expect(fields).toContain(f);
-    }
-    expect(fields.filter((f) => f.endsWith('_sync_status'))).toEqual([
-      'patching_sync_status',
-      'usm_sync_status',
-      'kubernetes_sync_status',
-      'kube-rootca_sync_status',
-      'firmware_sync_status',
+    // dcmanager's detail_show_format, in its order.
+    expect(fields).toEqual([
+      'id', 'name', 'description', 'location', 'software_version', 'management', 'availability', 'deploy_status',
+      'management_subnet', 'management_start_ip', 'management_end_ip', 'management_gateway_ip', 'systemcontroller_gateway_ip',
+      'group_id', 'peer_group_id', 'created_at', 'updated_at', 'backup_status', 'backup_datetime', 'prestage_status',
+      'prestage_versions', 'patching_sync_status', 'usm_sync_status', 'kubernetes_sync_status', 'kube-rootca_sync_status',
+      'firmware_sync_status', 'region_name',
     ]);
+    const detail = Object.keys(JSON.parse(await dcm('subcloud', 'show', 'f1', '-d', '-f', 'json')) as Row);
+    expect(detail.slice(-3)).toEqual(['oam_floating_ip', 'deploy_config_sync_status', 'region_name']);
+  });
+
+  test('the fields dcm only keeps: accepted by add, update and import, printed by show', async () => {
+    const { dcm } = await fresh();
+    await dcm('subcloud', 'add', 'm1', '--management-subnet', '192.168.101.0/24', '--peer-group-id', '7', '--region-name', 'r1');
+    await dcm('subcloud', 'update', 'm1', '--backup-status', 'complete-central', '--oam-floating-ip', '10.0.0.2');
+    expect(JSON.parse(await dcm('subcloud', 'show', 'm1', '-d', '-f', 'json'))).toMatchObject({
+      management_subnet: '192.168.101.0/24',
+      peer_group_id: 7,
+      region_name: 'r1',
+      backup_status: 'complete-central',
+      oam_floating_ip: '10.0.0.2',
+      deploy_config_sync_status: null,
+    });
   });
 });
 
@@ -144,16 +187,25 @@ describe('subcloud update, delete', () => {
       ['g3', 'offline'],
     ]);
     const g1 = JSON.parse(await dcm('subcloud', 'show', 'g1', '-f', 'json')) as Row;
-    expect(g1).toMatchObject({ description: 'keep me', group_name: 'rest', patching_sync_status: 'in-sync', usm_sync_status: 'out-of-sync' });
+    expect(g1).toMatchObject({ description: 'keep me', group_id: 3, patching_sync_status: 'in-sync', usm_sync_status: 'out-of-sync' });
     expect(g1.updated_at).toMatch(TIME);
-    expect(JSON.parse(await dcm('subcloud', 'show', 'g2', '-f', 'json'))).toMatchObject({ updated_at: null, group_name: 'Default' });
+    expect(JSON.parse(await dcm('subcloud', 'show', 'g2', '-f', 'json'))).toMatchObject({ updated_at: null, group_id: 1 });
+  });
+
+  test('update of one name prints the subcloud as show does (dcmanager)', async () => {
+    const { dcm } = await fresh();
+    await dcm('subcloud', 'add', 'n1');
+    const updated = await dcm('subcloud', 'update', 'n1', '--location', 'Ottawa', '-f', 'json');
+    const shown = await dcm('subcloud', 'show', 'n1', '-f', 'json');
+    expect(updated).toBe(shown);
+    expect(JSON.parse(updated)).toMatchObject({ location: 'Ottawa' });
   });
 
   test('delete several names', async () => {
     const { dcm } = await fresh();
     await dcm('subcloud', 'add', 'h1', 'h2', 'h3');
-    const out = rows(await dcm('subcloud', 'delete', 'h1', 'h3', '-f', 'json'));
-    expect(out.map((r) => r.name)).toEqual(['h1', 'h3']);
+    // dcmanager's `subcloud delete` prints nothing, whatever the format.
+    expect(await dcm('subcloud', 'delete', 'h1', 'h3', '-f', 'json')).toBe('');
     expect(rows(await dcm('subcloud', 'list', '-f', 'json')).map((r) => r.name)).toEqual(['h2']);
   });
 });
@@ -182,11 +234,11 @@ describe('subcloud import', () => {
       [3, 'i3', 'managed', 'offline'],
     ]);
     expect(JSON.parse(await dcm('subcloud', 'show', 'i1', '-f', 'json'))).toMatchObject({
-      group_name: 'canary',
+      group_id: 2,
       patching_sync_status: 'in-sync',
       description: 'north, rack 1',
     });
-    expect(JSON.parse(await dcm('subcloud', 'show', 'i3', '-f', 'json'))).toMatchObject({ group_name: 'rest', patching_sync_status: 'unknown' });
+    expect(JSON.parse(await dcm('subcloud', 'show', 'i3', '-f', 'json'))).toMatchObject({ group_id: 3, patching_sync_status: 'unknown' });
   });
 
   test('a JSON array', async () => {

@@ -44,9 +44,18 @@ describe('sw-deploy rules', () => {
     for (const a of [{ snapshot: true }, { delete: true }] as RawTypeOptions[]) {
       for (const b of [{ rollback: true }, { cleanup: true }] as RawTypeOptions[]) {
         const msg = usage('sw-deploy', { ...a, ...b });
-        expect(msg).toMatch(/--(snapshot|delete|rollback|cleanup) cannot be used with --(snapshot|delete|rollback|cleanup)/);
+        // dcmanager's client: "Option --snapshot cannot be used with any of the following options: --rollback or --cleanup."
+        expect(msg).toMatch(/^Option --(snapshot|delete|rollback|cleanup) cannot be used with any of the following options: .*--(rollback|cleanup)/);
       }
     }
+  });
+
+  test('--sysadmin-password: with --with-prestage only, stored under sysadmin_password', () => {
+    expect(usage('sw-deploy', { releaseId: 'r1', sysadminPassword: 'pw' })).toBe('--sysadmin-password can only be used with --with-prestage');
+    expect(typeExtraArgs('sw-deploy', { releaseId: 'r1', withPrestage: true, sysadminPassword: 'pw' })).toMatchObject({ sysadmin_password: 'pw' });
+    expect(typeExtraArgs('prestage', { sysadminPassword: 'pw' })).toMatchObject({ sysadmin_password: 'pw' });
+    expect(typeExtraArgs('prestage', {})).not.toHaveProperty('sysadmin_password');
+    expect(usage('patch', { sysadminPassword: 'pw' })).toMatch(/not an option of strategy type patch/);
   });
 
   test('a valid combination is stored with every field', () => {

@@ -224,17 +224,18 @@ describe('eligibility', () => {
 
 describe('errors of SPEC §5', () => {
   test('check 2: cloud_name with --group', () => {
-    const e = thrown(() => checkCombination({ type: 'patch', cloudName: 's1', groupName: 'rest' }), UsageError, 'cloud_name and group are mutually exclusive');
+    const e = thrown(() => checkCombination({ type: 'patch', cloudName: 's1', groupName: 'rest' }), UsageError, 'The cloud_name and group options are mutually exclusive.');
     expect(e.exitCode).toBe(2);
   });
 
   test('check 2: --group with --max-parallel-subclouds or --subcloud-apply-type', () => {
-    for (const extra of [{ maxParallelSubclouds: 3 }, { subcloudApplyType: 'serial' as const }]) {
-      const e = thrown(
-        () => checkCombination({ type: 'patch', groupName: 'rest', ...extra }),
-        UsageError,
-        'subcloud-apply-type and max-parallel-subclouds are not supported when group option is applied',
-      );
+    // dcmanager's client words, one message per option.
+    const cases: [object, string][] = [
+      [{ maxParallelSubclouds: 3 }, 'The --max-parallel-subclouds options is not supported when --group option is applied.'],
+      [{ subcloudApplyType: 'serial' as const }, 'The --subcloud-apply-type is not supported when --group option is applied.'],
+    ];
+    for (const [extra, message] of cases) {
+      const e = thrown(() => checkCombination({ type: 'patch', groupName: 'rest', ...extra }), UsageError, message);
       expect(e.exitCode).toBe(2);
     }
   });

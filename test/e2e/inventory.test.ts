@@ -44,18 +44,19 @@ describe('read commands on a missing file', () => {
     };
     expect(read('subcloud', 'list')).toBe(
       [
-        '+--------+--------+------------+--------------+---------------+--------+-----------------+',
-        '| id     | name   | management | availability | deploy status | sync   | prestage status |',
-        '+--------+--------+------------+--------------+---------------+--------+-----------------+',
-        '| <none> | <none> | <none>     | <none>       | <none>        | <none> | <none>          |',
-        '+--------+--------+------------+--------------+---------------+--------+-----------------+',
+        '+--------+--------+------------+--------------+---------------+--------+---------------+-----------------+',
+        '| id     | name   | management | availability | deploy status | sync   | backup status | prestage status |',
+        '+--------+--------+------------+--------------+---------------+--------+---------------+-----------------+',
+        '| <none> | <none> | <none>     | <none>       | <none>        | <none> | <none>        | <none>          |',
+        '+--------+--------+------------+--------------+---------------+--------+---------------+-----------------+',
         '',
       ].join('\n'),
     );
-    expect(read('strategy-step', 'list', '-f', 'json')).toBe('[]\n');
-    expect(read('strategy-step', 'history', '-f', 'json')).toBe('[]\n');
+    // dcmanager's client: one <none> row in every format.
+    expect(read('strategy-step', 'list', '-f', 'value')).toBe('<none> <none> <none> <none> <none> <none>\n');
+    expect(read('strategy-step', 'history', '-f', 'value', '-c', 'cloud')).toBe('<none>\n');
     expect(JSON.parse(read('subcloud-group', 'list', '-f', 'json'))).toEqual([{ id: 1, name: 'Default', description: 'Default Subcloud Group' }]);
-    expect(read('subcloud-group', 'list-subclouds', 'Default', '-f', 'json')).toBe('[]\n');
+    expect(read('subcloud-group', 'list-subclouds', 'Default', '-f', 'csv', '-c', 'name')).toBe('"name"\n"<none>"\n');
     // Nothing to show or delete: not found, and still no file.
     const show = dcm(['--db', db, 'strategy', 'show']);
     expect(show.code).toBe(1);

@@ -85,9 +85,14 @@ describe('every format, on a list and on a show command', () => {
   test('json: typed values, 2-space indent; --noindent compact', () => {
     const list = out('strategy-step', 'list', '-f', 'json');
     expect(JSON.parse(list)).toEqual(STEP_DATA);
+    // Python's json.dump: with indent=2 the same text as JSON.stringify for ASCII data.
     expect(list).toBe(JSON.stringify(STEP_DATA, null, 2) + '\n');
     expect(out('strategy', 'show', '-f', 'json')).toBe(JSON.stringify(SHOW_DATA, null, 2) + '\n');
-    expect(out('strategy', 'show', '-f', 'json', '--noindent')).toBe(JSON.stringify(SHOW_DATA) + '\n');
+    // --noindent: Python's separators ", " and ": ".
+    expect(out('strategy', 'show', '-f', 'json', '--noindent')).toBe(
+      '{"strategy type": "patch", "subcloud apply type": null, "max parallel subclouds": 2, "stop on failure": false, ' +
+        '"state": "initial", "created_at": "2025-01-01 10:00:00.000000", "updated_at": null}\n',
+    );
   });
 
   test('csv: every non-numeric field quoted', () => {
@@ -96,9 +101,10 @@ describe('every format, on a list and on a show command', () => {
         '"subcloud1",1,"complete","","2025-01-01 10:01:00.000000","2025-01-01 10:05:00.000000"\n' +
         '"subcloud3",1,"failed","apply phase failed","2025-01-01 10:01:00.000000","2025-01-01 10:05:00.000000"\n',
     );
+    // csv is a list format in cliff; dcm also prints a show command as one header and one row.
     expect(out('strategy', 'show', '-f', 'csv')).toBe(
       '"strategy type","subcloud apply type","max parallel subclouds","stop on failure","state","created_at","updated_at"\n' +
-        '"patch",,2,False,"initial","2025-01-01 10:00:00.000000",\n',
+        '"patch","",2,False,"initial","2025-01-01 10:00:00.000000",""\n',
     );
   });
 
@@ -112,11 +118,12 @@ describe('every format, on a list and on a show command', () => {
     expect(YAML.parse(out('strategy', 'show', '-f', 'yaml'))).toEqual(SHOW_DATA);
   });
 
-  test('-c: repeatable, names with spaces, on a table', () => {
-    expect(out('subcloud', 'list', '-c', 'name', '-c', 'deploy status', '-c', 'sync')).toBe(
+  test('-c: repeatable, names with spaces, table order kept', () => {
+    // dcmanager's subcloud list reads -c against its detail columns (deploy_status, not deploy status).
+    expect(out('subcloud', 'list', '-c', 'sync', '-c', 'deploy_status', '-c', 'name')).toBe(
       [
         '+-----------+---------------+-------------+',
-        '| name      | deploy status | sync        |',
+        '| name      | deploy_status | sync        |',
         '+-----------+---------------+-------------+',
         '| subcloud1 | complete      | out-of-sync |',
         '| subcloud2 | complete      | out-of-sync |',
@@ -125,20 +132,21 @@ describe('every format, on a list and on a show command', () => {
         '',
       ].join('\n'),
     );
-    expect(out('strategy', 'show', '-c', 'max parallel subclouds', '-c', 'state', '-f', 'json', '--noindent')).toBe(
-      '{"max parallel subclouds":2,"state":"initial"}\n',
+    expect(out('strategy', 'show', '-c', 'state', '-c', 'max parallel subclouds', '-f', 'json', '--noindent')).toBe(
+      '{"max parallel subclouds": 2, "state": "initial"}\n',
     );
   });
 
-  test('an unknown column: exit 2, naming the known columns', () => {
-    const r = dcm(['--db', db, 'subcloud', 'list', '-c', 'name', '-c', 'deploy_status']);
+  test('unknown columns: ignored beside a known one; alone, exit 2 naming the known columns', () => {
+    expect(out('strategy-step', 'list', '-c', 'nosuch', '-c', 'cloud', '-f', 'value')).toBe('subcloud1\nsubcloud3\n');
+    const r = dcm(['--db', db, 'strategy-step', 'list', '-c', 'deploy_status']);
     expectErrorLine(r, 2, /deploy_status/);
-    for (const c of ['id', 'name', 'management', 'availability', 'deploy status', 'sync', 'prestage status']) expect(r.stderr).toContain(`'${c}'`);
+    for (const c of ['cloud', 'stage', 'state', 'details', 'started_at', 'finished_at']) expect(r.stderr).toContain(`'${c}'`);
     const s = dcm(['--db', db, 'strategy', 'show', '-c', 'State']);
     expectErrorLine(s, 2, /State.*'strategy type'.*'state'/);
   });
 
-  test('an empty list: one <none> row in a table, [] in json, the header in csv', () => {
+  test('an empty list: one <none> row in every format, as dcmanager\'s client prints it', () => {
     expect(out('strategy-step', 'list', '--state', 'aborted')).toBe(
       [
         '+--------+--------+--------+---------+------------+-------------+',
@@ -149,9 +157,13 @@ describe('every format, on a list and on a show command', () => {
         '',
       ].join('\n'),
     );
-    expect(out('strategy-step', 'list', '--stage', '2', '-f', 'json')).toBe('[]\n');
-    expect(out('strategy-step', 'list', '--stage', '2', '-f', 'csv')).toBe('"cloud","stage","state","details","started_at","finished_at"\n');
-    expect(out('strategy-step', 'list', '--stage', '2', '-f', 'value')).toBe('');
+    expect(out('strategy-step', 'list', '--stage', '2', '-f', 'json', '--noindent')).toBe(
+      '[{"cloud": "<none>", "stage": "<none>", "state": "<none>", "details": "<none>", "started_at": "<none>", "finished_at": "<none>"}]\n',
+    );
+    expect(out('strategy-step', 'list', '--stage', '2', '-f', 'csv')).toBe(
+      '"cloud","stage","state","details","started_at","finished_at"\n"<none>","<none>","<none>","<none>","<none>","<none>"\n',
+    );
+    expect(out('strategy-step', 'list', '--stage', '2', '-f', 'value')).toBe('<none> <none> <none> <none> <none> <none>\n');
   });
 
   test('no colour codes when stdout is not a terminal', () => {

@@ -13,13 +13,18 @@ export type HistoryRun = HistoryRow;
 /** A step as `strategy-step list -f json` prints it. */
 export type StepRecord = Pick<StepRow, 'cloud' | 'stage' | 'state' | 'details' | 'started_at' | 'finished_at'>;
 
+/** The records of a list; the `<none>` row dcmanager's client prints for an empty list is none. */
+function records<T extends { state: unknown }>(text: string): T[] {
+  return (JSON.parse(text) as T[]).filter((r) => r.state !== '<none>');
+}
+
 export function history(db: string, cloud?: string): HistoryRun[] {
   const args = ['--db', db, 'strategy-step', 'history', ...(cloud ? [cloud] : []), '-f', 'json', '--noindent'];
-  return JSON.parse(dcmOk(args).stdout) as HistoryRun[];
+  return records<HistoryRun>(dcmOk(args).stdout);
 }
 
 export function steps(db: string): StepRecord[] {
-  return JSON.parse(dcmOk(['--db', db, 'strategy-step', 'list', '-f', 'json', '--noindent']).stdout) as StepRecord[];
+  return records<StepRecord>(dcmOk(['--db', db, 'strategy-step', 'list', '-f', 'json', '--noindent']).stdout);
 }
 
 export function strategyState(db: string): string {

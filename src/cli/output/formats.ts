@@ -1,61 +1,79 @@
-/** Machine formats: json, csv, value, yaml (SPEC §8). */
-import { createRequire } from 'node:module';
-import type { Result, Value } from './result.js';
+/** Machine formats as cliff writes them: json, csv, value, yaml, shell (SPEC §8). */
+import { pyJsonArray, pyJsonObject } from './pyjson.js';
+import { pyYamlFields, pyYamlList } from './pyyaml.js';
+import type { Table, Value } from './result.js';
 
-function records(result: Result): Record<string, Value>[] | Record<string, Value> {
-  if (result.kind === 'show') {
-    return Object.fromEntries(result.fields.map((f, i) => [f, result.values[i]]));
+export type Quote = 'all' | 'minimal' | 'none' | 'nonnumeric';
+export const QUOTES: readonly Quote[] = ['all', 'minimal', 'none', 'nonnumeric'];
+
+function records(t: Table): [string, Value][][] {
+  if (t.kind === 'show') return [t.fields.map((f, i) => [f, t.values[i]])];
+  return t.rows.map((r) => t.columns.map((c, i) => [c, r[i]]));
+}
+
+export function renderJson(t: Table, noindent: boolean): string {
+  return t.kind === 'show' ? pyJsonObject(records(t)[0], noindent) : pyJsonArray(records(t), noindent);
+}
+
+export function renderYaml(t: Table): string {
+  return t.kind === 'show' ? pyYamlFields(records(t)[0]) : pyYamlList(records(t));
+}
+
+/** Python's str(): None, True, False. */
+export function pyStr(v: Value): string {
+  if (v === null || v === undefined) return 'None';
+  if (v === true) return 'True';
+  if (v === false) return 'False';
+  return String(v);
+}
+
+/**
+ * Python's csv.writer as cliff sets it up (escapechar `\`, doublequote, `\n` line ends): a quote
+ * inside a field is doubled, a backslash escaped by a backslash; numbers and booleans are numeric
+ * (bare under nonnumeric); None is an empty string (quoted under nonnumeric, as Python does).
+ */
+function csvField(v: Value, quote: Quote): string {
+  const numeric = typeof v === 'number' || typeof v === 'boolean';
+  const text = v === null || v === undefined ? '' : pyStr(v);
+  let special = false;
+  let out = '';
+  for (const ch of text) {
+    if (ch === ',' || ch === '\\' || ch === '"' || ch === '\n') {
+      if (quote === 'none') out += '\\' + ch;
+      else if (ch === '"') out += '""';
+      else if (ch === '\\') out += '\\\\';
+      else out += ch;
+      if (quote !== 'none' && ch !== '\\') special = true;
+      continue;
+    }
+    out += ch;
   }
-  return result.rows.map((r) => Object.fromEntries(result.columns.map((c, i) => [c, r[i]])));
+  const quoted = quote === 'all' || (quote === 'nonnumeric' && !numeric) || (quote === 'minimal' && special);
+  return quoted ? `"${out}"` : out;
 }
 
-export function renderJson(result: Result, noindent: boolean): string {
-  return JSON.stringify(records(result), null, noindent ? undefined : 2) + '\n';
+export function renderCsv(t: Table, quote: Quote = 'nonnumeric'): string {
+  const header = t.kind === 'list' ? t.columns : t.fields;
+  const rows = t.kind === 'list' ? t.rows : [t.values];
+  return [header, ...rows].map((r) => r.map((v) => csvField(v, quote)).join(',') + '\n').join('');
 }
 
-// Loaded on first use: `yaml` costs a noticeable part of every dcm start, and few runs print yaml.
-const require = createRequire(import.meta.url);
-const yaml = (): typeof import('yaml') => require('yaml') as typeof import('yaml');
-
-export function renderYaml(result: Result): string {
-  const data = records(result);
-  if (Array.isArray(data) && data.length === 0) return '[]\n';
-  // YAML 1.1, the dialect PyYAML (and so dcmanager's client) reads: `yes`, `on` and timestamps are
-  // quoted, so every reader gets the same strings back.
-  return yaml().stringify(data, { version: '1.1' });
+/** A list: one line per row, values joined by a space; a show: one value per line. */
+export function renderValue(t: Table): string {
+  if (t.kind === 'show') return t.values.map((v) => pyStr(v) + '\n').join('');
+  return t.rows.map((r) => r.map(pyStr).join(' ') + '\n').join('');
 }
 
-/** Python csv QUOTE_NONNUMERIC: strings quoted, numbers and booleans bare, null empty. */
-function csvField(v: Value): string {
-  if (v === null || v === undefined) return '';
-  if (typeof v === 'number') return String(v);
-  if (typeof v === 'boolean') return v ? 'True' : 'False';
-  return `"${v.replace(/"/g, '""')}"`;
-}
-
-export function renderCsv(result: Result): string {
-  const header = result.kind === 'list' ? result.columns : result.fields;
-  const rows = result.kind === 'list' ? result.rows : [result.values];
-  return [header.map((h) => csvField(h)), ...rows.map((r) => r.map(csvField))].map((r) => r.join(',') + '\n').join('');
-}
-
-/** One line per row, values joined by a space; a show command prints one value per line. */
-export function renderValue(result: Result): string {
-  const text = (v: Value) => (v === null || v === undefined ? 'None' : v === true ? 'True' : v === false ? 'False' : String(v));
-  if (result.kind === 'show') return result.values.map((v) => text(v) + '\n').join('');
-  return result.rows.map((r) => r.map(text).join(' ') + '\n').join('');
-}
-
-/** Every machine format; tables live in table.ts with the colour library, loaded only for them. */
-export function renderData(result: Result, format: 'json' | 'csv' | 'value' | 'yaml', noindent: boolean): string {
-  switch (format) {
-    case 'json':
-      return renderJson(result, noindent);
-    case 'csv':
-      return renderCsv(result);
-    case 'value':
-      return renderValue(result);
-    case 'yaml':
-      return renderYaml(result);
-  }
+/**
+ * cliff's shell formatter: `PREFIXname="value"`, the name lower-cased with spaces, `:` and `-`
+ * turned to `_`; only `"` is escaped in the value (as cliff does).
+ */
+export function renderShell(t: Table, prefix: string): string {
+  if (t.kind !== 'show') throw new Error('shell is for show commands');
+  return t.fields
+    .map((f, i) => {
+      const name = f.toLowerCase().replace(/ /g, '_').replace(/:/g, '_').replace(/-/g, '_');
+      return `${prefix}${name}="${pyStr(t.values[i]).replace(/"/g, '\\"')}"\n`;
+    })
+    .join('');
 }

@@ -1,5 +1,8 @@
 /** Output settings, kept light: the CLI reads them before it knows whether it will print at all. */
-export const FORMATS = ['table', 'json', 'csv', 'value', 'yaml'] as const;
+import type { Quote } from './formats.js';
+
+/** cliff's formatters: `shell` prints a show command only; `csv` is a list format in cliff. */
+export const FORMATS = ['table', 'json', 'csv', 'value', 'yaml', 'shell'] as const;
 export type Format = (typeof FORMATS)[number];
 
 export interface OutputOptions {
@@ -7,6 +10,18 @@ export interface OutputOptions {
   columns: string[];
   noindent: boolean;
   color: boolean;
+  // cliff's formatter options; unset means cliff's default.
+  /** `-f shell --prefix P`. */
+  prefix?: string;
+  /** `--max-width N` (or $CLIFF_MAX_TERM_WIDTH): above 0, tables fit in N columns. */
+  maxWidth?: number;
+  /** `--fit-width` (or CLIFF_FIT_WIDTH=1): tables fit the terminal. */
+  fitWidth?: boolean;
+  terminalWidth?: number;
+  printEmpty?: boolean;
+  sortColumns?: string[];
+  sortDescending?: boolean;
+  quote?: Quote;
 }
 
 /** Colour only on a TTY, never with --no-color, NO_COLOR or TERM=dumb (chalk 5 ignores NO_COLOR). */

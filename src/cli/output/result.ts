@@ -22,3 +22,6 @@ export function list(columns: string[], rows: Value[][]): ListResult {
 export function show(record: [string, Value][]): ShowResult {
   return { kind: 'show', fields: record.map(([k]) => k), values: record.map(([, v]) => v) };
 }
+
+/** What the formatters draw: a command's result turned into cliff's columns and values. */
+export type Table = Result;

@@ -22,12 +22,12 @@ const RECORD = show([
 ]);
 
 describe('csv', () => {
-  test('every non-numeric field quoted, numbers bare, null empty', () => {
+  test('every non-numeric field quoted, numbers bare, null an empty quoted string (Python csv)', () => {
     expect(renderCsv(STEPS)).toBe(
       '"cloud","stage","state","details","started_at","finished_at"\n' +
         '"subcloud1",1,"complete","","2025-01-01 10:01:00.000000","2025-01-01 10:05:00.000000"\n' +
         '"subcloud3",1,"failed","apply phase failed","2025-01-01 10:01:00.000000","2025-01-01 10:05:00.000000"\n' +
-        '"subcloud4",2,"initial","",,\n',
+        '"subcloud4",2,"initial","","",""\n',
     );
   });
 
@@ -38,8 +38,19 @@ describe('csv', () => {
 
   test('a show result: the fields as header, one row of values; booleans bare', () => {
     expect(renderCsv(RECORD)).toBe(
-      '"strategy type","subcloud apply type","max parallel subclouds","stop on failure","state"\n"patch",,2,False,"initial"\n',
+      '"strategy type","subcloud apply type","max parallel subclouds","stop on failure","state"\n"patch","",2,False,"initial"\n',
     );
+  });
+
+  test('a backslash is escaped by a backslash (cliff sets escapechar)', () => {
+    expect(renderCsv(list(['p'], [['C:\\temp']]))).toBe('"p"\n"C:\\\\temp"\n');
+  });
+
+  test('--quote all, minimal, none', () => {
+    const r = list(['n', 's'], [[1, 'a,b'], [2, 'plain']]);
+    expect(renderCsv(r, 'all')).toBe('"n","s"\n"1","a,b"\n"2","plain"\n');
+    expect(renderCsv(r, 'minimal')).toBe('n,s\n1,"a,b"\n2,plain\n');
+    expect(renderCsv(r, 'none')).toBe('n,s\n1,a\\,b\n2,plain\n');
   });
 
   test('an empty list: the header only', () => {
@@ -66,10 +77,14 @@ describe('json', () => {
     );
   });
 
-  test('--noindent is compact, one line', () => {
+  test('--noindent is one line with Python\'s separators ", " and ": "', () => {
     expect(renderJson(RECORD, true)).toBe(
-      '{"strategy type":"patch","subcloud apply type":null,"max parallel subclouds":2,"stop on failure":false,"state":"initial"}\n',
+      '{"strategy type": "patch", "subcloud apply type": null, "max parallel subclouds": 2, "stop on failure": false, "state": "initial"}\n',
     );
+  });
+
+  test('non-ASCII and control characters escaped as Python does', () => {
+    expect(renderJson(show([['d', 'Zürich\t日本 \u007f 😀']]), true)).toBe('{"d": "Z\\u00fcrich\\t\\u65e5\\u672c \\u007f \\ud83d\\ude00"}\n');
   });
 
   test('an empty list is []', () => {
@@ -101,5 +116,29 @@ describe('yaml', () => {
 
   test('an empty list is []', () => {
     expect(renderYaml(list(['id'], []))).toBe('[]\n');
+  });
+
+  test('PyYAML quoting: timestamps, numbers-as-text, null, booleans-as-text, non-ASCII, specials', () => {
+    expect(
+      renderYaml(
+        show([
+          ['t', '2025-01-01 10:00:00.000000'],
+          ['v', '24.09'],
+          ['n', 'null'],
+          ['y', 'yes'],
+          ['u', 'Zürich'],
+          ['e', ''],
+          ['q', "it's"],
+          ['c', 'a: b'],
+          ['m', 'two\nlines'],
+        ]),
+      ),
+    ).toBe(
+      "t: '2025-01-01 10:00:00.000000'\nv: '24.09'\nn: 'null'\ny: 'yes'\nu: \"Z\\xFCrich\"\ne: ''\nq: it's\nc: 'a: b'\nm: 'two\n\n  lines'\n",
+    );
+  });
+
+  test('a list: keys sorted in each item, as safe_dump does', () => {
+    expect(renderYaml(list(['name', 'id'], [['a', 1]]))).toBe('- id: 1\n  name: a\n');
   });
 });

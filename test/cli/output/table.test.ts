@@ -48,9 +48,39 @@ describe('list tables', () => {
     );
   });
 
-  test('an empty list prints one row of <none>', () => {
-    expect(renderTable(list(['id', 'name'], []))).toBe(
+  test('the <none> row of an empty list (filled in by render) is drawn left-aligned', () => {
+    expect(renderTable(list(['id', 'name'], [['<none>', '<none>']]))).toBe(
       ['+--------+--------+', '| id     | name   |', '+--------+--------+', '| <none> | <none> |', '+--------+--------+', ''].join('\n'),
+    );
+  });
+
+  test('a multi-line cell takes several lines; --max-width wraps as textwrap does (output of cliff 4.0)', () => {
+    const r = list(['id', 'details'], [[1, 'one\ntwo'], [22, 'a long detail text here']]);
+    expect(renderTable(r)).toBe(
+      [
+        '+----+-------------------------+',
+        '| id | details                 |',
+        '+----+-------------------------+',
+        '|  1 | one                     |',
+        '|    | two                     |',
+        '| 22 | a long detail text here |',
+        '+----+-------------------------+',
+        '',
+      ].join('\n'),
+    );
+    expect(renderTable(r, { maxWidth: 20, fitWidth: false })).toBe(
+      [
+        '+----+-------------+',
+        '| id | details     |',
+        '+----+-------------+',
+        '|  1 | one         |',
+        '|    | two         |',
+        '| 22 | a long      |',
+        '|    | detail text |',
+        '|    | here        |',
+        '+----+-------------+',
+        '',
+      ].join('\n'),
     );
   });
 
@@ -59,7 +89,11 @@ describe('list tables', () => {
   });
 
   test('a colorizer colours cells but not the layout', () => {
-    const coloured = renderTable(STEP_RESULT, (col, text) => (col === 'state' ? `\u001b[32m${text}\u001b[39m` : text));
+    const coloured = renderTable(STEP_RESULT, {
+      maxWidth: 0,
+      fitWidth: false,
+      colorize: (col, text) => (col === 'state' ? `\u001b[32m${text}\u001b[39m` : text),
+    });
     expect(coloured).toContain('\u001b[32mcomplete\u001b[39m');
     // Widths are computed on the visible text: stripping the codes gives the plain table.
     expect(coloured.replace(/\u001b\[\d+m/g, '')).toBe(STEP_TABLE);

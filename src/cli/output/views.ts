@@ -1,0 +1,165 @@
+/**
+ * Command results turned into the columns dcmanager's client prints (SPEC §4): which fields,
+ * in which order, under which names. A result that is already a table (list/show) passes through.
+ */
+import type { CommandResult, GroupRecord, Strategy, SubcloudRow } from '../../commands/results.js';
+import { overallSync } from '../../domain/sync.js';
+import { ENDPOINTS, type Endpoint, type SyncStatus } from '../../domain/types.js';
+import { list, show, type Result, type Table, type Value } from './result.js';
+
+export type Printable = CommandResult | Result;
+
+export interface ViewOptions {
+  /** `-c` was given: dcmanager's `subcloud list` then picks from its detail columns. */
+  columnsGiven: boolean;
+}
+
+const SYNC_FIELD: Record<Endpoint, keyof SubcloudRow> = {
+  patching: 'patching_sync',
+  usm: 'usm_sync',
+  kubernetes: 'kubernetes_sync',
+  'kube-rootca': 'kube_rootca_sync',
+  firmware: 'firmware_sync',
+};
+
+function sync(r: SubcloudRow): SyncStatus {
+  const s = {} as Record<Endpoint, SyncStatus>;
+  for (const e of ENDPOINTS) s[e] = r[SYNC_FIELD[e]] as SyncStatus;
+  return overallSync(s);
+}
+
+export const SUBCLOUD_COLUMNS = ['id', 'name', 'management', 'availability', 'deploy status', 'sync', 'backup status', 'prestage status'];
+
+function basicLine(r: SubcloudRow): Value[] {
+  return [r.id, r.name, r.management, r.availability, r.deploy_status, sync(r), r.backup_status, r.prestage_status];
+}
+
+/** dcmanager's basic_detail_format: the detail columns, in its order. */
+function detailFields(r: SubcloudRow): [string, Value][] {
+  return [
+    ['id', r.id],
+    ['name', r.name],
+    ['description', r.description],
+    ['location', r.location],
+    ['software_version', r.software_version],
+    ['management', r.management],
+    ['availability', r.availability],
+    ['deploy_status', r.deploy_status],
+    ['management_subnet', r.management_subnet],
+    ['management_start_ip', r.management_start_ip],
+    ['management_end_ip', r.management_end_ip],
+    ['management_gateway_ip', r.management_gateway_ip],
+    ['systemcontroller_gateway_ip', r.systemcontroller_gateway_ip],
+    ['group_id', r.group_id],
+    ['peer_group_id', r.peer_group_id],
+    ['created_at', r.created_at],
+    ['updated_at', r.updated_at],
+    ['backup_status', r.backup_status],
+    ['backup_datetime', r.backup_datetime],
+    ['prestage_status', r.prestage_status],
+    ['prestage_versions', r.prestage_versions],
+  ];
+}
+
+const DETAIL_COLUMNS = detailFields({} as SubcloudRow).map(([k]) => k);
+/** dcmanager's detail_list_format: the detail columns with `sync` after deploy_status. */
+const DETAIL_LIST_COLUMNS = [...DETAIL_COLUMNS.slice(0, 8), 'sync', ...DETAIL_COLUMNS.slice(8)];
+
+function detailListLine(r: SubcloudRow): Value[] {
+  const v = detailFields(r).map(([, x]) => x);
+  return [...v.slice(0, 8), sync(r), ...v.slice(8)];
+}
+
+/** dcmanager's detail_show_format (and, with -d, the fields of subcloud_additional_details). */
+function subcloudShow(r: SubcloudRow, detail: boolean): Table {
+  const fields = detailFields(r);
+  for (const e of ENDPOINTS) fields.push([`${e}_sync_status`, r[SYNC_FIELD[e]] as string]);
+  if (detail) fields.push(['oam_floating_ip', r.oam_floating_ip], ['deploy_config_sync_status', r.deploy_config_sync_status]);
+  fields.push(['region_name', r.region_name]);
+  return show(fields);
+}
+
+function groupShow(g: GroupRecord): Table {
+  return show([
+    ['id', g.id],
+    ['name', g.name],
+    ['description', g.description],
+    ['update apply type', g.update_apply_type],
+    ['max parallel subclouds', g.max_parallel_subclouds],
+    ['created_at', g.created_at],
+    ['updated_at', g.updated_at],
+  ]);
+}
+
+/** The strategy record; sw-deploy and prestage add dcmanager's fields for their type. */
+export function strategyShow(s: Strategy): Table {
+  const x = s.extra;
+  const fields: [string, Value][] = [
+    ['strategy type', s.type],
+    ['subcloud apply type', s.subcloud_apply_type],
+    ['max parallel subclouds', s.max_parallel_subclouds],
+    ['stop on failure', s.stop_on_failure],
+  ];
+  if (s.type === 'sw-deploy') {
+    fields.push(
+      ['release_id', (x.release_id as string | null) ?? null],
+      ['snapshot', Boolean(x.snapshot)],
+      ['rollback', Boolean(x.rollback)],
+      // dcmanager names the option given: delete (or the deprecated with_delete), cleanup.
+      ['delete_option', x.delete_option === true ? 'delete' : x.cleanup === true ? 'cleanup' : null],
+      ['with_prestage', x.with_prestage ? 'with_prestage' : null],
+      ['kube_upgrade', (x.kube_upgrade as string | null) ?? null],
+    );
+  }
+  // dcmanager prints the prestage release only when one was given.
+  if (s.type === 'prestage' && x.prestage_software_version) {
+    fields.push(['prestage software version', x.prestage_software_version as string]);
+  }
+  fields.push(['state', s.state], ['created_at', s.created_at], ['updated_at', s.updated_at]);
+  return show(fields);
+}
+
+export const STEP_COLUMNS = ['cloud', 'stage', 'state', 'details', 'started_at', 'finished_at'];
+export const HISTORY_COLUMNS = ['cloud', 'state', 'attempt', 'started_at', 'finished_at', 'outcome', 'details'];
+
+/** The table to print, or null when the command prints nothing. */
+export function toTable(r: Printable, opts: ViewOptions): Table | null {
+  switch (r.kind) {
+    case 'list':
+    case 'show':
+      return r;
+    case 'subclouds':
+      return r.detail || opts.columnsGiven
+        ? list(DETAIL_LIST_COLUMNS, r.rows.map(detailListLine))
+        : list(SUBCLOUD_COLUMNS, r.rows.map(basicLine));
+    case 'group-subclouds':
+      return list(DETAIL_COLUMNS, r.rows.map((x) => detailFields(x).map(([, v]) => v)));
+    case 'subcloud':
+      return subcloudShow(r.row, r.detail);
+    case 'groups':
+      return list(['id', 'name', 'description'], r.rows.map((g) => [g.id, g.name, g.description]));
+    case 'group':
+      return groupShow(r.row);
+    case 'strategy':
+      return strategyShow(r.strategy);
+    case 'steps':
+      return list(STEP_COLUMNS, r.rows);
+    case 'step':
+      return show([
+        ['cloud', r.row.cloud],
+        ['stage', r.row.stage],
+        ['state', r.row.state],
+        ['details', r.row.details],
+        ['started_at', r.row.started_at],
+        ['finished_at', r.row.finished_at],
+        ['created_at', r.row.created_at],
+        ['updated_at', r.row.updated_at],
+      ]);
+    case 'history':
+      return list(HISTORY_COLUMNS, r.rows.map((h) => [h.cloud, h.state, h.attempt, h.started_at, h.finished_at, h.outcome, h.details]));
+    case 'imported':
+      return list(['imported'], [[r.count]]);
+    case 'nothing':
+      return null;
+  }
+}

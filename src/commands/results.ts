@@ -1,0 +1,32 @@
+/**
+ * What commands return: typed records, never display rows. How each is printed (columns, their
+ * order, cliff's formats) is the CLI's business (src/cli/output/views.ts).
+ */
+import type { GroupRow } from '../store/groups.js';
+import type { HistoryRow, StepRow } from '../store/steps.js';
+import type { Strategy } from '../store/strategy.js';
+import type { SubcloudRow } from '../store/subclouds.js';
+
+export type { GroupRow, HistoryRow, StepRow, Strategy, SubcloudRow };
+
+/** A group; `created_at` is null only for the Default of a file not created yet. */
+export type GroupRecord = Omit<GroupRow, 'created_at'> & { created_at: string | null };
+
+/** One line of `strategy-step list`: cloud, stage, state, details, started_at, finished_at. */
+export type StepLine = [string, number, string, string, string | null, string | null];
+
+export type CommandResult =
+  /** `subcloud list` (and add, update of several): `detail` asks for every column. */
+  | { kind: 'subclouds'; rows: SubcloudRow[]; detail: boolean }
+  /** `subcloud-group list-subclouds`: dcmanager prints the detail columns. */
+  | { kind: 'group-subclouds'; rows: SubcloudRow[] }
+  | { kind: 'subcloud'; row: SubcloudRow; detail: boolean }
+  | { kind: 'groups'; rows: GroupRecord[] }
+  | { kind: 'group'; row: GroupRecord }
+  | { kind: 'strategy'; strategy: Strategy }
+  | { kind: 'steps'; rows: StepLine[] }
+  | { kind: 'step'; row: StepRow }
+  | { kind: 'history'; rows: HistoryRow[] }
+  | { kind: 'imported'; count: number }
+  /** Nothing to print (`subcloud delete`, `subcloud-group delete`, as dcmanager). */
+  | { kind: 'nothing' };
