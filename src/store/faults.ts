@@ -1,0 +1,67 @@
+/**
+ * What a file fault means to the user (SPEC §2.1 "Faults"): a SQLite or file-system error turned
+ * into one DcmError with the SPEC's wording, so every command (and the orchestrator) says the same
+ * thing. A process under `ulimit -f` is not killed by SIGXFSZ: Node ignores that signal, so the
+ * write fails with EFBIG and SQLite reports it as an I/O error, which lands here.
+ */
+import path from 'node:path';
+import { DcmError, OperationError } from '../domain/errors.js';
+import { canWriteIn } from './path.js';
+
+type Coded = { code?: unknown; message?: unknown };
+
+function codeOf(err: unknown): string {
+  const c = (err as Coded | null)?.code;
+  return typeof c === 'string' ? c : '';
+}
+
+const DISK_FULL_ERRNO = new Set(['ENOSPC', 'EFBIG', 'EDQUOT']);
+const READ_ONLY_ERRNO = new Set(['EROFS', 'EACCES', 'EPERM']);
+
+/** The error is a full disk, a file-size limit, or a failed write/sync. */
+export function isDiskFull(err: unknown): boolean {
+  const code = codeOf(err);
+  if (code === 'SQLITE_FULL' || DISK_FULL_ERRNO.has(code)) return true;
+  return code.startsWith('SQLITE_IOERR') && !/READ|ACCESS|LOCK|NOMEM/.test(code);
+}
+
+export function isCorrupt(err: unknown): boolean {
+  const code = codeOf(err);
+  return code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB';
+}
+
+/**
+ * Turn a fault on `file` into a DcmError, or null when `err` is not a file fault (a bug, a
+ * DcmError already, SQLITE_BUSY, which callers handle their own way). `then` says what to do once
+ * space is freed: an ordinary command is run again; the orchestrator says `dcm strategy apply
+ * resumes`.
+ */
+export function fileFault(err: unknown, file: string, then = 'run the command again'): DcmError | null {
+  if (err instanceof DcmError) return null;
+  const code = codeOf(err);
+  if (!code) return null;
+  const why = String((err as Coded).message ?? code).split('\n')[0];
+  if (isDiskFull(err)) {
+    return new OperationError(`disk full writing ${file}: nothing committed was lost; free space, then ${then} (${why})`);
+  }
+  if (isCorrupt(err)) {
+    return new OperationError(`${file} is damaged (${why}); nothing was written. dcm db check says what is wrong; restore a backup`);
+  }
+  if (code.startsWith('SQLITE_IOERR')) return new OperationError(`I/O error on ${file} (${why})`);
+  if (code.startsWith('SQLITE_READONLY') || code.startsWith('SQLITE_CANTOPEN') || READ_ONLY_ERRNO.has(code)) {
+    const dir = path.dirname(path.resolve(file));
+    if (!canWriteIn(dir)) return new OperationError(`cannot write in ${path.dirname(file)} (read-only)`);
+    if (code.startsWith('SQLITE_READONLY')) return new OperationError(`cannot write ${file} (read-only)`);
+    return new OperationError(`cannot open database ${file} (${why})`);
+  }
+  return null;
+}
+
+/** Run `fn`, rethrowing a file fault as its DcmError (anything else unchanged). */
+export function withFileFaults<T>(file: string, fn: () => T, then?: string): T {
+  try {
+    return fn();
+  } catch (err) {
+    throw fileFault(err, file, then) ?? err;
+  }
+}
