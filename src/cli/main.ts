@@ -15,6 +15,7 @@ import { registerSubcloud } from './subcloud.js';
 import { registerGroup } from './group.js';
 import { registerStrategy } from './strategy.js';
 import { registerSteps } from './steps.js';
+import { registerDb } from './db.js';
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
 
@@ -40,6 +41,7 @@ export function buildProgram(run: Runner): Command {
   registerGroup(program, run);
   registerStrategy(program, run);
   registerSteps(program, run);
+  registerDb(program, run);
   return program;
 }
 

@@ -49,7 +49,7 @@ export function withWriteDb<T>(ctx: Ctx, fn: (db: Db) => T): T {
 }
 
 /** Put the new file in place unless one exists already (then false). */
-function publish(tmp: string, file: string): boolean {
+export function publish(tmp: string, file: string): boolean {
   try {
     fs.linkSync(tmp, file);
     return true;
