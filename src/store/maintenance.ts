@@ -5,15 +5,17 @@
  */
 import Database from 'better-sqlite3';
 import { isCorrupt } from './faults.js';
-import type { Db } from './open.js';
+import { readerSnapshot, type Db } from './open.js';
 
 /**
  * A plain connection to an existing file, with no pragma that writes. Not a read-only one: on
  * close, SQLite removes the -wal and -shm only for a connection that could write them, and a
- * check must not leave files that look like a removed database's leftovers.
+ * check must not leave files that look like a removed database's leftovers. In a directory we
+ * cannot write in, an exact copy in memory (see readerSnapshot).
  */
 export function openForMaintenance(real: string): Db {
-  const db = new Database(real, { fileMustExist: true });
+  const image = readerSnapshot(real);
+  const db = image ? new Database(image) : new Database(real, { fileMustExist: true });
   db.pragma('busy_timeout = 10000');
   return db;
 }

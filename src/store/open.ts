@@ -66,7 +66,8 @@ export function openDb(file: string, opts: OpenOptions): Db | null {
   let db: Db;
   try {
     // The real path: SQLite keeps -wal and -shm beside the file it opens.
-    db = new Database(readerUri(p, opts) ?? p.real, { fileMustExist: !opts.create });
+    const image = opts.create ? null : readerSnapshot(p.real);
+    db = image ? new Database(image) : new Database(p.real, { fileMustExist: !opts.create });
   } catch (err) {
     throw fileFault(err, file) ?? new OperationError(`cannot open database ${file}: ${(err as Error).message}`);
   }
@@ -88,7 +89,7 @@ export function openDb(file: string, opts: OpenOptions): Db | null {
         `${file} was written by a newer dcm (schema version ${version}; this dcm knows up to ${SCHEMA_VERSION})`,
       );
     }
-    if (db.pragma('journal_mode', { simple: true }) !== 'wal') db.pragma('journal_mode = WAL');
+    if (!db.memory && db.pragma('journal_mode', { simple: true }) !== 'wal') db.pragma('journal_mode = WAL');
     // WAL + NORMAL: a commit survives the death of the process (kill -9); only a power loss may
     // roll back the last transactions, never corrupt the file.
     db.pragma('synchronous = NORMAL');
@@ -117,10 +118,13 @@ function migrate(db: Db, from: number): void {
 /**
  * A reader in a directory it cannot write in, with no -wal beside the file: SQLite could not make
  * its shared-memory file and would refuse to read. With no WAL the file holds every commit, and no
- * writer can start one there either (it could not create the WAL), so reading it as immutable is
- * exact. With a -wal and -shm present, SQLite reads them read-only itself.
+ * writer can start one there either (it could not create the WAL), so a copy in memory is exact.
+ * (With a -wal and -shm present, SQLite reads them read-only itself.) The header's WAL mark is
+ * cleared in the copy: an in-memory database cannot be in WAL mode.
  */
-function readerUri(p: DbPath, opts: OpenOptions): string | null {
-  if (opts.create || canWriteIn(path.dirname(p.real)) || fs.existsSync(`${p.real}-wal`)) return null;
-  return `file:${encodeURI(p.real).replace(/[?#]/g, encodeURIComponent)}?immutable=1`;
+export function readerSnapshot(real: string): Buffer | null {
+  if (canWriteIn(path.dirname(real)) || fs.existsSync(`${real}-wal`)) return null;
+  const image = fs.readFileSync(real);
+  if (image.length >= 20 && image[18] === 2 && image[19] === 2) image[18] = image[19] = 1;
+  return image;
 }
