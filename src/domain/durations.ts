@@ -51,11 +51,14 @@ export function durationOption(option: string, text: string, opts: { allowZero?:
 
 /** A `MIN[..MAX]` option's value, or a usage error that says what is wrong with it. */
 export function durationRangeOption(option: string, text: string): { min: number; max: number } {
+  const bad = (why: string) => new UsageError(`Invalid ${option} value: ${text}. ${capital(why)}`);
   const parts = text.split('..');
-  if (parts.length > 2) throw new UsageError(`Invalid ${option} value: ${text}. Use MIN[..MAX], e.g. 50ms..2s`);
-  const min = durationOption(option, parts[0], { allowZero: true });
-  const max = parts.length === 2 ? durationOption(option, parts[1], { allowZero: true }) : min;
-  if (max < min) throw new UsageError(`Invalid ${option} value: ${text}. MAX must not be less than MIN`);
+  if (parts.length > 2) throw bad('use MIN[..MAX], e.g. 50ms..2s');
+  const problem = parts.map(durationProblem).find((p) => p !== null);
+  if (problem) throw bad(problem);
+  const min = parseDuration(parts[0])!;
+  const max = parts.length === 2 ? parseDuration(parts[1])! : min;
+  if (max < min) throw bad('MAX must not be less than MIN');
   return { min, max };
 }
 
