@@ -58,12 +58,15 @@ export async function dbBackup(ctx: Ctx, file: string): Promise<Result> {
   const tmp = tempName(target.real, process.pid, crypto.randomBytes(4).toString('hex'));
   try {
     const { totalPages } = await backupTo(db, tmp);
-    if (!publish(tmp, target.real)) throw new OperationError(`${file} exists; remove it or name another file`);
-    return show([
+    const result = show([
       ['backup', file],
       ['pages', totalPages],
-      ['bytes', fs.statSync(target.real).size],
+      ['bytes', fs.statSync(tmp).size],
     ]);
+    // A result that cannot be shown (an unknown -c column) fails the command: then no backup either.
+    ctx.checkResult?.(result);
+    if (!publish(tmp, target.real)) throw new OperationError(`${file} exists; remove it or name another file`);
+    return result;
   } catch (err) {
     throw fileFault(err, file) ?? err;
   } finally {
