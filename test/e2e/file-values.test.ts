@@ -8,7 +8,9 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { dcmOk, expectRefused, tempDir } from '../helpers/fleet.js';
 
 const t = tempDir('dcm-values-');
-beforeAll(() => dcmOk(['--db', t.db, 'subcloud', 'add', 's1', 's2']));
+beforeAll(() => {
+  dcmOk(['--db', t.db, 'subcloud', 'add', 's1', 's2']);
+});
 afterAll(() => t.cleanup());
 
 describe('names', () => {
