@@ -1,8 +1,8 @@
 /**
  * SPEC §2.1 "Faults" and "Paths" for ordinary commands, caused for real: random bytes in a page, a
- * file-size limit (`ulimit -f` in a child shell), a directory the process may not write in (the
- * command run as `nobody`, since root writes anywhere); and `dcm db check` / `dcm db backup`,
- * the backup taken while an apply runs.
+ * file-size limit (`ulimit -f` in a child shell), a directory the process may not write in (a
+ * read-only bind mount, or the command run as `nobody`, since root writes through file modes); and
+ * `dcm db check` / `dcm db backup`, the backup taken while an apply runs.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -18,10 +18,7 @@ let t: ReturnType<typeof tempDir>;
 beforeEach(() => {
   t = tempDir('dcm-faults-');
 });
-afterEach(() => {
-  fs.chmodSync(t.dir, 0o700);
-  t.cleanup();
-});
+afterEach(() => t.cleanup());
 
 const names = (db: string) => dcmOk(['--db', db, 'subcloud', 'list', '-f', 'value', '-c', 'name']).stdout;
 
@@ -100,32 +97,63 @@ describe('a full disk (a file-size limit)', () => {
   });
 });
 
-/** Run dcm as `nobody` when we are root (root ignores file modes); as ourselves otherwise. */
-function asNobody(args: string[]): RunResult {
-  const cmd = process.getuid?.() === 0 ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', process.execPath] : [process.execPath];
-  const r = spawnSync(cmd[0], [...cmd.slice(1), BIN, ...args], { encoding: 'utf8' });
-  if (r.error) throw new Error(`cannot run ${cmd[0]} (${r.error.message}): install util-linux for setpriv`);
+/**
+ * How to run dcm in a directory it may not write in. Root writes through file modes, so as root:
+ * a read-only bind mount of the directory in a mount namespace of the command's own (`unshare -m`,
+ * a real EROFS), else the command run as `nobody` (`setpriv`) on a directory chmod 555. As another
+ * user, chmod 555 is enough. Neither available: the test fails and says so.
+ */
+type ReadOnlyWay = 'unshare' | 'nobody' | 'chmod';
+let way: ReadOnlyWay;
+
+function spawnResult(cmd: string, args: string[]): RunResult {
+  const r = spawnSync(cmd, args, { encoding: 'utf8' });
+  if (r.error) return { code: -1, signal: null, stdout: '', stderr: r.error.message };
   return { code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
+}
+
+const MOUNT_RO = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"';
+
+function readOnly(args: string[]): RunResult {
+  if (way === 'unshare') return spawnResult('unshare', ['-m', 'sh', '-c', MOUNT_RO, t.dir, process.execPath, BIN, ...args]);
+  fs.chmodSync(t.dir, 0o555);
+  try {
+    if (way === 'nobody') {
+      return spawnResult('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, BIN, ...args]);
+    }
+    return spawnResult(process.execPath, [BIN, ...args]);
+  } finally {
+    fs.chmodSync(t.dir, 0o755);
+  }
 }
 
 describe('a directory the process cannot write in', () => {
   beforeEach(() => {
     fs.chmodSync(t.dir, 0o755);
-    const probe = asNobody(['--version']);
-    if (probe.code !== 0) throw new Error(`cannot run dcm as nobody here: ${probe.stderr}`);
+    if (process.getuid?.() !== 0) {
+      way = 'chmod';
+      return;
+    }
+    const tried: string[] = [];
+    for (const w of ['unshare', 'nobody'] as const) {
+      way = w;
+      const probe = readOnly(['--db', path.join(t.dir, 'probe.db'), 'subcloud', 'add', 'p']);
+      if (probe.code === 1 && probe.stderr.includes('(read-only)')) return;
+      tried.push(`${w}: ${probe.stderr.trim()}`);
+    }
+    throw new Error(`no way to make a read-only directory here (need unshare with mount rights, or setpriv): ${tried.join('; ')}`);
   });
 
   test('writers are refused with "cannot write in DIR (read-only)"; readers still read', () => {
     dcmOk(['--db', t.db, 'subcloud', 'add', 'a', 'b']);
-    fs.chmodSync(t.dir, 0o555);
     const before = fileHash(t.db);
-    expectErrorLine(asNobody(['--db', t.db, 'subcloud', 'add', 'c']), 1, `cannot write in ${t.dir} (read-only)`);
-    expectErrorLine(asNobody(['--db', path.join(t.dir, 'new.db'), 'subcloud', 'add', 'c']), 1, `cannot write in ${t.dir} (read-only)`);
-    expectErrorLine(asNobody(['--db', t.db, 'db', 'backup', path.join(t.dir, 'copy.db')]), 1, `cannot write in ${t.dir} (read-only)`);
+    expectErrorLine(readOnly(['--db', t.db, 'subcloud', 'add', 'c']), 1, `cannot write in ${t.dir} (read-only)`);
+    expectErrorLine(readOnly(['--db', path.join(t.dir, 'new.db'), 'subcloud', 'add', 'c']), 1, `cannot write in ${t.dir} (read-only)`);
+    expectErrorLine(readOnly(['--db', t.db, 'db', 'backup', path.join(t.dir, 'copy.db')]), 1, `cannot write in ${t.dir} (read-only)`);
     // No -wal or -shm here (the last writer closed cleanly): read all the same.
-    const r = asNobody(['--db', t.db, 'subcloud', 'list', '-f', 'value', '-c', 'name']);
+    const r = readOnly(['--db', t.db, 'subcloud', 'list', '-f', 'value', '-c', 'name']);
     expect(r).toMatchObject({ code: 0, stdout: 'a\nb\n', stderr: '' });
-    expect(asNobody(['--db', t.db, 'db', 'check', '-f', 'value']).stdout).toBe('ok\n');
+    expect(readOnly(['--db', t.db, 'db', 'check', '-f', 'value']).stdout).toBe('ok\n');
     expect(fileHash(t.db)).toBe(before);
     expect(fs.readdirSync(t.dir)).toEqual(['dcm.db']);
   });
@@ -136,8 +164,7 @@ describe('a directory the process cannot write in', () => {
     const holder = dcmSpawnHolder(t.db, "UPDATE subcloud SET location = 'in the wal' WHERE name = 'a'");
     try {
       await waitFor(() => fs.existsSync(`${t.db}-wal`) && fs.statSync(`${t.db}-wal`).size > 0);
-      fs.chmodSync(t.dir, 0o555);
-      const r = asNobody(['--db', t.db, 'subcloud', 'show', 'a', '-f', 'value', '-c', 'location']);
+      const r = readOnly(['--db', t.db, 'subcloud', 'show', 'a', '-f', 'value', '-c', 'location']);
       expect(r).toMatchObject({ code: 0, stdout: 'in the wal\n', stderr: '' });
     } finally {
       holder.kill('SIGKILL');
