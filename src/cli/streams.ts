@@ -37,6 +37,10 @@ export function guardStream(stream: NodeJS.WritableStream): GuardedStream {
   if (known) return known;
   const state: State = { closed: false, failure: null };
   stream.on('error', (err) => fail(state, err));
+  // A pipe Node closed itself (its reader went away) ends without an error: closed all the same.
+  stream.on('close', () => {
+    state.closed = true;
+  });
   const write = stream.write.bind(stream) as (...args: unknown[]) => boolean;
   stream.write = ((...args: unknown[]) => {
     const cb = args.find((a) => typeof a === 'function') as ((err?: Error | null) => void) | undefined;
