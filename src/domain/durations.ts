@@ -7,11 +7,12 @@ import { UsageError } from './errors.js';
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 /**
- * The longest duration dcm takes: a week. Longer is a typo (`9999999h`), and Node's timers cannot
- * wait more than about 24.8 days at once anyway (a longer delay fires at once).
+ * The longest duration dcm takes: a year. Longer is a typo (`9999999h`). (Node's timers cannot
+ * wait more than about 24.8 days at once; whoever waits longer waits in steps, as the orchestrator
+ * and the sim driver do.)
  */
-export const MAX_DURATION_MS = 7 * 24 * 3_600_000;
-export const MAX_DURATION_TEXT = '168h (7 days)';
+export const MAX_DURATION_MS = 365 * 24 * 3_600_000;
+export const MAX_DURATION_TEXT = '8760h (365 days)';
 
 /** Why `text` is not a duration, or null when it is one (see parseDuration). */
 export function durationProblem(text: string): string | null {

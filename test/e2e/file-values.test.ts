@@ -43,9 +43,9 @@ describe('durations', () => {
   test('--state-timeout 10 needs a unit; 9999999h is over the maximum; 0 is a valid latency', () => {
     const create = ['--db', t.db, 'strategy', 'create', '--type', 'patch'];
     expectRefused(t.dir, [...create, '--state-timeout', '10'], 2, 'Invalid --state-timeout value: 10. Give a unit: 10s, 10m');
-    expectRefused(t.dir, [...create, '--sim-latency', '9999999h'], 2, 'Invalid --sim-latency value: 9999999h. The longest is 168h (7 days)');
+    expectRefused(t.dir, [...create, '--sim-latency', '9999999h'], 2, 'Invalid --sim-latency value: 9999999h. The longest is 8760h (365 days)');
     expectRefused(t.dir, [...create, '--sim-latency', '5..10ms'], 2, 'Invalid --sim-latency value: 5..10ms. Give a unit: 5s, 5m');
-    const r = dcmOk([...create, '--sim-latency', '0', '--state-timeout', '168h', '-f', 'value', '-c', 'state']);
+    const r = dcmOk([...create, '--sim-latency', '0', '--state-timeout', '8760h', '-f', 'value', '-c', 'state']);
     expect(r.stdout).toBe('initial\n');
   });
 });
