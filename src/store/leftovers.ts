@@ -23,12 +23,22 @@ export function refuseOrphanWal(real: string, shown: string): void {
 
 const STALE_MS = 60 * 60 * 1000;
 
+/**
+ * Whether `pid` is a running process. A zombie is not: where process 1 does not reap orphans (a
+ * container without an init), a killed process stays a zombie, and kill(pid, 0) still succeeds.
+ */
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  try {
+    // /proc/<pid>/stat: "pid (comm) S ..."; comm may hold spaces and parentheses.
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return true; // no /proc here: trust kill()
   }
 }
 

@@ -6,7 +6,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
-import { BIN, dcm, dcmOk, tempDir, ROOT, waitFor } from '../helpers/cli.js';
+import { BIN, dcm, dcmOk, dcmSpawn, tempDir, ROOT, waitFor } from '../helpers/cli.js';
 import { expectErrorLine, fileHash } from '../helpers/fleet.js';
 
 /** Like fleet.ts's dirFingerprint, but safe on symlinks, loops and FIFOs (never opens them). */
@@ -113,6 +113,35 @@ describe('leftovers of a removed database', () => {
     fs.rmSync(`${t.db}-shm`, { force: true });
     dcmOk(['--db', t.db, 'subcloud', 'add', 'fresh1']);
     expect(dcmOk(['--db', t.db, 'db', 'check']).stdout).toContain('ok');
+  });
+
+  test('the same after a kill -9 of a real apply', async () => {
+    dcmOk(['--db', t.db, 'subcloud', 'add', ...Array.from({ length: 40 }, (_, i) => `s${i + 1}`)]);
+    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '50ms..200ms']);
+    const apply = dcmSpawn(['--db', t.db, 'strategy', 'apply']);
+    await waitFor(() => apply.stderr().includes('-> updating patches'));
+    apply.child.kill('SIGKILL');
+    await apply.done;
+    expect(fs.existsSync(`${t.db}-wal`)).toBe(true);
+    fs.rmSync(t.db);
+    const before = listing(t.dir);
+    expectErrorLine(dcm(['--db', t.db, 'subcloud', 'add', 'fresh1']), 1, `${t.db}-wal is left from a removed database; move it and ${t.db}-shm away`);
+    expect(listing(t.dir)).toEqual(before);
+  });
+
+  test('a first write killed with SIGKILL leaves its temporary files; the next command removes them', async () => {
+    const csv = path.join(t.dir, 'big.csv');
+    fs.writeFileSync(csv, ['name', ...Array.from({ length: 300_000 }, (_, i) => `imported-subcloud-${i}`)].join('\n'));
+    const imp = dcmSpawn(['--db', t.db, 'subcloud', 'import', csv]);
+    const temps = () => fs.readdirSync(t.dir).filter((n) => n.includes('.new'));
+    await waitFor(() => temps().length > 0, 60_000, 2);
+    imp.child.kill('SIGKILL');
+    await imp.done;
+    expect(fs.existsSync(t.db)).toBe(false);
+    expect(temps().length).toBeGreaterThan(0);
+    // A reader finds no database (and creates none), and clears what the dead process left.
+    expect(dcm(['--db', t.db, 'subcloud', 'list']).code).toBe(0);
+    expect(fs.readdirSync(t.dir)).toEqual(['big.csv']);
   });
 
   test('a lone -shm is refused too', () => {
