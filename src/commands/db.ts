@@ -5,7 +5,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { OperationError } from '../domain/errors.js';
+import { OperationError, UsageError } from '../domain/errors.js';
 import { list, show, type Result } from '../cli/output/result.js';
 import type { Outcome } from '../cli/runner.js';
 import { fileFault } from '../store/faults.js';
@@ -46,11 +46,12 @@ export async function dbCheck(ctx: Ctx): Promise<Outcome> {
  * name and linked into place complete, so a full disk or a kill leaves no half backup at `file`.
  */
 export async function dbBackup(ctx: Ctx, file: string): Promise<Result> {
+  if (file === '' || file.endsWith('/')) throw new UsageError(`give the backup a file name${file ? `, not the directory ${file}` : ''}`);
   let target: ReturnType<typeof inspectDbPath>;
   try {
     target = inspectDbPath(file);
   } catch (err) {
-    throw new OperationError(`cannot back up to ${file}: ${(err as Error).message.replace(/^cannot use .* as the database: /, '')}`);
+    throw new OperationError(`cannot back up to ${file}: ${(err as Error).message.replace(/^cannot (use .* as the database|open database .*?): /, '')}`);
   }
   if (target.exists) throw new OperationError(`${file} exists; remove it or name another file`);
   if (!canWriteIn(path.dirname(target.real))) throw new OperationError(`cannot write in ${path.dirname(file)} (read-only)`);

@@ -223,3 +223,20 @@ describe('dcm db check and dcm db backup', () => {
     expect(fs.readdirSync(t.dir).sort()).toEqual(['copy.db', 'dcm.db']);
   });
 });
+
+describe('dcm db backup FILE: what FILE may be', () => {
+  const cases: [string, (dir: string) => string, number, (dir: string) => string | RegExp][] = [
+    ['an empty name', () => '', 2, () => 'give the backup a file name'],
+    ['a directory', (d) => d, 1, (d) => `cannot back up to ${d}: it is a directory`],
+    ['a name ending in /', (d) => `${d}/`, 2, (d) => `give the backup a file name, not the directory ${d}/`],
+    ['a missing directory', (d) => path.join(d, 'nodir', 'x.db'), 1, (d) => `cannot back up to ${path.join(d, 'nodir', 'x.db')}: directory ${path.join(d, 'nodir')} does not exist`],
+    ['a dangling symlink', (d) => (fs.symlinkSync('gone.db', path.join(d, 'link')), path.join(d, 'link')), 1, () => /^cannot back up to .*link: a dangling symlink \(to gone\.db\)$/],
+  ];
+  test.each(cases)('%s is refused, and nothing is written', (_what, target, code, message) => {
+    dcmOk(['--db', t.db, 'subcloud', 'add', 'a']);
+    const file = target(t.dir);
+    const before = fs.readdirSync(t.dir).sort();
+    expectErrorLine(dcm(['--db', t.db, 'db', 'backup', file]), code, message(t.dir));
+    expect(fs.readdirSync(t.dir).sort()).toEqual(before);
+  });
+});
