@@ -16,6 +16,7 @@ import { registerGroup } from './group.js';
 import { registerStrategy } from './strategy.js';
 import { registerSteps } from './steps.js';
 import { registerStrategyConfig } from './strategy-config.js';
+import { registerDb } from './db.js';
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
 
@@ -51,6 +52,7 @@ export function buildProgram(run: Runner, io?: Io): Command {
   registerSteps(program, run);
   registerStrategyConfig(program, run);
   addGlobalOptionsEverywhere(program);
+  registerDb(program, run);
   return program;
 }
 

@@ -2,7 +2,10 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { OperationError } from '../domain/errors.js';
+import { withFileFaults } from '../store/faults.js';
+import { removeStaleTemps, tempName } from '../store/leftovers.js';
 import { checkDbPath, openDb, type Db } from '../store/open.js';
+import { inspectDbPath } from '../store/path.js';
 
 export interface Ctx {
   dbPath: string;
@@ -20,31 +23,35 @@ export interface Ctx {
  * meanwhile is never overwritten or removed (the command then runs again, on that file).
  */
 export function withWriteDb<T>(ctx: Ctx, fn: (db: Db) => T): T {
-  for (;;) {
-    if (fs.existsSync(ctx.dbPath)) return runInTransaction(openDb(ctx.dbPath, { create: true })!, ctx, fn);
-    checkDbPath(ctx.dbPath, false);
-    const tmp = `${ctx.dbPath}.${process.pid}-${crypto.randomBytes(4).toString('hex')}.new`;
-    try {
-      // Created 0600 before SQLite opens it: the file may hold a sysadmin password (SPEC §8).
-      fs.closeSync(fs.openSync(tmp, 'wx', 0o600));
-      let db: Db;
+  return withFileFaults(ctx.dbPath, () => {
+    for (;;) {
+      const p = inspectDbPath(ctx.dbPath);
+      removeStaleTemps(p.real);
+      if (p.exists) return runInTransaction(openDb(ctx.dbPath, { create: true })!, ctx, fn);
+      checkDbPath(ctx.dbPath, false);
+      const tmp = tempName(p.real, process.pid, crypto.randomBytes(4).toString('hex'));
       try {
-        db = openDb(tmp, { create: true })!;
-      } catch (err) {
-        if (err instanceof OperationError) throw new OperationError(err.message.split(tmp).join(ctx.dbPath));
-        throw err;
+        // Created 0600 before SQLite opens it: the file may hold a sysadmin password (SPEC §8).
+        fs.closeSync(fs.openSync(tmp, 'wx', 0o600));
+        let db: Db;
+        try {
+          db = openDb(tmp, { create: true })!;
+        } catch (err) {
+          if (err instanceof OperationError) throw new OperationError(err.message.split(tmp).join(ctx.dbPath));
+          throw err;
+        }
+        // Closing the last connection checkpoints the WAL: the temporary file then holds everything.
+        const result = runInTransaction(db, ctx, fn);
+        if (publish(tmp, p.real)) return result;
+      } finally {
+        for (const suffix of ['', '-wal', '-shm', '-journal']) fs.rmSync(tmp + suffix, { force: true });
       }
-      // Closing the last connection checkpoints the WAL: the temporary file then holds everything.
-      const result = runInTransaction(db, ctx, fn);
-      if (publish(tmp, ctx.dbPath)) return result;
-    } finally {
-      for (const suffix of ['', '-wal', '-shm']) fs.rmSync(tmp + suffix, { force: true });
     }
-  }
+  });
 }
 
 /** Put the new file in place unless one exists already (then false). */
-function publish(tmp: string, file: string): boolean {
+export function publish(tmp: string, file: string): boolean {
   try {
     fs.linkSync(tmp, file);
     return true;
@@ -83,19 +90,25 @@ function runInTransaction<T>(db: Db, ctx: Ctx, fn: (db: Db) => T): T {
  * IMMEDIATE transaction, its result checked before the commit; null when there is no file.
  */
 export function withExistingWriteDb<T>(ctx: Ctx, fn: (db: Db) => T): T | null {
-  const db = openDb(ctx.dbPath, { create: false });
-  return db ? runInTransaction(db, ctx, fn) : null;
+  return withFileFaults(ctx.dbPath, () => {
+    removeStaleTemps(inspectDbPath(ctx.dbPath).real);
+    const db = openDb(ctx.dbPath, { create: false });
+    return db ? runInTransaction(db, ctx, fn) : null;
+  });
 }
 
 /** Run `fn` on the file, or return `empty` when the file does not exist (nothing is created). */
 export function withReadDb<T>(ctx: Ctx, empty: T, fn: (db: Db) => T): T {
-  const db = openDb(ctx.dbPath, { create: false });
-  if (!db) return empty;
-  try {
-    return fn(db);
-  } finally {
-    db.close();
-  }
+  return withFileFaults(ctx.dbPath, () => {
+    removeStaleTemps(inspectDbPath(ctx.dbPath).real);
+    const db = openDb(ctx.dbPath, { create: false });
+    if (!db) return empty;
+    try {
+      return fn(db);
+    } finally {
+      db.close();
+    }
+  });
 }
 
 /** One read-modify-write: BEGIN IMMEDIATE, so a concurrent writer waits instead of failing. */

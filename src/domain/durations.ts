@@ -1,11 +1,33 @@
-/** Durations as people type them: `0`, `250ms`, `2s`, `1.5m`, `1h`; a bare number is milliseconds. */
+/**
+ * Durations as people type them: `0`, `250ms`, `2s`, `1.5m`, `1h`. A number needs its unit (`10`
+ * could mean 10 ms or 10 s; SPEC §4 refuses it), except `0`, which is the same in every unit.
+ */
+import { UsageError } from './errors.js';
+
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
-export function parseDuration(text: string): number | null {
+/**
+ * The longest duration dcm takes: a year. Longer is a typo (`9999999h`). (Node's timers cannot
+ * wait more than about 24.8 days at once; whoever waits longer waits in steps, as the orchestrator
+ * and the sim driver do.)
+ */
+export const MAX_DURATION_MS = 365 * 24 * 3_600_000;
+export const MAX_DURATION_TEXT = '8760h (365 days)';
+
+/** Why `text` is not a duration, or null when it is one (see parseDuration). */
+export function durationProblem(text: string): string | null {
   const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/.exec(text);
-  if (!m) return null;
-  const ms = Number(m[1]) * UNITS[m[2] ?? 'ms'];
-  return Number.isFinite(ms) ? Math.round(ms) : null;
+  if (!m) return 'use a number and a unit: 250ms, 10s, 5m, 1h';
+  if (m[2] === undefined && Number(m[1]) !== 0) return `give a unit: ${m[1]}s, ${m[1]}m`;
+  if (Number(m[1]) * UNITS[m[2] ?? 'ms'] > MAX_DURATION_MS) return `the longest is ${MAX_DURATION_TEXT}`;
+  return null;
+}
+
+/** Milliseconds, or null when `text` is not a duration dcm takes (durationProblem says why). */
+export function parseDuration(text: string): number | null {
+  if (durationProblem(text) !== null) return null;
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/.exec(text)!;
+  return Math.round(Number(m[1]) * UNITS[m[2] ?? 'ms']);
 }
 
 /** `MIN..MAX` or a single duration (MIN = MAX). */
@@ -16,6 +38,33 @@ export function parseDurationRange(text: string): { min: number; max: number } |
   const max = parts.length === 2 ? parseDuration(parts[1]) : min;
   if (min === null || max === null || max < min) return null;
   return { min, max };
+}
+
+/** A duration option's value, or a usage error that says what is wrong with it. */
+export function durationOption(option: string, text: string, opts: { allowZero?: boolean } = {}): number {
+  const problem = durationProblem(text);
+  const ms = problem === null ? parseDuration(text)! : null;
+  if (ms === null || (ms === 0 && !opts.allowZero)) {
+    throw new UsageError(`Invalid ${option} value: ${text}. ${capital(problem ?? 'it must be longer than 0')}`);
+  }
+  return ms;
+}
+
+/** A `MIN[..MAX]` option's value, or a usage error that says what is wrong with it. */
+export function durationRangeOption(option: string, text: string): { min: number; max: number } {
+  const bad = (why: string) => new UsageError(`Invalid ${option} value: ${text}. ${capital(why)}`);
+  const parts = text.split('..');
+  if (parts.length > 2) throw bad('use MIN[..MAX], e.g. 50ms..2s');
+  const problem = parts.map(durationProblem).find((p) => p !== null);
+  if (problem) throw bad(problem);
+  const min = parseDuration(parts[0])!;
+  const max = parts.length === 2 ? parseDuration(parts[1])! : min;
+  if (max < min) throw bad('MAX must not be less than MIN');
+  return { min, max };
+}
+
+function capital(s: string): string {
+  return s[0].toUpperCase() + s.slice(1);
 }
 
 export function formatDuration(ms: number): string {

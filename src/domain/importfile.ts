@@ -6,7 +6,7 @@
 import { createRequire } from 'node:module';
 import { OperationError, UsageError } from './errors.js';
 import { ENDPOINTS, type Endpoint } from './types.js';
-import { camel, parseSubcloudFields, UNTRACKED_FIELDS, type SubcloudInput } from './inventory.js';
+import { camel, nameProblem, parseSubcloudFields, quoteName, UNTRACKED_FIELDS, type SubcloudInput } from './inventory.js';
 
 export interface ImportRow {
   line: number;
@@ -48,11 +48,38 @@ const FIELD_KEYS: Record<string, string> = {
   ...Object.fromEntries(UNTRACKED_FIELDS.map((f) => [f, camel(f)])),
 };
 
+/** The field a column sets: two columns that set the same one make the row ambiguous. */
+function fieldOf(key: string): string | null {
+  const k = norm(key);
+  if (k === 'sync') return 'sync';
+  if (SYNC_KEYS.has(k)) return `sync:${SYNC_KEYS.get(k)}`;
+  return FIELD_KEYS[k] ?? null;
+}
+
+/** Why these column names cannot be one row's (a field named twice), or null. */
+export function duplicateColumns(keys: readonly string[]): string | null {
+  const seen = new Map<string, string>();
+  for (const key of keys) {
+    const field = fieldOf(key);
+    if (field === null) continue;
+    const before = seen.get(field);
+    if (before !== undefined) {
+      return before.trim() === key.trim()
+        ? `column '${key.trim()}' is given twice`
+        : `columns '${before.trim()}' and '${key.trim()}' name the same field`;
+    }
+    seen.set(field, key);
+  }
+  return null;
+}
+
 function toImportRow(raw: RawRow): ImportRow {
   const fail = (msg: string): never => {
     throw new OperationError(`line ${raw.line}: ${msg}`);
   };
   if (raw.data === null || typeof raw.data !== 'object' || Array.isArray(raw.data)) fail('a row must be an object');
+  const dup = duplicateColumns(Object.keys(raw.data));
+  if (dup) fail(dup);
   const fields: Record<string, string> = {};
   const sync: string[] = [];
   for (const [key, value] of Object.entries(raw.data)) {
@@ -67,6 +94,8 @@ function toImportRow(raw: RawRow): ImportRow {
   }
   const name = fields.name;
   if (!name) fail("missing 'name'");
+  const problem = nameProblem(name);
+  if (problem) fail(`invalid subcloud name ${quoteName(name)}: ${problem}`);
   delete fields.name;
   try {
     return { line: raw.line, name, fields: parseSubcloudFields({ ...fields, sync }) };
@@ -148,6 +177,14 @@ function parseJsonLines(text: string): RawRow[] {
   return rows;
 }
 
+function parseCsvHeader(text: string): string[] {
+  try {
+    return ((parseCsv(text, { to_line: 1, bom: true, relax_column_count: true }) as string[][])[0] ?? []).map(String);
+  } catch {
+    return []; // a broken header is reported by the full parse, with its line
+  }
+}
+
 function parseCsvRows(text: string): RawRow[] {
   const options = { columns: true, skip_empty_lines: true, trim: true, bom: true } as const;
   try {
@@ -183,6 +220,9 @@ export function parseImport(text: string): ImportRow[] {
     const header = body.split('\n', 1)[0];
     const cols = header.split(',').map((c) => norm(c.replace(/"/g, '')));
     if (!cols.includes('name')) throw new OperationError("line 1: CSV header has no 'name' column");
+    // The CSV parser keeps only the last of two columns with one name: check the header itself.
+    const dup = duplicateColumns(parseCsvHeader(body));
+    if (dup) throw new OperationError(`line 1: ${dup}`);
     raws = parseCsvRows(body);
   }
   const rows = raws.map(toImportRow);

@@ -110,8 +110,28 @@ export function parseSubcloudFields(raw: RawSubcloudFields): SubcloudInput {
   return out;
 }
 
+/** Why `name` is not a valid subcloud or group name (SPEC §2.1), or null. */
+export function nameProblem(name: string): string | null {
+  if (name.length === 0) return 'a name may not be empty';
+  if (name.length > MAX_NAME) return `a name is at most ${MAX_NAME} characters (this one has ${name.length})`;
+  // A newline or tab would split a `-f value` row; a NUL cuts the name short in C tools.
+  if (/\p{Cc}/u.test(name)) return 'a name may not hold control characters (newline, tab, NUL…)';
+  if (name.trim() === '') return 'a name may not be blank';
+  if (name !== name.trim()) return 'a name may not start or end with a space';
+  return null;
+}
+
+export const MAX_NAME = 255;
+
+/** The name as shown in a message: quoted, with control characters escaped, and cut if huge. */
+export function quoteName(name: string): string {
+  const shown = name.length > 60 ? `${name.slice(0, 57)}...` : name;
+  return `'${JSON.stringify(shown).slice(1, -1)}'`;
+}
+
 export function checkName(kind: string, name: string): void {
-  if (name.trim() === '' || name !== name.trim()) throw new UsageError(`invalid ${kind} name '${name}'`);
+  const problem = nameProblem(name);
+  if (problem) throw new UsageError(`invalid ${kind} name ${quoteName(name)}: ${problem}`);
 }
 
 /** A group is found by name or by id, so a name may not be a number. */

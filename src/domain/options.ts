@@ -3,7 +3,7 @@
  * the strategy's extra args, handed to drivers. Pure.
  */
 import { UsageError } from './errors.js';
-import { parseDuration, parseDurationRange } from './durations.js';
+import { durationOption, durationRangeOption } from './durations.js';
 import { TYPES, type StrategyType } from './types.js';
 
 /** Raw values as the command line gave them; `undefined` = not given. */
@@ -162,8 +162,7 @@ export function typeExtraArgs(type: StrategyType, raw: RawTypeOptions): ExtraArg
 /** Driver settings and the per-state timeout. */
 export function driverExtraArgs(type: StrategyType, raw: RawDriverOptions, defaultSeed: number): ExtraArgs {
   const out: ExtraArgs = { driver: 'sim' };
-  const latency = parseDurationRange(raw.simLatency ?? '200ms..1s');
-  if (!latency) throw new UsageError(`Invalid --sim-latency value: ${raw.simLatency}. Use MIN[..MAX], e.g. 50ms..2s`);
+  const latency = durationRangeOption('--sim-latency', raw.simLatency ?? '200ms..1s');
   out.sim_latency_min_ms = latency.min;
   out.sim_latency_max_ms = latency.max;
 
@@ -188,10 +187,8 @@ export function driverExtraArgs(type: StrategyType, raw: RawDriverOptions, defau
   }
   out.sim_fail = fails;
 
-  const timeout = raw.stateTimeout === undefined ? TYPES[type].defaultStateTimeoutMs : parseDuration(raw.stateTimeout);
-  if (timeout === null || timeout <= 0) {
-    throw new UsageError(`Invalid --state-timeout value: ${raw.stateTimeout}. Use a duration such as 30s or 10m`);
-  }
+  const timeout =
+    raw.stateTimeout === undefined ? TYPES[type].defaultStateTimeoutMs : durationOption('--state-timeout', raw.stateTimeout);
   out.state_timeout_ms = timeout;
   return out;
 }

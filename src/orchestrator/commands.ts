@@ -15,7 +15,7 @@ import type { Outcome, RunCtx } from '../cli/runner.js';
 import { ApplyLock, holderAlive } from './lock.js';
 import { Orchestrator } from './orchestrator.js';
 import { LineProgress } from './progress.js';
-import { ignoreFileSizeSignal, onSignals } from './signals.js';
+import { onSignals } from './signals.js';
 
 const RESUMABLE = ['applying', 'abort requested', 'aborting'];
 
@@ -80,12 +80,11 @@ function checkIntact(db: Db, file: string): void {
   }
   const lines = (verdict as unknown as { quick_check: string }[]).map((r) => r.quick_check);
   if (lines.length !== 1 || lines[0] !== 'ok') {
-    throw new OperationError(`${file} is corrupt (${lines[0]}); nothing was applied: see dcm db check, and restore a backup`);
+    throw new OperationError(`${file} is damaged (${lines[0]}); nothing was applied. dcm db check says what is wrong; restore a backup`);
   }
 }
 
 export async function strategyApply(ctx: RunCtx, type?: StrategyType): Promise<Outcome> {
-  ignoreFileSizeSignal();
   const db = openDb(ctx.dbPath, { create: false });
   if (!db) strategyNotFound(type);
   // Short waits inside SQLite, retried by the orchestrator: the event loop (heartbeat, signals)

@@ -12,10 +12,3 @@ export function onSignals(handler: (signal: NodeJS.Signals) => void): () => void
   };
 }
 
-/**
- * A file-size limit (`ulimit -f`) sends SIGXFSZ, whose default action kills the process mid-write.
- * Ignored, the write fails with EFBIG instead, and the apply stops as on a full disk (SPEC §2.1).
- */
-export function ignoreFileSizeSignal(): void {
-  if (process.platform !== 'win32' && process.listenerCount('SIGXFSZ') === 0) process.on('SIGXFSZ', () => {});
-}

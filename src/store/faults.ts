@@ -1,42 +1,84 @@
 /**
- * Faults of the file itself (SPEC §2.1): a busy file, a full disk or a file-size limit, an I/O
- * error, a corrupt file. Errors from better-sqlite3 are told apart by `code` (never `instanceof`:
- * the native class is not the same across module instances), and turned into one-line messages
- * that say what was kept and what to do.
+ * What a file fault means to the user (SPEC §2.1 "Faults"): a SQLite or file-system error turned
+ * into one DcmError with the SPEC's wording, so every command (and the orchestrator) says the same
+ * thing. A process under `ulimit -f` is not killed by SIGXFSZ: Node ignores that signal, so the
+ * write fails with EFBIG and SQLite reports it as an I/O error, which lands here.
  */
-import { DcmError, EXIT } from '../domain/errors.js';
+import path from 'node:path';
+import { DcmError, OperationError } from '../domain/errors.js';
+import { canWriteIn } from './path.js';
 
-export type Fault = 'busy' | 'full' | 'io' | 'corrupt';
+type Coded = { code?: unknown; message?: unknown };
 
-export function faultOf(err: unknown): Fault | null {
-  const code = String((err as { code?: unknown })?.code ?? '');
-  if (code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY_') || code === 'SQLITE_LOCKED') return 'busy';
-  // A file-size limit (ulimit -f) makes write(2) fail with EFBIG, which SQLite reports as IOERR_WRITE.
-  if (code === 'SQLITE_FULL' || code === 'ENOSPC' || code === 'EFBIG' || code === 'EDQUOT' || code === 'SQLITE_IOERR_WRITE') {
-    return 'full';
+function codeOf(err: unknown): string {
+  const c = (err as Coded | null)?.code;
+  return typeof c === 'string' ? c : '';
+}
+
+const DISK_FULL_ERRNO = new Set(['ENOSPC', 'EFBIG', 'EDQUOT']);
+const READ_ONLY_ERRNO = new Set(['EROFS', 'EACCES', 'EPERM']);
+
+/** The error is a full disk, a file-size limit, or a failed write/sync. */
+export function isDiskFull(err: unknown): boolean {
+  const code = codeOf(err);
+  if (code === 'SQLITE_FULL' || DISK_FULL_ERRNO.has(code)) return true;
+  return code.startsWith('SQLITE_IOERR') && !/READ|ACCESS|LOCK|NOMEM/.test(code);
+}
+
+export function isCorrupt(err: unknown): boolean {
+  const code = codeOf(err);
+  return code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB';
+}
+
+/**
+ * Turn a fault on `file` into a DcmError, or null when `err` is not a file fault (a bug, a
+ * DcmError already, SQLITE_BUSY, which callers handle their own way). `then` says what to do once
+ * space is freed: an ordinary command is run again; the orchestrator says `dcm strategy apply
+ * resumes`.
+ */
+export function fileFault(err: unknown, file: string, then = 'run the command again'): DcmError | null {
+  if (err instanceof DcmError) return null;
+  const code = codeOf(err);
+  if (!code) return null;
+  const why = String((err as Coded).message ?? code).split('\n')[0];
+  if (isDiskFull(err)) {
+    return new OperationError(`disk full writing ${file}: nothing committed was lost; free space, then ${then}`);
   }
-  if (code.startsWith('SQLITE_IOERR') || code === 'EIO') return 'io';
-  if (code === 'SQLITE_CORRUPT' || code.startsWith('SQLITE_CORRUPT_') || code === 'SQLITE_NOTADB') return 'corrupt';
+  if (isCorrupt(err)) {
+    return new OperationError(`${file} is damaged (${why}); nothing was written. dcm db check says what is wrong; restore a backup`);
+  }
+  if (code.startsWith('SQLITE_IOERR')) return new OperationError(`I/O error on ${file} (${why})`);
+  if (code.startsWith('SQLITE_READONLY') || code.startsWith('SQLITE_CANTOPEN') || READ_ONLY_ERRNO.has(code)) {
+    const dir = path.dirname(path.resolve(file));
+    if (!canWriteIn(dir)) return new OperationError(`cannot write in ${path.dirname(file)} (read-only)`);
+    if (code.startsWith('SQLITE_READONLY')) return new OperationError(`cannot write ${file} (read-only)`);
+    return new OperationError(`cannot open database ${file} (${why})`);
+  }
   return null;
 }
 
-/** The one-line error for a fault met while applying, or null when `err` is not a fault of the file. */
-export function applyFaultError(err: unknown, file: string): DcmError | null {
-  const resume = 'nothing committed was lost; free space, then dcm strategy apply resumes';
-  switch (faultOf(err)) {
-    case 'full':
-      return new DcmError(`disk full writing ${file}: ${resume}`, EXIT.failed);
-    case 'io':
-      return new DcmError(
-        `I/O error on ${file} (${(err as { code: string }).code}): nothing committed was lost; once the disk is sound, dcm strategy apply resumes`,
-        EXIT.failed,
-      );
-    case 'corrupt':
-      return new DcmError(
-        `${file} is corrupt (${(err as Error).message}): stopped without writing more; see dcm db check, and restore a backup`,
-        EXIT.failed,
-      );
-    default:
-      return null;
+/** Run `fn`, rethrowing a file fault as its DcmError (anything else unchanged). */
+export function withFileFaults<T>(file: string, fn: () => T, then?: string): T {
+  try {
+    return fn();
+  } catch (err) {
+    throw fileFault(err, file, then) ?? err;
   }
+}
+
+export type Fault = 'busy' | 'full' | 'io' | 'corrupt';
+
+/** What kind of fault of the file `err` is, if any: the orchestrator waits on one, stops on the others. */
+export function faultOf(err: unknown): Fault | null {
+  const code = codeOf(err);
+  if (code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY_') || code === 'SQLITE_LOCKED') return 'busy';
+  if (isDiskFull(err)) return 'full';
+  if (isCorrupt(err)) return 'corrupt';
+  if (code.startsWith('SQLITE_IOERR') || code === 'EIO') return 'io';
+  return null;
+}
+
+/** The one-line error for a fault met while applying (the strategy stays applying), or null. */
+export function applyFaultError(err: unknown, file: string): DcmError | null {
+  return faultOf(err) && faultOf(err) !== 'busy' ? fileFault(err, file, 'dcm strategy apply resumes') : null;
 }

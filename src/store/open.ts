@@ -6,6 +6,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { OperationError } from '../domain/errors.js';
+import { fileFault, withFileFaults } from './faults.js';
+import { refuseOrphanWal } from './leftovers.js';
+import { canWriteIn, inspectDbPath, type DbPath } from './path.js';
 import { APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION } from './migrations.js';
 
 export type Db = Database.Database;
@@ -15,35 +18,40 @@ export { resolveDbPath } from './path.js';
 const SQLITE_MAGIC = 'SQLite format 3\0';
 
 /**
- * Refuse what is not a file we may open, without touching it. Returns false for a missing file
- * when `mustExist` (a reader's "nothing there").
+ * Refuse what is not a file we may open, without touching it (see path.ts). Returns false for a
+ * missing file when `mustExist` (a reader's "nothing there"); a writer that would create the file
+ * is refused when a removed database's WAL is still there, or when the directory is read-only.
  */
 export function checkDbPath(file: string, mustExist: boolean): boolean {
-  let st: fs.Stats;
-  try {
-    st = fs.statSync(file);
-  } catch {
-    const dir = path.dirname(path.resolve(file));
-    if (!fs.existsSync(dir)) {
-      throw new OperationError(`cannot open database ${file}: directory ${path.dirname(file)} does not exist`);
-    }
-    if (mustExist) return false;
-    return true;
+  return checkPath(file, mustExist) !== null;
+}
+
+function checkPath(file: string, mustExist: boolean): DbPath | null {
+  const p = inspectDbPath(file);
+  const dir = path.dirname(p.real);
+  if (!p.exists) {
+    if (mustExist) return null;
+    refuseOrphanWal(p.real, file);
+    if (!canWriteIn(dir)) throw new OperationError(`cannot write in ${path.dirname(file)} (read-only)`);
+    return p;
   }
-  if (st.isDirectory()) throw new OperationError(`cannot open database ${file}: it is a directory`);
+  if (!mustExist && !canWriteIn(dir)) throw new OperationError(`cannot write in ${path.dirname(file)} (read-only)`);
+  const st = fs.statSync(p.real);
   if (st.size > 0) {
-    const fd = fs.openSync(file, 'r');
     const head = Buffer.alloc(16);
-    try {
-      fs.readSync(fd, head, 0, 16, 0);
-    } finally {
-      fs.closeSync(fd);
-    }
+    withFileFaults(file, () => {
+      const fd = fs.openSync(p.real, 'r');
+      try {
+        fs.readSync(fd, head, 0, 16, 0);
+      } finally {
+        fs.closeSync(fd);
+      }
+    });
     if (head.toString('latin1') !== SQLITE_MAGIC) {
       throw new OperationError(`${file} is not a dcm database (not an SQLite file)`);
     }
   }
-  return true;
+  return p;
 }
 
 export interface OpenOptions {
@@ -53,12 +61,15 @@ export interface OpenOptions {
 
 /** Open the file, or return null when it is missing and `create` is false. */
 export function openDb(file: string, opts: OpenOptions): Db | null {
-  if (!checkDbPath(file, !opts.create)) return null;
+  const p = checkPath(file, !opts.create);
+  if (!p) return null;
   let db: Db;
   try {
-    db = new Database(file, { fileMustExist: !opts.create });
+    // The real path: SQLite keeps -wal and -shm beside the file it opens.
+    const image = opts.create ? null : readerSnapshot(p.real);
+    db = image ? new Database(image) : new Database(p.real, { fileMustExist: !opts.create });
   } catch (err) {
-    throw new OperationError(`cannot open database ${file}: ${(err as Error).message}`);
+    throw fileFault(err, file) ?? new OperationError(`cannot open database ${file}: ${(err as Error).message}`);
   }
   try {
     db.pragma('busy_timeout = 10000');
@@ -78,7 +89,7 @@ export function openDb(file: string, opts: OpenOptions): Db | null {
         `${file} was written by a newer dcm (schema version ${version}; this dcm knows up to ${SCHEMA_VERSION})`,
       );
     }
-    if (db.pragma('journal_mode', { simple: true }) !== 'wal') db.pragma('journal_mode = WAL');
+    if (!db.memory && db.pragma('journal_mode', { simple: true }) !== 'wal') db.pragma('journal_mode = WAL');
     // WAL + NORMAL: a commit survives the death of the process (kill -9); only a power loss may
     // roll back the last transactions, never corrupt the file.
     db.pragma('synchronous = NORMAL');
@@ -90,7 +101,7 @@ export function openDb(file: string, opts: OpenOptions): Db | null {
     if ((err as { code?: string }).code === 'SQLITE_NOTADB') {
       throw new OperationError(`${file} is not a dcm database`);
     }
-    throw err;
+    throw fileFault(err, file) ?? err;
   }
 }
 
@@ -102,4 +113,18 @@ function migrate(db: Db, from: number): void {
     db.pragma(`application_id = ${APPLICATION_ID}`);
     db.pragma(`user_version = ${SCHEMA_VERSION}`);
   }).immediate();
+}
+
+/**
+ * A reader in a directory it cannot write in, with no -wal beside the file: SQLite could not make
+ * its shared-memory file and would refuse to read. With no WAL the file holds every commit, and no
+ * writer can start one there either (it could not create the WAL), so a copy in memory is exact.
+ * (With a -wal and -shm present, SQLite reads them read-only itself.) The header's WAL mark is
+ * cleared in the copy: an in-memory database cannot be in WAL mode.
+ */
+export function readerSnapshot(real: string): Buffer | null {
+  if (canWriteIn(path.dirname(real)) || fs.existsSync(`${real}-wal`)) return null;
+  const image = fs.readFileSync(real);
+  if (image.length >= 20 && image[18] === 2 && image[19] === 2) image[18] = image[19] = 1;
+  return image;
 }

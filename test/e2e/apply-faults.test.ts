@@ -127,7 +127,7 @@ describe('apply: the file under the orchestrator', () => {
     const before = fs.readFileSync(t.db);
     const r = dcm(['--db', t.db, 'strategy', 'apply']);
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(new RegExp(`^error: ${t.db} is corrupt \\(.*\\).*\\n$`));
+    expect(r.stderr).toMatch(new RegExp(`^error: ${t.db} is damaged \\(.*\\).*\\n$`));
     noTrace(r.stderr);
     expect(fs.readFileSync(t.db).equals(before)).toBe(true);
   });

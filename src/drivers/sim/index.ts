@@ -9,6 +9,9 @@ import { admit, finish, type SiteRequest } from './site.js';
 import { SiteBook } from './sites.js';
 import { drawFor } from './random.js';
 
+/** setTimeout's longest delay (2^31 - 1 ms, about 24.8 days). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export interface SimSettings {
   latencyMinMs: number;
   latencyMaxMs: number;
@@ -69,14 +72,22 @@ export class SimDriver implements Driver {
     return { kind: 'next' };
   }
 
+  /**
+   * Wait `ms`, in steps no longer than a Node timer can take: a longer setTimeout fires at once
+   * (with a TimeoutOverflowWarning), which would make a huge latency an instant one.
+   */
   private sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const done = () => {
-        this.timers.delete(t);
-        resolve();
+      const step = (left: number) => {
+        const done = () => {
+          this.timers.delete(t);
+          if (left > MAX_TIMER_MS && !this.closed) step(left - MAX_TIMER_MS);
+          else resolve();
+        };
+        const t = left <= 0 ? setImmediate(done) : setTimeout(done, Math.min(left, MAX_TIMER_MS));
+        this.timers.add(t);
       };
-      const t = ms <= 0 ? setImmediate(done) : setTimeout(done, ms);
-      this.timers.add(t);
+      step(ms);
     });
   }
 
