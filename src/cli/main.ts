@@ -51,8 +51,9 @@ export function buildProgram(run: Runner, io?: Io): Command {
   registerStrategy(program, run);
   registerSteps(program, run);
   registerStrategyConfig(program, run);
-  addGlobalOptionsEverywhere(program);
   registerDb(program, run);
+  // Last: every command registered above takes the global and formatter options.
+  addGlobalOptionsEverywhere(program);
   return program;
 }
 
