@@ -15,6 +15,8 @@ import { registerSubcloud } from './subcloud.js';
 import { registerGroup } from './group.js';
 import { registerStrategy } from './strategy.js';
 import { registerSteps } from './steps.js';
+import { registerCompletion } from './completion.js';
+import { addExamples, examplesText } from './examples.js';
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
 
@@ -28,7 +30,7 @@ export function buildProgram(run: Runner): Command {
     .version(version, '--version')
     .exitOverride()
     .configureOutput({ outputError: () => {} })
-    .showSuggestionAfterError(false)
+    .showSuggestionAfterError(true)
     // Documented here for --help; they are taken out of argv before parsing (globals.ts).
     .option('--db <path>', 'database file (default $DCM_DB, else ./dcm.db)')
     .option('-f, --format <format>', 'table | json | csv | value | yaml', 'table')
@@ -40,6 +42,9 @@ export function buildProgram(run: Runner): Command {
   registerGroup(program, run);
   registerStrategy(program, run);
   registerSteps(program, run);
+  registerCompletion(program, run);
+  // Last: every command registered above gets its Examples block.
+  addExamples(program);
   return program;
 }
 
@@ -59,10 +64,11 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
     };
     const program = buildProgram(run);
     if (rest.length === 0) {
-      io.stdout.write(program.helpInformation());
+      io.stdout.write(`${program.helpInformation()}${examplesText('')}\n`);
       return EXIT.usage;
     }
     await program.parseAsync(rest, { from: 'user' });
+    if (outcome.text !== undefined) io.stdout.write(outcome.text);
     if (outcome.result) {
       io.stdout.write(await renderOutcome(outcome.result, globals, wantColor(io.stdout, globals.noColor)));
     }
@@ -90,13 +96,20 @@ function oneLine(message: string): string {
   return message.replace(/\s*[\r\n]+\s*/g, ' ').trim();
 }
 
+/** Commander's "\n(Did you mean X?)" as part of the one line: `; did you mean 'X'?`. */
+function suggestion(message: string): string {
+  return message.replace(/\s*\(Did you mean (one of )?(.+)\?\)\s*$/, (_m, oneOf: string | undefined, names: string) =>
+    `; did you mean ${oneOf ?? ''}${names.split(', ').map((n) => `'${n}'`).join(', ')}?`,
+  );
+}
+
 function report(err: unknown, stderr: NodeJS.WritableStream): number {
   if (err instanceof CommanderError) {
     // Help and --version end the parse with an "error" that is a success.
     if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return EXIT.ok;
     // A command group without its subcommand (`dcm strategy`): help went to stderr, a usage error.
     if (err.code === 'commander.help') return EXIT.usage;
-    stderr.write(`error: ${oneLine(err.message.replace(/^error: /, ''))}\n`);
+    stderr.write(`error: ${oneLine(suggestion(err.message.replace(/^error: /, '')))}\n`);
     return EXIT.usage;
   }
   if (err instanceof DcmError) {

@@ -5,6 +5,8 @@ import type { Result } from './output/result.js';
 /** A command's answer: what to print, and the exit code when it is not 0. */
 export interface Outcome {
   result?: Result;
+  /** Text printed as it is (a completion script), instead of a rendered result. */
+  text?: string;
   exitCode?: number;
 }
 
