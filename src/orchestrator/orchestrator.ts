@@ -55,6 +55,8 @@ interface Worker {
   controller: AbortController | null;
   /** The orchestrator stopped waiting (timeout, hard stop): a signal asked for later is aborted. */
   abandoned: boolean;
+  /** When the operation started (epoch ms): its duration goes to the statistics and the progress. */
+  startedMs: number;
 }
 
 /** setTimeout's longest delay; a longer one fires at once (TimeoutOverflowWarning). */
@@ -72,6 +74,7 @@ interface Report {
   opId: number;
   result: OperationResult | { kind: 'timeout' };
   finishedAt: string;
+  finishedMs: number;
 }
 
 /** A subcloud holding a slot of its stage's window, from its first state to its end. */
@@ -116,7 +119,7 @@ export class Orchestrator {
     private readonly progress: ProgressSink,
     private readonly opts: OrchestratorOptions,
   ) {
-    this.writer = new TransitionWriter(db);
+    this.writer = new TransitionWriter(db, opts.type);
   }
 
   /** Run the strategy (already `applying`, or being resumed) to its end; returns the exit code. */
@@ -236,7 +239,7 @@ export class Orchestrator {
   /** A driver's answer arrives here and nowhere else. */
   private report(stepId: number, opId: number, result: Report['result']): void {
     if (this.stopped) return;
-    this.reports.push({ stepId, opId, result, finishedAt: now() });
+    this.reports.push({ stepId, opId, result, finishedAt: now(), finishedMs: Date.now() });
     this.scheduleFlush();
   }
 
@@ -299,7 +302,7 @@ export class Orchestrator {
           from: state,
           to: next,
           details: result.details ?? '',
-          close: { historyId: w.historyId, outcome: 'ok', finishedAt: at, details: result.details ?? '' },
+          close: { historyId: w.historyId, outcome: 'ok', finishedAt: at, details: result.details ?? '', durationMs: r.finishedMs - w.startedMs },
           startAttempt,
           completes: ended ? { endpoint: TYPES[this.opts.type].endpoint } : undefined,
           ended,
@@ -314,7 +317,7 @@ export class Orchestrator {
           from: state,
           to: 'failed',
           details: `${state}: ${reason}`,
-          close: { historyId: w.historyId, outcome: timeout ? 'timeout' : 'failed', finishedAt: at, details: reason },
+          close: { historyId: w.historyId, outcome: timeout ? 'timeout' : 'failed', finishedAt: at, details: reason, durationMs: r.finishedMs - w.startedMs },
           ended: true,
         });
         this.failedSeen = true;
@@ -343,7 +346,7 @@ export class Orchestrator {
       throw new Error(`internal: ${step.cloud} already runs ${existing.state}; refusing a second worker for ${state}`);
     }
     const opId = this.nextOpId++;
-    const worker: Worker = { step, state, attempt, historyId, opId, controller: null, abandoned: false };
+    const worker: Worker = { step, state, attempt, historyId, opId, controller: null, abandoned: false, startedMs: Date.now() };
     this.workers.set(step.id, worker);
     this.deadlines.push({ at: Date.now() + this.opts.stateTimeoutMs, stepId: step.id, opId });
     this.compactDeadlines();
