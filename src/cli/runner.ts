@@ -6,6 +6,8 @@ import type { Result } from './output/result.js';
 export interface Outcome {
   result?: Result;
   exitCode?: number;
+  /** A `--watch` command: draws frames until it returns its exit code (cli/watch.ts). */
+  watch?: (emit: (r: Result) => Promise<void>) => Promise<number>;
 }
 
 export interface RunCtx extends Ctx {

@@ -91,6 +91,16 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
         (await orchestrator()).strategyApply(ctx, typeOf(o), { verbose: o.verbose, progressIntervalMs: o.progressInterval }),
       ),
     );
+  withType(parent.command('status'), false)
+    .description('where the strategy stands: stage, window, steps per state, in flight, failures, elapsed, ETA, orchestrator')
+    .option('-w, --watch', 'redraw on change until the strategy ends, then exit as apply would')
+    .action((o: { type?: StrategyType; watch?: boolean }) =>
+      run(async (ctx) => {
+        const status = await import('../commands/status.js');
+        if (o.watch) return { watch: status.watchStatus(ctx, typeOf(o)) };
+        return status.strategyStatus(ctx, typeOf(o));
+      }),
+    );
   withType(parent.command('abort'), false)
     .description('abort the strategy being applied')
     .action((o: { type?: StrategyType }) => run(async (ctx) => (await orchestrator()).strategyAbort(ctx, typeOf(o))));
