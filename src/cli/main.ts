@@ -69,6 +69,11 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
     }
     await program.parseAsync(rest, { from: 'user' });
     if (outcome.text !== undefined) io.stdout.write(outcome.text);
+    if (outcome.watch) {
+      const { runWatch } = await import('./watch.js');
+      const color = wantColor(io.stdout, globals.noColor);
+      return await runWatch(outcome.watch, io.stdout as NodeJS.WriteStream, (r) => renderOutcome(r, globals, color));
+    }
     if (outcome.result) {
       io.stdout.write(await renderOutcome(outcome.result, globals, wantColor(io.stdout, globals.noColor)));
     }

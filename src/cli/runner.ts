@@ -8,6 +8,8 @@ export interface Outcome {
   /** Text printed as it is (a completion script), instead of a rendered result. */
   text?: string;
   exitCode?: number;
+  /** A `--watch` command: draws frames until it returns its exit code (cli/watch.ts). */
+  watch?: (emit: (r: Result) => Promise<void>) => Promise<number>;
 }
 
 export interface RunCtx extends Ctx {

@@ -6,7 +6,7 @@ const commands = () => import('../commands/strategy.js');
 const orchestrator = () => import('../orchestrator/commands.js');
 import { typeOptionFlags, type RawDriverOptions, type RawTypeOptions } from '../domain/options.js';
 import { STRATEGY_TYPES, TYPES, type ApplyType, type StrategyType } from '../domain/types.js';
-import { applyType, collect, integer, strategyType } from './parsers.js';
+import { applyType, collect, integer, progressInterval, strategyType } from './parsers.js';
 import type { Runner } from './runner.js';
 
 interface CreateOpts extends RawTypeOptions, RawDriverOptions {
@@ -84,7 +84,23 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .action((o: { type?: StrategyType }) => run(async (ctx) => (await commands()).strategyShow_(ctx, typeOf(o))));
   withType(parent.command('apply'), false)
     .description('run the strategy in the foreground until it ends (exit 0 complete, 1 failed, 3 aborted)')
-    .action((o: { type?: StrategyType }) => run(async (ctx) => (await orchestrator()).strategyApply(ctx, typeOf(o))));
+    .option('-v, --verbose', 'one progress line per step transition')
+    .option('--progress-interval <duration>', 'off a terminal, a summary line this often (default 10s; 0s: none)', progressInterval)
+    .action((o: { type?: StrategyType; verbose?: boolean; progressInterval?: number }) =>
+      run(async (ctx) =>
+        (await orchestrator()).strategyApply(ctx, typeOf(o), { verbose: o.verbose, progressIntervalMs: o.progressInterval }),
+      ),
+    );
+  withType(parent.command('status'), false)
+    .description('where the strategy stands: stage, window, steps per state, in flight, failures, elapsed, ETA, orchestrator')
+    .option('-w, --watch', 'redraw on change until the strategy ends, then exit as apply would')
+    .action((o: { type?: StrategyType; watch?: boolean }) =>
+      run(async (ctx) => {
+        const status = await import('../commands/status.js');
+        if (o.watch) return { watch: status.watchStatus(ctx, typeOf(o)) };
+        return status.strategyStatus(ctx, typeOf(o));
+      }),
+    );
   withType(parent.command('abort'), false)
     .description('abort the strategy being applied')
     .action((o: { type?: StrategyType }) => run(async (ctx) => (await orchestrator()).strategyAbort(ctx, typeOf(o))));

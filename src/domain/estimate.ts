@@ -200,3 +200,15 @@ export function simLatencyMidpoint(extra: Record<string, unknown>): number | nul
   if (!Number.isFinite(min) || !Number.isFinite(max)) return null;
   return (min + max) / 2;
 }
+
+/** A span of time for people: `850ms`, `3.2s`, `42s`, `3m05s`, `1h02m`. */
+export function formatSpan(ms: number): string {
+  if (!Number.isFinite(ms) || ms < 0) ms = 0;
+  if (ms < 1000) return `${Math.round(ms)}ms`;
+  if (ms < 10_000) return `${(Math.floor(ms / 100) / 10).toFixed(1)}s`;
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
+  const m = Math.round(s / 60);
+  return `${Math.floor(m / 60)}h${String(m % 60).padStart(2, '0')}m`;
+}

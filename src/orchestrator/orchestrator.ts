@@ -29,7 +29,8 @@ import {
   type ApplyStep,
   type Transition,
 } from '../store/transitions.js';
-import type { ProgressSink } from './progress.js';
+import { SUMMARY_FAILURES, type ApplyInfo, type ProgressSink } from './progress.js';
+import { failedSteps } from '../store/status.js';
 
 export interface OrchestratorOptions {
   type: StrategyType;
@@ -131,6 +132,13 @@ export class Orchestrator {
     const steps = loadSteps(this.db);
     this.failedSeen = steps.some((s) => s.state === 'failed');
     if (this.opts.stopOnFailure && this.failedSeen) this.noNewSubclouds = true;
+    this.progress.begin?.({
+      type: this.opts.type,
+      states: this.opts.states,
+      stages: stageCounts(steps, listStages(this.db)),
+      startedMs: started,
+      stateTimeoutMs: this.opts.stateTimeoutMs,
+    });
     const state = strategyState(this.db);
     if (state === 'abort requested' || state === 'aborting') this.beginAbort();
 
@@ -163,6 +171,7 @@ export class Orchestrator {
       if (open.length === 0) continue;
       const window = windows.get(stage) ?? 1;
       this.stageWindow = window;
+      this.progress.stageStarted?.(stage, window);
       await this.runWindow(open, window);
       if (this.interruptedBy || this.fatal) return;
     }
@@ -254,8 +263,18 @@ export class Orchestrator {
       this.writer.commit(batch);
       // Committed: now it may be seen, and the operations it opened may start.
       for (const t of batch) {
-        this.progress.transition({ at: now(), cloud: t.cloud, from: t.from, to: t.to, details: t.details, attempt: t.startAttempt });
         const slot = this.slots.get(t.stepId)!;
+        this.progress.transition({
+          at: now(),
+          cloud: t.cloud,
+          from: t.from,
+          to: t.to,
+          details: t.details,
+          attempt: t.startAttempt,
+          stage: slot.step.stage,
+          durationMs: t.close?.durationMs,
+          ended: t.ended,
+        });
         slot.step.state = t.to;
         if (t.startAttempt !== undefined) this.start(slot.step, t.to, t.startAttempt, t.historyId!);
         else this.release(t.stepId);
@@ -446,6 +465,7 @@ export class Orchestrator {
         return abortInitialSteps(this.db);
       })
       .immediate();
+    this.progress.initialAborted?.();
     this.progress.note(`abort requested: ${n} step(s) not started are aborted; ${this.slots.size} subcloud(s) in flight run to their end`);
   }
 
@@ -508,7 +528,20 @@ export class Orchestrator {
       durationMs: Date.now() - started,
       peakInFlight: this.peak,
       maxWindow: this.maxWindow,
+      ...failedSteps(this.db, SUMMARY_FAILURES),
     });
     return exit;
   }
+}
+
+/** Each stage's window and its steps' states as a run starts, for the progress views. */
+function stageCounts(steps: ApplyStep[], stages: { stage: number; max_parallel: number }[]): ApplyInfo['stages'] {
+  const out = new Map<number, ApplyInfo['stages'][number]>();
+  for (const st of stages) out.set(st.stage, { stage: st.stage, window: st.max_parallel, counts: {} });
+  for (const step of steps) {
+    let e = out.get(step.stage);
+    if (!e) out.set(step.stage, (e = { stage: step.stage, window: 1, counts: {} }));
+    e.counts[step.state] = (e.counts[step.state] ?? 0) + 1;
+  }
+  return [...out.values()].filter((e) => Object.keys(e.counts).length).sort((a, b) => a.stage - b.stage);
 }

@@ -3,7 +3,7 @@ import { openDb, type Db } from '../../src/store/open.js';
 import { insertSubclouds } from '../../src/store/subclouds.js';
 import { deleteStrategy, insertStrategy } from '../../src/store/strategy.js';
 import { insertSteps } from '../../src/store/steps.js';
-import { TransitionWriter } from '../../src/store/transitions.js';
+import { TransitionWriter, type Transition } from '../../src/store/transitions.js';
 import { durationStats, observedDurations } from '../../src/store/durations.js';
 import { meanMs } from '../../src/domain/estimate.js';
 import { now } from '../../src/store/clock.js';
@@ -31,13 +31,13 @@ describe('state duration statistics', () => {
 
   test('ok runs of a batch are added per state in the same commit, and outlive strategy delete', () => {
     const w = new TransitionWriter(db, 'patch');
-    const start = (stepId: number, cloud: string) => ({
+    const start = (stepId: number, cloud: string): Transition => ({
       stepId, subcloudId: stepId, cloud, from: 'initial', to: 'pre check', details: '', startAttempt: 1, ended: false,
     });
     const a = start(1, 'a');
     const b = start(2, 'b');
     w.commit([a, b]);
-    const close = (t: typeof a, outcome: 'ok' | 'failed', durationMs: number) => ({
+    const close = (t: Transition, outcome: 'ok' | 'failed', durationMs: number): Transition => ({
       stepId: t.stepId, subcloudId: t.subcloudId, cloud: t.cloud, from: 'pre check', to: outcome === 'ok' ? 'updating patches' : 'failed',
       details: '', ended: outcome !== 'ok',
       close: { historyId: t.historyId!, outcome, finishedAt: now(), details: '', durationMs },
