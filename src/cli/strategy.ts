@@ -16,6 +16,7 @@ interface CreateOpts extends RawTypeOptions, RawDriverOptions {
   maxParallelSubclouds?: number;
   stopOnFailure?: boolean;
   force?: boolean;
+  dryRun?: boolean;
 }
 
 const TYPE_OPTIONS: [string, string][] = [
@@ -63,6 +64,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .option('--sim-seed <n>', 'sim driver: same seed, same outcomes')
     .option('--sim-fail <cloud=state>', 'sim driver: that subcloud fails in that state (repeatable)', collect)
     .option('--state-timeout <duration>', 'fail a state operation that takes longer (default per type)')
+    .option('--dry-run', 'every check, then the plan (stages, windows, steps, estimated duration); nothing written')
     .action((cloud: string | undefined, o: CreateOpts) =>
       run(async (ctx) =>
         (await commands()).strategyCreate(ctx, {
@@ -75,6 +77,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
           force: o.force,
           typeOptions: o,
           driverOptions: o,
+          dryRun: o.dryRun,
         }),
       ),
     );

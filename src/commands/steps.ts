@@ -4,8 +4,26 @@ import { findStep, listHistory, listStepColumns } from '../store/steps.js';
 import { withReadDb, type Ctx } from './context.js';
 import { historyList, HISTORY_COLUMNS, stepShow, STEP_COLUMNS } from './views.js';
 import { list, type Result } from '../cli/output/result.js';
+import { allStepStates, checkStepStates } from '../domain/choices.js';
+import { statesOf, type StrategyType } from '../domain/types.js';
+import { getStrategy } from '../store/strategy.js';
+
+/**
+ * `--state` values must be step states (SPEC §4): a typo is an error listing the valid ones, never
+ * an empty list. The fixed set is checked first; only a value outside it makes the strategy's own
+ * states (a type whose states come with the strategy) worth a look in the file.
+ */
+export function checkStateFilter(ctx: Ctx, states: string[] | undefined): void {
+  if (!states?.length || states.every((s) => allStepStates().includes(s))) return;
+  const own = withReadDb(ctx, [] as string[], (db) => {
+    const s = getStrategy(db);
+    return (s && statesOf(s.type as StrategyType, s.extra as { cert_file?: string | null })) ?? [];
+  });
+  checkStepStates(states, own);
+}
 
 export async function stepList_(ctx: Ctx, filter: { states?: string[]; stage?: number }): Promise<Result> {
+  checkStateFilter(ctx, filter.states);
   return withReadDb(ctx, list(STEP_COLUMNS, []), (db) => list(STEP_COLUMNS, listStepColumns(db, filter)));
 }
 

@@ -58,7 +58,7 @@ export function someOf(names: readonly string[], max = 5): string {
 /** ` (did you mean 'x'?)`, or nothing when no candidate is close. */
 export function didYouMean(word: string, candidates: readonly string[]): string {
   const near = nearest(word, candidates, 1);
-  return near.length ? `; did you mean '${near[0]}'?` : '';
+  return near.length ? ` (did you mean '${near[0]}'?)` : '';
 }
 
 /** `--state` values: every one must be a step state (of any type, or of the strategy's own). */
@@ -83,6 +83,6 @@ export function checkSimFailClouds(items: readonly string[], known: ReadonlySet<
     if (all.length === 0) throw new UsageError(`Invalid --sim-fail cloud '${cloud}': there are no subclouds`);
     const near = nearest(cloud, all, 5);
     const shown = [...near, ...all.filter((n) => !near.includes(n))];
-    throw new UsageError(`Invalid --sim-fail cloud '${cloud}'${didYouMean(cloud, all)}; subclouds are ${someOf(shown)}`);
+    throw new UsageError(`Invalid --sim-fail cloud '${cloud}'${didYouMean(cloud, all)}; known subclouds include ${someOf(shown)}`);
   }
 }

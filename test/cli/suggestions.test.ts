@@ -1,7 +1,7 @@
 /**
  * A mistyped command or option says what was meant, on the one `error:` line, exit 2 (SPEC §4, §8).
  */
-import { describe, expect, test } from '@jest/globals';
+import { describe, test } from '@jest/globals';
 import { run } from '../helpers/inprocess.js';
 import { dcm } from '../helpers/cli.js';
 import { expectErrorLine } from '../helpers/fleet.js';
