@@ -11,13 +11,14 @@ import { durationStats } from '../store/durations.js';
 import type { Db } from '../store/open.js';
 import { list, type ListResult, type Value } from '../cli/output/result.js';
 
-export const DRY_RUN_COLUMNS = ['stage', 'group', 'window', 'steps', 'estimated duration', 'estimated from', 'subclouds'];
+export const DRY_RUN_COLUMNS = ['stage', 'group', 'window', 'steps', 'estimated duration', 'estimate from', 'subclouds'];
 
-const SOURCE_LABEL: Record<EstimateSource, string> = {
+/** As `strategy status` says it. */
+const SOURCE_LABEL: Record<EstimateSource, string | null> = {
   observed: 'this strategy',
   history: 'earlier strategies',
   sim: 'sim latency',
-  unknown: 'nothing',
+  unknown: null,
 };
 
 /**

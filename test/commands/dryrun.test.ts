@@ -16,7 +16,7 @@ interface PlanRow {
   window: number | null;
   steps: number;
   'estimated duration': string;
-  'estimated from': string;
+  'estimate from': string;
   subclouds: string | null;
 }
 
@@ -116,14 +116,14 @@ describe('nothing is written', () => {
     // Default (s1, window 2), canary (s4, window 3), rest (s6..s8, serial): 5 states of 1 s each.
     expect(r.stdout).toBe(
       [
-        '+-------+---------+--------+-------+--------------------+----------------+------------+',
-        '| stage | group   | window | steps | estimated duration | estimated from | subclouds  |',
-        '+-------+---------+--------+-------+--------------------+----------------+------------+',
-        '|     1 | Default |      2 |     1 | 5.0s               | sim latency    | s1         |',
-        '|     2 | canary  |      3 |     1 | 5.0s               | sim latency    | s4         |',
-        '|     3 | rest    |      1 |     3 | 15s                | sim latency    | s6, s7, s8 |',
-        '| total | None    |   None |     5 | 25s                | sim latency    | None       |',
-        '+-------+---------+--------+-------+--------------------+----------------+------------+',
+        '+-------+---------+--------+-------+--------------------+---------------+------------+',
+        '| stage | group   | window | steps | estimated duration | estimate from | subclouds  |',
+        '+-------+---------+--------+-------+--------------------+---------------+------------+',
+        '|     1 | Default |      2 |     1 | 5.0s               | sim latency   | s1         |',
+        '|     2 | canary  |      3 |     1 | 5.0s               | sim latency   | s4         |',
+        '|     3 | rest    |      1 |     3 | 15s                | sim latency   | s6, s7, s8 |',
+        '| total | None    |   None |     5 | 25s                | sim latency   | None       |',
+        '+-------+---------+--------+-------+--------------------+---------------+------------+',
         '',
       ].join('\n'),
     );
@@ -167,7 +167,7 @@ describe('estimates', () => {
   test('from the sim latency, then from earlier strategies of the type once one has run', async () => {
     const { db } = fx.fleet.fresh();
     const first = await dryRun(db, ['--type', 'patch', '--sim-latency', '2s']);
-    expect(first.map((r) => [r.stage, r['estimated duration'], r['estimated from']])).toEqual([
+    expect(first.map((r) => [r.stage, r['estimated duration'], r['estimate from']])).toEqual([
       [1, '10s', 'sim latency'],
       [2, '10s', 'sim latency'],
       [3, '30s', 'sim latency'],
@@ -179,7 +179,7 @@ describe('estimates', () => {
     await runOk(['--db', db, 'strategy', 'delete']);
     await runOk(['--db', db, 'subcloud', 'update', 's1', 's4', '--sync', 'patching=out-of-sync']);
     const second = await dryRun(db, ['--type', 'patch', '--sim-latency', '1h']);
-    expect(second.map((r) => r['estimated from'])).toEqual(['earlier strategies', 'earlier strategies', 'earlier strategies']);
+    expect(second.map((r) => r['estimate from'])).toEqual(['earlier strategies', 'earlier strategies', 'earlier strategies']);
     // Well under a minute: the hour of latency was not used.
     expect(second.at(-1)!['estimated duration']).toMatch(/^\d+(\.\d)?m?s$/);
   });
