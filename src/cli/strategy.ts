@@ -104,6 +104,12 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
         return status.strategyStatus(ctx, typeOf(o));
       }),
     );
+  withType(parent.command('report'), false)
+    .description('write the strategy as one HTML page: summary, timeline per stage, failures, durations per state')
+    .requiredOption('--html <file>', 'the HTML file to write (- for standard output)')
+    .action((o: { type?: StrategyType; html: string }) =>
+      run(async (ctx) => (await import('../commands/report.js')).strategyReport(ctx, typeOf(o), o.html)),
+    );
   withType(parent.command('abort'), false)
     .description('abort the strategy being applied')
     .action((o: { type?: StrategyType }) => run(async (ctx) => (await orchestrator()).strategyAbort(ctx, typeOf(o))));
