@@ -88,11 +88,10 @@ function laneSvg(
 }
 
 function stageSvg(st: StageTimeline, color: (s: string) => string): string {
-  if (st.startUs === null || st.endUs === null) {
-    return `<p class="muted">No operation has run in this stage yet (${st.steps} subclouds waiting).</p>`;
-  }
-  const start = st.startUs;
-  const span = Math.max(1, st.endUs - start);
+  // A stage not started yet still has a lane per subcloud (empty), so every step is on the page.
+  const started = st.startUs !== null && st.endUs !== null;
+  const start = st.startUs ?? 0;
+  const span = started ? Math.max(1, st.endUs! - start) : 1;
   const x = (us: number) => CHART_X + ((us - start) / span) * CHART_W;
   const h = laneHeight(st.lanes.length);
   const showLabels = h >= 8;
@@ -101,7 +100,7 @@ function stageSvg(st: StageTimeline, color: (s: string) => string): string {
   out.push(`<svg class="timeline" viewBox="0 0 ${VIEW_W} ${height}" width="100%" preserveAspectRatio="xMinYMin meet" role="img" aria-label="stage ${st.stage} timeline">`);
   // Axis: time from the stage's first start.
   const step = tickStep(span / 1000);
-  for (let t = 0; t <= span / 1000 + 1e-9; t += step) {
+  for (let t = 0; started && t <= span / 1000 + 1e-9; t += step) {
     const tx = x(start + t * 1000);
     out.push(`<line x1="${tx.toFixed(1)}" x2="${tx.toFixed(1)}" y1="${AXIS_H - 4}" y2="${height}" class="grid"/>`);
     out.push(`<text x="${tx.toFixed(1)}" y="${AXIS_H - 8}" class="tick">+${esc(fmtMs(t))}</text>`);
@@ -162,6 +161,7 @@ svg .bg{fill:transparent}svg .lane:hover .bg{fill:#eef3fb}
 svg .label{fill:var(--fg)}svg .label.small{font-size:9px}svg .label.end{text-anchor:end;fill:var(--muted)}svg .label.bad{fill:var(--bad);font-weight:600}
 svg .tick{fill:var(--muted);text-anchor:middle;font-size:10px}svg .grid{stroke:#eceff2}svg .axis{stroke:var(--line)}
 svg .running{stroke:#1f2328;stroke-dasharray:2 2;stroke-width:.6}
+.scroll{overflow-x:auto}
 table{border-collapse:collapse;width:100%;font-size:13px}
 th,td{text-align:left;padding:5px 8px;border-bottom:1px solid var(--line);vertical-align:middle}
 th{font-weight:600;color:var(--muted);font-size:12px;text-transform:uppercase;letter-spacing:.03em}
@@ -222,7 +222,7 @@ export function renderHtmlReport(m: ReportModel, generatedAtUs: number): string 
       .join(', ');
     out.push(`<div class="stage" data-stage="${st.stage}" data-steps="${st.steps}">`);
     out.push(`<h3>Stage ${st.stage}${st.group ? ` · ${esc(st.group)}` : ''} · window ${st.window} · ${st.steps} subcloud${st.steps === 1 ? '' : 's'} · ${esc(span)}</h3>`);
-    out.push(`<div class="muted">${esc(counts)}${esc(lanesNote)}${st.startUs !== null ? ` · from ${esc(fmtTime(st.startUs))}` : ''}</div>`);
+    out.push(`<div class="muted">${esc(counts)}${esc(lanesNote)}${st.startUs !== null ? ` · from ${esc(fmtTime(st.startUs))}` : ' · no operation has run in this stage'}</div>`);
     out.push(stageSvg(st, color));
     out.push('</div>');
   }
@@ -233,13 +233,13 @@ export function renderHtmlReport(m: ReportModel, generatedAtUs: number): string 
   out.push(`<section id="failures"><h2>Failures (${m.failures.length})</h2>`);
   if (m.failures.length === 0) out.push('<p class="muted">No step failed.</p>');
   else {
-    out.push('<table><thead><tr><th>subcloud</th><th class="num">stage</th><th>failed in</th><th>details</th><th class="num">attempt</th><th>at</th></tr></thead><tbody>');
+    out.push('<div class="scroll"><table><thead><tr><th>subcloud</th><th class="num">stage</th><th>failed in</th><th>details</th><th class="num">attempt</th><th>at</th></tr></thead><tbody>');
     for (const f of m.failures.slice(0, LIMIT)) {
       out.push(
         `<tr class="failure"><td>${esc(f.cloud)}</td><td class="num">${f.stage}</td><td><span class="swatch" style="background:${color(f.state)}"></span>${esc(f.state)}</td><td class="reason">${esc(f.details)}</td><td class="num">${f.attempt}</td><td>${esc(fmtTime(f.atUs))}</td></tr>`,
       );
     }
-    out.push('</tbody></table>');
+    out.push('</tbody></table></div>');
     if (m.failures.length > LIMIT) {
       out.push(`<p class="muted">and ${m.failures.length - LIMIT} more: <code>dcm strategy-step list --state failed</code></p>`);
     }
@@ -250,24 +250,24 @@ export function renderHtmlReport(m: ReportModel, generatedAtUs: number): string 
   out.push('<section id="durations"><h2>Durations per state</h2>');
   if (m.durations.length === 0) out.push('<p class="muted">No operation has run yet.</p>');
   else {
-    out.push('<table><thead><tr><th>state</th><th class="num">ok runs</th><th class="num">failed</th><th class="num">min</th><th class="num">median</th><th class="num">p90</th><th class="num">max</th><th class="num">mean</th><th>distribution (min → max)</th></tr></thead><tbody>');
+    out.push('<div class="scroll"><table><thead><tr><th>state</th><th class="num">ok runs</th><th class="num">failed</th><th class="num">min</th><th class="num">median</th><th class="num">p90</th><th class="num">max</th><th class="num">mean</th><th>distribution (min → max)</th></tr></thead><tbody>');
     for (const d of m.durations) {
       const c = color(d.state);
       out.push(
         `<tr class="duration"><td><span class="swatch" style="background:${c}"></span>${esc(d.state)}</td><td class="num">${d.count}</td><td class="num">${d.failed}</td><td class="num">${esc(fmtMs(d.minMs))}</td><td class="num">${esc(fmtMs(d.p50Ms))}</td><td class="num">${esc(fmtMs(d.p90Ms))}</td><td class="num">${esc(fmtMs(d.maxMs))}</td><td class="num">${esc(fmtMs(d.meanMs))}</td><td>${histogramSvg(d, c)}</td></tr>`,
       );
     }
-    out.push('</tbody></table>');
+    out.push('</tbody></table></div>');
   }
   out.push('</section>');
 
   // The slowest subclouds.
   if (m.slowest.length) {
-    out.push('<section id="slowest"><h2>Slowest subclouds</h2><table><thead><tr><th>subcloud</th><th class="num">stage</th><th>state</th><th class="num">first start to last end</th></tr></thead><tbody>');
+    out.push('<section id="slowest"><h2>Slowest subclouds</h2><div class="scroll"><table><thead><tr><th>subcloud</th><th class="num">stage</th><th>state</th><th class="num">first start to last end</th></tr></thead><tbody>');
     for (const x of m.slowest) {
       out.push(`<tr><td>${esc(x.cloud)}</td><td class="num">${x.stage}</td><td>${esc(x.state)}</td><td class="num">${esc(fmtMs(x.ms))}</td></tr>`);
     }
-    out.push('</tbody></table></section>');
+    out.push('</tbody></table></div></section>');
   }
 
   out.push(`<footer>Made by dcm strategy report at ${esc(fmtTime(generatedAtUs))} UTC. Times are UTC.</footer>`);
