@@ -143,6 +143,30 @@ describe('a report of a real apply', () => {
   });
 });
 
+test('stopped on failure: the stage that never started still has a lane per subcloud', async () => {
+  const db = path.join(tmp.dir, 'stopped.db');
+  const html = path.join(tmp.dir, 'stopped.html');
+  const run = (args: string[]) => dcmOk(['--db', db, ...args]);
+  run(['subcloud-group', 'add', '--name', 'canary']);
+  run(['subcloud-group', 'add', '--name', 'rest']);
+  run(['subcloud', 'add', 'k1', 'k2', '--group', 'canary']);
+  run(['subcloud', 'add', 'r1', 'r2', 'r3', '--group', 'rest']);
+  run(['strategy', 'create', '--type', 'firmware', '--stop-on-failure', '--sim-latency', '0', '--sim-fail', 'k1=importing firmware']);
+  expect(dcm(['--db', db, '-q', 'strategy', 'apply']).code).toBe(1);
+  run(['strategy', 'report', '--html', html]);
+  await withChromium(async (browser) => {
+    const o = await openFile(browser, html);
+    expect(o.errors).toEqual([]);
+    const f = await pageFacts(o);
+    expect(f.stages.map((s) => [s.stage, s.covered, s.labels])).toEqual([
+      [1, 2, ['k1', 'k2']],
+      [2, 3, ['r1', 'r2', 'r3']],
+    ]);
+    expect(f.cards).toMatchObject({ failed: '1', initial: '3' });
+    expect(f.failures.map((r) => r[0])).toEqual(['k1']);
+  });
+});
+
 describe('10,000 steps', () => {
   const db = path.join(tmp.dir, 'big.db');
   const html = path.join(tmp.dir, 'big.html');
