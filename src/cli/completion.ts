@@ -138,7 +138,7 @@ _dcm_add() { # offer each line of $2 that starts with $1 (quoted for the command
   done <<< "$2"
 }
 _dcm() {
-  local cur="\${COMP_WORDS[COMP_CWORD]}" prev="" cmdpath="" word i=1
+  local cur="\${COMP_WORDS[COMP_CWORD]-}" prev="" cmdpath="" word i=1
   COMPREPLY=()
   # --opt=value: bash splits it at '=' (COMP_WORDBREAKS) into --opt, =, value.
   if [[ "$cur" == "=" ]]; then cur=""; prev="\${COMP_WORDS[COMP_CWORD-1]}"
@@ -147,7 +147,7 @@ _dcm() {
   # The command path: the words that name commands, skipping options and their values.
   while (( i < COMP_CWORD )); do
     word="\${COMP_WORDS[i]}"
-    if [[ "\${COMP_WORDS[i+1]}" == "=" ]]; then
+    if [[ "\${COMP_WORDS[i+1]-}" == "=" ]]; then
       i=$((i+3)); continue
     elif [[ "$word" == -* ]]; then
       _dcm_data takes "$cmdpath"

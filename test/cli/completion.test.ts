@@ -81,6 +81,14 @@ describe('bash', () => {
     expect(complete('strategy-step', 'list', '--state', 'fa')).toEqual(['failed']);
   });
 
+  test('works in a shell with set -u (nounset)', () => {
+    const script = `set -u; source ${JSON.stringify(bashScript)}
+COMP_WORDS=(dcm strategy ''); COMP_CWORD=2; COMPREPLY=(); _dcm; printf '%s\\n' "\${COMPREPLY[@]}"`;
+    const r = spawnSync('bash', ['--norc', '--noprofile', '-c', script], { encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    expect(r.stdout.split('\n')).toEqual(expect.arrayContaining(['create', 'apply', 'report']));
+  });
+
   test('file names where a file is expected', () => {
     fs.writeFileSync(path.join(tmp.dir, 'fleet.csv'), 'name\n');
     expect(complete('subcloud', 'import', 'fle')).toEqual(['fleet.csv']);
