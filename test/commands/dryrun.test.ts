@@ -198,17 +198,6 @@ describe('values outside a fixed set', () => {
     expectErrorLine(await run(['--db', path.join(path.dirname(db), 'none.db'), 'strategy-step', 'list', '--state', 'FAILED']), 2, /^invalid --state 'FAILED' \(did you mean 'failed'\?\)/);
   });
 
-  test('--stage N: a stage of the strategy, or an error saying which there are', async () => {
-    const { db } = fx.withStrategy.fresh();
-    // The example fleet's strategy has 3 stages.
-    expectErrorLine(await run(['--db', db, 'strategy-step', 'list', '--stage', '4']), 2, 'invalid --stage 4: the strategy has stages 1 to 3');
-    expectErrorLine(await run(['--db', db, 'strategy-step', 'list', '--stage', '0', '--watch']), 2, 'invalid --stage 0: stages are numbered from 1');
-    expect(json<{ cloud: string }[]>(await run(['--db', db, '-f', 'json', 'strategy-step', 'list', '--stage', '3'])).map((r) => r.cloud)).toEqual(['s6', 's7', 's8']);
-    // No strategy: nothing to list, whatever the stage.
-    const { db: none } = fx.fleet.fresh();
-    expect((await run(['--db', none, 'strategy-step', 'list', '--stage', '4'])).code).toBe(0);
-  });
-
   test('--sim-fail for an unknown cloud: exit 2, a few names and how many more', async () => {
     const { dir, db } = fx.fleet.fresh();
     const before = dirFingerprint(dir);
