@@ -38,23 +38,23 @@ function tmux(...args) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-/** Run `args` as dcm inside the tmux pane; returns its wall time in ms (measured in the pane). */
+/**
+ * Run `args` as dcm inside the tmux pane, under GNU time (its report goes to a file; dcm's stderr
+ * stays on the terminal): the wall time and the CPU time (user + system) of the dcm process, ms.
+ * The CPU time is the steadier figure on a shared machine: others' load stretches wall time only.
+ */
 async function inTerminal(args) {
   const out = path.join(tmp, `t-${Date.now()}-${Math.random().toString(36).slice(2)}`);
   const cmd = [process.execPath, ctx.dcm, ...args].map((a) => `'${a}'`).join(' ');
-  // Time taken by the shell in the pane around the process: no tmux start-up in the figure.
   tmux(
     'send-keys', '-t', 'bench',
-    `clear; s=$(date +%s%N); env -u NO_COLOR TERM=xterm-256color ${cmd} >/dev/null; e=$(date +%s%N); echo $(( (e - s) / 1000 )) > '${out}'`,
+    `clear; env -u NO_COLOR TERM=xterm-256color /usr/bin/time -o '${out}.t' -f '%e %U %S' ${cmd} >/dev/null; mv '${out}.t' '${out}'`,
     'Enter',
   );
-  for (;;) {
-    if (fs.existsSync(out) && fs.readFileSync(out, 'utf8').endsWith('\n')) break;
-    await sleep(50);
-  }
-  const us = Number(fs.readFileSync(out, 'utf8').trim());
+  while (!fs.existsSync(out)) await sleep(50);
+  const [wall, user, sys] = fs.readFileSync(out, 'utf8').trim().split(/\s+/).map(Number);
   fs.rmSync(out);
-  return us / 1000;
+  return { wall: wall * 1000, cpu: (user + sys) * 1000 };
 }
 
 async function viewCost() {
@@ -62,16 +62,21 @@ async function viewCost() {
   const master = preparedStrategy(ctx, tmp, 'view', 10_000, ['--max-parallel-subclouds', '500', '--sim-latency', '0']);
   const db = path.join(tmp, 'view-run.db');
   tmux('new-session', '-d', '-s', 'bench', '-x', '120', '-y', '40', 'bash --norc --noprofile');
-  const samples = { view: [], quiet: [] };
+  const samples = { view: [], quiet: [], viewCpu: [], quietCpu: [], load: [] };
   try {
     for (let i = 0; i <= runs; i++) {
       for (const mode of i % 2 ? ['view', 'quiet'] : ['quiet', 'view']) {
         copyDb(master, db);
-        const ms = await inTerminal(['--db', db, ...(mode === 'quiet' ? ['-q'] : []), 'strategy', 'apply']);
+        const { wall: ms, cpu } = await inTerminal(['--db', db, ...(mode === 'quiet' ? ['-q'] : []), 'strategy', 'apply']);
         const state = new Database(db, { readonly: true }).prepare('SELECT state FROM strategy').pluck().get();
         if (state !== 'complete') throw new Error(`apply (${mode}) ended ${state}`);
-        if (i > 0) samples[mode].push(ms); // run 0 is the warm-up
-        log(`view cost: run ${i}${i ? '' : ' (warm-up)'} ${mode} ${ms.toFixed(0)} ms`);
+        if (i > 0) {
+          // run 0 is the warm-up
+          samples[mode].push(ms);
+          samples[`${mode}Cpu`].push(cpu);
+          samples.load.push(os.loadavg()[0]);
+        }
+        log(`view cost: run ${i}${i ? '' : ' (warm-up)'} ${mode} ${ms.toFixed(0)} ms wall, ${cpu.toFixed(0)} ms CPU`);
       }
     }
   } finally {
@@ -79,12 +84,18 @@ async function viewCost() {
     removeDb(db);
   }
   const ratios = samples.view.map((v, i) => v / samples.quiet[i]);
+  const cpuRatios = samples.viewCpu.map((v, i) => v / samples.quietCpu[i]);
   return {
     runs,
     viewMs: median(samples.view),
     quietMs: median(samples.quiet),
     ratio: median(samples.view) / median(samples.quiet),
     ratioRange: [Math.min(...ratios), Math.max(...ratios)],
+    viewCpuMs: median(samples.viewCpu),
+    quietCpuMs: median(samples.quietCpu),
+    cpuRatio: median(samples.viewCpu) / median(samples.quietCpu),
+    cpuRatioRange: [Math.min(...cpuRatios), Math.max(...cpuRatios)],
+    loadAverage: [Math.min(...samples.load), Math.max(...samples.load)],
     samples,
   };
 }
@@ -140,21 +151,23 @@ function etaRun(seed) {
 async function main() {
   spawnSync('npm', ['run', 'build'], { cwd: root, stdio: 'ignore' });
   if (spawnSync('tmux', ['-V']).status !== 0) throw new Error('tmux is needed: apt-get install -y tmux');
+  const only = process.argv[2]; // 'eta' or 'view': that figure alone
   const seeds = quick ? [1] : [1, 2, 3, 4, 5];
   const eta = [];
-  for (const s of seeds) {
+  for (const s of only === 'view' ? [] : seeds) {
     eta.push(etaRun(s));
     log(`eta: seed ${s}: ${JSON.stringify(eta.at(-1).points)}`);
   }
-  const view = await viewCost();
+  const view = only === 'eta' ? null : await viewCost();
   const results = { when: new Date().toISOString(), machine: `${os.cpus()[0]?.model.trim()}, ${os.cpus().length} cores`, view, eta };
-  fs.writeFileSync(path.join(here, 'live-results.json'), JSON.stringify(results, null, 2) + '\n');
+  if (!only) fs.writeFileSync(path.join(here, 'live-results.json'), JSON.stringify(results, null, 2) + '\n');
   const pct = (f) => {
     const e = eta.map((r) => r.points[f]).filter(Boolean);
+    if (e.length === 0) return null;
     const abs = e.map((p) => Math.abs(p.errorPct));
     return `${median(e.map((p) => p.errorPct)).toFixed(1)} % (|error| median ${median(abs).toFixed(1)} %, max ${Math.max(...abs).toFixed(1)} %; ${median(e.map((p) => p.errorMs / 1000)).toFixed(2)} s)`;
   };
-  console.log(JSON.stringify({ view: { ...view, samples: undefined }, eta25: pct(0.25), eta50: pct(0.5), eta75: pct(0.75) }, null, 2));
+  console.log(JSON.stringify({ view: view && { ...view, samples: undefined }, eta25: pct(0.25), eta50: pct(0.5), eta75: pct(0.75) }, null, 2));
   fs.rmSync(tmp, { recursive: true, force: true });
 }
 

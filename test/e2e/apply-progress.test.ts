@@ -4,7 +4,8 @@
  * per transition; -q for nothing.
  */
 import { afterEach, describe, expect, test } from '@jest/globals';
-import { dcm, tempDir } from '../helpers/cli.js';
+import { spawn } from 'node:child_process';
+import { BIN, dcm, tempDir } from '../helpers/cli.js';
 import { createFleet, names } from '../helpers/history.js';
 
 let cleanup: () => void = () => {};
@@ -89,5 +90,21 @@ describe('apply progress off a terminal', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/^error: .*give a duration with a unit: 10s, 1m \(got '10'\)\n$/);
     expect(dcm(['--db', t.db, 'strategy', 'show', '-f', 'value', '-c', 'state']).stdout).toBe('initial\n');
+  });
+
+  test('a closed stderr drops the progress and nothing else: the strategy completes, exit 0', async () => {
+    const t = tempDir();
+    cleanup = t.cleanup;
+    createFleet(t.db, names(300), ['--max-parallel-subclouds', '50', '--sim-latency', '0..5ms']);
+    const child = spawn(process.execPath, [BIN, '--db', t.db, 'strategy', 'apply', '--progress-interval', '10ms', '-f', 'value', '-c', 'state'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    // Read the first progress, then close the pipe's reading end: later writes get EPIPE.
+    child.stderr!.once('data', () => child.stderr!.destroy());
+    let out = '';
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+    const code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
+    expect(code).toBe(0);
+    expect(out).toBe('complete\n');
   });
 });
