@@ -59,7 +59,7 @@ export function estimateLeft(
   nowMs: number,
 ): { ms: number | null; source: EstimateSource } {
   const states = statesOf(s.type as StrategyType, s.extra as { cert_file?: string | null });
-  const { means, source } = stateMeans(states, {
+  const { means, source, sds } = stateMeans(states, {
     observed: observedDurations(db),
     history: durationStats(db, s.type),
     fallbackMs: simLatencyMidpoint(s.extra),
@@ -92,7 +92,7 @@ export function estimateLeft(
     for (let i = 0; i < c.n; i++) e.inFlight.push({ stateIndex, elapsedMs: elapsed[i] ?? 0 });
   }
   const ordered = [...stages.entries()].sort((a, b) => a[0] - b[0]).map(([, e]) => e);
-  return { ms: estimateRemainingMs(means, ordered), source };
+  return { ms: estimateRemainingMs(means, ordered, sds), source };
 }
 
 function orchestratorText(db: Db, nowMs: number): string | null {

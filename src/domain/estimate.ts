@@ -76,8 +76,9 @@ export function stateMeans(
     /** The same guess for every state (the sim driver's latency midpoint), when there is one. */
     fallbackMs?: number | null;
   },
-): { means: number[] | null; source: EstimateSource } {
+): { means: number[] | null; source: EstimateSource; sds: number[] | null } {
   const means: number[] = [];
+  const sds: number[] = [];
   let source: EstimateSource = 'observed';
   for (const state of states) {
     const seen = sources.observed?.get(state);
@@ -85,19 +86,22 @@ export function stateMeans(
     let from: EstimateSource;
     if (seen && seen.count > 0) {
       means.push(meanMs(seen));
+      sds.push(stdDevMs(seen));
       from = 'observed';
     } else if (kept && kept.count > 0) {
       means.push(meanMs(kept));
+      sds.push(stdDevMs(kept));
       from = 'history';
     } else if (sources.fallbackMs !== undefined && sources.fallbackMs !== null && Number.isFinite(sources.fallbackMs)) {
       means.push(Math.max(0, sources.fallbackMs));
+      sds.push(0);
       from = 'sim';
     } else {
-      return { means: null, source: 'unknown' };
+      return { means: null, source: 'unknown', sds: null };
     }
     if (RANK[from] > RANK[source]) source = from;
   }
-  return { means, source };
+  return { means, source, sds };
 }
 
 /** What is left of one stage. */
@@ -157,8 +161,33 @@ class MinHeap {
   }
 }
 
-/** Milliseconds until one stage ends, from now. */
-export function estimateStageMs(means: readonly number[], stage: StageLeft): number {
+/**
+ * The expected largest of k draws of a standard normal (Blom's approximation, Acklam's inverse
+ * normal CDF): how far above the mean the slowest of the last subclouds of a stage lands.
+ */
+export function expectedMaxZ(k: number): number {
+  if (k <= 1) return 0;
+  const p = (k - 0.375) / (k + 0.25);
+  // Acklam's rational approximation of the inverse normal CDF, upper region (p > 0.5).
+  const a = [-3.969683028665376e1, 2.209460984245205e2, -2.759285104469687e2, 1.38357751867269e2, -3.066479806614716e1, 2.506628277459239];
+  const b = [-5.447609879822406e1, 1.615858368580409e2, -1.556989798598866e2, 6.680131188771972e1, -1.328068155288572e1];
+  const c = [-7.784894002430293e-3, -3.223964580411365e-1, -2.400758277161838, -2.549732539343734, 4.374664141464968, 2.938163982698783];
+  const d = [7.784695709041462e-3, 3.224671290700398e-1, 2.445134137142996, 3.754408661907416];
+  if (p > 0.97575) {
+    const q = Math.sqrt(-2 * Math.log(1 - p));
+    return -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+  }
+  const q = p - 0.5;
+  const r = q * q;
+  return ((((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q) / (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+}
+
+/**
+ * Milliseconds until one stage ends, from now. With `sds` (each state's standard deviation), the
+ * end is pushed out by the expected excess of the slowest of the subclouds that finish the stage:
+ * the mean schedule ends when an average subcloud would, but a stage waits for its slowest one.
+ */
+export function estimateStageMs(means: readonly number[], stage: StageLeft, sds?: readonly number[] | null): number {
   const window = Math.max(1, Math.floor(stage.window) || 1);
   const total = means.reduce((a, b) => a + b, 0);
   let end = 0;
@@ -175,20 +204,32 @@ export function estimateStageMs(means: readonly number[], stage: StageLeft): num
     if (total <= 0) return end;
     // Whole waves at once when every slot is free at the same time (the common case of a stage
     // not started): ceil(n / W) waves of the per-subcloud total, without a heap walk per subcloud.
-    if (stage.inFlight.length === 0) return Math.max(end, Math.ceil(stage.notStarted / window) * total);
-    for (let i = 0; i < stage.notStarted; i++) {
-      const done = heap.pop() + total;
-      if (done > end) end = done;
-      heap.push(done);
+    if (stage.inFlight.length === 0) end = Math.max(end, Math.ceil(stage.notStarted / window) * total);
+    else {
+      for (let i = 0; i < stage.notStarted; i++) {
+        const done = heap.pop() + total;
+        if (done > end) end = done;
+        heap.push(done);
+      }
     }
   }
-  return end;
+  return end + tailMs(sds, Math.min(window, stage.notStarted + stage.inFlight.length), stage.notStarted > 0);
+}
+
+/**
+ * The slowest of the last `k` subclouds: their whole run's spread if some are still to start,
+ * else (all in flight) the spread of the last state only, as the earlier ones are behind them.
+ */
+function tailMs(sds: readonly number[] | null | undefined, k: number, starting: boolean): number {
+  if (!sds || sds.length === 0 || k <= 1) return 0;
+  const variance = starting ? sds.reduce((a, s) => a + s * s, 0) : sds[sds.length - 1] ** 2;
+  return Math.sqrt(variance) * expectedMaxZ(k);
 }
 
 /** Milliseconds until every stage has ended: the stages run one after another. */
-export function estimateRemainingMs(means: readonly number[], stages: readonly StageLeft[]): number {
+export function estimateRemainingMs(means: readonly number[], stages: readonly StageLeft[], sds?: readonly number[] | null): number {
   let ms = 0;
-  for (const s of stages) ms += estimateStageMs(means, s);
+  for (const s of stages) ms += estimateStageMs(means, s, sds);
   return ms;
 }
 

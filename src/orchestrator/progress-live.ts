@@ -93,11 +93,13 @@ export class LiveProgress implements ProgressSink {
   summary(s: Summary): void {
     this.stopTimer();
     this.guard(() => {
-      // The last frame stays on screen as a record of the run, the summary under it.
-      this.dirty = true;
-      this.draw();
+      // The last frame stays on screen as a record of the run, the summary under it. It is written
+      // whole after the view is cleared, rather than as a patch of the previous frame.
+      this.log.clear();
       this.log.done();
-      this.out.write(closingSummary(s));
+      const width = this.out.columns || 80;
+      const last = { ...this.tracker.snapshot(Date.now()), state: s.state, etaMs: s.state === 'applying' ? null : 0 };
+      this.out.write(`${liveLines(last, width).join('\n')}\n${closingSummary(s)}`);
     });
   }
 }

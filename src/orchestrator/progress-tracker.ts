@@ -173,7 +173,7 @@ export class ProgressTracker {
       return { ms: this.eta.ms === null ? null : Math.max(0, this.eta.ms - (nowMs - this.eta.at)), source: this.eta.source };
     }
     const states = this.info?.states ?? [];
-    const { means, source } = stateMeans(states, {
+    const { means, source, sds } = stateMeans(states, {
       observed: this.seen,
       history: this.inputs.history,
       fallbackMs: this.inputs.fallbackMs,
@@ -193,7 +193,7 @@ export class ProgressTracker {
         if (notStarted === 0 && inFlight.length === 0) continue;
         left.push({ window: this.windows.get(stage) ?? 1, notStarted, inFlight });
       }
-      ms = estimateRemainingMs(means, left);
+      ms = estimateRemainingMs(means, left, sds);
     }
     this.eta = { at: nowMs, ms, source };
     return { ms, source };

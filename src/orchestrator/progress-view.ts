@@ -43,7 +43,8 @@ export function liveLines(s: Snapshot, width: number): string[] {
     `[${'#'.repeat(filled)}${'-'.repeat(barWidth - filled)}]${numbers}`,
     countsText(s),
   ];
-  if (s.byState.length) lines.push(`in progress: ${s.byState.map(([state, n]) => `${state} ${n}`).join(', ')}`);
+  // Always this line, even empty: a frame that never loses lines is redrawn cleanly.
+  lines.push(`in progress: ${s.byState.length ? s.byState.map(([state, n]) => `${state} ${n}`).join(', ') : 'none'}`);
   lines.push(`${s.inFlight} in flight, ${rate(s)}, elapsed ${formatSpan(s.elapsedMs)}, ${eta(s)}`);
   if (s.failures.length) {
     lines.push('latest failures:');

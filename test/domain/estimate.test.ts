@@ -5,6 +5,7 @@ import {
   addSample,
   estimateRemainingMs,
   estimateStageMs,
+  expectedMaxZ,
   meanMs,
   simLatencyMidpoint,
   stateMeans,
@@ -40,17 +41,17 @@ describe('stateMeans', () => {
   test('observed first, then history, then the fallback; the weakest source is named', () => {
     const observed = new Map([['s1', stat(100)]]);
     const history = new Map([['s1', stat(999)], ['s2', stat(200)]]);
-    expect(stateMeans(states, { observed, history, fallbackMs: 50 })).toEqual({ means: [100, 200, 50], source: 'sim' });
-    expect(stateMeans(states, { observed, history: new Map([['s2', stat(2)], ['s3', stat(3)]]) })).toEqual({
+    expect(stateMeans(states, { observed, history, fallbackMs: 50 })).toMatchObject({ means: [100, 200, 50], source: 'sim' });
+    expect(stateMeans(states, { observed, history: new Map([['s2', stat(2)], ['s3', stat(3)]]) })).toMatchObject({
       means: [100, 2, 3],
       source: 'history',
     });
-    expect(stateMeans(['s1'], { observed })).toEqual({ means: [100], source: 'observed' });
+    expect(stateMeans(['s1'], { observed })).toEqual({ means: [100], source: 'observed', sds: [0] });
   });
 
   test('unknown when a state has nothing to go on', () => {
-    expect(stateMeans(states, { observed: new Map([['s1', stat(1)]]) })).toEqual({ means: null, source: 'unknown' });
-    expect(stateMeans(states, { fallbackMs: null })).toEqual({ means: null, source: 'unknown' });
+    expect(stateMeans(states, { observed: new Map([['s1', stat(1)]]) })).toEqual({ means: null, source: 'unknown', sds: null });
+    expect(stateMeans(states, { fallbackMs: null })).toEqual({ means: null, source: 'unknown', sds: null });
   });
 });
 
@@ -96,6 +97,27 @@ describe('estimateStageMs', () => {
       expect(ms).toBeLessThanOrEqual(last);
       last = ms;
     }
+  });
+});
+
+describe('the slowest subcloud of a stage', () => {
+  test('expected largest of k standard normals', () => {
+    expect(expectedMaxZ(1)).toBe(0);
+    expect(expectedMaxZ(2)).toBeCloseTo(0.56, 1);
+    expect(expectedMaxZ(10)).toBeCloseTo(1.54, 1);
+    expect(expectedMaxZ(100)).toBeCloseTo(2.51, 1);
+  });
+
+  test('with spreads, a stage ends later than its mean schedule, by the spread of the last wave', () => {
+    const means = [100, 100];
+    const sds = [30, 40]; // total spread 50
+    const stage = { window: 10, notStarted: 25, inFlight: [] };
+    expect(estimateStageMs(means, stage, sds)).toBeCloseTo(600 + 50 * expectedMaxZ(10), 6);
+    // One subcloud: no tail. All in flight: only the last state's spread.
+    expect(estimateStageMs(means, { window: 10, notStarted: 1, inFlight: [] }, sds)).toBe(200);
+    const flying = { window: 4, notStarted: 0, inFlight: [0, 0, 0, 0].map(() => ({ stateIndex: 1, elapsedMs: 0 })) };
+    expect(estimateStageMs(means, flying, sds)).toBeCloseTo(100 + 40 * expectedMaxZ(4), 6);
+    expect(estimateRemainingMs(means, [stage, stage], sds)).toBeCloseTo(2 * estimateStageMs(means, stage, sds), 6);
   });
 });
 
