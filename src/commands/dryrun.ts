@@ -23,11 +23,12 @@ const SOURCE_LABEL: Record<EstimateSource, string | null> = {
 
 /**
  * The plan as rows. Estimates come from the duration statistics of earlier strategies of the type
- * kept in the file, else from the sim driver's latency, else `unknown` (SPEC §4 "Estimates").
+ * kept in the file, else from the sim driver's latency, else `unknown` (SPEC §4 "Estimates"), by
+ * the same model as `strategy status`'s ETA.
  */
 export function dryRunView(db: Db | null, plan: Plan, type: StrategyType, extra: ExtraArgs): ListResult {
   const states = statesOf(type, extra as { cert_file?: string | null });
-  const { means, source } = stateMeans(states, {
+  const { means, source, sds } = stateMeans(states, {
     history: db ? durationStats(db, type) : undefined,
     fallbackMs: simLatencyMidpoint(extra),
   });
@@ -41,7 +42,7 @@ export function dryRunView(db: Db | null, plan: Plan, type: StrategyType, extra:
   let total = 0;
   const rows: Value[][] = plan.stages.map((st) => {
     const names = byStage.get(st.stage) ?? [];
-    const ms = means ? estimateStageMs(means, { window: st.window, notStarted: names.length, inFlight: [] }) : null;
+    const ms = means ? estimateStageMs(means, { window: st.window, notStarted: names.length, inFlight: [] }, sds) : null;
     if (ms !== null) total += ms;
     return [st.stage, st.groupName, st.window, names.length, ms === null ? 'unknown' : formatSpan(ms), from, someOf(names, 3).replace(/'/g, '')];
   });
