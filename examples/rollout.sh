@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A whole simulated rollout: 300 subclouds in four groups (groups go in id order, so the canary
-# group, created first, is stage 1), one injected failure, then the step list.
+# group, created first, is stage 1), one injected failure, then the status and the failed steps.
 # Uses ./demo.db (or $DCM_DB) and starts it afresh.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -22,13 +22,12 @@ dcm subcloud update edge04 edge05 --sync patching=in-sync >/dev/null
 echo "== fleet: $(dcm subcloud list -f value -c name | wc -l) subclouds in $(dcm subcloud-group list -f value -c id | wc -l) groups"
 
 dcm strategy create --type patch --sim-latency 5ms..30ms --sim-seed 7 --sim-fail east042='applying VIM patch strategy'
-echo "== applying: one progress line per transition goes to stderr; the last lines are kept here"
-dcm strategy apply 2> >(tail -n 3 >&2)
+echo "== applying: a live view on a terminal (off one, a line per subcloud that ends); the summary names the failures"
+dcm strategy apply -c state -c updated_at
 status=$?
-sleep 0.2
 echo "== strategy apply exited $status (0 complete, 1 failed, 3 aborted)"
-echo "== steps that did not complete:"
-dcm strategy-step list --state failed --state aborted --state initial
-echo "== every step:"
-dcm strategy-step list
+echo "== where it stands (any time, from any shell: dcm strategy status --watch):"
+dcm strategy status -c state -c steps -c complete -c failed -c aborted -c elapsed
+echo "== the failed steps:"
+dcm strategy-step list --state failed
 exit 0

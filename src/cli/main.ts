@@ -17,6 +17,8 @@ import { registerStrategy } from './strategy.js';
 import { registerSteps } from './steps.js';
 import { registerStrategyConfig } from './strategy-config.js';
 import { registerDb } from './db.js';
+import { registerCompletion } from './completion.js';
+import { addExamples, examplesText } from './examples.js';
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
 
@@ -44,7 +46,7 @@ export function buildProgram(run: Runner, io?: Io): Command {
       writeOut: (s) => void (io ?? process).stdout.write(s),
       writeErr: (s) => void (io ?? process).stderr.write(s),
     })
-    .showSuggestionAfterError(false);
+    .showSuggestionAfterError(true);
   addGlobalOptions(program, true);
   registerSubcloud(program, run);
   registerGroup(program, run);
@@ -52,8 +54,11 @@ export function buildProgram(run: Runner, io?: Io): Command {
   registerSteps(program, run);
   registerStrategyConfig(program, run);
   registerDb(program, run);
-  // Last: every command registered above takes the global and formatter options.
+  registerCompletion(program, run);
+  // Last: every command registered above takes the global and formatter options, and gets its
+  // Examples block.
   addGlobalOptionsEverywhere(program);
+  addExamples(program);
   return program;
 }
 
@@ -100,10 +105,16 @@ export async function main(argv: string[], io: Io = { stdout: process.stdout, st
       };
     });
     if (argv.length === 0) {
-      io.stdout.write(program.helpInformation());
+      io.stdout.write(`${program.helpInformation()}${examplesText('')}\n`);
       return EXIT.usage;
     }
     await program.parseAsync(argv, { from: 'user' });
+    if (outcome.text !== undefined) io.stdout.write(outcome.text);
+    if (outcome.watch && out) {
+      const [{ runWatch }, { render }] = await Promise.all([import('./watch.js'), import('./output/render.js')]);
+      const o = out;
+      return await runWatch(outcome.watch, io.stdout as NodeJS.WriteStream, async (r) => render(r, o));
+    }
     if (outcome.result && out) {
       const { render } = await import('./output/render.js');
       io.stdout.write(render(outcome.result, out));
@@ -119,13 +130,20 @@ function oneLine(message: string): string {
   return message.replace(/\s*[\r\n]+\s*/g, ' ').trim();
 }
 
+/** Commander's "\n(Did you mean X?)" as part of the one line: `; did you mean 'X'?`. */
+function suggestion(message: string): string {
+  return message.replace(/\s*\(Did you mean (one of )?(.+)\?\)\s*$/, (_m, oneOf: string | undefined, names: string) =>
+    `; did you mean ${oneOf ?? ''}${names.split(', ').map((n) => `'${n}'`).join(', ')}?`,
+  );
+}
+
 function report(err: unknown, stderr: NodeJS.WritableStream): number {
   if (err instanceof CommanderError) {
     // Help and --version end the parse with an "error" that is a success.
     if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return EXIT.ok;
     // A command group without its subcommand (`dcm strategy`): help went to stderr, a usage error.
     if (err.code === 'commander.help') return EXIT.usage;
-    stderr.write(`error: ${oneLine(err.message.replace(/^error: /, ''))}\n`);
+    stderr.write(`error: ${oneLine(suggestion(err.message.replace(/^error: /, '')))}\n`);
     return EXIT.usage;
   }
   if (err instanceof DcmError) {

@@ -3,6 +3,7 @@ import { InvalidArgumentError } from 'commander';
 import { UsageError } from '../domain/errors.js';
 import { parseApplyType, parseIntIn } from '../domain/inventory.js';
 import { STRATEGY_TYPES, type StrategyType } from '../domain/types.js';
+import { parseDuration } from '../domain/durations.js';
 
 function wrap<T>(fn: (v: string) => T): (v: string) => T {
   return (v) => {
@@ -39,3 +40,10 @@ export const strategyType = wrap((v: string): StrategyType => {
 export function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
 }
+
+/** `--progress-interval`: a duration with its unit (`10s`, `1m`; `0s` for none). */
+export const progressInterval = (v: string): number => {
+  const ms = /[a-z]\s*$/i.test(v) ? parseDuration(v) : null;
+  if (ms === null) throw new InvalidArgumentError(`give a duration with a unit: 10s, 1m (got '${v}')`);
+  return ms;
+};

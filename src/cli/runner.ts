@@ -5,7 +5,11 @@ import type { Printable } from './output/views.js';
 /** A command's answer: what to print, and the exit code when it is not 0. */
 export interface Outcome {
   result?: Printable;
+  /** Text printed as it is (a completion script), instead of a rendered result. */
+  text?: string;
   exitCode?: number;
+  /** A `--watch` command: draws frames until it returns its exit code (cli/watch.ts). */
+  watch?: (emit: (r: Printable) => Promise<void>) => Promise<number>;
 }
 
 export interface RunCtx extends Ctx {

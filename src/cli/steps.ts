@@ -14,7 +14,15 @@ export function registerSteps(program: Command, run: Runner): void {
     .description('list the steps in step order')
     .option('--state <state>', 'only steps in this state (repeatable)', collect)
     .option('--stage <n>', 'only this stage', integer)
-    .action((o: { state?: string[]; stage?: number }) => run(async (ctx) => (await commands()).stepList_(ctx, { states: o.state, stage: o.stage })));
+    .option('-w, --watch', 'redraw on change until the strategy ends (or Ctrl-C)')
+    .action((o: { state?: string[]; stage?: number; watch?: boolean }) =>
+      run(async (ctx) => {
+        const filter = { states: o.state, stage: o.stage };
+        (await commands()).checkStepFilter(ctx, filter);
+        if (o.watch) return { watch: (await import('../commands/status.js')).watchSteps(ctx, filter) };
+        return (await commands()).stepList_(ctx, filter);
+      }),
+    );
   s.command('show')
     .argument('<cloud>')
     .description('show the step of a subcloud')

@@ -6,7 +6,7 @@ const commands = () => import('../commands/strategy.js');
 const orchestrator = () => import('../orchestrator/commands.js');
 import { typeOptionFlags, type RawDriverOptions, type RawTypeOptions } from '../domain/options.js';
 import { STRATEGY_TYPES, TYPES, type ApplyType, type StrategyType } from '../domain/types.js';
-import { applyType, collect, integer, strategyType } from './parsers.js';
+import { applyType, collect, integer, progressInterval, strategyType } from './parsers.js';
 import type { Runner } from './runner.js';
 
 interface CreateOpts extends RawTypeOptions, RawDriverOptions {
@@ -16,6 +16,7 @@ interface CreateOpts extends RawTypeOptions, RawDriverOptions {
   maxParallelSubclouds?: number;
   stopOnFailure?: boolean;
   force?: boolean;
+  dryRun?: boolean;
 }
 
 const TYPE_OPTIONS: [string, string][] = [
@@ -64,6 +65,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .option('--sim-seed <n>', 'sim driver: same seed, same outcomes')
     .option('--sim-fail <cloud=state>', 'sim driver: that subcloud fails in that state (repeatable)', collect)
     .option('--state-timeout <duration>', 'fail a state operation that takes longer (default per type)')
+    .option('--dry-run', 'every check, then the plan (stages, windows, steps, estimated duration); nothing written')
     .action((cloud: string | undefined, o: CreateOpts) =>
       run(async (ctx) =>
         (await commands()).strategyCreate(ctx, {
@@ -76,6 +78,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
           force: o.force,
           typeOptions: o,
           driverOptions: o,
+          dryRun: o.dryRun,
         }),
       ),
     );
@@ -86,11 +89,29 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
   withType(parent.command('apply'), false)
     .description('run the strategy in the foreground until it ends (exit 0 complete, 1 failed, 3 aborted)')
     .option('--yes', 'skip confirmation and proceed with the action (CLI_CONFIRMATIONS=enabled)')
-    .action((o: { type?: StrategyType; yes?: boolean }) =>
+    .option('-v, --verbose', 'one progress line per step transition')
+    .option('--progress-interval <duration>', 'off a terminal, a summary line this often (default 10s; 0s: none)', progressInterval)
+    .action((o: { type?: StrategyType; yes?: boolean; verbose?: boolean; progressInterval?: number }) =>
       run(async (ctx) => {
         await ctx.confirm(o.yes);
-        return (await orchestrator()).strategyApply(ctx, typeOf(o));
+        return (await orchestrator()).strategyApply(ctx, typeOf(o), { verbose: o.verbose, progressIntervalMs: o.progressInterval });
       }),
+    );
+  withType(parent.command('status'), false)
+    .description('where the strategy stands: stage, window, steps per state, in flight, failures, elapsed, ETA, orchestrator')
+    .option('-w, --watch', 'redraw on change until the strategy ends, then exit as apply would')
+    .action((o: { type?: StrategyType; watch?: boolean }) =>
+      run(async (ctx) => {
+        const status = await import('../commands/status.js');
+        if (o.watch) return { watch: status.watchStatus(ctx, typeOf(o)) };
+        return status.strategyStatus(ctx, typeOf(o));
+      }),
+    );
+  withType(parent.command('report'), false)
+    .description('write the strategy as one HTML page: summary, timeline per stage, failures, durations per state')
+    .requiredOption('--html <file>', 'the HTML file to write (- for standard output)')
+    .action((o: { type?: StrategyType; html: string }) =>
+      run(async (ctx) => (await import('../commands/report.js')).strategyReport(ctx, typeOf(o), o.html)),
     );
   withType(parent.command('abort'), false)
     .description('abort the strategy being applied')

@@ -6,7 +6,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { OperationError, UsageError } from '../domain/errors.js';
-import { list, show, type Result } from '../cli/output/result.js';
+import { list, show, type Result } from './table.js';
 import type { Outcome } from '../cli/runner.js';
 import { fileFault } from '../store/faults.js';
 import { tempName } from '../store/leftovers.js';

@@ -30,3 +30,6 @@ export type CommandResult =
   | { kind: 'imported'; count: number }
   /** Nothing to print (`subcloud delete`, `subcloud-group delete`, as dcmanager). */
   | { kind: 'nothing' };
+
+/** Anything a command may hand the CLI to print: a typed record, or a plain table. */
+export type Printable = CommandResult | import('./table.js').Result;

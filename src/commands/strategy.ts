@@ -11,6 +11,9 @@ import { planningRecords } from '../store/subclouds.js';
 import { UsageError } from '../domain/errors.js';
 import { immediate, withExistingWriteDb, withReadDb, withWriteDb, type Ctx } from './context.js';
 import type { CommandResult } from './results.js';
+import { dryRunView } from './dryrun.js';
+import { checkSimFailClouds, didYouMean } from '../domain/choices.js';
+import type { Result } from './table.js';
 
 export interface CreateInput {
   type: StrategyType;
@@ -22,7 +25,12 @@ export interface CreateInput {
   force?: boolean;
   typeOptions?: RawTypeOptions;
   driverOptions?: RawDriverOptions;
+  /** Every check, then the plan, and nothing written. */
+  dryRun?: boolean;
 }
+
+/** The Default group as every file holds it, for a dry run on a file that does not exist yet. */
+const DEFAULT_GROUP = { id: 1, name: 'Default', update_apply_type: 'parallel', max_parallel_subclouds: 2 } as const;
 
 export function strategyNotFound(type?: StrategyType): never {
   throw new OperationError(type ? `Strategy of type '${type}' not found` : 'Strategy not found');
@@ -35,40 +43,65 @@ export function theStrategy(db: Db, type?: StrategyType): Strategy {
   return s;
 }
 
-export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<CommandResult> {
+function combines(req: Parameters<typeof checkCombination>[0]): boolean {
+  try {
+    checkCombination(req);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<CommandResult | Result> {
+  // Option values on their own first (SPEC §5), as usage errors, before the file is read: a bad
+  // value is reported even when a strategy already exists.
+  const req = {
+    type: input.type,
+    cloudName: input.cloudName ?? null,
+    groupName: input.groupName ?? null,
+    subcloudApplyType: input.subcloudApplyType ?? null,
+    maxParallelSubclouds: input.maxParallelSubclouds ?? null,
+    force: Boolean(input.force),
+  };
+  const extra = typeExtraArgs(input.type, input.typeOptions ?? {});
+  const seed = Math.floor(Math.random() * 2 ** 31);
+  const driver = driverExtraArgs(input.type, input.driverOptions ?? {}, seed);
+  const states = statesOf(input.type, extra as { cert_file?: string | null });
+  for (const item of driver.sim_fail as string[]) {
+    const state = item.slice(item.indexOf('=') + 1);
+    if (!states.includes(state)) {
+      throw new UsageError(`Invalid --sim-fail state '${state}' for ${input.type}${didYouMean(state, states)}; its states are: ${states.join(', ')}`);
+    }
+  }
+  // The range (check 3) is a value on its own too; only options that may not be combined (check 2,
+  // reported after check 1) come before it.
+  if (combines(req)) checkMaxParallel(input.type, req.maxParallelSubclouds);
+
+  /** Checks 1, 2 and 4-7 against the file, then the plan. */
+  const plan = (db: Db | null) => {
+    const existing = db && getStrategy(db);
+    if (existing) throw new OperationError(`Strategy of type: '${existing.type}' already exists`);
+    checkCombination(req);
+    const records = db ? planningRecords(db) : [];
+    checkSimFailClouds(driver.sim_fail as string[], new Set(records.map((r) => r.name)), () => records.map((r) => r.name));
+    const groups = db ? listGroups(db) : [DEFAULT_GROUP];
+    return planSteps(req, groups.map((g) => ({
+      id: g.id,
+      name: g.name,
+      updateApplyType: g.update_apply_type,
+      maxParallelSubclouds: g.max_parallel_subclouds,
+    })), records);
+  };
+
+  if (input.dryRun) {
+    // Read only: a missing file is an empty fleet, and nothing is created or written.
+    return withReadDb(ctx, null, (db) => db.transaction(() => dryRunView(db, plan(db), input.type, { ...extra, ...driver })).deferred())
+      ?? dryRunView(null, plan(null), input.type, { ...extra, ...driver });
+  }
+
   return withWriteDb(ctx, (db) =>
     immediate(db, () => {
-      const existing = getStrategy(db);
-      if (existing) throw new OperationError(`Strategy of type: '${existing.type}' already exists`);
-
-      const req = {
-        type: input.type,
-        cloudName: input.cloudName ?? null,
-        groupName: input.groupName ?? null,
-        subcloudApplyType: input.subcloudApplyType ?? null,
-        maxParallelSubclouds: input.maxParallelSubclouds ?? null,
-        force: Boolean(input.force),
-      };
-      checkCombination(req);
-      const extra = typeExtraArgs(input.type, input.typeOptions ?? {});
-      const seed = Math.floor(Math.random() * 2 ** 31);
-      const driver = driverExtraArgs(input.type, input.driverOptions ?? {}, seed);
-      const states = statesOf(input.type, extra as { cert_file?: string | null });
-      for (const item of driver.sim_fail as string[]) {
-        const state = item.slice(item.indexOf('=') + 1);
-        if (!states.includes(state)) {
-          throw new UsageError(`Invalid --sim-fail state '${state}' for ${input.type}; its states are: ${states.join(', ')}`);
-        }
-      }
-      checkMaxParallel(input.type, req.maxParallelSubclouds);
-
-      const plan = planSteps(req, listGroups(db).map((g) => ({
-        id: g.id,
-        name: g.name,
-        updateApplyType: g.update_apply_type,
-        maxParallelSubclouds: g.max_parallel_subclouds,
-      })), planningRecords(db));
-
+      const p = plan(db);
       insertStrategy(
         db,
         {
@@ -78,9 +111,9 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Comm
           stopOnFailure: Boolean(input.stopOnFailure),
           extra: { ...extra, ...driver, cloud_name: req.cloudName, group: req.groupName, force: req.force },
         },
-        plan.stages,
+        p.stages,
       );
-      insertSteps(db, plan.steps);
+      insertSteps(db, p.steps);
       return { kind: 'strategy', strategy: theStrategy(db) };
     }),
   );

@@ -14,7 +14,10 @@ import { strategyNotFound, theStrategy } from '../commands/strategy.js';
 import type { Outcome, RunCtx } from '../cli/runner.js';
 import { ApplyLock, holderAlive } from './lock.js';
 import { Orchestrator } from './orchestrator.js';
-import { LineProgress } from './progress.js';
+import { makeProgress } from './progress-choose.js';
+import type { TrackerInputs } from './progress-tracker.js';
+import { durationStats, observedDurations } from '../store/durations.js';
+import { simLatencyMidpoint } from '../domain/estimate.js';
 import { onSignals } from './signals.js';
 
 const RESUMABLE = ['applying', 'abort requested', 'aborting'];
@@ -84,7 +87,20 @@ function checkIntact(db: Db, file: string): void {
   }
 }
 
-export async function strategyApply(ctx: RunCtx, type?: StrategyType): Promise<Outcome> {
+/** How apply shows its progress (SPEC §4 "Visibility"). */
+export interface ApplyOptions {
+  /** One line per transition (off the live view). */
+  verbose?: boolean;
+  /** A summary line this often off a terminal (default 10 s; 0: none). */
+  progressIntervalMs?: number;
+}
+
+/** What the ETA starts from: this strategy's durations so far, earlier runs' statistics, the sim latency. */
+function estimateInputs(db: Db, type: string, extra: Record<string, unknown>): TrackerInputs {
+  return { history: durationStats(db, type), observed: observedDurations(db), fallbackMs: simLatencyMidpoint(extra) };
+}
+
+export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: ApplyOptions = {}): Promise<Outcome> {
   const db = openDb(ctx.dbPath, { create: false });
   if (!db) strategyNotFound(type);
   // Short waits inside SQLite, retried by the orchestrator: the event loop (heartbeat, signals)
@@ -94,13 +110,18 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType): Promise<O
   const lock = new ApplyLock(db, ctx.dbPath);
   let locked = false;
   let driver: SimDriver | null = null;
-  const progress = new LineProgress(process.stderr, ctx.quiet);
   let fileGone = false;
   const sidecars = new Map<string, { dev: number; ino: number } | null>();
   try {
     checkIntact(db, ctx.dbPath);
     // Not found, or ended, before anything else: an ended strategy has no use for the lock.
     const first = theStrategy(db, type);
+    const progress = makeProgress(process.stderr, {
+      quiet: ctx.quiet,
+      verbose: opts.verbose ?? false,
+      intervalMs: opts.progressIntervalMs ?? 10_000,
+      inputs: estimateInputs(db, first.type, first.extra),
+    });
     // An unknown -c column is refused before anything runs (exit 2, nothing changed).
     ctx.checkResult?.({ kind: 'strategy', strategy: first });
     if (first.state !== 'initial' && !RESUMABLE.includes(first.state)) {

@@ -32,9 +32,10 @@ import {
   type Transition,
 } from '../store/transitions.js';
 import { applyFaultError, faultOf } from '../store/faults.js';
-import type { ProgressSink } from './progress.js';
 import { ConfigBook } from '../domain/strategy-config.js';
 import { getDefaultConfig, subcloudOptions } from '../store/strategy-config.js';
+import { SUMMARY_FAILURES, type ApplyInfo, type ProgressSink } from './progress.js';
+import { failedSteps } from '../store/status.js';
 
 export interface OrchestratorOptions {
   type: StrategyType;
@@ -72,6 +73,8 @@ interface Worker {
   controller: AbortController | null;
   /** The orchestrator stopped waiting (timeout, hard stop): a signal asked for later is aborted. */
   abandoned: boolean;
+  /** When the operation started (epoch ms): its duration goes to the statistics and the progress. */
+  startedMs: number;
 }
 
 /** setTimeout's longest delay; a longer one fires at once (TimeoutOverflowWarning). */
@@ -89,6 +92,7 @@ interface Report {
   opId: number;
   result: OperationResult | { kind: 'timeout' };
   finishedAt: string;
+  finishedMs: number;
 }
 
 /** A subcloud holding a slot of its stage's window, from its first state to its end. */
@@ -137,7 +141,7 @@ export class Orchestrator {
     private readonly progress: ProgressSink,
     private readonly opts: OrchestratorOptions,
   ) {
-    this.writer = new TransitionWriter(db, () => this.fence());
+    this.writer = new TransitionWriter(db, opts.type, () => this.fence());
   }
 
   private fence(): void {
@@ -186,6 +190,13 @@ export class Orchestrator {
     const steps = loadSteps(this.db);
     this.failedSeen = steps.some((s) => s.state === 'failed');
     if (this.opts.stopOnFailure && this.failedSeen) this.noNewSubclouds = true;
+    this.progress.begin?.({
+      type: this.opts.type,
+      states: this.opts.states,
+      stages: stageCounts(steps, listStages(this.db)),
+      startedMs: started,
+      stateTimeoutMs: this.opts.stateTimeoutMs,
+    });
     const state = strategyState(this.db);
     if (state === 'abort requested' || state === 'aborting') await this.untilNotBusy(() => this.beginAbort());
 
@@ -218,6 +229,7 @@ export class Orchestrator {
       if (open.length === 0) continue;
       const window = windows.get(stage) ?? 1;
       this.stageWindow = window;
+      this.progress.stageStarted?.(stage, window);
       await this.runWindow(open, window);
       if (this.interruptedBy || this.fatal) return;
     }
@@ -294,7 +306,7 @@ export class Orchestrator {
   /** A driver's answer arrives here and nowhere else. */
   private report(stepId: number, opId: number, result: Report['result']): void {
     if (this.stopped) return;
-    this.reports.push({ stepId, opId, result, finishedAt: now() });
+    this.reports.push({ stepId, opId, result, finishedAt: now(), finishedMs: Date.now() });
     this.scheduleFlush();
   }
 
@@ -320,8 +332,18 @@ export class Orchestrator {
       }
       // Committed: now it may be seen, and the operations it opened may start.
       for (const t of batch) {
-        this.progress.transition({ at: now(), cloud: t.cloud, from: t.from, to: t.to, details: t.details, attempt: t.startAttempt });
         const slot = this.slots.get(t.stepId)!;
+        this.progress.transition({
+          at: now(),
+          cloud: t.cloud,
+          from: t.from,
+          to: t.to,
+          details: t.details,
+          attempt: t.startAttempt,
+          stage: slot.step.stage,
+          durationMs: t.close?.durationMs,
+          ended: t.ended,
+        });
         slot.step.state = t.to;
         if (t.startAttempt !== undefined) this.start(slot.step, t.to, t.startAttempt, t.historyId!);
         else this.release(t.stepId);
@@ -368,7 +390,7 @@ export class Orchestrator {
           from: state,
           to: next,
           details: result.details ?? '',
-          close: { historyId: w.historyId, outcome: 'ok', finishedAt: at, details: result.details ?? '' },
+          close: { historyId: w.historyId, outcome: 'ok', finishedAt: at, details: result.details ?? '', durationMs: r.finishedMs - w.startedMs },
           startAttempt,
           completes: ended ? { endpoint: TYPES[this.opts.type].endpoint } : undefined,
           ended,
@@ -383,7 +405,7 @@ export class Orchestrator {
           from: state,
           to: 'failed',
           details: `${state}: ${reason}`,
-          close: { historyId: w.historyId, outcome: timeout ? 'timeout' : 'failed', finishedAt: at, details: reason },
+          close: { historyId: w.historyId, outcome: timeout ? 'timeout' : 'failed', finishedAt: at, details: reason, durationMs: r.finishedMs - w.startedMs },
           ended: true,
         });
         this.failedSeen = true;
@@ -412,7 +434,7 @@ export class Orchestrator {
       throw new Error(`internal: ${step.cloud} already runs ${existing.state}; refusing a second worker for ${state}`);
     }
     const opId = this.nextOpId++;
-    const worker: Worker = { step, state, attempt, historyId, opId, controller: null, abandoned: false };
+    const worker: Worker = { step, state, attempt, historyId, opId, controller: null, abandoned: false, startedMs: Date.now() };
     this.workers.set(step.id, worker);
     this.deadlines.push({ at: performance.now() + this.opts.stateTimeoutMs, stepId: step.id, opId });
     this.compactDeadlines();
@@ -533,6 +555,7 @@ export class Orchestrator {
     this.aborting = true;
     this.noNewSubclouds = true;
     this.pending = this.withoutHeldBack(this.pending);
+    this.progress.initialAborted?.();
     this.progress.note(`abort requested: ${n} step(s) not started are aborted; ${this.slots.size} subcloud(s) in flight run to their end`);
   }
 
@@ -619,7 +642,20 @@ export class Orchestrator {
       durationMs: Date.now() - started,
       peakInFlight: this.peak,
       maxWindow: this.maxWindow,
+      ...failedSteps(this.db, SUMMARY_FAILURES),
     });
     return exit;
   }
+}
+
+/** Each stage's window and its steps' states as a run starts, for the progress views. */
+function stageCounts(steps: ApplyStep[], stages: { stage: number; max_parallel: number }[]): ApplyInfo['stages'] {
+  const out = new Map<number, ApplyInfo['stages'][number]>();
+  for (const st of stages) out.set(st.stage, { stage: st.stage, window: st.max_parallel, counts: {} });
+  for (const step of steps) {
+    let e = out.get(step.stage);
+    if (!e) out.set(step.stage, (e = { stage: step.stage, window: 1, counts: {} }));
+    e.counts[step.state] = (e.counts[step.state] ?? 0) + 1;
+  }
+  return [...out.values()].filter((e) => Object.keys(e.counts).length).sort((a, b) => a.stage - b.stage);
 }

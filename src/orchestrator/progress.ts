@@ -1,8 +1,12 @@
 /**
- * Progress for people and scripts, kept apart from the orchestrator so that another view (a live
- * terminal one) can replace it: one line per committed step transition, then a summary.
+ * Progress for people and scripts, kept apart from the orchestrator: it reports events (what it
+ * starts, each committed step transition, the end) and never knows how they are shown. The sinks
+ * live beside this file: plain lines off a terminal (this file), a live view on one
+ * (progress-live.ts); `makeProgress` (progress-choose.ts) picks one.
  */
-import { formatDuration } from '../domain/durations.js';
+import { formatTimestamp } from '../domain/time.js';
+import { ProgressTracker, type TrackerInputs } from './progress-tracker.js';
+import { closingSummary, periodicLine } from './progress-view.js';
 
 export interface TransitionEvent {
   at: string;
@@ -12,6 +16,24 @@ export interface TransitionEvent {
   details: string;
   /** The attempt of the operation that starts with this transition, if one does. */
   attempt?: number;
+  /** The step's stage. */
+  stage?: number;
+  /** How long the operation this transition closes ran (absent for a subcloud's first state). */
+  durationMs?: number;
+  /** The step ended with this transition (complete, failed, aborted). */
+  ended?: boolean;
+}
+
+/** What an apply is about to run: sent once, before the first transition. */
+export interface ApplyInfo {
+  type: string;
+  states: readonly string[];
+  /** Every stage with its window and its steps' states as the run starts. */
+  stages: { stage: number; window: number; counts: Record<string, number> }[];
+  /** When this process started running the strategy (epoch ms). */
+  startedMs: number;
+  /** Every state operation's timeout. */
+  stateTimeoutMs: number;
 }
 
 export interface Summary {
@@ -20,9 +42,18 @@ export interface Summary {
   durationMs: number;
   peakInFlight: number;
   maxWindow: number;
+  /** The first failed steps (cloud, details), and how many failed in all. */
+  failures?: { cloud: string; details: string }[];
+  failedTotal?: number;
 }
 
 export interface ProgressSink {
+  /** The run's shape (optional for sinks that need none). */
+  begin?(info: ApplyInfo): void;
+  /** A stage's window opens: its subclouds may start. */
+  stageStarted?(stage: number, window: number): void;
+  /** Every step still `initial` became `aborted` (an abort). */
+  initialAborted?(): void;
   transition(e: TransitionEvent): void;
   /** Something worth knowing (a resume, an abort noticed); silenced by -q. */
   note(message: string): void;
@@ -31,43 +62,90 @@ export interface ProgressSink {
   summary(s: Summary): void;
 }
 
+/** How many failed subclouds the closing summary names; the rest are listed by a command. */
+export const SUMMARY_FAILURES = 20;
+
+export interface LineOptions {
+  quiet: boolean;
+  /** One line per transition instead of one per subcloud that ends. */
+  verbose?: boolean;
+  /** A summary line this often (ms); 0 for none. */
+  intervalMs?: number;
+  /** What the estimate starts from (statistics kept, the sim latency); none: the tracker's own. */
+  inputs?: TrackerInputs;
+}
+
+/**
+ * Off a terminal: one line per subcloud that ends (with `verbose`, per transition), a summary line
+ * every `intervalMs`, and a closing summary. A stream that fails (a closed pipe) is dropped: the
+ * progress stops, the strategy goes on.
+ */
 export class LineProgress implements ProgressSink {
+  private readonly opts: LineOptions;
+  private readonly tracker: ProgressTracker;
+  private timer: NodeJS.Timeout | null = null;
+  private broken = false;
+
   constructor(
     private readonly out: NodeJS.WritableStream,
-    private readonly quiet: boolean,
-  ) {}
+    quietOrOptions: boolean | LineOptions,
+  ) {
+    this.opts = typeof quietOrOptions === 'boolean' ? { quiet: quietOrOptions, verbose: true } : quietOrOptions;
+    this.tracker = new ProgressTracker(this.opts.inputs);
+    (out as NodeJS.EventEmitter).on?.('error', () => (this.broken = true));
+  }
+
+  private write(text: string): void {
+    if (this.broken) return;
+    try {
+      this.out.write(text);
+    } catch {
+      this.broken = true;
+    }
+  }
+
+  begin(info: ApplyInfo): void {
+    this.tracker.begin(info);
+    const every = this.opts.intervalMs ?? 10_000;
+    if (!this.opts.quiet && every > 0) {
+      this.timer = setInterval(() => this.write(`${formatTimestamp(Date.now() * 1000)} ${periodicLine(this.tracker.snapshot(Date.now()))}\n`), every);
+      this.timer.unref();
+    }
+  }
+
+  stageStarted(stage: number, window: number): void {
+    this.tracker.stageStarted(stage, window);
+  }
+
+  initialAborted(): void {
+    this.tracker.initialAborted();
+  }
 
   transition(e: TransitionEvent): void {
-    if (this.quiet) return;
+    this.tracker.transition(e, Date.now());
+    if (this.opts.quiet) return;
     if (e.from === e.to) {
       // A step caught mid-state by the last process: its operation runs again.
-      this.out.write(`${e.at} ${e.cloud}: ${e.to} again (attempt ${e.attempt ?? '?'})\n`);
+      if (this.opts.verbose) this.write(`${e.at} ${e.cloud}: ${e.to} again (attempt ${e.attempt ?? '?'})\n`);
       return;
     }
     const why = e.details && (e.to === 'failed' || e.to === 'aborted') ? ` (${e.details})` : '';
-    this.out.write(`${e.at} ${e.cloud}: ${e.from} -> ${e.to}${why}\n`);
+    if (this.opts.verbose) this.write(`${e.at} ${e.cloud}: ${e.from} -> ${e.to}${why}\n`);
+    else if (e.to === 'complete' || e.to === 'failed' || e.to === 'aborted') this.write(`${e.at} ${e.cloud}: ${e.to}${why}\n`);
   }
 
   note(message: string): void {
-    if (!this.quiet) this.out.write(`dcm: ${message}\n`);
+    if (!this.opts.quiet) this.write(`dcm: ${message}\n`);
   }
 
   warn(message: string): void {
-    this.out.write(`dcm: ${message}\n`);
+    this.write(`dcm: ${message}\n`);
   }
 
   summary(s: Summary): void {
-    if (this.quiet) return;
-    const order = ['complete', 'failed', 'aborted', 'initial'];
-    const parts = [
-      ...order.filter((k) => s.counts[k]).map((k) => `${s.counts[k]} ${k}`),
-      ...Object.keys(s.counts)
-        .filter((k) => !order.includes(k) && s.counts[k])
-        .map((k) => `${s.counts[k]} ${k}`),
-    ];
-    this.out.write(
-      `strategy ${s.state}: ${parts.join(', ') || 'no steps'} in ${formatDuration(s.durationMs)}` +
-        ` (peak ${s.peakInFlight} subclouds in flight, window ${s.maxWindow})\n`,
-    );
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    if (this.opts.quiet) return;
+    this.write(closingSummary(s));
   }
 }

@@ -162,6 +162,23 @@ export const MIGRATIONS: ((db: Database.Database) => void)[] = [
       db.exec(`ALTER TABLE subcloud ADD COLUMN ${col.includes(' ') ? col : `${col} TEXT`}`);
     }
   },
+  // 4 -> 5: per-state duration statistics per strategy type, for estimates (ETA, dry run). No foreign key:
+  // they outlive `strategy delete`, so the next strategy of the same type starts with an estimate.
+  (db) => {
+    db.exec(`
+      CREATE TABLE state_duration (
+        type TEXT NOT NULL,
+        state TEXT NOT NULL,
+        count INTEGER NOT NULL,
+        sum_ms REAL NOT NULL,
+        sumsq_ms REAL NOT NULL,
+        min_ms REAL NOT NULL,
+        max_ms REAL NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (type, state)
+      );
+    `);
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

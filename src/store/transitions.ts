@@ -7,6 +7,8 @@ import type { Db } from './open.js';
 import { now } from './clock.js';
 import { SYNC_COLUMN } from './subclouds.js';
 import type { Endpoint } from '../domain/types.js';
+import { DurationTally } from '../domain/estimate.js';
+import { recordDurations } from './durations.js';
 
 export const DETAILS_MAX = 1000;
 
@@ -69,7 +71,14 @@ export interface Transition {
   to: string;
   details: string;
   /** The running history row this transition closes, with how it ended and when. */
-  close?: { historyId: number; outcome: 'ok' | 'failed' | 'timeout' | 'skipped'; finishedAt: string; details: string };
+  close?: {
+    historyId: number;
+    outcome: 'ok' | 'failed' | 'timeout' | 'skipped';
+    finishedAt: string;
+    details: string;
+    /** How long the operation ran; an ok run's duration goes into the type's statistics. */
+    durationMs?: number;
+  };
   /** Set when an operation for `to` starts right after the commit: its attempt number. */
   startAttempt?: number;
   /** Filled in by commit: the history row opened for that operation. */
@@ -86,8 +95,11 @@ export class TransitionWriter {
   private readonly sync: Map<Endpoint | null, Database.Statement<[string, number]>>;
   readonly commit: (batch: Transition[]) => void;
 
-  /** `guard` runs first in every commit's transaction: the orchestrator's fence (SPEC §2.1). */
-  constructor(db: Db, guard: () => void = () => {}) {
+  /**
+   * `type`: the strategy type whose duration statistics ok runs are added to (none without it).
+   * `guard` runs first in every commit's transaction: the orchestrator's fence (SPEC §2.1).
+   */
+  constructor(db: Db, type?: string, guard: () => void = () => {}) {
     this.update = db.prepare(
       `UPDATE strategy_step SET state = @to, details = @details, attempt = COALESCE(@attempt, attempt),
          started_at = COALESCE(started_at, @now), finished_at = CASE WHEN @ended THEN @now ELSE NULL END,
@@ -108,6 +120,13 @@ export class TransitionWriter {
     const tx = db.transaction((batch: Transition[]) => {
       guard();
       for (const t of batch) this.apply(t);
+      // One upsert per state per batch, in the batch's own transaction.
+      if (type === undefined) return;
+      const tally = new DurationTally();
+      for (const t of batch) {
+        if (t.close?.outcome === 'ok' && t.close.durationMs !== undefined) tally.add(t.from, t.close.durationMs);
+      }
+      recordDurations(db, type, tally);
     });
     this.commit = (batch) => {
       try {

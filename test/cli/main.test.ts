@@ -103,7 +103,13 @@ describe('the order of the checks (SPEC §5)', () => {
   refuse(() => fx.withStrategy, [
     ['1. a second strategy create while one exists', ['strategy', 'create', '--type', 'patch'], 1, "Strategy of type: 'patch' already exists"],
     ['1. of another type', ['strategy', 'create', '--type', 'kubernetes'], 1, "Strategy of type: 'patch' already exists"],
-    ['1 before 3', ['strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '0'], 1, "Strategy of type: 'patch' already exists"],
+    // SPEC §4: option values are checked before the file is read, so a strategy that exists does
+    // not hide a bad value.
+    ['a bad value (3) before 1', ['strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '0'], 2, range(0)],
+    ['a bad --sim-latency before 1', ['strategy', 'create', '--type', 'patch', '--sim-latency', 'fast'], 2, /^Invalid --sim-latency value: fast/],
+    ['a bad --sim-fail state before 1', ['strategy', 'create', '--type', 'patch', '--sim-fail', 's1=nosuch'], 2, /^Invalid --sim-fail state 'nosuch'/],
+    ['a bad type option before 1', ['strategy', 'create', '--type', 'patch', '--to-version', 'v1'], 2, '--to-version is not an option of strategy type patch'],
+    ['1 before 3 when 2 applies too', ['strategy', 'create', '--type', 'patch', '--group', 'rest', '--max-parallel-subclouds', '0'], 1, "Strategy of type: 'patch' already exists"],
     ['1 before 2', ['strategy', 'create', '--type', 'patch', 's1', '--group', 'rest'], 1, "Strategy of type: 'patch' already exists"],
   ]);
   refuse(() => fx.fleet, [

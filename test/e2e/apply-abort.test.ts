@@ -21,7 +21,7 @@ describe('apply: abort', () => {
     const t = tempDir();
     cleanup = t.cleanup;
     createFleet(t.db, names(200), ['--max-parallel-subclouds', '10', '--sim-latency', '50ms..100ms']);
-    const apply = spawnDcm(['--db', t.db, 'strategy', 'apply']);
+    const apply = spawnDcm(['--db', t.db, 'strategy', 'apply', '-v']);
     let abortAt = 0;
     try {
       // Let it run a while: some subclouds complete, some are in flight.
@@ -75,7 +75,7 @@ describe('apply: abort', () => {
     const t = tempDir();
     cleanup = t.cleanup;
     createFleet(t.db, names(30), ['--max-parallel-subclouds', '5', '--sim-latency', '100ms..200ms']);
-    const apply = spawnDcm(['--db', t.db, 'strategy', 'apply']);
+    const apply = spawnDcm(['--db', t.db, 'strategy', 'apply', '-v']);
     await waitFor(() => (apply.stderr().match(/ -> /g) ?? []).length >= 8, 20_000, 5);
     expect(dcm(['--db', t.db, 'strategy', 'abort']).code).toBe(0);
     await waitFor(() => apply.stderr().includes('dcm: abort requested: '), 5_000, 5);
@@ -100,7 +100,7 @@ describe('apply: abort', () => {
     const t = tempDir();
     cleanup = t.cleanup;
     createFleet(t.db, names(40), ['--max-parallel-subclouds', '8', '--sim-latency', '30ms..60ms']);
-    const apply = spawnDcm(['--db', t.db, 'strategy', 'apply']);
+    const apply = spawnDcm(['--db', t.db, 'strategy', 'apply', '-v']);
     await waitFor(() => (apply.stderr().match(/-> complete/g) ?? []).length >= 3, 30_000, 5);
     apply.child.kill('SIGKILL');
     expect((await apply.done).signal).toBe('SIGKILL');

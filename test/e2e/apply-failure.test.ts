@@ -54,7 +54,10 @@ describe('apply: failures', () => {
     expect(r.code).toBe(1);
     expect(JSON.parse(r.stdout).state).toBe('failed');
     expect(strategyState(db)).toBe('failed');
-    expect(r.stderr).toMatch(/s2: updating patches -> failed \(updating patches: injected failure\)/);
+    // Off a terminal: one line per subcloud that ends, and the closing summary names the failures.
+    expect(r.stderr).toMatch(/s2: failed \(updating patches: injected failure\)\n/);
+    expect(r.stderr).not.toMatch(/ -> /);
+    expect(r.stderr).toMatch(/failed subclouds \(3\):\n(  s\d: [^\n]+\n){3}/);
     expect(r.stderr).toMatch(/strategy failed: 5 complete, 3 failed/);
     const after = stepsOf(db);
     expect(after.state).toEqual({
@@ -138,7 +141,7 @@ describe('apply: failures', () => {
   test('a step changed behind the orchestrator: apply stops with one error line, exit 1, at once (no timer keeps it alive)', async () => {
     const db = fresh();
     createFleet(db, names(2), ['--max-parallel-subclouds', '2', '--sim-latency', '300ms'], 'kubernetes');
-    const apply = spawnDcm(['--db', db, 'strategy', 'apply']);
+    const apply = spawnDcm(['--db', db, 'strategy', 'apply', '-v']);
     await waitFor(() => (apply.stderr().match(/ -> /g) ?? []).length >= 2, 20_000, 5);
     const raw = new Database(db);
     raw.prepare("UPDATE strategy_step SET state = 'aborted' WHERE subcloud_id = (SELECT id FROM subcloud WHERE name = 's1')").run();

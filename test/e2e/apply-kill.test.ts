@@ -66,7 +66,7 @@ describe('apply: kill -9 and resume', () => {
     const stderrs: string[] = [];
     let final: { code: number | null; stderr: string } | null = null;
     for (let round = 0; round < 4 * KILLS + 20 && !final; round++) {
-      const apply = spawnDcm(['--db', t.db, 'strategy', 'apply']);
+      const apply = spawnDcm(['--db', t.db, 'strategy', 'apply', '-v']);
       const last = kills >= KILLS;
       if (!last) {
         // A random moment once the orchestrator is under way: as its first transition line shows,

@@ -27,7 +27,7 @@ describe('apply: signals', () => {
     const t = tempDir();
     cleanup = t.cleanup;
     createFleet(t.db, names(40), ['--max-parallel-subclouds', '5', '--sim-latency', '40ms..80ms']);
-    const apply = spawnDcm(['--db', t.db, 'strategy', 'apply']);
+    const apply = spawnDcm(['--db', t.db, 'strategy', 'apply', '-v']);
     await waitFor(() => transitions(apply.stderr()) >= 12, 20_000, 5);
     apply.child.kill(signal);
     const r = await apply.done;
@@ -57,7 +57,7 @@ describe('apply: a second Ctrl-C', () => {
     const t = tempDir();
     cleanup = t.cleanup;
     createFleet(t.db, names(3), ['--max-parallel-subclouds', '3', '--sim-latency', '1s'], 'kubernetes');
-    const apply = spawnDcm(['--db', t.db, 'strategy', 'apply']);
+    const apply = spawnDcm(['--db', t.db, 'strategy', 'apply', '-v']);
     await waitFor(() => transitions(apply.stderr()) >= 3, 20_000, 5);
     apply.child.kill('SIGINT');
     await waitFor(() => apply.stderr().includes('dcm: SIGINT: starting nothing new'), 5_000, 5);
@@ -87,7 +87,7 @@ describe('apply: one orchestrator per file', () => {
     const t = tempDir();
     cleanup = t.cleanup;
     createFleet(t.db, names(4), ['--max-parallel-subclouds', '4', '--sim-latency', '1s'], 'kubernetes');
-    const first = spawnDcm(['--db', t.db, 'strategy', 'apply']);
+    const first = spawnDcm(['--db', t.db, 'strategy', 'apply', '-v']);
     try {
       await waitFor(() => transitions(first.stderr()) >= 4, 20_000, 5);
       const second = dcm(['--db', t.db, 'strategy', 'apply']);

@@ -50,6 +50,7 @@ export function dcmSpawn(args: string[], env: Record<string, string> = {}): {
   child: ChildProcess;
   done: Promise<RunResult>;
   stderr: () => string;
+  stdout: () => string;
 } {
   const e = { ...process.env, ...env };
   delete e.DCM_DB;
@@ -61,7 +62,7 @@ export function dcmSpawn(args: string[], env: Record<string, string> = {}): {
   const done = new Promise<RunResult>((resolve) =>
     child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })),
   );
-  return { child, done, stderr: () => stderr };
+  return { child, done, stderr: () => stderr, stdout: () => stdout };
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,27 +1,2 @@
-/** What a command returns for display: a list of rows, or one record shown as Field/Value. */
-export type Value = string | number | boolean | null;
-
-export interface ListResult {
-  kind: 'list';
-  columns: string[];
-  rows: Value[][];
-}
-
-export interface ShowResult {
-  kind: 'show';
-  fields: string[];
-  values: Value[];
-}
-
-export type Result = ListResult | ShowResult;
-
-export function list(columns: string[], rows: Value[][]): ListResult {
-  return { kind: 'list', columns, rows };
-}
-
-export function show(record: [string, Value][]): ShowResult {
-  return { kind: 'show', fields: record.map(([k]) => k), values: record.map(([, v]) => v) };
-}
-
-/** What the formatters draw: a command's result turned into cliff's columns and values. */
-export type Table = Result;
+/** The plain-table result shape lives with the commands that return it (src/commands/table.ts). */
+export * from '../../commands/table.js';

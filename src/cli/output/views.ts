@@ -2,12 +2,13 @@
  * Command results turned into the columns dcmanager's client prints (SPEC §4): which fields,
  * in which order, under which names. A result that is already a table (list/show) passes through.
  */
-import type { CommandResult, GroupRecord, Strategy, SubcloudRow } from '../../commands/results.js';
+import type { GroupRecord, Strategy, SubcloudRow } from '../../commands/results.js';
 import { overallSync } from '../../domain/sync.js';
 import { ENDPOINTS, type Endpoint, type SyncStatus } from '../../domain/types.js';
-import { list, show, type Result, type Table, type Value } from './result.js';
+import { list, show, type Table, type Value } from './result.js';
 
-export type Printable = CommandResult | Result;
+export type { Printable } from '../../commands/results.js';
+import type { Printable } from '../../commands/results.js';
 
 export interface ViewOptions {
   /** `-c` was given: dcmanager's `subcloud list` then picks from its detail columns. */

@@ -1,0 +1,142 @@
+/**
+ * The "Examples:" block that ends every command's --help, kept in one place so that the examples
+ * read as one manual. Applied by walking the program once it is built: a command without an
+ * entry here has no examples, and test/cli/examples.test.ts fails until it gets some.
+ */
+import type { Command } from 'commander';
+import { STRATEGY_TYPES, TYPES, type StrategyType } from '../domain/types.js';
+
+/** Example lines by command path ('' is the program itself). */
+export const EXAMPLES: Record<string, string[]> = {
+  '': [
+    'dcm subcloud add subcloud{1..100} --group fleet',
+    'dcm strategy create --type patch --dry-run',
+    'dcm strategy create --type patch --stop-on-failure && dcm strategy apply',
+    'dcm strategy-step list --state failed',
+    'source <(dcm completion bash)',
+  ],
+  subcloud: ['dcm subcloud add east{001..200} --group east', 'dcm subcloud list -f json', 'dcm subcloud --help'],
+  'subcloud add': [
+    'dcm subcloud add subcloud1',
+    'dcm subcloud add east{001..200} --group east --sync all=out-of-sync',
+    'dcm subcloud add lab1 --availability offline --management unmanaged --location "rack 4"',
+  ],
+  'subcloud import': [
+    'dcm subcloud import fleet.csv',
+    'dcm subcloud import fleet.jsonl',
+    "printf 'name,group\\ns1,canary\\n' | dcm subcloud import -",
+  ],
+  'subcloud list': ['dcm subcloud list', 'dcm subcloud list --group canary -f value -c name'],
+  'subcloud show': ['dcm subcloud show subcloud1', 'dcm subcloud show subcloud1 -f json'],
+  'subcloud update': [
+    'dcm subcloud update subcloud1 subcloud2 --group canary',
+    'dcm subcloud update subcloud7 --availability offline --sync kubernetes=in-sync',
+  ],
+  'subcloud delete': ['dcm subcloud delete subcloud9', 'dcm subcloud delete lab{1..4}'],
+  'subcloud-group': ['dcm subcloud-group add --name canary --max_parallel_subclouds 5', 'dcm subcloud-group list'],
+  'subcloud-group add': [
+    'dcm subcloud-group add --name canary --max_parallel_subclouds 5',
+    'dcm subcloud-group add --name edge --update_apply_type serial --description "one at a time"',
+  ],
+  'subcloud-group list': ['dcm subcloud-group list', 'dcm subcloud-group list -f value -c name'],
+  'subcloud-group show': ['dcm subcloud-group show canary', 'dcm subcloud-group show 1'],
+  'subcloud-group update': [
+    'dcm subcloud-group update canary --max_parallel_subclouds 10',
+    'dcm subcloud-group update 2 --name pilot',
+  ],
+  'subcloud-group delete': ['dcm subcloud-group delete canary'],
+  'subcloud-group list-subclouds': ['dcm subcloud-group list-subclouds canary', 'dcm subcloud-group list-subclouds 1 -f json'],
+  strategy: [
+    'dcm strategy create --type patch --dry-run',
+    'dcm strategy create --type patch && dcm strategy apply',
+    'dcm strategy report --html rollout.html',
+  ],
+  'strategy create': [
+    'dcm strategy create --type patch --dry-run',
+    'dcm strategy create --type patch --stop-on-failure',
+    'dcm strategy create --type kubernetes --to-version v1.29.2 --group canary',
+    'dcm strategy create --type sw-deploy --release-id stx-10.0.1 --max-parallel-subclouds 50',
+    'dcm strategy create --type patch --sim-latency 50ms..2s --sim-fail subcloud7="applying VIM patch strategy"',
+  ],
+  'strategy show': ['dcm strategy show', 'dcm strategy show --type patch -f json'],
+  'strategy apply': [
+    'dcm strategy apply',
+    'dcm strategy apply -q; echo "exit $?"   # 0 complete, 1 failed, 3 aborted',
+    'dcm strategy apply -v 2> apply.log      # one line per transition',
+  ],
+  'strategy status': ['dcm strategy status', 'dcm strategy status --watch; echo "exit $?"', 'dcm strategy status -f json'],
+  'strategy abort': ['dcm strategy abort', 'dcm strategy abort --type patch'],
+  'strategy delete': ['dcm strategy delete', 'dcm strategy delete --type patch -f json'],
+  'strategy report': ['dcm strategy report --html rollout.html', 'dcm strategy report --html - > rollout.html'],
+  'strategy-step': ['dcm strategy-step list --state failed', 'dcm strategy-step history subcloud7'],
+  'strategy-step list': [
+    'dcm strategy-step list',
+    'dcm strategy-step list --state failed --state aborted',
+    'dcm strategy-step list --stage 2 -f value -c cloud',
+    'dcm strategy-step list --state failed --watch',
+  ],
+  'strategy-step show': ['dcm strategy-step show subcloud1', 'dcm strategy-step show subcloud1 -f json'],
+  'strategy-step history': ['dcm strategy-step history', 'dcm strategy-step history subcloud7'],
+  completion: [
+    'source <(dcm completion bash)                          # this shell',
+    'dcm completion bash > /etc/bash_completion.d/dcm       # every new shell',
+    'dcm completion zsh > "${fpath[1]}/_dcm"                 # zsh',
+  ],
+};
+
+/** `dcm patch-strategy create` and its kin: the examples of `dcm strategy <verb>`, for one type. */
+const TYPE_CREATE: Record<StrategyType, string> = {
+  patch: '--patch-id PATCH_0001',
+  'sw-deploy': '--release-id stx-10.0.1',
+  kubernetes: '--to-version v1.29.2',
+  'kube-rootca-update': '--subject "C=CA O=Example CN=example.com" --expiry-date 2030-01-01',
+  firmware: '',
+  prestage: '--release 24.09 --for-sw-deploy',
+};
+
+function aliasExamples(type: StrategyType, verb: string): string[] | undefined {
+  const alias = TYPES[type].alias;
+  const opts = TYPE_CREATE[type] ? ` ${TYPE_CREATE[type]}` : '';
+  switch (verb) {
+    case '':
+      return [`dcm ${alias} create${opts}`, `dcm ${alias} apply`, `dcm ${alias} show -f json`];
+    case 'create':
+      return [`dcm ${alias} create${opts}`, `dcm ${alias} create${opts} --dry-run`, `dcm ${alias} create subcloud1${opts}`];
+    default: {
+      // Every other verb: the generic examples without --type, under the alias.
+      const generic = EXAMPLES[`strategy ${verb}`];
+      return generic?.map((line) => line.replace(/^dcm strategy /, `dcm ${alias} `).replace(/ --type \S+/, ''));
+    }
+  }
+}
+
+/** The command path of `cmd`, without the program's own name ('' for the program). */
+export function commandPath(cmd: Command): string {
+  const names: string[] = [];
+  for (let c: Command | null = cmd; c?.parent; c = c.parent) names.unshift(c.name());
+  return names.join(' ');
+}
+
+/** Example lines for a command path, or undefined when it has none. */
+export function examplesFor(path: string): string[] | undefined {
+  if (EXAMPLES[path]) return EXAMPLES[path];
+  const [first, verb = ''] = path.split(' ');
+  const type = STRATEGY_TYPES.find((t) => TYPES[t].alias === first);
+  return type ? aliasExamples(type, verb) : undefined;
+}
+
+/** The block after a blank line, without the final newline (commander's addHelpText adds it). */
+export function examplesText(path: string): string {
+  const lines = examplesFor(path);
+  return lines ? `\nExamples:\n${lines.map((l) => `  ${l}`).join('\n')}` : '';
+}
+
+/** Add the Examples block to the help of `program` and of every command below it. */
+export function addExamples(program: Command): void {
+  const visit = (cmd: Command) => {
+    const text = examplesText(commandPath(cmd));
+    if (text) cmd.addHelpText('after', text);
+    cmd.commands.forEach(visit);
+  };
+  visit(program);
+}

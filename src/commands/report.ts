@@ -1,0 +1,85 @@
+/** `dcm strategy report --html FILE`: the strategy as one self-contained HTML page. */
+import fs from 'node:fs';
+import path from 'node:path';
+import { OperationError } from '../domain/errors.js';
+import { buildReport, type ReportInput } from '../domain/report.js';
+import { parseTimestamp } from '../domain/time.js';
+import { statesOf, type StrategyType } from '../domain/types.js';
+import { listRuns } from '../store/report.js';
+import { listSteps } from '../store/steps.js';
+import { listStages } from '../store/strategy.js';
+import { renderHtmlReport } from '../domain/report-html.js';
+import { show, type Result } from './table.js';
+import type { Outcome } from '../cli/runner.js';
+import { withReadDb, type Ctx } from './context.js';
+import { strategyNotFound, theStrategy } from './strategy.js';
+
+/** Read everything the report shows in one read transaction (a snapshot while apply runs). */
+function readInput(ctx: Ctx, type: StrategyType | undefined, nowUs: number): ReportInput | null {
+  return withReadDb(ctx, null, (db) =>
+    db
+      .transaction((): ReportInput => {
+        const s = theStrategy(db, type);
+        const extra = s.extra as Record<string, unknown>;
+        return {
+          strategy: {
+            type: s.type,
+            state: s.state,
+            createdAt: s.created_at,
+            updatedAt: s.updated_at,
+            stopOnFailure: s.stop_on_failure,
+            subcloudApplyType: s.subcloud_apply_type,
+            maxParallelSubclouds: s.max_parallel_subclouds,
+            driver: String(extra.driver ?? 'sim'),
+          },
+          states: statesOf(s.type as StrategyType, extra as { cert_file?: string | null }) ?? [],
+          stages: listStages(db).map((st) => ({ stage: st.stage, window: st.max_parallel, group: st.group_name })),
+          steps: listSteps(db).map((st) => ({ id: st.id, cloud: st.cloud, stage: st.stage, state: st.state, details: st.details, attempt: st.attempt })),
+          runs: listRuns(db).map((r) => ({
+            stepId: r.step_id,
+            state: r.state,
+            attempt: r.attempt,
+            startUs: parseTimestamp(r.started_at),
+            finishUs: r.finished_at === null ? null : parseTimestamp(r.finished_at),
+            outcome: r.outcome,
+            details: r.details,
+          })),
+          nowUs,
+        };
+      })
+      .deferred(),
+  );
+}
+
+/** Write `text` to `file` whole or not at all: a reader never sees half a report. */
+function writeWhole(file: string, text: string): void {
+  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.tmp`);
+  try {
+    fs.writeFileSync(tmp, text);
+    fs.renameSync(tmp, file);
+  } catch (err) {
+    fs.rmSync(tmp, { force: true });
+    const e = err as NodeJS.ErrnoException;
+    const why = e.code === 'ENOENT' ? 'no such directory' : e.code === 'EISDIR' ? 'it is a directory' : e.code === 'EACCES' ? 'permission denied' : e.message;
+    throw new OperationError(`cannot write ${file}: ${why}`);
+  }
+}
+
+export async function strategyReport(ctx: Ctx, type: StrategyType | undefined, file: string): Promise<Result | Outcome> {
+  const nowUs = Date.now() * 1000;
+  const input = readInput(ctx, type, nowUs) ?? strategyNotFound(type);
+  const model = buildReport(input);
+  const html = renderHtmlReport(model, nowUs);
+  if (file === '-') return { text: html };
+  writeWhole(file, html);
+  return show([
+    ['report', file],
+    ['strategy type', model.strategy.type],
+    ['state', model.strategy.state],
+    ['steps', model.steps],
+    ['complete', model.counts.complete],
+    ['failed', model.counts.failed],
+    ['aborted', model.counts.aborted],
+    ['stages', model.stages.length],
+  ]);
+}

@@ -1,0 +1,259 @@
+/**
+ * `dcm strategy status [--watch]` and `dcm strategy-step list --watch` (SPEC §4 "Visibility"):
+ * where a strategy stands, read from the file by any process, while it applies or after.
+ */
+import { EXIT } from '../domain/errors.js';
+import {
+  estimateRemainingMs,
+  formatSpan,
+  simLatencyMidpoint,
+  stateMeans,
+  type EstimateSource,
+  type StageLeft,
+} from '../domain/estimate.js';
+import { parseTimestamp } from '../domain/time.js';
+import { STRATEGY_ENDED, statesOf, type StrategyType } from '../domain/types.js';
+import { durationStats, observedDurations } from '../store/durations.js';
+import { readLock } from '../store/lock.js';
+import { openDb, type Db } from '../store/open.js';
+import { firstStartedAt, latestFailures, runningOps, stageStateCounts } from '../store/status.js';
+import { getStrategy, listStages, type Strategy } from '../store/strategy.js';
+import { listStepColumns } from '../store/steps.js';
+import { holderAlive } from '../orchestrator/lock.js';
+import { show, type Result, type ShowResult, type Value } from './table.js';
+import { strategyNotFound, theStrategy } from './strategy.js';
+import { withReadDb, type Ctx } from './context.js';
+import type { CommandResult, Printable, StepLine } from './results.js';
+
+/** The record's fields, in order (documented in the README). */
+export const STATUS_FIELDS = [
+  'strategy type',
+  'state',
+  'driver',
+  'stage',
+  'window',
+  'steps',
+  'initial',
+  'in progress',
+  'complete',
+  'failed',
+  'aborted',
+  'in flight',
+  'failures',
+  'started_at',
+  'elapsed',
+  'eta',
+  'estimate from',
+  'orchestrator',
+] as const;
+
+/** How many of the latest failures the record names. */
+const STATUS_FAILURES = 5;
+
+/** How long the strategy has left, by the same model as the live view's ETA. */
+export function estimateLeft(
+  db: Db,
+  s: Strategy,
+  counts: { stage: number; state: string; n: number }[],
+  windows: Map<number, number>,
+  nowMs: number,
+): { ms: number | null; source: EstimateSource } {
+  const states = statesOf(s.type as StrategyType, s.extra as { cert_file?: string | null });
+  const { means, source, sds } = stateMeans(states, {
+    observed: observedDurations(db),
+    history: durationStats(db, s.type),
+    fallbackMs: simLatencyMidpoint(s.extra),
+  });
+  if (!means) return { ms: null, source };
+  const stages = new Map<number, StageLeft & { inFlight: { stateIndex: number; elapsedMs: number }[] }>();
+  const stageOf = (stage: number) => {
+    let e = stages.get(stage);
+    if (!e) stages.set(stage, (e = { window: windows.get(stage) ?? 1, notStarted: 0, inFlight: [] }));
+    return e;
+  };
+  // Steps mid-state: those with an operation running have run for a while; the others (between
+  // two operations, or held) count from now.
+  const running = new Map<string, number[]>();
+  for (const op of runningOps(db)) {
+    const key = `${op.stage}\u0000${op.state}`;
+    let list = running.get(key);
+    if (!list) running.set(key, (list = []));
+    list.push(Math.max(0, nowMs - parseTimestamp(op.started_at) / 1000));
+  }
+  for (const c of counts) {
+    if (c.state === 'complete' || c.state === 'failed' || c.state === 'aborted') continue;
+    const e = stageOf(c.stage);
+    if (c.state === 'initial') {
+      e.notStarted += c.n;
+      continue;
+    }
+    const stateIndex = states.indexOf(c.state);
+    const elapsed = running.get(`${c.stage}\u0000${c.state}`) ?? [];
+    for (let i = 0; i < c.n; i++) e.inFlight.push({ stateIndex, elapsedMs: elapsed[i] ?? 0 });
+  }
+  const ordered = [...stages.entries()].sort((a, b) => a[0] - b[0]).map(([, e]) => e);
+  return { ms: estimateRemainingMs(means, ordered, sds), source };
+}
+
+function orchestratorText(db: Db, nowMs: number): string | null {
+  const lock = readLock(db);
+  if (!lock) return null;
+  const age = formatSpan(Math.max(0, nowMs - lock.heartbeat_ms));
+  const alive = holderAlive(lock, nowMs);
+  return `pid ${lock.pid} on ${lock.host}, heartbeat ${age} ago${alive ? '' : ' (gone)'}`;
+}
+
+/** The status record of the strategy (of `type` if given). */
+export function statusRecord(db: Db, type: StrategyType | undefined, nowMs: number): { record: ShowResult; state: string } {
+  const s = theStrategy(db, type);
+  const stageRows = listStages(db);
+  const windows = new Map(stageRows.map((r) => [r.stage, r.max_parallel]));
+  const counts = stageStateCounts(db);
+  const perState = { initial: 0, 'in progress': 0, complete: 0, failed: 0, aborted: 0 };
+  let total = 0;
+  const open = new Set<number>();
+  const stagesWithSteps = new Set<number>();
+  for (const c of counts) {
+    total += c.n;
+    stagesWithSteps.add(c.stage);
+    if (c.state in perState && c.state !== 'in progress') perState[c.state as keyof typeof perState] += c.n;
+    else perState['in progress'] += c.n;
+    if (c.state !== 'complete' && c.state !== 'failed' && c.state !== 'aborted') open.add(c.stage);
+  }
+  const stageList = [...stagesWithSteps].sort((a, b) => a - b);
+  const ended = STRATEGY_ENDED.includes(s.state);
+  // The stage being run: the first with a step not ended; once all have ended, the last.
+  const current = ended || open.size === 0 ? stageList[stageList.length - 1] : Math.min(...open);
+  const stageIndex = current === undefined ? -1 : stageList.indexOf(current);
+  const running = runningOps(db).length;
+  const failures = latestFailures(db, STATUS_FAILURES);
+  const startedAt = firstStartedAt(db);
+  let elapsed: string | null = null;
+  if (startedAt) {
+    const from = parseTimestamp(startedAt) / 1000;
+    const to = ended && s.updated_at ? parseTimestamp(s.updated_at) / 1000 : nowMs;
+    elapsed = formatSpan(Math.max(0, to - from));
+  }
+  let eta: string | null = null;
+  let source: string | null = null;
+  if (!ended) {
+    const est = estimateLeft(db, s, counts, windows, nowMs);
+    eta = est.ms === null ? 'unknown' : formatSpan(est.ms);
+    source = est.ms === null ? null : ({ observed: 'this strategy', history: 'earlier strategies', sim: 'sim latency', unknown: null } as const)[est.source];
+  }
+  const values: Record<(typeof STATUS_FIELDS)[number], Value> = {
+    'strategy type': s.type,
+    state: s.state,
+    driver: (s.extra.driver as string | undefined) ?? 'sim',
+    stage: current === undefined ? null : `${stageIndex + 1} of ${stageList.length}`,
+    window: current === undefined ? null : (windows.get(current) ?? null),
+    steps: total,
+    initial: perState.initial,
+    'in progress': perState['in progress'],
+    complete: perState.complete,
+    failed: perState.failed,
+    aborted: perState.aborted,
+    'in flight': running,
+    failures: failures.length ? failures.map((f) => `${f.cloud}: ${f.details}`).join('\n') : null,
+    started_at: startedAt,
+    elapsed,
+    eta,
+    'estimate from': source,
+    orchestrator: orchestratorText(db, nowMs),
+  };
+  return { record: show(STATUS_FIELDS.map((f) => [f, values[f]])), state: s.state };
+}
+
+/** The exit code `apply` gives a strategy that ended in `state`. */
+export function exitForState(state: string): number {
+  if (state === 'complete') return EXIT.ok;
+  if (state === 'aborted') return EXIT.aborted;
+  return EXIT.failed;
+}
+
+/** Emit a frame; the CLI draws it (redrawn in place on a terminal). */
+export type Emit = (r: Printable) => Promise<void>;
+
+export interface WatchOptions {
+  /** How often the file is looked at for a change. */
+  pollMs?: number;
+  /** Redraw at least this often even without a change (elapsed time, heartbeat age). */
+  refreshMs?: number;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * Poll the file (cheaply: `PRAGMA data_version` moves only when another connection commits),
+ * emit a frame on a change (and every `refreshMs`), until `frame` says the strategy ended.
+ */
+async function watchLoop(
+  ctx: Ctx,
+  frame: (db: Db) => { result: Printable; done: number | null },
+  emit: Emit,
+  o: WatchOptions,
+): Promise<number> {
+  const pollMs = o.pollMs ?? 250;
+  const refreshMs = o.refreshMs ?? 1000;
+  let db = openDb(ctx.dbPath, { create: false });
+  try {
+    let version = -1;
+    let last = 0;
+    for (;;) {
+      if (!db) {
+        await sleep(pollMs);
+        db = openDb(ctx.dbPath, { create: false });
+        continue;
+      }
+      const v = db.pragma('data_version', { simple: true }) as number;
+      if (v !== version || Date.now() - last >= refreshMs) {
+        version = v;
+        last = Date.now();
+        const f = frame(db);
+        await emit(f.result);
+        if (f.done !== null) return f.done;
+      }
+      await sleep(pollMs);
+    }
+  } finally {
+    db?.close();
+  }
+}
+
+export async function strategyStatus(ctx: Ctx, type?: StrategyType): Promise<Result> {
+  const r = withReadDb(ctx, null, (db) => (getStrategy(db) ? statusRecord(db, type, Date.now()).record : null));
+  if (!r) strategyNotFound(type);
+  return r;
+}
+
+/** `strategy status --watch`: redraw until the strategy ends, then exit as `apply` would. */
+export function watchStatus(ctx: Ctx, type: StrategyType | undefined, o: WatchOptions = {}): (emit: Emit) => Promise<number> {
+  // Not found is an error at once, as without --watch.
+  withReadDb(ctx, null, (db) => theStrategy(db, type)) ?? strategyNotFound(type);
+  return (emit) =>
+    watchLoop(
+      ctx,
+      (db) => {
+        const { record, state } = statusRecord(db, type, Date.now());
+        return { result: record, done: STRATEGY_ENDED.includes(state) ? exitForState(state) : null };
+      },
+      emit,
+      o,
+    );
+}
+
+/** `strategy-step list --watch`: redraw on change until the strategy ends (or is gone). */
+export function watchSteps(ctx: Ctx, filter: { states?: string[]; stage?: number }, o: WatchOptions = {}): (emit: Emit) => Promise<number> {
+  return (emit) =>
+    watchLoop(
+      ctx,
+      (db) => {
+        const s = getStrategy(db);
+        const result: CommandResult = { kind: 'steps', rows: s ? (listStepColumns(db, filter) as StepLine[]) : [] };
+        return { result, done: !s || STRATEGY_ENDED.includes(s.state) ? EXIT.ok : null };
+      },
+      emit,
+      // The step list changes with every commit: redraw on change only.
+      { refreshMs: Infinity, ...o },
+    );
+}

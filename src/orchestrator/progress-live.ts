@@ -1,0 +1,105 @@
+/**
+ * The live view on a terminal: a few lines redrawn in place, at most 10 times a second, fitted to
+ * the terminal's width. Redrawing is log-update's (it diffs frames and wraps them to the width);
+ * notes and warnings go above the view and stay in the scrollback. The closing summary replaces the
+ * view, so the final record (on stdout, printed after `summary`) never lands inside it.
+ */
+import { createLogUpdate } from 'log-update';
+import { ProgressTracker, type TrackerInputs } from './progress-tracker.js';
+import { closingSummary, liveLines } from './progress-view.js';
+import type { ApplyInfo, ProgressSink, Summary, TransitionEvent } from './progress.js';
+
+/** 10 redraws a second at most (SPEC §4). */
+export const REDRAW_MS = 100;
+
+export class LiveProgress implements ProgressSink {
+  private readonly tracker: ProgressTracker;
+  private readonly log: ReturnType<typeof createLogUpdate>;
+  private timer: NodeJS.Timeout | null = null;
+  private dirty = true;
+  private broken = false;
+
+  constructor(
+    private readonly out: NodeJS.WriteStream,
+    inputs: TrackerInputs = {},
+  ) {
+    this.tracker = new ProgressTracker(inputs);
+    this.log = createLogUpdate(out);
+    out.on('error', () => {
+      this.broken = true;
+      this.stopTimer();
+    });
+  }
+
+  private guard(fn: () => void): void {
+    if (this.broken) return;
+    try {
+      fn();
+    } catch {
+      this.broken = true;
+      this.stopTimer();
+    }
+  }
+
+  private stopTimer(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  private draw(): void {
+    if (!this.dirty) {
+      // Nothing changed but the clock: the elapsed time and ETA still move, once a second.
+      if (Date.now() - this.lastDraw < 1000) return;
+    }
+    this.dirty = false;
+    this.lastDraw = Date.now();
+    const width = this.out.columns || 80;
+    this.guard(() => this.log(liveLines(this.tracker.snapshot(Date.now()), width).join('\n')));
+  }
+
+  private lastDraw = 0;
+
+  begin(info: ApplyInfo): void {
+    this.tracker.begin(info);
+    this.draw();
+    this.timer = setInterval(() => this.draw(), REDRAW_MS);
+    this.timer.unref();
+  }
+
+  stageStarted(stage: number, window: number): void {
+    this.tracker.stageStarted(stage, window);
+    this.dirty = true;
+  }
+
+  initialAborted(): void {
+    this.tracker.initialAborted();
+    this.dirty = true;
+  }
+
+  transition(e: TransitionEvent): void {
+    this.tracker.transition(e, Date.now());
+    this.dirty = true;
+  }
+
+  note(message: string): void {
+    this.guard(() => this.log.persist(`dcm: ${message}`));
+    this.dirty = true;
+  }
+
+  warn(message: string): void {
+    this.note(message);
+  }
+
+  summary(s: Summary): void {
+    this.stopTimer();
+    this.guard(() => {
+      // The last frame stays on screen as a record of the run, the summary under it. It is written
+      // whole after the view is cleared, rather than as a patch of the previous frame.
+      this.log.clear();
+      this.log.done();
+      const width = this.out.columns || 80;
+      const last = { ...this.tracker.snapshot(Date.now()), state: s.state, etaMs: s.state === 'applying' ? null : 0 };
+      this.out.write(`${liveLines(last, width).join('\n')}\n${closingSummary(s)}`);
+    });
+  }
+}

@@ -1,0 +1,201 @@
+/**
+ * What every progress view shows, kept up to date from the orchestrator's events: steps per state
+ * and per stage, the subclouds in flight and since when, the latest failures, the durations seen,
+ * and from them an ETA (domain/estimate.ts). No output, no timers: the sinks read `snapshot()`.
+ */
+import { STEP_ENDED } from '../domain/types.js';
+import {
+  addSample,
+  emptyStat,
+  estimateRemainingMs,
+  stateMeans,
+  type DurationStat,
+  type EstimateSource,
+  type StageLeft,
+} from '../domain/estimate.js';
+import type { ApplyInfo, TransitionEvent } from './progress.js';
+
+/** What an estimate can start from before this run has seen durations of its own. */
+export interface TrackerInputs {
+  /** Statistics kept from earlier strategies of the same type. */
+  history?: ReadonlyMap<string, DurationStat>;
+  /** Durations of this strategy seen by an earlier process (a resume). */
+  observed?: ReadonlyMap<string, DurationStat>;
+  /** One guess for every state (the sim latency midpoint). */
+  fallbackMs?: number | null;
+}
+
+export interface Snapshot {
+  type: string;
+  /** `applying`, or `aborting` once the steps not started were aborted. */
+  state: string;
+  stage: number | null;
+  stages: number;
+  window: number | null;
+  total: number;
+  /** Steps ended (complete, failed, aborted), whenever they ended. */
+  ended: number;
+  counts: { initial: number; inProgress: number; complete: number; failed: number; aborted: number };
+  /** Steps in progress by the state they are in, in the type's order. */
+  byState: [string, number][];
+  inFlight: number;
+  /** Steps ended per second by this run. */
+  rate: number;
+  elapsedMs: number;
+  etaMs: number | null;
+  etaSource: EstimateSource;
+  /** The latest failures, newest last. */
+  failures: { cloud: string; details: string }[];
+}
+
+interface Live {
+  stage: number;
+  state: string;
+  /** When its current operation started; null between operations. */
+  startedMs: number | null;
+}
+
+const LATEST_FAILURES = 5;
+/** The estimate walks the window's slots: worth recomputing a few times a second, not per redraw. */
+const ETA_EVERY_MS = 500;
+
+export class ProgressTracker {
+  private info: ApplyInfo | null = null;
+  private readonly stageCounts = new Map<number, Map<string, number>>();
+  private readonly windows = new Map<number, number>();
+  private readonly live = new Map<string, Live>();
+  private readonly seen = new Map<string, DurationStat>();
+  private readonly failures: { cloud: string; details: string }[] = [];
+  private stage: number | null = null;
+  private endedThisRun = 0;
+  private aborting = false;
+  private eta: { at: number; ms: number | null; source: EstimateSource } | null = null;
+
+  constructor(private readonly inputs: TrackerInputs = {}) {
+    for (const [state, s] of inputs.observed ?? []) this.seen.set(state, { ...s });
+  }
+
+  begin(info: ApplyInfo): void {
+    this.info = info;
+    for (const st of info.stages) {
+      this.stageCounts.set(st.stage, new Map(Object.entries(st.counts)));
+      this.windows.set(st.stage, st.window);
+    }
+  }
+
+  stageStarted(stage: number, window: number): void {
+    this.stage = stage;
+    this.windows.set(stage, window);
+  }
+
+  initialAborted(): void {
+    this.aborting = true;
+    for (const counts of this.stageCounts.values()) {
+      const n = counts.get('initial') ?? 0;
+      counts.set('initial', 0);
+      counts.set('aborted', (counts.get('aborted') ?? 0) + n);
+    }
+    this.eta = null;
+  }
+
+  transition(e: TransitionEvent, nowMs: number): void {
+    const stage = e.stage ?? this.stage ?? 0;
+    if (e.from !== e.to) {
+      let counts = this.stageCounts.get(stage);
+      if (!counts) this.stageCounts.set(stage, (counts = new Map()));
+      counts.set(e.from, (counts.get(e.from) ?? 0) - 1);
+      counts.set(e.to, (counts.get(e.to) ?? 0) + 1);
+      // An operation that ended well: its duration feeds the estimate.
+      if (e.durationMs !== undefined && e.to !== 'failed' && e.to !== 'aborted') {
+        let s = this.seen.get(e.from);
+        if (!s) this.seen.set(e.from, (s = emptyStat()));
+        addSample(s, e.durationMs);
+      }
+    }
+    const ended = e.ended ?? STEP_ENDED.includes(e.to);
+    if (ended) {
+      this.live.delete(e.cloud);
+      this.endedThisRun++;
+      if (e.to === 'failed') {
+        this.failures.push({ cloud: e.cloud, details: e.details });
+        if (this.failures.length > LATEST_FAILURES) this.failures.shift();
+      }
+    } else {
+      this.live.set(e.cloud, { stage, state: e.to, startedMs: e.attempt !== undefined ? nowMs : null });
+    }
+  }
+
+  snapshot(nowMs: number): Snapshot {
+    const info = this.info;
+    const states = info?.states ?? [];
+    const counts = { initial: 0, inProgress: 0, complete: 0, failed: 0, aborted: 0 };
+    const inState = new Map<string, number>();
+    for (const c of this.stageCounts.values()) {
+      for (const [state, n] of c) {
+        if (state === 'initial' || state === 'complete' || state === 'failed' || state === 'aborted') counts[state] += n;
+        else {
+          counts.inProgress += n;
+          inState.set(state, (inState.get(state) ?? 0) + n);
+        }
+      }
+    }
+    const byState: [string, number][] = states.filter((s) => inState.get(s)).map((s) => [s, inState.get(s)!]);
+    for (const [s, n] of inState) if (n && !states.includes(s)) byState.push([s, n]);
+    let inFlight = 0;
+    for (const l of this.live.values()) if (l.startedMs !== null) inFlight++;
+    const elapsedMs = info ? Math.max(0, nowMs - info.startedMs) : 0;
+    const total = counts.initial + counts.inProgress + counts.complete + counts.failed + counts.aborted;
+    const eta = this.estimate(nowMs, counts.initial + counts.inProgress === 0);
+    return {
+      type: info?.type ?? '',
+      state: this.aborting ? 'aborting' : 'applying',
+      stage: this.stage,
+      stages: this.stageCounts.size,
+      window: this.stage === null ? null : (this.windows.get(this.stage) ?? null),
+      total,
+      ended: counts.complete + counts.failed + counts.aborted,
+      counts,
+      byState,
+      inFlight,
+      rate: elapsedMs > 0 ? (this.endedThisRun * 1000) / elapsedMs : 0,
+      elapsedMs,
+      etaMs: eta.ms,
+      etaSource: eta.source,
+      failures: [...this.failures],
+    };
+  }
+
+  /** The time left, from the means of the durations seen (or kept, or guessed). */
+  private estimate(nowMs: number, nothingLeft: boolean): { ms: number | null; source: EstimateSource } {
+    if (nothingLeft) return { ms: 0, source: 'observed' };
+    if (this.eta && nowMs - this.eta.at < ETA_EVERY_MS) {
+      // Between recomputations the estimate counts down with the clock.
+      return { ms: this.eta.ms === null ? null : Math.max(0, this.eta.ms - (nowMs - this.eta.at)), source: this.eta.source };
+    }
+    const states = this.info?.states ?? [];
+    const { means, source, sds } = stateMeans(states, {
+      observed: this.seen,
+      history: this.inputs.history,
+      fallbackMs: this.inputs.fallbackMs,
+    });
+    let ms: number | null = null;
+    if (means) {
+      const left: StageLeft[] = [];
+      const flying = new Map<number, { stateIndex: number; elapsedMs: number }[]>();
+      for (const l of this.live.values()) {
+        let list = flying.get(l.stage);
+        if (!list) flying.set(l.stage, (list = []));
+        list.push({ stateIndex: states.indexOf(l.state), elapsedMs: l.startedMs === null ? 0 : nowMs - l.startedMs });
+      }
+      for (const stage of [...this.stageCounts.keys()].sort((a, b) => a - b)) {
+        const notStarted = this.aborting ? 0 : Math.max(0, this.stageCounts.get(stage)!.get('initial') ?? 0);
+        const inFlight = flying.get(stage) ?? [];
+        if (notStarted === 0 && inFlight.length === 0) continue;
+        left.push({ window: this.windows.get(stage) ?? 1, notStarted, inFlight });
+      }
+      ms = estimateRemainingMs(means, left, sds);
+    }
+    this.eta = { at: nowMs, ms, source };
+    return { ms, source };
+  }
+}

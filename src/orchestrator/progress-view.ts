@@ -1,0 +1,85 @@
+/**
+ * Progress as text: the live view's lines (fitted to a width), the periodic summary line, and the
+ * closing summary. Pure functions of a snapshot; the sinks decide when and where they go.
+ */
+import { formatDuration } from '../domain/durations.js';
+import { formatSpan } from '../domain/estimate.js';
+import type { Snapshot } from './progress-tracker.js';
+import { SUMMARY_FAILURES, type Summary } from './progress.js';
+
+function eta(s: Snapshot): string {
+  if (s.etaMs === null) return 'ETA unknown';
+  return `ETA ${formatSpan(s.etaMs)}${s.etaSource === 'observed' ? '' : ` (from ${s.etaSource === 'history' ? 'earlier runs' : 'sim latency'})`}`;
+}
+
+function stageText(s: Snapshot): string {
+  if (s.stage === null) return `${s.stages} stage(s)`;
+  return `stage ${s.stage} of ${s.stages} (window ${s.window ?? '?'})`;
+}
+
+function rate(s: Snapshot): string {
+  return `${s.rate >= 10 ? Math.round(s.rate) : s.rate.toFixed(1)}/s`;
+}
+
+function countsText(s: Snapshot): string {
+  const c = s.counts;
+  return `${c.complete} complete, ${c.failed} failed, ${c.aborted} aborted, ${c.inProgress} in progress, ${c.initial} initial`;
+}
+
+/** Cut a line to the width (a terminal wraps a line that fills the last column). */
+function fit(line: string, width: number): string {
+  const max = Math.max(10, width - 1);
+  return line.length <= max ? line : `${line.slice(0, max - 3)}...`;
+}
+
+/** The live view: a few lines, none wider than `width`. ASCII bar: any terminal, any locale. */
+export function liveLines(s: Snapshot, width: number): string[] {
+  const pct = s.total ? Math.floor((s.ended * 100) / s.total) : 100;
+  const numbers = ` ${s.ended}/${s.total} done ${pct}%`;
+  const barWidth = Math.max(10, Math.min(50, width - numbers.length - 3));
+  const filled = s.total ? Math.round((s.ended / s.total) * barWidth) : barWidth;
+  const lines = [
+    `dcm ${s.type} strategy ${s.state}: ${stageText(s)}`,
+    `[${'#'.repeat(filled)}${'-'.repeat(barWidth - filled)}]${numbers}`,
+    countsText(s),
+  ];
+  // Always this line, even empty: a frame that never loses lines is redrawn cleanly.
+  lines.push(`in progress: ${s.byState.length ? s.byState.map(([state, n]) => `${state} ${n}`).join(', ') : 'none'}`);
+  lines.push(`${s.inFlight} in flight, ${rate(s)}, elapsed ${formatSpan(s.elapsedMs)}, ${eta(s)}`);
+  if (s.failures.length) {
+    lines.push('latest failures:');
+    for (const f of s.failures) lines.push(`  ${f.cloud}: ${f.details}`);
+  }
+  return lines.map((l) => fit(l, width));
+}
+
+/** One line for a log, every `--progress-interval`. */
+export function periodicLine(s: Snapshot): string {
+  return (
+    `progress: ${stageText(s)}: ${s.ended}/${s.total} done (${countsText(s)}), ` +
+    `${s.inFlight} in flight, ${rate(s)}, elapsed ${formatSpan(s.elapsedMs)}, ${eta(s)}`
+  );
+}
+
+/** The closing summary: counts and duration, then the first failed subclouds and how to list all. */
+export function closingSummary(s: Summary): string {
+  const order = ['complete', 'failed', 'aborted', 'initial'];
+  const parts = [
+    ...order.filter((k) => s.counts[k]).map((k) => `${s.counts[k]} ${k}`),
+    ...Object.keys(s.counts)
+      .filter((k) => !order.includes(k) && s.counts[k])
+      .map((k) => `${s.counts[k]} ${k}`),
+  ];
+  let text =
+    `strategy ${s.state}: ${parts.join(', ') || 'no steps'} in ${formatDuration(s.durationMs)}` +
+    ` (peak ${s.peakInFlight} subclouds in flight, window ${s.maxWindow})\n`;
+  const failures = s.failures ?? [];
+  const total = s.failedTotal ?? failures.length;
+  if (total > 0 && failures.length) {
+    text += `failed subclouds (${total}):\n`;
+    for (const f of failures.slice(0, SUMMARY_FAILURES)) text += `  ${f.cloud}: ${f.details}\n`;
+    const more = total - Math.min(failures.length, SUMMARY_FAILURES);
+    if (more > 0) text += `  ... and ${more} more: dcm strategy-step list --state failed\n`;
+  }
+  return text;
+}

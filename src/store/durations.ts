@@ -1,0 +1,62 @@
+/**
+ * Per-state duration statistics (the `state_duration` table), per strategy type. They are added to
+ * when operations end well, in the orchestrator's own commit, and they outlive `strategy delete`:
+ * the next strategy of the same type is estimated from them until it has durations of its own.
+ */
+import type { Db } from './open.js';
+import { sql } from './statements.js';
+import { now } from './clock.js';
+import type { DurationStat, DurationTally } from '../domain/estimate.js';
+
+interface StatRow {
+  state: string;
+  count: number;
+  sum_ms: number;
+  sumsq_ms: number;
+  min_ms: number | null;
+  max_ms: number | null;
+}
+
+function toMap(rows: StatRow[]): Map<string, DurationStat> {
+  return new Map(
+    rows.map((r) => [
+      r.state,
+      { count: r.count, sumMs: r.sum_ms, sumSqMs: r.sumsq_ms, minMs: r.min_ms ?? 0, maxMs: r.max_ms ?? 0 },
+    ]),
+  );
+}
+
+/** Add a batch of samples: one upsert per state. Call inside the batch's transaction. */
+export function recordDurations(db: Db, type: string, tally: DurationTally): void {
+  if (tally.size === 0) return;
+  const stmt = sql(
+    db,
+    `INSERT INTO state_duration (type, state, count, sum_ms, sumsq_ms, min_ms, max_ms, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (type, state) DO UPDATE SET count = count + excluded.count, sum_ms = sum_ms + excluded.sum_ms,
+       sumsq_ms = sumsq_ms + excluded.sumsq_ms, min_ms = min(min_ms, excluded.min_ms),
+       max_ms = max(max_ms, excluded.max_ms), updated_at = excluded.updated_at`,
+  );
+  const at = now();
+  for (const [state, s] of tally.byState) stmt.run(type, state, s.count, s.sumMs, s.sumSqMs, s.minMs, s.maxMs, at);
+}
+
+/** The statistics kept for a type, by state (empty when none, or in a file from before them). */
+export function durationStats(db: Db, type: string): Map<string, DurationStat> {
+  return toMap(
+    sql(db, 'SELECT state, count, sum_ms, sumsq_ms, min_ms, max_ms FROM state_duration WHERE type = ?').all(type) as StatRow[],
+  );
+}
+
+/** The durations of this strategy's operations that ended well, by state, from its history. */
+export function observedDurations(db: Db): Map<string, DurationStat> {
+  const rows = sql(
+    db,
+    `SELECT state, count(*) AS count, coalesce(sum(d), 0) AS sum_ms, coalesce(sum(d * d), 0) AS sumsq_ms,
+       min(d) AS min_ms, max(d) AS max_ms
+     FROM (SELECT state, max(0, (julianday(finished_at) - julianday(started_at)) * 86400000.0) AS d
+           FROM step_history WHERE outcome = 'ok' AND finished_at IS NOT NULL)
+     GROUP BY state`,
+  ).all() as StatRow[];
+  return toMap(rows);
+}

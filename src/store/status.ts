@@ -1,0 +1,63 @@
+/**
+ * Read-only queries behind `strategy status` and apply's closing summary: steps per stage and
+ * state, the operations running now, the failures. Each is one short `.all()`/`.get()`, so a
+ * reader in a watch loop never holds a read transaction open.
+ */
+import type { Db } from './open.js';
+import { sql } from './statements.js';
+
+export interface StageStateCount {
+  stage: number;
+  state: string;
+  n: number;
+}
+
+export function stageStateCounts(db: Db): StageStateCount[] {
+  return sql(db, 'SELECT stage, state, count(*) AS n FROM strategy_step GROUP BY stage, state ORDER BY stage').all() as StageStateCount[];
+}
+
+export interface RunningOp {
+  cloud: string;
+  stage: number;
+  state: string;
+  started_at: string;
+}
+
+/** The operations running now (their history row is `running`), with the step's stage. */
+export function runningOps(db: Db): RunningOp[] {
+  return sql(
+    db,
+    `SELECT sc.name AS cloud, st.stage, h.state, h.started_at
+     FROM step_history h JOIN strategy_step st ON st.id = h.step_id JOIN subcloud sc ON sc.id = st.subcloud_id
+     WHERE h.outcome = 'running'`,
+  ).all() as RunningOp[];
+}
+
+/** The first `limit` failed steps in the order they failed, and how many failed in all. */
+export function failedSteps(db: Db, limit: number): { failures: { cloud: string; details: string }[]; failedTotal: number } {
+  const failures = sql(
+    db,
+    `SELECT sc.name AS cloud, st.details FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
+     WHERE st.state = 'failed' ORDER BY st.finished_at, st.id LIMIT ?`,
+  ).all(limit) as { cloud: string; details: string }[];
+  const failedTotal =
+    failures.length < limit
+      ? failures.length
+      : (sql(db, `SELECT count(*) FROM strategy_step WHERE state = 'failed'`).pluck().get() as number);
+  return { failures, failedTotal };
+}
+
+/** The latest `limit` failed steps, newest last. */
+export function latestFailures(db: Db, limit: number): { cloud: string; details: string }[] {
+  const rows = sql(
+    db,
+    `SELECT sc.name AS cloud, st.details FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
+     WHERE st.state = 'failed' ORDER BY st.finished_at DESC, st.id DESC LIMIT ?`,
+  ).all(limit) as { cloud: string; details: string }[];
+  return rows.reverse();
+}
+
+/** When the strategy's first step started (its apply's start), or null before any did. */
+export function firstStartedAt(db: Db): string | null {
+  return (sql(db, 'SELECT min(started_at) FROM strategy_step').pluck().get() as string | null) ?? null;
+}

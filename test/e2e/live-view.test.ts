@@ -1,0 +1,73 @@
+/**
+ * The live view in a real terminal (SPEC §4 "Visibility"): `dcm strategy apply` runs inside tmux,
+ * and the screen is read with capture-pane while it runs and after: done/total, the counts per
+ * state, the stage's window, an ETA, a failure's reason; at the end, the summary and then the
+ * final record (stdout), never mixed into the view.
+ */
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { spawnSync } from 'node:child_process';
+import { BIN, dcm, tempDir, waitFor } from '../helpers/cli.js';
+import { createFleet, names } from '../helpers/history.js';
+
+const SOCKET = `dcm-live-${process.pid}`;
+const WIDTH = 90;
+
+function tmux(...args: string[]): string {
+  const r = spawnSync('tmux', ['-L', SOCKET, '-f', '/dev/null', ...args], { encoding: 'utf8' });
+  if (r.error) throw r.error;
+  if (r.status !== 0) throw new Error(`tmux ${args.join(' ')}: ${r.stderr}`);
+  return r.stdout;
+}
+
+const screen = () => tmux('capture-pane', '-p', '-t', 'live');
+
+let t: ReturnType<typeof tempDir>;
+beforeAll(() => {
+  const v = spawnSync('tmux', ['-V'], { encoding: 'utf8' });
+  if (v.error || v.status !== 0) {
+    throw new Error('tmux is missing: this test needs a real terminal. Install it (apt-get install -y tmux); .ci/run does.');
+  }
+  t = tempDir();
+});
+afterAll(() => {
+  spawnSync('tmux', ['-L', SOCKET, 'kill-server']);
+  t?.cleanup();
+});
+
+describe('the live view in a terminal', () => {
+  test('shows done/total, counts per state, the window, an ETA and a failure; ends with the summary, then the record', async () => {
+    createFleet(t.db, names(240), [
+      '--max-parallel-subclouds', '12', '--sim-latency', '30ms..90ms', '--sim-fail', 's5=pre check',
+    ]);
+    // A clean environment for the terminal: no NO_COLOR, a TERM that is not dumb.
+    const cmd = `env -u NO_COLOR -u DCM_DB TERM=xterm-256color '${process.execPath}' '${BIN}' --db '${t.db}' strategy apply -c state; echo "EXIT=$?"; sleep 600`;
+    tmux('new-session', '-d', '-s', 'live', '-x', String(WIDTH), '-y', '40', cmd);
+
+    // While it runs: the view, redrawn in place.
+    let seen = '';
+    await waitFor(() => {
+      seen = screen();
+      const m = /\] (\d+)\/240 done/.exec(seen);
+      return m !== null && Number(m[1]) >= 20 && Number(m[1]) < 200 && seen.includes('s5: pre check: injected failure');
+    }, 60_000, 50);
+    const lines = seen.split('\n');
+    expect(lines.filter((l) => l.startsWith('dcm patch strategy applying: stage 1 of 1 (window 12)'))).toHaveLength(1);
+    expect(seen).toMatch(/\[#+-+\] \d+\/240 done \d+%/);
+    expect(seen).toMatch(/\d+ complete, 1 failed, 0 aborted, \d+ in progress, \d+ initial/);
+    expect(seen).toMatch(/in progress: (pre check|updating patches|creating VIM patch strategy|applying VIM patch strategy|finishing patch strategy) \d+/);
+    expect(seen).toMatch(/\d+ in flight, [\d.]+\/s, elapsed \S+, ETA \d+(\.\d)?(ms|s)\b/);
+    expect(seen).toMatch(/latest failures:\n {2}s5: pre check: injected failure/);
+    // Fitted to the width; no frame left behind in the scrollback above.
+    for (const l of lines) expect(l.length).toBeLessThanOrEqual(WIDTH);
+    expect(tmux('capture-pane', '-p', '-S', '-', '-t', 'live').match(/dcm patch strategy applying/g)).toHaveLength(1);
+
+    // The end: the last frame, the summary with its failure, then stdout's record.
+    let end = '';
+    await waitFor(() => (end = screen()).includes('EXIT='), 60_000, 100);
+    expect(end).toMatch(/dcm patch strategy failed: stage 1 of 1 \(window 12\)\n\[#{10,}\] 240\/240 done 100%\n239 complete, 1 failed, 0 aborted, 0 in progress, 0 initial\n/);
+    expect(end).toMatch(
+      /latest failures:\n {2}s5: pre check: injected failure\nstrategy failed: 239 complete, 1 failed in \S+ \(peak 12 subclouds in flight, window 12\)\nfailed subclouds \(1\):\n {2}s5: pre check: injected failure\n\+-+\+-+\+\n\| Field +\| Value +\|\n\+-+\+-+\+\n\| state +\| failed +\|\n\+-+\+-+\+\nEXIT=1/,
+    );
+    expect(dcm(['--db', t.db, 'strategy', 'show', '-f', 'value', '-c', 'state']).stdout).toBe('failed\n');
+  });
+});

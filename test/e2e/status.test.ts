@@ -1,0 +1,155 @@
+/**
+ * `strategy status [--watch]` and `strategy-step list --watch` (SPEC §4 "Visibility"): the record
+ * before, during and after an apply, read by another process; --watch ends with apply's exit code.
+ */
+import { afterEach, describe, expect, test } from '@jest/globals';
+import { dcm, tempDir, waitFor } from '../helpers/cli.js';
+import { createFleet, killLeftovers, names, spawnDcm } from '../helpers/history.js';
+
+let cleanup: () => void = () => {};
+afterEach(() => {
+  killLeftovers();
+  cleanup();
+});
+
+type Status = Record<string, string | number | null>;
+
+const FIELDS = [
+  'strategy type', 'state', 'driver', 'stage', 'window', 'steps', 'initial', 'in progress', 'complete', 'failed',
+  'aborted', 'in flight', 'failures', 'started_at', 'elapsed', 'eta', 'estimate from', 'orchestrator',
+];
+
+function status(db: string): Status {
+  const r = dcm(['--db', db, 'strategy', 'status', '-f', 'json']);
+  if (r.code !== 0) throw new Error(`status exited ${r.code}: ${r.stderr}`);
+  expect(r.stderr).toBe('');
+  return JSON.parse(r.stdout) as Status;
+}
+
+const sum = (s: Status) => ['initial', 'in progress', 'complete', 'failed', 'aborted'].reduce((a, k) => a + (s[k] as number), 0);
+
+describe('strategy status', () => {
+  test('before, while and after applying: counts, stage and window, in flight, ETA, orchestrator', async () => {
+    const t = tempDir();
+    cleanup = t.cleanup;
+    createFleet(t.db, names(60), ['--max-parallel-subclouds', '6', '--sim-latency', '40ms..80ms', '--sim-fail', 's3=pre check']);
+
+    const before = status(t.db);
+    expect(Object.keys(before)).toEqual(FIELDS);
+    expect(before).toMatchObject({
+      'strategy type': 'patch', state: 'initial', driver: 'sim', stage: '1 of 1', window: 6, steps: 60, initial: 60,
+      'in progress': 0, 'in flight': 0, failures: null, started_at: null, elapsed: null, 'estimate from': 'sim latency',
+      orchestrator: null,
+    });
+    // 10 waves of 5 states of 60 ms on average.
+    expect(before.eta).toBe('3.0s');
+
+    const apply = spawnDcm(['--db', t.db, '-q', 'strategy', 'apply']);
+    let during: Status = before;
+    await waitFor(() => {
+      during = status(t.db);
+      return (during.complete as number) >= 6 && during.failures !== null && (during.initial as number) > 0;
+    }, 30_000, 50);
+    expect(during.state).toBe('applying');
+    expect(sum(during)).toBe(60);
+    expect(during['in flight']).toBeGreaterThanOrEqual(0);
+    expect(during['in flight']).toBeLessThanOrEqual(6);
+    expect(during.failures).toBe('s3: pre check: injected failure');
+    expect(during.failed).toBe(1);
+    expect(during.started_at).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}$/);
+    expect(during.elapsed).toMatch(/^\d/);
+    expect(during.eta).toMatch(/^\d+(\.\d)?(ms|s)$|^\d+m\d\ds$/);
+    expect(during['estimate from']).toBe('this strategy');
+    expect(during.orchestrator).toMatch(new RegExp(`^pid ${apply.child.pid} on \\S+, heartbeat \\S+ ago$`));
+
+    const r = await apply.done;
+    expect(r.code).toBe(1);
+    const after = status(t.db);
+    expect(after).toMatchObject({
+      state: 'failed', stage: '1 of 1', window: 6, steps: 60, initial: 0, 'in progress': 0, complete: 59, failed: 1,
+      aborted: 0, 'in flight': 0, failures: 's3: pre check: injected failure', eta: null, orchestrator: null,
+    });
+    expect(after.elapsed).toMatch(/^\d/);
+
+    // The statistics outlive the strategy: the next one is estimated from them.
+    expect(dcm(['--db', t.db, 'strategy', 'delete']).code).toBe(0);
+    expect(dcm(['--db', t.db, 'subcloud', 'update', ...names(60), '--sync', 'patching=out-of-sync']).code).toBe(0);
+    expect(dcm(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '6']).code).toBe(0);
+    const next = status(t.db);
+    expect(next['estimate from']).toBe('earlier strategies');
+    // Means near 60 ms a state, not the default 200ms..1s latency (which would say 30 s).
+    expect(next.eta).toMatch(/^[2-5]\.\ds$/);
+  });
+
+  test('every format; no strategy is an error', () => {
+    const t = tempDir();
+    cleanup = t.cleanup;
+    const none = dcm(['--db', t.db, 'strategy', 'status']);
+    expect([none.code, none.stderr]).toEqual([1, 'error: Strategy not found\n']);
+    createFleet(t.db, names(3), ['--sim-latency', '0']);
+    const table = dcm(['--db', t.db, 'strategy', 'status']).stdout;
+    expect(table).toMatch(/^\+-+\+-+\+\n\| Field +\| Value +\|\n/);
+    expect(table).toMatch(/\| in flight +\| 0 +\|/);
+    expect(dcm(['--db', t.db, 'strategy', 'status', '-f', 'value', '-c', 'stage', '-c', 'window']).stdout).toBe('1 of 1\n2\n');
+    expect(dcm(['--db', t.db, 'strategy', 'status', '-f', 'csv', '-c', 'steps']).stdout).toMatch(/^"Field","Value"\n"steps",3\n$|^"steps"\n3\n$/);
+    expect(dcm(['--db', t.db, 'strategy', 'status', '-f', 'yaml', '-c', 'state']).stdout).toMatch(/state: initial/);
+    const wrongType = dcm(['--db', t.db, 'strategy', 'status', '--type', 'firmware']);
+    expect([wrongType.code, wrongType.stderr]).toEqual([1, "error: Strategy of type 'firmware' not found\n"]);
+  });
+});
+
+describe('--watch', () => {
+  test('strategy status --watch redraws until the strategy ends, then exits as apply would (1 failed, 0 complete)', async () => {
+    const t = tempDir();
+    cleanup = t.cleanup;
+    createFleet(t.db, names(30), ['--max-parallel-subclouds', '5', '--sim-latency', '20ms..40ms', '--sim-fail', 's30=pre check']);
+    const watch = spawnDcm(['--db', t.db, 'strategy', 'status', '--watch', '-f', 'value', '-c', 'state', '-c', 'complete']);
+    await waitFor(() => watch.stdout() !== '', 20_000, 10);
+    const apply = spawnDcm(['--db', t.db, '-q', 'strategy', 'apply']);
+    const [w, a] = await Promise.all([watch.done, apply.done]);
+    expect(a.code).toBe(1);
+    expect(w.code).toBe(1);
+    expect(w.stderr).toBe('');
+    // Off a terminal, each changed frame is printed: it starts initial and ends failed.
+    const frames = w.stdout.trimEnd().split('\n');
+    expect(frames[0]).toBe('initial');
+    expect(frames.slice(-2)).toEqual(['failed', '29']);
+    expect(frames.filter((f) => f === 'applying').length).toBeGreaterThanOrEqual(1);
+
+    // On an ended strategy it exits at once with the strategy's code.
+    expect(dcm(['--db', t.db, 'strategy', 'status', '-w', '-f', 'value', '-c', 'state'])).toMatchObject({ code: 1, stdout: 'failed\n' });
+  });
+
+  test('--watch exits 3 when the strategy is aborted, and 0 when it completes; strategy-step list --watch ends with it', async () => {
+    const t = tempDir();
+    cleanup = t.cleanup;
+    createFleet(t.db, names(40), ['--max-parallel-subclouds', '2', '--sim-latency', '50ms..100ms']);
+    const apply = spawnDcm(['--db', t.db, '-q', 'strategy', 'apply']);
+    const watch = spawnDcm(['--db', t.db, 'strategy', 'status', '--watch', '-f', 'json']);
+    const steps = spawnDcm(['--db', t.db, 'strategy-step', 'list', '--watch', '--state', 'complete', '-f', 'value', '-c', 'cloud']);
+    const completed = () => dcm(['--db', t.db, 'strategy-step', 'list', '--state', 'complete', '-f', 'value', '-c', 'cloud']).stdout;
+    await waitFor(() => completed().split('\n').length > 6, 20_000, 50);
+    expect(dcm(['--db', t.db, 'strategy', 'abort']).code).toBe(0);
+    const [a, w, s] = await Promise.all([apply.done, watch.done, steps.done]);
+    expect(a.code).toBe(3);
+    expect(w.code).toBe(3);
+    const last = JSON.parse(w.stdout.slice(w.stdout.lastIndexOf('{'))) as Status;
+    expect(last.state).toBe('aborted');
+    expect(s.code).toBe(0);
+    // The last frame of the step list: every complete step, and more than one frame was drawn.
+    const completeNow = dcm(['--db', t.db, 'strategy-step', 'list', '--state', 'complete', '-f', 'value', '-c', 'cloud']).stdout;
+    expect(s.stdout.endsWith(completeNow)).toBe(true);
+    expect(s.stdout.length).toBeGreaterThan(completeNow.length);
+
+    // Complete: exit 0.
+    const c = tempDir();
+    const prev = cleanup;
+    cleanup = () => {
+      prev();
+      c.cleanup();
+    };
+    createFleet(c.db, names(4), ['--sim-latency', '0']);
+    expect(dcm(['--db', c.db, '-q', 'strategy', 'apply']).code).toBe(0);
+    expect(dcm(['--db', c.db, 'strategy', 'status', '--watch', '-f', 'value', '-c', 'state'])).toMatchObject({ code: 0, stdout: 'complete\n' });
+  });
+});

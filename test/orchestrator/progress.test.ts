@@ -1,0 +1,87 @@
+/** The progress tracker and its text (pure): counts, in flight, ETA, failures, width, summary. */
+import { describe, expect, test } from '@jest/globals';
+import { ProgressTracker } from '../../src/orchestrator/progress-tracker.js';
+import { closingSummary, liveLines, periodicLine } from '../../src/orchestrator/progress-view.js';
+import type { TransitionEvent } from '../../src/orchestrator/progress.js';
+
+const STATES = ['a', 'b'];
+const ev = (cloud: string, from: string, to: string, extra: Partial<TransitionEvent> = {}): TransitionEvent => ({
+  at: '2026-01-01 00:00:00.000000',
+  cloud,
+  from,
+  to,
+  details: '',
+  stage: 1,
+  ended: to === 'complete' || to === 'failed' || to === 'aborted',
+  ...extra,
+});
+
+function started(n: number, fallbackMs: number | null = null) {
+  const t = new ProgressTracker({ fallbackMs });
+  t.begin({ type: 'patch', states: STATES, stages: [{ stage: 1, window: 2, counts: { initial: n } }], startedMs: 0, stateTimeoutMs: 1000 });
+  t.stageStarted(1, 2);
+  return t;
+}
+
+describe('ProgressTracker', () => {
+  test('counts per state, in flight, failures and an ETA from the durations seen', () => {
+    const t = started(4);
+    t.transition(ev('s1', 'initial', 'a', { attempt: 1 }), 0);
+    t.transition(ev('s2', 'initial', 'a', { attempt: 1 }), 0);
+    t.transition(ev('s1', 'a', 'b', { attempt: 1, durationMs: 100 }), 100);
+    t.transition(ev('s2', 'a', 'failed', { details: 'a: boom', durationMs: 100 }), 100);
+    t.transition(ev('s3', 'initial', 'a', { attempt: 1 }), 100);
+    let s = t.snapshot(100);
+    expect(s.counts).toEqual({ initial: 1, inProgress: 2, complete: 0, failed: 1, aborted: 0 });
+    expect(s.byState).toEqual([['a', 1], ['b', 1]]);
+    expect([s.inFlight, s.total, s.ended, s.stage, s.window]).toEqual([2, 4, 1, 1, 2]);
+    expect(s.failures).toEqual([{ cloud: 's2', details: 'a: boom' }]);
+    // State b was never seen and there is no fallback: unknown.
+    expect([s.etaMs, s.etaSource]).toEqual([null, 'unknown']);
+
+    t.transition(ev('s1', 'b', 'complete', { durationMs: 300 }), 400);
+    s = t.snapshot(1000);
+    expect(s.etaSource).toBe('observed');
+    // s3 has run 'a' (mean 100) for 900 ms: only b (300) left; s4 then takes a free slot: 400.
+    expect(s.etaMs).toBe(400);
+    expect(s.rate).toBeCloseTo(2, 5); // 2 ended in 1 s
+
+    t.initialAborted();
+    s = t.snapshot(2000);
+    expect(s.state).toBe('aborting');
+    expect(s.counts.aborted).toBe(1);
+    expect(s.counts.initial).toBe(0);
+  });
+
+  test('the fallback gives an estimate before any duration is seen', () => {
+    const t = started(5, 50);
+    const s = t.snapshot(0);
+    expect([s.etaMs, s.etaSource]).toEqual([300, 'sim']); // ceil(5 / 2) waves of 2 × 50 ms
+  });
+});
+
+describe('progress text', () => {
+  test('the live view fits the width; the periodic line and the summary', () => {
+    const t = started(3);
+    t.transition(ev('a-subcloud-with-a-rather-long-name', 'initial', 'a', { attempt: 1 }), 0);
+    t.transition(ev('a-subcloud-with-a-rather-long-name', 'a', 'failed', { details: 'a: ' + 'x'.repeat(200) }), 10);
+    const s = t.snapshot(10);
+    for (const w of [40, 80, 200]) {
+      const lines = liveLines(s, w);
+      expect(lines.every((l) => l.length < w)).toBe(true);
+      expect(lines[1]).toMatch(/^\[[#-]+\] 1\/3 done 33%$/);
+    }
+    expect(periodicLine(s)).toMatch(/^progress: stage 1 of 1 \(window 2\): 1\/3 done \(0 complete, 1 failed, 0 aborted, 0 in progress, 2 initial\), 0 in flight, /);
+
+    const failures = Array.from({ length: 20 }, (_, i) => ({ cloud: `s${i}`, details: 'a: boom' }));
+    const text = closingSummary({ state: 'failed', counts: { complete: 5, failed: 23 }, durationMs: 1500, peakInFlight: 2, maxWindow: 2, failures, failedTotal: 23 });
+    const lines = text.trimEnd().split('\n');
+    expect(lines[0]).toBe('strategy failed: 5 complete, 23 failed in 1.5s (peak 2 subclouds in flight, window 2)');
+    expect(lines[1]).toBe('failed subclouds (23):');
+    expect(lines).toHaveLength(23);
+    expect(lines[22]).toBe('  ... and 3 more: dcm strategy-step list --state failed');
+    expect(closingSummary({ state: 'complete', counts: { complete: 2 }, durationMs: 10, peakInFlight: 1, maxWindow: 1, failures: [], failedTotal: 0 })).toBe(
+      'strategy complete: 2 complete in 10ms (peak 1 subclouds in flight, window 1)\n',
+    );
+  });
+});

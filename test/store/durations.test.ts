@@ -1,0 +1,65 @@
+import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
+import { openDb, type Db } from '../../src/store/open.js';
+import { insertSubclouds } from '../../src/store/subclouds.js';
+import { deleteStrategy, insertStrategy } from '../../src/store/strategy.js';
+import { insertSteps } from '../../src/store/steps.js';
+import { TransitionWriter, type Transition } from '../../src/store/transitions.js';
+import { durationStats, observedDurations } from '../../src/store/durations.js';
+import { meanMs } from '../../src/domain/estimate.js';
+import { now } from '../../src/store/clock.js';
+import { tempDir } from '../helpers/cli.js';
+
+describe('state duration statistics', () => {
+  let t: ReturnType<typeof tempDir>;
+  let db: Db;
+  beforeEach(() => {
+    t = tempDir();
+    db = openDb(t.db, { create: true })!;
+    insertSubclouds(db, [{ name: 'a', fields: {} }, { name: 'b', fields: {} }]);
+    insertStrategy(db, { type: 'patch', subcloudApplyType: null, maxParallelSubclouds: null, stopOnFailure: false, extra: {} }, [
+      { stage: 1, window: 2, groupName: 'Default' },
+    ]);
+    insertSteps(db, [
+      { subcloudId: 1, name: 'a', stage: 1 },
+      { subcloudId: 2, name: 'b', stage: 1 },
+    ]);
+  });
+  afterEach(() => {
+    db.close();
+    t.cleanup();
+  });
+
+  test('ok runs of a batch are added per state in the same commit, and outlive strategy delete', () => {
+    const w = new TransitionWriter(db, 'patch');
+    const start = (stepId: number, cloud: string): Transition => ({
+      stepId, subcloudId: stepId, cloud, from: 'initial', to: 'pre check', details: '', startAttempt: 1, ended: false,
+    });
+    const a = start(1, 'a');
+    const b = start(2, 'b');
+    w.commit([a, b]);
+    const close = (t: Transition, outcome: 'ok' | 'failed', durationMs: number): Transition => ({
+      stepId: t.stepId, subcloudId: t.subcloudId, cloud: t.cloud, from: 'pre check', to: outcome === 'ok' ? 'updating patches' : 'failed',
+      details: '', ended: outcome !== 'ok',
+      close: { historyId: t.historyId!, outcome, finishedAt: now(), details: '', durationMs },
+      startAttempt: outcome === 'ok' ? 1 : undefined,
+    });
+    w.commit([close(a, 'ok', 100), close(b, 'failed', 5000)]);
+    let stats = durationStats(db, 'patch');
+    expect([...stats.keys()]).toEqual(['pre check']);
+    expect(stats.get('pre check')).toEqual({ count: 1, sumMs: 100, sumSqMs: 10_000, minMs: 100, maxMs: 100 });
+    // The history knows this strategy's ok runs too.
+    expect(observedDurations(db).get('pre check')!.count).toBe(1);
+
+    deleteStrategy(db);
+    stats = durationStats(db, 'patch');
+    expect(meanMs(stats.get('pre check')!)).toBe(100);
+    expect(observedDurations(db).size).toBe(0);
+    expect(durationStats(db, 'firmware').size).toBe(0);
+  });
+
+  test('a writer without a type keeps no statistics', () => {
+    const w = new TransitionWriter(db);
+    w.commit([{ stepId: 1, subcloudId: 1, cloud: 'a', from: 'initial', to: 'pre check', details: '', startAttempt: 1, ended: false }]);
+    expect(durationStats(db, 'patch').size).toBe(0);
+  });
+});
