@@ -160,7 +160,12 @@ async function main() {
   }
   const view = only === 'eta' ? null : await viewCost();
   const results = { when: new Date().toISOString(), machine: `${os.cpus()[0]?.model.trim()}, ${os.cpus().length} cores`, view, eta };
-  if (!only) fs.writeFileSync(path.join(here, 'live-results.json'), JSON.stringify(results, null, 2) + '\n');
+  // A run of one figure keeps the other's last results.
+  const file = path.join(here, 'live-results.json');
+  const before = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')) : {};
+  if (only === 'eta') results.view = before.view ?? null;
+  if (only === 'view') results.eta = before.eta ?? [];
+  fs.writeFileSync(file, JSON.stringify(results, null, 2) + '\n');
   const pct = (f) => {
     const e = eta.map((r) => r.points[f]).filter(Boolean);
     if (e.length === 0) return null;

@@ -70,4 +70,21 @@ describe('the live view in a terminal', () => {
     );
     expect(dcm(['--db', t.db, 'strategy', 'show', '-f', 'value', '-c', 'state']).stdout).toBe('failed\n');
   });
+
+  test.each([
+    ['TERM=dumb', 'env -u NO_COLOR TERM=dumb'],
+    ['NO_COLOR', 'env NO_COLOR=1 TERM=xterm-256color'],
+  ])('on a terminal with %s: plain lines, no view', async (name, envCmd) => {
+    const db = `${t.db}.${name.replace(/\W/g, '')}`;
+    createFleet(db, names(6), ['--sim-latency', '0', '--sim-fail', 's2=pre check']);
+    const session = `plain${name.replace(/\W/g, '')}`;
+    tmux('new-session', '-d', '-s', session, '-x', String(WIDTH), '-y', '40',
+      `${envCmd} '${process.execPath}' '${BIN}' --db '${db}' strategy apply -c state; echo "EXIT=$?"; sleep 600`);
+    let end = '';
+    await waitFor(() => (end = tmux('capture-pane', '-p', '-t', session)).includes('EXIT='), 60_000, 100);
+    expect(end).not.toMatch(/\[[#-]+\]/);
+    expect(end).toMatch(/ s1: complete\n/);
+    expect(end).toMatch(/ s2: failed \(pre check: injected failure\)\n/);
+    expect(end).toMatch(/strategy failed: 5 complete, 1 failed in [^\n]+\nfailed subclouds \(1\):\n {2}s2: pre check: injected failure\n/);
+  });
 });
