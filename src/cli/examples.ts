@@ -77,6 +77,22 @@ export const EXAMPLES: Record<string, string[]> = {
   ],
   'strategy-step show': ['dcm strategy-step show subcloud1', 'dcm strategy-step show subcloud1 -f json'],
   'strategy-step history': ['dcm strategy-step history', 'dcm strategy-step history subcloud7'],
+  'strategy-step logs': [
+    'dcm strategy-step logs subcloud7',
+    'dcm strategy-step logs subcloud7 --state "pre check" --attempt 2',
+    'dcm strategy-step logs subcloud7 --follow',
+  ],
+  'strategy-config': ['dcm strategy-config list', 'dcm strategy-config show subcloud1'],
+  'strategy-config update': [
+    'dcm strategy-config update --storage-apply-type parallel --worker-apply-type serial --max-parallel-workers 5 --alarm-restriction-type relaxed --default-instance-action migrate',
+    'dcm strategy-config update subcloud1 --storage-apply-type serial --worker-apply-type serial --max-parallel-workers 1 --alarm-restriction-type strict --default-instance-action stop-start',
+  ],
+  'strategy-config list': ['dcm strategy-config list', 'dcm strategy-config list -f json'],
+  'strategy-config show': ['dcm strategy-config show', 'dcm strategy-config show subcloud1 -f value -c "max parallel workers"'],
+  'strategy-config delete': ['dcm strategy-config delete subcloud1 --yes', 'dcm strategy-config delete RegionOne'],
+  db: ['dcm db check', 'dcm db backup fleet-$(date +%F).db'],
+  'db check': ['dcm db check', 'dcm --db fleet.db db check || echo "restore a backup"'],
+  'db backup': ['dcm db backup fleet-$(date +%F).db', 'dcm --db fleet.db db backup /backups/fleet.db'],
   completion: [
     'source <(dcm completion bash)                          # this shell',
     'dcm completion bash > /etc/bash_completion.d/dcm       # every new shell',

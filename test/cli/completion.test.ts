@@ -45,9 +45,9 @@ describe('bash', () => {
   });
 
   test('commands and subcommands', () => {
-    expect(complete('strat')).toEqual(['strategy', 'strategy-step']);
+    expect(complete('strat')).toEqual(['strategy', 'strategy-step', 'strategy-config']);
     expect(complete('strategy', 'cr')).toEqual(['create']);
-    expect(complete('strategy-step', '')).toEqual(['list', 'show', 'history']);
+    expect(complete('strategy-step', '')).toEqual(['list', 'show', 'history', 'logs']);
     expect(complete('subcloud-group', 'list')).toEqual(['list', 'list-subclouds']);
     // Global options (and their values) between the words do not lose the command path.
     expect(complete('-f', 'json', 'strategy', '--db', 'x.db', 'ap')).toEqual(['apply']);
@@ -56,7 +56,7 @@ describe('bash', () => {
   test('options of the command, global ones too', () => {
     expect(complete('strategy', 'create', '--stop')).toEqual(['--stop-on-failure']);
     expect(complete('strategy', 'create', '--sim-')).toEqual(['--sim-latency', '--sim-fail-rate', '--sim-seed', '--sim-fail']);
-    expect(complete('subcloud', 'list', '--f')).toEqual(['--format']);
+    expect(complete('subcloud', 'list', '--fo')).toEqual(['--format']);
     // An alias has only its own type's options.
     expect(complete('patch-strategy', 'create', '--pa')).toEqual(['--patch-id']);
     expect(complete('patch-strategy', 'create', '--to')).toEqual([]);
@@ -64,7 +64,7 @@ describe('bash', () => {
 
   test('values of a fixed set', () => {
     expect(complete('strategy', 'create', '--type', 'k')).toEqual(['kubernetes', 'kube-rootca-update']);
-    expect(complete('subcloud', 'list', '-f', '')).toEqual(['table', 'json', 'csv', 'value', 'yaml']);
+    expect(complete('subcloud', 'list', '-f', '')).toEqual(['table', 'json', 'csv', 'value', 'yaml', 'shell']);
     // --opt=value: bash hands it over as three words.
     expect(complete('--format', '=', 'y')).toEqual(['yaml']);
     expect(complete('subcloud', 'add', 'x', '--availability', '')).toEqual(['online', 'offline']);

@@ -118,7 +118,7 @@ describe('leftovers of a removed database', () => {
   test('the same after a kill -9 of a real apply', async () => {
     dcmOk(['--db', t.db, 'subcloud', 'add', ...Array.from({ length: 40 }, (_, i) => `s${i + 1}`)]);
     dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '50ms..200ms']);
-    const apply = dcmSpawn(['--db', t.db, 'strategy', 'apply']);
+    const apply = dcmSpawn(['--db', t.db, 'strategy', 'apply', '-v']);
     await waitFor(() => apply.stderr().includes('-> updating patches'));
     apply.child.kill('SIGKILL');
     await apply.done;
