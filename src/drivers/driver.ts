@@ -22,7 +22,7 @@ export interface OperationRequest {
    * else dcmanager's defaults), keyed storage_apply_type, worker_apply_type, max_parallel_workers,
    * alarm_restriction_type, default_instance_action.
    */
-  options: Record<string, string | number>;
+  options: Readonly<Record<string, string | number>>;
   /** Aborted when the orchestrator stops waiting for this operation (timeout, hard stop). */
   signal: AbortSignal;
 }

@@ -116,13 +116,13 @@ describe('strategy-config migration', () => {
 });
 
 describe('ConfigBook: what each subcloud receives', () => {
-  test("own row, else the default row, else the built-in defaults; only the options, as a copy", () => {
+  test("own row, else the default row, else the built-in defaults; only the options, frozen", () => {
     const stored = { ...OWN, worker_apply_type: 'parallel' as const, created_at: 'x', updated_at: null };
     const book = new ConfigBook(stored, [[5, OWN]]);
     expect(book.optionsFor(5)).toEqual(OWN);
     expect(book.optionsFor(6)).toEqual({ ...OWN, worker_apply_type: 'parallel' });
-    const copy = book.optionsFor(6);
-    copy.max_parallel_workers = 99;
+    // Shared by every operation, so no driver can change what the next one receives.
+    expect(Object.isFrozen(book.optionsFor(6))).toBe(true);
     expect(book.optionsFor(6).max_parallel_workers).toBe(3);
     expect(new ConfigBook(undefined, []).optionsFor(1)).toEqual({ ...BUILTIN_DEFAULTS });
   });

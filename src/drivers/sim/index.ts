@@ -49,7 +49,7 @@ export class SimDriver implements Driver {
     const sreq: SiteRequest = req;
     const admission = admit(this.book.get(req.cloud), sreq, this.owner);
     if (!admission.ok) return { kind: 'failed', reason: admission.reason };
-    this.book.set({ ...admission.site, options: JSON.stringify(req.options) });
+    this.book.set({ ...admission.site, options: this.optionsText(req.options) });
 
     const draw = drawFor(this.settings.seed, req.cloud, req.state, req.attempt);
     const { latencyMinMs: min, latencyMaxMs: max } = this.settings;
@@ -76,6 +76,18 @@ export class SimDriver implements Driver {
    * Wait `ms`, in steps no longer than a Node timer can take: a longer setTimeout fires at once
    * (with a TimeoutOverflowWarning), which would make a huge latency an instant one.
    */
+  /** Options objects are shared per strategy-config row: their JSON is made once per row. */
+  private readonly optionsJson = new WeakMap<object, string>();
+
+  private optionsText(options: Readonly<Record<string, string | number>>): string {
+    let text = this.optionsJson.get(options);
+    if (text === undefined) {
+      text = JSON.stringify(options);
+      this.optionsJson.set(options, text);
+    }
+    return text;
+  }
+
   private sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
       const step = (left: number) => {
