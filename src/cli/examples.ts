@@ -54,6 +54,8 @@ export const EXAMPLES: Record<string, string[]> = {
   'strategy create': [
     'dcm strategy create --type patch --dry-run',
     'dcm strategy create --type patch --stop-on-failure',
+    'dcm strategy create --type patch --max-failures 5%',
+    'dcm strategy create --type patch subcloud1 subcloud7 subcloud9',
     'dcm strategy create --type kubernetes --to-version v1.29.2 --group canary',
     'dcm strategy create --type sw-deploy --release-id stx-10.0.1 --max-parallel-subclouds 50',
     'dcm strategy create --type patch --sim-latency 50ms..2s --sim-fail subcloud7="applying VIM patch strategy"',
@@ -66,6 +68,18 @@ export const EXAMPLES: Record<string, string[]> = {
   ],
   'strategy status': ['dcm strategy status', 'dcm strategy status --watch; echo "exit $?"', 'dcm strategy status -f json'],
   'strategy abort': ['dcm strategy abort', 'dcm strategy abort --type patch'],
+  'strategy pause': ['dcm strategy pause', 'dcm strategy pause && dcm strategy status'],
+  'strategy resume': ['dcm strategy resume', 'dcm strategy resume -f value -c state'],
+  'strategy update': [
+    'dcm strategy update --max-parallel-subclouds 50',
+    'dcm strategy update --max-parallel-subclouds 5 --stage 2',
+    'dcm strategy update --max-failures 5%',
+  ],
+  'strategy retry': [
+    'dcm strategy retry && dcm strategy apply',
+    'dcm strategy retry --failed',
+    'dcm strategy retry subcloud7 subcloud19',
+  ],
   'strategy delete': ['dcm strategy delete', 'dcm strategy delete --type patch -f json'],
   'strategy report': ['dcm strategy report --html rollout.html', 'dcm strategy report --html - > rollout.html'],
   'strategy-step': ['dcm strategy-step list --state failed', 'dcm strategy-step history subcloud7'],

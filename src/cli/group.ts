@@ -49,7 +49,7 @@ export function registerGroup(program: Command, run: Runner): void {
     .action((ref: string) => run(async (ctx) => (await commands()).groupShow_(ctx, ref)));
   groupOptions(g.command('update').argument('<group>', 'name or id').option('--name <name>', 'new name'))
     .description('change a group')
-    .action((ref: string, o: RawGroupOpts) => run(async (ctx) => (await commands()).groupUpdate(ctx, ref, input(o))));
+    .action((ref: string, o: RawGroupOpts) => run(async (ctx) => (await commands()).groupUpdateWarned(ctx, ref, input(o))));
   g.command('delete')
     .argument('<group>', 'name or id')
     .description('delete an empty group (never Default)')

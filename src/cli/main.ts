@@ -109,6 +109,7 @@ export async function main(argv: string[], io: Io = { stdout: process.stdout, st
       return EXIT.usage;
     }
     await program.parseAsync(argv, { from: 'user' });
+    for (const w of outcome.warnings ?? []) io.stderr.write(`warning: ${w}\n`);
     if (outcome.text !== undefined) io.stdout.write(outcome.text);
     if (outcome.watch && out) {
       const [{ runWatch }, { render }] = await Promise.all([import('./watch.js'), import('./output/render.js')]);

@@ -4,6 +4,7 @@ import { UsageError } from '../domain/errors.js';
 import { parseApplyType, parseIntIn } from '../domain/inventory.js';
 import { STRATEGY_TYPES, type StrategyType } from '../domain/types.js';
 import { parseDuration } from '../domain/durations.js';
+import { formatMaxFailures, parseMaxFailures } from '../domain/control.js';
 
 function wrap<T>(fn: (v: string) => T): (v: string) => T {
   return (v) => {
@@ -46,4 +47,14 @@ export const progressInterval = (v: string): number => {
   const ms = /[a-z]\s*$/i.test(v) ? parseDuration(v) : null;
   if (ms === null) throw new InvalidArgumentError(`give a duration with a unit: 10s, 1m (got '${v}')`);
   return ms;
+};
+
+/** `--max-failures N|P%`: checked here, kept as text (`3`, `5%`). */
+export const maxFailures = (v: string): string => {
+  try {
+    return formatMaxFailures(parseMaxFailures(v));
+  } catch (err) {
+    if (err instanceof UsageError) throw new InvalidArgumentError(err.message.replace(/^invalid --max-failures '[^']*': /, ''));
+    throw err;
+  }
 };

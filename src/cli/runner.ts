@@ -8,6 +8,8 @@ export interface Outcome {
   /** Text printed as it is (a completion script), instead of a rendered result. */
   text?: string;
   exitCode?: number;
+  /** Said on stderr (`warning: …`) once the command has succeeded. */
+  warnings?: string[];
   /** A `--watch` command: draws frames until it returns its exit code (cli/watch.ts). */
   watch?: (emit: (r: Printable) => Promise<void>) => Promise<number>;
 }

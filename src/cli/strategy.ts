@@ -6,7 +6,7 @@ const commands = () => import('../commands/strategy.js');
 const orchestrator = () => import('../orchestrator/commands.js');
 import { typeOptionFlags, type RawDriverOptions, type RawTypeOptions } from '../domain/options.js';
 import { STRATEGY_TYPES, TYPES, type ApplyType, type StrategyType } from '../domain/types.js';
-import { applyType, collect, integer, progressInterval, strategyType } from './parsers.js';
+import { applyType, collect, integer, maxFailures, progressInterval, strategyType } from './parsers.js';
 import type { Runner } from './runner.js';
 
 interface CreateOpts extends RawTypeOptions, RawDriverOptions {
@@ -15,6 +15,7 @@ interface CreateOpts extends RawTypeOptions, RawDriverOptions {
   subcloudApplyType?: ApplyType;
   maxParallelSubclouds?: number;
   stopOnFailure?: boolean;
+  maxFailures?: string;
   force?: boolean;
   dryRun?: boolean;
 }
@@ -48,12 +49,13 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
   };
   const typeOf = (o: { type?: StrategyType }) => fixed ?? o.type;
 
-  const create = withType(parent.command('create').argument('[cloud_name]', 'a single subcloud'), true)
+  const create = withType(parent.command('create').argument('[cloud_name...]', 'only these subclouds (one stage, in the order given)'), true)
     .description('create the strategy and its steps')
     .option('--group <group>', 'only this subcloud group')
     .option('--subcloud-apply-type <type>', 'parallel | serial', applyType)
     .addOption(new Option('--max-parallel-subclouds <n>', 'subclouds in flight at once').argParser(integer))
-    .option('--stop-on-failure', 'start no new subcloud after a failure')
+    .option('--stop-on-failure', 'start no new subcloud after a failure (--max-failures 1)')
+    .option('--max-failures <N|P%>', 'start no new subcloud once N steps (or P % of the steps) have failed', maxFailures)
     .option('--force', 'include in-sync subclouds (kubernetes, kube-rootca-update)');
   for (const [flags, help] of TYPE_OPTIONS) {
     const name = flags.split(' ')[0];
@@ -66,15 +68,16 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .option('--sim-fail <cloud=state>', 'sim driver: that subcloud fails in that state (repeatable)', collect)
     .option('--state-timeout <duration>', 'fail a state operation that takes longer (default per type)')
     .option('--dry-run', 'every check, then the plan (stages, windows, steps, estimated duration); nothing written')
-    .action((cloud: string | undefined, o: CreateOpts) =>
+    .action((clouds: string[], o: CreateOpts) =>
       run(async (ctx) =>
         (await commands()).strategyCreate(ctx, {
           type: typeOf(o)!,
-          cloudName: cloud,
+          cloudNames: clouds,
           groupName: o.group,
           subcloudApplyType: o.subcloudApplyType,
           maxParallelSubclouds: o.maxParallelSubclouds,
           stopOnFailure: o.stopOnFailure,
+          maxFailures: o.maxFailures,
           force: o.force,
           typeOptions: o,
           driverOptions: o,
@@ -116,6 +119,34 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
   withType(parent.command('abort'), false)
     .description('abort the strategy being applied')
     .action((o: { type?: StrategyType }) => run(async (ctx) => (await orchestrator()).strategyAbort(ctx, typeOf(o))));
+  const control = () => import('../commands/control.js');
+  withType(parent.command('pause'), false)
+    .description('applying -> paused: start no new subcloud; those in flight run to their end')
+    .action((o: { type?: StrategyType }) => run(async (ctx) => (await control()).strategyPause(ctx, typeOf(o))));
+  withType(parent.command('resume'), false)
+    .description('paused -> applying: the orchestrator goes on')
+    .action((o: { type?: StrategyType }) => run(async (ctx) => (await control()).strategyResume(ctx, typeOf(o))));
+  withType(parent.command('update'), false)
+    .description('change the window (of every stage, or of stage K) or the failure budget; a running apply follows within 1 s')
+    .addOption(new Option('--max-parallel-subclouds <n>', 'subclouds in flight at once').argParser(integer))
+    .addOption(new Option('--stage <k>', 'only this stage\'s window').argParser(integer))
+    .option('--max-failures <N|P%>', 'start no new subcloud once N steps (or P % of the steps) have failed', maxFailures)
+    .action((o: { type?: StrategyType; maxParallelSubclouds?: number; stage?: number; maxFailures?: string }) =>
+      run(async (ctx) =>
+        (await control()).strategyUpdate(ctx, typeOf(o), {
+          maxParallelSubclouds: o.maxParallelSubclouds,
+          stage: o.stage,
+          maxFailures: o.maxFailures,
+        }),
+      ),
+    );
+  withType(parent.command('retry').argument('[cloud...]', 'only these subclouds'), false)
+    .description('failed steps back to the state they failed in, aborted ones to initial; then apply')
+    .option('--failed', 'only failed steps')
+    .option('--aborted', 'only aborted steps')
+    .action((clouds: string[], o: { type?: StrategyType; failed?: boolean; aborted?: boolean }) =>
+      run(async (ctx) => (await control()).strategyRetry(ctx, typeOf(o), { clouds, failed: o.failed, aborted: o.aborted })),
+    );
   withType(parent.command('delete'), false)
     .description('delete the strategy, its steps and their history')
     .option('--yes', 'skip confirmation and proceed with the action (CLI_CONFIRMATIONS=enabled)')
@@ -128,7 +159,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
 }
 
 export function registerStrategy(program: Command, run: Runner): void {
-  registerVerbs(program.command('strategy').description('create, show, apply, abort, delete the strategy'), run);
+  registerVerbs(program.command('strategy').description('create, show, apply, pause, resume, update, retry, abort, delete the strategy'), run);
   for (const t of STRATEGY_TYPES) {
     registerVerbs(program.command(TYPES[t].alias).description(`the ${t} strategy (strategy --type ${t})`), run, t);
   }

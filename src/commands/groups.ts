@@ -12,6 +12,7 @@ import {
   type GroupRow,
 } from '../store/groups.js';
 import { listSubclouds } from '../store/subclouds.js';
+import { getStrategy } from '../store/strategy.js';
 import type { Db } from '../store/open.js';
 import { immediate, withReadDb, withWriteDb, type Ctx } from './context.js';
 import type { CommandResult, GroupRecord } from './results.js';
@@ -75,6 +76,22 @@ const DEFAULT_UNCREATED: GroupRecord = {
   created_at: null,
   updated_at: null,
 };
+
+/**
+ * A strategy keeps the windows it was created with (strategy_stage): a group's new window
+ * changes nothing of it, which is said rather than left to be found out (SPEC §4).
+ */
+export async function groupUpdateWarned(ctx: Ctx, ref: string, input: GroupInput): Promise<{ result: CommandResult; warnings: string[] }> {
+  const result = await groupUpdate(ctx, ref, input);
+  const warnings: string[] = [];
+  if (input.maxParallelSubclouds !== undefined && withReadDb(ctx, false, (db) => getStrategy(db) !== undefined)) {
+    warnings.push(
+      'the strategy keeps the windows it was created with; to change them while it exists: ' +
+        'dcm strategy update --max-parallel-subclouds N [--stage K]',
+    );
+  }
+  return { result, warnings };
+}
 
 export async function groupUpdate(ctx: Ctx, ref: string, input: GroupInput): Promise<CommandResult> {
   const changes: Parameters<typeof updateGroup>[2] = {};

@@ -3,6 +3,7 @@
  * where a strategy stands, read from the file by any process, while it applies or after.
  */
 import { EXIT } from '../domain/errors.js';
+import { failureLimit } from '../domain/control.js';
 import {
   estimateRemainingMs,
   formatSpan,
@@ -40,6 +41,7 @@ export const STATUS_FIELDS = [
   'aborted',
   'in flight',
   'failures',
+  'max failures',
   'started_at',
   'elapsed',
   'eta',
@@ -93,6 +95,14 @@ export function estimateLeft(
   }
   const ordered = [...stages.entries()].sort((a, b) => a[0] - b[0]).map(([, e]) => e);
   return { ms: estimateRemainingMs(means, ordered, sds), source };
+}
+
+/** The failure budget as the operator gave it, with what a percentage comes to. */
+function budgetText(stored: string | null, stopOnFailure: boolean, total: number): string | null {
+  const limit = failureLimit(stored, stopOnFailure, total);
+  if (limit === null) return null;
+  if (!stored) return '1 (stop on failure)';
+  return stored.endsWith('%') ? `${stored} (${limit} of ${total} steps)` : stored;
 }
 
 function orchestratorText(db: Db, nowMs: number): string | null {
@@ -155,6 +165,7 @@ export function statusRecord(db: Db, type: StrategyType | undefined, nowMs: numb
     aborted: perState.aborted,
     'in flight': running,
     failures: failures.length ? failures.map((f) => `${f.cloud}: ${f.details}`).join('\n') : null,
+    'max failures': budgetText(s.max_failures, s.stop_on_failure, total),
     started_at: startedAt,
     elapsed,
     eta,

@@ -1,5 +1,6 @@
 /** `dcm strategy create|show|delete|abort` (apply lives in the orchestrator). */
 import { OperationError } from '../domain/errors.js';
+import { formatMaxFailures, parseMaxFailures } from '../domain/control.js';
 import { checkCombination, checkMaxParallel, planSteps } from '../domain/planning.js';
 import { driverExtraArgs, typeExtraArgs, type RawDriverOptions, type RawTypeOptions } from '../domain/options.js';
 import { STRATEGY_ENDED, statesOf, type ApplyType, type StrategyType } from '../domain/types.js';
@@ -18,10 +19,14 @@ import type { Result } from './table.js';
 export interface CreateInput {
   type: StrategyType;
   cloudName?: string;
+  /** Several clouds: one stage, in the order given. */
+  cloudNames?: string[];
   groupName?: string;
   subcloudApplyType?: ApplyType;
   maxParallelSubclouds?: number;
   stopOnFailure?: boolean;
+  /** `--max-failures N|P%`. */
+  maxFailures?: string;
   force?: boolean;
   typeOptions?: RawTypeOptions;
   driverOptions?: RawDriverOptions;
@@ -57,12 +62,14 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Comm
   // value is reported even when a strategy already exists.
   const req = {
     type: input.type,
-    cloudName: input.cloudName ?? null,
+    cloudName: input.cloudName ?? input.cloudNames?.[0] ?? null,
+    cloudNames: input.cloudNames && input.cloudNames.length > 1 ? input.cloudNames : null,
     groupName: input.groupName ?? null,
     subcloudApplyType: input.subcloudApplyType ?? null,
     maxParallelSubclouds: input.maxParallelSubclouds ?? null,
     force: Boolean(input.force),
   };
+  const maxFailures = input.maxFailures === undefined ? null : formatMaxFailures(parseMaxFailures(input.maxFailures));
   const extra = typeExtraArgs(input.type, input.typeOptions ?? {});
   const seed = Math.floor(Math.random() * 2 ** 31);
   const driver = driverExtraArgs(input.type, input.driverOptions ?? {}, seed);
@@ -109,7 +116,8 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Comm
           subcloudApplyType: req.subcloudApplyType,
           maxParallelSubclouds: req.maxParallelSubclouds,
           stopOnFailure: Boolean(input.stopOnFailure),
-          extra: { ...extra, ...driver, cloud_name: req.cloudName, group: req.groupName, force: req.force },
+          maxFailures,
+          extra: { ...extra, ...driver, cloud_name: req.cloudName, ...(req.cloudNames ? { cloud_names: req.cloudNames } : {}), group: req.groupName, force: req.force },
         },
         p.stages,
       );

@@ -25,6 +25,8 @@ export interface SubcloudRecord {
 export interface PlanRequest {
   type: StrategyType;
   cloudName?: string | null;
+  /** Several named clouds (`strategy create s1 s7 s9`): one stage, in the order given. */
+  cloudNames?: readonly string[] | null;
   groupName?: string | null;
   subcloudApplyType?: ApplyType | null;
   maxParallelSubclouds?: number | null;
@@ -52,7 +54,7 @@ export interface Plan {
 
 /** Check 2 of SPEC §5: what may not be combined. Runs before the range check and any lookup. */
 export function checkCombination(req: PlanRequest): void {
-  if (req.cloudName && req.groupName) {
+  if ((req.cloudName || req.cloudNames?.length) && req.groupName) {
     throw new UsageError('The cloud_name and group options are mutually exclusive.');
   }
   // dcmanager's client words, one message per option.
@@ -96,14 +98,19 @@ export function planSteps(
   const force = Boolean(req.force) && info.forceAllowed;
   const groupById = new Map(groups.map((g) => [g.id, g]));
 
+  const named = req.cloudNames?.length ? [...new Set(req.cloudNames)] : req.cloudName ? [req.cloudName] : null;
   let pool: SubcloudRecord[];
-  if (req.cloudName) {
-    const sc = subclouds.find((s) => s.name === req.cloudName);
-    if (!sc) throw new OperationError(`Subcloud ${req.cloudName} does not exist`);
-    if (endpoint && sc.sync[endpoint] === 'in-sync' && !force) {
-      throw new OperationError(`Subcloud ${sc.name} does not require ${info.requireLabel}`);
-    }
-    pool = [sc];
+  if (named) {
+    // Each name checked as a single one is (SPEC §5, checks 4 and 5), in the order given.
+    const byName = new Map(subclouds.map((s) => [s.name, s]));
+    pool = named.map((name) => {
+      const sc = byName.get(name);
+      if (!sc) throw new OperationError(`Subcloud ${name} does not exist`);
+      if (endpoint && sc.sync[endpoint] === 'in-sync' && !force) {
+        throw new OperationError(`Subcloud ${sc.name} does not require ${info.requireLabel}`);
+      }
+      return sc;
+    });
   } else if (req.groupName) {
     // By name, else by id (as the store's findGroup: a group named "3" wins over the group of id 3).
     const g =
@@ -129,11 +136,12 @@ export function planSteps(
     return req.maxParallelSubclouds ?? group?.maxParallelSubclouds ?? 2;
   };
 
-  // Order: group id, then subcloud id. A named cloud or group is a single stage.
-  const sorted = [...chosen].sort((a, b) => a.groupId - b.groupId || a.id - b.id);
+  // Order: group id, then subcloud id; named clouds in the order given. A named cloud (or
+  // several) or a group is a single stage.
+  const sorted = named ? chosen : [...chosen].sort((a, b) => a.groupId - b.groupId || a.id - b.id);
   const steps: PlannedStep[] = [];
   const stages: StagePlan[] = [];
-  if (req.cloudName || req.groupName) {
+  if (named || req.groupName) {
     const group = groupById.get(sorted[0].groupId);
     stages.push({ stage: 1, window: windowFor(group), groupName: group?.name ?? '' });
     for (const s of sorted) steps.push({ subcloudId: s.id, name: s.name, stage: 1 });

@@ -196,17 +196,19 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
 export async function strategyAbort(ctx: RunCtx, type?: StrategyType): Promise<Outcome> {
   const result = withExistingWriteDb(ctx, (db) => {
     const s = theStrategy(db, type);
-    if (s.state !== 'applying') throw new OperationError(`Strategy in state ${s.state} cannot be aborted`);
+    // A paused strategy is aborted as an applying one is (SPEC §4 "Control while applying").
+    const abortable = ['applying', 'paused'];
+    if (!abortable.includes(s.state)) throw new OperationError(`Strategy in state ${s.state} cannot be aborted`);
     const holder = readLock(db);
     if (holder && holderAlive(holder)) {
-      casStrategyState(db, ['applying'], 'abort requested');
+      casStrategyState(db, abortable, 'abort requested');
     } else {
       // The lock of an orchestrator that died goes with the abort it will never carry out.
       if (holder) releaseLock(db, holder.token);
       interruptRunning(db, 'aborted while no orchestrator was running');
       abortInitialSteps(db);
       abortMidStateSteps(db);
-      casStrategyState(db, ['applying'], 'aborted');
+      casStrategyState(db, abortable, 'aborted');
     }
     return { kind: 'strategy' as const, strategy: getStrategy(db)! };
   });

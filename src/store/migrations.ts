@@ -179,6 +179,11 @@ export const MIGRATIONS: ((db: Database.Database) => void)[] = [
       );
     `);
   },
+  // 5 -> 6: the failure budget (`--max-failures N|P%`, SPEC §4 "Control while applying"), as given:
+  // null when none was (`stop_on_failure` then says whether it is 1).
+  (db) => {
+    db.exec(`ALTER TABLE strategy ADD COLUMN max_failures TEXT;`);
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

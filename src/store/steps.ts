@@ -91,3 +91,38 @@ export function listHistory(db: Db, cloud?: string): HistoryRow[] {
   if (cloud === undefined) return sql(db, `${base} ORDER BY h.id`).all() as HistoryRow[];
   return sql(db, `${base} WHERE sc.name = ? ORDER BY h.id`).all(cloud) as HistoryRow[];
 }
+
+/** The state each named cloud's step is in; clouds without a step are missing from the map. */
+export function stepStatesOf(db: Db, clouds: readonly string[]): Map<string, string> {
+  const stmt = sql(db, 'SELECT st.state FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id WHERE sc.name = ?').pluck();
+  const out = new Map<string, string>();
+  for (const c of clouds) {
+    const state = stmt.get(c) as string | undefined;
+    if (state !== undefined) out.set(c, state);
+  }
+  return out;
+}
+
+/**
+ * Failed and aborted steps (of the named clouds only, when given) with the state of their last
+ * run, for `strategy retry`.
+ */
+export function retryCandidates(db: Db, clouds: readonly string[] | null): { id: number; cloud: string; state: string; lastRunState: string | null }[] {
+  const text = `SELECT st.id, sc.name AS cloud, st.state,
+      (SELECT h.state FROM step_history h WHERE h.step_id = st.id ORDER BY h.id DESC LIMIT 1) AS lastRunState
+    FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
+    WHERE st.state IN ('failed', 'aborted')`;
+  const rows = sql(db, `${text} ORDER BY st.stage, st.id`).all() as { id: number; cloud: string; state: string; lastRunState: string | null }[];
+  if (!clouds) return rows;
+  const wanted = new Set(clouds);
+  return rows.filter((r) => wanted.has(r.cloud));
+}
+
+/**
+ * A step goes back to `to` for the next run (`strategy retry`): not ended, no details. Its
+ * started_at stays (the first time it started); the history keeps every earlier run.
+ */
+export function resetStep(db: Db, id: number, from: string, to: string): boolean {
+  return sql(db, `UPDATE strategy_step SET state = ?, details = '', finished_at = NULL, updated_at = ? WHERE id = ? AND state = ?`)
+    .run(to, now(), id, from).changes === 1;
+}

@@ -11,6 +11,8 @@ export interface StrategyRow {
   subcloud_apply_type: string | null;
   max_parallel_subclouds: number | null;
   stop_on_failure: number;
+  /** `--max-failures` as given (`3`, `5%`), or null. */
+  max_failures: string | null;
   state: string;
   extra_args: string;
   created_at: string;
@@ -36,6 +38,7 @@ export function insertStrategy(
     subcloudApplyType: string | null;
     maxParallelSubclouds: number | null;
     stopOnFailure: boolean;
+    maxFailures?: string | null;
     extra: ExtraArgs;
   },
   stages: readonly StagePlan[],
@@ -43,9 +46,9 @@ export function insertStrategy(
   sql(
     db,
     `INSERT INTO strategy (id, type, subcloud_apply_type, max_parallel_subclouds, stop_on_failure, state,
-       extra_args, created_at)
-     VALUES (1, ?, ?, ?, ?, 'initial', ?, ?)`,
-  ).run(s.type, s.subcloudApplyType, s.maxParallelSubclouds, s.stopOnFailure ? 1 : 0, JSON.stringify(s.extra), now());
+       extra_args, created_at, max_failures)
+     VALUES (1, ?, ?, ?, ?, 'initial', ?, ?, ?)`,
+  ).run(s.type, s.subcloudApplyType, s.maxParallelSubclouds, s.stopOnFailure ? 1 : 0, JSON.stringify(s.extra), now(), s.maxFailures ?? null);
   const stmt = sql(db, 'INSERT INTO strategy_stage (stage, strategy_id, max_parallel, group_name) VALUES (?, 1, ?, ?)');
   for (const st of stages) stmt.run(st.stage, st.window, st.groupName);
 }
@@ -73,4 +76,32 @@ export function strategyState(db: Db): string | undefined {
 export function deleteStrategy(db: Db): void {
   // Steps, stages and history go with it (ON DELETE CASCADE).
   sql(db, 'DELETE FROM strategy WHERE id = 1').run();
+}
+
+/**
+ * `strategy update`: the window of every stage, or of stage `stage`; returns how many stages
+ * changed. The strategy's updated_at moves too, so a reader sees when.
+ */
+export function setStageWindows(db: Db, window: number, stage?: number): number {
+  const r = stage === undefined
+    ? sql(db, 'UPDATE strategy_stage SET max_parallel = ?').run(window)
+    : sql(db, 'UPDATE strategy_stage SET max_parallel = ? WHERE stage = ?').run(window, stage);
+  return r.changes;
+}
+
+/** `strategy update --max-failures`: the budget as given. */
+export function setMaxFailures(db: Db, text: string): void {
+  sql(db, 'UPDATE strategy SET max_failures = ? WHERE id = 1').run(text);
+}
+
+/** The strategy was changed by a command (update): its updated_at says when. */
+export function touchStrategy(db: Db): void {
+  sql(db, 'UPDATE strategy SET updated_at = ? WHERE id = 1').run(now());
+}
+
+/** What a running orchestrator re-reads when the file changed: state, windows, budget. */
+export function controlSnapshot(db: Db): { state: string; maxFailures: string | null; windows: Map<number, number> } | undefined {
+  const row = sql(db, 'SELECT state, max_failures FROM strategy WHERE id = 1').get() as { state: string; max_failures: string | null } | undefined;
+  if (!row) return undefined;
+  return { state: row.state, maxFailures: row.max_failures, windows: new Map(listStages(db).map((s) => [s.stage, s.max_parallel])) };
 }

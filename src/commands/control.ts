@@ -1,0 +1,131 @@
+/**
+ * `dcm strategy pause|resume|update|retry` (SPEC §4 "Control while applying"). Each is one write
+ * to the file; a running orchestrator notices it by `PRAGMA data_version` within a second and acts.
+ */
+import { OperationError, UsageError } from '../domain/errors.js';
+import {
+  formatMaxFailures,
+  parseMaxFailures,
+  PAUSABLE,
+  RESUMABLE_BY_OPERATOR,
+  RETRYABLE,
+  retryTarget,
+  UPDATABLE,
+} from '../domain/control.js';
+import { checkMaxParallel } from '../domain/planning.js';
+import { statesOf, type StrategyType } from '../domain/types.js';
+import { casStrategyState, getStrategy, listStages, setMaxFailures, setStageWindows, touchStrategy } from '../store/strategy.js';
+import { resetStep, retryCandidates, stepStatesOf } from '../store/steps.js';
+import { findSubcloud } from '../store/subclouds.js';
+import { immediate, withExistingWriteDb, type Ctx } from './context.js';
+import type { CommandResult } from './results.js';
+import { strategyNotFound, theStrategy } from './strategy.js';
+
+/** Move the strategy from one of `from` to `to`, or say it cannot be `verb`ed. */
+function moveState(ctx: Ctx, type: StrategyType | undefined, from: readonly string[], to: string, verb: string): CommandResult {
+  const result = withExistingWriteDb(ctx, (db) =>
+    immediate(db, () => {
+      const s = theStrategy(db, type);
+      if (!from.includes(s.state) || !casStrategyState(db, from, to)) {
+        throw new OperationError(`Strategy in state ${s.state} cannot be ${verb}`);
+      }
+      return { kind: 'strategy' as const, strategy: getStrategy(db)! };
+    }),
+  );
+  return result ?? strategyNotFound(type);
+}
+
+/** `applying` → `paused`: the orchestrator starts no new subcloud; those in flight run to their end. */
+export async function strategyPause(ctx: Ctx, type?: StrategyType): Promise<CommandResult> {
+  return moveState(ctx, type, PAUSABLE, 'paused', 'paused');
+}
+
+/** `paused` → `applying`: the orchestrator goes on (or `apply` does, if none is running). */
+export async function strategyResume(ctx: Ctx, type?: StrategyType): Promise<CommandResult> {
+  return moveState(ctx, type, RESUMABLE_BY_OPERATOR, 'applying', 'resumed');
+}
+
+export interface UpdateInput {
+  maxParallelSubclouds?: number;
+  stage?: number;
+  maxFailures?: string;
+}
+
+/** `strategy update`: the windows and the failure budget of an initial, applying or paused strategy. */
+export async function strategyUpdate(ctx: Ctx, type: StrategyType | undefined, input: UpdateInput): Promise<CommandResult> {
+  // Option values on their own first, before the file is read (SPEC §5).
+  if (input.maxParallelSubclouds === undefined && input.maxFailures === undefined) {
+    throw new UsageError('give --max-parallel-subclouds N (with --stage K for one stage) or --max-failures N|P%');
+  }
+  if (input.stage !== undefined && input.maxParallelSubclouds === undefined) {
+    throw new UsageError('--stage needs --max-parallel-subclouds');
+  }
+  if (input.stage !== undefined && input.stage < 1) throw new UsageError(`invalid --stage '${input.stage}': stages are 1, 2, 3, ...`);
+  if (input.maxParallelSubclouds !== undefined) checkMaxParallel('patch', input.maxParallelSubclouds);
+  const budget = input.maxFailures === undefined ? undefined : formatMaxFailures(parseMaxFailures(input.maxFailures));
+
+  const result = withExistingWriteDb(ctx, (db) =>
+    immediate(db, () => {
+      const s = theStrategy(db, type);
+      if (!UPDATABLE.includes(s.state)) throw new OperationError(`Strategy in state ${s.state} cannot be updated`);
+      if (input.maxParallelSubclouds !== undefined) {
+        // The type's own limit (prestage: 250).
+        checkMaxParallel(s.type as StrategyType, input.maxParallelSubclouds);
+        if (input.stage !== undefined && !listStages(db).some((st) => st.stage === input.stage)) {
+          const n = listStages(db).length;
+          throw new OperationError(`Strategy has no stage ${input.stage} (it has ${n === 1 ? 'stage 1' : `stages 1 to ${n}`})`);
+        }
+        setStageWindows(db, input.maxParallelSubclouds, input.stage);
+      }
+      if (budget !== undefined) setMaxFailures(db, budget);
+      touchStrategy(db);
+      return { kind: 'strategy' as const, strategy: getStrategy(db)! };
+    }),
+  );
+  return result ?? strategyNotFound(type);
+}
+
+export interface RetryInput {
+  clouds: string[];
+  failed?: boolean;
+  aborted?: boolean;
+}
+
+/**
+ * `strategy retry`: failed steps go back to the state they failed in (the next run of it is the
+ * next attempt), aborted steps to `initial`; the strategy to `initial`, for `apply`.
+ */
+export async function strategyRetry(ctx: Ctx, type: StrategyType | undefined, input: RetryInput): Promise<CommandResult> {
+  const kinds = input.failed || input.aborted ? { failed: Boolean(input.failed), aborted: Boolean(input.aborted) } : { failed: true, aborted: true };
+  const result = withExistingWriteDb(ctx, (db) =>
+    immediate(db, () => {
+      const s = theStrategy(db, type);
+      if (!RETRYABLE.includes(s.state)) throw new OperationError(`Strategy in state ${s.state} cannot be retried`);
+      const states = statesOf(s.type as StrategyType, s.extra as { cert_file?: string | null });
+      const named = input.clouds.length ? [...new Set(input.clouds)] : null;
+      if (named) {
+        const stepStates = stepStatesOf(db, named);
+        for (const c of named) {
+          const st = stepStates.get(c);
+          if (st === undefined) {
+            if (findSubcloud(db, c) === undefined) throw new OperationError(`Subcloud ${c} does not exist`);
+            throw new OperationError(`Subcloud ${c} has no step in the strategy`);
+          }
+          if (retryTarget({ state: st, failedIn: null }, kinds, states) === null) {
+            const which = kinds.failed && kinds.aborted ? 'failed or aborted' : kinds.failed ? 'failed' : 'aborted';
+            throw new OperationError(`Step of ${c} is ${st}: only ${which} steps are retried`);
+          }
+        }
+      }
+      let n = 0;
+      for (const c of retryCandidates(db, named)) {
+        const to = retryTarget({ state: c.state, failedIn: c.lastRunState }, kinds, states);
+        if (to !== null && resetStep(db, c.id, c.state, to)) n++;
+      }
+      if (n === 0) throw new OperationError('Nothing to retry');
+      casStrategyState(db, RETRYABLE, 'initial');
+      return { kind: 'strategy' as const, strategy: getStrategy(db)! };
+    }),
+  );
+  return result ?? strategyNotFound(type);
+}

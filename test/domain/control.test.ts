@@ -1,0 +1,98 @@
+/** The pure part of operator control: failure budget, retry targets, what a report means, starting. */
+import { describe, expect, test } from '@jest/globals';
+import { decideReport, failureLimit, formatMaxFailures, mayStart, parseMaxFailures, retryTarget } from '../../src/domain/control.js';
+import { UsageError } from '../../src/domain/errors.js';
+import { statesOf } from '../../src/domain/types.js';
+
+const PATCH = statesOf('patch');
+
+describe('--max-failures', () => {
+  test('a count or a percentage, kept as given', () => {
+    expect(parseMaxFailures('3')).toEqual({ count: 3 });
+    expect(parseMaxFailures('5%')).toEqual({ percent: 5 });
+    expect(parseMaxFailures('2.5%')).toEqual({ percent: 2.5 });
+    expect(formatMaxFailures(parseMaxFailures(' 7 '))).toBe('7');
+    expect(formatMaxFailures(parseMaxFailures('100%'))).toBe('100%');
+  });
+
+  test.each(['0', '-1', '0%', '101%', 'x', '3.5', '', '%', '5 %', '1e3'])('%p is refused as a usage error', (v) => {
+    expect(() => parseMaxFailures(v)).toThrow(UsageError);
+  });
+
+  test('a percentage of the steps, rounded up, at least 1; --stop-on-failure is 1; none is null', () => {
+    expect(failureLimit('5%', false, 200)).toBe(10);
+    expect(failureLimit('5%', false, 201)).toBe(11);
+    expect(failureLimit('5%', false, 10)).toBe(1);
+    expect(failureLimit('50%', false, 3)).toBe(2);
+    expect(failureLimit('10%', false, 100)).toBe(10);
+    expect(failureLimit('3', false, 2)).toBe(3);
+    expect(failureLimit(null, true, 100)).toBe(1);
+    expect(failureLimit('4', true, 100)).toBe(4);
+    expect(failureLimit(null, false, 100)).toBeNull();
+  });
+});
+
+describe('retry', () => {
+  const both = { failed: true, aborted: true };
+  test('a failed step goes back to the state it failed in; an aborted one to initial', () => {
+    expect(retryTarget({ state: 'failed', failedIn: 'updating patches' }, both, PATCH)).toBe('updating patches');
+    expect(retryTarget({ state: 'aborted', failedIn: 'pre check' }, both, PATCH)).toBe('initial');
+  });
+  test('a failure in no known state starts over', () => {
+    expect(retryTarget({ state: 'failed', failedIn: null }, both, PATCH)).toBe('initial');
+    expect(retryTarget({ state: 'failed', failedIn: 'gone state' }, both, PATCH)).toBe('initial');
+  });
+  test('only the kinds asked for; never a complete or running step', () => {
+    expect(retryTarget({ state: 'failed', failedIn: 'pre check' }, { failed: false, aborted: true }, PATCH)).toBeNull();
+    expect(retryTarget({ state: 'aborted', failedIn: null }, { failed: true, aborted: false }, PATCH)).toBeNull();
+    expect(retryTarget({ state: 'complete', failedIn: null }, both, PATCH)).toBeNull();
+    expect(retryTarget({ state: 'pre check', failedIn: null }, both, PATCH)).toBeNull();
+  });
+});
+
+describe('what a report means', () => {
+  test('ok goes to the next state, the last to complete', () => {
+    expect(decideReport('pre check', PATCH, { kind: 'next' }, '1h')).toEqual({ kind: 'advance', to: 'updating patches', details: '', ended: false });
+    expect(decideReport('finishing patch strategy', PATCH, { kind: 'next', details: 'done' }, '1h')).toEqual({
+      kind: 'advance',
+      to: 'complete',
+      details: 'done',
+      ended: true,
+    });
+  });
+  test('a driver may skip ahead or to complete, never back, to itself or to an unknown state', () => {
+    expect(decideReport('pre check', PATCH, { kind: 'next', next: 'applying VIM patch strategy' }, '1h')).toMatchObject({ kind: 'advance', to: 'applying VIM patch strategy' });
+    expect(decideReport('pre check', PATCH, { kind: 'next', next: 'complete' }, '1h')).toMatchObject({ kind: 'advance', to: 'complete', ended: true });
+    for (const next of ['pre check', 'nowhere']) {
+      expect(decideReport('updating patches', PATCH, { kind: 'next', next }, '1h')).toEqual({
+        kind: 'fail',
+        outcome: 'failed',
+        reason: `the driver reported an invalid next state '${next}'`,
+        details: `updating patches: the driver reported an invalid next state '${next}'`,
+      });
+    }
+  });
+  test('a failure or a timeout fails the step, naming the state', () => {
+    expect(decideReport('pre check', PATCH, { kind: 'failed', reason: 'boom' }, '1h')).toEqual({ kind: 'fail', outcome: 'failed', reason: 'boom', details: 'pre check: boom' });
+    expect(decideReport('pre check', PATCH, { kind: 'timeout' }, '5s')).toEqual({
+      kind: 'fail',
+      outcome: 'timeout',
+      reason: 'timed out after 5s',
+      details: 'pre check: timed out after 5s',
+    });
+  });
+});
+
+describe('may the window start one more', () => {
+  const base = { paused: false, stopping: false, failed: 0, limit: null, inFlight: 3, window: 4 };
+  test('under the window, not paused, under the budget', () => {
+    expect(mayStart(base)).toBe(true);
+    expect(mayStart({ ...base, inFlight: 4 })).toBe(false);
+    // A window made smaller: none until fewer than N are in flight.
+    expect(mayStart({ ...base, inFlight: 7, window: 2 })).toBe(false);
+    expect(mayStart({ ...base, paused: true })).toBe(false);
+    expect(mayStart({ ...base, stopping: true })).toBe(false);
+    expect(mayStart({ ...base, failed: 3, limit: 3 })).toBe(false);
+    expect(mayStart({ ...base, failed: 2, limit: 3 })).toBe(true);
+  });
+});
