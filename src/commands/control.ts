@@ -54,11 +54,11 @@ export interface UpdateInput {
 /** `strategy update`: the windows and the failure budget of an initial, applying or paused strategy. */
 export async function strategyUpdate(ctx: Ctx, type: StrategyType | undefined, input: UpdateInput): Promise<CommandResult> {
   // Option values on their own first, before the file is read (SPEC §5).
-  if (input.maxParallelSubclouds === undefined && input.maxFailures === undefined) {
-    throw new UsageError('give --max-parallel-subclouds N (with --stage K for one stage) or --max-failures N|P%');
-  }
   if (input.stage !== undefined && input.maxParallelSubclouds === undefined) {
     throw new UsageError('--stage needs --max-parallel-subclouds');
+  }
+  if (input.maxParallelSubclouds === undefined && input.maxFailures === undefined) {
+    throw new UsageError('give --max-parallel-subclouds N (with --stage K for one stage) or --max-failures N|P%');
   }
   if (input.stage !== undefined && input.stage < 1) throw new UsageError(`invalid --stage '${input.stage}': stages are 1, 2, 3, ...`);
   if (input.maxParallelSubclouds !== undefined) checkMaxParallel('patch', input.maxParallelSubclouds);

@@ -1,0 +1,81 @@
+/**
+ * When state operations time out. Every operation gets the same timeout, so deadlines arrive in
+ * start order: a FIFO queue and a single timer for its head serve them all (a timer per operation
+ * costs more than the work of a zero-latency operation). Entries of operations that already ended
+ * are skipped when reached, or dropped by compaction, so the queue stays proportional to the
+ * operations running, not to those run.
+ *
+ * It knows operations only by (stepId, opId) and asks its owner whether one is still running: the
+ * registry of workers stays with the orchestrator (SPEC §1).
+ */
+import { performance } from 'node:perf_hooks';
+
+/** setTimeout's longest delay; a longer one fires at once (TimeoutOverflowWarning). */
+const MAX_TIMER_MS = 2_147_483_647;
+
+interface Deadline {
+  at: number;
+  stepId: number;
+  opId: number;
+}
+
+export class Deadlines {
+  private queue: Deadline[] = [];
+  private head = 0;
+  private timer: NodeJS.Timeout | null = null;
+
+  /**
+   * `isRunning(stepId, opId)`: the operation is still the one running for its step.
+   * `expire(stepId, opId)`: it ran past its deadline (called only while it is running).
+   */
+  constructor(
+    private readonly timeoutMs: number,
+    private readonly isRunning: (stepId: number, opId: number) => boolean,
+    private readonly expire: (stepId: number, opId: number) => void,
+  ) {}
+
+  /** An operation started now; `running` is how many run in all (for compaction). */
+  add(stepId: number, opId: number, running: number): void {
+    this.queue.push({ at: performance.now() + this.timeoutMs, stepId, opId });
+    this.compact(running);
+    this.arm();
+  }
+
+  /** How many entries are queued (for tests of the memory bound). */
+  get size(): number {
+    return this.queue.length - this.head;
+  }
+
+  private compact(running: number): void {
+    if (this.queue.length - this.head <= 2 * running + 1024) return;
+    this.queue = this.queue.slice(this.head).filter((d) => this.isRunning(d.stepId, d.opId));
+    this.head = 0;
+  }
+
+  private arm(): void {
+    if (this.timer || this.head >= this.queue.length) return;
+    const wait = Math.min(MAX_TIMER_MS, Math.max(0, this.queue[this.head].at - performance.now()));
+    this.timer = setTimeout(() => this.fire(), wait);
+  }
+
+  private fire(): void {
+    this.timer = null;
+    // Monotonic: a step of the wall clock moves no deadline.
+    const t = performance.now();
+    while (this.head < this.queue.length && this.queue[this.head].at <= t) {
+      const d = this.queue[this.head++];
+      if (this.isRunning(d.stepId, d.opId)) this.expire(d.stepId, d.opId);
+    }
+    if (this.head > 4096 && this.head * 2 > this.queue.length) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
+    }
+    this.arm();
+  }
+
+  /** No timer left behind to keep the process alive. */
+  stop(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+}

@@ -1,0 +1,89 @@
+/**
+ * The orchestrator's reads of the steps, a window's worth at a time: a cursor over one stage's
+ * open steps in step order, so that the process holds about a window of steps whatever the fleet
+ * (SPEC §4 "memory follows the window").
+ */
+import type { Db } from './open.js';
+import type { ApplyStep } from './transitions.js';
+
+/** An open step as the window sees it. */
+export interface CursorStep extends ApplyStep {
+  /**
+   * Put back in the state it failed in by `strategy retry`: mid-state, but nothing of it is in
+   * flight, so it starts as a new subcloud does (held by a pause, an abort, the failure budget).
+   */
+  retried: boolean;
+}
+
+const COLUMNS = `st.id, st.subcloud_id AS subcloudId, sc.name AS cloud, st.stage, st.state, st.attempt`;
+
+/**
+ * Steps caught mid-state go first (they held a slot when the last process stopped; a retried one
+ * too, for simplicity of order), then the steps never started, each in id order.
+ */
+export class StageCursor {
+  private phase: 'mid' | 'initial' | 'done' = 'mid';
+  private after = 0;
+  private readonly mid;
+  private readonly initial;
+
+  constructor(
+    db: Db,
+    private readonly stage: number,
+  ) {
+    this.mid = db.prepare(
+      `SELECT ${COLUMNS},
+         coalesce((SELECT h.outcome IN ('failed', 'timeout') FROM step_history h WHERE h.step_id = st.id ORDER BY h.id DESC LIMIT 1), 0) AS retried
+       FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
+       WHERE st.stage = ? AND st.id > ? AND st.state NOT IN ('initial', 'complete', 'failed', 'aborted')
+       ORDER BY st.id LIMIT ?`,
+    );
+    this.initial = db.prepare(
+      `SELECT ${COLUMNS}, 0 AS retried
+       FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
+       WHERE st.stage = ? AND st.id > ? AND st.state = 'initial'
+       ORDER BY st.id LIMIT ?`,
+    );
+  }
+
+  /** Up to `limit` more steps; fewer (or none) once the stage has no more. */
+  next(limit: number): CursorStep[] {
+    const out: CursorStep[] = [];
+    while (out.length < limit && this.phase !== 'done') {
+      const stmt = this.phase === 'mid' ? this.mid : this.initial;
+      const rows = stmt.all(this.stage, this.after, limit - out.length) as (ApplyStep & { retried: number })[];
+      for (const r of rows) out.push({ ...r, retried: r.retried === 1 });
+      if (rows.length) this.after = rows[rows.length - 1].id;
+      if (out.length < limit) {
+        this.phase = this.phase === 'mid' ? 'initial' : 'done';
+        this.after = 0;
+      }
+    }
+    return out;
+  }
+
+  get exhausted(): boolean {
+    return this.phase === 'done';
+  }
+}
+
+/** The stages that have a step not ended, in order. */
+export function openStages(db: Db): number[] {
+  return db
+    .prepare(`SELECT DISTINCT stage FROM strategy_step WHERE state NOT IN ('complete', 'failed', 'aborted') ORDER BY stage`)
+    .pluck()
+    .all() as number[];
+}
+
+/** Attempts already made of one state of one step: its next run is this + 1. */
+export function attemptsOf(db: Db): (stepId: number, state: string) => number {
+  const stmt = db.prepare('SELECT max(attempt) FROM step_history WHERE step_id = ? AND state = ?').pluck();
+  return (stepId, state) => (stmt.get(stepId, state) as number | null) ?? 0;
+}
+
+/** How many steps have failed (the failure budget counts them) and how many there are. */
+export function failedAndTotal(db: Db): { failed: number; total: number } {
+  return db
+    .prepare(`SELECT coalesce(sum(state = 'failed'), 0) AS failed, count(*) AS total FROM strategy_step`)
+    .get() as { failed: number; total: number };
+}

@@ -1,0 +1,148 @@
+/**
+ * The control commands on their own (SPEC §4 "Control while applying"): several clouds at create,
+ * update, pause and resume refused in the wrong state, retry after failures, the group warning.
+ * What a running orchestrator does with them is in control-apply.test.ts.
+ */
+import { afterEach, describe, expect, test } from '@jest/globals';
+import { statesOf } from '../../src/domain/types.js';
+import { dcm, dcmOk, tempDir, waitFor } from '../helpers/cli.js';
+import { expectErrorLine, expectRefused, json, stageWindows, withSql } from '../helpers/fleet.js';
+import { countBy, createFleet, history, killLeftovers, names, okRunProblems, spawnDcm, steps, strategyState } from '../helpers/history.js';
+
+const PATCH = statesOf('patch');
+
+let cleanup: () => void = () => {};
+afterEach(() => {
+  killLeftovers();
+  cleanup();
+});
+
+function fresh(): { db: string; dir: string } {
+  const t = tempDir();
+  cleanup = t.cleanup;
+  return t;
+}
+
+describe('strategy create with several clouds', () => {
+  test('one stage, in the order given; each name checked as a single one is', () => {
+    const t = fresh();
+    dcmOk(['--db', t.db, 'subcloud', 'add', ...names(9)]);
+    dcmOk(['--db', t.db, 'subcloud', 'update', 's4', '--sync', 'patching=in-sync']);
+    expectRefused(t.dir, ['--db', t.db, 'strategy', 'create', '--type', 'patch', 's7', 'nope', 's1'], 1, 'Subcloud nope does not exist');
+    expectRefused(t.dir, ['--db', t.db, 'strategy', 'create', '--type', 'patch', 's7', 's4'], 1, 'Subcloud s4 does not require patching');
+    expectRefused(t.dir, ['--db', t.db, 'strategy', 'create', '--type', 'patch', 's7', 's1', '--group', 'Default'], 2, 'The cloud_name and group options are mutually exclusive.');
+    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', 's9', 's1', 's7', 's1']);
+    expect(steps(t.db).map((s) => [s.cloud, s.stage])).toEqual([['s9', 1], ['s1', 1], ['s7', 1]]);
+    expect(stageWindows(t.db)).toEqual([[1, 2]]);
+  });
+});
+
+describe('strategy update', () => {
+  test('windows of every stage or of one, the failure budget; the strategy record is printed', () => {
+    const t = fresh();
+    dcmOk(['--db', t.db, 'subcloud-group', 'add', '--name', 'g2', '--max_parallel_subclouds', '3']);
+    dcmOk(['--db', t.db, 'subcloud', 'add', ...names(4)]);
+    dcmOk(['--db', t.db, 'subcloud', 'add', ...names(4, 't'), '--group', 'g2']);
+    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--max-failures', '2']);
+    expect(stageWindows(t.db)).toEqual([[1, 2], [2, 3]]);
+    const r = dcmOk(['--db', t.db, 'strategy', 'update', '--max-parallel-subclouds', '7', '-f', 'json']);
+    expect(json<{ state: string }>(r).state).toBe('initial');
+    expect(stageWindows(t.db)).toEqual([[1, 7], [2, 7]]);
+    dcmOk(['--db', t.db, 'strategy', 'update', '--max-parallel-subclouds', '1', '--stage', '2']);
+    expect(stageWindows(t.db)).toEqual([[1, 7], [2, 1]]);
+    dcmOk(['--db', t.db, 'strategy', 'update', '--max-failures', '25%']);
+    const status = json<Record<string, unknown>>(dcmOk(['--db', t.db, 'strategy', 'status', '-f', 'json']));
+    expect(status['max failures']).toBe('25% (2 of 8 steps)');
+    // strategy show keeps dcmanager's fields (golden tests): no budget row there.
+    expect(Object.keys(json<Record<string, unknown>>(dcmOk(['--db', t.db, 'strategy', 'show', '-f', 'json'])))).not.toContain('max failures');
+  });
+
+  test('bad values are usage errors before the file is read; a missing stage, a wrong state: exit 1, nothing changed', () => {
+    const t = fresh();
+    expectErrorLine(dcm(['--db', t.db, 'strategy', 'update']), 2, /give --max-parallel-subclouds N/);
+    expectErrorLine(dcm(['--db', t.db, 'strategy', 'update', '--max-failures', '0%']), 2, /--max-failures/);
+    expectErrorLine(dcm(['--db', t.db, 'strategy', 'update', '--max-parallel-subclouds', '0']), 2, /Invalid max-parallel-subclouds value: 0/);
+    expectErrorLine(dcm(['--db', t.db, 'strategy', 'update', '--stage', '1']), 2, '--stage needs --max-parallel-subclouds');
+    createFleet(t.db, names(3), ['--sim-latency', '0ms']);
+    expectRefused(t.dir, ['--db', t.db, 'strategy', 'update', '--max-parallel-subclouds', '2', '--stage', '2'], 1, 'Strategy has no stage 2 (it has stage 1)');
+    expectRefused(t.dir, ['--db', t.db, 'strategy', 'pause'], 1, 'Strategy in state initial cannot be paused');
+    expectRefused(t.dir, ['--db', t.db, 'strategy', 'resume'], 1, 'Strategy in state initial cannot be resumed');
+    expectRefused(t.dir, ['--db', t.db, 'strategy', 'retry'], 1, 'Strategy in state initial cannot be retried');
+    expect(dcm(['--db', t.db, 'strategy', 'apply']).code).toBe(0);
+    expectRefused(t.dir, ['--db', t.db, 'strategy', 'update', '--max-parallel-subclouds', '2'], 1, 'Strategy in state complete cannot be updated');
+    expectRefused(t.dir, ['--db', t.db, 'strategy', 'retry'], 1, 'Strategy in state complete cannot be retried');
+  });
+
+  test('prestage keeps its own limit', () => {
+    const t = fresh();
+    dcmOk(['--db', t.db, 'subcloud', 'add', 's1']);
+    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'prestage', '--sysadmin-password', 'x']);
+    expectRefused(t.dir, ['--db', t.db, 'strategy', 'update', '--max-parallel-subclouds', '251'], 2, 'Invalid max-parallel-subclouds value: 251. For prestage, the value must be between 1 and 250.');
+  });
+});
+
+describe('subcloud-group update while a strategy exists', () => {
+  test('warns that the strategy keeps its windows and points to strategy update', () => {
+    const t = fresh();
+    dcmOk(['--db', t.db, 'subcloud', 'add', 's1']);
+    let r = dcmOk(['--db', t.db, 'subcloud-group', 'update', 'Default', '--max_parallel_subclouds', '4']);
+    expect(r.stderr).toBe('');
+    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch']);
+    r = dcmOk(['--db', t.db, 'subcloud-group', 'update', 'Default', '--max_parallel_subclouds', '5']);
+    expect(r.stderr).toMatch(/^warning: the strategy keeps the windows it was created with; .*dcm strategy update --max-parallel-subclouds/);
+    expect(stageWindows(t.db)).toEqual([[1, 4]]);
+    // A change that is not the window says nothing.
+    expect(dcmOk(['--db', t.db, 'subcloud-group', 'update', 'Default', '--description', 'x']).stderr).toBe('');
+  });
+});
+
+describe('strategy retry', () => {
+  test('after failures and an abort: failed steps go back to the state they failed in, aborted to initial; apply runs only those, as the next attempt', async () => {
+    const t = fresh();
+    const clouds = names(40);
+    createFleet(t.db, clouds, ['--max-parallel-subclouds', '3', '--sim-latency', '20ms..40ms', '--sim-fail', 's2=updating patches']);
+    const apply = spawnDcm(['--db', t.db, 'strategy', 'apply', '-v']);
+    await waitFor(() => /s2: updating patches -> failed/.test(apply.stderr()), 20_000, 5);
+    expect(dcm(['--db', t.db, 'strategy', 'abort']).code).toBe(0);
+    expect((await apply.done).code).toBe(3);
+    expect(strategyState(t.db)).toBe('aborted');
+    const first = countBy(steps(t.db), (s) => s.state);
+    expect(first.failed).toBe(1);
+    expect(first.aborted).toBeGreaterThan(0);
+    const before = history(t.db);
+
+    expectRefused(t.dir, ['--db', t.db, 'strategy', 'retry', 's1'], 1, 'Step of s1 is complete: only failed or aborted steps are retried');
+    expectRefused(t.dir, ['--db', t.db, 'strategy', 'retry', 'nope'], 1, 'Subcloud nope does not exist');
+    expectRefused(t.dir, ['--db', t.db, 'strategy', 'retry', 's2', '--aborted'], 1, 'Step of s2 is failed: only aborted steps are retried');
+
+    const r = dcmOk(['--db', t.db, 'strategy', 'retry', '-f', 'json']);
+    expect(json<{ state: string }>(r).state).toBe('initial');
+    const after = steps(t.db);
+    const byCloud = new Map(after.map((s) => [s.cloud, s]));
+    expect(byCloud.get('s2')!.state).toBe('updating patches');
+    expect(countBy(after, (s) => s.state)).toEqual({ complete: first.complete, initial: first.aborted, 'updating patches': 1 });
+    // Nothing of the history is lost.
+    expect(history(t.db)).toEqual(before);
+    const retried = after.filter((s) => s.state === 'initial').map((s) => s.cloud);
+
+    // s2 fails again (the injected failure stays), as the second attempt of that state; the
+    // aborted ones run from the start; the complete ones are untouched.
+    expect(dcm(['--db', t.db, 'strategy', 'apply']).code).toBe(1);
+    const runs = history(t.db);
+    const newRuns = runs.slice(before.length);
+    expect(newRuns.filter((h) => h.cloud === 's2').map((h) => [h.state, h.attempt, h.outcome])).toEqual([['updating patches', 2, 'failed']]);
+    expect([...new Set(newRuns.map((h) => h.cloud))].sort()).toEqual(['s2', ...retried].sort());
+    expect(okRunProblems(runs, clouds.filter((c) => c !== 's2'), PATCH)).toEqual([]);
+    expect(countBy(steps(t.db), (s) => s.state)).toEqual({ complete: 39, failed: 1 });
+    expect(dcmOk(['--db', t.db, 'strategy-step', 'history', 's2', '-f', 'value', '-c', 'attempt', '-c', 'outcome']).stdout).toBe('1 ok\n1 failed\n2 failed\n');
+
+    // Only the named ones, only failed.
+    dcmOk(['--db', t.db, 'strategy', 'retry', 's2', '--failed']);
+    expect(byState(t.db, 's2')).toBe('updating patches');
+    expect(dcm(['--db', t.db, 'strategy', 'delete', '--yes']).code).toBe(0);
+  });
+});
+
+function byState(db: string, cloud: string): string | undefined {
+  return steps(db).find((s) => s.cloud === cloud)?.state;
+}
