@@ -105,3 +105,20 @@ export function mayStart(s: { paused: boolean; stopping: boolean; failed: number
   if (s.limit !== null && s.failed >= s.limit) return false;
   return s.inFlight < s.window;
 }
+
+/**
+ * How a run ends: the strategy's final state (null: left as it is, for `apply` to resume) and the
+ * exit code (SPEC §8). A signal leaves the strategy as it was (applying, or paused); an abort
+ * ends it aborted; a step failed or never started ends it failed.
+ */
+export function endOfRun(r: {
+  signal: 'SIGINT' | 'SIGTERM' | null;
+  aborting: boolean;
+  counts: Record<string, number>;
+  failedSeen: boolean;
+}): { state: 'complete' | 'failed' | 'aborted' | null; exit: number } {
+  if (r.signal) return { state: null, exit: r.signal === 'SIGTERM' ? 143 : 130 };
+  if (r.aborting) return { state: 'aborted', exit: 3 };
+  if (r.counts.failed || r.failedSeen || r.counts.initial) return { state: 'failed', exit: 1 };
+  return { state: 'complete', exit: 0 };
+}

@@ -20,7 +20,8 @@ import { durationStats, observedDurations } from '../store/durations.js';
 import { simLatencyMidpoint } from '../domain/estimate.js';
 import { onSignals } from './signals.js';
 
-const RESUMABLE = ['applying', 'abort requested', 'aborting'];
+/** A strategy left in one of these by a process that is gone is taken up again (paused: waiting for resume). */
+const RESUMABLE = ['applying', 'paused', 'abort requested', 'aborting'];
 
 /** `$DCM_DRAIN_MS`: how long a first Ctrl-C waits (default 60 s); anything but a number is ignored. */
 function drainMs(text: string | undefined): number | undefined {

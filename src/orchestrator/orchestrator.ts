@@ -5,46 +5,51 @@
  * match the registry's entry (a late answer after a timeout) changes nothing.
  *
  * Flow, all event-driven: reports are queued; one flush per event-loop turn decides every queued
- * report, commits all the resulting transitions in one transaction (durable before visible), then
- * starts the operations those transitions opened. Each stage runs through its own p-limit window;
- * a subcloud holds its slot from its first state to its end, and stage N+1 starts when every
- * subcloud of stage N has ended.
+ * report (what a report means is decided in src/domain/control.ts), commits all the resulting
+ * transitions in one transaction (durable before visible), then starts the operations those
+ * transitions opened. The concerns around it live beside this file, and none of them sees the
+ * registry: each stage's window (window.ts, fed from the file by a cursor), the deadlines
+ * (deadlines.ts), the requests from other shells (requests.ts: abort, pause, window and budget
+ * changes). A subcloud holds its slot from its first state to its end, and stage N+1 starts when
+ * every subcloud of stage N has ended.
  */
-import pLimit from 'p-limit';
-import { performance } from 'node:perf_hooks';
 import { formatDuration } from '../domain/durations.js';
-import { EXIT } from '../domain/errors.js';
-import { STEP_ENDED, TYPES, type StrategyType } from '../domain/types.js';
+import { decideReport, endOfRun, failureLimit, type ReportResult } from '../domain/control.js';
+import { TYPES, type StrategyType } from '../domain/types.js';
 import type { Driver, OperationResult } from '../drivers/driver.js';
 import type { ExtraArgs } from '../domain/options.js';
 import { now } from '../store/clock.js';
 import type { Db } from '../store/open.js';
-import { casStrategyState, listStages, strategyState } from '../store/strategy.js';
+import { casStrategyState, controlSnapshot, strategyState } from '../store/strategy.js';
 import {
   abortInitialSteps,
-  attemptCounts,
+  abortMidStateSteps,
   countStepStates,
+  failLeftSteps,
   interruptRunning,
   interruptRuns,
-  loadSteps,
   TransitionWriter,
-  type ApplyStep,
   type Transition,
 } from '../store/transitions.js';
+import { attemptsOf, failedAndTotal, openStages, StageCursor, type CursorStep } from '../store/cursor.js';
 import { applyFaultError, faultOf } from '../store/faults.js';
 import { ConfigBook } from '../domain/strategy-config.js';
 import { getDefaultConfig, subcloudOptions } from '../store/strategy-config.js';
 import { SUMMARY_FAILURES, type ApplyInfo, type ProgressSink } from './progress.js';
-import { failedSteps } from '../store/status.js';
+import { failedSteps, stageStateCounts } from '../store/status.js';
+import { Deadlines } from './deadlines.js';
+import { ExternalRequests } from './requests.js';
+import { StageWindow, type Gate } from './window.js';
 
 export interface OrchestratorOptions {
   type: StrategyType;
   states: readonly string[];
+  /** `--stop-on-failure`: a failure budget of 1 when the strategy has none of its own. */
   stopOnFailure: boolean;
   campaign: string;
   extra: ExtraArgs;
   stateTimeoutMs: number;
-  /** How often external changes (an abort from another shell) are looked for. */
+  /** How often external changes (abort, pause, window, from another shell) are looked for. */
   pollMs?: number;
   /** How long a first Ctrl-C waits for the operations in flight. */
   drainMs?: number;
@@ -64,7 +69,7 @@ const BUSY_RETRY_MS = 250;
 
 /** One entry of the registry: the operation running for a subcloud, tagged with its state. */
 interface Worker {
-  step: ApplyStep;
+  step: CursorStep;
   state: string;
   attempt: number;
   historyId: number;
@@ -77,28 +82,21 @@ interface Worker {
   startedMs: number;
 }
 
-/** setTimeout's longest delay; a longer one fires at once (TimeoutOverflowWarning). */
-const MAX_TIMER_MS = 2_147_483_647;
-
-/** When an operation times out; see `Deadlines`. */
-interface Deadline {
-  at: number;
-  stepId: number;
-  opId: number;
-}
-
 interface Report {
   stepId: number;
   opId: number;
-  result: OperationResult | { kind: 'timeout' };
+  result: ReportResult;
   finishedAt: string;
   finishedMs: number;
 }
 
 /** A subcloud holding a slot of its stage's window, from its first state to its end. */
 interface Slot {
-  step: ApplyStep;
-  release: () => void;
+  step: CursorStep;
+  /** True: it ended; false: it was held back before its first state started. */
+  release: (ended: boolean) => void;
+  /** Its first operation was committed: from then on it is in flight and runs to its end. */
+  started: boolean;
 }
 
 export class Orchestrator {
@@ -110,12 +108,21 @@ export class Orchestrator {
   private reports: Report[] = [];
   private flushScheduled = false;
   private nextOpId = 1;
-  private attempts = new Map<string, number>();
+  private attemptsOf: (stepId: number, state: string) => number = () => 0;
 
+  /** Abort, a signal or a fatal error: no subcloud starts any more (only ever switches on). */
   private noNewSubclouds = false;
+  /** A signal: no operation starts any more, not even the next state of one in flight. */
   private noNewOperations = false;
+  /** `strategy pause`: no new subcloud starts until `resume`; switches both ways. */
+  private paused = false;
   private aborting = false;
   private failedSeen = false;
+  /** Steps failed so far, and the budget (SPEC §4): no new subcloud once it is reached. */
+  private failedCount = 0;
+  private totalSteps = 0;
+  private budgetText: string | null = null;
+  private failureLimit: number | null = null;
   private interruptedBy: NodeJS.Signals | null = null;
   private hardStop: (() => void) | null = null;
   private drainTimer: NodeJS.Timeout | null = null;
@@ -125,13 +132,13 @@ export class Orchestrator {
   private peak = 0;
   /** The largest window of a stage in which a subcloud started (for the summary). */
   private maxWindow = 0;
-  private stageWindow = 0;
-  private lastDataVersion = -1;
-  private lastFileCheck = 0;
   private busySaid = false;
-  private deadlines: Deadline[] = [];
-  private deadlineHead = 0;
-  private deadlineTimer: NodeJS.Timeout | null = null;
+  private readonly deadlines: Deadlines;
+  private requests: ExternalRequests | null = null;
+  /** The stage running now, its window, and every stage's window as the file says. */
+  private stage: number | null = null;
+  private window: StageWindow | null = null;
+  private windows = new Map<number, number>();
   /** The strategy-config options of each subcloud, read once when the run starts. */
   private config = new ConfigBook(undefined, []);
 
@@ -142,6 +149,14 @@ export class Orchestrator {
     private readonly opts: OrchestratorOptions,
   ) {
     this.writer = new TransitionWriter(db, opts.type, () => this.fence());
+    this.deadlines = new Deadlines(
+      opts.stateTimeoutMs,
+      (stepId, opId) => this.workers.get(stepId)?.opId === opId,
+      (stepId, opId) => {
+        this.abandon(this.workers.get(stepId)!);
+        this.report(stepId, opId, { kind: 'timeout' });
+      },
+    );
   }
 
   private fence(): void {
@@ -180,96 +195,100 @@ export class Orchestrator {
     this.progress.warn('the database is locked by another process: waiting for it (nothing is lost meanwhile)');
   }
 
-  /** Run the strategy (already `applying`, or being resumed) to its end; returns the exit code. */
+  /** Run the strategy (already `applying`, paused, or being resumed) to its end; returns the exit code. */
   async run(): Promise<number> {
     const started = Date.now();
     const interrupted = await this.untilNotBusy(() => this.write(() => interruptRunning(this.db)));
     if (interrupted) this.progress.note(`resuming: ${interrupted} operation(s) were interrupted and will run again`);
-    this.attempts = attemptCounts(this.db);
+    this.attemptsOf = attemptsOf(this.db);
     this.config = new ConfigBook(getDefaultConfig(this.db), subcloudOptions(this.db));
-    const steps = loadSteps(this.db);
-    this.failedSeen = steps.some((s) => s.state === 'failed');
-    if (this.opts.stopOnFailure && this.failedSeen) this.noNewSubclouds = true;
+    // Counts, not steps: the steps themselves are read a window at a time (store/cursor.ts).
+    const { failed, total } = failedAndTotal(this.db);
+    this.failedCount = failed;
+    this.totalSteps = total;
+    this.failedSeen = failed > 0;
+    const snap = controlSnapshot(this.db)!;
+    this.windows = new Map(snap.windows);
+    this.setBudget(snap.maxFailures, false);
     this.progress.begin?.({
       type: this.opts.type,
       states: this.opts.states,
-      stages: stageCounts(steps, listStages(this.db)),
+      stages: stageCounts(stageStateCounts(this.db), this.windows),
       startedMs: started,
       stateTimeoutMs: this.opts.stateTimeoutMs,
     });
-    const state = strategyState(this.db);
-    if (state === 'abort requested' || state === 'aborting') await this.untilNotBusy(() => this.beginAbort());
+    if (snap.state === 'abort requested' || snap.state === 'aborting') await this.untilNotBusy(() => this.beginAbort());
+    if (snap.state === 'paused') this.setPaused(true);
 
-    const poll = setInterval(() => this.poll(), this.opts.pollMs ?? 250);
+    this.requests = new ExternalRequests(
+      this.db,
+      {
+        abort: () => {
+          if (!this.aborting) this.beginAbort();
+        },
+        pause: (on) => this.setPaused(on),
+        window: (stage, w) => this.setWindow(stage, w),
+        budget: (text) => this.setBudget(text, true),
+        fail: (err) => this.fail(err),
+      },
+      { pollMs: this.opts.pollMs, checkFile: this.opts.checkFile },
+      snap,
+    );
+    this.requests.start();
     const stopped = new Promise<void>((resolve) => (this.hardStop = resolve));
     try {
-      await Promise.race([this.runStages(steps), stopped]);
+      await Promise.race([this.runStages(), stopped]);
       // Stopped without waiting (a second Ctrl-C): answers already received are still committed;
       // nothing new starts (noNewOperations). The operations still out run again on resume.
       if (this.interruptedBy && !this.fatal && (this.reports.length || this.pending.length)) this.flush();
     } finally {
       // Every way out (end, signal, fatal error) leaves no timer that would keep the process alive.
-      clearInterval(poll);
+      this.requests.stop();
       if (this.drainTimer) clearTimeout(this.drainTimer);
-      if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
-      this.deadlineTimer = null;
+      this.deadlines.stop();
       this.stopped = true;
     }
     if (this.fatal) throw this.fatal;
     return await this.finish(started);
   }
 
-  private async runStages(steps: ApplyStep[]): Promise<void> {
-    const windows = new Map(listStages(this.db).map((s) => [s.stage, s.max_parallel]));
-    const stages = [...new Set(steps.map((s) => s.stage))].sort((a, b) => a - b);
-    for (const stage of stages) {
-      // Steps caught mid-state go first: they held a slot when the last process stopped.
-      const open = steps.filter((s) => s.stage === stage && !STEP_ENDED.includes(s.state));
-      open.sort((a, b) => Number(a.state === 'initial') - Number(b.state === 'initial') || a.id - b.id);
-      if (open.length === 0) continue;
-      const window = windows.get(stage) ?? 1;
-      this.stageWindow = window;
-      this.progress.stageStarted?.(stage, window);
-      await this.runWindow(open, window);
+  private async runStages(): Promise<void> {
+    for (const stage of openStages(this.db)) {
+      const size = this.windows.get(stage) ?? 1;
+      this.stage = stage;
+      this.progress.stageStarted?.(stage, size);
+      const cursor = new StageCursor(this.db, stage);
+      this.window = new StageWindow(size, {
+        fetch: (limit) => cursor.next(limit),
+        gate: () => this.gate(),
+        run: (step) => this.runSubcloud(step),
+      });
+      await this.window.run();
+      this.window = null;
       if (this.interruptedBy || this.fatal) return;
     }
   }
 
-  /**
-   * One stage through a p-limit window. Subclouds are handed to the limiter from a cursor, at most
-   * `window` at a time, rather than all queued up front: a closure and promises per subcloud of a
-   * 10,000-subcloud stage would cost memory that grows with the fleet instead of the window.
-   */
-  private runWindow(open: ApplyStep[], window: number): Promise<void> {
-    const limit = pLimit(window);
-    return new Promise<void>((done) => {
-      let next = 0;
-      let handed = 0;
-      const feed = () => {
-        while (handed < window && next < open.length) {
-          const step = open[next++];
-          handed++;
-          void limit(() => this.runSubcloud(step)).then(() => {
-            handed--;
-            feed();
-          });
-        }
-        if (handed === 0 && next >= open.length) done();
-      };
-      feed();
-    });
+  /** What may start now (window.ts asks before every start). */
+  private gate(): Gate {
+    const budgetSpent = this.budgetSpent();
+    return {
+      newSubclouds: !this.paused && !this.noNewSubclouds && !budgetSpent && !this.fatal,
+      resumed: !this.noNewOperations && !this.fatal,
+      stopping: this.noNewSubclouds || this.noNewOperations || budgetSpent || this.fatal !== null,
+    };
   }
 
-  /** Resolves when the subcloud has ended (or will not start); its slot is held until then. */
-  private runSubcloud(step: ApplyStep): Promise<void> {
-    // A subcloud caught mid-state by the last process was in flight: it runs to its end even
-    // after an abort or a stop on failure; only a signal (or a fatal error) holds it back.
-    const inFlight = step.state !== 'initial';
-    if (this.fatal || this.noNewOperations || (this.noNewSubclouds && !inFlight)) return Promise.resolve();
-    return new Promise<void>((release) => {
-      this.slots.set(step.id, { step, release });
+  private budgetSpent(): boolean {
+    return this.failureLimit !== null && this.failedCount >= this.failureLimit;
+  }
+
+  /** Resolves true when the subcloud has ended, false when it was held back before it started. */
+  private runSubcloud(step: CursorStep): Promise<boolean> {
+    return new Promise<boolean>((release) => {
+      this.slots.set(step.id, { step, release, started: false });
       this.peak = Math.max(this.peak, this.slots.size);
-      this.maxWindow = Math.max(this.maxWindow, this.stageWindow);
+      this.maxWindow = Math.max(this.maxWindow, this.window?.window ?? 0);
       const first = step.state === 'initial' ? this.opts.states[0] : step.state;
       this.queue({
         stepId: step.id,
@@ -285,11 +304,12 @@ export class Orchestrator {
   }
 
   /**
-   * Attempts already made come from the history as it was when this process started; within one
-   * process a state starts at most once per entry, so nothing needs to be added to the map.
+   * Attempts already made come from the history (one indexed read per start, rather than a map of
+   * every step's attempts held for the whole run); within one process a state starts at most once
+   * per entry.
    */
   private nextAttempt(stepId: number, state: string): number {
-    return (this.attempts.get(`${stepId}\u0000${state}`) ?? 0) + 1;
+    return this.attemptsOf(stepId, state) + 1;
   }
 
   private queue(t: Transition): void {
@@ -304,7 +324,7 @@ export class Orchestrator {
   }
 
   /** A driver's answer arrives here and nowhere else. */
-  private report(stepId: number, opId: number, result: Report['result']): void {
+  private report(stepId: number, opId: number, result: ReportResult): void {
     if (this.stopped) return;
     this.reports.push({ stepId, opId, result, finishedAt: now(), finishedMs: Date.now() });
     this.scheduleFlush();
@@ -333,6 +353,7 @@ export class Orchestrator {
       // Committed: now it may be seen, and the operations it opened may start.
       for (const t of batch) {
         const slot = this.slots.get(t.stepId)!;
+        slot.started = true;
         this.progress.transition({
           at: now(),
           cloud: t.cloud,
@@ -346,7 +367,7 @@ export class Orchestrator {
         });
         slot.step.state = t.to;
         if (t.startAttempt !== undefined) this.start(slot.step, t.to, t.startAttempt, t.historyId!);
-        else this.release(t.stepId);
+        else this.release(t.stepId, true);
       }
     } catch (err) {
       this.fail(err as Error);
@@ -354,15 +375,19 @@ export class Orchestrator {
   }
 
   /**
-   * Starts queued before an abort, a stop on failure or a signal was noticed do not happen: a
-   * subcloud not started stays as it is (initial, or aborted by the abort) and gives its slot back.
+   * First starts queued before a pause, an abort, a spent budget or a signal was noticed do not
+   * happen: the subcloud stays as it is and gives its slot back, and its window keeps it for when
+   * it opens again (a pause) or leaves it (the rest). A signal holds back every start.
    */
   private withoutHeldBack(batch: Transition[]): Transition[] {
-    if (!this.noNewSubclouds) return batch;
+    const gate = this.gate();
+    if (gate.newSubclouds && gate.resumed) return batch;
     return batch.filter((t) => {
-      const isStart = t.close === undefined;
-      const held = (t.from === 'initial' && isStart) || (isStart && this.noNewOperations);
-      if (held) this.release(t.stepId);
+      if (t.close !== undefined) return true;
+      const slot = this.slots.get(t.stepId)!;
+      const resumed = slot.step.state !== 'initial' && !slot.step.retried;
+      const held = this.noNewOperations || (!slot.started && !resumed && !gate.newSubclouds);
+      if (held) this.release(t.stepId, false);
       return !held;
     });
   }
@@ -376,59 +401,52 @@ export class Orchestrator {
       if (!w || w.opId !== r.opId) continue; // answered after its timeout: the step moved on
       this.workers.delete(r.stepId);
       const { step, state } = w;
-      const at = r.finishedAt;
-      const index = this.opts.states.indexOf(state);
-      const result = this.checkNext(r.result, index);
-      if (result.kind === 'next') {
-        const next = result.next ?? this.opts.states[index + 1] ?? 'complete';
-        const ended = next === 'complete';
-        const startAttempt = ended || this.noNewOperations ? undefined : this.nextAttempt(step.id, next);
+      const d = decideReport(state, this.opts.states, r.result, formatDuration(this.opts.stateTimeoutMs));
+      const durationMs = r.finishedMs - w.startedMs;
+      if (d.kind === 'advance') {
+        const startAttempt = d.ended || this.noNewOperations ? undefined : this.nextAttempt(step.id, d.to);
         this.pending.push({
           stepId: step.id,
           subcloudId: step.subcloudId,
           cloud: step.cloud,
           from: state,
-          to: next,
-          details: result.details ?? '',
-          close: { historyId: w.historyId, outcome: 'ok', finishedAt: at, details: result.details ?? '', durationMs: r.finishedMs - w.startedMs },
+          to: d.to,
+          details: d.details,
+          close: { historyId: w.historyId, outcome: 'ok', finishedAt: r.finishedAt, details: d.details, durationMs },
           startAttempt,
-          completes: ended ? { endpoint: TYPES[this.opts.type].endpoint } : undefined,
-          ended,
+          completes: d.ended ? { endpoint: TYPES[this.opts.type].endpoint } : undefined,
+          ended: d.ended,
         });
       } else {
-        const timeout = result.kind === 'timeout';
-        const reason = result.kind === 'failed' ? result.reason : `timed out after ${formatDuration(this.opts.stateTimeoutMs)}`;
         this.pending.push({
           stepId: step.id,
           subcloudId: step.subcloudId,
           cloud: step.cloud,
           from: state,
           to: 'failed',
-          details: `${state}: ${reason}`,
-          close: { historyId: w.historyId, outcome: timeout ? 'timeout' : 'failed', finishedAt: at, details: reason, durationMs: r.finishedMs - w.startedMs },
+          details: d.details,
+          close: { historyId: w.historyId, outcome: d.outcome, finishedAt: r.finishedAt, details: d.reason, durationMs },
           ended: true,
         });
         this.failedSeen = true;
-        if (this.opts.stopOnFailure && !this.noNewSubclouds) {
-          this.noNewSubclouds = true;
-          this.progress.note(`${step.cloud} failed: stop on failure, no new subcloud will start`);
-        }
+        // Counted when decided, so that starts queued in this very flush are held back (as
+        // --stop-on-failure always did); the transition itself is committed with them.
+        this.failedCount++;
+        if (this.budgetSpent()) this.sayBudgetSpent(step.cloud);
       }
     }
   }
 
-  /**
-   * A driver may only go on to a later state of the type, or skip to `complete` (SPEC §3): going
-   * back, or to a state the type does not have, would run a state twice or out of order.
-   */
-  private checkNext(result: Report['result'], index: number): Report['result'] {
-    if (result.kind !== 'next' || result.next === undefined || result.next === 'complete') return result;
-    if (this.opts.states.indexOf(result.next) > index) return result;
-    return { kind: 'failed', reason: `the driver reported an invalid next state '${result.next}'` };
+  private budgetSaid = false;
+  private sayBudgetSpent(cloud: string): void {
+    if (this.budgetSaid) return;
+    this.budgetSaid = true;
+    if (this.budgetText === null) this.progress.note(`${cloud} failed: stop on failure, no new subcloud will start`);
+    else this.progress.note(`${cloud} failed: ${this.failureLimit} step(s) failed (--max-failures ${this.budgetText}), no new subcloud will start`);
   }
 
   /** Start one state operation: the registry gets its entry before the driver is called. */
-  private start(step: ApplyStep, state: string, attempt: number, historyId: number): void {
+  private start(step: CursorStep, state: string, attempt: number, historyId: number): void {
     const existing = this.workers.get(step.id);
     if (existing) {
       throw new Error(`internal: ${step.cloud} already runs ${existing.state}; refusing a second worker for ${state}`);
@@ -436,9 +454,7 @@ export class Orchestrator {
     const opId = this.nextOpId++;
     const worker: Worker = { step, state, attempt, historyId, opId, controller: null, abandoned: false, startedMs: Date.now() };
     this.workers.set(step.id, worker);
-    this.deadlines.push({ at: performance.now() + this.opts.stateTimeoutMs, stepId: step.id, opId });
-    this.compactDeadlines();
-    this.armDeadline();
+    this.deadlines.add(step.id, opId, this.workers.size);
     let running: Promise<OperationResult>;
     try {
       running = this.driver.run({
@@ -475,76 +491,19 @@ export class Orchestrator {
     );
   }
 
-  /**
-   * Every operation gets the same timeout, so deadlines arrive in start order: a FIFO queue and a
-   * single timer for its head serve them all (a timer per operation costs more than the work of a
-   * zero-latency operation). Entries of operations that already ended are skipped when reached,
-   * or dropped by `compactDeadlines`.
-   */
-  private armDeadline(): void {
-    if (this.deadlineTimer || this.deadlineHead >= this.deadlines.length) return;
-    const wait = Math.min(MAX_TIMER_MS, Math.max(0, this.deadlines[this.deadlineHead].at - performance.now()));
-    this.deadlineTimer = setTimeout(() => this.expireDeadlines(), wait);
-  }
-
-  /**
-   * Entries of operations that ended stay queued until their deadline (an hour by default) unless
-   * dropped here: keep the queue proportional to the operations running, not to those run.
-   */
-  private compactDeadlines(): void {
-    if (this.deadlines.length - this.deadlineHead <= 2 * this.workers.size + 1024) return;
-    this.deadlines = this.deadlines.slice(this.deadlineHead).filter((d) => this.workers.get(d.stepId)?.opId === d.opId);
-    this.deadlineHead = 0;
-  }
-
-  private expireDeadlines(): void {
-    this.deadlineTimer = null;
-    // Monotonic: a step of the wall clock moves no deadline.
-    const t = performance.now();
-    while (this.deadlineHead < this.deadlines.length && this.deadlines[this.deadlineHead].at <= t) {
-      const d = this.deadlines[this.deadlineHead++];
-      const w = this.workers.get(d.stepId);
-      if (w && w.opId === d.opId) {
-        this.abandon(w);
-        this.report(d.stepId, d.opId, { kind: 'timeout' });
-      }
-    }
-    this.armDeadline();
-  }
-
   private abandon(w: Worker): void {
     w.abandoned = true;
     w.controller?.abort();
   }
 
-  private release(stepId: number): void {
+  private release(stepId: number, ended: boolean): void {
     const slot = this.slots.get(stepId);
     if (!slot) return;
     this.slots.delete(stepId);
-    slot.release();
+    slot.release(ended);
   }
 
-  /** Look for changes made by other processes: an abort request. Cheap when nothing changed. */
-  private poll(): void {
-    try {
-      const t = performance.now();
-      if (this.opts.checkFile && t - this.lastFileCheck >= 500) {
-        this.lastFileCheck = t;
-        this.opts.checkFile();
-      }
-      const version = this.db.pragma('data_version', { simple: true }) as number;
-      if (version === this.lastDataVersion) return;
-      this.lastDataVersion = version;
-      if (!this.aborting && strategyState(this.db) === 'abort requested') this.beginAbort();
-    } catch (err) {
-      // A busy file: the next poll looks again (data_version is read anew, so nothing is missed).
-      if (faultOf(err) === 'busy') {
-        this.lastDataVersion = -1;
-        return;
-      }
-      this.fail(err as Error);
-    }
-  }
+  // --- Requests from other shells (requests.ts finds them; they are carried out here) ---
 
   /** Abort: start nothing new, mark every step not started `aborted`, let the rest run to its end. */
   private beginAbort(): void {
@@ -554,9 +513,45 @@ export class Orchestrator {
     });
     this.aborting = true;
     this.noNewSubclouds = true;
+    if (this.paused) this.setPaused(false, true);
     this.pending = this.withoutHeldBack(this.pending);
     this.progress.initialAborted?.();
     this.progress.note(`abort requested: ${n} step(s) not started are aborted; ${this.slots.size} subcloud(s) in flight run to their end`);
+    this.window?.pump();
+  }
+
+  /** Pause (no new subcloud; in flight run on) or resume; `quiet`: said by the caller. */
+  private setPaused(on: boolean, quiet = false): void {
+    if (this.paused === on) return;
+    this.paused = on;
+    this.progress.paused?.(on);
+    if (!quiet) {
+      if (on) {
+        this.progress.note(
+          `paused: no new subcloud starts; ${this.slots.size} subcloud(s) in flight run to their end. ` +
+            '`dcm strategy resume` goes on, `dcm strategy abort` ends it',
+        );
+      } else this.progress.note('resumed');
+    }
+    if (on) this.pending = this.withoutHeldBack(this.pending);
+    else this.window?.pump();
+  }
+
+  /** A stage's window changed: the running stage follows at once, a later one when it starts. */
+  private setWindow(stage: number, size: number): void {
+    this.windows.set(stage, size);
+    if (stage !== this.stage || !this.window) return;
+    this.progress.windowChanged?.(stage, size);
+    this.progress.note(`window of stage ${stage}: ${size} (${this.window.running} in flight)`);
+    this.window.resize(size);
+  }
+
+  /** The failure budget, from the file (at start, or changed by `strategy update`). */
+  private setBudget(text: string | null, changed: boolean): void {
+    this.budgetText = text;
+    this.failureLimit = failureLimit(text, this.opts.stopOnFailure, this.totalSteps);
+    if (changed) this.progress.note(`failure budget: ${this.failureLimit === null ? 'none' : `${this.failureLimit} failed step(s)`} (${this.failedCount} failed so far)`);
+    this.window?.pump();
   }
 
   /** First Ctrl-C / SIGTERM: start nothing new, wait (bounded) for the operations in flight. */
@@ -570,15 +565,17 @@ export class Orchestrator {
     this.interruptedBy = signal;
     this.noNewSubclouds = true;
     this.noNewOperations = true;
+    const stays = this.paused ? 'paused' : 'applying';
     this.progress.warn(
       `${signal}: starting nothing new, waiting for ${this.workers.size} operation(s) in flight (again to stop waiting); ` +
-        'the strategy stays applying: run `dcm strategy apply` to resume',
+        `the strategy stays ${stays}: run \`dcm strategy apply\` to resume`,
     );
     this.drainTimer = setTimeout(() => {
       this.progress.warn(`gave up waiting after ${formatDuration(this.opts.drainMs ?? 60_000)}`);
       this.stopNow();
     }, this.opts.drainMs ?? 60_000);
     this.drainTimer.unref();
+    this.window?.pump();
   }
 
   /**
@@ -608,21 +605,17 @@ export class Orchestrator {
     this.stopNow();
   }
 
+  // --- Finishing ---
+
   private async finish(started: number): Promise<number> {
-    if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
-    let exit: number;
-    let final: string;
-    if (this.interruptedBy) {
-      final = 'applying';
-      exit = this.interruptedBy === 'SIGTERM' ? EXIT.sigterm : EXIT.sigint;
-    } else if (this.aborting) {
-      final = 'aborted';
-      exit = EXIT.aborted;
-    } else {
-      const counts = countStepStates(this.db);
-      final = counts.failed || this.failedSeen ? 'failed' : counts.initial ? 'failed' : 'complete';
-      exit = final === 'complete' ? EXIT.ok : EXIT.failed;
-    }
+    this.deadlines.stop();
+    const ending = endOfRun({
+      signal: this.interruptedBy === null ? null : this.interruptedBy === 'SIGTERM' ? 'SIGTERM' : 'SIGINT',
+      aborting: this.aborting,
+      counts: countStepStates(this.db),
+      failedSeen: this.failedSeen,
+    });
+    const final = ending.state;
     // Operations abandoned by a second signal (or the drain's bound) will run again on resume;
     // until then the history says they were interrupted rather than still running. Only this
     // process's own runs, and only while it holds the lock (the fence).
@@ -630,32 +623,35 @@ export class Orchestrator {
     const counts = await this.untilNotBusy(() =>
       this.write(() => {
         if (this.interruptedBy) interruptRuns(this.db, abandoned, `the orchestrator stopped waiting for it (${this.interruptedBy})`);
-        if (final !== 'applying' && !casStrategyState(this.db, ['applying', 'abort requested', 'aborting'], final)) {
+        // Nothing is in flight: steps put back by a retry and never started again end with the run.
+        if (final === 'aborted') abortMidStateSteps(this.db);
+        if (final === 'failed') failLeftSteps(this.db, 'not run again: no new subcloud started after the failure budget was spent');
+        if (final !== null && !casStrategyState(this.db, ['applying', 'paused', 'abort requested', 'aborting'], final)) {
           throw new Error(`the strategy was changed by another process while applying (it is now ${strategyState(this.db)})`);
         }
         return countStepStates(this.db);
       }),
     );
     this.progress.summary({
-      state: final,
+      state: final ?? (this.paused ? 'paused' : 'applying'),
       counts,
       durationMs: Date.now() - started,
       peakInFlight: this.peak,
       maxWindow: this.maxWindow,
       ...failedSteps(this.db, SUMMARY_FAILURES),
     });
-    return exit;
+    return ending.exit;
   }
 }
 
 /** Each stage's window and its steps' states as a run starts, for the progress views. */
-function stageCounts(steps: ApplyStep[], stages: { stage: number; max_parallel: number }[]): ApplyInfo['stages'] {
+function stageCounts(rows: { stage: number; state: string; n: number }[], windows: Map<number, number>): ApplyInfo['stages'] {
   const out = new Map<number, ApplyInfo['stages'][number]>();
-  for (const st of stages) out.set(st.stage, { stage: st.stage, window: st.max_parallel, counts: {} });
-  for (const step of steps) {
-    let e = out.get(step.stage);
-    if (!e) out.set(step.stage, (e = { stage: step.stage, window: 1, counts: {} }));
-    e.counts[step.state] = (e.counts[step.state] ?? 0) + 1;
+  for (const [stage, window] of windows) out.set(stage, { stage, window, counts: {} });
+  for (const r of rows) {
+    let e = out.get(r.stage);
+    if (!e) out.set(r.stage, (e = { stage: r.stage, window: 1, counts: {} }));
+    e.counts[r.state] = (e.counts[r.state] ?? 0) + r.n;
   }
   return [...out.values()].filter((e) => Object.keys(e.counts).length).sort((a, b) => a.stage - b.stage);
 }

@@ -71,6 +71,16 @@ export class LiveProgress implements ProgressSink {
     this.dirty = true;
   }
 
+  paused(on: boolean): void {
+    this.tracker.paused(on);
+    this.dirty = true;
+  }
+
+  windowChanged(stage: number, window: number): void {
+    this.tracker.windowChanged(stage, window);
+    this.dirty = true;
+  }
+
   initialAborted(): void {
     this.tracker.initialAborted();
     this.dirty = true;

@@ -27,7 +27,7 @@ export interface TrackerInputs {
 
 export interface Snapshot {
   type: string;
-  /** `applying`, or `aborting` once the steps not started were aborted. */
+  /** `applying`, `paused`, or `aborting` once the steps not started were aborted. */
   state: string;
   stage: number | null;
   stages: number;
@@ -69,6 +69,7 @@ export class ProgressTracker {
   private stage: number | null = null;
   private endedThisRun = 0;
   private aborting = false;
+  private isPaused = false;
   private eta: { at: number; ms: number | null; source: EstimateSource } | null = null;
 
   constructor(private readonly inputs: TrackerInputs = {}) {
@@ -86,6 +87,15 @@ export class ProgressTracker {
   stageStarted(stage: number, window: number): void {
     this.stage = stage;
     this.windows.set(stage, window);
+  }
+
+  paused(on: boolean): void {
+    this.isPaused = on;
+  }
+
+  windowChanged(stage: number, window: number): void {
+    this.windows.set(stage, window);
+    this.eta = null;
   }
 
   initialAborted(): void {
@@ -148,7 +158,7 @@ export class ProgressTracker {
     const eta = this.estimate(nowMs, counts.initial + counts.inProgress === 0);
     return {
       type: info?.type ?? '',
-      state: this.aborting ? 'aborting' : 'applying',
+      state: this.aborting ? 'aborting' : this.isPaused ? 'paused' : 'applying',
       stage: this.stage,
       stages: this.stageCounts.size,
       window: this.stage === null ? null : (this.windows.get(this.stage) ?? null),

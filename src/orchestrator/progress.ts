@@ -54,6 +54,10 @@ export interface ProgressSink {
   stageStarted?(stage: number, window: number): void;
   /** Every step still `initial` became `aborted` (an abort). */
   initialAborted?(): void;
+  /** The strategy was paused (true) or resumed (false) from another shell. */
+  paused?(on: boolean): void;
+  /** A stage's window was changed while it runs (`strategy update`). */
+  windowChanged?(stage: number, window: number): void;
   transition(e: TransitionEvent): void;
   /** Something worth knowing (a resume, an abort noticed); silenced by -q. */
   note(message: string): void;
@@ -115,6 +119,14 @@ export class LineProgress implements ProgressSink {
 
   stageStarted(stage: number, window: number): void {
     this.tracker.stageStarted(stage, window);
+  }
+
+  paused(on: boolean): void {
+    this.tracker.paused(on);
+  }
+
+  windowChanged(stage: number, window: number): void {
+    this.tracker.windowChanged(stage, window);
   }
 
   initialAborted(): void {

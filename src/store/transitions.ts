@@ -197,3 +197,18 @@ export function countStepStates(db: Db): Record<string, number> {
   }[];
   return Object.fromEntries(rows.map((r) => [r.state, r.n]));
 }
+
+/**
+ * Steps left mid-state when a run ends failed with nothing in flight: those put back by `strategy
+ * retry` that the failure budget kept from starting again. They are failed again, saying why, so
+ * that a later `retry` finds them.
+ */
+export function failLeftSteps(db: Db, why: string): number {
+  const at = now();
+  return db
+    .prepare(
+      `UPDATE strategy_step SET details = state || ': ' || ?, state = 'failed', finished_at = ?, updated_at = ?
+       WHERE state NOT IN ('initial', 'complete', 'failed', 'aborted')`,
+    )
+    .run(why, at, at).changes;
+}

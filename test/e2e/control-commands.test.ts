@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, test } from '@jest/globals';
 import { statesOf } from '../../src/domain/types.js';
 import { dcm, dcmOk, tempDir, waitFor } from '../helpers/cli.js';
-import { expectErrorLine, expectRefused, json, stageWindows, withSql } from '../helpers/fleet.js';
+import { expectErrorLine, expectRefused, json, stageWindows } from '../helpers/fleet.js';
 import { countBy, createFleet, history, killLeftovers, names, okRunProblems, spawnDcm, steps, strategyState } from '../helpers/history.js';
 
 const PATCH = statesOf('patch');

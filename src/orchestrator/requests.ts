@@ -1,0 +1,93 @@
+/**
+ * Requests from outside the orchestrator's own process: an abort, a pause or resume, a window or
+ * failure-budget change (written to the file by `dcm strategy abort|pause|resume|update` from any
+ * shell), and the file itself removed or replaced. Found by polling `PRAGMA data_version`, which
+ * moves only when another connection has committed: the strategy row is read only then, so an
+ * idle poll costs one pragma. Each change is handed to the orchestrator once; what to do about it
+ * is the orchestrator's business (it alone owns the registry).
+ */
+import { performance } from 'node:perf_hooks';
+import type { Db } from '../store/open.js';
+import { faultOf } from '../store/faults.js';
+import { controlSnapshot } from '../store/strategy.js';
+
+export interface RequestHandlers {
+  /** The strategy is `abort requested`. */
+  abort(): void;
+  /** Paused (true) or resumed (false). */
+  pause(on: boolean): void;
+  /** A stage's window changed. */
+  window(stage: number, window: number): void;
+  /** The failure budget changed (as stored: `3`, `5%`, or null). */
+  budget(text: string | null): void;
+  /** The file cannot be read any more (gone, replaced, damaged). */
+  fail(err: Error): void;
+}
+
+export interface Snapshot {
+  state: string;
+  maxFailures: string | null;
+  windows: Map<number, number>;
+}
+
+export class ExternalRequests {
+  private timer: NodeJS.Timeout | null = null;
+  private lastDataVersion = -1;
+  private lastFileCheck = 0;
+  private last: Snapshot;
+
+  constructor(
+    private readonly db: Db,
+    private readonly handlers: RequestHandlers,
+    private readonly opts: { pollMs?: number; checkFile?: () => void },
+    /** What the orchestrator started from: only later changes are requests. */
+    start: Snapshot,
+  ) {
+    this.last = { ...start, windows: new Map(start.windows) };
+  }
+
+  start(): void {
+    this.timer = setInterval(() => this.poll(), this.opts.pollMs ?? 250);
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  /** Look now (also called by the timer). Cheap when nothing changed. */
+  poll(): void {
+    try {
+      const t = performance.now();
+      if (this.opts.checkFile && t - this.lastFileCheck >= 500) {
+        this.lastFileCheck = t;
+        this.opts.checkFile();
+      }
+      const version = this.db.pragma('data_version', { simple: true }) as number;
+      if (version === this.lastDataVersion) return;
+      this.lastDataVersion = version;
+      const now = controlSnapshot(this.db);
+      if (!now) return;
+      this.compare(now);
+    } catch (err) {
+      // A busy file: the next poll looks again (data_version is read anew, so nothing is missed).
+      if (faultOf(err) === 'busy') {
+        this.lastDataVersion = -1;
+        return;
+      }
+      this.handlers.fail(err as Error);
+    }
+  }
+
+  private compare(now: Snapshot): void {
+    const was = this.last;
+    this.last = now;
+    for (const [stage, w] of now.windows) if (was.windows.get(stage) !== w) this.handlers.window(stage, w);
+    if (now.maxFailures !== was.maxFailures) this.handlers.budget(now.maxFailures);
+    if (now.state !== was.state) {
+      if (now.state === 'abort requested') this.handlers.abort();
+      else if (now.state === 'paused') this.handlers.pause(true);
+      else if (now.state === 'applying' && was.state === 'paused') this.handlers.pause(false);
+    }
+  }
+}
