@@ -1,14 +1,14 @@
 /** `dcm strategy create|show|delete|abort` (apply lives in the orchestrator). */
 import { OperationError } from '../domain/errors.js';
 import { checkCombination, checkMaxParallel, planSteps } from '../domain/planning.js';
-import { driverExtraArgs, typeExtraArgs, type RawDriverOptions, type RawTypeOptions } from '../domain/options.js';
+import { timeoutExtraArgs, typeExtraArgs, type RawDriverOptions, type RawTypeOptions } from '../domain/options.js';
+import { driverExtraArgs, parseDriverName } from '../drivers/index.js';
 import { STRATEGY_ENDED, statesOf, type ApplyType, type StrategyType } from '../domain/types.js';
 import { listGroups } from '../store/groups.js';
 import type { Db } from '../store/open.js';
 import { deleteStrategy, getStrategy, insertStrategy, type Strategy } from '../store/strategy.js';
 import { insertSteps } from '../store/steps.js';
 import { planningRecords } from '../store/subclouds.js';
-import { UsageError } from '../domain/errors.js';
 import { immediate, withExistingWriteDb, withReadDb, withWriteDb, type Ctx } from './context.js';
 import { strategyShow } from './views.js';
 import type { Result } from '../cli/output/result.js';
@@ -37,6 +37,21 @@ export function theStrategy(db: Db, type?: StrategyType): Strategy {
 }
 
 export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Result> {
+  // Option values on their own, the driver's config file included, are checked before the file is
+  // read (SPEC §5): a bad one is a usage error even when a strategy exists already.
+  const raw = input.driverOptions ?? {};
+  const driverName = parseDriverName(raw.driver);
+  const typeExtra = typeExtraArgs(input.type, input.typeOptions ?? {});
+  const driver = {
+    ...(await driverExtraArgs(driverName, {
+      type: input.type,
+      states: input.type === 'custom' ? null : statesOf(input.type, typeExtra as { cert_file?: string | null }),
+      raw,
+      dbPath: ctx.dbPath,
+      seed: Math.floor(Math.random() * 2 ** 31),
+    })),
+    ...timeoutExtraArgs(input.type, raw),
+  };
   return withWriteDb(ctx, (db) =>
     immediate(db, () => {
       const existing = getStrategy(db);
@@ -51,16 +66,7 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Resu
         force: Boolean(input.force),
       };
       checkCombination(req);
-      const extra = typeExtraArgs(input.type, input.typeOptions ?? {});
-      const seed = Math.floor(Math.random() * 2 ** 31);
-      const driver = driverExtraArgs(input.type, input.driverOptions ?? {}, seed);
-      const states = statesOf(input.type, extra as { cert_file?: string | null });
-      for (const item of driver.sim_fail as string[]) {
-        const state = item.slice(item.indexOf('=') + 1);
-        if (!states.includes(state)) {
-          throw new UsageError(`Invalid --sim-fail state '${state}' for ${input.type}; its states are: ${states.join(', ')}`);
-        }
-      }
+      const extra = typeExtra;
       checkMaxParallel(input.type, req.maxParallelSubclouds);
 
       const plan = planSteps(req, listGroups(db).map((g) => ({

@@ -5,7 +5,8 @@ import { openDb } from '../store/open.js';
 import { casStrategyState, getStrategy } from '../store/strategy.js';
 import { abortInitialSteps, abortMidStateSteps, interruptRunning } from '../store/transitions.js';
 import { deleteLock, readLock } from '../store/lock.js';
-import { SimDriver, simSettings } from '../drivers/sim/index.js';
+import { createDriver } from '../drivers/index.js';
+import type { Driver } from '../drivers/driver.js';
 import { withExistingWriteDb } from '../commands/context.js';
 import { strategyNotFound, theStrategy } from '../commands/strategy.js';
 import { strategyShow } from '../commands/views.js';
@@ -28,7 +29,7 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType): Promise<O
   if (!db) strategyNotFound(type);
   const lock = new ApplyLock(db, ctx.dbPath);
   let locked = false;
-  let driver: SimDriver | null = null;
+  let driver: Driver | null = null;
   const progress = new LineProgress(process.stderr, ctx.quiet);
   try {
     // Not found, or ended, before anything else: an ended strategy has no use for the lock.
@@ -48,10 +49,10 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType): Promise<O
     else if (RESUMABLE.includes(s.state)) progress.note(`resuming the ${s.type} strategy (state ${s.state})`);
     else throw new OperationError(`Strategy in state ${s.state} cannot be applied`);
 
-    driver = new SimDriver(ctx.dbPath, simSettings(s.extra));
+    driver = await createDriver(ctx.dbPath, s.extra);
     const orchestrator = new Orchestrator(db, driver, progress, {
       type: s.type as StrategyType,
-      states: statesOf(s.type as StrategyType, s.extra as { cert_file?: string | null }),
+      states: statesOf(s.type as StrategyType, s.extra as { cert_file?: string | null; exec_states?: unknown }),
       stopOnFailure: s.stop_on_failure,
       campaign: s.created_at,
       extra: s.extra,
@@ -73,7 +74,8 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType): Promise<O
     }
     return { result: strategyShow(theStrategy(db)), exitCode };
   } finally {
-    driver?.close();
+    // Waits until every process the driver started is gone: dcm never leaves one behind.
+    await driver?.close();
     if (locked) lock.release();
     db.close();
   }

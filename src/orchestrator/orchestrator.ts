@@ -14,7 +14,8 @@ import pLimit from 'p-limit';
 import { formatDuration } from '../domain/durations.js';
 import { EXIT } from '../domain/errors.js';
 import { STEP_ENDED, TYPES, type StrategyType } from '../domain/types.js';
-import type { Driver, OperationResult } from '../drivers/driver.js';
+import type { Driver, OperationRequest, OperationResult } from '../drivers/driver.js';
+import { interruptedLast, leftRunning, markInterrupted, recordRunProcess, subcloudPlaceholders } from '../store/runs.js';
 import type { ExtraArgs } from '../domain/options.js';
 import { now } from '../store/clock.js';
 import type { Db } from '../store/open.js';
@@ -90,6 +91,14 @@ export class Orchestrator {
   private flushScheduled = false;
   private nextOpId = 1;
   private attempts = new Map<string, number>();
+  /** (step, state) whose last run was cut off: its next run is told so (DCM_RESUMED). */
+  private resumed = new Set<string>();
+  /** Runs of a (step, state) that failed or timed out in this process: the driver's retry budget. */
+  private failures = new Map<string, number>();
+  /** Runs an earlier orchestrator left going, adopted by the driver: waited for once their subcloud has its slot. */
+  private adopted = new Map<number, { worker: Worker; result: Promise<OperationResult> }>();
+  /** Retries waiting out their backoff: the subcloud keeps its slot meanwhile. */
+  private retryTimers = new Set<NodeJS.Timeout>();
 
   private noNewSubclouds = false;
   private noNewOperations = false;
@@ -122,10 +131,10 @@ export class Orchestrator {
   /** Run the strategy (already `applying`, or being resumed) to its end; returns the exit code. */
   async run(): Promise<number> {
     const started = Date.now();
-    const interrupted = interruptRunning(this.db);
-    if (interrupted) this.progress.note(`resuming: ${interrupted} operation(s) were interrupted and will run again`);
-    this.attempts = attemptCounts(this.db);
     const steps = loadSteps(this.db);
+    this.adoptLeftRuns(steps);
+    this.attempts = attemptCounts(this.db);
+    this.resumed = interruptedLast(this.db);
     this.failedSeen = steps.some((s) => s.state === 'failed');
     if (this.opts.stopOnFailure && this.failedSeen) this.noNewSubclouds = true;
     const state = strategyState(this.db);
@@ -144,6 +153,8 @@ export class Orchestrator {
       if (this.drainTimer) clearTimeout(this.drainTimer);
       if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
       this.deadlineTimer = null;
+      for (const t of this.retryTimers) clearTimeout(t);
+      this.retryTimers.clear();
       this.stopped = true;
     }
     if (this.fatal) throw this.fatal;
@@ -200,6 +211,14 @@ export class Orchestrator {
       this.slots.set(step.id, { step, release });
       this.peak = Math.max(this.peak, this.slots.size);
       this.maxWindow = Math.max(this.maxWindow, this.stageWindow);
+      const adopted = this.adopted.get(step.id);
+      if (adopted) {
+        // Still going (or ended while no dcm ran): wait for it, never start it again.
+        this.adopted.delete(step.id);
+        this.workers.set(step.id, adopted.worker);
+        this.await(adopted.worker, adopted.result);
+        return;
+      }
       const first = step.state === 'initial' ? this.opts.states[0] : step.state;
       this.queue({
         stepId: step.id,
@@ -214,10 +233,7 @@ export class Orchestrator {
     });
   }
 
-  /**
-   * Attempts already made come from the history as it was when this process started; within one
-   * process a state starts at most once per entry, so nothing needs to be added to the map.
-   */
+  /** Attempts already made: from the history as it was when this process started, then each start. */
   private nextAttempt(stepId: number, state: string): number {
     return (this.attempts.get(`${stepId}\u0000${state}`) ?? 0) + 1;
   }
@@ -255,6 +271,7 @@ export class Orchestrator {
         const slot = this.slots.get(t.stepId)!;
         slot.step.state = t.to;
         if (t.startAttempt !== undefined) this.start(slot.step, t.to, t.startAttempt, t.historyId!);
+        else if (t.retryInMs !== undefined) this.retryLater(slot.step, t.to, t.retryInMs);
         else this.release(t.stepId);
       }
     } catch (err) {
@@ -288,6 +305,25 @@ export class Orchestrator {
       const at = r.finishedAt;
       const index = this.opts.states.indexOf(state);
       const result = this.checkNext(r.result, index);
+      if (result.kind === 'retry') {
+        // The run is over without a result: its row closes, and the state runs again as a new
+        // attempt once the backoff is over, through this same registry.
+        const key = `${step.id}\u0000${state}`;
+        if (result.outcome === 'interrupted') this.resumed.add(key);
+        else this.failures.set(key, (this.failures.get(key) ?? 0) + 1);
+        this.pending.push({
+          stepId: step.id,
+          subcloudId: step.subcloudId,
+          cloud: step.cloud,
+          from: state,
+          to: state,
+          details: `${state}: ${result.reason} (run again in ${formatDuration(result.delayMs)})`,
+          close: { historyId: w.historyId, outcome: result.outcome, finishedAt: at, details: result.reason },
+          retryInMs: result.delayMs,
+          ended: false,
+        });
+        continue;
+      }
       if (result.kind === 'next') {
         const next = result.next ?? this.opts.states[index + 1] ?? 'complete';
         const ended = next === 'complete';
@@ -301,11 +337,12 @@ export class Orchestrator {
           details: result.details ?? '',
           close: { historyId: w.historyId, outcome: 'ok', finishedAt: at, details: result.details ?? '' },
           startAttempt,
-          completes: ended ? { endpoint: TYPES[this.opts.type].endpoint } : undefined,
+          // A custom type has no endpoint nor prestage status to bring up to date.
+          completes: ended && this.opts.type !== 'custom' ? { endpoint: TYPES[this.opts.type].endpoint } : undefined,
           ended,
         });
       } else {
-        const timeout = result.kind === 'timeout';
+        const timeout = result.kind === 'timeout' || (result.kind === 'failed' && result.timeout === true);
         const reason = result.kind === 'failed' ? result.reason : `timed out after ${formatDuration(this.opts.stateTimeoutMs)}`;
         this.pending.push({
           stepId: step.id,
@@ -345,31 +382,97 @@ export class Orchestrator {
     const opId = this.nextOpId++;
     const worker: Worker = { step, state, attempt, historyId, opId, controller: null, abandoned: false };
     this.workers.set(step.id, worker);
-    this.deadlines.push({ at: Date.now() + this.opts.stateTimeoutMs, stepId: step.id, opId });
-    this.compactDeadlines();
-    this.armDeadline();
-    this.driver
-      .run({
+    this.attempts.set(`${step.id}\u0000${state}`, attempt);
+    if (!this.driver.ownsTimeouts) {
+      this.deadlines.push({ at: Date.now() + this.opts.stateTimeoutMs, stepId: step.id, opId });
+      this.compactDeadlines();
+      this.armDeadline();
+    }
+    const req = this.request(worker);
+    this.resumed.delete(`${step.id}\u0000${state}`);
+    this.await(worker, this.driver.run(req));
+  }
+
+  /** The driver's answer, whatever it is, becomes a report for this worker. */
+  private await(worker: Worker, result: Promise<OperationResult>): void {
+    const { step, opId } = worker;
+    result.then(
+      (r) => this.report(step.id, opId, r),
+      (err: Error) => this.report(step.id, opId, { kind: 'failed', reason: err.message || String(err) }),
+    );
+  }
+
+  private request(worker: Worker): OperationRequest {
+    const { step, state, attempt, historyId } = worker;
+    const key = `${step.id}\u0000${state}`;
+    const db = this.db;
+    return {
+      cloud: step.cloud,
+      type: this.opts.type,
+      state,
+      stateIndex: this.opts.states.indexOf(state),
+      states: this.opts.states,
+      attempt,
+      resumed: this.resumed.has(key),
+      failures: this.failures.get(key) ?? 0,
+      stage: step.stage,
+      subcloud: subcloudPlaceholders(db, step.subcloudId),
+      campaign: this.opts.campaign,
+      extra: this.opts.extra,
+      get signal() {
+        if (!worker.controller) {
+          worker.controller = new AbortController();
+          if (worker.abandoned) worker.controller.abort();
+        }
+        return worker.controller.signal;
+      },
+      // Recorded at once, outside any batch: a dcm killed a moment later must still find the run.
+      onStarted: (proc) => recordRunProcess(db, historyId, proc),
+    };
+  }
+
+  /**
+   * Runs an earlier orchestrator left `running`: the driver says whether each is still going (or
+   * ended and left its status), to be waited for, or was cut off, to run again as the next attempt.
+   */
+  private adoptLeftRuns(steps: ApplyStep[]): void {
+    const byId = new Map(steps.map((s) => [s.id, s]));
+    let interrupted = 0;
+    let adopted = 0;
+    for (const left of leftRunning(this.db)) {
+      const step = byId.get(left.stepId);
+      const worker: Worker | null = step
+        ? { step, state: left.state, attempt: left.attempt, historyId: left.historyId, opId: this.nextOpId++, controller: null, abandoned: false }
+        : null;
+      const adoption = worker && this.driver.adopt && step!.state === left.state ? this.driver.adopt(left, this.request(worker)) : null;
+      if (adoption?.kind === 'wait') {
+        this.adopted.set(left.stepId, { worker: worker!, result: adoption.result });
+        adopted++;
+      } else {
+        markInterrupted(this.db, left.historyId, 'the orchestrator stopped while this operation ran');
+        interrupted++;
+      }
+    }
+    if (adopted) this.progress.note(`resuming: ${adopted} run(s) left by the last apply are still going or ended meanwhile; they are not run again`);
+    if (interrupted) this.progress.note(`resuming: ${interrupted} operation(s) were interrupted and will run again`);
+  }
+
+  /** Run the state again after the backoff; the subcloud keeps its slot meanwhile. */
+  private retryLater(step: ApplyStep, state: string, delayMs: number): void {
+    const t = setTimeout(() => {
+      this.retryTimers.delete(t);
+      this.queue({
+        stepId: step.id,
+        subcloudId: step.subcloudId,
         cloud: step.cloud,
-        type: this.opts.type,
-        state,
-        stateIndex: this.opts.states.indexOf(state),
-        states: this.opts.states,
-        attempt,
-        campaign: this.opts.campaign,
-        extra: this.opts.extra,
-        get signal() {
-          if (!worker.controller) {
-            worker.controller = new AbortController();
-            if (worker.abandoned) worker.controller.abort();
-          }
-          return worker.controller.signal;
-        },
-      })
-      .then(
-        (result) => this.report(step.id, opId, result),
-        (err: Error) => this.report(step.id, opId, { kind: 'failed', reason: err.message || String(err) }),
-      );
+        from: state,
+        to: state,
+        details: '',
+        startAttempt: this.nextAttempt(step.id, state),
+        ended: false,
+      });
+    }, delayMs);
+    this.retryTimers.add(t);
   }
 
   /**

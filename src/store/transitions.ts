@@ -60,7 +60,9 @@ export interface Transition {
   to: string;
   details: string;
   /** The running history row this transition closes, with how it ended and when. */
-  close?: { historyId: number; outcome: 'ok' | 'failed' | 'timeout' | 'skipped'; finishedAt: string; details: string };
+  close?: { historyId: number; outcome: 'ok' | 'failed' | 'timeout' | 'skipped' | 'interrupted'; finishedAt: string; details: string };
+  /** The same state runs again after this delay (a retry): the subcloud keeps its slot. */
+  retryInMs?: number;
   /** Set when an operation for `to` starts right after the commit: its attempt number. */
   startAttempt?: number;
   /** Filled in by commit: the history row opened for that operation. */

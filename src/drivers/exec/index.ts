@@ -1,0 +1,282 @@
+/**
+ * The `exec` driver (SPEC §7.2): each state of a step is one command. Every run is its own process
+ * group (spawned detached, stdin /dev/null) whose output goes straight to its log file, never
+ * through a pipe to dcm: if dcm dies, a pipe would break (SIGPIPE kills the run) or fill (the run
+ * hangs). A tiny `sh` wrapper leads the group; it records its pid first and the command's exit
+ * status last, beside the log, so a later apply can learn how a run ended while dcm was down.
+ *
+ * Processes: node's child_process (execa was measured and adds cost per run without doing
+ * anything needed here: see the README).
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { formatDuration } from '../../domain/durations.js';
+import type { Adoption, Driver, LeftRun, OperationRequest, OperationResult } from '../driver.js';
+import type { ExecConfig, StateSpec } from './config.js';
+import { lastLine, readSmall, readStatus, removeQuietly, runBase } from './files.js';
+import { render, SUBCLOUD_FIELDS, TYPE_OPTION_KEYS } from './placeholders.js';
+import { groupAlive, procStartTime, sameProcessAlive, terminateGroup } from './procs.js';
+
+/**
+ * `$1` = the run's base path, the rest = the command. The trap keeps the wrapper alive through a
+ * SIGTERM to the group (the handler is not inherited by the command, which gets the signal), so
+ * the status of a terminated command is still written; only SIGKILL leaves none.
+ */
+const WRAPPER = 'echo $$ >"$1.pid";trap : TERM INT HUP;b=$1;shift;"$@";c=$?;echo $c >"$b.status";exit $c';
+
+/** Reasons and details are kept short: `<state>: <reason>` fits in 200 characters. */
+const DETAILS_LIMIT = 200;
+
+export interface ExecSettings {
+  config: ExecConfig;
+  logDir: string;
+  dbPath: string;
+  sysadminPassword?: string;
+}
+
+interface Live {
+  pgid: number;
+  graceMs: number;
+  done: Promise<unknown>;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+export class ExecDriver implements Driver {
+  readonly ownsTimeouts = true;
+  private readonly specs: Map<string, StateSpec>;
+  private readonly dirs = new Set<string>();
+  /** Runs in flight, by subcloud: never two at once for one subcloud, whatever a caller does. */
+  private readonly live = new Map<string, Live>();
+  private closing = false;
+
+  constructor(private readonly settings: ExecSettings) {
+    this.specs = new Map(settings.config.states.map((s) => [s.state, s]));
+  }
+
+  private spec(state: string): StateSpec {
+    const s = this.specs.get(state);
+    if (!s) throw new Error(`the exec config has no command for state '${state}'`);
+    return s;
+  }
+
+  run(req: OperationRequest): Promise<OperationResult> {
+    if (this.closing) return Promise.resolve({ kind: 'failed', reason: 'the exec driver is closed' });
+    if (this.live.has(req.cloud)) {
+      return Promise.resolve({ kind: 'failed', reason: 'a run of this subcloud is still going: refusing a second one' });
+    }
+    const spec = this.spec(req.state);
+    return this.track(req.cloud, spec, 0, (entry) => this.spawnRun(req, spec, entry));
+  }
+
+  /** Registers the run as live before it starts, and forgets it once it has ended. */
+  private track(cloud: string, spec: StateSpec, pgid: number, start: (entry: Live) => Promise<OperationResult>): Promise<OperationResult> {
+    const entry: Live = { pgid, graceMs: spec.killGraceMs, done: Promise.resolve() };
+    this.live.set(cloud, entry);
+    const done = start(entry).finally(() => {
+      if (this.live.get(cloud) === entry) this.live.delete(cloud);
+    });
+    entry.done = done;
+    return done;
+  }
+
+  private async spawnRun(req: OperationRequest, spec: StateSpec, live: Live): Promise<OperationResult> {
+    const base = runBase(this.settings.logDir, req.cloud, req.attempt, req.state);
+    const dir = path.dirname(base);
+    if (!this.dirs.has(dir)) {
+      fs.mkdirSync(dir, { recursive: true });
+      this.dirs.add(dir);
+    }
+    // Left by an earlier strategy that used the same folder: they would tell a false story.
+    removeQuietly(`${base}.status`);
+    removeQuietly(`${base}.next`);
+    const log = `${base}.log`;
+    const values = this.values(req);
+    const argv = Array.isArray(spec.run)
+      ? spec.run.map((a) => render(a, values, false))
+      : ['/bin/sh', '-c', render(spec.run, values, true)];
+    const env = this.env(req, spec, values, base, log);
+    const cwd = render(spec.cwd, values, false);
+
+    const fd = fs.openSync(log, 'w');
+    let child;
+    try {
+      child = spawn('/bin/sh', ['-c', WRAPPER, 'dcm-run', base, ...argv], {
+        detached: true,
+        stdio: ['ignore', fd, fd],
+        cwd,
+        env,
+      });
+    } finally {
+      fs.closeSync(fd);
+    }
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>((resolve) => {
+      child.once('error', (error) => resolve({ code: null, signal: null, error }));
+      child.once('exit', (code, signal) => resolve({ code, signal }));
+    });
+    const pid = child.pid;
+    if (pid === undefined) {
+      const { error } = await exited;
+      return { kind: 'failed', reason: `cannot start: ${error?.message ?? 'unknown error'}` };
+    }
+    live.pgid = pid;
+    req.onStarted?.({ pid, pgid: pid, procStart: procStartTime(pid) });
+
+    let timedOut = false;
+    let stopped = false;
+    let killing: Promise<boolean> | null = null;
+    const kill = () => (killing ??= terminateGroup(pid, spec.killGraceMs));
+    const timer = setTimeout(() => {
+      timedOut = true;
+      void kill();
+    }, spec.timeoutMs);
+    const onAbort = () => {
+      stopped = true;
+      void kill();
+    };
+    req.signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      const end = await exited;
+      clearTimeout(timer);
+      // The wrapper is gone; anything it left running in its group (`sleep 1000 &`) goes too, and
+      // the subcloud keeps its slot until every process of the group is gone.
+      if (killing) await killing;
+      else if (groupAlive(pid)) await kill();
+      if (stopped) return { kind: 'failed', reason: 'interrupted' };
+      if (timedOut) return this.failure(req, spec, `timed out after ${formatDuration(spec.timeoutMs)}`, 'timeout');
+      const code = end.code ?? readStatus(base);
+      if (code === null) return this.failure(req, spec, `killed by ${end.signal ?? 'a signal'}`, 'failed');
+      return this.outcome(req, spec, base, code);
+    } finally {
+      clearTimeout(timer);
+      req.signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** How a run that ended with `code` ends the state. */
+  private outcome(req: OperationRequest, spec: StateSpec, base: string, code: number): OperationResult {
+    if (code !== 0) {
+      const line = lastLine(`${base}.log`);
+      return this.failure(req, spec, line ? `exit ${code}: ${line}` : `exit ${code}`, 'failed');
+    }
+    const text = readSmall(`${base}.next`);
+    if (text === null || text.trim() === '') return { kind: 'next' };
+    const next = text.trim();
+    if (next === 'complete' || req.states.indexOf(next) > req.stateIndex) return { kind: 'next', next };
+    return this.failure(req, spec, `$DCM_NEXT names '${next.slice(0, 60)}', not a later state or complete`, 'failed', false);
+  }
+
+  private failure(req: OperationRequest, spec: StateSpec, reason: string, outcome: 'failed' | 'timeout', retry = true): OperationResult {
+    const max = DETAILS_LIMIT - req.state.length - 2;
+    const short = reason.length > max ? `${reason.slice(0, max - 1)}…` : reason;
+    const failures = req.failures ?? 0;
+    if (retry && failures < spec.retries) {
+      const delayMs = Math.min(spec.backoffMaxMs, spec.backoffMinMs * 2 ** failures);
+      return { kind: 'retry', reason: short, outcome, delayMs };
+    }
+    return { kind: 'failed', reason: short, timeout: outcome === 'timeout' };
+  }
+
+  private values(req: OperationRequest): Record<string, string> {
+    const v: Record<string, string> = {
+      cloud: req.cloud,
+      state: req.state,
+      type: req.type,
+      attempt: String(req.attempt),
+      stage: String(req.stage ?? ''),
+      db: this.settings.dbPath,
+    };
+    for (const [name, key] of Object.entries(TYPE_OPTION_KEYS)) {
+      const x = req.extra[key];
+      v[name] = x === null || x === undefined ? '' : String(x);
+    }
+    for (const f of SUBCLOUD_FIELDS) v[f] = req.subcloud?.[f] ?? '';
+    return v;
+  }
+
+  private env(req: OperationRequest, spec: StateSpec, values: Record<string, string>, base: string, log: string): NodeJS.ProcessEnv {
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    // A run must not inherit dcm's own settings by accident (DCM_DB of the shell, DCM_DEBUG…).
+    for (const k of Object.keys(env)) if (k.startsWith('DCM_')) delete env[k];
+    env.DCM_CLOUD = req.cloud;
+    env.DCM_STATE = req.state;
+    env.DCM_TYPE = req.type;
+    env.DCM_ATTEMPT = String(req.attempt);
+    env.DCM_STAGE = values.stage;
+    env.DCM_DB = this.settings.dbPath;
+    env.DCM_LOG = log;
+    env.DCM_NEXT = `${base}.next`;
+    if (req.resumed) env.DCM_RESUMED = '1';
+    for (const [name, key] of Object.entries({ ...TYPE_OPTION_KEYS, ...TYPE_FLAGS })) {
+      const x = req.extra[key];
+      if (x !== null && x !== undefined) env[`DCM_ARG_${name.toUpperCase()}`] = String(x);
+    }
+    for (const [k, x] of Object.entries(req.options ?? {})) env[`DCM_OPT_${k.toUpperCase()}`] = String(x);
+    if (this.settings.sysadminPassword) env.DCM_SYSADMIN_PASSWORD = this.settings.sysadminPassword;
+    for (const [k, x] of Object.entries(spec.env)) env[k] = render(x, values, false);
+    return env;
+  }
+
+  adopt(left: LeftRun, req: OperationRequest): Adoption {
+    const spec = this.specs.get(left.state);
+    if (!spec) return { kind: 'interrupted' };
+    const base = runBase(this.settings.logDir, left.cloud, left.attempt, left.state);
+    let proc = left.proc;
+    if (!proc) {
+      // dcm died between starting the run and recording it: the wrapper's own record tells.
+      const pid = Number(readSmall(`${base}.pid`));
+      if (pid > 0) proc = { pid, pgid: pid, procStart: null };
+    }
+    const alive = proc !== null && (sameProcessAlive(proc.pid, proc.procStart) || groupAlive(proc.pgid));
+    if (!alive) {
+      const code = readStatus(base);
+      if (code === null) return { kind: 'interrupted' };
+      return { kind: 'wait', result: this.track(left.cloud, spec, 0, async () => this.outcome(req, spec, base, code)) };
+    }
+    const pgid = proc!.pgid;
+    const deadline = Date.parse(left.startedAt) + spec.timeoutMs;
+    return { kind: 'wait', result: this.track(left.cloud, spec, pgid, () => this.waitAdopted(req, spec, base, pgid, deadline)) };
+  }
+
+  /** A run started by an earlier dcm: not our child, so its end is learnt by polling its group. */
+  private async waitAdopted(req: OperationRequest, spec: StateSpec, base: string, pgid: number, deadline: number): Promise<OperationResult> {
+    let every = 20;
+    while (groupAlive(pgid)) {
+      if (req.signal.aborted) {
+        await terminateGroup(pgid, spec.killGraceMs);
+        return { kind: 'failed', reason: 'interrupted' };
+      }
+      if (Date.now() >= deadline) {
+        await terminateGroup(pgid, spec.killGraceMs);
+        return this.failure(req, spec, `timed out after ${formatDuration(spec.timeoutMs)}`, 'timeout');
+      }
+      await sleep(every);
+      every = Math.min(every * 2, 200);
+    }
+    const code = readStatus(base);
+    if (code === null) {
+      return { kind: 'retry', outcome: 'interrupted', reason: 'the run ended without recording its exit status', delayMs: 0 };
+    }
+    return this.outcome(req, spec, base, code);
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    const pending = [...this.live.values()];
+    await Promise.all(pending.map((l) => (l.pgid ? terminateGroup(l.pgid, l.graceMs) : undefined)));
+    await Promise.all(pending.map((l) => l.done.catch(() => undefined)));
+  }
+}
+
+/** Type options that are flags rather than placeholders, exported as DCM_ARG_* too. */
+const TYPE_FLAGS: Record<string, string> = {
+  for_install: 'for_install',
+  for_sw_deploy: 'for_sw_deploy',
+  snapshot: 'snapshot',
+  rollback: 'rollback',
+  delete: 'delete_option',
+  cleanup: 'cleanup',
+  with_prestage: 'with_prestage',
+  kube_upgrade: 'kube_upgrade',
+};
