@@ -39,8 +39,13 @@ export class LineProgress implements ProgressSink {
 
   transition(e: TransitionEvent): void {
     if (this.quiet) return;
+    if (e.from === e.to && e.attempt === undefined) {
+      // A run that will be retried after its backoff: the details say why and when.
+      this.out.write(`${e.at} ${e.cloud}: ${e.details}\n`);
+      return;
+    }
     if (e.from === e.to) {
-      // A step caught mid-state by the last process: its operation runs again.
+      // A step caught mid-state by the last process (or a retry): its operation runs again.
       this.out.write(`${e.at} ${e.cloud}: ${e.to} again (attempt ${e.attempt ?? '?'})\n`);
       return;
     }

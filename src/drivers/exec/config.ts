@@ -31,13 +31,30 @@ const KEYS = ['run', 'timeout', 'retries', 'backoff', 'kill_grace', 'env', 'cwd'
 
 type Entry = Record<string, unknown>;
 
+/** Where parseConfigText keeps the file order of `states`. */
+const STATE_ORDER = '\u0000state order';
+
+function toPlain(v: unknown): unknown {
+  if (v instanceof Map) return Object.fromEntries([...v.entries()].map(([k, x]) => [String(k), toPlain(x)]));
+  if (Array.isArray(v)) return v.map(toPlain);
+  return v;
+}
+
 function isObject(v: unknown): v is Entry {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+/**
+ * Parse YAML or JSON (YAML's superset) with mappings as Maps, turned into plain objects except
+ * for the order of `states`, kept apart: a plain object would put a state named "10" first.
+ */
 export function parseConfigText(text: string, file: string): unknown {
   try {
-    return parseYaml(text, { uniqueKeys: true });
+    const doc = parseYaml(text, { uniqueKeys: true, mapAsMap: true }) as unknown;
+    const order = doc instanceof Map && doc.get('states') instanceof Map ? [...(doc.get('states') as Map<unknown, unknown>).keys()].map(String) : null;
+    const plain = toPlain(doc);
+    if (order && isObject(plain)) (plain as Entry)[STATE_ORDER] = order;
+    return plain;
   } catch (err) {
     const first = String((err as Error).message).split('\n')[0];
     throw new UsageError(`exec config ${file}: not valid YAML or JSON: ${first}`);
@@ -54,14 +71,14 @@ export function resolveConfig(doc: unknown, file: string, typeStates: readonly s
   };
   if (!isObject(doc)) bad('top level', 'expected a mapping with "states" (and optional "defaults")');
   const top = doc as Entry;
-  for (const k of Object.keys(top)) if (k !== 'defaults' && k !== 'states') bad(k, 'unknown key: use defaults, states');
+  for (const k of Object.keys(top)) if (k !== 'defaults' && k !== 'states' && k !== STATE_ORDER) bad(k, 'unknown key: use defaults, states');
   const defaults = top.defaults ?? {};
   if (!isObject(defaults)) bad('defaults', 'expected a mapping');
   if (!isObject(top.states)) bad('states', 'expected a mapping of state name to command');
   const states = top.states as Entry;
   const base = path.dirname(path.resolve(file));
 
-  const names = Object.keys(states);
+  const names = Array.isArray(top[STATE_ORDER]) ? (top[STATE_ORDER] as string[]) : Object.keys(states);
   if (typeStates === null) {
     if (names.includes('*')) bad('states: "*"', 'not allowed with --type custom: name every state');
     if (names.length === 0) bad('states', 'a custom type needs at least one state');
@@ -75,20 +92,23 @@ export function resolveConfig(doc: unknown, file: string, typeStates: readonly s
     }
   }
   const order = typeStates ?? names;
-  const resolved = order.map((s) => resolveEntry(s, s in states ? states[s] : states['*'], defaults as Entry, base, bad));
-  // A default key with a bad value is refused even when every state overrides it.
-  resolveEntry('defaults', { run: 'true' }, defaults as Entry, base, bad);
+  const resolved = order.map((s) =>
+    s in states ? resolveEntry(s, `state "${s}"`, states[s], defaults as Entry, base, bad) : resolveEntry(s, 'state "*"', states['*'], defaults as Entry, base, bad),
+  );
+  // Every entry is checked, even one no state uses, and a bad default even when overridden.
+  if ('*' in states) resolveEntry('*', 'state "*"', states['*'], defaults as Entry, base, bad);
+  resolveEntry('defaults', 'defaults', { run: 'true' }, defaults as Entry, base, bad);
   return { states: resolved };
 }
 
 function resolveEntry(
   state: string,
+  where: string,
   raw: unknown,
   defaults: Entry,
   base: string,
   bad: (where: string, msg: string) => never,
 ): StateSpec {
-  const where = state === 'defaults' ? 'defaults' : `state "${state}"`;
   const entry: Entry = Array.isArray(raw) || typeof raw === 'string' ? { run: raw } : isObject(raw) ? raw : bad(where, 'expected a command (a list or a string) or a mapping with "run"');
   for (const k of Object.keys(defaults)) {
     if (!KEYS.includes(k) || k === 'run') bad(`defaults: ${k}`, `unknown key; a default may set ${KEYS.slice(1).join(', ')}`);

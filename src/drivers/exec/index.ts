@@ -90,6 +90,7 @@ export class ExecDriver implements Driver {
     }
     // Left by an earlier strategy that used the same folder: they would tell a false story.
     removeQuietly(`${base}.status`);
+    removeQuietly(`${base}.pid`);
     removeQuietly(`${base}.next`);
     const log = `${base}.log`;
     const values = this.values(req);
