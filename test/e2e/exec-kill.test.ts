@@ -1,0 +1,149 @@
+/**
+ * kill -9 of dcm while exec runs are in flight (SPEC §7.2): the runs are their own process groups
+ * and go on; the next apply waits for a run still going, takes the status of a run that ended
+ * meanwhile, and runs again only a run that ended without one (with DCM_RESUMED=1). Judged by
+ * the commands' own log: no two runs of a subcloud overlap, none runs twice.
+ */
+import { afterEach, describe, expect, test } from '@jest/globals';
+import Database from 'better-sqlite3';
+import fs from 'node:fs';
+import path from 'node:path';
+import { statesOf } from '../../src/domain/types.js';
+import { dcm, dcmOk, sleep, waitFor } from '../helpers/cli.js';
+import { history, killLeftovers, names, spawnDcm, steps } from '../helpers/history.js';
+import { execFixture, overlapsPerCloud, peakConcurrent, type ExecFixture } from '../helpers/exec.js';
+
+const PATCH = statesOf('patch');
+let f: ExecFixture;
+afterEach(() => {
+  killLeftovers();
+  f?.cleanup();
+});
+
+/** History rows still running, with the process recorded for them. */
+function runningRows(db: string): { cloud: string; state: string; attempt: number; pid: number | null; pgid: number | null }[] {
+  const d = new Database(db, { readonly: true });
+  try {
+    return d
+      .prepare(
+        `SELECT sc.name AS cloud, h.state, h.attempt, h.pid, h.pgid FROM step_history h JOIN strategy_step st ON st.id = h.step_id
+         JOIN subcloud sc ON sc.id = st.subcloud_id WHERE h.outcome = 'running'`,
+      )
+      .all() as { cloud: string; state: string; attempt: number; pid: number | null; pgid: number | null }[];
+  } finally {
+    d.close();
+  }
+}
+
+const startedRun = (db: string) => runningRows(db).find((r) => r.pid !== null);
+
+function setup(n: number, window: number, yaml: string): void {
+  dcmOk(['--db', f.db, 'subcloud', 'add', ...names(n)]);
+  dcmOk(['--db', f.db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', String(window), '--driver', 'exec', '--exec-config', f.config(yaml)]);
+}
+
+describe('exec driver: kill -9 of dcm, then apply', () => {
+  test('SIGKILLed at random moments 10+ times: no overlap per subcloud, nothing run twice, no process left', async () => {
+    f = execFixture();
+    const N = 8;
+    const WINDOW = 4;
+    setup(N, WINDOW, `
+defaults: {env: {STEP_MIN_MS: "30", STEP_MAX_MS: "250"}}
+states:
+  "*": [${f.step}, "{cloud}", "{state}"]
+`);
+    let kills = 0;
+    let adopted = 0;
+    let code: number | null = null;
+    for (let round = 0; round < 60 && code !== 0; round++) {
+      const run = spawnDcm(['--db', f.db, 'strategy', 'apply'], f.env);
+      if (kills < 10) {
+        await sleep(150 + Math.floor(Math.random() * 400));
+        run.child.kill('SIGKILL');
+        kills++;
+      }
+      const r = await run.done;
+      if (/still going or ended meanwhile/.test(r.stderr)) adopted++;
+      code = r.code;
+    }
+    expect(kills).toBeGreaterThanOrEqual(10);
+    expect(code).toBe(0);
+    expect(adopted).toBeGreaterThan(0);
+
+    const runs = f.readRuns();
+    const keys = runs.map((x) => `${x.cloud}/${x.state}`).sort();
+    expect(keys).toEqual(names(N).flatMap((c) => PATCH.map((s) => `${c}/${s}`)).sort());
+    expect(overlapsPerCloud(runs)).toEqual([]);
+    expect(peakConcurrent(runs)).toBeLessThanOrEqual(WINDOW);
+    expect(steps(f.db).every((s) => s.state === 'complete')).toBe(true);
+    // Every ok row belongs to the run the command logged: one ok row per (cloud, state).
+    const ok = history(f.db).filter((h) => h.outcome === 'ok');
+    expect(ok).toHaveLength(N * PATCH.length);
+    expect(f.leftovers()).toEqual([]);
+  }, 120_000);
+
+  test('a run still going is waited for, not started again', async () => {
+    f = execFixture();
+    setup(1, 1, `
+states:
+  pre check: {run: [${f.step}, slow], env: {STEP_MIN_MS: "1500"}}
+  "*": [${f.step}, quick]
+`);
+    const first = spawnDcm(['--db', f.db, 'strategy', 'apply'], f.env);
+    await waitFor(() => startedRun(f.db) !== undefined, 20_000);
+    first.child.kill('SIGKILL');
+    await first.done;
+    const r = dcm(['--db', f.db, 'strategy', 'apply'], { env: f.env });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain('still going or ended meanwhile');
+    const pre = f.readRuns().filter((x) => x.state === 'pre check');
+    expect(pre).toHaveLength(1);
+    expect(history(f.db, 's1').filter((h) => h.state === 'pre check').map((h) => [h.attempt, h.outcome])).toEqual([[1, 'ok']]);
+    expect(overlapsPerCloud(f.readRuns())).toEqual([]);
+  }, 60_000);
+
+  test('a run that ended while dcm was down is taken with its status, not run again', async () => {
+    f = execFixture();
+    setup(1, 1, `
+states:
+  pre check: {run: "sleep 0.4; echo broke >&2; exit 5"}
+  "*": "true"
+`);
+    const first = spawnDcm(['--db', f.db, 'strategy', 'apply'], f.env);
+    await waitFor(() => startedRun(f.db) !== undefined, 20_000);
+    first.child.kill('SIGKILL');
+    await first.done;
+    const status = path.join(`${f.db}.logs`, 's1', '1-pre check.status');
+    await waitFor(() => fs.existsSync(status), 20_000);
+    await sleep(100);
+    const r = dcm(['--db', f.db, 'strategy', 'apply'], { env: f.env });
+    expect(r.code).toBe(1);
+    expect(steps(f.db)[0].details).toBe('pre check: exit 5: broke');
+    expect(history(f.db, 's1').map((h) => [h.attempt, h.outcome])).toEqual([[1, 'failed']]);
+  }, 60_000);
+
+  test('a run that ended without a status runs again as the next attempt, with DCM_RESUMED=1', async () => {
+    f = execFixture();
+    setup(1, 1, `
+states:
+  pre check:
+    run: '[ "$DCM_ATTEMPT" = 1 ] && sleep 1000; exec ${f.step} again'
+  "*": "true"
+`);
+    const first = spawnDcm(['--db', f.db, 'strategy', 'apply'], f.env);
+    await waitFor(() => startedRun(f.db) !== undefined, 20_000);
+    const { pgid } = startedRun(f.db)!;
+    first.child.kill('SIGKILL');
+    await first.done;
+    // The site went down with the run: its whole group is killed, wrapper included.
+    process.kill(-pgid!, 'SIGKILL');
+    await waitFor(() => f.leftovers().length === 0, 10_000);
+    const r = dcm(['--db', f.db, 'strategy', 'apply'], { env: f.env });
+    expect(r.code).toBe(0);
+    expect(history(f.db, 's1').filter((h) => h.state === 'pre check').map((h) => [h.attempt, h.outcome])).toEqual([
+      [1, 'interrupted'],
+      [2, 'ok'],
+    ]);
+    expect(f.readRuns().map((x) => [x.state, x.attempt, x.resumed])).toEqual([['pre check', 2, true]]);
+  }, 60_000);
+});
