@@ -15,7 +15,8 @@ import { formatDuration } from '../domain/durations.js';
 import { EXIT } from '../domain/errors.js';
 import { STEP_ENDED, TYPES, type StrategyType } from '../domain/types.js';
 import type { Driver, OperationRequest, OperationResult } from '../drivers/driver.js';
-import { interruptedLast, leftRunning, markInterrupted, recordRunProcess, subcloudPlaceholders } from '../store/runs.js';
+import { interruptedLast, leftRunning, markInterrupted, recordRunProcesses, subcloudPlaceholders } from '../store/runs.js';
+import type { RunProcess } from '../drivers/driver.js';
 import type { ExtraArgs } from '../domain/options.js';
 import { now } from '../store/clock.js';
 import type { Db } from '../store/open.js';
@@ -99,6 +100,8 @@ export class Orchestrator {
   private adopted = new Map<number, { worker: Worker; result: Promise<OperationResult> }>();
   /** Retries waiting out their backoff: the subcloud keeps its slot meanwhile. */
   private retryTimers = new Set<NodeJS.Timeout>();
+  /** Processes started since the last flush, recorded in their history rows by the next one. */
+  private procs: [number, RunProcess][] = [];
 
   private noNewSubclouds = false;
   private noNewOperations = false;
@@ -146,7 +149,7 @@ export class Orchestrator {
       await Promise.race([this.runStages(steps), stopped]);
       // Stopped without waiting (a second Ctrl-C): answers already received are still committed;
       // nothing new starts (noNewOperations). The operations still out run again on resume.
-      if (this.interruptedBy && !this.fatal && (this.reports.length || this.pending.length)) this.flush();
+      if (this.interruptedBy && !this.fatal && (this.reports.length || this.pending.length || this.procs.length)) this.flush();
     } finally {
       // Every way out (end, signal, fatal error) leaves no timer that would keep the process alive.
       clearInterval(poll);
@@ -260,6 +263,7 @@ export class Orchestrator {
     this.flushScheduled = false;
     if (this.fatal || this.stopped) return;
     try {
+      this.recordProcs();
       this.decideReports();
       const batch = this.withoutHeldBack(this.pending);
       this.pending = [];
@@ -426,8 +430,12 @@ export class Orchestrator {
         }
         return worker.controller.signal;
       },
-      // Recorded at once, outside any batch: a dcm killed a moment later must still find the run.
-      onStarted: (proc) => recordRunProcess(db, historyId, proc),
+      // Recorded by the next flush, in one transaction for all: until then the wrapper's own pid
+      // file beside the run's log tells a later apply where the run is.
+      onStarted: (proc) => {
+        this.procs.push([historyId, proc]);
+        this.scheduleFlush();
+      },
     };
   }
 
@@ -455,6 +463,13 @@ export class Orchestrator {
     }
     if (adopted) this.progress.note(`resuming: ${adopted} run(s) left by the last apply are still going or ended meanwhile; they are not run again`);
     if (interrupted) this.progress.note(`resuming: ${interrupted} operation(s) were interrupted and will run again`);
+  }
+
+  private recordProcs(): void {
+    if (this.procs.length === 0) return;
+    const procs = this.procs;
+    this.procs = [];
+    recordRunProcesses(this.db, procs);
   }
 
   /** Run the state again after the backoff; the subcloud keeps its slot meanwhile. */

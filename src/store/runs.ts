@@ -55,8 +55,12 @@ export function markInterrupted(db: Db, historyId: number, details: string): voi
   );
 }
 
-export function recordRunProcess(db: Db, historyId: number, proc: RunProcess): void {
-  sql(db, 'UPDATE step_history SET pid = ?, pgid = ?, proc_start = ? WHERE id = ?').run(proc.pid, proc.pgid, proc.procStart, historyId);
+/** The processes runs started, by history row, in one transaction. */
+export function recordRunProcesses(db: Db, procs: readonly [number, RunProcess][]): void {
+  const stmt = sql(db, 'UPDATE step_history SET pid = ?, pgid = ?, proc_start = ? WHERE id = ?');
+  db.transaction(() => {
+    for (const [historyId, p] of procs) stmt.run(p.pid, p.pgid, p.procStart, historyId);
+  }).immediate();
 }
 
 /** (step, state) keys whose latest run was interrupted: the next run of that state is resumed. */

@@ -50,9 +50,12 @@ export class ExecDriver implements Driver {
   /** Runs in flight, by subcloud: never two at once for one subcloud, whatever a caller does. */
   private readonly live = new Map<string, Live>();
   private closing = false;
+  /** dcm's environment without its own DCM_* settings (DCM_DB of the shell, DCM_DEBUG…), made once. */
+  private readonly baseEnv: NodeJS.ProcessEnv;
 
   constructor(private readonly settings: ExecSettings) {
     this.specs = new Map(settings.config.states.map((s) => [s.state, s]));
+    this.baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DCM_')));
   }
 
   private spec(state: string): StateSpec {
@@ -197,9 +200,7 @@ export class ExecDriver implements Driver {
   }
 
   private env(req: OperationRequest, spec: StateSpec, values: Record<string, string>, base: string, log: string): NodeJS.ProcessEnv {
-    const env: NodeJS.ProcessEnv = { ...process.env };
-    // A run must not inherit dcm's own settings by accident (DCM_DB of the shell, DCM_DEBUG…).
-    for (const k of Object.keys(env)) if (k.startsWith('DCM_')) delete env[k];
+    const env: NodeJS.ProcessEnv = { ...this.baseEnv };
     env.DCM_CLOUD = req.cloud;
     env.DCM_STATE = req.state;
     env.DCM_TYPE = req.type;
