@@ -263,12 +263,18 @@ export class Orchestrator {
     this.flushScheduled = false;
     if (this.fatal || this.stopped) return;
     try {
-      this.recordProcs();
       this.decideReports();
       const batch = this.withoutHeldBack(this.pending);
       this.pending = [];
-      if (batch.length === 0) return;
-      this.writer.commit(batch);
+      if (batch.length === 0) {
+        this.recordProcs();
+        return;
+      }
+      // Processes started since the last flush are recorded in the same transaction.
+      this.db.transaction(() => {
+        this.recordProcs();
+        this.writer.commit(batch);
+      }).immediate();
       // Committed: now it may be seen, and the operations it opened may start.
       for (const t of batch) {
         this.progress.transition({ at: now(), cloud: t.cloud, from: t.from, to: t.to, details: t.details, attempt: t.startAttempt });

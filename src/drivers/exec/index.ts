@@ -2,13 +2,13 @@
  * The `exec` driver (SPEC §7.2): each state of a step is one command. Every run is its own process
  * group (spawned detached, stdin /dev/null) whose output goes straight to its log file, never
  * through a pipe to dcm: if dcm dies, a pipe would break (SIGPIPE kills the run) or fill (the run
- * hangs). A tiny `sh` wrapper leads the group; it records its pid first and the command's exit
- * status last, beside the log, so a later apply can learn how a run ended while dcm was down.
+ * hangs). Runs are started by the launcher (./launcher.ts), a small process that outlives dcm and
+ * writes each run's pid and exit status beside its log, so a later apply can learn how a run ended
+ * while dcm was down.
  *
  * Processes: node's child_process (execa was measured and adds cost per run without doing
  * anything needed here: see the README).
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { formatDuration } from '../../domain/durations.js';
@@ -16,14 +16,8 @@ import type { Adoption, Driver, LeftRun, OperationRequest, OperationResult } fro
 import type { ExecConfig, StateSpec } from './config.js';
 import { lastLine, readSmall, readStatus, removeQuietly, runBase } from './files.js';
 import { render, SUBCLOUD_FIELDS, TYPE_OPTION_KEYS } from './placeholders.js';
-import { groupAlive, procStartTime, sameProcessAlive, terminateGroup } from './procs.js';
-
-/**
- * `$1` = the run's base path, the rest = the command. The trap keeps the wrapper alive through a
- * SIGTERM to the group (the handler is not inherited by the command, which gets the signal), so
- * the status of a terminated command is still written; only SIGKILL leaves none.
- */
-const WRAPPER = 'echo $$ >"$1.pid";trap : TERM INT HUP;b=$1;shift;"$@";c=$?;echo $c >"$b.status";exit $c';
+import { groupAlive, sameProcessAlive, terminateGroup, waitGroupGone } from './procs.js';
+import { Launcher } from './launch.js';
 
 /** Reasons and details are kept short: `<state>: <reason>` fits in 200 characters. */
 const DETAILS_LIMIT = 200;
@@ -52,10 +46,12 @@ export class ExecDriver implements Driver {
   private closing = false;
   /** dcm's environment without its own DCM_* settings (DCM_DB of the shell, DCM_DEBUG…), made once. */
   private readonly baseEnv: NodeJS.ProcessEnv;
+  private readonly launcher: Launcher;
 
   constructor(private readonly settings: ExecSettings) {
     this.specs = new Map(settings.config.states.map((s) => [s.state, s]));
     this.baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DCM_')));
+    this.launcher = new Launcher(this.baseEnv);
   }
 
   private spec(state: string): StateSpec {
@@ -91,41 +87,23 @@ export class ExecDriver implements Driver {
       fs.mkdirSync(dir, { recursive: true });
       this.dirs.add(dir);
     }
-    // Left by an earlier strategy that used the same folder: they would tell a false story.
+    // Left by an earlier strategy that used the same folder: they would tell a false story. (The
+    // launcher writes `.pid` itself before anyone can read it.)
     removeQuietly(`${base}.status`);
-    removeQuietly(`${base}.pid`);
     removeQuietly(`${base}.next`);
-    const log = `${base}.log`;
     const values = this.values(req);
     const argv = Array.isArray(spec.run)
       ? spec.run.map((a) => render(a, values, false))
       : ['/bin/sh', '-c', render(spec.run, values, true)];
-    const env = this.env(req, spec, values, base, log);
+    const env = this.env(req, spec, values, base);
     const cwd = render(spec.cwd, values, false);
 
-    const fd = fs.openSync(log, 'w');
-    let child;
-    try {
-      child = spawn('/bin/sh', ['-c', WRAPPER, 'dcm-run', base, ...argv], {
-        detached: true,
-        stdio: ['ignore', fd, fd],
-        cwd,
-        env,
-      });
-    } finally {
-      fs.closeSync(fd);
-    }
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>((resolve) => {
-      child.once('error', (error) => resolve({ code: null, signal: null, error }));
-      child.once('exit', (code, signal) => resolve({ code, signal }));
-    });
-    const pid = child.pid;
-    if (pid === undefined) {
-      const { error } = await exited;
-      return { kind: 'failed', reason: `cannot start: ${error?.message ?? 'unknown error'}` };
-    }
+    const run = this.launcher.launch({ file: argv[0], args: argv.slice(1), cwd, env, base });
+    const started = await run.started;
+    if ('error' in started) return { kind: 'failed', reason: `cannot start: ${started.error}` };
+    const pid = started.pid;
     live.pgid = pid;
-    req.onStarted?.({ pid, pgid: pid, procStart: procStartTime(pid) });
+    req.onStarted?.({ pid, pgid: pid, procStart: started.start });
 
     let timedOut = false;
     let stopped = false;
@@ -141,16 +119,24 @@ export class ExecDriver implements Driver {
     };
     req.signal.addEventListener('abort', onAbort, { once: true });
     try {
-      const end = await exited;
+      const end = await run.exited;
       clearTimeout(timer);
+      if (end.lost) {
+        // The launcher died: no status will come; the run is over when its group is gone.
+        while (!(await waitGroupGone(pid, 1000))) if (stopped || timedOut) break;
+        if (killing) await killing;
+        if (!stopped && !timedOut) {
+          return { kind: 'retry', outcome: 'interrupted', reason: 'the launcher stopped before the run ended', delayMs: 0 };
+        }
+      }
       // The wrapper is gone; anything it left running in its group (`sleep 1000 &`) goes too, and
       // the subcloud keeps its slot until every process of the group is gone.
       if (killing) await killing;
       else if (groupAlive(pid)) await kill();
       if (stopped) return { kind: 'failed', reason: 'interrupted' };
       if (timedOut) return this.failure(req, spec, `timed out after ${formatDuration(spec.timeoutMs)}`, 'timeout');
-      const code = end.code ?? readStatus(base);
-      if (code === null) return this.failure(req, spec, `killed by ${end.signal ?? 'a signal'}`, 'failed');
+      if (end.code === null) return this.failure(req, spec, `killed by ${end.signal ?? 'a signal'}`, 'failed');
+      const code = end.code;
       return this.outcome(req, spec, base, code);
     } finally {
       clearTimeout(timer);
@@ -199,8 +185,10 @@ export class ExecDriver implements Driver {
     return v;
   }
 
-  private env(req: OperationRequest, spec: StateSpec, values: Record<string, string>, base: string, log: string): NodeJS.ProcessEnv {
-    const env: NodeJS.ProcessEnv = { ...this.baseEnv };
+  /** What a run's environment adds to the launcher's (which is dcm's without DCM_*). */
+  private env(req: OperationRequest, spec: StateSpec, values: Record<string, string>, base: string): Record<string, string> {
+    const log = `${base}.log`;
+    const env: Record<string, string> = {};
     env.DCM_CLOUD = req.cloud;
     env.DCM_STATE = req.state;
     env.DCM_TYPE = req.type;
@@ -268,6 +256,7 @@ export class ExecDriver implements Driver {
     const pending = [...this.live.values()];
     await Promise.all(pending.map((l) => (l.pgid ? terminateGroup(l.pgid, l.graceMs) : undefined)));
     await Promise.all(pending.map((l) => l.done.catch(() => undefined)));
+    await this.launcher.close();
   }
 }
 
