@@ -147,3 +147,45 @@ states:
     expect(f.readRuns().map((x) => [x.state, x.attempt, x.resumed])).toEqual([['pre check', 2, true]]);
   }, 60_000);
 });
+
+describe('exec driver: the launcher killed under a running dcm', () => {
+  test('the run in flight is waited for, then runs again resumed; later runs start from a new launcher', async () => {
+    f = execFixture();
+    setup(1, 1, `
+states:
+  pre check:
+    run: '[ "$DCM_ATTEMPT" = 1 ] && sleep 0.8; exec ${f.step} pre'
+  "*": [${f.step}, rest]
+`);
+    const apply = spawnDcm(['--db', f.db, 'strategy', 'apply'], f.env);
+    await waitFor(() => startedRun(f.db) !== undefined, 20_000);
+    const launcher = fs
+      .readdirSync('/proc')
+      .filter((p) => /^\d+$/.test(p))
+      .find((p) => {
+        try {
+          return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('launcher.js') && f.leftovers().includes(Number(p));
+        } catch {
+          return false;
+        }
+      });
+    expect(launcher).toBeDefined();
+    process.kill(Number(launcher), 'SIGKILL');
+    const r = await apply.done;
+    expect(r.code).toBe(0);
+    const pre = history(f.db, 's1').filter((h) => h.state === 'pre check');
+    expect(pre.map((h) => [h.attempt, h.outcome])).toEqual([
+      [1, 'interrupted'],
+      [2, 'ok'],
+    ]);
+    // The first run was not killed with the launcher: it ran to its end before the second began.
+    const runs = f.readRuns();
+    expect(runs.filter((x) => x.state === 'pre check').map((x) => [x.attempt, x.resumed])).toEqual([
+      [1, false],
+      [2, true],
+    ]);
+    expect(overlapsPerCloud(runs)).toEqual([]);
+    expect(runs).toHaveLength(1 + PATCH.length);
+    expect(f.leftovers()).toEqual([]);
+  }, 60_000);
+});

@@ -48,6 +48,8 @@ export class Launcher {
     readline.createInterface({ input: child.stdout! }).on('line', (line) => this.answer(line));
     this.exitedPromise = new Promise<void>((resolve) =>
       child.once('exit', () => {
+        // The next run starts a new launcher; the runs this one had are lost to it.
+        if (this.child === child) this.child = null;
         for (const p of this.pending.values()) {
           p.started({ error: 'the launcher stopped' });
           p.exited({ code: null, signal: null, lost: true });
@@ -88,11 +90,12 @@ export class Launcher {
 
   /** Once no run is left: the launcher exits when its input ends; wait for it (bounded). */
   async close(): Promise<void> {
-    if (!this.child) return;
-    this.child.stdin!.end();
+    const child = this.child;
+    if (!child) return;
+    child.stdin!.end();
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([this.exitedPromise, new Promise<void>((r) => (timer = setTimeout(r, 5000)))]);
     clearTimeout(timer);
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   }
 }
