@@ -64,7 +64,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     else create.option(o.flags, o.help);
   }
   create
-    .option('--state-timeout <duration>', 'fail a state operation that takes longer (default per type)')
+    .option('--state-timeout <duration>', "fail a state operation that takes longer (default per type; exec: the config's timeout)")
     .action((cloud: string | undefined, o: CreateOpts) =>
       run(async (ctx) =>
         (await commands()).strategyCreate(ctx, {

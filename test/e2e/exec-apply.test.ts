@@ -207,6 +207,7 @@ describe('exec driver: bad configs are refused at create, nothing written', () =
       [['--type', 'custom'], /--type custom .* --driver exec/],
       [['--type', 'patch', '--driver', 'exec'], /--driver exec needs --exec-config/],
       [['--type', 'patch', '--driver', 'ssh'], /invalid driver 'ssh'/],
+      [['--type', 'patch', '--driver', 'exec', '--exec-config', cfg, '--state-timeout', '5m'], /--state-timeout is not used by --driver exec/],
     ] as [string[], RegExp][]) {
       const r = dcm([...db(), 'strategy', 'create', ...args]);
       expect([r.code, r.stderr]).toEqual([2, expect.stringMatching(message)]);

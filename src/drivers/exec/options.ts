@@ -10,6 +10,8 @@ import { parseConfigText, resolveConfig, type ExecConfig } from './config.js';
 export function execExtraArgs(input: DriverCreateInput): ExtraArgs {
   const raw = input.raw as { execConfig?: string; logDir?: string };
   if (!raw.execConfig) throw new UsageError('--driver exec needs --exec-config FILE');
+  // One place for an exec run's timeout: the config (per state, or its defaults).
+  if (input.raw.stateTimeout !== undefined) throw new UsageError('--state-timeout is not used by --driver exec: set timeout in the exec config');
   let text: string;
   try {
     text = fs.readFileSync(raw.execConfig, 'utf8');
