@@ -45,33 +45,44 @@ function setup(n: number, window: number, yaml: string): void {
 describe('exec driver: kill -9 of dcm, then apply', () => {
   test('SIGKILLed at random moments 10+ times: no overlap per subcloud, nothing run twice, no process left', async () => {
     f = execFixture();
-    const N = 8;
+    const N = 16;
     const WINDOW = 4;
     setup(N, WINDOW, `
-defaults: {env: {STEP_MIN_MS: "30", STEP_MAX_MS: "250"}}
+defaults: {env: {STEP_MIN_MS: "50", STEP_MAX_MS: "300"}}
 states:
   "*": [${f.step}, "{cloud}", "{state}"]
 `);
     let kills = 0;
     let adopted = 0;
     let code: number | null = null;
+    let last = '';
     for (let round = 0; round < 60 && code !== 0; round++) {
       const run = spawnDcm(['--db', f.db, 'strategy', 'apply'], f.env);
       if (kills < 10) {
-        await sleep(150 + Math.floor(Math.random() * 400));
-        run.child.kill('SIGKILL');
-        kills++;
+        await sleep(100 + Math.floor(Math.random() * 300));
+        if (run.child.exitCode === null) {
+          run.child.kill('SIGKILL');
+          kills++;
+        }
       }
       const r = await run.done;
       if (/still going or ended meanwhile/.test(r.stderr)) adopted++;
       code = r.code;
+      last = r.stderr;
     }
     expect(kills).toBeGreaterThanOrEqual(10);
-    expect(code).toBe(0);
+    expect([code, steps(f.db).filter((s) => s.state !== 'complete')]).toEqual([0, []]);
+    expect(last).toContain('strategy complete');
     expect(adopted).toBeGreaterThan(0);
 
     const runs = f.readRuns();
     const keys = runs.map((x) => `${x.cloud}/${x.state}`).sort();
+    const twice = keys.filter((k, i) => keys[i - 1] === k);
+    const why = twice.map((k) => ({
+      runs: runs.filter((x) => `${x.cloud}/${x.state}` === k),
+      history: history(f.db, k.split('/')[0]).filter((h) => h.state === k.split('/')[1]),
+    }));
+    expect(why).toEqual([]);
     expect(keys).toEqual(names(N).flatMap((c) => PATCH.map((s) => `${c}/${s}`)).sort());
     expect(overlapsPerCloud(runs)).toEqual([]);
     expect(peakConcurrent(runs)).toBeLessThanOrEqual(WINDOW);

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { formatDuration } from '../../domain/durations.js';
 import type { Adoption, Driver, LeftRun, OperationRequest, OperationResult } from '../driver.js';
 import type { ExecConfig, StateSpec } from './config.js';
-import { lastLine, readSmall, readStatus, removeQuietly, runBase } from './files.js';
+import { abandonRun, lastLine, readClaim, readSmall, readStatus, removeQuietly, runBase, type RunStatus } from './files.js';
 import { render, SUBCLOUD_FIELDS, TYPE_OPTION_KEYS } from './placeholders.js';
 import { groupAlive, sameProcessAlive, terminateGroup, waitGroupGone } from './procs.js';
 import { Launcher } from './launch.js';
@@ -87,9 +87,10 @@ export class ExecDriver implements Driver {
       fs.mkdirSync(dir, { recursive: true });
       this.dirs.add(dir);
     }
-    // Left by an earlier strategy that used the same folder: they would tell a false story. (The
-    // launcher writes `.pid` itself before anyone can read it.)
+    // Left by an earlier strategy that used the same folder: they would tell a false story (and a
+    // stale `.pid` would stop the launcher, which claims a run by creating it).
     removeQuietly(`${base}.status`);
+    removeQuietly(`${base}.pid`);
     removeQuietly(`${base}.next`);
     const values = this.values(req);
     const argv = Array.isArray(spec.run)
@@ -125,6 +126,8 @@ export class ExecDriver implements Driver {
         // The launcher died: no status will come; the run is over when its group is gone.
         while (!(await waitGroupGone(pid, 1000))) if (stopped || timedOut) break;
         if (killing) await killing;
+        const status = readStatus(base);
+        if (!stopped && !timedOut && status) return this.fromStatus(req, spec, base, status);
         if (!stopped && !timedOut) {
           return { kind: 'retry', outcome: 'interrupted', reason: 'the launcher stopped before the run ended', delayMs: 0 };
         }
@@ -212,43 +215,65 @@ export class ExecDriver implements Driver {
     const spec = this.specs.get(left.state);
     if (!spec) return { kind: 'interrupted' };
     const base = runBase(this.settings.logDir, left.cloud, left.attempt, left.state);
-    let proc = left.proc;
-    if (!proc) {
-      // dcm died between starting the run and recording it: the wrapper's own record tells.
-      const pid = Number(readSmall(`${base}.pid`));
-      if (pid > 0) proc = { pid, pgid: pid, procStart: null };
+    const status = readStatus(base);
+    if (status) {
+      const result = this.fromStatus(req, spec, base, status);
+      return { kind: 'wait', result: this.track(left.cloud, spec, 0, async () => result) };
     }
-    const alive = proc !== null && (sameProcessAlive(proc.pid, proc.procStart) || groupAlive(proc.pgid));
-    if (!alive) {
-      const code = readStatus(base);
-      if (code === null) return { kind: 'interrupted' };
-      return { kind: 'wait', result: this.track(left.cloud, spec, 0, async () => this.outcome(req, spec, base, code)) };
-    }
-    const pgid = proc!.pgid;
+    // No trace of the run at all: dcm stopped before its launcher started it. Claim it for nobody,
+    // so that a launch message still on its way can never start it after all; it runs again.
+    if (!left.proc && readClaim(base) === null && abandonRun(base)) return { kind: 'interrupted' };
     const deadline = Date.parse(left.startedAt) + spec.timeoutMs;
-    return { kind: 'wait', result: this.track(left.cloud, spec, pgid, () => this.waitAdopted(req, spec, base, pgid, deadline)) };
+    const pgid = left.proc?.pgid ?? 0;
+    return { kind: 'wait', result: this.track(left.cloud, spec, pgid, (entry) => this.waitAdopted(req, spec, base, left, entry, deadline)) };
   }
 
-  /** A run started by an earlier dcm: not our child, so its end is learnt by polling its group. */
-  private async waitAdopted(req: OperationRequest, spec: StateSpec, base: string, pgid: number, deadline: number): Promise<OperationResult> {
-    let every = 20;
-    while (groupAlive(pgid)) {
-      if (req.signal.aborted) {
+  private fromStatus(req: OperationRequest, spec: StateSpec, base: string, status: RunStatus): OperationResult {
+    if ('code' in status) return this.outcome(req, spec, base, status.code);
+    return { kind: 'retry', outcome: 'interrupted', reason: `the run was ended by ${status.signal}`, delayMs: 0 };
+  }
+
+  /**
+   * A run started by an earlier dcm: not our child, so its end is learnt from its files and its
+   * process group. Its launcher writes the status just after the run is gone: while that launcher
+   * lives, a missing status is only late.
+   */
+  private async waitAdopted(
+    req: OperationRequest,
+    spec: StateSpec,
+    base: string,
+    left: LeftRun,
+    entry: { pgid: number },
+    deadline: number,
+  ): Promise<OperationResult> {
+    let every = 10;
+    const since = Date.now();
+    for (;;) {
+      const status = readStatus(base);
+      if (status) return this.fromStatus(req, spec, base, status);
+      const claim = readClaim(base);
+      const pgid = left.proc?.pgid ?? (claim && 'pid' in claim ? claim.pid : 0);
+      const pid = left.proc?.pid ?? pgid;
+      entry.pgid = pgid;
+      const launcher = claim && 'launcher' in claim ? claim.launcher : claim && 'launching' in claim ? claim.launching : 0;
+      const runAlive = pgid > 0 && (sameProcessAlive(pid, left.proc?.procStart ?? null) || groupAlive(pgid));
+      // A claim created but not yet written names no launcher: give its writer a moment.
+      const launcherAlive = launcher > 0 ? sameProcessAlive(launcher, null) : claim !== null && 'launching' in claim && Date.now() - since < 5000;
+      if (runAlive && (req.signal.aborted || Date.now() >= deadline)) {
         await terminateGroup(pgid, spec.killGraceMs);
-        return { kind: 'failed', reason: 'interrupted' };
-      }
-      if (Date.now() >= deadline) {
-        await terminateGroup(pgid, spec.killGraceMs);
+        if (req.signal.aborted) return { kind: 'failed', reason: 'interrupted' };
         return this.failure(req, spec, `timed out after ${formatDuration(spec.timeoutMs)}`, 'timeout');
       }
+      if (!runAlive && !launcherAlive) {
+        // Gone, and nobody left to record how: one last look, then it runs again.
+        const last = readStatus(base);
+        if (last) return this.fromStatus(req, spec, base, last);
+        return { kind: 'retry', outcome: 'interrupted', reason: 'the run ended without recording its exit status', delayMs: 0 };
+      }
+      if (req.signal.aborted && !runAlive) return { kind: 'failed', reason: 'interrupted' };
       await sleep(every);
       every = Math.min(every * 2, 200);
     }
-    const code = readStatus(base);
-    if (code === null) {
-      return { kind: 'retry', outcome: 'interrupted', reason: 'the run ended without recording its exit status', delayMs: 0 };
-    }
-    return this.outcome(req, spec, base, code);
   }
 
   async close(): Promise<void> {

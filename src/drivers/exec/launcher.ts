@@ -43,10 +43,20 @@ function maybeExit(): void {
 }
 
 function launch(req: Launch): void {
+  // Claim the run: a later dcm that gave it up (it found no trace of it) has claimed it first.
+  let claim: number;
+  try {
+    claim = fs.openSync(`${req.base}.pid`, 'wx');
+  } catch (err) {
+    send({ id: req.id, error: `not started: ${(err as NodeJS.ErrnoException).code === 'EEXIST' ? 'given up by a later dcm' : (err as Error).message}` });
+    return;
+  }
+  fs.writeSync(claim, `launching ${process.pid}\n`);
   let fd: number;
   try {
     fd = fs.openSync(`${req.base}.log`, 'w');
   } catch (err) {
+    fs.closeSync(claim);
     send({ id: req.id, error: `cannot open the run's log: ${(err as Error).message}` });
     return;
   }
@@ -59,6 +69,7 @@ function launch(req: Launch): void {
       env: { ...process.env, ...req.env },
     });
   } catch (err) {
+    fs.closeSync(claim);
     send({ id: req.id, error: (err as Error).message });
     return;
   } finally {
@@ -66,6 +77,7 @@ function launch(req: Launch): void {
   }
   const pid = child.pid;
   if (pid === undefined) {
+    fs.closeSync(claim);
     child.once('error', (err) => {
       const missing = !fs.existsSync(req.cwd) ? ` (no such folder: ${req.cwd})` : '';
       send({ id: req.id, error: `${err.message}${missing}` });
@@ -74,7 +86,8 @@ function launch(req: Launch): void {
   }
   running++;
   // The pid first, before dcm hears of it: written synchronously, it is there even if dcm dies now.
-  fs.writeFileSync(`${req.base}.pid`, `${pid}\n`);
+  fs.writeSync(claim, `${pid} ${process.pid}\n`.padEnd(24), 0);
+  fs.closeSync(claim);
   send({ id: req.id, pid, start: procStartTime(pid) });
   child.once('exit', (code, signal) => {
     // A run ended by a signal was cut off rather than finished: its status says so.
