@@ -59,6 +59,9 @@ interface Worker {
   abandoned: boolean;
 }
 
+/** How long a started run's process may wait to be recorded with other writes. */
+const PROC_RECORD_MS = 50;
+
 /** setTimeout's longest delay; a longer one fires at once (TimeoutOverflowWarning). */
 const MAX_TIMER_MS = 2_147_483_647;
 
@@ -100,8 +103,13 @@ export class Orchestrator {
   private adopted = new Map<number, { worker: Worker; result: Promise<OperationResult> }>();
   /** Retries waiting out their backoff: the subcloud keeps its slot meanwhile. */
   private retryTimers = new Set<NodeJS.Timeout>();
-  /** Processes started since the last flush, recorded in their history rows by the next one. */
+  /**
+   * Processes started and not yet recorded in their history rows: they go with the next commit of
+   * transitions, or on their own after PROC_RECORD_MS (a commit each would double the commits per
+   * run). Until then the launcher's `.pid` file beside the run's log tells where the run is.
+   */
   private procs: [number, RunProcess][] = [];
+  private procTimer: NodeJS.Timeout | null = null;
 
   private noNewSubclouds = false;
   private noNewOperations = false;
@@ -158,6 +166,8 @@ export class Orchestrator {
       this.deadlineTimer = null;
       for (const t of this.retryTimers) clearTimeout(t);
       this.retryTimers.clear();
+      if (this.procTimer) clearTimeout(this.procTimer);
+      this.procTimer = null;
       this.stopped = true;
     }
     if (this.fatal) throw this.fatal;
@@ -267,7 +277,7 @@ export class Orchestrator {
       const batch = this.withoutHeldBack(this.pending);
       this.pending = [];
       if (batch.length === 0) {
-        this.recordProcs();
+        if (this.procTimer === null) this.recordProcs();
         return;
       }
       // Processes started since the last flush are recorded in the same transaction.
@@ -415,7 +425,6 @@ export class Orchestrator {
   private request(worker: Worker): OperationRequest {
     const { step, state, attempt, historyId } = worker;
     const key = `${step.id}\u0000${state}`;
-    const db = this.db;
     return {
       cloud: step.cloud,
       type: this.opts.type,
@@ -426,7 +435,7 @@ export class Orchestrator {
       resumed: this.resumed.has(key),
       failures: this.failures.get(key) ?? 0,
       stage: step.stage,
-      subcloud: subcloudPlaceholders(db, step.subcloudId),
+      subcloud: this.subcloudFields(step),
       campaign: this.opts.campaign,
       extra: this.opts.extra,
       get signal() {
@@ -440,7 +449,10 @@ export class Orchestrator {
       // file beside the run's log tells a later apply where the run is.
       onStarted: (proc) => {
         this.procs.push([historyId, proc]);
-        this.scheduleFlush();
+        this.procTimer ??= setTimeout(() => {
+          this.procTimer = null;
+          this.scheduleFlush();
+        }, PROC_RECORD_MS);
       },
     };
   }
@@ -471,7 +483,20 @@ export class Orchestrator {
     if (interrupted) this.progress.note(`resuming: ${interrupted} operation(s) were interrupted and will run again`);
   }
 
+  /** A subcloud's fields, read once per subcloud in flight rather than once per state. */
+  private readonly fields = new Map<number, Record<string, string | null>>();
+  private subcloudFields(step: ApplyStep): Record<string, string | null> {
+    let f = this.fields.get(step.id);
+    if (!f) {
+      f = subcloudPlaceholders(this.db, step.subcloudId);
+      this.fields.set(step.id, f);
+    }
+    return f;
+  }
+
   private recordProcs(): void {
+    if (this.procTimer) clearTimeout(this.procTimer);
+    this.procTimer = null;
     if (this.procs.length === 0) return;
     const procs = this.procs;
     this.procs = [];
@@ -538,6 +563,7 @@ export class Orchestrator {
   }
 
   private release(stepId: number): void {
+    this.fields.delete(stepId);
     const slot = this.slots.get(stepId);
     if (!slot) return;
     this.slots.delete(stepId);

@@ -40,7 +40,8 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 export class ExecDriver implements Driver {
   readonly ownsTimeouts = true;
   private readonly specs: Map<string, StateSpec>;
-  private readonly dirs = new Set<string>();
+  /** Folders known to exist, and whether this process created them (then no stale file is there). */
+  private readonly dirs = new Map<string, boolean>();
   /** Runs in flight, by subcloud: never two at once for one subcloud, whatever a caller does. */
   private readonly live = new Map<string, Live>();
   private closing = false;
@@ -83,15 +84,18 @@ export class ExecDriver implements Driver {
   private async spawnRun(req: OperationRequest, spec: StateSpec, live: Live): Promise<OperationResult> {
     const base = runBase(this.settings.logDir, req.cloud, req.attempt, req.state);
     const dir = path.dirname(base);
-    if (!this.dirs.has(dir)) {
-      fs.mkdirSync(dir, { recursive: true });
-      this.dirs.add(dir);
+    let created = this.dirs.get(dir);
+    if (created === undefined) {
+      created = fs.mkdirSync(dir, { recursive: true }) !== undefined;
+      this.dirs.set(dir, created);
     }
-    // Left by an earlier strategy that used the same folder: they would tell a false story (and a
-    // stale `.pid` would stop the launcher, which claims a run by creating it).
-    removeQuietly(`${base}.status`);
-    removeQuietly(`${base}.pid`);
-    removeQuietly(`${base}.next`);
+    if (!created) {
+      // Left by an earlier strategy that used the same folder: they would tell a false story (and
+      // a stale `.pid` would stop the launcher, which claims a run by creating it).
+      removeQuietly(`${base}.status`);
+      removeQuietly(`${base}.pid`);
+      removeQuietly(`${base}.next`);
+    }
     const values = this.values(req);
     const argv = Array.isArray(spec.run)
       ? spec.run.map((a) => render(a, values, false))
