@@ -15,7 +15,9 @@ import { performance } from 'node:perf_hooks';
 import { formatDuration } from '../domain/durations.js';
 import { EXIT } from '../domain/errors.js';
 import { STEP_ENDED, TYPES, type StrategyType } from '../domain/types.js';
-import type { Driver, OperationResult } from '../drivers/driver.js';
+import type { Driver, OperationRequest, OperationResult } from '../drivers/driver.js';
+import { interruptedLast, leftRunning, markInterrupted, recordRunProcesses, subcloudPlaceholders } from '../store/runs.js';
+import type { RunProcess } from '../drivers/driver.js';
 import type { ExtraArgs } from '../domain/options.js';
 import { now } from '../store/clock.js';
 import type { Db } from '../store/open.js';
@@ -24,7 +26,6 @@ import {
   abortInitialSteps,
   attemptCounts,
   countStepStates,
-  interruptRunning,
   interruptRuns,
   loadSteps,
   TransitionWriter,
@@ -77,6 +78,9 @@ interface Worker {
   startedMs: number;
 }
 
+/** How long a started run's process may wait to be recorded with other writes. */
+const PROC_RECORD_MS = 50;
+
 /** setTimeout's longest delay; a longer one fires at once (TimeoutOverflowWarning). */
 const MAX_TIMER_MS = 2_147_483_647;
 
@@ -111,6 +115,21 @@ export class Orchestrator {
   private flushScheduled = false;
   private nextOpId = 1;
   private attempts = new Map<string, number>();
+  /** (step, state) whose last run was cut off: its next run is told so (DCM_RESUMED). */
+  private resumed = new Set<string>();
+  /** Runs of a (step, state) that failed or timed out in this process: the driver's retry budget. */
+  private failures = new Map<string, number>();
+  /** Runs an earlier orchestrator left going, adopted by the driver: waited for once their subcloud has its slot. */
+  private adopted = new Map<number, { worker: Worker; result: Promise<OperationResult> }>();
+  /** Retries waiting out their backoff: the subcloud keeps its slot meanwhile. */
+  private retryTimers = new Set<NodeJS.Timeout>();
+  /**
+   * Processes started and not yet recorded in their history rows: they go with the next commit of
+   * transitions, or on their own after PROC_RECORD_MS (a commit each would double the commits per
+   * run). Until then the launcher's `.pid` file beside the run's log tells where the run is.
+   */
+  private procs: [number, RunProcess][] = [];
+  private procTimer: NodeJS.Timeout | null = null;
 
   private noNewSubclouds = false;
   private noNewOperations = false;
@@ -183,11 +202,16 @@ export class Orchestrator {
   /** Run the strategy (already `applying`, or being resumed) to its end; returns the exit code. */
   async run(): Promise<number> {
     const started = Date.now();
-    const interrupted = await this.untilNotBusy(() => this.write(() => interruptRunning(this.db)));
-    if (interrupted) this.progress.note(`resuming: ${interrupted} operation(s) were interrupted and will run again`);
-    this.attempts = attemptCounts(this.db);
     this.config = new ConfigBook(getDefaultConfig(this.db), subcloudOptions(this.db));
     const steps = loadSteps(this.db);
+    const cutOff = this.adoptLeftRuns(steps);
+    await this.untilNotBusy(() =>
+      this.write(() => {
+        for (const id of cutOff) markInterrupted(this.db, id, 'the orchestrator stopped while this operation ran');
+      }),
+    );
+    this.attempts = attemptCounts(this.db);
+    this.resumed = interruptedLast(this.db);
     this.failedSeen = steps.some((s) => s.state === 'failed');
     if (this.opts.stopOnFailure && this.failedSeen) this.noNewSubclouds = true;
     this.progress.begin?.({
@@ -206,13 +230,17 @@ export class Orchestrator {
       await Promise.race([this.runStages(steps), stopped]);
       // Stopped without waiting (a second Ctrl-C): answers already received are still committed;
       // nothing new starts (noNewOperations). The operations still out run again on resume.
-      if (this.interruptedBy && !this.fatal && (this.reports.length || this.pending.length)) this.flush();
+      if (this.interruptedBy && !this.fatal && (this.reports.length || this.pending.length || this.procs.length)) this.flush();
     } finally {
       // Every way out (end, signal, fatal error) leaves no timer that would keep the process alive.
       clearInterval(poll);
       if (this.drainTimer) clearTimeout(this.drainTimer);
       if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
       this.deadlineTimer = null;
+      for (const t of this.retryTimers) clearTimeout(t);
+      this.retryTimers.clear();
+      if (this.procTimer) clearTimeout(this.procTimer);
+      this.procTimer = null;
       this.stopped = true;
     }
     if (this.fatal) throw this.fatal;
@@ -270,6 +298,14 @@ export class Orchestrator {
       this.slots.set(step.id, { step, release });
       this.peak = Math.max(this.peak, this.slots.size);
       this.maxWindow = Math.max(this.maxWindow, this.stageWindow);
+      const adopted = this.adopted.get(step.id);
+      if (adopted) {
+        // Still going (or ended while no dcm ran): wait for it, never start it again.
+        this.adopted.delete(step.id);
+        this.workers.set(step.id, adopted.worker);
+        this.await(adopted.worker, adopted.result);
+        return;
+      }
       const first = step.state === 'initial' ? this.opts.states[0] : step.state;
       this.queue({
         stepId: step.id,
@@ -284,10 +320,7 @@ export class Orchestrator {
     });
   }
 
-  /**
-   * Attempts already made come from the history as it was when this process started; within one
-   * process a state starts at most once per entry, so nothing needs to be added to the map.
-   */
+  /** Attempts already made: from the history as it was when this process started, then each start. */
   private nextAttempt(stepId: number, state: string): number {
     return (this.attempts.get(`${stepId}\u0000${state}`) ?? 0) + 1;
   }
@@ -317,13 +350,18 @@ export class Orchestrator {
       this.decideReports();
       const batch = this.withoutHeldBack(this.pending);
       this.pending = [];
-      if (batch.length === 0) return;
+      if (batch.length === 0) {
+        // Processes started since the last commit, with nothing else to commit: on their own.
+        if (this.procTimer === null && this.procs.length) this.commitWithProcs([]);
+        return;
+      }
       try {
-        this.writer.commit(batch);
+        this.commitWithProcs(batch);
       } catch (err) {
         if (faultOf(err) !== 'busy') throw err;
         // Another writer holds the file past the busy timeout: nothing of the batch was committed
         // and nothing it opens has started; keep it, and try again shortly.
+        for (const t of batch) t.historyId = undefined;
         this.pending = batch.concat(this.pending);
         this.sayBusy();
         this.flushScheduled = true;
@@ -346,6 +384,7 @@ export class Orchestrator {
         });
         slot.step.state = t.to;
         if (t.startAttempt !== undefined) this.start(slot.step, t.to, t.startAttempt, t.historyId!);
+        else if (t.retryInMs !== undefined) this.retryLater(slot.step, t.to, t.retryInMs);
         else this.release(t.stepId);
       }
     } catch (err) {
@@ -379,6 +418,25 @@ export class Orchestrator {
       const at = r.finishedAt;
       const index = this.opts.states.indexOf(state);
       const result = this.checkNext(r.result, index);
+      if (result.kind === 'retry') {
+        // The run is over without a result: its row closes, and the state runs again as a new
+        // attempt once the backoff is over, through this same registry.
+        const key = `${step.id}\u0000${state}`;
+        if (result.outcome === 'interrupted') this.resumed.add(key);
+        else this.failures.set(key, (this.failures.get(key) ?? 0) + 1);
+        this.pending.push({
+          stepId: step.id,
+          subcloudId: step.subcloudId,
+          cloud: step.cloud,
+          from: state,
+          to: state,
+          details: `${state}: ${result.reason} (run again in ${formatDuration(result.delayMs)})`,
+          close: { historyId: w.historyId, outcome: result.outcome, finishedAt: at, details: result.reason },
+          retryInMs: result.delayMs,
+          ended: false,
+        });
+        continue;
+      }
       if (result.kind === 'next') {
         const next = result.next ?? this.opts.states[index + 1] ?? 'complete';
         const ended = next === 'complete';
@@ -392,11 +450,12 @@ export class Orchestrator {
           details: result.details ?? '',
           close: { historyId: w.historyId, outcome: 'ok', finishedAt: at, details: result.details ?? '', durationMs: r.finishedMs - w.startedMs },
           startAttempt,
-          completes: ended ? { endpoint: TYPES[this.opts.type].endpoint } : undefined,
+          // A custom type has no endpoint nor prestage status to bring up to date.
+          completes: ended && this.opts.type !== 'custom' ? { endpoint: TYPES[this.opts.type].endpoint } : undefined,
           ended,
         });
       } else {
-        const timeout = result.kind === 'timeout';
+        const timeout = result.kind === 'timeout' || (result.kind === 'failed' && result.timeout === true);
         const reason = result.kind === 'failed' ? result.reason : `timed out after ${formatDuration(this.opts.stateTimeoutMs)}`;
         this.pending.push({
           stepId: step.id,
@@ -436,35 +495,29 @@ export class Orchestrator {
     const opId = this.nextOpId++;
     const worker: Worker = { step, state, attempt, historyId, opId, controller: null, abandoned: false, startedMs: Date.now() };
     this.workers.set(step.id, worker);
-    this.deadlines.push({ at: performance.now() + this.opts.stateTimeoutMs, stepId: step.id, opId });
-    this.compactDeadlines();
-    this.armDeadline();
+    this.attempts.set(`${step.id}\u0000${state}`, attempt);
+    if (!this.driver.ownsTimeouts) {
+      this.deadlines.push({ at: performance.now() + this.opts.stateTimeoutMs, stepId: step.id, opId });
+      this.compactDeadlines();
+      this.armDeadline();
+    }
     let running: Promise<OperationResult>;
     try {
-      running = this.driver.run({
-        cloud: step.cloud,
-        type: this.opts.type,
-        state,
-        stateIndex: this.opts.states.indexOf(state),
-        states: this.opts.states,
-        attempt,
-        campaign: this.opts.campaign,
-        extra: this.opts.extra,
-        options: this.config.optionsFor(step.subcloudId),
-        get signal() {
-          if (!worker.controller) {
-            worker.controller = new AbortController();
-            if (worker.abandoned) worker.controller.abort();
-          }
-          return worker.controller.signal;
-        },
-      });
+      const req = this.request(worker);
+      this.resumed.delete(`${step.id}\u0000${state}`);
+      running = this.driver.run(req);
     } catch (err) {
       // A driver that throws instead of rejecting fails this operation, not the whole apply.
       running = Promise.reject(err);
     }
-    running.then(
-      (result) => this.report(step.id, opId, result),
+    this.await(worker, running);
+  }
+
+  /** The driver's answer, whatever it is, becomes a report for this worker. */
+  private await(worker: Worker, result: Promise<OperationResult>): void {
+    const { step, opId } = worker;
+    result.then(
+      (r) => this.report(step.id, opId, r),
       (err: Error) => {
         // The file under the driver (the sim's sites share it) is full, corrupt or gone: that is
         // not this subcloud's failure, and the apply cannot go on.
@@ -473,6 +526,123 @@ export class Orchestrator {
         else this.report(step.id, opId, { kind: 'failed', reason: (err && err.message) || String(err) });
       },
     );
+  }
+
+  private request(worker: Worker): OperationRequest {
+    const { step, state, attempt, historyId } = worker;
+    const key = `${step.id}\u0000${state}`;
+    return {
+      cloud: step.cloud,
+      type: this.opts.type,
+      state,
+      stateIndex: this.opts.states.indexOf(state),
+      states: this.opts.states,
+      attempt,
+      resumed: this.resumed.has(key),
+      failures: this.failures.get(key) ?? 0,
+      stage: step.stage,
+      subcloud: this.subcloudFields(step),
+      campaign: this.opts.campaign,
+      extra: this.opts.extra,
+      options: this.config.optionsFor(step.subcloudId),
+      get signal() {
+        if (!worker.controller) {
+          worker.controller = new AbortController();
+          if (worker.abandoned) worker.controller.abort();
+        }
+        return worker.controller.signal;
+      },
+      // Recorded by the next flush, in one transaction for all: until then the launcher's own pid
+      // file beside the run's log tells a later apply where the run is.
+      onStarted: (proc) => {
+        this.procs.push([historyId, proc]);
+        this.procTimer ??= setTimeout(() => {
+          this.procTimer = null;
+          this.scheduleFlush();
+        }, PROC_RECORD_MS);
+      },
+    };
+  }
+
+  /**
+   * Runs an earlier orchestrator left `running`: the driver says whether each is still going (or
+   * ended and left its status), to be waited for, or was cut off, to run again as the next attempt.
+   * Returns the history rows of the runs that were cut off, for the caller to mark `interrupted`
+   * in one fenced transaction.
+   */
+  private adoptLeftRuns(steps: ApplyStep[]): number[] {
+    const byId = new Map(steps.map((s) => [s.id, s]));
+    const interrupted: number[] = [];
+    let adopted = 0;
+    for (const left of leftRunning(this.db)) {
+      const step = byId.get(left.stepId);
+      const worker: Worker | null = step
+        ? {
+            step,
+            state: left.state,
+            attempt: left.attempt,
+            historyId: left.historyId,
+            opId: this.nextOpId++,
+            controller: null,
+            abandoned: false,
+            startedMs: Date.now(),
+          }
+        : null;
+      const adoption = worker && this.driver.adopt && step!.state === left.state ? this.driver.adopt(left, this.request(worker)) : null;
+      if (adoption?.kind === 'wait') {
+        this.adopted.set(left.stepId, { worker: worker!, result: adoption.result });
+        adopted++;
+      } else {
+        interrupted.push(left.historyId);
+      }
+    }
+    if (adopted) this.progress.note(`resuming: ${adopted} run(s) left by the last apply are still going or ended meanwhile; they are not run again`);
+    if (interrupted.length) this.progress.note(`resuming: ${interrupted.length} operation(s) were interrupted and will run again`);
+    return interrupted;
+  }
+
+  /** A subcloud's fields, read once per subcloud in flight rather than once per state. */
+  private readonly fields = new Map<number, Record<string, string | null>>();
+  private subcloudFields(step: ApplyStep): Record<string, string | null> {
+    let f = this.fields.get(step.id);
+    if (!f) {
+      f = subcloudPlaceholders(this.db, step.subcloudId);
+      this.fields.set(step.id, f);
+    }
+    return f;
+  }
+
+  /**
+   * Commit the processes started since the last commit (for adoption after a kill -9) together
+   * with `batch`, in one fenced transaction. Nothing is dropped if it fails: the caller retries.
+   */
+  private commitWithProcs(batch: Transition[]): void {
+    if (this.procTimer) clearTimeout(this.procTimer);
+    this.procTimer = null;
+    if (this.procs.length === 0 && batch.length === 0) return;
+    this.write(() => {
+      if (this.procs.length) recordRunProcesses(this.db, this.procs);
+      if (batch.length) this.writer.commit(batch);
+    });
+    this.procs = [];
+  }
+
+  /** Run the state again after the backoff; the subcloud keeps its slot meanwhile. */
+  private retryLater(step: ApplyStep, state: string, delayMs: number): void {
+    const t = setTimeout(() => {
+      this.retryTimers.delete(t);
+      this.queue({
+        stepId: step.id,
+        subcloudId: step.subcloudId,
+        cloud: step.cloud,
+        from: state,
+        to: state,
+        details: '',
+        startAttempt: this.nextAttempt(step.id, state),
+        ended: false,
+      });
+    }, delayMs);
+    this.retryTimers.add(t);
   }
 
   /**
@@ -518,6 +688,7 @@ export class Orchestrator {
   }
 
   private release(stepId: number): void {
+    this.fields.delete(stepId);
     const slot = this.slots.get(stepId);
     if (!slot) return;
     this.slots.delete(stepId);

@@ -179,6 +179,15 @@ export const MIGRATIONS: ((db: Database.Database) => void)[] = [
       );
     `);
   },
+  // 5 -> 6: exec driver: the process a run started, recorded as soon as it exists, so that a later apply
+  // can tell whether a run left `running` by a killed dcm is still going (SPEC §7.2).
+  (db) => {
+    db.exec(`
+      ALTER TABLE step_history ADD COLUMN pid INTEGER;
+      ALTER TABLE step_history ADD COLUMN pgid INTEGER;
+      ALTER TABLE step_history ADD COLUMN proc_start INTEGER;
+    `);
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
