@@ -65,9 +65,11 @@ states:
     expect(show.patching_sync_status).toBe('in-sync');
   });
 
-  test('environment: type options, strategy-config options absent, DCM_NEXT skips forward, --log-dir', () => {
+  test('environment: type options, strategy-config options (own row, else the default), DCM_NEXT skips forward, --log-dir', () => {
     f = execFixture();
     dcmOk([...db(), 'subcloud', 'add', 's1', 's2']);
+    dcmOk([...db(), 'strategy-config', 'update', 's1', '--storage-apply-type', 'serial', '--worker-apply-type', 'serial',
+      '--max-parallel-workers', '3', '--alarm-restriction-type', 'strict', '--default-instance-action', 'migrate']);
     const envDump = path.join(f.dir, 'env-$DCM_CLOUD-$DCM_ATTEMPT');
     const cfg = f.config(`
 states:
@@ -87,14 +89,42 @@ states:
       DCM_CLOUD: 's1',
       DCM_DB: path.resolve(f.db),
       DCM_LOG: path.join(logs, 's1', '1-kube upgrade pre check.log'),
+      DCM_OPT_ALARM_RESTRICTION_TYPE: 'strict',
+      DCM_OPT_DEFAULT_INSTANCE_ACTION: 'migrate',
+      DCM_OPT_MAX_PARALLEL_WORKERS: '3',
+      DCM_OPT_STORAGE_APPLY_TYPE: 'serial',
+      DCM_OPT_WORKER_APPLY_TYPE: 'serial',
       DCM_STAGE: '1',
       DCM_STATE: 'kube upgrade pre check',
       DCM_TYPE: 'kubernetes',
     });
+    // s2 has no row of its own: the default row's options.
+    const env2 = fs.readFileSync(path.join(f.dir, 'env-s2-1'), 'utf8');
+    expect(env2).toContain('DCM_OPT_MAX_PARALLEL_WORKERS=10\n');
+    expect(env2).toContain('DCM_OPT_DEFAULT_INSTANCE_ACTION=stop-start\n');
     // s2 skipped to complete: only its pre check ran.
     const h2 = history(f.db, 's2');
     expect(h2.map((h) => h.state)).toEqual(['kube upgrade pre check']);
     expect(steps(f.db).map((s) => s.state)).toEqual(['complete', 'complete']);
+  });
+
+  test('--sysadmin-password reaches each run as DCM_SYSADMIN_PASSWORD, and no command prints it', () => {
+    f = execFixture();
+    dcmOk([...db(), 'subcloud', 'add', 's1']);
+    const dump = path.join(f.dir, 'pw-$DCM_STATE');
+    const cfg = f.config(`
+states:
+  "*":
+    run: printf '%s' "$DCM_SYSADMIN_PASSWORD" > "${dump}"
+`);
+    const secret = 'Sec-ret#42';
+    dcmOk([...db(), 'strategy', 'create', '--type', 'prestage', '--sysadmin-password', secret, '--driver', 'exec', '--exec-config', cfg]);
+    expect(dcm([...db(), 'strategy', 'apply'], { env: f.env }).code).toBe(0);
+    expect(fs.readFileSync(path.join(f.dir, 'pw-prestage-precheck'), 'utf8')).toBe(secret);
+    for (const args of [['strategy', 'show', '-f', 'json'], ['strategy', 'status', '-f', 'yaml'], ['strategy-step', 'list', '-f', 'csv']]) {
+      const r = dcmOk([...db(), ...args]);
+      expect(r.stdout + r.stderr).not.toContain(secret);
+    }
   });
 
   test('a failure: details carry the exit code and the last line; retries with backoff, one history row per run', () => {
