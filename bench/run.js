@@ -16,15 +16,16 @@ import Database from 'better-sqlite3';
 import { killRunning, rssMethod } from './lib/proc.js';
 import { met, table, updateBenchmarksMd } from './lib/report.js';
 import { overheadAndMemory, readLatency, scale, scheduling } from './figures.js';
+import { execOverhead } from './exec.js';
 
 const started = Date.now();
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
 const require = createRequire(import.meta.url);
-const ORDER = ['1', '2', '2m', '3', '3c', '3h', '4a', '4b', '5'];
+const ORDER = ['1', '2', '2m', '3', '3c', '3h', '4a', '4b', '5', '6', '6x', '6p'];
 
 const quick = process.env.BENCH_QUICK === '1';
-const reps = quick ? { apply: 1, schedule: 1, read: 2, scale: 1 } : { apply: 7, schedule: 5, read: 15, scale: 7 };
+const reps = quick ? { apply: 1, schedule: 1, read: 2, scale: 1, exec: 1 } : { apply: 7, schedule: 5, read: 15, scale: 7, exec: 3 };
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dcm-bench-'));
 const cleanup = () => fs.rmSync(tmp, { recursive: true, force: true });
@@ -83,6 +84,7 @@ async function main() {
     [scheduling, [['2', 'Scheduling efficiency']]],
     [readLatency, [['3', 'Read latency'], ['3h', 'Start-up']]],
     [scale, [['4a', 'Scale: import'], ['4b', 'Scale: create']]],
+    [execOverhead, [['6', 'Exec driver overhead'], ['6x', 'Exec driver vs xargs -P'], ['6p', 'Exec driver, per run']]],
   ];
   let failures = 0;
   for (const [fn, ids] of figures) {

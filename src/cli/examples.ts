@@ -122,6 +122,7 @@ const TYPE_CREATE: Record<StrategyType, string> = {
   'kube-rootca-update': '--subject "C=CA O=Example CN=example.com" --expiry-date 2030-01-01',
   firmware: '',
   prestage: '--release 24.09 --for-sw-deploy',
+  custom: '--driver exec --exec-config rollout.yaml',
 };
 
 function aliasExamples(type: StrategyType, verb: string): string[] | undefined {

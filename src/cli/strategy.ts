@@ -7,6 +7,7 @@ const orchestrator = () => import('../orchestrator/commands.js');
 import { typeOptionFlags, type RawDriverOptions, type RawTypeOptions } from '../domain/options.js';
 import { STRATEGY_TYPES, TYPES, type ApplyType, type StrategyType } from '../domain/types.js';
 import { applyType, collect, integer, maxFailures, progressInterval, strategyType } from './parsers.js';
+import { DRIVER_NAMES, driverOptions } from '../drivers/index.js';
 import type { Runner } from './runner.js';
 
 interface CreateOpts extends RawTypeOptions, RawDriverOptions {
@@ -61,12 +62,13 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     const name = flags.split(' ')[0];
     if (!fixed || typeOptionFlags(fixed).includes(name)) create.option(flags, help);
   }
+  create.option('--driver <name>', `who performs each state: ${DRIVER_NAMES.join(' | ')} (default sim)`);
+  for (const o of driverOptions()) {
+    if (o.repeatable) create.option(o.flags, o.help, collect);
+    else create.option(o.flags, o.help);
+  }
   create
-    .option('--sim-latency <min[..max]>', 'sim driver: duration of each state operation (default 200ms..1s)')
-    .option('--sim-fail-rate <p>', 'sim driver: probability that an operation fails (0..1)')
-    .option('--sim-seed <n>', 'sim driver: same seed, same outcomes')
-    .option('--sim-fail <cloud=state>', 'sim driver: that subcloud fails in that state (repeatable)', collect)
-    .option('--state-timeout <duration>', 'fail a state operation that takes longer (default per type)')
+    .option('--state-timeout <duration>', "fail a state operation that takes longer (default per type; exec: the config's timeout)")
     .option('--dry-run', 'every check, then the plan (stages, windows, steps, estimated duration); nothing written')
     .action((clouds: string[], o: CreateOpts) =>
       run(async (ctx) =>

@@ -2,18 +2,18 @@
 import { OperationError } from '../domain/errors.js';
 import { formatMaxFailures, parseMaxFailures } from '../domain/control.js';
 import { checkCombination, checkMaxParallel, planSteps } from '../domain/planning.js';
-import { driverExtraArgs, typeExtraArgs, type RawDriverOptions, type RawTypeOptions } from '../domain/options.js';
+import { timeoutExtraArgs, typeExtraArgs, type RawDriverOptions, type RawTypeOptions } from '../domain/options.js';
+import { driverExtraArgs, parseDriverName } from '../drivers/index.js';
 import { STRATEGY_ENDED, statesOf, type ApplyType, type StrategyType } from '../domain/types.js';
 import { listGroups } from '../store/groups.js';
 import type { Db } from '../store/open.js';
 import { deleteStrategy, getStrategy, insertStrategy, type Strategy } from '../store/strategy.js';
 import { insertSteps } from '../store/steps.js';
 import { planningRecords } from '../store/subclouds.js';
-import { UsageError } from '../domain/errors.js';
 import { immediate, withExistingWriteDb, withReadDb, withWriteDb, type Ctx } from './context.js';
 import type { CommandResult } from './results.js';
 import { dryRunView } from './dryrun.js';
-import { checkSimFailClouds, didYouMean } from '../domain/choices.js';
+import { checkSimFailClouds } from '../domain/choices.js';
 import type { Result } from './table.js';
 
 export interface CreateInput {
@@ -70,16 +70,21 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Comm
     force: Boolean(input.force),
   };
   const maxFailures = input.maxFailures === undefined ? null : formatMaxFailures(parseMaxFailures(input.maxFailures));
+  const raw = input.driverOptions ?? {};
+  const driverName = parseDriverName(raw.driver);
   const extra = typeExtraArgs(input.type, input.typeOptions ?? {});
-  const seed = Math.floor(Math.random() * 2 ** 31);
-  const driver = driverExtraArgs(input.type, input.driverOptions ?? {}, seed);
-  const states = statesOf(input.type, extra as { cert_file?: string | null });
-  for (const item of driver.sim_fail as string[]) {
-    const state = item.slice(item.indexOf('=') + 1);
-    if (!states.includes(state)) {
-      throw new UsageError(`Invalid --sim-fail state '${state}' for ${input.type}${didYouMean(state, states)}; its states are: ${states.join(', ')}`);
-    }
-  }
+  // Each driver checks its own options (the exec driver reads and checks its config file here).
+  const driver = {
+    ...(await driverExtraArgs(driverName, {
+      type: input.type,
+      states: input.type === 'custom' ? null : statesOf(input.type, extra as { cert_file?: string | null }),
+      raw,
+      dbPath: ctx.dbPath,
+      seed: Math.floor(Math.random() * 2 ** 31),
+    })),
+    ...timeoutExtraArgs(input.type, raw),
+  };
+  const simFails = (driver.sim_fail as string[] | undefined) ?? [];
   // The range (check 3) is a value on its own too; only options that may not be combined (check 2,
   // reported after check 1) come before it.
   if (combines(req)) checkMaxParallel(input.type, req.maxParallelSubclouds);
@@ -90,7 +95,7 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Comm
     if (existing) throw new OperationError(`Strategy of type: '${existing.type}' already exists`);
     checkCombination(req);
     const records = db ? planningRecords(db) : [];
-    checkSimFailClouds(driver.sim_fail as string[], new Set(records.map((r) => r.name)), () => records.map((r) => r.name));
+    checkSimFailClouds(simFails, new Set(records.map((r) => r.name)), () => records.map((r) => r.name));
     const groups = db ? listGroups(db) : [DEFAULT_GROUP];
     return planSteps(req, groups.map((g) => ({
       id: g.id,

@@ -67,21 +67,39 @@ export function retryTarget(
 /** A driver's answer, or the orchestrator's own timeout. */
 export type ReportResult =
   | { kind: 'next'; next?: string; details?: string }
-  | { kind: 'failed'; reason: string }
+  | { kind: 'failed'; reason: string; timeout?: boolean }
+  | { kind: 'retry'; reason: string; outcome: 'failed' | 'timeout' | 'interrupted'; delayMs: number }
   | { kind: 'timeout' };
 
 /** What a report means for the step that ran `state`. */
 export type Decision =
   | { kind: 'advance'; to: string; details: string; ended: boolean }
-  | { kind: 'fail'; details: string; reason: string; outcome: 'failed' | 'timeout' };
+  | { kind: 'fail'; details: string; reason: string; outcome: 'failed' | 'timeout' }
+  /** The same state runs again, as a new attempt, after `delayMs` (a driver's own retry). */
+  | { kind: 'again'; details: string; reason: string; outcome: 'failed' | 'timeout' | 'interrupted'; delayMs: number };
 
 /**
  * Decide what a report means (SPEC §3, §6): the next state (the type's next one, or the one the
  * driver named if it is later, or `complete`), or a failure. A driver may never go back or name a
  * state the type does not have: that would run a state twice or out of order.
  */
-export function decideReport(state: string, states: readonly string[], result: ReportResult, timeoutText: string): Decision {
+export function decideReport(
+  state: string,
+  states: readonly string[],
+  result: ReportResult,
+  timeoutText: string,
+  formatDelay: (ms: number) => string = (ms) => `${ms}ms`,
+): Decision {
   const index = states.indexOf(state);
+  if (result.kind === 'retry') {
+    return {
+      kind: 'again',
+      details: `${state}: ${result.reason} (run again in ${formatDelay(result.delayMs)})`,
+      reason: result.reason,
+      outcome: result.outcome,
+      delayMs: result.delayMs,
+    };
+  }
   if (result.kind === 'next') {
     const named = result.next;
     if (named !== undefined && named !== 'complete' && !(states.indexOf(named) > index)) {
@@ -92,7 +110,9 @@ export function decideReport(state: string, states: readonly string[], result: R
     return { kind: 'advance', to, details: result.details ?? '', ended: to === 'complete' };
   }
   const reason = result.kind === 'failed' ? result.reason : `timed out after ${timeoutText}`;
-  return { kind: 'fail', details: `${state}: ${reason}`, reason, outcome: result.kind === 'timeout' ? 'timeout' : 'failed' };
+  // A driver that enforces its own timeouts (exec) says so with `timeout: true`.
+  const timedOut = result.kind === 'timeout' || result.timeout === true;
+  return { kind: 'fail', details: `${state}: ${reason}`, reason, outcome: timedOut ? 'timeout' : 'failed' };
 }
 
 /**

@@ -3,7 +3,7 @@
  * the strategy's extra args, handed to drivers. Pure.
  */
 import { UsageError } from './errors.js';
-import { durationOption, durationRangeOption } from './durations.js';
+import { durationOption } from './durations.js';
 import { TYPES, type StrategyType } from './types.js';
 
 /** Raw values as the command line gave them; `undefined` = not given. */
@@ -26,12 +26,12 @@ export interface RawTypeOptions {
   sysadminPassword?: string;
 }
 
+/** Strategy options that are not a type's: today the per-state timeout. */
 export interface RawDriverOptions {
-  simLatency?: string;
-  simFailRate?: string;
-  simSeed?: string;
-  simFail?: string[];
+  driver?: string;
   stateTimeout?: string;
+  /** Each driver's own options, as commander names them (`simLatency`, `execConfig`, …). */
+  [option: string]: unknown;
 }
 
 /** The flag each raw option came from, for messages. */
@@ -60,6 +60,7 @@ const ALLOWED: Record<StrategyType, (keyof RawTypeOptions)[]> = {
   kubernetes: ['toVersion'],
   'kube-rootca-update': ['subject', 'expiryDate', 'certFile'],
   firmware: [],
+  custom: [],
   prestage: ['release', 'forInstall', 'forSwDeploy', 'sysadminPassword'],
 };
 
@@ -155,40 +156,17 @@ export function typeExtraArgs(type: StrategyType, raw: RawTypeOptions): ExtraArg
       };
     }
     case 'firmware':
+    case 'custom':
       return {};
   }
 }
 
-/** Driver settings and the per-state timeout. */
-export function driverExtraArgs(type: StrategyType, raw: RawDriverOptions, defaultSeed: number): ExtraArgs {
-  const out: ExtraArgs = { driver: 'sim' };
-  const latency = durationRangeOption('--sim-latency', raw.simLatency ?? '200ms..1s');
-  out.sim_latency_min_ms = latency.min;
-  out.sim_latency_max_ms = latency.max;
-
-  const rate = raw.simFailRate === undefined ? 0 : Number(raw.simFailRate);
-  if (raw.simFailRate !== undefined && (raw.simFailRate.trim() === '' || !(rate >= 0 && rate <= 1))) {
-    throw new UsageError(`Invalid --sim-fail-rate value: ${raw.simFailRate}. It must be between 0 and 1`);
-  }
-  out.sim_fail_rate = rate;
-
-  if (raw.simSeed !== undefined && !/^\d{1,15}$/.test(raw.simSeed)) {
-    throw new UsageError(`Invalid --sim-seed value: ${raw.simSeed}. It must be a non-negative integer`);
-  }
-  out.sim_seed = raw.simSeed !== undefined ? Number(raw.simSeed) : defaultSeed;
-
-  const fails: string[] = [];
-  for (const item of raw.simFail ?? []) {
-    const eq = item.indexOf('=');
-    if (eq <= 0 || eq === item.length - 1) {
-      throw new UsageError(`Invalid --sim-fail value: ${item}. Use CLOUD=STATE`);
-    }
-    fails.push(item);
-  }
-  out.sim_fail = fails;
-
+/**
+ * The per-state timeout, a strategy setting whatever the driver. Each driver's own options are
+ * declared and checked by the driver's module (src/drivers/<name>/options.ts).
+ */
+export function timeoutExtraArgs(type: StrategyType, raw: RawDriverOptions): ExtraArgs {
   const timeout =
     raw.stateTimeout === undefined ? TYPES[type].defaultStateTimeoutMs : durationOption('--state-timeout', raw.stateTimeout);
-  out.state_timeout_ms = timeout;
-  return out;
+  return { state_timeout_ms: timeout };
 }

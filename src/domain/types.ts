@@ -14,6 +14,8 @@ export const STRATEGY_TYPES = [
   'kube-rootca-update',
   'firmware',
   'prestage',
+  // The config's own states, run by the exec driver (SPEC §7.2); no sync endpoint.
+  'custom',
 ] as const;
 export type StrategyType = (typeof STRATEGY_TYPES)[number];
 
@@ -44,7 +46,7 @@ export const STEP_ENDED: readonly string[] = [STEP_COMPLETE, STEP_FAILED, STEP_A
 export interface TypeInfo {
   type: StrategyType;
   alias: string;
-  /** The sync endpoint a step of this type brings in-sync; null for prestage. */
+  /** The sync endpoint a step of this type brings in-sync; null for prestage and custom. */
   endpoint: Endpoint | null;
   /** Label in "Subcloud X does not require <label>". */
   requireLabel: string;
@@ -121,13 +123,23 @@ export const TYPES: Record<StrategyType, TypeInfo> = {
     forceAllowed: false,
     defaultStateTimeoutMs: 180 * MINUTE,
   },
+  custom: {
+    type: 'custom',
+    alias: 'custom-strategy',
+    endpoint: null,
+    requireLabel: 'custom',
+    syncLabel: 'Custom',
+    maxParallelLimit: 5000,
+    forceAllowed: false,
+    defaultStateTimeoutMs: 60 * MINUTE,
+  },
 };
 
 /**
  * The states a step of this type walks, in order, between `initial` and `complete`.
  * kube-rootca-update uploads a certificate only when the strategy was created with --cert-file.
  */
-export function statesOf(type: StrategyType, extra: { cert_file?: string | null } = {}): string[] {
+export function statesOf(type: StrategyType, extra: { cert_file?: string | null; exec_states?: unknown } = {}): string[] {
   switch (type) {
     case 'patch':
       return [
@@ -167,6 +179,9 @@ export function statesOf(type: StrategyType, extra: { cert_file?: string | null 
       ];
     case 'prestage':
       return ['prestage-precheck', 'prestage-prepare', 'prestaging-packages', 'prestaging-images'];
+    case 'custom':
+      // Named by the exec config, in its order, and stored with the strategy at create.
+      return Array.isArray(extra.exec_states) ? (extra.exec_states as string[]) : [];
   }
 }
 

@@ -5,6 +5,14 @@
 import type { ExtraArgs } from '../domain/options.js';
 import type { StrategyType } from '../domain/types.js';
 
+/** The process a run started, as recorded in its history row before it can be lost. */
+export interface RunProcess {
+  pid: number;
+  pgid: number;
+  /** The process's start time (/proc/<pid>/stat field 22, clock ticks since boot): tells a reused pid apart. */
+  procStart: number | null;
+}
+
 export interface OperationRequest {
   cloud: string;
   type: StrategyType;
@@ -12,8 +20,16 @@ export interface OperationRequest {
   state: string;
   stateIndex: number;
   states: readonly string[];
-  /** 1 for the first run of this state; more when an interrupted run is run again. */
+  /** 1 for the first run of this state; more when an interrupted or failed run is run again. */
   attempt: number;
+  /** The previous run of this state was cut off (a crash or a stop): this one may find it half done. */
+  resumed?: boolean;
+  /** Runs of this state that failed or timed out so far in this apply (a driver's retry budget). */
+  failures?: number;
+  /** The stage the subcloud is in. */
+  stage?: number;
+  /** The subcloud's own fields (group, software_version, location, …), null when unset. */
+  subcloud?: Record<string, string | null>;
   /** Identifies the strategy: a subcloud's side of an update belongs to one strategy. */
   campaign: string;
   extra: ExtraArgs;
@@ -25,15 +41,45 @@ export interface OperationRequest {
   options: Readonly<Record<string, string | number>>;
   /** Aborted when the orchestrator stops waiting for this operation (timeout, hard stop). */
   signal: AbortSignal;
+  /** Called once a process was started for this run, so its identity is recorded at once. */
+  onStarted?: (proc: RunProcess) => void;
 }
 
 export type OperationResult =
   /** Done: go on to `next` (default: the following state; `complete` to skip to the end). */
   | { kind: 'next'; next?: string; details?: string }
-  | { kind: 'failed'; reason: string };
+  | { kind: 'failed'; reason: string; timeout?: boolean }
+  /**
+   * This run ended without a result to act on: run the same state again, as a new attempt (its own
+   * history row), after `delayMs`. `outcome` is how this run's history row ends.
+   */
+  | { kind: 'retry'; reason: string; outcome: 'failed' | 'timeout' | 'interrupted'; delayMs: number };
+
+/** A run left `running` in the history by an orchestrator that is gone. */
+export interface LeftRun {
+  cloud: string;
+  state: string;
+  attempt: number;
+  /** When its history row was opened (ISO 8601). */
+  startedAt: string;
+  proc: RunProcess | null;
+}
+
+/**
+ * What became of a left run: `interrupted` (it will run again, as the next attempt) or a result to
+ * wait for (the run is still going, or it ended and left its status behind).
+ */
+export type Adoption = { kind: 'interrupted' } | { kind: 'wait'; result: Promise<OperationResult> };
 
 export interface Driver {
   run(req: OperationRequest): Promise<OperationResult>;
-  /** Stop whatever is pending and let go of resources; the process may then exit. */
-  close(): void;
+  /**
+   * Called for each run a previous orchestrator left `running`, before anything starts. Without
+   * it, every such run is interrupted and runs again.
+   */
+  adopt?(left: LeftRun, req: OperationRequest): Adoption;
+  /** The driver enforces its own per-state timeouts: the orchestrator sets none. */
+  readonly ownsTimeouts?: boolean;
+  /** Stop whatever is pending, wait until every process it started is gone, let go of resources. */
+  close(): Promise<void>;
 }

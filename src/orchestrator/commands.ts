@@ -8,7 +8,8 @@ import fs from 'node:fs';
 import { DcmError } from '../domain/errors.js';
 import { releaseLock, readLock } from '../store/lock.js';
 import { applyFaultError } from '../store/faults.js';
-import { SimDriver, simSettings } from '../drivers/sim/index.js';
+import { createDriver } from '../drivers/index.js';
+import type { Driver } from '../drivers/driver.js';
 import { withExistingWriteDb } from '../commands/context.js';
 import { strategyNotFound, theStrategy } from '../commands/strategy.js';
 import type { Outcome, RunCtx } from '../cli/runner.js';
@@ -110,7 +111,7 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
   const checkFile = fileWatch(ctx.dbPath);
   const lock = new ApplyLock(db, ctx.dbPath);
   let locked = false;
-  let driver: SimDriver | null = null;
+  let driver: Driver | null = null;
   let fileGone = false;
   const sidecars = new Map<string, { dev: number; ino: number } | null>();
   try {
@@ -146,10 +147,10 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
     else throw new OperationError(`Strategy in state ${s.state} cannot be applied`);
 
     for (const suffix of ['-wal', '-shm']) sidecars.set(ctx.dbPath + suffix, identity(ctx.dbPath + suffix));
-    driver = new SimDriver(ctx.dbPath, simSettings(s.extra));
+    driver = await createDriver(ctx.dbPath, s.extra);
     const orchestrator = new Orchestrator(db, driver, progress, {
       type: s.type as StrategyType,
-      states: statesOf(s.type as StrategyType, s.extra as { cert_file?: string | null }),
+      states: statesOf(s.type as StrategyType, s.extra as { cert_file?: string | null; exec_states?: unknown }),
       stopOnFailure: s.stop_on_failure,
       campaign: s.created_at,
       extra: s.extra,
@@ -178,7 +179,8 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
     fileGone = err instanceof FileGoneError;
     throw err;
   } finally {
-    driver?.close();
+    // Waits until every process the driver started is gone: dcm never leaves one behind.
+    await driver?.close();
     // Let go of the lock, unless the path now names another file: that one is not ours to write.
     try {
       if (locked && !fileGone) lock.release();

@@ -16,7 +16,8 @@
 import { formatDuration } from '../domain/durations.js';
 import { decideReport, endOfRun, failureLimit, type ReportResult } from '../domain/control.js';
 import { TYPES, type StrategyType } from '../domain/types.js';
-import type { Driver, OperationResult } from '../drivers/driver.js';
+import type { Driver, OperationRequest, OperationResult, RunProcess } from '../drivers/driver.js';
+import { interruptedLast, leftRunning, markInterrupted, recordRunProcesses, subcloudPlaceholders } from '../store/runs.js';
 import type { ExtraArgs } from '../domain/options.js';
 import { now } from '../store/clock.js';
 import type { Db } from '../store/open.js';
@@ -26,12 +27,11 @@ import {
   abortMidStateSteps,
   countStepStates,
   failLeftSteps,
-  interruptRunning,
   interruptRuns,
   TransitionWriter,
   type Transition,
 } from '../store/transitions.js';
-import { attemptsOf, failedAndTotal, openStages, StageCursor, type CursorStep } from '../store/cursor.js';
+import { attemptsOf, failedAndTotal, openStages, StageCursor, stepsByIds, type CursorStep } from '../store/cursor.js';
 import { applyFaultError, faultOf } from '../store/faults.js';
 import { ConfigBook } from '../domain/strategy-config.js';
 import { getDefaultConfig, subcloudOptions } from '../store/strategy-config.js';
@@ -66,6 +66,9 @@ export interface OrchestratorOptions {
 
 /** How often a busy file (another writer holding it past the busy timeout) is tried again. */
 const BUSY_RETRY_MS = 250;
+
+/** How long a started run's process may wait to be recorded with other writes. */
+const PROC_RECORD_MS = 50;
 
 /** One entry of the registry: the operation running for a subcloud, tagged with its state. */
 interface Worker {
@@ -109,6 +112,21 @@ export class Orchestrator {
   private flushScheduled = false;
   private nextOpId = 1;
   private attemptsOf: (stepId: number, state: string) => number = () => 0;
+  /** (step, state) whose last run was cut off: its next run is told so (DCM_RESUMED). */
+  private resumed = new Set<string>();
+  /** Runs of a (step, state) that failed or timed out in this process: the driver's retry budget. */
+  private failures = new Map<string, number>();
+  /** Runs an earlier orchestrator left going, adopted by the driver: waited for once their subcloud has its slot. */
+  private adopted = new Map<number, { worker: Worker; result: Promise<OperationResult> }>();
+  /** Retries waiting out their backoff: the subcloud keeps its slot meanwhile. */
+  private retryTimers = new Set<NodeJS.Timeout>();
+  /**
+   * Processes started and not yet recorded in their history rows: they go with the next commit of
+   * transitions, or on their own after PROC_RECORD_MS (a commit each would double the commits per
+   * run). Until then the launcher's `.pid` file beside the run's log tells where the run is.
+   */
+  private procs: [number, RunProcess][] = [];
+  private procTimer: NodeJS.Timeout | null = null;
 
   /** Abort, a signal or a fatal error: no subcloud starts any more (only ever switches on). */
   private noNewSubclouds = false;
@@ -198,10 +216,15 @@ export class Orchestrator {
   /** Run the strategy (already `applying`, paused, or being resumed) to its end; returns the exit code. */
   async run(): Promise<number> {
     const started = Date.now();
-    const interrupted = await this.untilNotBusy(() => this.write(() => interruptRunning(this.db)));
-    if (interrupted) this.progress.note(`resuming: ${interrupted} operation(s) were interrupted and will run again`);
-    this.attemptsOf = attemptsOf(this.db);
     this.config = new ConfigBook(getDefaultConfig(this.db), subcloudOptions(this.db));
+    const cutOff = this.adoptLeftRuns();
+    await this.untilNotBusy(() =>
+      this.write(() => {
+        for (const id of cutOff) markInterrupted(this.db, id, 'the orchestrator stopped while this operation ran');
+      }),
+    );
+    this.attemptsOf = attemptsOf(this.db);
+    this.resumed = interruptedLast(this.db);
     // Counts, not steps: the steps themselves are read a window at a time (store/cursor.ts).
     const { failed, total } = failedAndTotal(this.db);
     this.failedCount = failed;
@@ -240,12 +263,16 @@ export class Orchestrator {
       await Promise.race([this.runStages(), stopped]);
       // Stopped without waiting (a second Ctrl-C): answers already received are still committed;
       // nothing new starts (noNewOperations). The operations still out run again on resume.
-      if (this.interruptedBy && !this.fatal && (this.reports.length || this.pending.length)) this.flush();
+      if (this.interruptedBy && !this.fatal && (this.reports.length || this.pending.length || this.procs.length)) this.flush();
     } finally {
       // Every way out (end, signal, fatal error) leaves no timer that would keep the process alive.
       this.requests.stop();
       if (this.drainTimer) clearTimeout(this.drainTimer);
       this.deadlines.stop();
+      for (const t of this.retryTimers) clearTimeout(t);
+      this.retryTimers.clear();
+      if (this.procTimer) clearTimeout(this.procTimer);
+      this.procTimer = null;
       this.stopped = true;
     }
     if (this.fatal) throw this.fatal;
@@ -289,6 +316,16 @@ export class Orchestrator {
       this.slots.set(step.id, { step, release, started: false });
       this.peak = Math.max(this.peak, this.slots.size);
       this.maxWindow = Math.max(this.maxWindow, this.window?.window ?? 0);
+      const adopted = this.adopted.get(step.id);
+      if (adopted) {
+        // Still going (or ended while no dcm ran): wait for it, never start it again.
+        this.adopted.delete(step.id);
+        this.slots.get(step.id)!.started = true;
+        adopted.worker.step = step;
+        this.workers.set(step.id, adopted.worker);
+        this.await(adopted.worker, adopted.result);
+        return;
+      }
       const first = step.state === 'initial' ? this.opts.states[0] : step.state;
       this.queue({
         stepId: step.id,
@@ -337,13 +374,18 @@ export class Orchestrator {
       this.decideReports();
       const batch = this.withoutHeldBack(this.pending);
       this.pending = [];
-      if (batch.length === 0) return;
+      if (batch.length === 0) {
+        // Processes started since the last commit, with nothing else to commit: on their own.
+        if (this.procTimer === null && this.procs.length) this.commitWithProcs([]);
+        return;
+      }
       try {
-        this.writer.commit(batch);
+        this.commitWithProcs(batch);
       } catch (err) {
         if (faultOf(err) !== 'busy') throw err;
         // Another writer holds the file past the busy timeout: nothing of the batch was committed
         // and nothing it opens has started; keep it, and try again shortly.
+        for (const t of batch) t.historyId = undefined;
         this.pending = batch.concat(this.pending);
         this.sayBusy();
         this.flushScheduled = true;
@@ -367,6 +409,7 @@ export class Orchestrator {
         });
         slot.step.state = t.to;
         if (t.startAttempt !== undefined) this.start(slot.step, t.to, t.startAttempt, t.historyId!);
+        else if (t.retryInMs !== undefined) this.retryLater(slot.step, t.to, t.retryInMs);
         else this.release(t.stepId, true);
       }
     } catch (err) {
@@ -387,7 +430,8 @@ export class Orchestrator {
       const slot = this.slots.get(t.stepId)!;
       const resumed = slot.step.state !== 'initial' && !slot.step.retried;
       const held = this.noNewOperations || (!slot.started && !resumed && !gate.newSubclouds);
-      if (held) this.release(t.stepId, false);
+      // Not started: its window keeps it. Started (a signal holds its next state): it stops here.
+      if (held) this.release(t.stepId, slot.started);
       return !held;
     });
   }
@@ -401,9 +445,26 @@ export class Orchestrator {
       if (!w || w.opId !== r.opId) continue; // answered after its timeout: the step moved on
       this.workers.delete(r.stepId);
       const { step, state } = w;
-      const d = decideReport(state, this.opts.states, r.result, formatDuration(this.opts.stateTimeoutMs));
+      const d = decideReport(state, this.opts.states, r.result, formatDuration(this.opts.stateTimeoutMs), formatDuration);
       const durationMs = r.finishedMs - w.startedMs;
-      if (d.kind === 'advance') {
+      if (d.kind === 'again') {
+        // The run is over without a result: its row closes, and the state runs again as a new
+        // attempt once the backoff is over, through this same registry.
+        const key = `${step.id}\u0000${state}`;
+        if (d.outcome === 'interrupted') this.resumed.add(key);
+        else this.failures.set(key, (this.failures.get(key) ?? 0) + 1);
+        this.pending.push({
+          stepId: step.id,
+          subcloudId: step.subcloudId,
+          cloud: step.cloud,
+          from: state,
+          to: state,
+          details: d.details,
+          close: { historyId: w.historyId, outcome: d.outcome, finishedAt: r.finishedAt, details: d.reason },
+          retryInMs: d.delayMs,
+          ended: false,
+        });
+      } else if (d.kind === 'advance') {
         const startAttempt = d.ended || this.noNewOperations ? undefined : this.nextAttempt(step.id, d.to);
         this.pending.push({
           stepId: step.id,
@@ -414,7 +475,8 @@ export class Orchestrator {
           details: d.details,
           close: { historyId: w.historyId, outcome: 'ok', finishedAt: r.finishedAt, details: d.details, durationMs },
           startAttempt,
-          completes: d.ended ? { endpoint: TYPES[this.opts.type].endpoint } : undefined,
+          // A custom type has no endpoint nor prestage status to bring up to date.
+          completes: d.ended && this.opts.type !== 'custom' ? { endpoint: TYPES[this.opts.type].endpoint } : undefined,
           ended: d.ended,
         });
       } else {
@@ -454,33 +516,24 @@ export class Orchestrator {
     const opId = this.nextOpId++;
     const worker: Worker = { step, state, attempt, historyId, opId, controller: null, abandoned: false, startedMs: Date.now() };
     this.workers.set(step.id, worker);
-    this.deadlines.add(step.id, opId, this.workers.size);
+    if (!this.driver.ownsTimeouts) this.deadlines.add(step.id, opId, this.workers.size);
     let running: Promise<OperationResult>;
     try {
-      running = this.driver.run({
-        cloud: step.cloud,
-        type: this.opts.type,
-        state,
-        stateIndex: this.opts.states.indexOf(state),
-        states: this.opts.states,
-        attempt,
-        campaign: this.opts.campaign,
-        extra: this.opts.extra,
-        options: this.config.optionsFor(step.subcloudId),
-        get signal() {
-          if (!worker.controller) {
-            worker.controller = new AbortController();
-            if (worker.abandoned) worker.controller.abort();
-          }
-          return worker.controller.signal;
-        },
-      });
+      const req = this.request(worker);
+      this.resumed.delete(`${step.id}\u0000${state}`);
+      running = this.driver.run(req);
     } catch (err) {
       // A driver that throws instead of rejecting fails this operation, not the whole apply.
       running = Promise.reject(err);
     }
-    running.then(
-      (result) => this.report(step.id, opId, result),
+    this.await(worker, running);
+  }
+
+  /** The driver's answer, whatever it is, becomes a report for this worker. */
+  private await(worker: Worker, result: Promise<OperationResult>): void {
+    const { step, opId } = worker;
+    result.then(
+      (r) => this.report(step.id, opId, r),
       (err: Error) => {
         // The file under the driver (the sim's sites share it) is full, corrupt or gone: that is
         // not this subcloud's failure, and the apply cannot go on.
@@ -491,12 +544,124 @@ export class Orchestrator {
     );
   }
 
+  private request(worker: Worker): OperationRequest {
+    const { step, state, attempt, historyId } = worker;
+    const key = `${step.id}\u0000${state}`;
+    return {
+      cloud: step.cloud,
+      type: this.opts.type,
+      state,
+      stateIndex: this.opts.states.indexOf(state),
+      states: this.opts.states,
+      attempt,
+      resumed: this.resumed.has(key),
+      failures: this.failures.get(key) ?? 0,
+      stage: step.stage,
+      subcloud: this.subcloudFields(step),
+      campaign: this.opts.campaign,
+      extra: this.opts.extra,
+      options: this.config.optionsFor(step.subcloudId),
+      get signal() {
+        if (!worker.controller) {
+          worker.controller = new AbortController();
+          if (worker.abandoned) worker.controller.abort();
+        }
+        return worker.controller.signal;
+      },
+      // Recorded by the next flush, in one transaction for all: until then the launcher's own pid
+      // file beside the run's log tells a later apply where the run is.
+      onStarted: (proc) => {
+        this.procs.push([historyId, proc]);
+        this.procTimer ??= setTimeout(() => {
+          this.procTimer = null;
+          this.scheduleFlush();
+        }, PROC_RECORD_MS);
+      },
+    };
+  }
+
+  /**
+   * Runs an earlier orchestrator left `running`: the driver says whether each is still going (or
+   * ended and left its status), to be waited for, or was cut off, to run again as the next attempt.
+   * Returns the history rows of the runs that were cut off, for the caller to mark `interrupted`
+   * in one fenced transaction. Only the steps of those runs are read (not the whole fleet).
+   */
+  private adoptLeftRuns(): number[] {
+    const left = leftRunning(this.db);
+    const byId = stepsByIds(this.db, left.map((l) => l.stepId));
+    const interrupted: number[] = [];
+    let adopted = 0;
+    for (const l of left) {
+      const step = byId.get(l.stepId);
+      const worker: Worker | null = step
+        ? { step, state: l.state, attempt: l.attempt, historyId: l.historyId, opId: this.nextOpId++, controller: null, abandoned: false, startedMs: Date.now() }
+        : null;
+      const adoption = worker && this.driver.adopt && step!.state === l.state ? this.driver.adopt(l, this.request(worker)) : null;
+      if (adoption?.kind === 'wait') {
+        this.adopted.set(l.stepId, { worker: worker!, result: adoption.result });
+        adopted++;
+      } else {
+        interrupted.push(l.historyId);
+      }
+    }
+    if (adopted) this.progress.note(`resuming: ${adopted} run(s) left by the last apply are still going or ended meanwhile; they are not run again`);
+    if (interrupted.length) this.progress.note(`resuming: ${interrupted.length} operation(s) were interrupted and will run again`);
+    return interrupted;
+  }
+
+  /** A subcloud's fields, read once per subcloud in flight rather than once per state. */
+  private readonly fields = new Map<number, Record<string, string | null>>();
+  private subcloudFields(step: CursorStep): Record<string, string | null> {
+    let f = this.fields.get(step.id);
+    if (!f) {
+      f = subcloudPlaceholders(this.db, step.subcloudId);
+      this.fields.set(step.id, f);
+    }
+    return f;
+  }
+
+  /**
+   * Commit the processes started since the last commit (for adoption after a kill -9) together
+   * with `batch`, in one fenced transaction. Nothing is dropped if it fails: the caller retries.
+   */
+  private commitWithProcs(batch: Transition[]): void {
+    if (this.procTimer) clearTimeout(this.procTimer);
+    this.procTimer = null;
+    if (this.procs.length === 0 && batch.length === 0) return;
+    this.write(() => {
+      if (this.procs.length) recordRunProcesses(this.db, this.procs);
+      if (batch.length) this.writer.commit(batch);
+    });
+    this.procs = [];
+  }
+
+  /** Run the state again after the backoff; the subcloud keeps its slot meanwhile. */
+  private retryLater(step: CursorStep, state: string, delayMs: number): void {
+    const t = setTimeout(() => {
+      this.retryTimers.delete(t);
+      this.queue({
+        stepId: step.id,
+        subcloudId: step.subcloudId,
+        cloud: step.cloud,
+        from: state,
+        to: state,
+        details: '',
+        startAttempt: this.nextAttempt(step.id, state),
+        ended: false,
+      });
+    }, delayMs);
+    this.retryTimers.add(t);
+  }
+
   private abandon(w: Worker): void {
     w.abandoned = true;
     w.controller?.abort();
   }
 
   private release(stepId: number, ended: boolean): void {
+    this.fields.delete(stepId);
+    // A driver's retry count is for one run of the subcloud through this process.
+    for (const state of this.opts.states) this.failures.delete(`${stepId}\u0000${state}`);
     const slot = this.slots.get(stepId);
     if (!slot) return;
     this.slots.delete(stepId);

@@ -136,8 +136,13 @@ export class LineProgress implements ProgressSink {
   transition(e: TransitionEvent): void {
     this.tracker.transition(e, Date.now());
     if (this.opts.quiet) return;
+    if (e.from === e.to && e.attempt === undefined) {
+      // A run that will be retried after its backoff: the details say why and when.
+      if (this.opts.verbose) this.write(`${e.at} ${e.cloud}: ${e.details}\n`);
+      return;
+    }
     if (e.from === e.to) {
-      // A step caught mid-state by the last process: its operation runs again.
+      // A step caught mid-state by the last process (or a retry): its operation runs again.
       if (this.opts.verbose) this.write(`${e.at} ${e.cloud}: ${e.to} again (attempt ${e.attempt ?? '?'})\n`);
       return;
     }

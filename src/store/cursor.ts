@@ -87,3 +87,14 @@ export function failedAndTotal(db: Db): { failed: number; total: number } {
     .prepare(`SELECT coalesce(sum(state = 'failed'), 0) AS failed, count(*) AS total FROM strategy_step`)
     .get() as { failed: number; total: number };
 }
+
+/** The steps of these ids (runs left running by a process that is gone), by id. */
+export function stepsByIds(db: Db, ids: readonly number[]): Map<number, CursorStep> {
+  const stmt = db.prepare(`SELECT ${COLUMNS} FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id WHERE st.id = ?`);
+  const out = new Map<number, CursorStep>();
+  for (const id of ids) {
+    const r = stmt.get(id) as ApplyStep | undefined;
+    if (r) out.set(id, { ...r, retried: false });
+  }
+  return out;
+}

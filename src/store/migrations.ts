@@ -179,7 +179,16 @@ export const MIGRATIONS: ((db: Database.Database) => void)[] = [
       );
     `);
   },
-  // 5 -> 6: the failure budget (`--max-failures N|P%`, SPEC §4 "Control while applying"), as given:
+  // 5 -> 6: exec driver: the process a run started, recorded as soon as it exists, so that a later apply
+  // can tell whether a run left `running` by a killed dcm is still going (SPEC §7.2).
+  (db) => {
+    db.exec(`
+      ALTER TABLE step_history ADD COLUMN pid INTEGER;
+      ALTER TABLE step_history ADD COLUMN pgid INTEGER;
+      ALTER TABLE step_history ADD COLUMN proc_start INTEGER;
+    `);
+  },
+  // 6 -> 7: the failure budget (`--max-failures N|P%`, SPEC §4 "Control while applying"), as given:
   // null when none was (`stop_on_failure` then says whether it is 1).
   (db) => {
     db.exec(`ALTER TABLE strategy ADD COLUMN max_failures TEXT;`);

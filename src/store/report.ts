@@ -1,16 +1,10 @@
 /** The history rows a report draws, with the step each belongs to. */
 import type { Db } from './open.js';
 import { sql } from './statements.js';
+import type { HistoryRow } from './steps.js';
 
-export interface RunRow {
-  step_id: number;
-  state: string;
-  attempt: number;
-  started_at: string;
-  finished_at: string | null;
-  outcome: string;
-  details: string;
-}
+/** A history row by the id of its step rather than its subcloud's name. */
+export type RunRow = Omit<HistoryRow, 'cloud'> & { step_id: number };
 
 /** Every state-operation run, in the order they started. */
 export function listRuns(db: Db): RunRow[] {

@@ -73,12 +73,14 @@ export interface Transition {
   /** The running history row this transition closes, with how it ended and when. */
   close?: {
     historyId: number;
-    outcome: 'ok' | 'failed' | 'timeout' | 'skipped';
+    outcome: 'ok' | 'failed' | 'timeout' | 'skipped' | 'interrupted';
     finishedAt: string;
     details: string;
     /** How long the operation ran; an ok run's duration goes into the type's statistics. */
     durationMs?: number;
   };
+  /** The same state runs again after this delay (a retry): the subcloud keeps its slot. */
+  retryInMs?: number;
   /** Set when an operation for `to` starts right after the commit: its attempt number. */
   startAttempt?: number;
   /** Filled in by commit: the history row opened for that operation. */

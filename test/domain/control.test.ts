@@ -72,6 +72,17 @@ describe('what a report means', () => {
       });
     }
   });
+  test("a driver's own retry runs the same state again after its delay; its own timeout is a timeout", () => {
+    expect(decideReport('pre check', PATCH, { kind: 'retry', reason: 'exit 75', outcome: 'failed', delayMs: 2000 }, '1h', (ms) => `${ms / 1000}s`)).toEqual({
+      kind: 'again',
+      details: 'pre check: exit 75 (run again in 2s)',
+      reason: 'exit 75',
+      outcome: 'failed',
+      delayMs: 2000,
+    });
+    expect(decideReport('pre check', PATCH, { kind: 'failed', reason: 'timed out after 3s', timeout: true }, '1h')).toMatchObject({ kind: 'fail', outcome: 'timeout' });
+  });
+
   test('a failure or a timeout fails the step, naming the state', () => {
     expect(decideReport('pre check', PATCH, { kind: 'failed', reason: 'boom' }, '1h')).toEqual({ kind: 'fail', outcome: 'failed', reason: 'boom', details: 'pre check: boom' });
     expect(decideReport('pre check', PATCH, { kind: 'timeout' }, '5s')).toEqual({

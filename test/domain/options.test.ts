@@ -3,7 +3,7 @@
  * rules; every violation is a usage error (exit 2).
  */
 import { describe, expect, test } from '@jest/globals';
-import { typeExtraArgs, driverExtraArgs, type RawTypeOptions } from '../../src/domain/options.js';
+import { typeExtraArgs, timeoutExtraArgs, type RawTypeOptions } from '../../src/domain/options.js';
 import { UsageError } from '../../src/domain/errors.js';
 import { STRATEGY_TYPES, statesOf, type StrategyType } from '../../src/domain/types.js';
 
@@ -129,19 +129,18 @@ describe('options of another type', () => {
   });
 });
 
-describe('driver options', () => {
-  test('defaults, and bad values are usage errors', () => {
-    const d = driverExtraArgs('patch', {}, 42);
-    expect(d).toMatchObject({ driver: 'sim', sim_latency_min_ms: 200, sim_latency_max_ms: 1000, sim_fail_rate: 0, sim_seed: 42, sim_fail: [] });
-    for (const raw of [{ simLatency: 'fast' }, { simLatency: '2s..1s' }, { simFailRate: '2' }, { simFailRate: '' }, { simSeed: '-1' }, { simFail: ['s1'] }, { stateTimeout: '0' }]) {
-      expect(() => driverExtraArgs('patch', raw, 1)).toThrow(UsageError);
-    }
+describe('state timeout', () => {
+  test('the type default, and a bad value is a usage error', () => {
+    expect(timeoutExtraArgs('patch', {})).toEqual({ state_timeout_ms: 3_600_000 });
+    expect(timeoutExtraArgs('patch', { stateTimeout: '30s' })).toEqual({ state_timeout_ms: 30_000 });
+    for (const stateTimeout of ['0', 'soon', '-1s']) expect(() => timeoutExtraArgs('patch', { stateTimeout })).toThrow(UsageError);
   });
 });
 
 test('every type has its states, ending before complete', () => {
   for (const t of STRATEGY_TYPES) {
-    const states = statesOf(t);
+    // custom: the exec config names the states, stored with the strategy.
+    const states = statesOf(t, { exec_states: ['one', 'two'] });
     expect(states.length).toBeGreaterThan(0);
     expect(states).not.toContain('initial');
     expect(states).not.toContain('complete');

@@ -86,7 +86,7 @@ export class FakeDriver implements Driver {
     return [...new Set(this.calls.map((c) => c.req.cloud))];
   }
 
-  close(): void {
+  async close(): Promise<void> {
     this.closed = true;
   }
 }

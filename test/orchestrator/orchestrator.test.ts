@@ -280,7 +280,7 @@ describe('Orchestrator: timeouts', () => {
         reqs.push(req); // does not touch req.signal yet
         return new Promise<OperationResult>(() => {});
       },
-      close: () => {},
+      close: async () => {},
     };
     expect(await f.make(lazy).run()).toBe(1);
     expect(reqs).toHaveLength(1);

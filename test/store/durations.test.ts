@@ -1,33 +1,19 @@
 import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
-import { openDb, type Db } from '../../src/store/open.js';
-import { insertSubclouds } from '../../src/store/subclouds.js';
-import { deleteStrategy, insertStrategy } from '../../src/store/strategy.js';
-import { insertSteps } from '../../src/store/steps.js';
+import type { Db } from '../../src/store/open.js';
+import { deleteStrategy } from '../../src/store/strategy.js';
 import { TransitionWriter, type Transition } from '../../src/store/transitions.js';
 import { durationStats, observedDurations } from '../../src/store/durations.js';
 import { meanMs } from '../../src/domain/estimate.js';
 import { now } from '../../src/store/clock.js';
-import { tempDir } from '../helpers/cli.js';
+import { twoStepStrategy } from '../helpers/store.js';
 
 describe('state duration statistics', () => {
-  let t: ReturnType<typeof tempDir>;
   let db: Db;
+  let cleanup: () => void;
   beforeEach(() => {
-    t = tempDir();
-    db = openDb(t.db, { create: true })!;
-    insertSubclouds(db, [{ name: 'a', fields: {} }, { name: 'b', fields: {} }]);
-    insertStrategy(db, { type: 'patch', subcloudApplyType: null, maxParallelSubclouds: null, stopOnFailure: false, extra: {} }, [
-      { stage: 1, window: 2, groupName: 'Default' },
-    ]);
-    insertSteps(db, [
-      { subcloudId: 1, name: 'a', stage: 1 },
-      { subcloudId: 2, name: 'b', stage: 1 },
-    ]);
+    ({ db, cleanup } = twoStepStrategy());
   });
-  afterEach(() => {
-    db.close();
-    t.cleanup();
-  });
+  afterEach(() => cleanup());
 
   test('ok runs of a batch are added per state in the same commit, and outlive strategy delete', () => {
     const w = new TransitionWriter(db, 'patch');

@@ -1,30 +1,16 @@
 import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
-import { openDb, type Db } from '../../src/store/open.js';
-import { insertSubclouds } from '../../src/store/subclouds.js';
-import { insertStrategy } from '../../src/store/strategy.js';
-import { insertSteps, listHistory, listSteps } from '../../src/store/steps.js';
+import type { Db } from '../../src/store/open.js';
+import { listHistory, listSteps } from '../../src/store/steps.js';
 import { interruptRunning, TransitionWriter } from '../../src/store/transitions.js';
-import { tempDir } from '../helpers/cli.js';
+import { twoStepStrategy } from '../helpers/store.js';
 
 describe('TransitionWriter', () => {
-  let t: ReturnType<typeof tempDir>;
   let db: Db;
+  let cleanup: () => void;
   beforeEach(() => {
-    t = tempDir();
-    db = openDb(t.db, { create: true })!;
-    insertSubclouds(db, [{ name: 'a', fields: {} }, { name: 'b', fields: {} }]);
-    insertStrategy(db, { type: 'patch', subcloudApplyType: null, maxParallelSubclouds: null, stopOnFailure: false, extra: {} }, [
-      { stage: 1, window: 2, groupName: 'Default' },
-    ]);
-    insertSteps(db, [
-      { subcloudId: 1, name: 'a', stage: 1 },
-      { subcloudId: 2, name: 'b', stage: 1 },
-    ]);
+    ({ db, cleanup } = twoStepStrategy());
   });
-  afterEach(() => {
-    db.close();
-    t.cleanup();
-  });
+  afterEach(() => cleanup());
 
   const start = (stepId: number, cloud: string) => ({
     stepId,

@@ -103,7 +103,7 @@ export class SimDriver implements Driver {
     });
   }
 
-  close(): void {
+  async close(): Promise<void> {
     this.closed = true;
     for (const t of this.timers) {
       clearTimeout(t as NodeJS.Timeout);

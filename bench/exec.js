@@ -1,0 +1,149 @@
+/**
+ * Figure 6: the exec driver's cost per run. 1,000 subclouds × 5 states of /bin/true, window 50:
+ * dcm strategy apply against a bare Node loop spawning the same 5,000 processes with the same
+ * window (bench/baseline/spawn-loop.js), beside `xargs -P 50` on the same 5,000 commands, and
+ * the bare loop spawning each through a `sh` wrapper that writes the run's pid and status (the
+ * design dcm measured and left for its launcher). Per-run times, one run at a time: spawn to exit
+ * in the loop, the history row's started_at..finished_at in dcm.
+ *
+ * `node bench/exec.js` runs this figure alone and prints its rows (the full bench includes it).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { measure } from './lib/proc.js';
+import { ratio, summary } from './lib/stats.js';
+import { copyDb, dcmSetup, removeDb } from './lib/fleet.js';
+import { parseTimestamp } from '../dist/domain/time.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const LOOP = path.join(here, 'baseline', 'spawn-loop.js');
+const node = process.execPath;
+const WRAPPER = 'echo $$ >"$0.pid";trap : TERM INT HUP;/bin/true;c=$?;echo $c >"$0.status";exit $c';
+
+function quantile(sorted, q) {
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+}
+
+function runTimes(file) {
+  const db = new Database(file, { readonly: true });
+  try {
+    const rows = db.prepare("SELECT started_at, finished_at, outcome FROM step_history").all();
+    if (rows.some((r) => r.outcome !== 'ok')) throw new Error('an exec run did not end ok');
+    return rows.map((r) => (parseTimestamp(r.finished_at) - parseTimestamp(r.started_at)) / 1000).sort((a, b) => a - b);
+  } finally {
+    db.close();
+  }
+}
+
+export async function execOverhead(ctx) {
+  const subclouds = 1000;
+  const states = 5;
+  const window = 50;
+  const reps = ctx.reps.exec ?? 3;
+  const dir = fs.mkdtempSync(path.join(ctx.tmp, 'exec-'));
+  const cfg = path.join(dir, 'true.yaml');
+  fs.writeFileSync(cfg, 'states:\n  "*": [/bin/true]\n');
+  const wrapper = path.join(dir, 'wrapped-true.sh');
+  fs.writeFileSync(wrapper, `#!/bin/sh\nset -- "${dir}/w"\n${WRAPPER}\n`, { mode: 0o755 });
+  const prepared = path.join(dir, 'prepared.db');
+  removeDb(prepared);
+  const names = Array.from({ length: subclouds }, (_, i) => `s${i + 1}`);
+  dcmSetup(ctx, ['--db', prepared, 'subcloud', 'add', ...names]);
+  dcmSetup(ctx, ['--db', prepared, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', String(window), '--driver', 'exec', '--exec-config', cfg, '--log-dir', path.join(dir, 'logs')]);
+  const work = path.join(dir, 'work.db');
+  ctx.log(`figure 6: ${subclouds} subclouds × ${states} states of /bin/true, window ${window}; ${reps} rounds`);
+
+  const dcmMs = [];
+  const loopMs = [];
+  const wrappedMs = [];
+  const xargsMs = [];
+  let dcmRunTimes = [];
+  let loopRunTimes = [];
+  for (let i = -1; i < reps; i++) {
+    copyDb(prepared, work);
+    fs.rmSync(path.join(dir, 'logs'), { recursive: true, force: true });
+    const d = await measure(node, [ctx.dcm, '--db', work, 'strategy', 'apply', '-q']);
+    const l = await measure(node, [LOOP, String(subclouds), String(states), String(window), '/bin/true']);
+    const w = await measure(node, [LOOP, String(subclouds), String(states), String(window), wrapper]);
+    const seq = path.join(dir, 'seq.txt');
+    fs.writeFileSync(seq, `${Array.from({ length: subclouds * states }, (_, k) => k).join('\n')}\n`);
+    const x = await measure('sh', ['-c', `xargs -P ${window} -n 1 /bin/true < "${seq}"`]);
+    ctx.log(`  round ${i < 0 ? 'warm-up' : i + 1}: dcm ${(d.ms / 1000).toFixed(2)} s, loop ${(l.ms / 1000).toFixed(2)} s, loop+wrapper ${(w.ms / 1000).toFixed(2)} s, xargs ${(x.ms / 1000).toFixed(2)} s`);
+    if (i < 0) continue;
+    dcmMs.push(d.ms);
+    loopMs.push(l.ms);
+    wrappedMs.push(w.ms);
+    xargsMs.push(x.ms);
+  }
+  // Per run, one at a time (window 1), so that the times are a run's own and not the queue's.
+  const one = path.join(dir, 'one.db');
+  removeDb(one);
+  dcmSetup(ctx, ['--db', one, 'subcloud', 'add', ...names.slice(0, 100)]);
+  dcmSetup(ctx, ['--db', one, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1', '--driver', 'exec', '--exec-config', cfg, '--log-dir', path.join(dir, 'logs1')]);
+  await measure(node, [ctx.dcm, '--db', one, 'strategy', 'apply', '-q']);
+  dcmRunTimes = runTimes(one);
+  const t = spawnSync(node, [LOOP, '100', String(states), '1', '/bin/true', '--times'], { encoding: 'utf8', maxBuffer: 64 << 20 });
+  loopRunTimes = JSON.parse(t.stdout).sort((a, b) => a - b);
+  fs.rmSync(dir, { recursive: true, force: true });
+  const what = `dcm strategy apply -q, exec driver: ${subclouds.toLocaleString('en-US')} subclouds × ${states} states of /bin/true, window ${window}`;
+  const pr = (ts) => `median ${quantile(ts, 0.5).toFixed(2)} ms, p99 ${quantile(ts, 0.99).toFixed(2)} ms`;
+  return [
+    {
+      id: '6',
+      figure: 'Exec driver overhead',
+      what,
+      baselineWhat: `bare Node loop (child_process.spawn) running the same ${(subclouds * states).toLocaleString('en-US')} processes, same sliding window`,
+      unit: 'ms',
+      value: summary(dcmMs, 1),
+      baseline: summary(loopMs, 1),
+      ratio: ratio(dcmMs, loopMs),
+      target: { of: 'ratio', max: 1.3 },
+      limit:
+        `runs start from dcm's launcher, a small process (forking costs in proportion to the forker's memory), one process per run; ` +
+        `the rest is a message each way, the run's files and its history rows. A sh wrapper per run (pid and status beside the log) ` +
+        `instead would cost a second process per run: the same loop through one took ` +
+        `${(summary(wrappedMs).median / 1000).toFixed(2)} s (${(summary(wrappedMs).median / summary(loopMs).median).toFixed(2)}× the bare loop)`,
+    },
+    {
+      id: '6x',
+      figure: 'Exec driver vs xargs -P',
+      what,
+      baselineWhat: `xargs -P ${window} -n 1 /bin/true over the same number of commands`,
+      unit: 'ms',
+      value: summary(dcmMs, 1),
+      baseline: summary(xargsMs, 1),
+      ratio: ratio(dcmMs, xargsMs),
+      target: null,
+      limit: 'for the reader: xargs keeps no state, no order per subcloud, no logs',
+    },
+    {
+      id: '6p',
+      figure: 'Exec driver, per run',
+      what: 'one run of /bin/true in dcm, 100 subclouds × 5 states one at a time (history row started_at to finished_at: launcher, files, spawn, command)',
+      baselineWhat: 'one spawn of /bin/true to its exit in the bare loop, one at a time',
+      unit: 'ms',
+      value: summary(dcmRunTimes, 2),
+      baseline: summary(loopRunTimes, 2),
+      ratio: ratio([quantile(dcmRunTimes, 0.5)], [quantile(loopRunTimes, 0.5)]),
+      target: null,
+      limit: `dcm ${pr(dcmRunTimes)}; loop ${pr(loopRunTimes)}; per-run overhead at the median ${(quantile(dcmRunTimes, 0.5) - quantile(loopRunTimes, 0.5)).toFixed(2)} ms`,
+    },
+  ];
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const root = path.resolve(here, '..');
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dcm-bench-exec-'));
+  const ctx = { root, dcm: path.join(root, 'bin', 'dcm.js'), tmp, reps: { exec: Number(process.env.BENCH_EXEC_REPS ?? 3) }, log: (l) => process.stderr.write(`${l}\n`) };
+  try {
+    const rows = await execOverhead(ctx);
+    const { table } = await import('./lib/report.js');
+    process.stdout.write(`${table(rows)}\n\n${JSON.stringify(rows.map(({ id, value, baseline, ratio: r, limit }) => ({ id, value: value.median, baseline: baseline.median, ratio: r, limit })), null, 2)}\n`);
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,187 @@
+/**
+ * The exec driver's config file (SPEC §7.2), YAML or JSON, checked once at create and stored with
+ * the strategy in a resolved form: one entry per state, in the type's order (for `custom`, the
+ * file's order), every default applied and `cwd` made absolute. Pure: the caller reads the file.
+ */
+import path from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { UsageError } from '../../domain/errors.js';
+import { parseDuration, parseDurationRange } from '../../domain/durations.js';
+import { unknownPlaceholders } from './placeholders.js';
+
+export interface StateSpec {
+  state: string;
+  /** A list runs directly; a string runs through /bin/sh -c with values shell-quoted. */
+  run: string[] | string;
+  timeoutMs: number;
+  retries: number;
+  backoffMinMs: number;
+  backoffMaxMs: number;
+  killGraceMs: number;
+  env: Record<string, string>;
+  /** Absolute; placeholders allowed. */
+  cwd: string;
+}
+
+export interface ExecConfig {
+  states: StateSpec[];
+}
+
+const KEYS = ['run', 'timeout', 'retries', 'backoff', 'kill_grace', 'env', 'cwd'];
+
+type Entry = Record<string, unknown>;
+
+/** Where parseConfigText keeps the file order of `states`. */
+const STATE_ORDER = '\u0000state order';
+
+function toPlain(v: unknown): unknown {
+  if (v instanceof Map) return Object.fromEntries([...v.entries()].map(([k, x]) => [String(k), toPlain(x)]));
+  if (Array.isArray(v)) return v.map(toPlain);
+  return v;
+}
+
+function isObject(v: unknown): v is Entry {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * Parse YAML or JSON (YAML's superset) with mappings as Maps, turned into plain objects except
+ * for the order of `states`, kept apart: a plain object would put a state named "10" first.
+ */
+export function parseConfigText(text: string, file: string): unknown {
+  try {
+    const doc = parseYaml(text, { uniqueKeys: true, mapAsMap: true }) as unknown;
+    const order = doc instanceof Map && doc.get('states') instanceof Map ? [...(doc.get('states') as Map<unknown, unknown>).keys()].map(String) : null;
+    const plain = toPlain(doc);
+    if (order && isObject(plain)) (plain as Entry)[STATE_ORDER] = order;
+    return plain;
+  } catch (err) {
+    const first = String((err as Error).message).split('\n')[0];
+    throw new UsageError(`exec config ${file}: not valid YAML or JSON: ${first}`);
+  }
+}
+
+/**
+ * Check a parsed config against the type's states (`null` for custom: the config's own states
+ * define them) and resolve it. Every error names the state (or `defaults`) and the key.
+ */
+export function resolveConfig(doc: unknown, file: string, typeStates: readonly string[] | null): ExecConfig {
+  const bad = (where: string, msg: string): never => {
+    throw new UsageError(`exec config ${file}: ${where}: ${msg}`);
+  };
+  if (!isObject(doc)) bad('top level', 'expected a mapping with "states" (and optional "defaults")');
+  const top = doc as Entry;
+  for (const k of Object.keys(top)) if (k !== 'defaults' && k !== 'states' && k !== STATE_ORDER) bad(k, 'unknown key: use defaults, states');
+  const defaults = top.defaults ?? {};
+  if (!isObject(defaults)) bad('defaults', 'expected a mapping');
+  if (!isObject(top.states)) bad('states', 'expected a mapping of state name to command');
+  const states = top.states as Entry;
+  const base = path.dirname(path.resolve(file));
+
+  const names = Array.isArray(top[STATE_ORDER]) ? (top[STATE_ORDER] as string[]) : Object.keys(states);
+  if (typeStates === null) {
+    if (names.includes('*')) bad('states: "*"', 'not allowed with --type custom: name every state');
+    if (names.length === 0) bad('states', 'a custom type needs at least one state');
+    for (const n of names) if (n === 'complete' || n === 'initial' || n === 'failed' || n === 'aborted') bad(`state "${n}"`, 'a reserved step state');
+  } else {
+    for (const n of names) {
+      if (n !== '*' && !typeStates.includes(n)) bad(`state "${n}"`, `not a state of this type; its states are: ${typeStates.join(', ')}`);
+    }
+    for (const s of typeStates) {
+      if (!(s in states) && !('*' in states)) bad(`state "${s}"`, 'missing: give a command for it, or a "*" entry');
+    }
+  }
+  const order = typeStates ?? names;
+  const resolved = order.map((s) =>
+    s in states ? resolveEntry(s, `state "${s}"`, states[s], defaults as Entry, base, bad) : resolveEntry(s, 'state "*"', states['*'], defaults as Entry, base, bad),
+  );
+  // Every entry is checked, even one no state uses, and a bad default even when overridden.
+  if ('*' in states) resolveEntry('*', 'state "*"', states['*'], defaults as Entry, base, bad);
+  resolveEntry('defaults', 'defaults', { run: 'true' }, defaults as Entry, base, bad);
+  return { states: resolved };
+}
+
+function resolveEntry(
+  state: string,
+  where: string,
+  raw: unknown,
+  defaults: Entry,
+  base: string,
+  bad: (where: string, msg: string) => never,
+): StateSpec {
+  const entry: Entry = Array.isArray(raw) || typeof raw === 'string' ? { run: raw } : isObject(raw) ? raw : bad(where, 'expected a command (a list or a string) or a mapping with "run"');
+  for (const k of Object.keys(defaults)) {
+    if (!KEYS.includes(k) || k === 'run') bad(`defaults: ${k}`, `unknown key; a default may set ${KEYS.slice(1).join(', ')}`);
+  }
+  for (const k of Object.keys(entry)) if (!KEYS.includes(k)) bad(`${where}: ${k}`, `unknown key; use ${KEYS.join(', ')}`);
+  const get = (k: string) => (k in entry ? { v: entry[k], at: `${where}: ${k}` } : { v: defaults[k], at: `defaults: ${k}` });
+
+  const placeholders = (text: string, at: string) => {
+    const unknown = unknownPlaceholders(text);
+    if (unknown.length) bad(at, `unknown placeholder {${unknown[0]}}`);
+  };
+
+  let run: string[] | string;
+  const r = entry.run;
+  if (typeof r === 'string') {
+    if (!r.trim()) bad(`${where}: run`, 'an empty command');
+    run = r;
+    placeholders(r, `${where}: run`);
+  } else if (Array.isArray(r)) {
+    if (r.length === 0) bad(`${where}: run`, 'an empty command');
+    run = r.map((x) => {
+      if (typeof x !== 'string' && typeof x !== 'number') bad(`${where}: run`, 'list items must be strings');
+      placeholders(String(x), `${where}: run`);
+      return String(x);
+    });
+  } else {
+    run = bad(`${where}: run`, 'missing: a list (run directly) or a string (run by /bin/sh -c)');
+  }
+
+  const duration = (k: string, fallback: string, positive: boolean) => {
+    const { v, at } = get(k);
+    if (v === undefined) return parseDuration(fallback)!;
+    const ms = typeof v === 'string' && /[a-z]\s*$/.test(v) ? parseDuration(v) : null;
+    if (ms === null) bad(at, `bad duration ${JSON.stringify(v)}: give a unit, e.g. 30s, 10m, 1h`);
+    if (positive && ms! <= 0) bad(at, 'must be more than 0');
+    return ms!;
+  };
+  const timeoutMs = duration('timeout', '1h', true);
+  const killGraceMs = duration('kill_grace', '10s', false);
+
+  const rv = get('retries');
+  const retries = rv.v === undefined ? 0 : Number(rv.v);
+  if (rv.v !== undefined && (typeof rv.v !== 'number' || !Number.isInteger(retries) || retries < 0 || retries > 100)) {
+    bad(rv.at, `bad retries ${JSON.stringify(rv.v)}: a whole number from 0 to 100`);
+  }
+
+  const bv = get('backoff');
+  let backoff = { min: 5000, max: 300_000 };
+  if (bv.v !== undefined) {
+    const text = String(bv.v);
+    const unitless = text.split('..').some((p) => !/[a-z]\s*$/.test(p));
+    const parsed = typeof bv.v === 'string' && !unitless ? parseDurationRange(text) : null;
+    if (!parsed) bad(bv.at, `bad duration ${JSON.stringify(bv.v)}: MIN[..MAX] with units, e.g. 5s..5m`);
+    backoff = parsed!;
+  }
+
+  const env: Record<string, string> = {};
+  for (const source of [{ v: defaults.env, at: 'defaults: env' }, { v: entry.env, at: `${where}: env` }]) {
+    if (source.v === undefined) continue;
+    if (!isObject(source.v)) bad(source.at, 'expected a mapping of NAME: value');
+    for (const [k, val] of Object.entries(source.v as Entry)) {
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) bad(`${source.at}: ${k}`, 'not a valid variable name');
+      if (typeof val !== 'string' && typeof val !== 'number' && typeof val !== 'boolean') bad(`${source.at}: ${k}`, 'expected a string');
+      placeholders(String(val), `${source.at}: ${k}`);
+      env[k] = String(val);
+    }
+  }
+
+  const cv = get('cwd');
+  if (cv.v !== undefined && typeof cv.v !== 'string') bad(cv.at, 'expected a path');
+  const cwdText = (cv.v as string | undefined) ?? '.';
+  placeholders(cwdText, cv.at);
+  const cwd = path.resolve(base, cwdText);
+
+  return { state, run, timeoutMs, retries, backoffMinMs: backoff.min, backoffMaxMs: backoff.max, killGraceMs, env, cwd };
+}

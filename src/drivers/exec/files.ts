@@ -1,0 +1,104 @@
+/**
+ * Where a run leaves its traces: `DIR/<cloud>/<attempt>-<state>.log` for its output, and beside it
+ * `.pid` (written by the wrapper as its first act), `.status` (its exit status, written by the
+ * wrapper as its last act) and `.next` (the run's `$DCM_NEXT`). A later apply reads these to learn
+ * how a run ended while dcm was down.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+
+/** A path component: no separator, never `.` or `..`. */
+function component(name: string): string {
+  const safe = name.replace(/[/\0]/g, '_');
+  return safe === '.' || safe === '..' ? `_${safe}` : safe;
+}
+
+export function runBase(logDir: string, cloud: string, attempt: number, state: string): string {
+  return path.join(logDir, component(cloud), `${attempt}-${component(state)}`);
+}
+
+export function readSmall(file: string): string | null {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch {
+    return null;
+  }
+}
+
+export function removeQuietly(file: string): void {
+  try {
+    fs.unlinkSync(file);
+  } catch {
+    // not there: nothing to remove
+  }
+}
+
+/**
+ * The `.status` file: `<code>` when the run exited, `signal <NAME>` when a signal ended it (it was
+ * cut off, not finished); null while there is none.
+ */
+export type RunStatus = { code: number } | { signal: string };
+
+export function readStatus(base: string): RunStatus | null {
+  const text = readSmall(`${base}.status`);
+  if (text === null) return null;
+  const t = text.trim();
+  if (/^\d+$/.test(t)) return { code: Number(t) };
+  if (t.startsWith('signal ')) return { signal: t.slice(7) };
+  return null; // being written: the launcher writes it in one call, so only an instant
+}
+
+/**
+ * The `.pid` file, created exclusively by whoever claims the run first: the launcher, which writes
+ * `launching <launcher pid>` and then `<pid> <launcher pid>`, or a later dcm that finds neither a
+ * recorded pid nor this file and writes `abandoned`, so that a launch message still on its way
+ * can never start the run after all.
+ */
+export type RunClaim = { launching: number } | { pid: number; launcher: number } | { abandoned: true };
+
+export function readClaim(base: string): RunClaim | null {
+  const text = readSmall(`${base}.pid`);
+  if (text === null) return null;
+  const t = text.trim().split(/\s+/);
+  if (t[0] === 'abandoned') return { abandoned: true };
+  if (t[0] === 'launching' && Number(t[1]) > 0) return { launching: Number(t[1]) };
+  if (Number(t[0]) > 0 && Number(t[1]) > 0) return { pid: Number(t[0]), launcher: Number(t[1]) };
+  // Created but not written yet by the launcher: as good as launching, by an unknown launcher.
+  return { launching: 0 };
+}
+
+/** Claim a run for nobody: true if this call created the `.pid` file. */
+export function abandonRun(base: string): boolean {
+  try {
+    fs.writeFileSync(`${base}.pid`, 'abandoned\n', { flag: 'wx' });
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    // The folder is gone: nothing was ever launched there.
+    return true;
+  }
+}
+
+/** The last non-empty line of a run's output (read from its log's last 8 KiB). */
+export function lastLine(logFile: string): string {
+  let fd: number;
+  try {
+    fd = fs.openSync(logFile, 'r');
+  } catch {
+    return '';
+  }
+  try {
+    const size = fs.fstatSync(fd).size;
+    const len = Math.min(size, 8192);
+    const buf = Buffer.alloc(len);
+    fs.readSync(fd, buf, 0, len, size - len);
+    const lines = buf.toString('utf8').split(/\r?\n/);
+    for (let i = lines.length - 1; i >= 0; i--) {
+      const l = lines[i].trim();
+      if (l) return l;
+    }
+    return '';
+  } finally {
+    fs.closeSync(fd);
+  }
+}

@@ -1,0 +1,101 @@
+/**
+ * dcm's side of the launcher (./launcher.ts): started on the first run, fed one line per run,
+ * answering when each run has started and when it has exited. If the launcher itself dies, every
+ * run it had is reported `lost`: its status will never be written, so its end is learnt from its
+ * process group instead.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+export interface LaunchRequest {
+  file: string;
+  args: string[];
+  cwd: string;
+  env: Record<string, string>;
+  /** The run's files: `<base>.log`, `.pid`, `.status`. */
+  base: string;
+}
+
+export type Started = { pid: number; start: number | null } | { error: string };
+export type Exited = { code: number | null; signal: string | null; lost?: boolean };
+
+interface Pending {
+  started: (s: Started) => void;
+  exited: (e: Exited) => void;
+}
+
+const LAUNCHER = fileURLToPath(new URL('./launcher.js', import.meta.url));
+
+export class Launcher {
+  private child: ChildProcess | null = null;
+  private exitedPromise: Promise<void> | null = null;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+
+  constructor(private readonly env: NodeJS.ProcessEnv) {}
+
+  private ensure(): ChildProcess {
+    if (this.child) return this.child;
+    // Its own process group: a Ctrl-C at the terminal reaches dcm only, and a kill -9 of dcm
+    // leaves it running to record how the runs end. It holds none of dcm's own stdio: it may
+    // outlive dcm, and whoever reads dcm's output must see its end when dcm ends.
+    const child = spawn(process.execPath, [LAUNCHER], { detached: true, stdio: ['pipe', 'pipe', 'ignore'], env: this.env });
+    this.child = child;
+    child.stdin!.on('error', () => {
+      // The launcher is gone: its exit handler reports every pending run lost.
+    });
+    readline.createInterface({ input: child.stdout! }).on('line', (line) => this.answer(line));
+    this.exitedPromise = new Promise<void>((resolve) =>
+      child.once('exit', () => {
+        // The next run starts a new launcher; the runs this one had are lost to it.
+        if (this.child === child) this.child = null;
+        for (const p of this.pending.values()) {
+          p.started({ error: 'the launcher stopped' });
+          p.exited({ code: null, signal: null, lost: true });
+        }
+        this.pending.clear();
+        resolve();
+      }),
+    );
+    return child;
+  }
+
+  private answer(line: string): void {
+    const msg = JSON.parse(line) as { id: number; pid?: number; start?: number | null; code?: number | null; signal?: string | null; error?: string };
+    const p = this.pending.get(msg.id);
+    if (!p) return;
+    if (msg.error !== undefined) {
+      this.pending.delete(msg.id);
+      p.started({ error: msg.error });
+      p.exited({ code: null, signal: null });
+    } else if (msg.pid !== undefined) {
+      p.started({ pid: msg.pid, start: msg.start ?? null });
+    } else {
+      this.pending.delete(msg.id);
+      p.exited({ code: msg.code ?? null, signal: msg.signal ?? null });
+    }
+  }
+
+  launch(req: LaunchRequest): { started: Promise<Started>; exited: Promise<Exited> } {
+    const child = this.ensure();
+    const id = this.nextId++;
+    let pending!: Pending;
+    const started = new Promise<Started>((resolve) => (pending = { started: resolve, exited: () => {} }));
+    const exited = new Promise<Exited>((resolve) => (pending.exited = resolve));
+    this.pending.set(id, pending);
+    child.stdin!.write(`${JSON.stringify({ id, ...req })}\n`);
+    return { started, exited };
+  }
+
+  /** Once no run is left: the launcher exits when its input ends; wait for it (bounded). */
+  async close(): Promise<void> {
+    const child = this.child;
+    if (!child) return;
+    child.stdin!.end();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.exitedPromise, new Promise<void>((r) => (timer = setTimeout(r, 5000)))]);
+    clearTimeout(timer);
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  }
+}

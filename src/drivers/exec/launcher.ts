@@ -1,0 +1,108 @@
+/**
+ * The exec driver's launcher: a small process of its own (its own process group, so a Ctrl-C at
+ * the terminal does not reach it) that starts every run for dcm and outlives dcm.
+ *
+ * Why a process apart: forking costs in proportion to the forking process's memory, and dcm (its
+ * store, its modules) is several times this script; starting 5,000 short runs from here costs
+ * about what a bare loop does. Why it outlives dcm: it writes, beside each run's log, the run's pid
+ * as soon as it has one (`.pid`) and its exit status when it ends (`.status`), so a later apply
+ * learns how a run ended while dcm was down. After a kill -9 of dcm it goes on until its last run
+ * has ended, then exits.
+ *
+ * Protocol, one JSON object per line. dcm → launcher: `{id, file, args, cwd, env, base}` (env is
+ * added to the launcher's own environment; the log is `<base>.log`). Launcher → dcm:
+ * `{id, pid, start}` once started, then `{id, code, signal}` when it exited, or `{id, error}`.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import readline from 'node:readline';
+import { procStartTime } from './procs.js';
+
+interface Launch {
+  id: number;
+  file: string;
+  args: string[];
+  cwd: string;
+  env: Record<string, string>;
+  base: string;
+}
+
+let running = 0;
+let dcmGone = false;
+const send = (msg: object) => {
+  if (dcmGone) return;
+  process.stdout.write(`${JSON.stringify(msg)}\n`);
+};
+// dcm died: nobody reads any more, and a write would raise EPIPE. The runs go on all the same.
+process.stdout.on('error', () => {
+  dcmGone = true;
+});
+
+function maybeExit(): void {
+  if (dcmGone && running === 0) process.exit(0);
+}
+
+function launch(req: Launch): void {
+  // Claim the run: a later dcm that gave it up (it found no trace of it) has claimed it first.
+  let claim: number;
+  try {
+    claim = fs.openSync(`${req.base}.pid`, 'wx');
+  } catch (err) {
+    send({ id: req.id, error: `not started: ${(err as NodeJS.ErrnoException).code === 'EEXIST' ? 'given up by a later dcm' : (err as Error).message}` });
+    return;
+  }
+  fs.writeSync(claim, `launching ${process.pid}\n`);
+  let fd: number;
+  try {
+    fd = fs.openSync(`${req.base}.log`, 'w');
+  } catch (err) {
+    fs.closeSync(claim);
+    send({ id: req.id, error: `cannot open the run's log: ${(err as Error).message}` });
+    return;
+  }
+  let child;
+  try {
+    child = spawn(req.file, req.args, {
+      detached: true,
+      stdio: ['ignore', fd, fd],
+      cwd: req.cwd,
+      env: { ...process.env, ...req.env },
+    });
+  } catch (err) {
+    fs.closeSync(claim);
+    send({ id: req.id, error: (err as Error).message });
+    return;
+  } finally {
+    fs.closeSync(fd);
+  }
+  const pid = child.pid;
+  if (pid === undefined) {
+    fs.closeSync(claim);
+    child.once('error', (err) => {
+      const missing = !fs.existsSync(req.cwd) ? ` (no such folder: ${req.cwd})` : '';
+      send({ id: req.id, error: `${err.message}${missing}` });
+    });
+    return;
+  }
+  running++;
+  // The pid first, before dcm hears of it: written synchronously, it is there even if dcm dies now.
+  fs.writeSync(claim, `${pid} ${process.pid}\n`.padEnd(24), 0);
+  fs.closeSync(claim);
+  send({ id: req.id, pid, start: procStartTime(pid) });
+  child.once('exit', (code, signal) => {
+    // A run ended by a signal was cut off rather than finished: its status says so.
+    fs.writeFileSync(`${req.base}.status`, code !== null ? `${code}\n` : `signal ${signal}\n`);
+    running--;
+    send({ id: req.id, code, signal });
+    maybeExit();
+  });
+}
+
+const lines = readline.createInterface({ input: process.stdin });
+lines.on('line', (line) => {
+  if (line.trim()) launch(JSON.parse(line) as Launch);
+});
+lines.on('close', () => {
+  dcmGone = true;
+  maybeExit();
+});

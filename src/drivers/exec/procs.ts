@@ -1,0 +1,102 @@
+/**
+ * Process groups as Linux shows them in /proc. A group is gone when none of its members is alive:
+ * a zombie counts as gone, because where process 1 does not reap orphans (a container without an
+ * init), a dead run whose parent is gone stays a zombie and `kill(-pgid, 0)` keeps succeeding.
+ */
+import fs from 'node:fs';
+
+interface Stat {
+  state: string;
+  pgrp: number;
+  starttime: number;
+}
+
+/** Fields of /proc/<pid>/stat; the command name may hold spaces and parentheses, so parse after the last ')'. */
+function readStat(pid: number | string): Stat | null {
+  let text: string;
+  try {
+    text = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
+  } catch {
+    return null;
+  }
+  const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  // rest[0] is field 3 (state); field 5 is pgrp, field 22 starttime.
+  return { state: rest[0], pgrp: Number(rest[2]), starttime: Number(rest[19]) };
+}
+
+/** A process's start time in clock ticks since boot, or null when it is gone. */
+export function procStartTime(pid: number): number | null {
+  return readStat(pid)?.starttime ?? null;
+}
+
+/** Whether `pid` is still the process that was started at `start` (not a zombie, not a reused pid). */
+export function sameProcessAlive(pid: number, start: number | null): boolean {
+  const s = readStat(pid);
+  if (!s || s.state === 'Z' || s.state === 'X') return false;
+  return start === null || s.starttime === start;
+}
+
+/** The live (not zombie) members of a process group. */
+export function groupMembers(pgid: number): number[] {
+  const out: number[] = [];
+  let entries: string[];
+  try {
+    entries = fs.readdirSync('/proc');
+  } catch {
+    return out;
+  }
+  for (const e of entries) {
+    const c = e.charCodeAt(0);
+    if (c < 48 || c > 57) continue;
+    const s = readStat(e);
+    if (s && s.pgrp === pgid && s.state !== 'Z' && s.state !== 'X') out.push(Number(e));
+  }
+  return out;
+}
+
+/** Whether any member of the group is alive. Cheap when the group is gone for the kernel too. */
+export function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+  } catch (err) {
+    // ESRCH: no process at all in the group. EPERM: someone else's group now; not ours to wait for.
+    return false;
+  }
+  return groupMembers(pgid).length > 0;
+}
+
+/** Send a signal to a whole group; a group already gone is fine. */
+export function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // gone already
+  }
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Wait until the group is gone, polling; false if it is still there after `maxMs`. */
+export async function waitGroupGone(pgid: number, maxMs: number): Promise<boolean> {
+  const end = Date.now() + maxMs;
+  let every = 5;
+  while (groupAlive(pgid)) {
+    if (Date.now() >= end) return false;
+    await sleep(every);
+    every = Math.min(every * 2, 100);
+  }
+  return true;
+}
+
+/**
+ * SIGTERM to the group, SIGKILL after `graceMs` if any member is left, then wait (bounded) until
+ * every member is gone. Returns whether the group is gone.
+ */
+export async function terminateGroup(pgid: number, graceMs: number): Promise<boolean> {
+  if (!groupAlive(pgid)) return true;
+  signalGroup(pgid, 'SIGTERM');
+  if (await waitGroupGone(pgid, graceMs)) return true;
+  signalGroup(pgid, 'SIGKILL');
+  // After SIGKILL only a process stuck in the kernel (state D) can linger: bound the wait.
+  return waitGroupGone(pgid, 10_000);
+}

@@ -1,0 +1,97 @@
+/**
+ * The drivers a strategy can name (`--driver sim|exec`, stored in its extra args). Each driver's
+ * module owns its create options: their declaration (for commander), their check (into extra
+ * args) and their help; apply asks here for the strategy's driver.
+ */
+import path from 'node:path';
+import { UsageError } from '../domain/errors.js';
+import type { ExtraArgs } from '../domain/options.js';
+import type { StrategyType } from '../domain/types.js';
+import type { Driver } from './driver.js';
+import { SIM_OPTIONS } from './sim/flags.js';
+import { EXEC_OPTIONS } from './exec/flags.js';
+
+export const DRIVER_NAMES = ['sim', 'exec'] as const;
+export type DriverName = (typeof DRIVER_NAMES)[number];
+
+export interface DriverOption {
+  flags: string;
+  /** The option's name as commander gives it (`--sim-fail-rate` → `simFailRate`). */
+  key: string;
+  help: string;
+  repeatable?: boolean;
+}
+
+export interface DriverCreateInput {
+  type: StrategyType;
+  /** The type's states; null for `custom`, whose states the driver's config names. */
+  states: readonly string[] | null;
+  raw: Record<string, unknown>;
+  dbPath: string;
+  /** A fresh random seed, for drivers that draw outcomes. */
+  seed: number;
+}
+
+interface DriverModule {
+  options: DriverOption[];
+  /** Loaded only when a strategy is created: --help need not load a YAML parser. */
+  extraArgs(input: DriverCreateInput): Promise<ExtraArgs>;
+  create(dbPath: string, extra: ExtraArgs): Promise<Driver>;
+}
+
+const MODULES: Record<DriverName, DriverModule> = {
+  sim: {
+    options: SIM_OPTIONS,
+    extraArgs: async (input) => (await import('./sim/options.js')).simExtraArgs(input),
+    async create(dbPath, extra) {
+      const { SimDriver, simSettings } = await import('./sim/index.js');
+      return new SimDriver(dbPath, simSettings(extra));
+    },
+  },
+  exec: {
+    options: EXEC_OPTIONS,
+    extraArgs: async (input) => (await import('./exec/options.js')).execExtraArgs(input),
+    async create(dbPath, extra) {
+      const { ExecDriver } = await import('./exec/index.js');
+      const { execConfigOf } = await import('./exec/options.js');
+      return new ExecDriver({
+        config: execConfigOf(extra),
+        logDir: String(extra.log_dir ?? `${dbPath}.logs`),
+        dbPath: path.resolve(dbPath),
+        sysadminPassword: typeof extra.sysadmin_password === 'string' ? extra.sysadmin_password : undefined,
+      });
+    },
+  },
+};
+
+/** Every driver's create options, for `strategy create`. */
+export function driverOptions(): DriverOption[] {
+  return DRIVER_NAMES.flatMap((n) => MODULES[n].options);
+}
+
+export function parseDriverName(text: string | undefined): DriverName {
+  const name = text ?? 'sim';
+  if (!(DRIVER_NAMES as readonly string[]).includes(name)) {
+    throw new UsageError(`invalid driver '${name}': choose from ${DRIVER_NAMES.join(', ')}`);
+  }
+  return name as DriverName;
+}
+
+/** Check the chosen driver's options (and that no other driver's were given); its extra args. */
+export async function driverExtraArgs(name: DriverName, input: DriverCreateInput): Promise<ExtraArgs> {
+  for (const other of DRIVER_NAMES) {
+    if (other === name) continue;
+    for (const o of MODULES[other].options) {
+      const v = input.raw[o.key];
+      if (v !== undefined && !(Array.isArray(v) && v.length === 0)) {
+        throw new UsageError(`${o.flags.split(' ')[0]} is an option of the ${other} driver, not of --driver ${name}`);
+      }
+    }
+  }
+  return { driver: name, ...(await MODULES[name].extraArgs(input)) };
+}
+
+/** The strategy's driver; a strategy stored before drivers were named is a sim one. */
+export function createDriver(dbPath: string, extra: ExtraArgs): Promise<Driver> {
+  return MODULES[parseDriverName(typeof extra.driver === 'string' ? extra.driver : undefined)].create(dbPath, extra);
+}

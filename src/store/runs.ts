@@ -1,0 +1,85 @@
+/**
+ * Runs in the step history as the exec driver needs them: the process of a run, runs left
+ * `running` by an orchestrator that is gone, and what a run's command may name of its subcloud.
+ */
+import type { Db } from './open.js';
+import { sql } from './statements.js';
+import { now } from './clock.js';
+import type { RunProcess } from '../drivers/driver.js';
+
+export interface LeftRunRow {
+  historyId: number;
+  stepId: number;
+  cloud: string;
+  state: string;
+  attempt: number;
+  startedAt: string;
+  proc: RunProcess | null;
+}
+
+/** History rows still `running`: their orchestrator died (or was stopped) while they ran. */
+export function leftRunning(db: Db): LeftRunRow[] {
+  const rows = db
+    .prepare(
+      `SELECT h.id, h.step_id, sc.name AS cloud, h.state, h.attempt, h.started_at, h.pid, h.pgid, h.proc_start
+       FROM step_history h JOIN strategy_step st ON st.id = h.step_id JOIN subcloud sc ON sc.id = st.subcloud_id
+       WHERE h.outcome = 'running' ORDER BY h.id`,
+    )
+    .all() as {
+    id: number;
+    step_id: number;
+    cloud: string;
+    state: string;
+    attempt: number;
+    started_at: string;
+    pid: number | null;
+    pgid: number | null;
+    proc_start: number | null;
+  }[];
+  return rows.map((r) => ({
+    historyId: r.id,
+    stepId: r.step_id,
+    cloud: r.cloud,
+    state: r.state,
+    attempt: r.attempt,
+    startedAt: r.started_at,
+    proc: r.pid === null ? null : { pid: r.pid, pgid: r.pgid ?? r.pid, procStart: r.proc_start },
+  }));
+}
+
+export function markInterrupted(db: Db, historyId: number, details: string): void {
+  sql(db, `UPDATE step_history SET outcome = 'interrupted', finished_at = ?, details = ? WHERE id = ? AND outcome = 'running'`).run(
+    now(),
+    details,
+    historyId,
+  );
+}
+
+/** The processes runs started, by history row, in one transaction. */
+export function recordRunProcesses(db: Db, procs: readonly [number, RunProcess][]): void {
+  const stmt = sql(db, 'UPDATE step_history SET pid = ?, pgid = ?, proc_start = ? WHERE id = ?');
+  db.transaction(() => {
+    for (const [historyId, p] of procs) stmt.run(p.pid, p.pgid, p.procStart, historyId);
+  }).immediate();
+}
+
+/** (step, state) keys whose latest run was interrupted: the next run of that state is resumed. */
+export function interruptedLast(db: Db): Set<string> {
+  const rows = db
+    .prepare(
+      `SELECT h.step_id AS stepId, h.state FROM step_history h
+       WHERE h.outcome = 'interrupted'
+         AND h.attempt = (SELECT max(attempt) FROM step_history x WHERE x.step_id = h.step_id AND x.state = h.state)`,
+    )
+    .all() as { stepId: number; state: string }[];
+  return new Set(rows.map((r) => `${r.stepId}\u0000${r.state}`));
+}
+
+/** The subcloud's fields a run's command may name ({group}, {location}, …). */
+export function subcloudPlaceholders(db: Db, subcloudId: number): Record<string, string | null> {
+  return sql(
+    db,
+    `SELECT g.name AS "group", s.software_version, s.location, s.description, s.management, s.availability, s.deploy_status
+     FROM subcloud s JOIN subcloud_group g ON g.id = s.group_id WHERE s.id = ?`,
+  ).get(subcloudId) as Record<string, string | null>;
+}

@@ -1,0 +1,76 @@
+/** The exec config (SPEC §7.2): resolved per state, with defaults; every error names state and key. */
+import { describe, expect, test } from '@jest/globals';
+import path from 'node:path';
+import { UsageError } from '../../../src/domain/errors.js';
+import { statesOf } from '../../../src/domain/types.js';
+import { parseConfigText, resolveConfig } from '../../../src/drivers/exec/config.js';
+import { render, unknownPlaceholders } from '../../../src/drivers/exec/placeholders.js';
+
+const FILE = path.join(path.sep, 'srv', 'cfg', 'exec.yaml');
+const FW = statesOf('firmware');
+const resolve = (text: string, states: readonly string[] | null = FW) => resolveConfig(parseConfigText(text, FILE), FILE, states);
+
+describe('exec config', () => {
+  test('defaults apply to every state; a state overrides them; "*" covers the rest; cwd is relative to the file', () => {
+    const c = resolve(`
+defaults: {timeout: 2h, retries: 1, backoff: 1s..4s, kill_grace: 3s, env: {A: "1", B: "{cloud}"}, cwd: scripts}
+states:
+  importing firmware: {run: "./import.sh {cloud}", timeout: 5m, env: {B: two}, cwd: /opt}
+  "*": [./vim.sh, "{state}"]
+`);
+    expect(c.states.map((s) => s.state)).toEqual(FW);
+    expect(c.states[0]).toEqual({
+      state: 'importing firmware',
+      run: './import.sh {cloud}',
+      timeoutMs: 300_000,
+      retries: 1,
+      backoffMinMs: 1000,
+      backoffMaxMs: 4000,
+      killGraceMs: 3000,
+      env: { A: '1', B: 'two' },
+      cwd: '/opt',
+    });
+    expect(c.states[1]).toMatchObject({ run: ['./vim.sh', '{state}'], timeoutMs: 7_200_000, env: { A: '1', B: '{cloud}' }, cwd: path.join(path.sep, 'srv', 'cfg', 'scripts') });
+  });
+
+  test('the spec defaults: 1h, no retries, 5s..5m, 10s grace', () => {
+    expect(resolve('{"states": {"*": ["true"]}}').states[0]).toMatchObject({ timeoutMs: 3_600_000, retries: 0, backoffMinMs: 5000, backoffMaxMs: 300_000, killGraceMs: 10_000 });
+  });
+
+  test('custom: the states in file order, numbers included', () => {
+    expect(resolve('states:\n  b: "true"\n  "2": "true"\n  a: "true"\n', null).states.map((s) => s.state)).toEqual(['b', '2', 'a']);
+  });
+
+  const bad: [string, string, RegExp][] = [
+    ['missing state', 'states:\n  importing firmware: "true"\n', /state "creating fw update strategy": missing/],
+    ['unknown placeholder in env', 'defaults: {env: {X: "{nope}"}}\nstates: {"*": "true"}\n', /defaults: env: X: unknown placeholder \{nope\}/],
+    ['unknown placeholder in cwd', 'states: {"*": {run: "true", cwd: "{where}"}}\n', /state "\*": cwd: unknown placeholder \{where\}/],
+    ['duration without unit', 'states: {"*": {run: "true", kill_grace: "10"}}\n', /state "\*": kill_grace: bad duration "10": give a unit/],
+    ['zero timeout', 'defaults: {timeout: 0s}\nstates: {"*": "true"}\n', /defaults: timeout: must be more than 0/],
+    ['negative retries', 'states: {"*": {run: "true", retries: -1}}\n', /state "\*": retries: bad retries -1/],
+    ['empty command', 'states: {"*": []}\n', /state "\*": run: an empty command/],
+    ['no run', 'states: {"*": {timeout: 1s}}\n', /state "\*": run: missing/],
+    ['top-level typo', 'state: {"*": "true"}\n', /state: unknown key/],
+    ['duplicate key', 'states:\n  "*": "true"\n  "*": "false"\n', /not valid YAML or JSON/],
+  ];
+  test.each(bad)('%s is a usage error naming where', (_n, text, message) => {
+    let err: unknown;
+    try {
+      resolve(text);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(UsageError);
+    expect((err as Error).message).toMatch(message);
+  });
+});
+
+describe('placeholders', () => {
+  test('values are quoted for the shell, not for a list; {{ }} are literal braces; ${HOME} passes', () => {
+    const v = { cloud: "it's; $(rm -rf /)", state: 'pre check' };
+    expect(render('echo {cloud} {state}', v, true)).toBe(`echo 'it'\\''s; $(rm -rf /)' 'pre check'`);
+    expect(render('{cloud}', v, false)).toBe("it's; $(rm -rf /)");
+    expect(render('awk "{{print}}" ${HOME}', v, true)).toBe('awk "{print}" ${HOME}');
+    expect(unknownPlaceholders('{cloud} {colud} ${HOME} {{x}}')).toEqual(['colud']);
+  });
+});

@@ -1,0 +1,202 @@
+/**
+ * kill -9 of dcm while exec runs are in flight (SPEC §7.2): the runs are their own process groups
+ * and go on; the next apply waits for a run still going, takes the status of a run that ended
+ * meanwhile, and runs again only a run that ended without one (with DCM_RESUMED=1). Judged by
+ * the commands' own log: no two runs of a subcloud overlap, none runs twice.
+ */
+import { afterEach, describe, expect, test } from '@jest/globals';
+import Database from 'better-sqlite3';
+import fs from 'node:fs';
+import path from 'node:path';
+import { statesOf } from '../../src/domain/types.js';
+import { dcm, dcmOk, sleep, waitFor } from '../helpers/cli.js';
+import { history, killLeftovers, names, spawnDcm, steps } from '../helpers/history.js';
+import { execFixture, overlapsPerCloud, peakConcurrent, type ExecFixture } from '../helpers/exec.js';
+
+const PATCH = statesOf('patch');
+let f: ExecFixture;
+afterEach(() => {
+  killLeftovers();
+  f?.cleanup();
+});
+
+/** History rows still running, with the process recorded for them. */
+function runningRows(db: string): { cloud: string; state: string; attempt: number; pid: number | null; pgid: number | null }[] {
+  const d = new Database(db, { readonly: true });
+  try {
+    return d
+      .prepare(
+        `SELECT sc.name AS cloud, h.state, h.attempt, h.pid, h.pgid FROM step_history h JOIN strategy_step st ON st.id = h.step_id
+         JOIN subcloud sc ON sc.id = st.subcloud_id WHERE h.outcome = 'running'`,
+      )
+      .all() as { cloud: string; state: string; attempt: number; pid: number | null; pgid: number | null }[];
+  } finally {
+    d.close();
+  }
+}
+
+const startedRun = (db: string) => runningRows(db).find((r) => r.pid !== null);
+
+function setup(n: number, window: number, yaml: string): void {
+  dcmOk(['--db', f.db, 'subcloud', 'add', ...names(n)]);
+  dcmOk(['--db', f.db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', String(window), '--driver', 'exec', '--exec-config', f.config(yaml)]);
+}
+
+describe('exec driver: kill -9 of dcm, then apply', () => {
+  test('SIGKILLed at random moments 10+ times: no overlap per subcloud, nothing run twice, no process left', async () => {
+    f = execFixture();
+    const N = 16;
+    const WINDOW = 4;
+    setup(N, WINDOW, `
+defaults: {env: {STEP_MIN_MS: "50", STEP_MAX_MS: "300"}}
+states:
+  "*": [${f.step}, "{cloud}", "{state}"]
+`);
+    let kills = 0;
+    let adopted = 0;
+    let code: number | null = null;
+    let last = '';
+    for (let round = 0; round < 60 && code !== 0; round++) {
+      const run = spawnDcm(['--db', f.db, 'strategy', 'apply'], f.env);
+      if (kills < 10) {
+        await sleep(100 + Math.floor(Math.random() * 300));
+        if (run.child.exitCode === null) {
+          run.child.kill('SIGKILL');
+          kills++;
+        }
+      }
+      const r = await run.done;
+      if (/still going or ended meanwhile/.test(r.stderr)) adopted++;
+      code = r.code;
+      last = r.stderr;
+    }
+    expect(kills).toBeGreaterThanOrEqual(10);
+    expect([code, steps(f.db).filter((s) => s.state !== 'complete')]).toEqual([0, []]);
+    expect(last).toContain('strategy complete');
+    expect(adopted).toBeGreaterThan(0);
+
+    const runs = f.readRuns();
+    const keys = runs.map((x) => `${x.cloud}/${x.state}`).sort();
+    const twice = keys.filter((k, i) => keys[i - 1] === k);
+    const why = twice.map((k) => ({
+      runs: runs.filter((x) => `${x.cloud}/${x.state}` === k),
+      history: history(f.db, k.split('/')[0]).filter((h) => h.state === k.split('/')[1]),
+    }));
+    expect(why).toEqual([]);
+    expect(keys).toEqual(names(N).flatMap((c) => PATCH.map((s) => `${c}/${s}`)).sort());
+    expect(overlapsPerCloud(runs)).toEqual([]);
+    expect(peakConcurrent(runs)).toBeLessThanOrEqual(WINDOW);
+    expect(steps(f.db).every((s) => s.state === 'complete')).toBe(true);
+    // Every ok row belongs to the run the command logged: one ok row per (cloud, state).
+    const ok = history(f.db).filter((h) => h.outcome === 'ok');
+    expect(ok).toHaveLength(N * PATCH.length);
+    expect(f.leftovers()).toEqual([]);
+  }, 120_000);
+
+  test('a run still going is waited for, not started again', async () => {
+    f = execFixture();
+    setup(1, 1, `
+states:
+  pre check: {run: [${f.step}, slow], env: {STEP_MIN_MS: "1500"}}
+  "*": [${f.step}, quick]
+`);
+    const first = spawnDcm(['--db', f.db, 'strategy', 'apply'], f.env);
+    await waitFor(() => startedRun(f.db) !== undefined, 20_000);
+    first.child.kill('SIGKILL');
+    await first.done;
+    const r = dcm(['--db', f.db, 'strategy', 'apply'], { env: f.env });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain('still going or ended meanwhile');
+    const pre = f.readRuns().filter((x) => x.state === 'pre check');
+    expect(pre).toHaveLength(1);
+    expect(history(f.db, 's1').filter((h) => h.state === 'pre check').map((h) => [h.attempt, h.outcome])).toEqual([[1, 'ok']]);
+    expect(overlapsPerCloud(f.readRuns())).toEqual([]);
+  }, 60_000);
+
+  test('a run that ended while dcm was down is taken with its status, not run again', async () => {
+    f = execFixture();
+    setup(1, 1, `
+states:
+  pre check: {run: "sleep 0.4; echo broke >&2; exit 5"}
+  "*": "true"
+`);
+    const first = spawnDcm(['--db', f.db, 'strategy', 'apply'], f.env);
+    await waitFor(() => startedRun(f.db) !== undefined, 20_000);
+    first.child.kill('SIGKILL');
+    await first.done;
+    const status = path.join(`${f.db}.logs`, 's1', '1-pre check.status');
+    await waitFor(() => fs.existsSync(status), 20_000);
+    await sleep(100);
+    const r = dcm(['--db', f.db, 'strategy', 'apply'], { env: f.env });
+    expect(r.code).toBe(1);
+    expect(steps(f.db)[0].details).toBe('pre check: exit 5: broke');
+    expect(history(f.db, 's1').map((h) => [h.attempt, h.outcome])).toEqual([[1, 'failed']]);
+  }, 60_000);
+
+  test('a run that ended without a status runs again as the next attempt, with DCM_RESUMED=1', async () => {
+    f = execFixture();
+    setup(1, 1, `
+states:
+  pre check:
+    run: '[ "$DCM_ATTEMPT" = 1 ] && sleep 1000; exec ${f.step} again'
+  "*": "true"
+`);
+    const first = spawnDcm(['--db', f.db, 'strategy', 'apply'], f.env);
+    await waitFor(() => startedRun(f.db) !== undefined, 20_000);
+    const { pgid } = startedRun(f.db)!;
+    first.child.kill('SIGKILL');
+    await first.done;
+    // The site went down with the run: its whole group is killed, wrapper included.
+    process.kill(-pgid!, 'SIGKILL');
+    await waitFor(() => f.leftovers().length === 0, 10_000);
+    const r = dcm(['--db', f.db, 'strategy', 'apply'], { env: f.env });
+    expect(r.code).toBe(0);
+    expect(history(f.db, 's1').filter((h) => h.state === 'pre check').map((h) => [h.attempt, h.outcome])).toEqual([
+      [1, 'interrupted'],
+      [2, 'ok'],
+    ]);
+    expect(f.readRuns().map((x) => [x.state, x.attempt, x.resumed])).toEqual([['pre check', 2, true]]);
+  }, 60_000);
+});
+
+describe('exec driver: the launcher killed under a running dcm', () => {
+  test('the run in flight is waited for, then runs again resumed; later runs start from a new launcher', async () => {
+    f = execFixture();
+    setup(1, 1, `
+states:
+  pre check:
+    run: '[ "$DCM_ATTEMPT" = 1 ] && sleep 0.8; exec ${f.step} pre'
+  "*": [${f.step}, rest]
+`);
+    const apply = spawnDcm(['--db', f.db, 'strategy', 'apply'], f.env);
+    await waitFor(() => startedRun(f.db) !== undefined, 20_000);
+    const launcher = fs
+      .readdirSync('/proc')
+      .filter((p) => /^\d+$/.test(p))
+      .find((p) => {
+        try {
+          return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('launcher.js') && f.leftovers().includes(Number(p));
+        } catch {
+          return false;
+        }
+      });
+    expect(launcher).toBeDefined();
+    process.kill(Number(launcher), 'SIGKILL');
+    const r = await apply.done;
+    expect(r.code).toBe(0);
+    const pre = history(f.db, 's1').filter((h) => h.state === 'pre check');
+    expect(pre.map((h) => [h.attempt, h.outcome])).toEqual([
+      [1, 'interrupted'],
+      [2, 'ok'],
+    ]);
+    // The first run was not killed with the launcher: it ran to its end before the second began.
+    const runs = f.readRuns();
+    expect(runs.filter((x) => x.state === 'pre check').map((x) => [x.attempt, x.resumed])).toEqual([
+      [1, false],
+      [2, true],
+    ]);
+    expect(overlapsPerCloud(runs)).toEqual([]);
+    expect(runs).toHaveLength(1 + PATCH.length);
+    expect(f.leftovers()).toEqual([]);
+  }, 60_000);
+});
