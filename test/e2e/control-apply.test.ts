@@ -1,0 +1,186 @@
+/**
+ * Control while applying (SPEC §4), against a running `apply` from another shell, proven from the
+ * history: pause and resume, Ctrl-C while paused, abort while paused, the window changed both
+ * ways, the failure budget.
+ */
+import { afterEach, describe, expect, test } from '@jest/globals';
+import { statesOf } from '../../src/domain/types.js';
+import { dcm, dcmOk, sleep, tempDir, waitFor } from '../helpers/cli.js';
+import { json } from '../helpers/fleet.js';
+import {
+  countBy,
+  createFleet,
+  flights,
+  history,
+  killLeftovers,
+  micros,
+  names,
+  okRunProblems,
+  spawnDcm,
+  steps,
+  strategyState,
+  type Flight,
+} from '../helpers/history.js';
+
+const PATCH = statesOf('patch');
+
+let cleanup: () => void = () => {};
+afterEach(() => {
+  killLeftovers();
+  cleanup();
+});
+
+function fresh(): string {
+  const t = tempDir();
+  cleanup = t.cleanup;
+  return t.db;
+}
+
+const status = (db: string) => json<Record<string, unknown>>(dcmOk(['--db', db, 'strategy', 'status', '-f', 'json']));
+const completes = (stderr: string) => (stderr.match(/-> complete/g) ?? []).length;
+
+/** Subclouds in flight at `t` (µs): started at or before it, not yet ended. */
+function inFlightAt(fl: readonly Flight[], t: number): number {
+  let n = 0;
+  for (const f of fl) if (f.start <= t && t < f.end) n++;
+  return n;
+}
+
+describe('pause and resume from another shell', () => {
+  test('no subcloud starts once the pause is noticed, in flight finish, status shows paused; resume goes on to complete', async () => {
+    const db = fresh();
+    const clouds = names(120);
+    createFleet(db, clouds, ['--max-parallel-subclouds', '8', '--sim-latency', '20ms..50ms']);
+    const apply = spawnDcm(['--db', db, 'strategy', 'apply', '-v']);
+    await waitFor(() => completes(apply.stderr()) >= 10, 30_000, 5);
+
+    const paused = json<{ state: string; updated_at: string }>(dcmOk(['--db', db, 'strategy', 'pause', '-f', 'json']));
+    expect(paused.state).toBe('paused');
+    await waitFor(() => apply.stderr().includes('dcm: paused: no new subcloud starts'), 5_000, 5);
+    const noticed = Date.now() * 1000;
+    expect(noticed - micros(paused.updated_at)).toBeLessThan(1_000_000);
+
+    // In flight run to their end; then nothing moves.
+    await waitFor(() => status(db)['in flight'] === 0, 10_000, 20);
+    const drained = history(db).length;
+    await sleep(700);
+    expect(history(db).length).toBe(drained);
+    const st = status(db);
+    expect(st.state).toBe('paused');
+    expect(st.initial as number).toBeGreaterThan(0);
+    const fl = [...flights(history(db)).values()];
+    for (const f of fl) {
+      expect(f.start).toBeLessThan(noticed);
+      expect(Number.isFinite(f.end)).toBe(true);
+    }
+    // Some subclouds were in flight when the pause was noticed and ran on to their end after it.
+    expect(fl.some((f) => f.end > noticed)).toBe(true);
+    expect(apply.child.exitCode).toBeNull();
+
+    expect(json<{ state: string }>(dcmOk(['--db', db, 'strategy', 'resume', '-f', 'json'])).state).toBe('applying');
+    const r = await apply.done;
+    expect(r.stderr).toMatch(/dcm: resumed/);
+    expect(r.code).toBe(0);
+    expect(strategyState(db)).toBe('complete');
+    const runs = history(db);
+    expect(okRunProblems(runs, clouds, PATCH)).toEqual([]);
+    expect(runs.every((h) => h.attempt === 1)).toBe(true);
+    // Resumed: subclouds held back by the pause started after it, none was skipped.
+    expect(countBy(steps(db), (s) => s.state)).toEqual({ complete: 120 });
+  });
+
+  test('Ctrl-C while paused exits 130 and the strategy stays paused; a new apply waits paused; abort while paused ends aborted', async () => {
+    const db = fresh();
+    createFleet(db, names(60), ['--max-parallel-subclouds', '4', '--sim-latency', '20ms..40ms']);
+    const first = spawnDcm(['--db', db, 'strategy', 'apply', '-v']);
+    await waitFor(() => completes(first.stderr()) >= 4, 30_000, 5);
+    dcmOk(['--db', db, 'strategy', 'pause']);
+    await waitFor(() => first.stderr().includes('dcm: paused:'), 5_000, 5);
+    await waitFor(() => status(db)['in flight'] === 0, 10_000, 20);
+    first.child.kill('SIGINT');
+    const r1 = await first.done;
+    expect(r1.code).toBe(130);
+    expect(r1.stderr).toMatch(/the strategy stays paused/);
+    expect(strategyState(db)).toBe('paused');
+    expect(status(db).orchestrator).toBeNull();
+    expect(dcm(['--db', db, 'strategy', 'delete', '--yes']).stderr).toBe('error: Strategy in state paused cannot be deleted\n');
+
+    const before = history(db).length;
+    const second = spawnDcm(['--db', db, 'strategy', 'apply', '-v']);
+    await waitFor(() => second.stderr().includes('dcm: paused: no new subcloud starts'), 10_000, 5);
+    await sleep(700);
+    expect(history(db).length).toBe(before);
+    expect(strategyState(db)).toBe('paused');
+
+    const abort = json<{ state: string }>(dcmOk(['--db', db, 'strategy', 'abort', '-f', 'json']));
+    expect(abort.state).toBe('abort requested');
+    const r2 = await second.done;
+    expect(r2.code).toBe(3);
+    expect(strategyState(db)).toBe('aborted');
+    const counts = countBy(steps(db), (s) => s.state);
+    expect(Object.keys(counts).sort()).toEqual(['aborted', 'complete']);
+    expect(history(db).length).toBe(before);
+  });
+});
+
+describe('strategy update while applying', () => {
+  test('the window changed both ways: reaches a larger one; once a smaller one is noticed, no start finds more than it in flight', async () => {
+    const db = fresh();
+    const clouds = names(400);
+    createFleet(db, clouds, ['--max-parallel-subclouds', '4', '--sim-latency', '15ms..30ms']);
+    const apply = spawnDcm(['--db', db, 'strategy', 'apply', '-v']);
+    await waitFor(() => completes(apply.stderr()) >= 8, 30_000, 5);
+
+    dcmOk(['--db', db, 'strategy', 'update', '--max-parallel-subclouds', '24']);
+    await waitFor(() => apply.stderr().includes('dcm: window of stage 1: 24'), 5_000, 5);
+    const grown = Date.now() * 1000;
+    await waitFor(() => completes(apply.stderr()) >= 150, 60_000, 5);
+
+    dcmOk(['--db', db, 'strategy', 'update', '--max-parallel-subclouds', '3', '--stage', '1']);
+    await waitFor(() => apply.stderr().includes('dcm: window of stage 1: 3'), 5_000, 5);
+    const shrunk = Date.now() * 1000;
+    const r = await apply.done;
+    expect(r.code).toBe(0);
+
+    const runs = history(db);
+    expect(okRunProblems(runs, clouds, PATCH)).toEqual([]);
+    const fl = [...flights(runs).values()];
+    // Before the change: never above 4. After the larger window was noticed: it is reached.
+    for (const f of fl) if (f.start < grown - 1_000_000) expect(inFlightAt(fl, f.start)).toBeLessThanOrEqual(4);
+    const afterGrow = fl.filter((f) => f.start > grown && f.start < shrunk);
+    expect(Math.max(...afterGrow.map((f) => inFlightAt(fl, f.start)))).toBe(24);
+    for (const f of afterGrow) expect(inFlightAt(fl, f.start)).toBeLessThanOrEqual(24);
+    // After the smaller one was noticed: a start never finds more than 3 in flight (itself included).
+    const afterShrink = fl.filter((f) => f.start > shrunk);
+    expect(afterShrink.length).toBeGreaterThan(10);
+    for (const f of afterShrink) expect(inFlightAt(fl, f.start)).toBeLessThanOrEqual(3);
+  });
+});
+
+describe('--max-failures', () => {
+  test.each([
+    ['3', 60, ['s5', 's10', 's15', 's30', 's45'], 3],
+    ['5%', 100, ['s5', 's15', 's25', 's35', 's45', 's55', 's65'], 5],
+  ])('--max-failures %s: no new subcloud starts once the budget is spent, in flight finish, the strategy ends failed', (budget, n, failing, limit) => {
+    const db = fresh();
+    const clouds = names(n);
+    createFleet(db, clouds, [
+      '--max-parallel-subclouds', '3', '--sim-latency', '5ms..15ms', '--max-failures', budget,
+      ...failing.flatMap((c) => ['--sim-fail', `${c}=pre check`]),
+    ]);
+    const r = dcm(['--db', db, 'strategy', 'apply']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`failed: ${limit} step(s) failed (--max-failures ${budget}), no new subcloud will start`);
+    expect(strategyState(db)).toBe('failed');
+    const st = steps(db);
+    const counts = countBy(st, (s) => s.state);
+    expect(counts.failed).toBe(limit);
+    expect(counts.initial).toBeGreaterThan(0);
+    const runs = history(db);
+    const spent = Math.min(...runs.filter((h) => h.outcome === 'failed').map((h) => micros(h.finished_at!)).sort((a, b) => a - b).slice(limit - 1, limit));
+    for (const f of flights(runs).values()) expect(f.start).toBeLessThan(spent);
+    // Those that started ran to their end.
+    expect(st.every((s) => ['complete', 'failed', 'initial'].includes(s.state))).toBe(true);
+    expect(status(db)['max failures']).toBe(budget.endsWith('%') ? `${budget} (${limit} of ${n} steps)` : budget);
+  });
+});
