@@ -21,7 +21,7 @@ export class SiteBook {
   /** Finishes to write only if the site still runs the operation of `owner`. */
   private readonly finishes = new Map<string, Finish>();
   private scheduled = false;
-  private loaded = false;
+  private readonly selectOne;
   private readonly upsert;
   private readonly finishRun;
   private readonly flushTx;
@@ -31,6 +31,7 @@ export class SiteBook {
     // Short waits, retried at the next tick: the orchestrator's event loop never stalls long behind a writer.
     this.db.pragma('busy_timeout = 1000');
     this.db.pragma('synchronous = NORMAL');
+    this.selectOne = this.db.prepare('SELECT * FROM sim_site WHERE name = ?');
     this.upsert = this.db.prepare(
       `INSERT INTO sim_site (name, campaign, done, vim, busy_state, busy_owner, options)
        VALUES (@name, @campaign, @done, @vim, @busyState, @busyOwner, @options)
@@ -50,32 +51,36 @@ export class SiteBook {
     this.flushTx = (sites: Site[], finishes: { site: Site; owner: string }[] = []) => tx.immediate(sites, finishes);
   }
 
+  /**
+   * The site as the file has it, or as this process last changed it. Read one at a time and
+   * forgotten once its operation's end is committed (see flush), so that the book holds the sites
+   * in flight, not the fleet (SPEC §4: memory follows the window).
+   */
   get(name: string): Site | undefined {
-    if (!this.loaded) {
-      // One read of every site when the first operation arrives.
-      type Row = {
-        name: string;
-        campaign: string;
-        done: number;
-        vim: string;
-        busy_state: string | null;
-        busy_owner: string | null;
-        options: string | null;
-      };
-      for (const r of this.db.prepare('SELECT * FROM sim_site').all() as Row[]) {
-        this.cache.set(r.name, {
-          name: r.name,
-          campaign: r.campaign,
-          done: r.done,
-          vim: r.vim,
-          busyState: r.busy_state,
-          busyOwner: r.busy_owner,
-          options: r.options,
-        });
-      }
-      this.loaded = true;
-    }
-    return this.cache.get(name);
+    const cached = this.cache.get(name);
+    if (cached) return cached;
+    type Row = {
+      name: string;
+      campaign: string;
+      done: number;
+      vim: string;
+      busy_state: string | null;
+      busy_owner: string | null;
+      options: string | null;
+    };
+    const r = this.selectOne.get(name) as Row | undefined;
+    if (!r) return undefined;
+    const site: Site = {
+      name: r.name,
+      campaign: r.campaign,
+      done: r.done,
+      vim: r.vim,
+      busyState: r.busy_state,
+      busyOwner: r.busy_owner,
+      options: r.options,
+    };
+    this.cache.set(name, site);
+    return site;
   }
 
   /** Record a change now; it is written with the rest of this tick's changes. */
@@ -125,7 +130,11 @@ export class SiteBook {
       for (const f of finishes) f.reject(err as Error);
       return;
     }
-    finishes.forEach((f, i) => f.resolve(kept[i]));
+    finishes.forEach((f, i) => {
+      // Committed, and not changed since: the file has it; read it again when next needed.
+      if (!this.dirty.has(f.site.name) && !this.finishes.has(f.site.name) && this.cache.get(f.site.name) === f.site) this.cache.delete(f.site.name);
+      f.resolve(kept[i]);
+    });
   }
 
   close(): void {
