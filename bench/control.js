@@ -116,21 +116,25 @@ export async function controlLatency(ctx) {
       const t = setTimeout(() => reject(new Error(`no '${text}' on stderr within 10 s`)), 10_000);
       waiters.push({ text, from, resolve: (v) => (clearTimeout(t), resolve(v)) });
     });
-  const command = (args) => JSON.parse(dcmSetup(ctx, ['--db', file, 'strategy', ...args, '-f', 'json']));
+  // A random wait before each command, so that commits do not fall at one phase of the poll.
+  const command = async (args) => {
+    await new Promise((r) => setTimeout(r, Math.random() * 300));
+    return JSON.parse(dcmSetup(ctx, ['--db', file, 'strategy', ...args, '-f', 'json']));
+  };
   const lat = { pause: [], resume: [], update: [] };
   try {
     await noted('', 0);
     await new Promise((r) => setTimeout(r, 1000));
     for (let i = 0; i < tries; i++) {
       let from = stderr.length;
-      let rec = command(['pause']);
+      let rec = await command(['pause']);
       lat.pause.push((await noted('dcm: paused:', from)) - micros(rec.updated_at));
       from = stderr.length;
-      const w = 10 + (i % 2);
-      rec = command(['update', '--max-parallel-subclouds', String(w)]);
+      const w = 11 + (i % 2);
+      rec = await command(['update', '--max-parallel-subclouds', String(w)]);
       lat.update.push((await noted(`dcm: window of stage 1: ${w} `, from)) - micros(rec.updated_at));
       from = stderr.length;
-      rec = command(['resume']);
+      rec = await command(['resume']);
       lat.resume.push((await noted('dcm: resumed', from)) - micros(rec.updated_at));
     }
   } finally {

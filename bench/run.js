@@ -5,6 +5,8 @@
  * BENCHMARKS.md and prints the table.
  *
  * BENCH_QUICK=1 runs every figure once (to try the bench out; the figures are then not worth much).
+ * BENCH_MILLION=1 adds figure 7m: a 1,000,000-subcloud import, create and apply (minutes).
+ * BENCH_ONLY=7,8 runs only the figures whose ids start with one of these.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -17,12 +19,13 @@ import { killRunning, rssMethod } from './lib/proc.js';
 import { met, table, updateBenchmarksMd } from './lib/report.js';
 import { overheadAndMemory, readLatency, scale, scheduling } from './figures.js';
 import { execOverhead } from './exec.js';
+import { controlLatency, million, windowMemory } from './control.js';
 
 const started = Date.now();
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
 const require = createRequire(import.meta.url);
-const ORDER = ['1', '2', '2m', '3', '3c', '3h', '4a', '4b', '5', '6', '6x', '6p'];
+const ORDER = ['1', '2', '2m', '3', '3c', '3h', '4a', '4b', '5', '6', '6x', '6p', '7w', '7W', '7m-import', '7m-create', '7m-apply', '8-pause', '8-resume', '8-update'];
 
 const quick = process.env.BENCH_QUICK === '1';
 const reps = quick ? { apply: 1, schedule: 1, read: 2, scale: 1, exec: 1 } : { apply: 7, schedule: 5, read: 15, scale: 7, exec: 3 };
@@ -79,15 +82,23 @@ async function main() {
   const ctx = { root, dcm, tmp, reps, log, dependencies, rssMethod: info.rssMethod, appliedDb: path.join(tmp, 'applied10k.db') };
 
   const rows = [];
+  const only = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(',') : null;
   const figures = [
     [overheadAndMemory, [['1', 'Orchestration overhead'], ['5', 'Memory']]],
     [scheduling, [['2', 'Scheduling efficiency']]],
     [readLatency, [['3', 'Read latency'], ['3h', 'Start-up']]],
     [scale, [['4a', 'Scale: import'], ['4b', 'Scale: create']]],
     [execOverhead, [['6', 'Exec driver overhead'], ['6x', 'Exec driver vs xargs -P'], ['6p', 'Exec driver, per run']]],
+    [windowMemory, [['7w', 'Memory follows the window (10,000)'], ['7W', 'Memory follows the window (100,000)']]],
+    [controlLatency, [['8-pause', 'Noticed after pause'], ['8-resume', 'Noticed after resume'], ['8-update', 'Noticed after update']]],
   ];
+  // A million subclouds takes minutes: only when asked for.
+  if (process.env.BENCH_MILLION === '1') {
+    figures.push([million, [['7m-import', '1,000,000 subclouds: import'], ['7m-create', '1,000,000 subclouds: create'], ['7m-apply', '1,000,000 subclouds: apply']]]);
+  }
   let failures = 0;
   for (const [fn, ids] of figures) {
+    if (only && !ids.some(([id]) => only.some((o) => id.startsWith(o)))) continue;
     try {
       rows.push(...(await fn(ctx)));
     } catch (err) {
@@ -107,14 +118,16 @@ async function main() {
     machine: info,
     rows: rows.map((r) => ({ ...r, met: met(r) })),
   };
-  fs.writeFileSync(path.join(here, 'results.json'), JSON.stringify(results, null, 2) + '\n');
-  updateBenchmarksMd(path.join(root, 'BENCHMARKS.md'), results);
+  // A partial run (BENCH_ONLY) leaves the full results and BENCHMARKS.md as they are.
+  const out = only ? `results-${only.join('-')}.json` : 'results.json';
+  fs.writeFileSync(path.join(here, out), JSON.stringify(results, null, 2) + '\n');
+  if (!only) updateBenchmarksMd(path.join(root, 'BENCHMARKS.md'), results);
 
   process.stdout.write(`\n${table(rows)}\n\n`);
   const missed = rows.filter((r) => met(r) === false).map((r) => r.id);
   process.stdout.write(
     `bench: ${(results.durationSeconds / 60).toFixed(1)} min; targets missed: ${missed.length ? missed.map((id) => `#${id}`).join(', ') : 'none'}; ` +
-      'wrote bench/results.json and BENCHMARKS.md\n',
+      `wrote bench/${out}${only ? '' : ' and BENCHMARKS.md'}\n`,
   );
   return failures ? 1 : 0;
 }

@@ -1,0 +1,123 @@
+/** A stage's window on its own: a fake host, no database, no driver. */
+import { describe, expect, test } from '@jest/globals';
+import { StageWindow, type Gate } from '../../src/orchestrator/window.js';
+import type { CursorStep } from '../../src/store/cursor.js';
+
+const step = (id: number, state = 'initial', retried = false): CursorStep => ({ id, subcloudId: id, cloud: `s${id}`, stage: 1, state, attempt: 0, retried });
+
+/** A host whose subclouds end when the test says; it records what started and how many at once. */
+function host(steps: CursorStep[]) {
+  let next = 0;
+  const gate: Gate = { newSubclouds: true, resumed: true, stopping: false };
+  const running = new Map<number, (ended: boolean) => void>();
+  const started: number[] = [];
+  let peak = 0;
+  let fetched = 0;
+  return {
+    gate,
+    running,
+    started,
+    peak: () => peak,
+    fetched: () => fetched,
+    host: {
+      fetch(limit: number) {
+        const out = steps.slice(next, next + limit);
+        next += out.length;
+        fetched = Math.max(fetched, out.length);
+        return out;
+      },
+      gate: () => gate,
+      run(s: CursorStep) {
+        started.push(s.id);
+        return new Promise<boolean>((resolve) => {
+          running.set(s.id, (ended) => {
+            running.delete(s.id);
+            resolve(ended);
+          });
+          peak = Math.max(peak, running.size);
+        });
+      },
+    },
+  };
+}
+
+const tick = () => new Promise((r) => setImmediate(r));
+
+async function endAll(h: ReturnType<typeof host>): Promise<void> {
+  for (const end of [...h.running.values()]) end(true);
+  await tick();
+}
+
+describe('StageWindow', () => {
+  test('starts at most the window, in order, and ends once every step has ended; reads ahead no more than the window', async () => {
+    const h = host(Array.from({ length: 10 }, (_, i) => step(i + 1)));
+    const w = new StageWindow(3, h.host);
+    let done = false;
+    const run = w.run().then(() => (done = true));
+    expect(h.started).toEqual([1, 2, 3]);
+    h.running.get(2)!(true);
+    await tick();
+    expect(h.started).toEqual([1, 2, 3, 4]);
+    while (h.running.size) await endAll(h);
+    await run;
+    expect(done).toBe(true);
+    expect(h.started).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect(h.peak()).toBe(3);
+    expect(h.fetched()).toBeLessThanOrEqual(3);
+  });
+
+  test('paused: starts none, in flight end; a subcloud held back before it started is kept and starts first on resume', async () => {
+    const h = host(Array.from({ length: 6 }, (_, i) => step(i + 1)));
+    const w = new StageWindow(2, h.host);
+    const run = w.run();
+    expect(h.started).toEqual([1, 2]);
+    h.gate.newSubclouds = false;
+    // 2 was queued but held back (the orchestrator releases it unstarted).
+    h.running.get(2)!(false);
+    h.running.get(1)!(true);
+    await tick();
+    expect(h.started).toEqual([1, 2]);
+    expect(h.running.size).toBe(0);
+    h.gate.newSubclouds = true;
+    w.pump();
+    expect(h.started).toEqual([1, 2, 2, 3]);
+    while (h.running.size) await endAll(h);
+    await run;
+    expect(h.started.slice(2)).toEqual([2, 3, 4, 5, 6]);
+  });
+
+  test('resized: larger starts more at once, smaller starts none until fewer than N are in flight', async () => {
+    const h = host(Array.from({ length: 20 }, (_, i) => step(i + 1)));
+    const w = new StageWindow(2, h.host);
+    const run = w.run();
+    w.resize(5);
+    expect(h.running.size).toBe(5);
+    w.resize(2);
+    h.running.get(1)!(true);
+    await tick();
+    expect(h.running.size).toBe(4);
+    h.running.get(2)!(true);
+    h.running.get(3)!(true);
+    await tick();
+    expect(h.running.size).toBe(2);
+    h.running.get(4)!(true);
+    await tick();
+    expect(h.running.size).toBe(2);
+    while (h.running.size) await endAll(h);
+    await run;
+    expect(h.started).toHaveLength(20);
+  });
+
+  test('stopping: ends once none is in flight, leaving the rest; steps caught mid-state still go on unless a signal came', async () => {
+    const h = host([step(1, 'pre check'), step(2, 'pre check', true), step(3), step(4)]);
+    h.gate.newSubclouds = false;
+    h.gate.stopping = true;
+    const w = new StageWindow(4, h.host);
+    const run = w.run();
+    // s1 was in flight when the last process stopped: it runs; s2 (put back by a retry) is new.
+    expect(h.started).toEqual([1]);
+    await endAll(h);
+    await run;
+    expect(h.started).toEqual([1]);
+  });
+});
