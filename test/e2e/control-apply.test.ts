@@ -121,6 +121,22 @@ describe('pause and resume from another shell', () => {
     expect(Object.keys(counts).sort()).toEqual(['aborted', 'complete']);
     expect(history(db).length).toBe(before);
   });
+
+  test('abort of a paused strategy with no orchestrator: steps not started are aborted, the strategy ends aborted', async () => {
+    const db = fresh();
+    createFleet(db, names(30), ['--max-parallel-subclouds', '3', '--sim-latency', '20ms..40ms']);
+    const apply = spawnDcm(['--db', db, 'strategy', 'apply', '-v']);
+    await waitFor(() => completes(apply.stderr()) >= 3, 30_000, 5);
+    dcmOk(['--db', db, 'strategy', 'pause']);
+    await waitFor(() => apply.stderr().includes('dcm: paused:'), 5_000, 5);
+    await waitFor(() => status(db)['in flight'] === 0, 10_000, 20);
+    apply.child.kill('SIGTERM');
+    expect((await apply.done).code).toBe(143);
+    expect(json<{ state: string }>(dcmOk(['--db', db, 'strategy', 'abort', '-f', 'json'])).state).toBe('aborted');
+    const counts = countBy(steps(db), (s) => s.state);
+    expect(Object.keys(counts).sort()).toEqual(['aborted', 'complete']);
+    expect(dcm(['--db', db, 'strategy', 'apply']).stderr).toBe('error: Strategy in state aborted cannot be applied\n');
+  });
 });
 
 describe('strategy update while applying', () => {
