@@ -53,6 +53,18 @@ describe('ProgressTracker', () => {
     expect(s.counts.initial).toBe(0);
   });
 
+  test('paused and resumed, a window changed: the live view says so', () => {
+    const t = started(4);
+    t.paused(true);
+    let s = t.snapshot(0);
+    expect(s.state).toBe('paused');
+    expect(liveLines(s, 80)[0]).toMatch(/strategy paused/);
+    t.windowChanged(1, 7);
+    t.paused(false);
+    s = t.snapshot(0);
+    expect([s.state, s.window]).toEqual(['applying', 7]);
+  });
+
   test('the fallback gives an estimate before any duration is seen', () => {
     const t = started(5, 50);
     const s = t.snapshot(0);
