@@ -10,33 +10,28 @@
  * transitions opened. The concerns around it live beside this file, and none of them sees the
  * registry: each stage's window (window.ts, fed from the file by a cursor), the deadlines
  * (deadlines.ts), the requests from other shells (requests.ts: abort, pause, window and budget
- * changes). A subcloud holds its slot from its first state to its end, and stage N+1 starts when
- * every subcloud of stage N has ended.
+ * changes), the processes runs started (run-processes.ts) and finishing (finish.ts). A subcloud
+ * holds its slot from its first state to its end, and stage N+1 starts when every subcloud of
+ * stage N has ended.
  */
 import { formatDuration } from '../domain/durations.js';
-import { decideReport, endOfRun, failureLimit, type ReportResult } from '../domain/control.js';
+import { decideReport, failureLimit, type ReportResult } from '../domain/control.js';
 import { TYPES, type StrategyType } from '../domain/types.js';
-import type { Driver, OperationRequest, OperationResult, RunProcess } from '../drivers/driver.js';
-import { interruptedLast, leftRunning, markInterrupted, recordRunProcesses, subcloudPlaceholders } from '../store/runs.js';
+import type { Driver, OperationRequest, OperationResult } from '../drivers/driver.js';
+import { interruptedLast, leftRunning, markInterrupted, subcloudPlaceholders } from '../store/runs.js';
 import type { ExtraArgs } from '../domain/options.js';
 import { now } from '../store/clock.js';
 import type { Db } from '../store/open.js';
-import { casStrategyState, controlSnapshot, strategyState } from '../store/strategy.js';
-import {
-  abortInitialSteps,
-  abortMidStateSteps,
-  countStepStates,
-  failLeftSteps,
-  interruptRuns,
-  TransitionWriter,
-  type Transition,
-} from '../store/transitions.js';
+import { casStrategyState, controlSnapshot } from '../store/strategy.js';
+import { abortInitialSteps, TransitionWriter, type Transition } from '../store/transitions.js';
 import { attemptsOf, failedAndTotal, openStages, StageCursor, stepsByIds, type CursorStep } from '../store/cursor.js';
 import { applyFaultError, faultOf } from '../store/faults.js';
 import { ConfigBook } from '../domain/strategy-config.js';
 import { getDefaultConfig, subcloudOptions } from '../store/strategy-config.js';
-import { SUMMARY_FAILURES, type ApplyInfo, type ProgressSink } from './progress.js';
-import { failedSteps, stageStateCounts } from '../store/status.js';
+import type { ApplyInfo, ProgressSink } from './progress.js';
+import { stageStateCounts } from '../store/status.js';
+import { finishRun } from './finish.js';
+import { RunProcesses } from './run-processes.js';
 import { Deadlines } from './deadlines.js';
 import { ExternalRequests } from './requests.js';
 import { StageWindow, type Gate } from './window.js';
@@ -67,8 +62,6 @@ export interface OrchestratorOptions {
 /** How often a busy file (another writer holding it past the busy timeout) is tried again. */
 const BUSY_RETRY_MS = 250;
 
-/** How long a started run's process may wait to be recorded with other writes. */
-const PROC_RECORD_MS = 50;
 
 /** One entry of the registry: the operation running for a subcloud, tagged with its state. */
 interface Worker {
@@ -120,13 +113,8 @@ export class Orchestrator {
   private adopted = new Map<number, { worker: Worker; result: Promise<OperationResult> }>();
   /** Retries waiting out their backoff: the subcloud keeps its slot meanwhile. */
   private retryTimers = new Set<NodeJS.Timeout>();
-  /**
-   * Processes started and not yet recorded in their history rows: they go with the next commit of
-   * transitions, or on their own after PROC_RECORD_MS (a commit each would double the commits per
-   * run). Until then the launcher's `.pid` file beside the run's log tells where the run is.
-   */
-  private procs: [number, RunProcess][] = [];
-  private procTimer: NodeJS.Timeout | null = null;
+  /** Processes started and not yet recorded in their history rows (run-processes.ts). */
+  private readonly procs = new RunProcesses(() => this.scheduleFlush());
 
   /** Abort, a signal or a fatal error: no subcloud starts any more (only ever switches on). */
   private noNewSubclouds = false;
@@ -263,7 +251,7 @@ export class Orchestrator {
       await Promise.race([this.runStages(), stopped]);
       // Stopped without waiting (a second Ctrl-C): answers already received are still committed;
       // nothing new starts (noNewOperations). The operations still out run again on resume.
-      if (this.interruptedBy && !this.fatal && (this.reports.length || this.pending.length || this.procs.length)) this.flush();
+      if (this.interruptedBy && !this.fatal && (this.reports.length || this.pending.length || this.procs.waiting)) this.flush();
     } finally {
       // Every way out (end, signal, fatal error) leaves no timer that would keep the process alive.
       this.requests.stop();
@@ -271,8 +259,7 @@ export class Orchestrator {
       this.deadlines.stop();
       for (const t of this.retryTimers) clearTimeout(t);
       this.retryTimers.clear();
-      if (this.procTimer) clearTimeout(this.procTimer);
-      this.procTimer = null;
+      this.procs.stop();
       this.stopped = true;
     }
     if (this.fatal) throw this.fatal;
@@ -376,7 +363,7 @@ export class Orchestrator {
       this.pending = [];
       if (batch.length === 0) {
         // Processes started since the last commit, with nothing else to commit: on their own.
-        if (this.procTimer === null && this.procs.length) this.commitWithProcs([]);
+        if (this.procs.overdue) this.commitWithProcs([]);
         return;
       }
       try {
@@ -570,13 +557,7 @@ export class Orchestrator {
       },
       // Recorded by the next flush, in one transaction for all: until then the launcher's own pid
       // file beside the run's log tells a later apply where the run is.
-      onStarted: (proc) => {
-        this.procs.push([historyId, proc]);
-        this.procTimer ??= setTimeout(() => {
-          this.procTimer = null;
-          this.scheduleFlush();
-        }, PROC_RECORD_MS);
-      },
+      onStarted: (proc) => this.procs.add(historyId, proc),
     };
   }
 
@@ -625,14 +606,10 @@ export class Orchestrator {
    * with `batch`, in one fenced transaction. Nothing is dropped if it fails: the caller retries.
    */
   private commitWithProcs(batch: Transition[]): void {
-    if (this.procTimer) clearTimeout(this.procTimer);
-    this.procTimer = null;
-    if (this.procs.length === 0 && batch.length === 0) return;
-    this.write(() => {
-      if (this.procs.length) recordRunProcesses(this.db, this.procs);
+    if (!this.procs.waiting && batch.length === 0) return;
+    this.procs.commitWith(this.db, (fn) => this.write(fn), () => {
       if (batch.length) this.writer.commit(batch);
     });
-    this.procs = [];
   }
 
   /** Run the state again after the backoff; the subcloud keeps its slot meanwhile. */
@@ -774,38 +751,16 @@ export class Orchestrator {
 
   private async finish(started: number): Promise<number> {
     this.deadlines.stop();
-    const ending = endOfRun({
-      signal: this.interruptedBy === null ? null : this.interruptedBy === 'SIGTERM' ? 'SIGTERM' : 'SIGINT',
+    return finishRun(this.db, (fn) => this.untilNotBusy(() => this.write(fn)), this.progress, {
+      signal: this.interruptedBy,
       aborting: this.aborting,
-      counts: countStepStates(this.db),
+      paused: this.paused,
       failedSeen: this.failedSeen,
-    });
-    const final = ending.state;
-    // Operations abandoned by a second signal (or the drain's bound) will run again on resume;
-    // until then the history says they were interrupted rather than still running. Only this
-    // process's own runs, and only while it holds the lock (the fence).
-    const abandoned = [...this.workers.values()].map((w) => w.historyId);
-    const counts = await this.untilNotBusy(() =>
-      this.write(() => {
-        if (this.interruptedBy) interruptRuns(this.db, abandoned, `the orchestrator stopped waiting for it (${this.interruptedBy})`);
-        // Nothing is in flight: steps put back by a retry and never started again end with the run.
-        if (final === 'aborted') abortMidStateSteps(this.db);
-        if (final === 'failed') failLeftSteps(this.db, 'not run again: no new subcloud started after the failure budget was spent');
-        if (final !== null && !casStrategyState(this.db, ['applying', 'paused', 'abort requested', 'aborting'], final)) {
-          throw new Error(`the strategy was changed by another process while applying (it is now ${strategyState(this.db)})`);
-        }
-        return countStepStates(this.db);
-      }),
-    );
-    this.progress.summary({
-      state: final ?? (this.paused ? 'paused' : 'applying'),
-      counts,
-      durationMs: Date.now() - started,
+      abandoned: [...this.workers.values()].map((w) => w.historyId),
+      startedMs: started,
       peakInFlight: this.peak,
       maxWindow: this.maxWindow,
-      ...failedSteps(this.db, SUMMARY_FAILURES),
     });
-    return ending.exit;
   }
 }
 

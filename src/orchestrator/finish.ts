@@ -1,0 +1,60 @@
+/**
+ * Finishing a run: what the strategy ends as (decided in src/domain/control.ts), written in one
+ * fenced transaction, then the closing summary. It gets the history rows of the operations still
+ * out (abandoned by a second signal), never the registry itself.
+ */
+import { endOfRun } from '../domain/control.js';
+import type { Db } from '../store/open.js';
+import { failedSteps } from '../store/status.js';
+import { casStrategyState, strategyState } from '../store/strategy.js';
+import { abortMidStateSteps, countStepStates, failLeftSteps, interruptRuns } from '../store/transitions.js';
+import { SUMMARY_FAILURES, type ProgressSink } from './progress.js';
+
+export interface RunEnd {
+  /** The signal that stopped the run, if one did: the strategy is left as it is (applying, paused). */
+  signal: NodeJS.Signals | null;
+  aborting: boolean;
+  paused: boolean;
+  failedSeen: boolean;
+  /** History rows of the operations this process stopped waiting for. */
+  abandoned: number[];
+  startedMs: number;
+  peakInFlight: number;
+  maxWindow: number;
+}
+
+/**
+ * Write how the run ended and say it; returns the exit code. `write` is the orchestrator's fenced
+ * transaction, retried while the file is busy.
+ */
+export async function finishRun(db: Db, write: <T>(fn: () => T) => Promise<T>, progress: ProgressSink, end: RunEnd): Promise<number> {
+  const ending = endOfRun({
+    signal: end.signal === null ? null : end.signal === 'SIGTERM' ? 'SIGTERM' : 'SIGINT',
+    aborting: end.aborting,
+    counts: countStepStates(db),
+    failedSeen: end.failedSeen,
+  });
+  const final = ending.state;
+  const counts = await write(() => {
+    // Operations abandoned by a second signal (or the drain's bound) will run again on resume;
+    // until then the history says they were interrupted rather than still running. Only this
+    // process's own runs, and only while it holds the lock (the fence).
+    if (end.signal) interruptRuns(db, end.abandoned, `the orchestrator stopped waiting for it (${end.signal})`);
+    // Nothing is in flight: steps put back by a retry and never started again end with the run.
+    if (final === 'aborted') abortMidStateSteps(db);
+    if (final === 'failed') failLeftSteps(db, 'not run again: no new subcloud started after the failure budget was spent');
+    if (final !== null && !casStrategyState(db, ['applying', 'paused', 'abort requested', 'aborting'], final)) {
+      throw new Error(`the strategy was changed by another process while applying (it is now ${strategyState(db)})`);
+    }
+    return countStepStates(db);
+  });
+  progress.summary({
+    state: final ?? (end.paused ? 'paused' : 'applying'),
+    counts,
+    durationMs: Date.now() - end.startedMs,
+    peakInFlight: end.peakInFlight,
+    maxWindow: end.maxWindow,
+    ...failedSteps(db, SUMMARY_FAILURES),
+  });
+  return ending.exit;
+}

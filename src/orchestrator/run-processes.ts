@@ -1,0 +1,56 @@
+/**
+ * The processes runs started (exec driver), waiting to be recorded in their history rows. They go
+ * with the next commit of transitions, or on their own after a short delay: a commit each would
+ * double the commits per run. Until then the launcher's `.pid` file beside the run's log tells a
+ * later apply where the run is.
+ */
+import type { RunProcess } from '../drivers/driver.js';
+import type { Db } from '../store/open.js';
+import { recordRunProcesses } from '../store/runs.js';
+
+/** How long a started run's process may wait to be recorded with other writes. */
+const PROC_RECORD_MS = 50;
+
+export class RunProcesses {
+  private procs: [number, RunProcess][] = [];
+  private timer: NodeJS.Timeout | null = null;
+
+  /** `due`: the delay is over, a commit should happen (the orchestrator schedules a flush). */
+  constructor(private readonly due: () => void) {}
+
+  add(historyId: number, proc: RunProcess): void {
+    this.procs.push([historyId, proc]);
+    this.timer ??= setTimeout(() => {
+      this.timer = null;
+      this.due();
+    }, PROC_RECORD_MS);
+  }
+
+  /** Some wait to be recorded. */
+  get waiting(): boolean {
+    return this.procs.length > 0;
+  }
+
+  /** Some wait, and their delay is over: record them even with nothing else to commit. */
+  get overdue(): boolean {
+    return this.timer === null && this.procs.length > 0;
+  }
+
+  /**
+   * Record them inside the caller's transaction; `then` commits the rest. They are dropped only once
+   * that transaction has committed (a busy file keeps them for the next try).
+   */
+  commitWith(db: Db, write: (fn: () => void) => void, then: () => void): void {
+    this.stop();
+    write(() => {
+      if (this.procs.length) recordRunProcesses(db, this.procs);
+      then();
+    });
+    this.procs = [];
+  }
+
+  stop(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+}
