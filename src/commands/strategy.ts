@@ -1,5 +1,5 @@
 /** `dcm strategy create|show|delete|abort` (apply lives in the orchestrator). */
-import { OperationError } from '../domain/errors.js';
+import { OperationError, UsageError } from '../domain/errors.js';
 import { formatMaxFailures, parseMaxFailures } from '../domain/control.js';
 import { checkCombination, checkMaxParallel, planSteps } from '../domain/planning.js';
 import { timeoutExtraArgs, typeExtraArgs, type RawDriverOptions, type RawTypeOptions } from '../domain/options.js';
@@ -70,6 +70,9 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Comm
     force: Boolean(input.force),
   };
   const maxFailures = input.maxFailures === undefined ? null : formatMaxFailures(parseMaxFailures(input.maxFailures));
+  if (maxFailures !== null && input.stopOnFailure) {
+    throw new UsageError('--stop-on-failure is --max-failures 1: give one of them');
+  }
   const raw = input.driverOptions ?? {};
   const driverName = parseDriverName(raw.driver);
   const extra = typeExtraArgs(input.type, input.typeOptions ?? {});
