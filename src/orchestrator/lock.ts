@@ -8,9 +8,9 @@
  * orchestrators). On another host the pid means nothing here: a heartbeat older than 30 s is dead.
  */
 import crypto from 'node:crypto';
-import fs from 'node:fs';
 import os from 'node:os';
 import { DcmError, EXIT } from '../domain/errors.js';
+import { bootId, processAlive, readStat } from '../platform/proc.js';
 import type { Db } from '../store/open.js';
 import { beat, holdsLock, lastHolder, readLock, releaseLock, writeLock, type LockRow } from '../store/lock.js';
 
@@ -22,48 +22,24 @@ export function hostName(env: NodeJS.ProcessEnv = process.env): string {
   return env.DCM_HOST || os.hostname();
 }
 
-let bootId: string | undefined;
-
-/** The state letter and start time of a process (Linux /proc), or null where /proc cannot tell. */
-function procStat(pid: number): { state: string; start: string } | null {
-  try {
-    bootId ??= fs.readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // The command name (field 2) may hold spaces and parentheses: fields are counted after the last ')'.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { state: fields[0], start: `${bootId}:${fields[19]}` };
-  } catch {
-    return null;
-  }
-}
-
 /**
  * `<boot id>:<start time in clock ticks>` of a process, or null where that cannot be read. With
  * the pid it names one process: a pid reused after a crash has another start time.
  */
 export function processStart(pid: number): string | null {
-  return procStat(pid)?.start ?? null;
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
+  const st = readStat(pid);
+  return st ? `${bootId()}:${st.starttime}` : null;
 }
 
 /** Is the process named by the lock row still running (this host), or still writing (another)? */
 export function holderAlive(row: LockRow, nowMs = Date.now(), host = hostName()): boolean {
   const fresh = nowMs - row.heartbeat_ms <= STALE_MS;
   if (row.host !== host) return fresh;
-  if (!pidAlive(row.pid)) return false;
-  const st = procStat(row.pid);
-  if (st && (st.state === 'Z' || st.state === 'X')) return false; // a zombie is gone (nobody reaps it here)
+  if (!processAlive(row.pid)) return false;
+  const start = processStart(row.pid);
   // Without a recorded start time (a lock from an older dcm) the heartbeat decides, as it did then.
-  if (!row.proc_start || !st) return row.proc_start ? true : fresh;
-  return st.start === row.proc_start;
+  if (!row.proc_start || !start) return row.proc_start ? true : fresh;
+  return start === row.proc_start;
 }
 
 /** This process lost the lock: it writes nothing more and exits 4. */

@@ -10,6 +10,7 @@
  *   (a pid may be reused). A first write in progress in another process is never disturbed.
  */
 import fs from 'node:fs';
+import { processAlive } from '../platform/proc.js';
 import path from 'node:path';
 import { OperationError } from '../domain/errors.js';
 
@@ -22,25 +23,6 @@ export function refuseOrphanWal(real: string, shown: string): void {
 }
 
 const STALE_MS = 60 * 60 * 1000;
-
-/**
- * Whether `pid` is a running process. A zombie is not: where process 1 does not reap orphans (a
- * container without an init), a killed process stays a zombie, and kill(pid, 0) still succeeds.
- */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-  try {
-    // /proc/<pid>/stat: "pid (comm) S ..."; comm may hold spaces and parentheses.
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return true; // no /proc here: trust kill()
-  }
-}
 
 function escape(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -73,7 +55,7 @@ export function removeStaleTemps(real: string, now = Date.now()): string[] {
     const file = path.join(dir, name);
     try {
       const old = now - fs.lstatSync(file).mtimeMs > STALE_MS;
-      if (pid === process.pid || (alive(pid) && !old)) continue;
+      if (pid === process.pid || (processAlive(pid) && !old)) continue;
       fs.rmSync(file, { force: true });
       removed.push(name);
     } catch {

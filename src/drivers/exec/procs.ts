@@ -1,28 +1,9 @@
 /**
- * Process groups as Linux shows them in /proc. A group is gone when none of its members is alive:
- * a zombie counts as gone, because where process 1 does not reap orphans (a container without an
- * init), a dead run whose parent is gone stays a zombie and `kill(-pgid, 0)` keeps succeeding.
+ * Process groups as Linux shows them in /proc. A group is gone when none of its members is alive
+ * (a zombie counts as gone, see platform/proc.ts): `kill(-pgid, 0)` alone would keep succeeding.
  */
 import fs from 'node:fs';
-
-interface Stat {
-  state: string;
-  pgrp: number;
-  starttime: number;
-}
-
-/** Fields of /proc/<pid>/stat; the command name may hold spaces and parentheses, so parse after the last ')'. */
-function readStat(pid: number | string): Stat | null {
-  let text: string;
-  try {
-    text = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
-  } catch {
-    return null;
-  }
-  const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  // rest[0] is field 3 (state); field 5 is pgrp, field 22 starttime.
-  return { state: rest[0], pgrp: Number(rest[2]), starttime: Number(rest[19]) };
-}
+import { isZombie, readStat } from '../../platform/proc.js';
 
 /** A process's start time in clock ticks since boot, or null when it is gone. */
 export function procStartTime(pid: number): number | null {
@@ -32,7 +13,7 @@ export function procStartTime(pid: number): number | null {
 /** Whether `pid` is still the process that was started at `start` (not a zombie, not a reused pid). */
 export function sameProcessAlive(pid: number, start: number | null): boolean {
   const s = readStat(pid);
-  if (!s || s.state === 'Z' || s.state === 'X') return false;
+  if (!s || isZombie(s)) return false;
   return start === null || s.starttime === start;
 }
 
@@ -49,7 +30,7 @@ export function groupMembers(pgid: number): number[] {
     const c = e.charCodeAt(0);
     if (c < 48 || c > 57) continue;
     const s = readStat(e);
-    if (s && s.pgrp === pgid && s.state !== 'Z' && s.state !== 'X') out.push(Number(e));
+    if (s && s.pgrp === pgid && !isZombie(s)) out.push(Number(e));
   }
   return out;
 }

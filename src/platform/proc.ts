@@ -1,0 +1,59 @@
+/**
+ * Processes as Linux shows them in /proc, read in one place: the apply lock (is its holder the
+ * same process?), leftover temporary files (is their writer gone?) and the exec driver's process
+ * groups all ask the same questions. A zombie counts as gone: where process 1 does not reap
+ * orphans (a container without an init), a dead process stays a zombie and kill(pid, 0) still
+ * succeeds.
+ */
+import fs from 'node:fs';
+
+export interface ProcStat {
+  /** Field 3: R, S, D, Z, X, … */
+  state: string;
+  /** Field 5: the process group. */
+  pgrp: number;
+  /** Field 22: start time in clock ticks since boot. */
+  starttime: number;
+}
+
+/** Fields of /proc/<pid>/stat, or null when it cannot be read (gone, or no /proc here). */
+export function readStat(pid: number | string): ProcStat | null {
+  let text: string;
+  try {
+    text = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
+  } catch {
+    return null;
+  }
+  // The command name (field 2) may hold spaces and parentheses: count fields after the last ')'.
+  const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  return { state: rest[0], pgrp: Number(rest[2]), starttime: Number(rest[19]) };
+}
+
+export function isZombie(s: ProcStat): boolean {
+  return s.state === 'Z' || s.state === 'X';
+}
+
+/** Whether `pid` runs: kill(pid, 0) reaches it and /proc does not show a zombie (without /proc, kill decides). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  const s = readStat(pid);
+  return !s || !isZombie(s);
+}
+
+let bootIdCache: string | null | undefined;
+
+/** This boot's id: with a start time it names one process even across reboots. */
+export function bootId(): string | null {
+  if (bootIdCache === undefined) {
+    try {
+      bootIdCache = fs.readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+    } catch {
+      bootIdCache = null;
+    }
+  }
+  return bootIdCache;
+}
