@@ -3,6 +3,7 @@
  * budget, which strategy states each control command accepts, what a retry does to a step, and
  * what a driver's report means for a step. No SQLite, no clock, no process.
  */
+import { formatDuration } from './durations.js';
 import { UsageError } from './errors.js';
 
 /** `--max-failures N|P%`: a count of failed steps, or a share of the strategy's steps. */
@@ -87,14 +88,13 @@ export function decideReport(
   state: string,
   states: readonly string[],
   result: ReportResult,
-  timeoutText: string,
-  formatDelay: (ms: number) => string = (ms) => `${ms}ms`,
+  timeoutMs: number,
 ): Decision {
   const index = states.indexOf(state);
   if (result.kind === 'retry') {
     return {
       kind: 'again',
-      details: `${state}: ${result.reason} (run again in ${formatDelay(result.delayMs)})`,
+      details: `${state}: ${result.reason} (run again in ${formatDuration(result.delayMs)})`,
       reason: result.reason,
       outcome: result.outcome,
       delayMs: result.delayMs,
@@ -109,7 +109,8 @@ export function decideReport(
     const to = named ?? states[index + 1] ?? 'complete';
     return { kind: 'advance', to, details: result.details ?? '', ended: to === 'complete' };
   }
-  const reason = result.kind === 'failed' ? result.reason : `timed out after ${timeoutText}`;
+  // Text is made only where it is shown: most reports are a plain `next`.
+  const reason = result.kind === 'failed' ? result.reason : `timed out after ${formatDuration(timeoutMs)}`;
   // A driver that enforces its own timeouts (exec) says so with `timeout: true`.
   const timedOut = result.kind === 'timeout' || result.timeout === true;
   return { kind: 'fail', details: `${state}: ${reason}`, reason, outcome: timedOut ? 'timeout' : 'failed' };

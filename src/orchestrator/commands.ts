@@ -123,7 +123,8 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
       quiet: ctx.quiet,
       verbose: opts.verbose ?? false,
       intervalMs: opts.progressIntervalMs ?? 10_000,
-      inputs: estimateInputs(db, first.type, first.extra),
+      // -q shows no estimate: the history scan behind one is not worth making.
+      inputs: ctx.quiet ? {} : estimateInputs(db, first.type, first.extra),
     });
     // An unknown -c column is refused before anything runs (exit 2, nothing changed).
     ctx.checkResult?.({ kind: 'strategy', strategy: first });

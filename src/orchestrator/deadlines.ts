@@ -41,11 +41,6 @@ export class Deadlines {
     this.arm();
   }
 
-  /** How many entries are queued (for tests of the memory bound). */
-  get size(): number {
-    return this.queue.length - this.head;
-  }
-
   private compact(running: number): void {
     if (this.queue.length - this.head <= 2 * running + 1024) return;
     this.queue = this.queue.slice(this.head).filter((d) => this.isRunning(d.stepId, d.opId));

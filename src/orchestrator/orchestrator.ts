@@ -18,12 +18,12 @@ import { formatDuration } from '../domain/durations.js';
 import { decideReport, failureLimit, type ReportResult } from '../domain/control.js';
 import { TYPES, type StrategyType } from '../domain/types.js';
 import type { Driver, OperationRequest, OperationResult } from '../drivers/driver.js';
-import { interruptedLast, leftRunning, markInterrupted, subcloudPlaceholders } from '../store/runs.js';
+import { interruptedLast, leftRunning, recordRunProcesses, subcloudPlaceholders } from '../store/runs.js';
 import type { ExtraArgs } from '../domain/options.js';
 import { now } from '../store/clock.js';
 import type { Db } from '../store/open.js';
 import { casStrategyState, controlSnapshot } from '../store/strategy.js';
-import { abortInitialSteps, TransitionWriter, type Transition } from '../store/transitions.js';
+import { abortInitialSteps, interruptRuns, TransitionWriter, type Transition } from '../store/transitions.js';
 import { attemptsOf, failedAndTotal, openStages, StageCursor, stepsByIds, type CursorStep } from '../store/cursor.js';
 import { applyFaultError, faultOf } from '../store/faults.js';
 import { ConfigBook } from '../domain/strategy-config.js';
@@ -208,7 +208,7 @@ export class Orchestrator {
     const cutOff = this.adoptLeftRuns();
     await this.untilNotBusy(() =>
       this.write(() => {
-        for (const id of cutOff) markInterrupted(this.db, id, 'the orchestrator stopped while this operation ran');
+        interruptRuns(this.db, cutOff, 'the orchestrator stopped while this operation ran');
       }),
     );
     this.attemptsOf = attemptsOf(this.db);
@@ -432,7 +432,7 @@ export class Orchestrator {
       if (!w || w.opId !== r.opId) continue; // answered after its timeout: the step moved on
       this.workers.delete(r.stepId);
       const { step, state } = w;
-      const d = decideReport(state, this.opts.states, r.result, formatDuration(this.opts.stateTimeoutMs), formatDuration);
+      const d = decideReport(state, this.opts.states, r.result, this.opts.stateTimeoutMs);
       const durationMs = r.finishedMs - w.startedMs;
       if (d.kind === 'again') {
         // The run is over without a result: its row closes, and the state runs again as a new
@@ -524,7 +524,7 @@ export class Orchestrator {
       (err: Error) => {
         // The file under the driver (the sim's sites share it) is full, corrupt or gone: that is
         // not this subcloud's failure, and the apply cannot go on.
-        const fault = faultOf(err) && faultOf(err) !== 'busy' ? applyFaultError(err, this.opts.file ?? 'the database') : null;
+        const fault = applyFaultError(err, this.opts.file ?? 'the database');
         if (fault) this.fail(fault);
         else this.report(step.id, opId, { kind: 'failed', reason: (err && err.message) || String(err) });
       },
@@ -534,6 +534,7 @@ export class Orchestrator {
   private request(worker: Worker): OperationRequest {
     const { step, state, attempt, historyId } = worker;
     const key = `${step.id}\u0000${state}`;
+    const fields = (s: CursorStep) => this.subcloudFields(s);
     return {
       cloud: step.cloud,
       type: this.opts.type,
@@ -544,10 +545,13 @@ export class Orchestrator {
       resumed: this.resumed.has(key),
       failures: this.failures.get(key) ?? 0,
       stage: step.stage,
-      subcloud: this.subcloudFields(step),
       campaign: this.opts.campaign,
       extra: this.opts.extra,
       options: this.config.optionsFor(step.subcloudId),
+      // Read from the file only by a driver that asks (exec's placeholders): the sim never does.
+      get subcloud() {
+        return fields(step);
+      },
       get signal() {
         if (!worker.controller) {
           worker.controller = new AbortController();
@@ -606,10 +610,13 @@ export class Orchestrator {
    * with `batch`, in one fenced transaction. Nothing is dropped if it fails: the caller retries.
    */
   private commitWithProcs(batch: Transition[]): void {
-    if (!this.procs.waiting && batch.length === 0) return;
-    this.procs.commitWith(this.db, (fn) => this.write(fn), () => {
-      if (batch.length) this.writer.commit(batch);
-    });
+    this.procs.stop();
+    const procs = this.procs.list;
+    const record = procs.length ? () => recordRunProcesses(this.db, procs) : undefined;
+    if (batch.length) this.writer.commit(batch, record);
+    else if (record) this.write(record);
+    else return;
+    this.procs.recorded();
   }
 
   /** Run the state again after the backoff; the subcloud keeps its slot meanwhile. */

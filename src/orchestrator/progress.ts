@@ -85,16 +85,14 @@ export interface LineOptions {
  * progress stops, the strategy goes on.
  */
 export class LineProgress implements ProgressSink {
-  private readonly opts: LineOptions;
   private readonly tracker: ProgressTracker;
   private timer: NodeJS.Timeout | null = null;
   private broken = false;
 
   constructor(
     private readonly out: NodeJS.WritableStream,
-    quietOrOptions: boolean | LineOptions,
+    private readonly opts: LineOptions,
   ) {
-    this.opts = typeof quietOrOptions === 'boolean' ? { quiet: quietOrOptions, verbose: true } : quietOrOptions;
     this.tracker = new ProgressTracker(this.opts.inputs);
     (out as NodeJS.EventEmitter).on?.('error', () => (this.broken = true));
   }
@@ -134,8 +132,9 @@ export class LineProgress implements ProgressSink {
   }
 
   transition(e: TransitionEvent): void {
-    this.tracker.transition(e, Date.now());
+    // -q shows neither counts nor an ETA: nothing to track.
     if (this.opts.quiet) return;
+    this.tracker.transition(e, Date.now());
     if (e.from === e.to && e.attempt === undefined) {
       // A run that will be retried after its backoff: the details say why and when.
       if (this.opts.verbose) this.write(`${e.at} ${e.cloud}: ${e.details}\n`);

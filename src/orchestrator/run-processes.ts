@@ -5,8 +5,6 @@
  * later apply where the run is.
  */
 import type { RunProcess } from '../drivers/driver.js';
-import type { Db } from '../store/open.js';
-import { recordRunProcesses } from '../store/runs.js';
 
 /** How long a started run's process may wait to be recorded with other writes. */
 const PROC_RECORD_MS = 50;
@@ -36,16 +34,14 @@ export class RunProcesses {
     return this.timer === null && this.procs.length > 0;
   }
 
-  /**
-   * Record them inside the caller's transaction; `then` commits the rest. They are dropped only once
-   * that transaction has committed (a busy file keeps them for the next try).
-   */
-  commitWith(db: Db, write: (fn: () => void) => void, then: () => void): void {
+  /** Those waiting, to record in the caller's transaction; `recorded()` once it has committed. */
+  get list(): readonly [number, RunProcess][] {
+    return this.procs;
+  }
+
+  /** The transaction that recorded them committed (a busy file keeps them for the next try). */
+  recorded(): void {
     this.stop();
-    write(() => {
-      if (this.procs.length) recordRunProcesses(db, this.procs);
-      then();
-    });
     this.procs = [];
   }
 

@@ -61,10 +61,6 @@ export class StageCursor {
     }
     return out;
   }
-
-  get exhausted(): boolean {
-    return this.phase === 'done';
-  }
 }
 
 /** The stages that have a step not ended, in order. */

@@ -80,5 +80,6 @@ export function faultOf(err: unknown): Fault | null {
 
 /** The one-line error for a fault met while applying (the strategy stays applying), or null. */
 export function applyFaultError(err: unknown, file: string): DcmError | null {
-  return faultOf(err) && faultOf(err) !== 'busy' ? fileFault(err, file, 'dcm strategy apply resumes') : null;
+  const fault = faultOf(err);
+  return fault && fault !== 'busy' ? fileFault(err, file, 'dcm strategy apply resumes') : null;
 }

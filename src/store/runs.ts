@@ -4,7 +4,6 @@
  */
 import type { Db } from './open.js';
 import { sql } from './statements.js';
-import { now } from './clock.js';
 import type { RunProcess } from '../drivers/driver.js';
 
 export interface LeftRunRow {
@@ -47,20 +46,10 @@ export function leftRunning(db: Db): LeftRunRow[] {
   }));
 }
 
-export function markInterrupted(db: Db, historyId: number, details: string): void {
-  sql(db, `UPDATE step_history SET outcome = 'interrupted', finished_at = ?, details = ? WHERE id = ? AND outcome = 'running'`).run(
-    now(),
-    details,
-    historyId,
-  );
-}
-
-/** The processes runs started, by history row, in one transaction. */
+/** The processes runs started, by history row (inside the caller's transaction). */
 export function recordRunProcesses(db: Db, procs: readonly [number, RunProcess][]): void {
   const stmt = sql(db, 'UPDATE step_history SET pid = ?, pgid = ?, proc_start = ? WHERE id = ?');
-  db.transaction(() => {
-    for (const [historyId, p] of procs) stmt.run(p.pid, p.pgid, p.procStart, historyId);
-  }).immediate();
+  for (const [historyId, p] of procs) stmt.run(p.pid, p.pgid, p.procStart, historyId);
 }
 
 /** (step, state) keys whose latest run was interrupted: the next run of that state is resumed. */

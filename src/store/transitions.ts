@@ -26,23 +26,6 @@ export interface ApplyStep {
   attempt: number;
 }
 
-export function loadSteps(db: Db): ApplyStep[] {
-  return db
-    .prepare(
-      `SELECT st.id, st.subcloud_id AS subcloudId, sc.name AS cloud, st.stage, st.state, st.attempt
-       FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id ORDER BY st.stage, st.id`,
-    )
-    .all() as ApplyStep[];
-}
-
-/** Attempts already made per (step, state): a state's next run is attempt count + 1. */
-export function attemptCounts(db: Db): Map<string, number> {
-  const rows = db
-    .prepare('SELECT step_id AS stepId, state, max(attempt) AS n FROM step_history GROUP BY step_id, state')
-    .all() as { stepId: number; state: string; n: number }[];
-  return new Map(rows.map((r) => [`${r.stepId}\u0000${r.state}`, r.n]));
-}
-
 /**
  * Runs left `running` by a process that died are `interrupted`: they will run again as the next
  * attempt. Returns how many there were.
@@ -95,7 +78,8 @@ export class TransitionWriter {
   private readonly closeRun;
   private readonly openRun;
   private readonly sync: Map<Endpoint | null, Database.Statement<[string, number]>>;
-  readonly commit: (batch: Transition[]) => void;
+  /** Commit `batch` in one transaction; `before` runs first inside it (other writes of the same turn). */
+  readonly commit: (batch: Transition[], before?: () => void) => void;
 
   /**
    * `type`: the strategy type whose duration statistics ok runs are added to (none without it).
@@ -119,8 +103,9 @@ export class TransitionWriter {
     for (const [e, col] of Object.entries(SYNC_COLUMN)) {
       this.sync.set(e as Endpoint, db.prepare<[string, number]>(`UPDATE subcloud SET ${col} = 'in-sync', updated_at = ? WHERE id = ?`));
     }
-    const tx = db.transaction((batch: Transition[]) => {
+    const tx = db.transaction((batch: Transition[], before?: () => void) => {
       guard();
+      before?.();
       for (const t of batch) this.apply(t);
       // One upsert per state per batch, in the batch's own transaction.
       if (type === undefined) return;
@@ -130,9 +115,9 @@ export class TransitionWriter {
       }
       recordDurations(db, type, tally);
     });
-    this.commit = (batch) => {
+    this.commit = (batch, before) => {
       try {
-        tx.immediate(batch);
+        tx.immediate(batch, before);
       } catch (err) {
         // Rolled back: the history rows it opened do not exist; a retry opens them anew.
         for (const t of batch) t.historyId = undefined;

@@ -52,8 +52,8 @@ describe('retry', () => {
 
 describe('what a report means', () => {
   test('ok goes to the next state, the last to complete', () => {
-    expect(decideReport('pre check', PATCH, { kind: 'next' }, '1h')).toEqual({ kind: 'advance', to: 'updating patches', details: '', ended: false });
-    expect(decideReport('finishing patch strategy', PATCH, { kind: 'next', details: 'done' }, '1h')).toEqual({
+    expect(decideReport('pre check', PATCH, { kind: 'next' }, 3_600_000)).toEqual({ kind: 'advance', to: 'updating patches', details: '', ended: false });
+    expect(decideReport('finishing patch strategy', PATCH, { kind: 'next', details: 'done' }, 3_600_000)).toEqual({
       kind: 'advance',
       to: 'complete',
       details: 'done',
@@ -61,10 +61,10 @@ describe('what a report means', () => {
     });
   });
   test('a driver may skip ahead or to complete, never back, to itself or to an unknown state', () => {
-    expect(decideReport('pre check', PATCH, { kind: 'next', next: 'applying VIM patch strategy' }, '1h')).toMatchObject({ kind: 'advance', to: 'applying VIM patch strategy' });
-    expect(decideReport('pre check', PATCH, { kind: 'next', next: 'complete' }, '1h')).toMatchObject({ kind: 'advance', to: 'complete', ended: true });
+    expect(decideReport('pre check', PATCH, { kind: 'next', next: 'applying VIM patch strategy' }, 3_600_000)).toMatchObject({ kind: 'advance', to: 'applying VIM patch strategy' });
+    expect(decideReport('pre check', PATCH, { kind: 'next', next: 'complete' }, 3_600_000)).toMatchObject({ kind: 'advance', to: 'complete', ended: true });
     for (const next of ['pre check', 'nowhere']) {
-      expect(decideReport('updating patches', PATCH, { kind: 'next', next }, '1h')).toEqual({
+      expect(decideReport('updating patches', PATCH, { kind: 'next', next }, 3_600_000)).toEqual({
         kind: 'fail',
         outcome: 'failed',
         reason: `the driver reported an invalid next state '${next}'`,
@@ -73,19 +73,19 @@ describe('what a report means', () => {
     }
   });
   test("a driver's own retry runs the same state again after its delay; its own timeout is a timeout", () => {
-    expect(decideReport('pre check', PATCH, { kind: 'retry', reason: 'exit 75', outcome: 'failed', delayMs: 2000 }, '1h', (ms) => `${ms / 1000}s`)).toEqual({
+    expect(decideReport('pre check', PATCH, { kind: 'retry', reason: 'exit 75', outcome: 'failed', delayMs: 2000 }, 3_600_000)).toEqual({
       kind: 'again',
       details: 'pre check: exit 75 (run again in 2s)',
       reason: 'exit 75',
       outcome: 'failed',
       delayMs: 2000,
     });
-    expect(decideReport('pre check', PATCH, { kind: 'failed', reason: 'timed out after 3s', timeout: true }, '1h')).toMatchObject({ kind: 'fail', outcome: 'timeout' });
+    expect(decideReport('pre check', PATCH, { kind: 'failed', reason: 'timed out after 3s', timeout: true }, 3_600_000)).toMatchObject({ kind: 'fail', outcome: 'timeout' });
   });
 
   test('a failure or a timeout fails the step, naming the state', () => {
-    expect(decideReport('pre check', PATCH, { kind: 'failed', reason: 'boom' }, '1h')).toEqual({ kind: 'fail', outcome: 'failed', reason: 'boom', details: 'pre check: boom' });
-    expect(decideReport('pre check', PATCH, { kind: 'timeout' }, '5s')).toEqual({
+    expect(decideReport('pre check', PATCH, { kind: 'failed', reason: 'boom' }, 3_600_000)).toEqual({ kind: 'fail', outcome: 'failed', reason: 'boom', details: 'pre check: boom' });
+    expect(decideReport('pre check', PATCH, { kind: 'timeout' }, 5_000)).toEqual({
       kind: 'fail',
       outcome: 'timeout',
       reason: 'timed out after 5s',
