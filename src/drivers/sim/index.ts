@@ -60,7 +60,8 @@ export class SimDriver implements Driver {
 
     // The site may have been changed meanwhile only by this operation: it is busy.
     const site = this.book.get(req.cloud)!;
-    if (!(await this.book.finish(finish(site, sreq, !fails || admission.replay, admission.replay), this.owner))) {
+    const last = fails || req.stateIndex === req.states.length - 1;
+    if (!(await this.book.finish(finish(site, sreq, !fails || admission.replay, admission.replay), this.owner, last))) {
       return { kind: 'failed', reason: 'the subcloud was taken over by another orchestrator' };
     }
     if (fails && !admission.replay) {

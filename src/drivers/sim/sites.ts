@@ -10,6 +10,8 @@ import type { Site } from './site.js';
 interface Finish {
   site: Site;
   owner: string;
+  /** The subcloud's last operation for now (its last state, or a failure): forget it once written. */
+  last: boolean;
   resolve: (kept: boolean) => void;
   reject: (err: Error) => void;
 }
@@ -94,10 +96,10 @@ export class SiteBook {
    * The operation of `owner` ended on the site: resolves once that is committed, with false when
    * the site no longer runs it (another orchestrator took the site over meanwhile).
    */
-  finish(site: Site, owner: string): Promise<boolean> {
+  finish(site: Site, owner: string, last: boolean): Promise<boolean> {
     this.cache.set(site.name, site);
     return new Promise((resolve, reject) => {
-      this.finishes.set(site.name, { site, owner, resolve, reject });
+      this.finishes.set(site.name, { site, owner, last, resolve, reject });
       this.schedule();
     });
   }
@@ -131,8 +133,9 @@ export class SiteBook {
       return;
     }
     finishes.forEach((f, i) => {
-      // Committed, and not changed since: the file has it; read it again when next needed.
-      if (!this.dirty.has(f.site.name) && !this.finishes.has(f.site.name) && this.cache.get(f.site.name) === f.site) this.cache.delete(f.site.name);
+      // The subcloud's last operation, committed, and not changed since: the file has it; read it
+      // again when next needed. Kept between the states of one subcloud (one read, not five).
+      if (f.last && !this.dirty.has(f.site.name) && !this.finishes.has(f.site.name) && this.cache.get(f.site.name) === f.site) this.cache.delete(f.site.name);
       f.resolve(kept[i]);
     });
   }
