@@ -11,7 +11,7 @@ export interface Outcome {
   /** Said on stderr (`warning: …`) once the command has succeeded. */
   warnings?: string[];
   /** A `--watch` command: draws frames until it returns its exit code (cli/watch.ts). */
-  watch?: (emit: (r: Printable) => Promise<void>) => Promise<number>;
+  watch?: (emit: (r: Printable) => Promise<boolean>) => Promise<number>;
 }
 
 export interface RunCtx extends Ctx {

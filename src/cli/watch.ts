@@ -4,20 +4,25 @@
  * full, one after the other, for a log or a pipe.
  */
 import { createLogUpdate } from 'log-update';
+import { guardStream } from './streams.js';
 import type { Printable } from './output/views.js';
 
-export type WatchFn = (emit: (r: Printable) => Promise<void>) => Promise<number>;
+/** `emit` answers false once the reader went away (`| head`): the watch then stops. */
+export type WatchFn = (emit: (r: Printable) => Promise<boolean>) => Promise<number>;
 
 export async function runWatch(watch: WatchFn, out: NodeJS.WriteStream, render: (r: Printable) => Promise<string>): Promise<number> {
   const tty = out.isTTY === true;
   const log = tty ? createLogUpdate(out) : null;
+  const guard = guardStream(out);
   let last = '';
   const code = await watch(async (r) => {
     const text = await render(r);
-    if (text === last) return;
-    last = text;
-    if (log) log(text.replace(/\n$/, ''));
-    else out.write(text);
+    if (text !== last) {
+      last = text;
+      if (log) log(text.replace(/\n$/, ''));
+      else out.write(text);
+    }
+    return !guard.closed;
   });
   log?.done();
   return code;

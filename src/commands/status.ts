@@ -183,7 +183,8 @@ export function exitForState(state: string): number {
 }
 
 /** Emit a frame; the CLI draws it (redrawn in place on a terminal). */
-export type Emit = (r: Printable) => Promise<void>;
+/** Draw a frame; false once nobody reads them any more. */
+export type Emit = (r: Printable) => Promise<boolean>;
 
 export interface WatchOptions {
   /** How often the file is looked at for a change. */
@@ -221,7 +222,7 @@ async function watchLoop(
         version = v;
         last = Date.now();
         const f = frame(db);
-        await emit(f.result);
+        if (!(await emit(f.result))) return EXIT.ok;
         if (f.done !== null) return f.done;
       }
       await sleep(pollMs);

@@ -3,7 +3,8 @@
  * before, during and after an apply, read by another process; --watch ends with apply's exit code.
  */
 import { afterEach, describe, expect, test } from '@jest/globals';
-import { dcm, tempDir, waitFor } from '../helpers/cli.js';
+import { spawnSync } from 'node:child_process';
+import { BIN, dcm, tempDir, waitFor } from '../helpers/cli.js';
 import { createFleet, killLeftovers, names, spawnDcm } from '../helpers/history.js';
 
 let cleanup: () => void = () => {};
@@ -152,4 +153,25 @@ describe('--watch', () => {
     expect(dcm(['--db', c.db, '-q', 'strategy', 'apply']).code).toBe(0);
     expect(dcm(['--db', c.db, 'strategy', 'status', '--watch', '-f', 'value', '-c', 'state'])).toMatchObject({ code: 0, stdout: 'complete\n' });
   });
+});
+
+describe('strategy status --watch into a pipe', () => {
+  test('stops at its next frame once its reader goes away (| head -1), though the strategy is still applying', async () => {
+    const t = tempDir();
+    cleanup = t.cleanup;
+    createFleet(t.db, names(10), ['--max-parallel-subclouds', '1', '--sim-latency', '2s']);
+    const apply = spawnDcm(['--db', t.db, 'strategy', 'apply', '-q']);
+    await waitFor(() => JSON.parse(dcm(['--db', t.db, 'strategy', 'status', '-f', 'json']).stdout).state === 'applying', 20_000);
+    const started = Date.now();
+    const r = spawnSync('bash', ['-c', `"${process.execPath}" "${BIN}" --db "${t.db}" strategy status --watch -f value -c state -c elapsed | head -1`], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    // Each frame differs (the elapsed time): the first write after `head` left finds the pipe closed.
+    expect(r.stdout).toMatch(/^applying\b/);
+    expect(r.status).toBe(0);
+    // The strategy needs about 100 s; the watch ended with its reader, within its refresh.
+    expect(Date.now() - started).toBeLessThan(20_000);
+    apply.child.kill('SIGKILL');
+  }, 60_000);
 });
