@@ -5,8 +5,8 @@
  * before or after the command (`dcm -f json strategy show` ≡ `dcm strategy show -f json`).
  */
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { QUOTES, type Quote } from './output/formats.js';
-import { FORMATS, type Format } from './output/options.js';
+import { FORMATS, QUOTES, type Format, type Quote } from './output/options.js';
+import { collect } from './parsers.js';
 
 export interface GlobalOptions {
   /** As given: an empty `--db ""` stays an empty string, for the path layer to refuse. */
@@ -25,7 +25,6 @@ export interface GlobalOptions {
   quote: Quote;
 }
 
-const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
 function integer(value: string): number {
   if (!/^\s*[-+]?\d+\s*$/.test(value)) throw new InvalidArgumentError(`invalid int value: '${value}'`);

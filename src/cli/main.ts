@@ -93,14 +93,14 @@ export async function main(argv: string[], io: Io = { stdout: process.stdout, st
       const g = readGlobals(action);
       const o = outputOptions(g, io);
       out = o;
-      // Loaded only when a command runs: the renderers are not needed to parse or for --help.
-      const { prepare } = await import('./output/render.js');
+      // What cannot be printed (an unknown -c, shell for a list) is refused before a write command
+      // commits (exit 2, file unchanged). Only -c and shell can make a result unprintable: other
+      // commands neither load the renderers here nor prepare their output twice.
+      const prepare = g.columns.length > 0 || g.format === 'shell' ? (await import('./output/render.js')).prepare : null;
       ctx = {
         dbPath: resolveDbPath(g.db),
         quiet: g.quiet,
-        // What cannot be printed (an unknown -c, shell for a list) is refused before a write
-        // command commits (exit 2, file unchanged).
-        checkResult: (r) => void prepare(r as Printable, o),
+        checkResult: prepare ? (r) => void prepare(r as Printable, o) : undefined,
         confirm: (yes) => confirmIfRequired(yes, { stdin: io.stdin ?? process.stdin, stderr: io.stderr }),
       };
     });

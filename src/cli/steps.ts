@@ -18,8 +18,10 @@ export function registerSteps(program: Command, run: Runner): void {
     .action((o: { state?: string[]; stage?: number; watch?: boolean }) =>
       run(async (ctx) => {
         const filter = { states: o.state, stage: o.stage };
-        (await commands()).checkStepFilter(ctx, filter);
-        if (o.watch) return { watch: (await import('../commands/status.js')).watchSteps(ctx, filter) };
+        if (o.watch) {
+          (await commands()).checkStepFilter(ctx, filter);
+          return { watch: (await import('../commands/status.js')).watchSteps(ctx, filter) };
+        }
         return (await commands()).stepList_(ctx, filter);
       }),
     );

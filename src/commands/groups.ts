@@ -67,7 +67,7 @@ function isDefault(ref: string): boolean {
  * A file that does not exist yet still has the Default group, as every dcm file does (it has no
  * creation time yet).
  */
-const DEFAULT_UNCREATED: GroupRecord = {
+export const DEFAULT_UNCREATED: GroupRecord = {
   id: 1,
   name: 'Default',
   description: 'Default Subcloud Group',

@@ -10,6 +10,7 @@ import type { Db } from '../store/open.js';
 import { deleteStrategy, getStrategy, insertStrategy, type Strategy } from '../store/strategy.js';
 import { insertSteps } from '../store/steps.js';
 import { planningRecords } from '../store/subclouds.js';
+import { DEFAULT_UNCREATED } from './groups.js';
 import { immediate, withExistingWriteDb, withReadDb, withWriteDb, type Ctx } from './context.js';
 import type { CommandResult } from './results.js';
 import { dryRunView } from './dryrun.js';
@@ -34,8 +35,6 @@ export interface CreateInput {
   dryRun?: boolean;
 }
 
-/** The Default group as every file holds it, for a dry run on a file that does not exist yet. */
-const DEFAULT_GROUP = { id: 1, name: 'Default', update_apply_type: 'parallel', max_parallel_subclouds: 2 } as const;
 
 export function strategyNotFound(type?: StrategyType): never {
   throw new OperationError(type ? `Strategy of type '${type}' not found` : 'Strategy not found');
@@ -99,7 +98,8 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Comm
     checkCombination(req);
     const records = db ? planningRecords(db) : [];
     checkSimFailClouds(simFails, new Set(records.map((r) => r.name)), () => records.map((r) => r.name));
-    const groups = db ? listGroups(db) : [DEFAULT_GROUP];
+    // A dry run on a file that does not exist yet: the Default group every file holds.
+    const groups = db ? listGroups(db) : [DEFAULT_UNCREATED];
     return planSteps(req, groups.map((g) => ({
       id: g.id,
       name: g.name,

@@ -2,9 +2,8 @@
 import { pyJsonArray, pyJsonObject } from './pyjson.js';
 import { pyYamlFields, pyYamlList } from './pyyaml.js';
 import type { Table, Value } from './result.js';
+import type { Quote } from './options.js';
 
-export type Quote = 'all' | 'minimal' | 'none' | 'nonnumeric';
-export const QUOTES: readonly Quote[] = ['all', 'minimal', 'none', 'nonnumeric'];
 
 function records(t: Table): [string, Value][][] {
   if (t.kind === 'show') return [t.fields.map((f, i) => [f, t.values[i]])];

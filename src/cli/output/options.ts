@@ -1,9 +1,12 @@
 /** Output settings, kept light: the CLI reads them before it knows whether it will print at all. */
-import type { Quote } from './formats.js';
 
 /** cliff's formatters: `shell` prints a show command only; `csv` is a list format in cliff. */
 export const FORMATS = ['table', 'json', 'csv', 'value', 'yaml', 'shell'] as const;
 export type Format = (typeof FORMATS)[number];
+
+/** csv's `--quote` modes, as cliff's. */
+export const QUOTES = ['all', 'minimal', 'none', 'nonnumeric'] as const;
+export type Quote = (typeof QUOTES)[number];
 
 export interface OutputOptions {
   format: Format;
