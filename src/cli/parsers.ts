@@ -44,7 +44,7 @@ export function collect(value: string, previous: string[] = []): string[] {
 
 /** `--progress-interval`: a duration with its unit (`10s`, `1m`; `0s` for none). */
 export const progressInterval = (v: string): number => {
-  const ms = /[a-z]\s*$/i.test(v) ? parseDuration(v) : null;
+  const ms = parseDuration(v, { unitRequired: true });
   if (ms === null) throw new InvalidArgumentError(`give a duration with a unit: 10s, 1m (got '${v}')`);
   return ms;
 };

@@ -14,28 +14,33 @@ const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 
 export const MAX_DURATION_MS = 365 * 24 * 3_600_000;
 export const MAX_DURATION_TEXT = '8760h (365 days)';
 
+/** `unitRequired`: even `0` needs its unit (where a bare number is read as a count elsewhere). */
+export interface DurationRules {
+  unitRequired?: boolean;
+}
+
 /** Why `text` is not a duration, or null when it is one (see parseDuration). */
-export function durationProblem(text: string): string | null {
+export function durationProblem(text: string, rules: DurationRules = {}): string | null {
   const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/.exec(text);
   if (!m) return 'use a number and a unit: 250ms, 10s, 5m, 1h';
-  if (m[2] === undefined && Number(m[1]) !== 0) return `give a unit: ${m[1]}s, ${m[1]}m`;
+  if (m[2] === undefined && (rules.unitRequired || Number(m[1]) !== 0)) return `give a unit: ${m[1]}s, ${m[1]}m`;
   if (Number(m[1]) * UNITS[m[2] ?? 'ms'] > MAX_DURATION_MS) return `the longest is ${MAX_DURATION_TEXT}`;
   return null;
 }
 
 /** Milliseconds, or null when `text` is not a duration dcm takes (durationProblem says why). */
-export function parseDuration(text: string): number | null {
-  if (durationProblem(text) !== null) return null;
+export function parseDuration(text: string, rules: DurationRules = {}): number | null {
+  if (durationProblem(text, rules) !== null) return null;
   const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/.exec(text)!;
   return Math.round(Number(m[1]) * UNITS[m[2] ?? 'ms']);
 }
 
 /** `MIN..MAX` or a single duration (MIN = MAX). */
-export function parseDurationRange(text: string): { min: number; max: number } | null {
+export function parseDurationRange(text: string, rules: DurationRules = {}): { min: number; max: number } | null {
   const parts = text.split('..');
   if (parts.length > 2) return null;
-  const min = parseDuration(parts[0]);
-  const max = parts.length === 2 ? parseDuration(parts[1]) : min;
+  const min = parseDuration(parts[0], rules);
+  const max = parts.length === 2 ? parseDuration(parts[1], rules) : min;
   if (min === null || max === null || max < min) return null;
   return { min, max };
 }
@@ -55,7 +60,7 @@ export function durationRangeOption(option: string, text: string): { min: number
   const bad = (why: string) => new UsageError(`Invalid ${option} value: ${text}. ${capital(why)}`);
   const parts = text.split('..');
   if (parts.length > 2) throw bad('use MIN[..MAX], e.g. 50ms..2s');
-  const problem = parts.map(durationProblem).find((p) => p !== null);
+  const problem = parts.map((p) => durationProblem(p)).find((p) => p !== null);
   if (problem) throw bad(problem);
   const min = parseDuration(parts[0])!;
   const max = parts.length === 2 ? parseDuration(parts[1])! : min;

@@ -6,7 +6,7 @@
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { UsageError } from '../../domain/errors.js';
-import { parseDuration, parseDurationRange } from '../../domain/durations.js';
+import { durationProblem, parseDuration, parseDurationRange } from '../../domain/durations.js';
 import { unknownPlaceholders } from './placeholders.js';
 
 export interface StateSpec {
@@ -141,8 +141,10 @@ function resolveEntry(
   const duration = (k: string, fallback: string, positive: boolean) => {
     const { v, at } = get(k);
     if (v === undefined) return parseDuration(fallback)!;
-    const ms = typeof v === 'string' && /[a-z]\s*$/.test(v) ? parseDuration(v) : null;
-    if (ms === null) bad(at, `bad duration ${JSON.stringify(v)}: give a unit, e.g. 30s, 10m, 1h`);
+    // A YAML number (`timeout: 10`) is a duration without its unit, as the string "10" is.
+    const problem = durationProblem(String(v), { unitRequired: true });
+    if (problem) bad(at, `bad duration ${JSON.stringify(v)}: ${problem}`);
+    const ms = parseDuration(String(v), { unitRequired: true });
     if (positive && ms! <= 0) bad(at, 'must be more than 0');
     return ms!;
   };
@@ -158,9 +160,7 @@ function resolveEntry(
   const bv = get('backoff');
   let backoff = { min: 5000, max: 300_000 };
   if (bv.v !== undefined) {
-    const text = String(bv.v);
-    const unitless = text.split('..').some((p) => !/[a-z]\s*$/.test(p));
-    const parsed = typeof bv.v === 'string' && !unitless ? parseDurationRange(text) : null;
+    const parsed = parseDurationRange(String(bv.v), { unitRequired: true });
     if (!parsed) bad(bv.at, `bad duration ${JSON.stringify(bv.v)}: MIN[..MAX] with units, e.g. 5s..5m`);
     backoff = parsed!;
   }
