@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { OperationError, UsageError, EXIT } from '../domain/errors.js';
-import { logComponent, logRuns, quoteList, runHeader, selectRuns, type LogRun } from '../domain/logs.js';
+import { defaultLogDir, logComponent, logRuns, quoteList, runHeader, selectRuns, type LogRun } from '../domain/logs.js';
 import { STEP_ENDED, STRATEGY_ENDED, STRATEGY_TYPES, statesOf, type StrategyType } from '../domain/types.js';
 import { openDb, type Db } from '../store/open.js';
 import { findStep } from '../store/steps.js';
@@ -65,7 +65,7 @@ interface Target {
 function target(db: Db, ctx: Ctx, cloud: string, opts: LogsOptions): Target {
   if (!findSubcloud(db, cloud)) throw new OperationError(`Subcloud ${cloud} does not exist`);
   const s = getStrategy(db);
-  const logDir = typeof s?.extra.log_dir === 'string' && s.extra.log_dir ? s.extra.log_dir : `${ctx.dbPath}.logs`;
+  const logDir = typeof s?.extra.log_dir === 'string' && s.extra.log_dir ? s.extra.log_dir : defaultLogDir(ctx.dbPath);
   const dir = path.join(path.resolve(logDir), logComponent(cloud));
   const states = s ? strategyStates(s) : allStates();
   if (opts.state !== undefined && !states.includes(opts.state)) {

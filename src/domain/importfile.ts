@@ -73,12 +73,13 @@ export function duplicateColumns(keys: readonly string[]): string | null {
   return null;
 }
 
-function toImportRow(raw: RawRow): ImportRow {
+/** `keysChecked`: every row has the keys of a header already checked (CSV): not checked again per row. */
+function toImportRow(raw: RawRow, keysChecked: boolean): ImportRow {
   const fail = (msg: string): never => {
     throw new OperationError(`line ${raw.line}: ${msg}`);
   };
   if (raw.data === null || typeof raw.data !== 'object' || Array.isArray(raw.data)) fail('a row must be an object');
-  const dup = duplicateColumns(Object.keys(raw.data));
+  const dup = keysChecked ? null : duplicateColumns(Object.keys(raw.data));
   if (dup) fail(dup);
   const fields: Record<string, string> = {};
   const sync: string[] = [];
@@ -214,6 +215,7 @@ export function parseImport(text: string): ImportRow[] {
   const body = text.replace(/^\uFEFF/, '');
   const first = body.trimStart()[0];
   let raws: RawRow[];
+  const csv = first !== '[' && first !== '{';
   if (first === '[') raws = parseJsonArray(body);
   else if (first === '{') raws = parseJsonLines(body);
   else {
@@ -225,7 +227,7 @@ export function parseImport(text: string): ImportRow[] {
     if (dup) throw new OperationError(`line 1: ${dup}`);
     raws = parseCsvRows(body);
   }
-  const rows = raws.map(toImportRow);
+  const rows = raws.map((r) => toImportRow(r, csv));
   const seen = new Map<string, number>();
   for (const r of rows) {
     const before = seen.get(r.name);

@@ -2,6 +2,7 @@
  * The exec driver's run logs as `strategy-step logs` finds them (SPEC §7.2): one file per run,
  * `<attempt>-<state>.log` in the subcloud's folder. Pure: names in, runs in run order out.
  */
+import path from 'node:path';
 
 /** A run's log as found in the subcloud's folder. */
 export interface LogRun {
@@ -21,6 +22,16 @@ export interface LogRun {
 export function logComponent(name: string): string {
   const safe = name.replace(/[/\0]/g, '_');
   return safe === '.' || safe === '..' ? `_${safe}` : safe;
+}
+
+/** The folder of run logs when the strategy names none: beside the database. */
+export function defaultLogDir(dbPath: string): string {
+  return `${dbPath}.logs`;
+}
+
+/** Where a run's files go, without their ending: `DIR/<cloud>/<attempt>-<state>` (the log adds `.log`). */
+export function runBase(logDir: string, cloud: string, attempt: number, state: string): string {
+  return path.join(logDir, logComponent(cloud), `${attempt}-${logComponent(state)}`);
 }
 
 const LOG_NAME = /^(\d+)-(.+)\.log$/;

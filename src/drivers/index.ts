@@ -56,7 +56,8 @@ const MODULES: Record<DriverName, DriverModule> = {
       const { execConfigOf } = await import('./exec/options.js');
       return new ExecDriver({
         config: execConfigOf(extra),
-        logDir: String(extra.log_dir ?? `${dbPath}.logs`),
+        // Always stored at create (absolute), the default included.
+        logDir: String(extra.log_dir),
         dbPath: path.resolve(dbPath),
         sysadminPassword: typeof extra.sysadmin_password === 'string' ? extra.sysadmin_password : undefined,
       });

@@ -5,17 +5,9 @@
  * how a run ended while dcm was down.
  */
 import fs from 'node:fs';
-import path from 'node:path';
 
-/** A path component: no separator, never `.` or `..`. */
-function component(name: string): string {
-  const safe = name.replace(/[/\0]/g, '_');
-  return safe === '.' || safe === '..' ? `_${safe}` : safe;
-}
-
-export function runBase(logDir: string, cloud: string, attempt: number, state: string): string {
-  return path.join(logDir, component(cloud), `${attempt}-${component(state)}`);
-}
+/** One module owns the layout: the logs command finds runs by the same names. */
+export { runBase } from '../../domain/logs.js';
 
 export function readSmall(file: string): string | null {
   try {

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { UsageError } from '../../domain/errors.js';
 import type { ExtraArgs } from '../../domain/options.js';
+import { defaultLogDir } from '../../domain/logs.js';
 import type { DriverCreateInput } from '../index.js';
 import { parseConfigText, resolveConfig, type ExecConfig } from './config.js';
 
@@ -19,7 +20,7 @@ export function execExtraArgs(input: DriverCreateInput): ExtraArgs {
     throw new UsageError(`cannot read exec config ${raw.execConfig}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
   const config = resolveConfig(parseConfigText(text, raw.execConfig), raw.execConfig, input.type === 'custom' ? null : input.states);
-  const logDir = path.resolve(raw.logDir ?? `${input.dbPath}.logs`);
+  const logDir = path.resolve(raw.logDir ?? defaultLogDir(input.dbPath));
   return {
     // The parsed config, not the path: editing the file later changes no strategy.
     exec_config: JSON.stringify(config),

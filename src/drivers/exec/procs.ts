@@ -17,8 +17,8 @@ export function sameProcessAlive(pid: number, start: number | null): boolean {
   return start === null || s.starttime === start;
 }
 
-/** The live (not zombie) members of a process group. */
-export function groupMembers(pgid: number): number[] {
+/** The live (not zombie) members of a process group; with `first`, stop at the first one found. */
+export function groupMembers(pgid: number, first = false): number[] {
   const out: number[] = [];
   let entries: string[];
   try {
@@ -30,7 +30,10 @@ export function groupMembers(pgid: number): number[] {
     const c = e.charCodeAt(0);
     if (c < 48 || c > 57) continue;
     const s = readStat(e);
-    if (s && s.pgrp === pgid && !isZombie(s)) out.push(Number(e));
+    if (s && s.pgrp === pgid && !isZombie(s)) {
+      out.push(Number(e));
+      if (first) break;
+    }
   }
   return out;
 }
@@ -43,7 +46,7 @@ export function groupAlive(pgid: number): boolean {
     // ESRCH: no process at all in the group. EPERM: someone else's group now; not ours to wait for.
     return false;
   }
-  return groupMembers(pgid).length > 0;
+  return groupMembers(pgid, true).length > 0;
 }
 
 /** Send a signal to a whole group; a group already gone is fine. */
