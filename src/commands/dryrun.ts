@@ -2,7 +2,7 @@
  * `strategy create --dry-run`: the plan create would make, as a list (one row per stage, then a
  * total), with an estimated duration per stage. Nothing is written.
  */
-import { estimateStageMs, formatSpan, simLatencyMidpoint, stateMeans, type EstimateSource } from '../domain/estimate.js';
+import { ESTIMATE_SOURCE_LABEL, estimateStageMs, formatSpan, simLatencyMidpoint, stateMeans } from '../domain/estimate.js';
 import type { ExtraArgs } from '../domain/options.js';
 import type { Plan } from '../domain/planning.js';
 import { statesOf, type StrategyType } from '../domain/types.js';
@@ -13,13 +13,6 @@ import { list, type ListResult, type Value } from './table.js';
 
 export const DRY_RUN_COLUMNS = ['stage', 'group', 'window', 'steps', 'estimated duration', 'estimate from', 'subclouds'];
 
-/** As `strategy status` says it. */
-const SOURCE_LABEL: Record<EstimateSource, string | null> = {
-  observed: 'this strategy',
-  history: 'earlier strategies',
-  sim: 'sim latency',
-  unknown: null,
-};
 
 /**
  * The plan as rows. Estimates come from the duration statistics of earlier strategies of the type
@@ -38,7 +31,7 @@ export function dryRunView(db: Db | null, plan: Plan, type: StrategyType, extra:
     if (!names) byStage.set(s.stage, (names = []));
     names.push(s.name);
   }
-  const from = SOURCE_LABEL[source];
+  const from = ESTIMATE_SOURCE_LABEL[source];
   let total = 0;
   const rows: Value[][] = plan.stages.map((st) => {
     const names = byStage.get(st.stage) ?? [];

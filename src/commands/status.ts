@@ -3,12 +3,13 @@
  * where a strategy stands, read from the file by any process, while it applies or after.
  */
 import { EXIT } from '../domain/errors.js';
-import { failureLimit } from '../domain/control.js';
+import { exitForState, failureLimit } from '../domain/control.js';
 import {
   estimateRemainingMs,
   formatSpan,
   simLatencyMidpoint,
   stateMeans,
+  ESTIMATE_SOURCE_LABEL,
   type EstimateSource,
   type StageLeft,
 } from '../domain/estimate.js';
@@ -149,7 +150,7 @@ export function statusRecord(db: Db, type: StrategyType | undefined, nowMs: numb
   if (!ended) {
     const est = estimateLeft(db, s, counts, windows, nowMs);
     eta = est.ms === null ? 'unknown' : formatSpan(est.ms);
-    source = est.ms === null ? null : ({ observed: 'this strategy', history: 'earlier strategies', sim: 'sim latency', unknown: null } as const)[est.source];
+    source = est.ms === null ? null : ESTIMATE_SOURCE_LABEL[est.source];
   }
   const values: Record<(typeof STATUS_FIELDS)[number], Value> = {
     'strategy type': s.type,
@@ -176,14 +177,8 @@ export function statusRecord(db: Db, type: StrategyType | undefined, nowMs: numb
 }
 
 /** The exit code `apply` gives a strategy that ended in `state`. */
-export function exitForState(state: string): number {
-  if (state === 'complete') return EXIT.ok;
-  if (state === 'aborted') return EXIT.aborted;
-  return EXIT.failed;
-}
 
-/** Emit a frame; the CLI draws it (redrawn in place on a terminal). */
-/** Draw a frame; false once nobody reads them any more. */
+/** Emit a frame for the CLI to draw (in place on a terminal); false once nobody reads them any more. */
 export type Emit = (r: Printable) => Promise<boolean>;
 
 export interface WatchOptions {

@@ -4,7 +4,7 @@
  * what a driver's report means for a step. No SQLite, no clock, no process.
  */
 import { formatDuration } from './durations.js';
-import { UsageError } from './errors.js';
+import { EXIT, UsageError } from './errors.js';
 
 /** `--max-failures N|P%`: a count of failed steps, or a share of the strategy's steps. */
 export type MaxFailures = { count: number } | { percent: number };
@@ -138,8 +138,14 @@ export function endOfRun(r: {
   counts: Record<string, number>;
   failedSeen: boolean;
 }): { state: 'complete' | 'failed' | 'aborted' | null; exit: number } {
-  if (r.signal) return { state: null, exit: r.signal === 'SIGTERM' ? 143 : 130 };
-  if (r.aborting) return { state: 'aborted', exit: 3 };
-  if (r.counts.failed || r.failedSeen || r.counts.initial) return { state: 'failed', exit: 1 };
-  return { state: 'complete', exit: 0 };
+  if (r.signal) return { state: null, exit: r.signal === 'SIGTERM' ? EXIT.sigterm : EXIT.sigint };
+  const state = r.aborting ? 'aborted' : r.counts.failed || r.failedSeen || r.counts.initial ? 'failed' : 'complete';
+  return { state, exit: exitForState(state) };
+}
+
+/** The exit code of an ended strategy, as `apply` and `status --watch` give it. */
+export function exitForState(state: string): number {
+  if (state === 'complete') return EXIT.ok;
+  if (state === 'aborted') return EXIT.aborted;
+  return EXIT.failed;
 }

@@ -24,6 +24,14 @@ export interface DurationStat {
 
 export type EstimateSource = 'observed' | 'history' | 'sim' | 'unknown';
 
+/** Where an estimate came from, as `strategy status`, the dry run and the live view say it. */
+export const ESTIMATE_SOURCE_LABEL: Record<EstimateSource, string | null> = {
+  observed: 'this strategy',
+  history: 'earlier strategies',
+  sim: 'sim latency',
+  unknown: null,
+};
+
 export function emptyStat(): DurationStat {
   return { count: 0, sumMs: 0, sumSqMs: 0, minMs: Infinity, maxMs: 0 };
 }
@@ -191,21 +199,21 @@ export function estimateStageMs(means: readonly number[], stage: StageLeft, sds?
   const window = Math.max(1, Math.floor(stage.window) || 1);
   const total = means.reduce((a, b) => a + b, 0);
   let end = 0;
-  const heap = new MinHeap();
-  for (const f of stage.inFlight) {
-    const left = leftOf(means, f.stateIndex, f.elapsedMs);
-    heap.push(left);
-    if (left > end) end = left;
-  }
-  // More in flight than the window (a window made smaller): no new start until below it.
-  while (heap.size > window) heap.pop();
-  while (heap.size < window) heap.push(0);
+  const lefts = stage.inFlight.map((f) => leftOf(means, f.stateIndex, f.elapsedMs));
+  for (const left of lefts) if (left > end) end = left;
   if (stage.notStarted > 0) {
     if (total <= 0) return end;
     // Whole waves at once when every slot is free at the same time (the common case of a stage
     // not started): ceil(n / W) waves of the per-subcloud total, without a heap walk per subcloud.
     if (stage.inFlight.length === 0) end = Math.max(end, Math.ceil(stage.notStarted / window) * total);
     else {
+      // The window's slots, each free after its subcloud's time left (built only here: the other
+      // cases need no schedule).
+      const heap = new MinHeap();
+      for (const left of lefts) heap.push(left);
+      // More in flight than the window (a window made smaller): no new start until below it.
+      while (heap.size > window) heap.pop();
+      while (heap.size < window) heap.push(0);
       for (let i = 0; i < stage.notStarted; i++) {
         const done = heap.pop() + total;
         if (done > end) end = done;

@@ -73,10 +73,6 @@ export class SimDriver implements Driver {
     return { kind: 'next' };
   }
 
-  /**
-   * Wait `ms`, in steps no longer than a Node timer can take: a longer setTimeout fires at once
-   * (with a TimeoutOverflowWarning), which would make a huge latency an instant one.
-   */
   /** Options objects are shared per strategy-config row: their JSON is made once per row. */
   private readonly optionsJson = new WeakMap<object, string>();
 
@@ -89,6 +85,10 @@ export class SimDriver implements Driver {
     return text;
   }
 
+  /**
+   * Wait `ms`, in steps no longer than a Node timer can take: a longer setTimeout fires at once
+   * (with a TimeoutOverflowWarning), which would make a huge latency an instant one.
+   */
   private sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
       const step = (left: number) => {
