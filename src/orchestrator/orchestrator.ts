@@ -693,6 +693,20 @@ export class Orchestrator {
     this.progress.windowChanged?.(stage, size);
     this.progress.note(`window of stage ${stage}: ${size} (${this.window.running} in flight)`);
     this.window.resize(size);
+    // First starts the larger window let in but not yet committed do not happen: their subclouds
+    // go back to the window, in order, until no more than `size` run (SPEC §4: a smaller window
+    // starts none until fewer than N are in flight).
+    let over = this.window.running - size;
+    if (over > 0) {
+      this.pending = this.pending.filter((t) => {
+        if (over <= 0 || t.close !== undefined) return true;
+        const slot = this.slots.get(t.stepId);
+        if (!slot || slot.started || (slot.step.state !== 'initial' && !slot.step.retried)) return true;
+        over--;
+        this.release(t.stepId, false);
+        return false;
+      });
+    }
   }
 
   /** The failure budget, from the file (at start, or changed by `strategy update`). */
