@@ -3,7 +3,8 @@ import { Option, type Command } from 'commander';
 
 /** The command modules (SQLite, the orchestrator) load only when a command runs, not for --help. */
 const commands = () => import('../commands/strategy.js');
-const orchestrator = () => import('../orchestrator/commands.js');
+const applyCommand = () => import('../commands/apply.js');
+const abortCommand = () => import('../commands/abort.js');
 import { typeOptionFlags, type RawDriverOptions, type RawTypeOptions } from '../domain/options.js';
 import { STRATEGY_TYPES, TYPES, type ApplyType, type StrategyType } from '../domain/types.js';
 import { applyType, collect, integer, maxFailures, progressInterval, strategyType } from './parsers.js';
@@ -99,7 +100,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .action((o: { type?: StrategyType; yes?: boolean; verbose?: boolean; progressInterval?: number }) =>
       run(async (ctx) => {
         await ctx.confirm(o.yes);
-        return (await orchestrator()).strategyApply(ctx, typeOf(o), { verbose: o.verbose, progressIntervalMs: o.progressInterval });
+        return (await applyCommand()).strategyApply(ctx, typeOf(o), { verbose: o.verbose, progressIntervalMs: o.progressInterval });
       }),
     );
   withType(parent.command('status'), false)
@@ -120,7 +121,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     );
   withType(parent.command('abort'), false)
     .description('abort the strategy being applied')
-    .action((o: { type?: StrategyType }) => run(async (ctx) => (await orchestrator()).strategyAbort(ctx, typeOf(o))));
+    .action((o: { type?: StrategyType }) => run(async (ctx) => (await abortCommand()).strategyAbort(ctx, typeOf(o))));
   const control = () => import('../commands/control.js');
   withType(parent.command('pause'), false)
     .description('applying -> paused: start no new subcloud; those in flight run to their end')
@@ -146,16 +147,18 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .description('failed steps back to the state they failed in, aborted ones to initial; then apply')
     .option('--failed', 'only failed steps')
     .option('--aborted', 'only aborted steps')
-    .action((clouds: string[], o: { type?: StrategyType; failed?: boolean; aborted?: boolean }) =>
-      run(async (ctx) => (await control()).strategyRetry(ctx, typeOf(o), { clouds, failed: o.failed, aborted: o.aborted })),
+    .option('--wait', 'wait while a run of the strategy still goes (after a kill of apply) instead of refusing')
+    .action((clouds: string[], o: { type?: StrategyType; failed?: boolean; aborted?: boolean; wait?: boolean }) =>
+      run(async (ctx) => (await control()).strategyRetry(ctx, typeOf(o), { clouds, failed: o.failed, aborted: o.aborted, wait: o.wait })),
     );
   withType(parent.command('delete'), false)
     .description('delete the strategy, its steps and their history')
     .option('--yes', 'skip confirmation and proceed with the action (CLI_CONFIRMATIONS=enabled)')
-    .action((o: { type?: StrategyType; yes?: boolean }) =>
+    .option('--wait', 'wait while a run of the strategy still goes (after a kill of apply) instead of refusing')
+    .action((o: { type?: StrategyType; yes?: boolean; wait?: boolean }) =>
       run(async (ctx) => {
         await ctx.confirm(o.yes);
-        return (await commands()).strategyDelete(ctx, typeOf(o));
+        return (await commands()).strategyDelete(ctx, typeOf(o), { wait: o.wait });
       }),
     );
 }

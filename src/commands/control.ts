@@ -20,6 +20,7 @@ import { findSubcloud } from '../store/subclouds.js';
 import { immediate, withExistingWriteDb, type Ctx } from './context.js';
 import type { CommandResult } from './results.js';
 import { strategyNotFound, theStrategy } from './strategy.js';
+import { liveRuns, refuseWhileLive, waitForLiveRuns } from './live-runs.js';
 
 /** Move the strategy from one of `from` to `to`, or say it cannot be `verb`ed. */
 function moveState(ctx: Ctx, type: StrategyType | undefined, from: readonly string[], to: string, verb: string): CommandResult {
@@ -89,6 +90,8 @@ export interface RetryInput {
   clouds: string[];
   failed?: boolean;
   aborted?: boolean;
+  /** Wait while a run of the strategy still lives, rather than refuse. */
+  wait?: boolean;
 }
 
 /**
@@ -97,9 +100,12 @@ export interface RetryInput {
  */
 export async function strategyRetry(ctx: Ctx, type: StrategyType | undefined, input: RetryInput): Promise<CommandResult> {
   const kinds = input.failed || input.aborted ? { failed: Boolean(input.failed), aborted: Boolean(input.aborted) } : { failed: true, aborted: true };
+  if (input.wait) await waitForLiveRuns(ctx, false);
   const result = withExistingWriteDb(ctx, (db) =>
     immediate(db, () => {
       const s = theStrategy(db, type);
+      // A run still going (dcm was killed) must end, or be adopted, before its step moves.
+      refuseWhileLive(liveRuns(db, s), 'retry');
       if (!RETRYABLE.includes(s.state)) throw new OperationError(`Strategy in state ${s.state} cannot be retried`);
       const states = statesOf(s.type as StrategyType, s.extra as { cert_file?: string | null });
       const named = input.clouds.length ? [...new Set(input.clouds)] : null;

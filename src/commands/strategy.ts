@@ -14,6 +14,7 @@ import { DEFAULT_UNCREATED } from './groups.js';
 import { immediate, withExistingWriteDb, withReadDb, withWriteDb, type Ctx } from './context.js';
 import type { CommandResult } from './results.js';
 import { dryRunView } from './dryrun.js';
+import { liveRuns, refuseWhileLive, waitForLiveRuns } from './live-runs.js';
 import { checkSimFailClouds } from '../domain/choices.js';
 import type { Result } from './table.js';
 
@@ -139,9 +140,12 @@ export async function strategyShow_(ctx: Ctx, type?: StrategyType): Promise<Comm
   return { kind: 'strategy', strategy: withReadDb(ctx, null, (db) => theStrategy(db, type)) ?? strategyNotFound(type) };
 }
 
-export async function strategyDelete(ctx: Ctx, type?: StrategyType): Promise<CommandResult> {
+export async function strategyDelete(ctx: Ctx, type?: StrategyType, opts: { wait?: boolean } = {}): Promise<CommandResult> {
+  if (opts.wait) await waitForLiveRuns(ctx, false);
   const result = withExistingWriteDb(ctx, (db) => {
     const s = theStrategy(db, type);
+    // Its history is how a live run is found: never delete it from under one.
+    refuseWhileLive(liveRuns(db, s), 'delete the strategy');
     if (!['initial', ...STRATEGY_ENDED].includes(s.state)) {
       throw new OperationError(`Strategy in state ${s.state} cannot be deleted`);
     }

@@ -116,15 +116,61 @@ export function decideReport(
   return { kind: 'fail', details: `${state}: ${reason}`, reason, outcome: timedOut ? 'timeout' : 'failed' };
 }
 
+/** What the orchestrator knows of itself when it decides what may start (SPEC §1, §4, §6). */
+export interface GateInput {
+  /** `strategy pause`: no new subcloud until `resume`. */
+  paused: boolean;
+  /** An abort (or a fatal error): no new subcloud; those in flight run to their end. */
+  noNewSubclouds: boolean;
+  /** A signal, a lost lock, a file fault: no operation starts at all, not even the next state of one in flight. */
+  noNewOperations: boolean;
+  /** Steps failed so far and the failure budget (null: none). */
+  failed: number;
+  limit: number | null;
+}
+
+/** What may start now: the one stop rule, asked before every start and again at every commit. */
+export interface Gate {
+  /** A subcloud never started (or put back by a retry) may start. */
+  newSubclouds: boolean;
+  /** A subcloud caught mid-state by the last process, or in flight now, may run its next operation. */
+  operations: boolean;
+  /** Nothing new will start in this run: a stage ends once none is in flight. */
+  stopping: boolean;
+}
+
+export function gate(s: GateInput): Gate {
+  const budgetSpent = s.limit !== null && s.failed >= s.limit;
+  const stopping = s.noNewSubclouds || s.noNewOperations || budgetSpent;
+  return { newSubclouds: !s.paused && !stopping, operations: !s.noNewOperations, stopping };
+}
+
+/** Whether one more subcloud may take a slot of a window of `window` with `inFlight` taken. */
+export function mayTakeSlot(g: Gate, kind: 'new' | 'resumed', inFlight: number, window: number): boolean {
+  if (inFlight >= window) return false;
+  return kind === 'new' ? g.newSubclouds : g.operations;
+}
+
 /**
- * Whether the window may start one more subcloud: not paused, no stop asked for, under the
- * failure budget, and fewer than `window` in flight (a window made smaller starts none until
- * enough have ended).
+ * What the stop rule does with one transition about to be committed (SPEC §6, issue "one stop
+ * rule"): `keep` it, `hold` it back (a first start the gate no longer lets through: nothing of it
+ * is written, the subcloud keeps its place), or `strip` what it would start (it still closes the
+ * run that ended and moves the step, but opens no operation and schedules no retry: the step
+ * stays mid-state for `apply` to resume).
  */
-export function mayStart(s: { paused: boolean; stopping: boolean; failed: number; limit: number | null; inFlight: number; window: number }): boolean {
-  if (s.paused || s.stopping) return false;
-  if (s.limit !== null && s.failed >= s.limit) return false;
-  return s.inFlight < s.window;
+export function stopRule(
+  t: { close?: unknown; startAttempt?: number; retryInMs?: number },
+  g: Gate,
+  slot: { started: boolean; resumed: boolean },
+): 'keep' | 'hold' | 'strip' {
+  const starts = t.startAttempt !== undefined || t.retryInMs !== undefined;
+  if (!starts) return 'keep';
+  if (t.close === undefined && !slot.started) {
+    // The subcloud's first operation in this run.
+    const allowed = slot.resumed ? g.operations : g.newSubclouds && g.operations;
+    return allowed ? 'keep' : 'hold';
+  }
+  return g.operations ? 'keep' : t.close === undefined ? 'hold' : 'strip';
 }
 
 /**

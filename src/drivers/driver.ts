@@ -32,6 +32,8 @@ export interface OperationRequest {
   subcloud?: Record<string, string | null>;
   /** Identifies the strategy: a subcloud's side of an update belongs to one strategy. */
   campaign: string;
+  /** The apply lock's token: a run carries it (DCM_FENCE) so that a site can refuse a displaced orchestrator. */
+  fence?: string;
   extra: ExtraArgs;
   /**
    * The strategy-config options that apply to this subcloud (its own row, else the default row,

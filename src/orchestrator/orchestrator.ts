@@ -5,26 +5,27 @@
  * match the registry's entry (a late answer after a timeout) changes nothing.
  *
  * Flow, all event-driven: reports are queued; one flush per event-loop turn decides every queued
- * report (what a report means is decided in src/domain/control.ts), commits all the resulting
- * transitions in one transaction (durable before visible), then starts the operations those
- * transitions opened. The concerns around it live beside this file, and none of them sees the
- * registry: each stage's window (window.ts, fed from the file by a cursor), the deadlines
- * (deadlines.ts), the requests from other shells (requests.ts: abort, pause, window and budget
- * changes), the processes runs started (run-processes.ts) and finishing (finish.ts). A subcloud
- * holds its slot from its first state to its end, and stage N+1 starts when every subcloud of
- * stage N has ended.
+ * report (src/domain/control.ts says what a report means, src/domain/transition.ts builds the
+ * change), applies the one stop rule to the batch, commits it through the committer (one fenced
+ * transaction, one busy rule: committer.ts), and only then starts the operations the batch opened.
+ * Around it, none of which sees the registry: each stage's window (window.ts, p-limit fed from the
+ * file), the deadlines (deadlines.ts), the requests from other shells (requests.ts), the runs an
+ * earlier process left (adoption.ts), the processes runs started (run-processes.ts) and finishing
+ * (finish.ts). A subcloud holds its slot from its first state to its end, and stage N+1 starts
+ * when every subcloud of stage N has ended.
  */
 import { formatDuration } from '../domain/durations.js';
-import { decideReport, failureLimit, type ReportResult } from '../domain/control.js';
+import { decideReport, failureLimit, gate, stopRule, type Gate, type ReportResult } from '../domain/control.js';
+import { advance, fail, runAgain, startRun, type Transition } from '../domain/transition.js';
 import { TYPES, type StrategyType } from '../domain/types.js';
 import type { Driver, OperationRequest, OperationResult } from '../drivers/driver.js';
-import { interruptedLast, leftRunning, recordRunProcesses, subcloudPlaceholders } from '../store/runs.js';
+import { interruptedLast, recordRunProcesses, retryBudgets, subcloudPlaceholders, type RetryBudget } from '../store/runs.js';
 import type { ExtraArgs } from '../domain/options.js';
-import { now } from '../store/clock.js';
+import { now, timeIn } from '../store/clock.js';
 import type { Db } from '../store/open.js';
 import { casStrategyState, controlSnapshot } from '../store/strategy.js';
-import { abortInitialSteps, interruptRuns, TransitionWriter, type Transition } from '../store/transitions.js';
-import { attemptsOf, failedAndTotal, openStages, StageCursor, stepsByIds, type CursorStep } from '../store/cursor.js';
+import { abortInitialSteps, interruptRuns } from '../store/transitions.js';
+import { attemptsOf, failedAndTotal, openStages, StageCursor, type CursorStep } from '../store/cursor.js';
 import { applyFaultError, faultOf } from '../store/faults.js';
 import { ConfigBook } from '../domain/strategy-config.js';
 import { getDefaultConfig, subcloudOptions } from '../store/strategy-config.js';
@@ -34,7 +35,10 @@ import { finishRun } from './finish.js';
 import { RunProcesses } from './run-processes.js';
 import { Deadlines } from './deadlines.js';
 import { ExternalRequests } from './requests.js';
-import { StageWindow, type Gate } from './window.js';
+import { StageWindow } from './window.js';
+import { Committer, BUSY_RETRY_MS } from './committer.js';
+import { adoptLeftRuns, type Adopted } from './adoption.js';
+import type { CommitHooks } from './test-hooks.js';
 
 export interface OrchestratorOptions {
   type: StrategyType;
@@ -57,11 +61,11 @@ export interface OrchestratorOptions {
   checkFile?: () => void;
   /** The path, for the messages of file faults. */
   file?: string;
+  /** The apply lock's token, handed to every run (DCM_FENCE) so a site can refuse a stale orchestrator. */
+  fenceToken?: string;
+  /** Test hooks of the commit path (test-hooks.ts); null or absent in real use. */
+  hooks?: CommitHooks | null;
 }
-
-/** How often a busy file (another writer holding it past the busy timeout) is tried again. */
-const BUSY_RETRY_MS = 250;
-
 
 /** One entry of the registry: the operation running for a subcloud, tagged with its state. */
 interface Worker {
@@ -95,11 +99,13 @@ interface Slot {
   started: boolean;
 }
 
+const keyOf = (stepId: number, state: string) => `${stepId}\u0000${state}`;
+
 export class Orchestrator {
   /** The registry (SPEC §1): created, read and changed here only. Never handed to anyone. */
   private readonly workers = new Map<number, Worker>();
   private readonly slots = new Map<number, Slot>();
-  private readonly writer: TransitionWriter;
+  private readonly committer: Committer;
   private pending: Transition[] = [];
   private reports: Report[] = [];
   private flushScheduled = false;
@@ -107,20 +113,18 @@ export class Orchestrator {
   private attemptsOf: (stepId: number, state: string) => number = () => 0;
   /** (step, state) whose last run was cut off: its next run is told so (DCM_RESUMED). */
   private resumed = new Set<string>();
-  /** Runs of a (step, state) that failed or timed out in this process: the driver's retry budget. */
-  private failures = new Map<string, number>();
+  /** Retries used by each (step, state) in flight, and a backoff a resumed one must still wait out (from the history). */
+  private budgets = new Map<string, RetryBudget>();
   /** Runs an earlier orchestrator left going, adopted by the driver: waited for once their subcloud has its slot. */
-  private adopted = new Map<number, { worker: Worker; result: Promise<OperationResult> }>();
+  private adopted = new Map<number, Adopted>();
   /** Retries waiting out their backoff: the subcloud keeps its slot meanwhile. */
   private retryTimers = new Set<NodeJS.Timeout>();
   /** Processes started and not yet recorded in their history rows (run-processes.ts). */
   private readonly procs = new RunProcesses(() => this.scheduleFlush());
 
-  /** Abort, a signal or a fatal error: no subcloud starts any more (only ever switches on). */
+  /** The inputs of the one gate (domain/control.ts): each only ever switches on, but `paused`. */
   private noNewSubclouds = false;
-  /** A signal: no operation starts any more, not even the next state of one in flight. */
   private noNewOperations = false;
-  /** `strategy pause`: no new subcloud starts until `resume`; switches both ways. */
   private paused = false;
   private aborting = false;
   private failedSeen = false;
@@ -129,6 +133,7 @@ export class Orchestrator {
   private totalSteps = 0;
   private budgetText: string | null = null;
   private failureLimit: number | null = null;
+  private budgetSaid = false;
   private interruptedBy: NodeJS.Signals | null = null;
   private hardStop: (() => void) | null = null;
   private drainTimer: NodeJS.Timeout | null = null;
@@ -138,7 +143,6 @@ export class Orchestrator {
   private peak = 0;
   /** The largest window of a stage in which a subcloud started (for the summary). */
   private maxWindow = 0;
-  private busySaid = false;
   private readonly deadlines: Deadlines;
   private requests: ExternalRequests | null = null;
   /** The stage running now, its window, and every stage's window as the file says. */
@@ -154,7 +158,7 @@ export class Orchestrator {
     private readonly progress: ProgressSink,
     private readonly opts: OrchestratorOptions,
   ) {
-    this.writer = new TransitionWriter(db, opts.type, () => this.fence());
+    this.committer = new Committer(db, opts.type, () => opts.fence?.(), (t) => progress.warn(t), opts.hooks ?? null);
     this.deadlines = new Deadlines(
       opts.stateTimeoutMs,
       (stepId, opId) => this.workers.get(stepId)?.opId === opId,
@@ -165,52 +169,20 @@ export class Orchestrator {
     );
   }
 
-  private fence(): void {
-    this.opts.fence?.();
-  }
-
-  /** One fenced read-modify-write: BEGIN IMMEDIATE, the fence, then `fn`. */
-  private write<T>(fn: () => T): T {
-    return this.db
-      .transaction(() => {
-        this.fence();
-        return fn();
-      })
-      .immediate();
-  }
-
-  /**
-   * A write that must happen (at start, at the end): while another writer holds the file past the
-   * busy timeout, wait and try again rather than die of SQLITE_BUSY (SPEC §2.1).
-   */
-  private async untilNotBusy<T>(fn: () => T): Promise<T> {
-    for (;;) {
-      try {
-        return fn();
-      } catch (err) {
-        if (faultOf(err) !== 'busy') throw err;
-        this.sayBusy();
-        await new Promise((r) => setTimeout(r, BUSY_RETRY_MS));
-      }
-    }
-  }
-
-  private sayBusy(): void {
-    if (this.busySaid) return;
-    this.busySaid = true;
-    this.progress.warn('the database is locked by another process: waiting for it (nothing is lost meanwhile)');
-  }
-
   /** Run the strategy (already `applying`, paused, or being resumed) to its end; returns the exit code. */
   async run(): Promise<number> {
     const started = Date.now();
     this.config = new ConfigBook(getDefaultConfig(this.db), subcloudOptions(this.db));
-    const cutOff = this.adoptLeftRuns();
-    await this.untilNotBusy(() =>
-      this.write(() => {
-        interruptRuns(this.db, cutOff, 'the orchestrator stopped while this operation ran');
-      }),
-    );
+    this.budgets = retryBudgets(this.db);
+    const left = adoptLeftRuns(this.db, this.driver, (step, l) => this.request(this.newWorker(step, l.state, l.attempt, l.historyId)));
+    this.adopted = left.adopted;
+    if (left.adopted.size) {
+      this.progress.note(`resuming: ${left.adopted.size} run(s) left by the last apply are still going or ended meanwhile; they are not run again`);
+    }
+    if (left.interrupted.length) this.progress.note(`resuming: ${left.interrupted.length} operation(s) were interrupted and will run again`);
+    await this.committer.write(() => {
+      interruptRuns(this.db, left.interrupted, 'the orchestrator stopped while this operation ran');
+    });
     this.attemptsOf = attemptsOf(this.db);
     this.resumed = interruptedLast(this.db);
     // Counts, not steps: the steps themselves are read a window at a time (store/cursor.ts).
@@ -228,19 +200,24 @@ export class Orchestrator {
       startedMs: started,
       stateTimeoutMs: this.opts.stateTimeoutMs,
     });
-    if (snap.state === 'abort requested' || snap.state === 'aborting') await this.untilNotBusy(() => this.beginAbort());
+    if (snap.state === 'abort requested' || snap.state === 'aborting') await this.committer.write(() => this.abortWrite());
+    if (snap.state === 'abort requested' || snap.state === 'aborting') this.aborted(0);
     if (snap.state === 'paused') this.setPaused(true);
 
     this.requests = new ExternalRequests(
       this.db,
       {
         abort: () => {
-          if (!this.aborting) this.beginAbort();
+          if (this.aborting) return;
+          // Seen only once its effect has committed: a busy file throws, and the poll asks again.
+          const n = this.committer.tryWrite(() => this.abortWrite());
+          this.aborted(n);
         },
         pause: (on) => this.setPaused(on),
         window: (stage, w) => this.setWindow(stage, w),
         budget: (text) => this.setBudget(text, true),
         fail: (err) => this.fail(err),
+        busy: (err) => this.committer.isBusy(err),
       },
       { pollMs: this.opts.pollMs, checkFile: this.opts.checkFile },
       snap,
@@ -249,9 +226,9 @@ export class Orchestrator {
     const stopped = new Promise<void>((resolve) => (this.hardStop = resolve));
     try {
       await Promise.race([this.runStages(), stopped]);
-      // Stopped without waiting (a second Ctrl-C): answers already received are still committed;
-      // nothing new starts (noNewOperations). The operations still out run again on resume.
-      if (this.interruptedBy && !this.fatal && (this.reports.length || this.pending.length || this.procs.waiting)) this.flush();
+      // Stopped without waiting (a second Ctrl-C): answers already received are still committed,
+      // under the same stop rule (nothing new starts). The operations still out run again on resume.
+      if (this.interruptedBy && !this.fatal) await this.finalFlush();
     } finally {
       // Every way out (end, signal, fatal error) leaves no timer that would keep the process alive.
       this.requests.stop();
@@ -276,6 +253,7 @@ export class Orchestrator {
         fetch: (limit) => cursor.next(limit),
         gate: () => this.gate(),
         run: (step) => this.runSubcloud(step),
+        failed: (err) => this.fail(err),
       });
       await this.window.run();
       this.window = null;
@@ -283,14 +261,15 @@ export class Orchestrator {
     }
   }
 
-  /** What may start now (window.ts asks before every start). */
+  /** The one gate (domain/control.ts), asked before every start and at every commit. */
   private gate(): Gate {
-    const budgetSpent = this.budgetSpent();
-    return {
-      newSubclouds: !this.paused && !this.noNewSubclouds && !budgetSpent && !this.fatal,
-      resumed: !this.noNewOperations && !this.fatal,
-      stopping: this.noNewSubclouds || this.noNewOperations || budgetSpent || this.fatal !== null,
-    };
+    return gate({
+      paused: this.paused,
+      noNewSubclouds: this.noNewSubclouds || this.fatal !== null,
+      noNewOperations: this.noNewOperations || this.fatal !== null,
+      failed: this.failedCount,
+      limit: this.failureLimit,
+    });
   }
 
   private budgetSpent(): boolean {
@@ -308,22 +287,20 @@ export class Orchestrator {
         // Still going (or ended while no dcm ran): wait for it, never start it again.
         this.adopted.delete(step.id);
         this.slots.get(step.id)!.started = true;
-        adopted.worker.step = step;
-        this.workers.set(step.id, adopted.worker);
-        this.await(adopted.worker, adopted.result);
+        const worker = this.newWorker(step, adopted.left.state, adopted.left.attempt, adopted.left.historyId);
+        this.workers.set(step.id, worker);
+        this.awaitResult(worker, adopted.result);
         return;
       }
       const first = step.state === 'initial' ? this.opts.states[0] : step.state;
-      this.queue({
-        stepId: step.id,
-        subcloudId: step.subcloudId,
-        cloud: step.cloud,
-        from: step.state,
-        to: first,
-        details: '',
-        startAttempt: this.nextAttempt(step.id, first),
-        ended: false,
-      });
+      // Killed while a retry waited out its backoff: the backoff goes on from the history.
+      const due = this.budgets.get(keyOf(step.id, first))?.dueMs ?? null;
+      if (due !== null && due > Date.now() && !this.resumed.has(keyOf(step.id, first))) {
+        this.slots.get(step.id)!.started = true;
+        this.retryLater(step, first, due - Date.now());
+        return;
+      }
+      this.queue(startRun(step, step.state, first, this.nextAttempt(step.id, first)));
     });
   }
 
@@ -359,45 +336,11 @@ export class Orchestrator {
     if (this.fatal || this.stopped) return;
     try {
       this.decideReports();
-      const batch = this.withoutHeldBack(this.pending);
-      this.pending = [];
-      if (batch.length === 0) {
-        // Processes started since the last commit, with nothing else to commit: on their own.
-        if (this.procs.overdue) this.commitWithProcs([]);
-        return;
-      }
-      try {
-        this.commitWithProcs(batch);
-      } catch (err) {
-        if (faultOf(err) !== 'busy') throw err;
-        // Another writer holds the file past the busy timeout: nothing of the batch was committed
-        // and nothing it opens has started; keep it, and try again shortly.
-        for (const t of batch) t.historyId = undefined;
-        this.pending = batch.concat(this.pending);
-        this.sayBusy();
+      if (!this.commitPending()) {
+        // Another writer holds the file past the busy timeout: nothing was committed and nothing
+        // it opens has started; it is all kept, and tried again shortly (under the stop rule anew).
         this.flushScheduled = true;
         setTimeout(() => this.flush(), BUSY_RETRY_MS);
-        return;
-      }
-      // Committed: now it may be seen, and the operations it opened may start.
-      for (const t of batch) {
-        const slot = this.slots.get(t.stepId)!;
-        slot.started = true;
-        this.progress.transition({
-          at: now(),
-          cloud: t.cloud,
-          from: t.from,
-          to: t.to,
-          details: t.details,
-          attempt: t.startAttempt,
-          stage: slot.step.stage,
-          durationMs: t.close?.durationMs,
-          ended: t.ended,
-        });
-        slot.step.state = t.to;
-        if (t.startAttempt !== undefined) this.start(slot.step, t.to, t.startAttempt, t.historyId!);
-        else if (t.retryInMs !== undefined) this.retryLater(slot.step, t.to, t.retryInMs);
-        else this.release(t.stepId, true);
       }
     } catch (err) {
       this.fail(err as Error);
@@ -405,22 +348,84 @@ export class Orchestrator {
   }
 
   /**
-   * First starts queued before a pause, an abort, a spent budget or a signal was noticed do not
-   * happen: the subcloud stays as it is and gives its slot back, and its window keeps it for when
-   * it opens again (a pause) or leaves it (the rest). A signal holds back every start.
+   * The one commit path for transitions: the stop rule on the whole batch, one fenced commit with
+   * the processes to record, then (only then) the starts it opened. False: the file was busy.
    */
-  private withoutHeldBack(batch: Transition[]): Transition[] {
-    const gate = this.gate();
-    if (gate.newSubclouds && gate.resumed) return batch;
-    return batch.filter((t) => {
-      if (t.close !== undefined) return true;
+  private commitPending(): boolean {
+    const batch = this.applyStopRule(this.pending);
+    this.pending = [];
+    const procs = this.procs.list;
+    if (batch.length === 0 && !(this.procs.overdue || (this.procs.waiting && this.interruptedBy))) return true;
+    try {
+      this.procs.stop();
+      this.committer.tryCommit(batch, procs.length ? () => recordRunProcesses(this.db, procs) : undefined);
+    } catch (err) {
+      if (!this.committer.isBusy(err)) throw err;
+      this.pending = batch.concat(this.pending);
+      return false;
+    }
+    if (procs.length) this.procs.recorded();
+    this.committed(batch);
+    return true;
+  }
+
+  /** Committed: now it may be seen, and the operations it opened may start. */
+  private committed(batch: Transition[]): void {
+    for (const t of batch) {
+      const slot = this.slots.get(t.stepId)!;
+      slot.started = true;
+      this.progress.transition({
+        at: now(),
+        cloud: t.cloud,
+        from: t.from,
+        to: t.to,
+        details: t.details,
+        attempt: t.startAttempt,
+        stage: slot.step.stage,
+        durationMs: t.close?.durationMs,
+        ended: t.ended,
+      });
+      slot.step.state = t.to;
+      if (t.startAttempt !== undefined) this.start(slot.step, t.to, t.startAttempt, t.historyId!);
+      else if (t.retryInMs !== undefined) this.retryLater(slot.step, t.to, t.retryInMs);
+      else this.release(t.stepId, true);
+    }
+  }
+
+  /**
+   * The one stop rule (domain/control.ts `stopRule`), applied to every batch at every attempt to
+   * commit it: once a stop is decided, nothing starts, whatever batch or queue it was in. A first
+   * start held back gives its slot back (its window keeps its place); a start stripped from a
+   * transition leaves the step mid-state for `apply` to resume.
+   */
+  private applyStopRule(batch: Transition[]): Transition[] {
+    const g = this.gate();
+    if (g.newSubclouds && g.operations) return batch;
+    const out: Transition[] = [];
+    for (const t of batch) {
       const slot = this.slots.get(t.stepId)!;
       const resumed = slot.step.state !== 'initial' && !slot.step.retried;
-      const held = this.noNewOperations || (!slot.started && !resumed && !gate.newSubclouds);
-      // Not started: its window keeps it. Started (a signal holds its next state): it stops here.
-      if (held) this.release(t.stepId, slot.started);
-      return !held;
-    });
+      const verdict = stopRule(t, g, { started: slot.started, resumed });
+      if (verdict === 'keep') out.push(t);
+      else if (verdict === 'hold') this.release(t.stepId, slot.started);
+      else {
+        // It moves and closes its run, but opens nothing: released once committed.
+        t.startAttempt = undefined;
+        t.retryInMs = undefined;
+        if (t.close) t.close.retryAt = undefined;
+        out.push(t);
+      }
+    }
+    return out;
+  }
+
+  /** After a second Ctrl-C: what was answered is committed (the stop rule holds every start). */
+  private async finalFlush(): Promise<void> {
+    this.decideReports();
+    while (this.pending.length || this.procs.waiting) {
+      if (this.commitPending()) break;
+      await new Promise((r) => setTimeout(r, BUSY_RETRY_MS));
+    }
   }
 
   /** Turn each report into the transition it calls for; stale reports change nothing. */
@@ -434,49 +439,29 @@ export class Orchestrator {
       const { step, state } = w;
       const d = decideReport(state, this.opts.states, r.result, this.opts.stateTimeoutMs);
       const durationMs = r.finishedMs - w.startedMs;
+      const key = keyOf(step.id, state);
       if (d.kind === 'again') {
-        // The run is over without a result: its row closes, and the state runs again as a new
-        // attempt once the backoff is over, through this same registry.
-        const key = `${step.id}\u0000${state}`;
+        // The run is over without a result: its row closes (saying when the next attempt is due,
+        // so that a resume waits it out), and the state runs again as a new attempt once the
+        // backoff is over, through this same registry.
+        const close = { historyId: w.historyId, outcome: d.outcome, finishedAt: r.finishedAt, details: d.reason };
         if (d.outcome === 'interrupted') this.resumed.add(key);
-        else this.failures.set(key, (this.failures.get(key) ?? 0) + 1);
-        this.pending.push({
-          stepId: step.id,
-          subcloudId: step.subcloudId,
-          cloud: step.cloud,
-          from: state,
-          to: state,
-          details: d.details,
-          close: { historyId: w.historyId, outcome: d.outcome, finishedAt: r.finishedAt, details: d.reason },
-          retryInMs: d.delayMs,
-          ended: false,
-        });
+        else {
+          const b = this.budgets.get(key) ?? { failures: 0, dueMs: null };
+          b.failures++;
+          this.budgets.set(key, b);
+          Object.assign(close, { retryAt: timeIn(d.delayMs) });
+        }
+        this.pending.push(runAgain(step, state, d.details, close, d.delayMs));
       } else if (d.kind === 'advance') {
-        const startAttempt = d.ended || this.noNewOperations ? undefined : this.nextAttempt(step.id, d.to);
-        this.pending.push({
-          stepId: step.id,
-          subcloudId: step.subcloudId,
-          cloud: step.cloud,
-          from: state,
-          to: d.to,
-          details: d.details,
-          close: { historyId: w.historyId, outcome: 'ok', finishedAt: r.finishedAt, details: d.details, durationMs },
-          startAttempt,
-          // A custom type has no endpoint nor prestage status to bring up to date.
-          completes: d.ended && this.opts.type !== 'custom' ? { endpoint: TYPES[this.opts.type].endpoint } : undefined,
-          ended: d.ended,
-        });
+        const close = { historyId: w.historyId, outcome: 'ok' as const, finishedAt: r.finishedAt, details: d.details, durationMs };
+        // A custom type has no endpoint nor prestage status to bring up to date.
+        const completes = d.ended && this.opts.type !== 'custom' ? { endpoint: TYPES[this.opts.type].endpoint } : undefined;
+        const startAttempt = d.ended ? undefined : this.nextAttempt(step.id, d.to);
+        this.pending.push(advance(step, state, d.to, d.details, close, startAttempt, completes));
       } else {
-        this.pending.push({
-          stepId: step.id,
-          subcloudId: step.subcloudId,
-          cloud: step.cloud,
-          from: state,
-          to: 'failed',
-          details: d.details,
-          close: { historyId: w.historyId, outcome: d.outcome, finishedAt: r.finishedAt, details: d.reason, durationMs },
-          ended: true,
-        });
+        const close = { historyId: w.historyId, outcome: d.outcome, finishedAt: r.finishedAt, details: d.reason, durationMs };
+        this.pending.push(fail(step, state, d.details, close));
         this.failedSeen = true;
         // Counted when decided, so that starts queued in this very flush are held back (as
         // --stop-on-failure always did); the transition itself is committed with them.
@@ -486,12 +471,15 @@ export class Orchestrator {
     }
   }
 
-  private budgetSaid = false;
   private sayBudgetSpent(cloud: string): void {
     if (this.budgetSaid) return;
     this.budgetSaid = true;
     if (this.budgetText === null) this.progress.note(`${cloud} failed: stop on failure, no new subcloud will start`);
     else this.progress.note(`${cloud} failed: ${this.failureLimit} step(s) failed (--max-failures ${this.budgetText}), no new subcloud will start`);
+  }
+
+  private newWorker(step: CursorStep, state: string, attempt: number, historyId: number): Worker {
+    return { step, state, attempt, historyId, opId: this.nextOpId++, controller: null, abandoned: false, startedMs: Date.now() };
   }
 
   /** Start one state operation: the registry gets its entry before the driver is called. */
@@ -500,30 +488,29 @@ export class Orchestrator {
     if (existing) {
       throw new Error(`internal: ${step.cloud} already runs ${existing.state}; refusing a second worker for ${state}`);
     }
-    const opId = this.nextOpId++;
-    const worker: Worker = { step, state, attempt, historyId, opId, controller: null, abandoned: false, startedMs: Date.now() };
+    const worker = this.newWorker(step, state, attempt, historyId);
     this.workers.set(step.id, worker);
-    if (!this.driver.ownsTimeouts) this.deadlines.add(step.id, opId, this.workers.size);
+    if (!this.driver.ownsTimeouts) this.deadlines.add(step.id, worker.opId, this.workers.size);
     let running: Promise<OperationResult>;
     try {
       const req = this.request(worker);
-      this.resumed.delete(`${step.id}\u0000${state}`);
+      this.resumed.delete(keyOf(step.id, state));
       running = this.driver.run(req);
     } catch (err) {
       // A driver that throws instead of rejecting fails this operation, not the whole apply.
       running = Promise.reject(err);
     }
-    this.await(worker, running);
+    this.awaitResult(worker, running);
   }
 
   /** The driver's answer, whatever it is, becomes a report for this worker. */
-  private await(worker: Worker, result: Promise<OperationResult>): void {
+  private awaitResult(worker: Worker, result: Promise<OperationResult>): void {
     const { step, opId } = worker;
     result.then(
       (r) => this.report(step.id, opId, r),
       (err: Error) => {
-        // The file under the driver (the sim's sites share it) is full, corrupt or gone: that is
-        // not this subcloud's failure, and the apply cannot go on.
+        // The file under the driver is full, corrupt or gone: that is not this subcloud's failure,
+        // and the apply cannot go on.
         const fault = applyFaultError(err, this.opts.file ?? 'the database');
         if (fault) this.fail(fault);
         else this.report(step.id, opId, { kind: 'failed', reason: (err && err.message) || String(err) });
@@ -533,7 +520,7 @@ export class Orchestrator {
 
   private request(worker: Worker): OperationRequest {
     const { step, state, attempt, historyId } = worker;
-    const key = `${step.id}\u0000${state}`;
+    const key = keyOf(step.id, state);
     const fields = (s: CursorStep) => this.subcloudFields(s);
     return {
       cloud: step.cloud,
@@ -543,9 +530,10 @@ export class Orchestrator {
       states: this.opts.states,
       attempt,
       resumed: this.resumed.has(key),
-      failures: this.failures.get(key) ?? 0,
+      failures: this.budgets.get(key)?.failures ?? 0,
       stage: step.stage,
       campaign: this.opts.campaign,
+      fence: this.opts.fenceToken,
       extra: this.opts.extra,
       options: this.config.optionsFor(step.subcloudId),
       // Read from the file only by a driver that asks (exec's placeholders): the sim never does.
@@ -559,39 +547,10 @@ export class Orchestrator {
         }
         return worker.controller.signal;
       },
-      // Recorded by the next flush, in one transaction for all: until then the launcher's own pid
-      // file beside the run's log tells a later apply where the run is.
+      // Recorded by the next commit, in one transaction for all: until then the run's own pid
+      // file beside its log tells a later apply where the run is.
       onStarted: (proc) => this.procs.add(historyId, proc),
     };
-  }
-
-  /**
-   * Runs an earlier orchestrator left `running`: the driver says whether each is still going (or
-   * ended and left its status), to be waited for, or was cut off, to run again as the next attempt.
-   * Returns the history rows of the runs that were cut off, for the caller to mark `interrupted`
-   * in one fenced transaction. Only the steps of those runs are read (not the whole fleet).
-   */
-  private adoptLeftRuns(): number[] {
-    const left = leftRunning(this.db);
-    const byId = stepsByIds(this.db, left.map((l) => l.stepId));
-    const interrupted: number[] = [];
-    let adopted = 0;
-    for (const l of left) {
-      const step = byId.get(l.stepId);
-      const worker: Worker | null = step
-        ? { step, state: l.state, attempt: l.attempt, historyId: l.historyId, opId: this.nextOpId++, controller: null, abandoned: false, startedMs: Date.now() }
-        : null;
-      const adoption = worker && this.driver.adopt && step!.state === l.state ? this.driver.adopt(l, this.request(worker)) : null;
-      if (adoption?.kind === 'wait') {
-        this.adopted.set(l.stepId, { worker: worker!, result: adoption.result });
-        adopted++;
-      } else {
-        interrupted.push(l.historyId);
-      }
-    }
-    if (adopted) this.progress.note(`resuming: ${adopted} run(s) left by the last apply are still going or ended meanwhile; they are not run again`);
-    if (interrupted.length) this.progress.note(`resuming: ${interrupted.length} operation(s) were interrupted and will run again`);
-    return interrupted;
   }
 
   /** A subcloud's fields, read once per subcloud in flight rather than once per state. */
@@ -605,34 +564,11 @@ export class Orchestrator {
     return f;
   }
 
-  /**
-   * Commit the processes started since the last commit (for adoption after a kill -9) together
-   * with `batch`, in one fenced transaction. Nothing is dropped if it fails: the caller retries.
-   */
-  private commitWithProcs(batch: Transition[]): void {
-    this.procs.stop();
-    const procs = this.procs.list;
-    const record = procs.length ? () => recordRunProcesses(this.db, procs) : undefined;
-    if (batch.length) this.writer.commit(batch, record);
-    else if (record) this.write(record);
-    else return;
-    this.procs.recorded();
-  }
-
   /** Run the state again after the backoff; the subcloud keeps its slot meanwhile. */
   private retryLater(step: CursorStep, state: string, delayMs: number): void {
     const t = setTimeout(() => {
       this.retryTimers.delete(t);
-      this.queue({
-        stepId: step.id,
-        subcloudId: step.subcloudId,
-        cloud: step.cloud,
-        from: state,
-        to: state,
-        details: '',
-        startAttempt: this.nextAttempt(step.id, state),
-        ended: false,
-      });
+      this.queue(startRun(step, state, state, this.nextAttempt(step.id, state)));
     }, delayMs);
     this.retryTimers.add(t);
   }
@@ -644,8 +580,8 @@ export class Orchestrator {
 
   private release(stepId: number, ended: boolean): void {
     this.fields.delete(stepId);
-    // A driver's retry count is for one run of the subcloud through this process.
-    for (const state of this.opts.states) this.failures.delete(`${stepId}\u0000${state}`);
+    // A retry budget is for one run of the subcloud through this entry of its states.
+    for (const state of this.opts.states) this.budgets.delete(keyOf(stepId, state));
     const slot = this.slots.get(stepId);
     if (!slot) return;
     this.slots.delete(stepId);
@@ -654,16 +590,17 @@ export class Orchestrator {
 
   // --- Requests from other shells (requests.ts finds them; they are carried out here) ---
 
-  /** Abort: start nothing new, mark every step not started `aborted`, let the rest run to its end. */
-  private beginAbort(): void {
-    const n = this.write(() => {
-      casStrategyState(this.db, ['abort requested'], 'aborting');
-      return abortInitialSteps(this.db);
-    });
+  /** The abort's write: the strategy to `aborting`, every step not started `aborted`. */
+  private abortWrite(): number {
+    casStrategyState(this.db, ['abort requested'], 'aborting');
+    return abortInitialSteps(this.db);
+  }
+
+  /** The abort committed: start nothing new, let the rest run to its end. */
+  private aborted(n: number): void {
     this.aborting = true;
     this.noNewSubclouds = true;
     if (this.paused) this.setPaused(false, true);
-    this.pending = this.withoutHeldBack(this.pending);
     this.progress.initialAborted?.();
     this.progress.note(`abort requested: ${n} step(s) not started are aborted; ${this.slots.size} subcloud(s) in flight run to their end`);
     this.window?.pump();
@@ -682,8 +619,7 @@ export class Orchestrator {
         );
       } else this.progress.note('resumed');
     }
-    if (on) this.pending = this.withoutHeldBack(this.pending);
-    else this.window?.pump();
+    this.window?.pump();
   }
 
   /** A stage's window changed: the running stage follows at once, a later one when it starts. */
@@ -692,10 +628,9 @@ export class Orchestrator {
     if (stage !== this.stage || !this.window) return;
     this.progress.windowChanged?.(stage, size);
     this.progress.note(`window of stage ${stage}: ${size} (${this.window.running} in flight)`);
-    this.window.resize(size);
     // First starts the larger window let in but not yet committed do not happen: their subclouds
-    // go back to the window, in order, until no more than `size` run (SPEC §4: a smaller window
-    // starts none until fewer than N are in flight).
+    // go back to their place, until no more than `size` run (SPEC §4: a smaller window starts
+    // none until fewer than N are in flight).
     let over = this.window.running - size;
     if (over > 0) {
       this.pending = this.pending.filter((t) => {
@@ -707,6 +642,7 @@ export class Orchestrator {
         return false;
       });
     }
+    this.window.resize(size);
   }
 
   /** The failure budget, from the file (at start, or changed by `strategy update`). */
@@ -733,6 +669,10 @@ export class Orchestrator {
       `${signal}: starting nothing new, waiting for ${this.workers.size} operation(s) in flight (again to stop waiting); ` +
         `the strategy stays ${stays}: run \`dcm strategy apply\` to resume`,
     );
+    // Retries waiting out their backoff will not run in this process: their subclouds end here.
+    for (const t of this.retryTimers) clearTimeout(t);
+    this.retryTimers.clear();
+    for (const [id, slot] of [...this.slots]) if (slot.started && !this.workers.has(id) && !this.pending.some((p) => p.stepId === id)) this.release(id, true);
     this.drainTimer = setTimeout(() => {
       this.progress.warn(`gave up waiting after ${formatDuration(this.opts.drainMs ?? 60_000)}`);
       this.stopNow();
@@ -746,8 +686,8 @@ export class Orchestrator {
    * said once; a full or corrupt one stops the apply as the orchestrator's own writes would.
    */
   writeFailed(err: Error): void {
-    if (faultOf(err) === 'busy') this.sayBusy();
-    else if (faultOf(err)) this.fail(err);
+    if (this.committer.isBusy(err)) return;
+    if (faultOf(err)) this.fail(err);
   }
 
   /** Stop at once, from outside (the lock was lost): nothing more is written; run() throws `err`. */
@@ -757,6 +697,7 @@ export class Orchestrator {
 
   private stopNow(): void {
     for (const w of this.workers.values()) this.abandon(w);
+    this.window?.pump();
     this.hardStop?.();
   }
 
@@ -765,6 +706,7 @@ export class Orchestrator {
     // A full, failing or corrupt file gets the SPEC's one-line message; anything else as it is.
     this.fatal = applyFaultError(err, this.opts.file ?? 'the database') ?? err;
     this.noNewSubclouds = true;
+    this.noNewOperations = true;
     this.stopNow();
   }
 
@@ -772,7 +714,7 @@ export class Orchestrator {
 
   private async finish(started: number): Promise<number> {
     this.deadlines.stop();
-    return finishRun(this.db, (fn) => this.untilNotBusy(() => this.write(fn)), this.progress, {
+    return finishRun(this.db, (fn) => this.committer.write(fn), this.progress, {
       signal: this.interruptedBy,
       aborting: this.aborting,
       paused: this.paused,

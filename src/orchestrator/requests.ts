@@ -3,7 +3,9 @@
  * failure-budget change (written to the file by `dcm strategy abort|pause|resume|update` from any
  * shell), and the file itself removed or replaced. Found by polling `PRAGMA data_version`, which
  * moves only when another connection has committed: the strategy row is read only then, so an
- * idle poll costs one pragma. Each change is handed to the orchestrator once; what to do about it
+ * idle poll costs one pragma. Each change is handed to the orchestrator until its handler has
+ * carried it out: a change counts as seen only once its effect has committed, so a handler whose
+ * write finds the file busy gets the same change again on the next poll. What to do about a change
  * is the orchestrator's business (it alone owns the registry).
  */
 import { performance } from 'node:perf_hooks';
@@ -22,6 +24,8 @@ export interface RequestHandlers {
   budget(text: string | null): void;
   /** The file cannot be read any more (gone, replaced, damaged). */
   fail(err: Error): void;
+  /** Whether `err` is a busy file (said once by the orchestrator): the change is asked again. */
+  busy(err: unknown): boolean;
 }
 
 export interface Snapshot {
@@ -71,7 +75,7 @@ export class ExternalRequests {
       this.compare(now);
     } catch (err) {
       // A busy file: the next poll looks again (data_version is read anew, so nothing is missed).
-      if (faultOf(err) === 'busy') {
+      if (faultOf(err) === 'busy' || this.handlers.busy(err)) {
         this.lastDataVersion = -1;
         return;
       }
@@ -79,15 +83,23 @@ export class ExternalRequests {
     }
   }
 
+  /** Each change is recorded as seen right after its handler returned (a throw leaves it unseen). */
   private compare(now: Snapshot): void {
-    const was = this.last;
-    this.last = now;
-    for (const [stage, w] of now.windows) if (was.windows.get(stage) !== w) this.handlers.window(stage, w);
-    if (now.maxFailures !== was.maxFailures) this.handlers.budget(now.maxFailures);
-    if (now.state !== was.state) {
+    const last = this.last;
+    for (const [stage, w] of now.windows) {
+      if (last.windows.get(stage) === w) continue;
+      this.handlers.window(stage, w);
+      last.windows.set(stage, w);
+    }
+    if (now.maxFailures !== last.maxFailures) {
+      this.handlers.budget(now.maxFailures);
+      last.maxFailures = now.maxFailures;
+    }
+    if (now.state !== last.state) {
       if (now.state === 'abort requested') this.handlers.abort();
       else if (now.state === 'paused') this.handlers.pause(true);
-      else if (now.state === 'applying' && was.state === 'paused') this.handlers.pause(false);
+      else if (now.state === 'applying' && last.state === 'paused') this.handlers.pause(false);
+      last.state = now.state;
     }
   }
 }

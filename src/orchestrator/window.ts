@@ -1,24 +1,21 @@
 /**
- * One stage's window: which subcloud starts next, and when. It is fed from the file by a cursor
- * over the stage's open steps (a window's worth at a time), counts its own slots rather than
- * queueing a closure per subcloud, and can be held (pause, failure budget), resized and stopped.
- * A subcloud held back is kept, in order, for when the window opens again: a pausable window
- * waits, it never skips.
+ * One stage's window (SPEC §5: a sliding window of max parallel subclouds), bounded by p-limit as
+ * the design card says: its settable `concurrency` is the live resize, a gate awaited inside each
+ * task is the pause and the hold-back, and `clearQueue` (made with `rejectOnClear`) is the hard
+ * stop. The limiter is fed from the file by a cursor a window's worth at a time, so the process
+ * holds about a window of steps whatever the fleet.
+ *
+ * A subcloud takes a slot from its first state to its end. A task waiting at the gate holds its
+ * place, never a slot: a window made smaller starts none until fewer than N are in flight (p-limit
+ * alone would let the tasks already running go on), and a subcloud held back keeps its place in
+ * step order for when the gate opens again.
  *
  * It never sees the registry of workers: it asks its owner to run a subcloud and learns when the
- * subcloud has ended (or was not started after all).
+ * subcloud has ended (or was held back before it started).
  */
+import pLimit, { type LimitFunction } from 'p-limit';
+import { mayTakeSlot, type Gate } from '../domain/control.js';
 import type { CursorStep } from '../store/cursor.js';
-
-/** What the owner says about starting now. */
-export interface Gate {
-  /** A subcloud never started (or put back by a retry) may start. */
-  newSubclouds: boolean;
-  /** A subcloud caught mid-state by the last process may go on (it was in flight). */
-  resumed: boolean;
-  /** Nothing more will start in this run (abort, signal, fatal error, failure budget): end once in flight is 0. */
-  stopping: boolean;
-}
 
 export interface WindowHost {
   /** Up to `limit` more of the stage's open steps, in order; fewer once there are no more. */
@@ -26,33 +23,51 @@ export interface WindowHost {
   gate(): Gate;
   /**
    * Run the subcloud to its end. Resolves true once it has ended, false when it was held back
-   * before its first state started (it is then kept for later).
+   * before its first state started (it then waits at the gate again, in its place).
    */
   run(step: CursorStep): Promise<boolean>;
+  /** Feeding or running failed (a read of the file): the apply cannot go on. */
+  failed(err: Error): void;
 }
 
 /** Steps read ahead of need: enough for a window refilling, few enough to stay small. */
 const READ_AHEAD_MAX = 256;
 
+/** A step caught mid-state by the last process goes on as it was (it is in flight); the rest are new. */
+const kindOf = (s: CursorStep): 'new' | 'resumed' => (s.state !== 'initial' && !s.retried ? 'resumed' : 'new');
+
+interface Waiter {
+  step: CursorStep;
+  wake: () => void;
+}
+
 export class StageWindow {
-  private readonly buffer: CursorStep[] = [];
-  private bufferHead = 0;
+  private readonly limit: LimitFunction;
+  /** Subclouds holding a slot: asked to run and not yet ended (or held back). */
+  private taken = 0;
+  /** Tasks waiting at the gate, in step order (caught mid-state first, then by id, as the cursor reads). */
+  private waiters: Waiter[] = [];
+  /** Tasks handed to the limiter and not yet settled. */
+  private outstanding = 0;
   private exhausted = false;
-  private inFlight = 0;
+  /** A step never started was read (the cursor reads those caught mid-state first). */
+  private sawNew = false;
   private done: (() => void) | null = null;
   private finished = false;
 
   constructor(
-    private size: number,
+    size: number,
     private readonly host: WindowHost,
-  ) {}
+  ) {
+    this.limit = pLimit({ concurrency: Math.max(1, size), rejectOnClear: true });
+  }
 
   get window(): number {
-    return this.size;
+    return this.limit.concurrency;
   }
 
   get running(): number {
-    return this.inFlight;
+    return this.taken;
   }
 
   /** Resolves when every step of the stage has ended, or when stopping and none is in flight. */
@@ -65,65 +80,91 @@ export class StageWindow {
 
   /** A larger window starts more at once; a smaller one starts none until fewer than `n` run. */
   resize(n: number): void {
-    this.size = Math.max(1, n);
+    this.limit.concurrency = Math.max(1, n);
     this.pump();
   }
 
-  /** Start what may start now; end when nothing is left. Called on every change. */
+  /** Something changed (a slot freed, the gate moved): wake the waiting, feed, end when nothing is left. */
   pump(): void {
     if (this.finished || !this.done) return;
-    while (this.inFlight < this.size) {
-      const step = this.peek();
-      if (!step) break;
-      const gate = this.host.gate();
-      const resumed = step.state !== 'initial' && !step.retried;
-      if (!(resumed ? gate.resumed : gate.newSubclouds)) break;
-      this.take();
-      this.inFlight++;
-      void this.host.run(step).then((ended) => {
-        this.inFlight--;
-        if (!ended) this.putBack(step);
-        this.pump();
-      });
+    const g = this.host.gate();
+    // Nothing will ever start again in this run: tasks still queued in the limiter are dropped.
+    if (!g.operations) this.limit.clearQueue();
+    const waiting = this.waiters;
+    this.waiters = [];
+    for (const w of waiting) w.wake();
+    try {
+      this.feed(g);
+    } catch (err) {
+      this.host.failed(err as Error);
     }
-    const gate = this.host.gate();
-    if (this.inFlight === 0 && (gate.stopping || !this.peek())) {
+    this.checkEnd(g);
+  }
+
+  private feed(g: Gate): void {
+    // Once stopping, only steps caught mid-state may still start; the cursor reads them first, so
+    // the first new one read says there are no more (a stopped stage is not read to its end).
+    while (!this.exhausted && !(g.stopping && this.sawNew) && this.outstanding < this.limit.concurrency + READ_AHEAD_MAX) {
+      const want = Math.min(READ_AHEAD_MAX, this.limit.concurrency);
+      const more = this.host.fetch(want);
+      if (more.length < want) this.exhausted = true;
+      for (const step of more) {
+        if (kindOf(step) === 'new') this.sawNew = true;
+        this.outstanding++;
+        this.limit(() => this.task(step))
+          .catch((err: unknown) => {
+            // A queued task dropped by a hard stop is not an error.
+            if ((err as Error)?.name !== 'AbortError') this.host.failed(err as Error);
+          })
+          .finally(() => {
+            this.outstanding--;
+            this.pump();
+          });
+      }
+      if (more.length === 0) break;
+    }
+  }
+
+  private checkEnd(g: Gate): void {
+    if (this.finished || !this.done) return;
+    if (this.outstanding === 0 && (this.exhausted || (g.stopping && this.sawNew))) {
       this.finished = true;
       this.done();
     }
   }
 
-  private peek(): CursorStep | undefined {
-    if (this.bufferHead >= this.buffer.length && !this.exhausted) {
-      this.buffer.length = 0;
-      this.bufferHead = 0;
-      const want = Math.min(READ_AHEAD_MAX, Math.max(1, this.size));
-      const more = this.host.fetch(want);
-      if (more.length < want) this.exhausted = true;
-      this.buffer.push(...more);
+  /** One subcloud, from waiting at the gate to its end. */
+  private async task(step: CursorStep): Promise<void> {
+    const kind = kindOf(step);
+    for (;;) {
+      for (;;) {
+        const g = this.host.gate();
+        if (mayTakeSlot(g, kind, this.taken, this.limit.concurrency)) break;
+        // It can never start in this run (a stop): it stays as it is in the file.
+        if (kind === 'new' ? g.stopping : !g.operations) return;
+        await new Promise<void>((wake) => this.wait({ step, wake }));
+      }
+      this.taken++;
+      let ended: boolean;
+      try {
+        ended = await this.host.run(step);
+      } finally {
+        this.taken--;
+      }
+      if (ended) return;
     }
-    return this.buffer[this.bufferHead];
   }
 
-  private take(): void {
-    this.bufferHead++;
-  }
-
-  /**
-   * A subcloud held back before it started goes back among those not started, in step order
-   * (steps caught mid-state first, then by id, as the cursor reads them), to start first when the
-   * window opens again.
-   */
-  private putBack(step: CursorStep): void {
-    if (this.bufferHead > 0) this.buffer[--this.bufferHead] = step;
-    else this.buffer.unshift(step);
-    const rest = this.buffer.slice(this.bufferHead).sort((a, b) => order(a) - order(b) || a.id - b.id);
-    this.buffer.length = 0;
-    this.buffer.push(...rest);
-    this.bufferHead = 0;
+  /** Wait at the gate, in step order among those waiting. */
+  private wait(w: Waiter): void {
+    const at = this.waiters.findIndex((x) => before(w.step, x.step));
+    if (at < 0) this.waiters.push(w);
+    else this.waiters.splice(at, 0, w);
   }
 }
 
-function order(s: CursorStep): number {
-  return s.state === 'initial' ? 1 : 0;
+function before(a: CursorStep, b: CursorStep): boolean {
+  const ka = kindOf(a) === 'resumed' ? 0 : 1;
+  const kb = kindOf(b) === 'resumed' ? 0 : 1;
+  return ka !== kb ? ka < kb : a.id < b.id;
 }

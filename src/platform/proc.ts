@@ -57,3 +57,44 @@ export function bootId(): string | null {
   }
   return bootIdCache;
 }
+
+/**
+ * Live processes whose environment holds `NAME=value` for one of `values`, by value: how a run's
+ * processes are found after they left its process group (`setsid`, double forks), since the
+ * environment is inherited whatever else changes. Only processes started at or after `since`
+ * (clock ticks since boot) are read, so a scan costs a stat per process and an environ read for
+ * the few that are new.
+ */
+export function processesWithEnv(name: string, values: ReadonlySet<string>, since = 0): Map<string, number[]> {
+  const out = new Map<string, number[]>();
+  if (values.size === 0) return out;
+  let entries: string[];
+  try {
+    entries = fs.readdirSync('/proc');
+  } catch {
+    return out;
+  }
+  const prefix = Buffer.from(`${name}=`);
+  for (const e of entries) {
+    const c = e.charCodeAt(0);
+    if (c < 48 || c > 57 || Number(e) === process.pid) continue;
+    const s = readStat(e);
+    if (!s || isZombie(s) || s.starttime < since) continue;
+    let env: Buffer;
+    try {
+      env = fs.readFileSync(`/proc/${e}/environ`);
+    } catch {
+      continue;
+    }
+    let at = env.indexOf(prefix);
+    while (at > 0 && env[at - 1] !== 0) at = env.indexOf(prefix, at + 1);
+    if (at < 0) continue;
+    const end = env.indexOf(0, at);
+    const value = env.toString('utf8', at + prefix.length, end < 0 ? env.length : end);
+    if (!values.has(value)) continue;
+    const list = out.get(value);
+    if (list) list.push(Number(e));
+    else out.set(value, [Number(e)]);
+  }
+  return out;
+}

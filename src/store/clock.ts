@@ -15,3 +15,13 @@ export function nowMicros(): number {
 export function now(): string {
   return formatTimestamp(nowMicros());
 }
+
+/** A time as the store writes it (`YYYY-MM-DD HH:MM:SS.ffffff`, UTC) in epoch ms. */
+export function parseTime(text: string): number {
+  return Date.parse(`${text.replace(' ', 'T').slice(0, 23)}Z`);
+}
+
+/** `ms` from now, as the store writes times. */
+export function timeIn(ms: number): string {
+  return formatTimestamp(Math.floor((performance.timeOrigin + performance.now() + ms) * 1000));
+}

@@ -193,6 +193,11 @@ export const MIGRATIONS: ((db: Database.Database) => void)[] = [
   (db) => {
     db.exec(`ALTER TABLE strategy ADD COLUMN max_failures TEXT;`);
   },
+  // 7 -> 8: a run that failed and will run again records when its next attempt is due, so that the
+  // retry budget and the backoff are read from the history and survive a kill -9 (SPEC §7.2).
+  (db) => {
+    db.exec(`ALTER TABLE step_history ADD COLUMN retry_at TEXT;`);
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

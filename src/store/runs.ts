@@ -4,6 +4,7 @@
  */
 import type { Db } from './open.js';
 import { sql } from './statements.js';
+import { parseTime } from './clock.js';
 import type { RunProcess } from '../drivers/driver.js';
 
 export interface LeftRunRow {
@@ -71,4 +72,47 @@ export function subcloudPlaceholders(db: Db, subcloudId: number): Record<string,
     `SELECT g.name AS "group", s.software_version, s.location, s.description, s.management, s.availability, s.deploy_status
      FROM subcloud s JOIN subcloud_group g ON g.id = s.group_id WHERE s.id = ?`,
   ).get(subcloudId) as Record<string, string | null>;
+}
+
+/** What the history says of a state's retries: failed runs that will run again, and when the next is due. */
+export interface RetryBudget {
+  /** Runs of this entry into the state that failed (or timed out) and were followed by a retry. */
+  failures: number;
+  /** When the next attempt is due (epoch ms), if the last run of the state was such a failure. */
+  dueMs: number | null;
+}
+
+/**
+ * For the steps caught mid-state (only those can be in a retry), the retries their current state
+ * has used: read from the history, so that a kill -9 neither resets the budget nor skips the
+ * backoff (SPEC §7.2). The runs of one entry into a state are its latest rows back to the first
+ * that was neither a retried failure nor an interruption (`strategy retry` starts a new entry).
+ */
+export function retryBudgets(db: Db): Map<string, RetryBudget> {
+  const rows = db
+    .prepare(
+      `SELECT h.step_id AS stepId, h.state, h.outcome, h.retry_at AS retryAt
+       FROM step_history h JOIN strategy_step st ON st.id = h.step_id AND st.state = h.state
+       WHERE st.state NOT IN ('initial', 'complete', 'failed', 'aborted')
+       ORDER BY h.step_id, h.attempt DESC, h.id DESC`,
+    )
+    .all() as { stepId: number; state: string; outcome: string; retryAt: string | null }[];
+  const out = new Map<string, RetryBudget>();
+  const closed = new Set<string>();
+  const latestSeen = new Set<string>();
+  for (const r of rows) {
+    const key = `${r.stepId}\u0000${r.state}`;
+    if (closed.has(key) || r.outcome === 'running') continue;
+    let b = out.get(key);
+    if (!b) out.set(key, (b = { failures: 0, dueMs: null }));
+    const latest = !latestSeen.has(key);
+    latestSeen.add(key);
+    if (r.retryAt !== null) {
+      // Only the latest run's retry is still to come; an interrupted retry runs again at once.
+      if (latest) b.dueMs = parseTime(r.retryAt);
+      b.failures++;
+    } else if (r.outcome !== 'interrupted') closed.add(key);
+  }
+  for (const [k, b] of out) if (b.failures === 0) out.delete(k);
+  return out;
 }

@@ -7,6 +7,7 @@ import type { Db } from './open.js';
 import { now } from './clock.js';
 import { SYNC_COLUMN } from './subclouds.js';
 import type { Endpoint } from '../domain/types.js';
+import type { Transition } from '../domain/transition.js';
 import { DurationTally } from '../domain/estimate.js';
 import { recordDurations } from './durations.js';
 
@@ -30,10 +31,13 @@ export interface ApplyStep {
  * Runs left `running` by a process that died are `interrupted`: they will run again as the next
  * attempt. Returns how many there were.
  */
-export function interruptRunning(db: Db, details = 'the orchestrator stopped while this operation ran'): number {
+export function interruptRunning(db: Db, details = 'the orchestrator stopped while this operation ran', keep: readonly number[] = []): number {
   return db
-    .prepare(`UPDATE step_history SET outcome = 'interrupted', finished_at = ?, details = ? WHERE outcome = 'running'`)
-    .run(now(), details).changes;
+    .prepare(
+      `UPDATE step_history SET outcome = 'interrupted', finished_at = ?, details = ?
+       WHERE outcome = 'running' AND id NOT IN (SELECT value FROM json_each(?))`,
+    )
+    .run(now(), details, JSON.stringify(keep)).changes;
 }
 
 /** The runs this process started and stopped waiting for (a second Ctrl-C): `interrupted`. */
@@ -45,33 +49,7 @@ export function interruptRuns(db: Db, historyIds: readonly number[], details: st
   return n;
 }
 
-/** One committed change of one step; the unit the orchestrator batches. */
-export interface Transition {
-  stepId: number;
-  subcloudId: number;
-  cloud: string;
-  from: string;
-  to: string;
-  details: string;
-  /** The running history row this transition closes, with how it ended and when. */
-  close?: {
-    historyId: number;
-    outcome: 'ok' | 'failed' | 'timeout' | 'skipped' | 'interrupted';
-    finishedAt: string;
-    details: string;
-    /** How long the operation ran; an ok run's duration goes into the type's statistics. */
-    durationMs?: number;
-  };
-  /** The same state runs again after this delay (a retry): the subcloud keeps its slot. */
-  retryInMs?: number;
-  /** Set when an operation for `to` starts right after the commit: its attempt number. */
-  startAttempt?: number;
-  /** Filled in by commit: the history row opened for that operation. */
-  historyId?: number;
-  /** Ends the step: the subcloud's endpoint becomes in-sync (prestage: prestage status complete). */
-  completes?: { endpoint: Endpoint | null };
-  ended: boolean;
-}
+export type { Transition } from '../domain/transition.js';
 
 export class TransitionWriter {
   private readonly update;
@@ -93,7 +71,7 @@ export class TransitionWriter {
        WHERE id = @id AND state = @from`,
     );
     this.closeRun = db.prepare(
-      `UPDATE step_history SET outcome = ?, finished_at = ?, details = ? WHERE id = ? AND outcome = 'running'`,
+      `UPDATE step_history SET outcome = ?, finished_at = ?, details = ?, retry_at = ? WHERE id = ? AND outcome = 'running'`,
     );
     this.openRun = db.prepare(
       `INSERT INTO step_history (step_id, state, attempt, started_at, outcome) VALUES (?, ?, ?, ?, 'running')`,
@@ -129,7 +107,8 @@ export class TransitionWriter {
   private apply(t: Transition): void {
     const at = now();
     if (t.close) {
-      const r = this.closeRun.run(t.close.outcome, t.close.finishedAt, t.close.details.slice(0, DETAILS_MAX), t.close.historyId);
+      const c = t.close;
+      const r = this.closeRun.run(c.outcome, c.finishedAt, c.details.slice(0, DETAILS_MAX), c.retryAt ?? null, c.historyId);
       if (r.changes !== 1) throw new Error(`history row ${t.close.historyId} of ${t.cloud} is not running`);
     }
     const r = this.update.run({
@@ -166,15 +145,18 @@ export function abortInitialSteps(db: Db): number {
     .run(at, at).changes;
 }
 
-/** Steps caught mid-state by an abort with no orchestrator running: aborted, naming the state. */
-export function abortMidStateSteps(db: Db): number {
+/**
+ * Steps caught mid-state by an abort with no orchestrator running: aborted, naming the state;
+ * but those in `keep` (a run of theirs still lives: the next apply adopts it).
+ */
+export function abortMidStateSteps(db: Db, keep: readonly number[] = []): number {
   const at = now();
   return db
     .prepare(
       `UPDATE strategy_step SET details = 'aborted in state ' || state, state = 'aborted', finished_at = ?, updated_at = ?
-       WHERE state NOT IN ('initial', 'complete', 'failed', 'aborted')`,
+       WHERE state NOT IN ('initial', 'complete', 'failed', 'aborted') AND id NOT IN (SELECT value FROM json_each(?))`,
     )
-    .run(at, at).changes;
+    .run(at, at, JSON.stringify(keep)).changes;
 }
 
 export function countStepStates(db: Db): Record<string, number> {

@@ -1,6 +1,6 @@
 /** The pure part of operator control: failure budget, retry targets, what a report means, starting. */
 import { describe, expect, test } from '@jest/globals';
-import { decideReport, failureLimit, formatMaxFailures, mayStart, parseMaxFailures, retryTarget } from '../../src/domain/control.js';
+import { decideReport, failureLimit, formatMaxFailures, gate, mayTakeSlot, parseMaxFailures, retryTarget, stopRule } from '../../src/domain/control.js';
 import { UsageError } from '../../src/domain/errors.js';
 import { statesOf } from '../../src/domain/types.js';
 
@@ -95,15 +95,52 @@ describe('what a report means', () => {
 });
 
 describe('may the window start one more', () => {
-  const base = { paused: false, stopping: false, failed: 0, limit: null, inFlight: 3, window: 4 };
+  const base = { paused: false, noNewSubclouds: false, noNewOperations: false, failed: 0, limit: null };
   test('under the window, not paused, under the budget', () => {
-    expect(mayStart(base)).toBe(true);
-    expect(mayStart({ ...base, inFlight: 4 })).toBe(false);
+    expect(mayTakeSlot(gate(base), 'new', 3, 4)).toBe(true);
+    expect(mayTakeSlot(gate(base), 'new', 4, 4)).toBe(false);
     // A window made smaller: none until fewer than N are in flight.
-    expect(mayStart({ ...base, inFlight: 7, window: 2 })).toBe(false);
-    expect(mayStart({ ...base, paused: true })).toBe(false);
-    expect(mayStart({ ...base, stopping: true })).toBe(false);
-    expect(mayStart({ ...base, failed: 3, limit: 3 })).toBe(false);
-    expect(mayStart({ ...base, failed: 2, limit: 3 })).toBe(true);
+    expect(mayTakeSlot(gate(base), 'new', 7, 2)).toBe(false);
+    expect(mayTakeSlot(gate({ ...base, paused: true }), 'new', 3, 4)).toBe(false);
+    expect(mayTakeSlot(gate({ ...base, noNewSubclouds: true }), 'new', 3, 4)).toBe(false);
+    expect(mayTakeSlot(gate({ ...base, failed: 3, limit: 3 }), 'new', 3, 4)).toBe(false);
+    expect(mayTakeSlot(gate({ ...base, failed: 2, limit: 3 }), 'new', 3, 4)).toBe(true);
+  });
+
+  test('a subcloud caught mid-state goes on through a pause, an abort and a spent budget, never after a signal', () => {
+    expect(mayTakeSlot(gate({ ...base, paused: true }), 'resumed', 0, 4)).toBe(true);
+    expect(mayTakeSlot(gate({ ...base, noNewSubclouds: true }), 'resumed', 0, 4)).toBe(true);
+    expect(mayTakeSlot(gate({ ...base, failed: 3, limit: 3 }), 'resumed', 0, 4)).toBe(true);
+    expect(mayTakeSlot(gate({ ...base, noNewOperations: true }), 'resumed', 0, 4)).toBe(false);
+    expect(gate({ ...base, failed: 3, limit: 3 }).stopping).toBe(true);
+    expect(gate({ ...base, paused: true }).stopping).toBe(false);
+  });
+});
+
+describe('the stop rule at commit', () => {
+  const open = gate({ paused: false, noNewSubclouds: false, noNewOperations: false, failed: 0, limit: null });
+  const signal = gate({ paused: false, noNewSubclouds: true, noNewOperations: true, failed: 0, limit: null });
+  const paused = gate({ paused: true, noNewSubclouds: false, noNewOperations: false, failed: 0, limit: null });
+  const first = { startAttempt: 1 };
+  const next = { close: {}, startAttempt: 1 };
+  const retry = { close: {}, retryInMs: 5 };
+  const end = { close: {} };
+  const fresh = { started: false, resumed: false };
+  const inFlight = { started: true, resumed: false };
+  test('nothing is stopped while the gate is open', () => {
+    for (const t of [first, next, retry, end]) expect(stopRule(t, open, fresh)).toBe('keep');
+  });
+  test('after a signal: a first start is held back, a next state or a retry is stripped, an end is kept', () => {
+    expect(stopRule(first, signal, fresh)).toBe('hold');
+    expect(stopRule(first, signal, { started: false, resumed: true })).toBe('hold');
+    expect(stopRule(next, signal, inFlight)).toBe('strip');
+    expect(stopRule(retry, signal, inFlight)).toBe('strip');
+    expect(stopRule({ startAttempt: 2 }, signal, inFlight)).toBe('hold');
+    expect(stopRule(end, signal, inFlight)).toBe('keep');
+  });
+  test('a pause holds back new subclouds only', () => {
+    expect(stopRule(first, paused, fresh)).toBe('hold');
+    expect(stopRule(first, paused, { started: false, resumed: true })).toBe('keep');
+    expect(stopRule(next, paused, inFlight)).toBe('keep');
   });
 });

@@ -160,7 +160,7 @@ states:
 });
 
 describe('exec driver: the launcher killed under a running dcm', () => {
-  test('the run in flight is waited for, then runs again resumed; later runs start from a new launcher', async () => {
+  test('the run in flight is waited for and its exit status (written by its own wrapper) taken: it never runs again; later runs start from a new launcher', async () => {
     f = execFixture();
     setup(1, 1, `
 states:
@@ -185,18 +185,12 @@ states:
     const r = await apply.done;
     expect(r.code).toBe(0);
     const pre = history(f.db, 's1').filter((h) => h.state === 'pre check');
-    expect(pre.map((h) => [h.attempt, h.outcome])).toEqual([
-      [1, 'interrupted'],
-      [2, 'ok'],
-    ]);
-    // The first run was not killed with the launcher: it ran to its end before the second began.
+    expect(pre.map((h) => [h.attempt, h.outcome])).toEqual([[1, 'ok']]);
+    // The run was not killed with the launcher: it ran to its end, and its status was found.
     const runs = f.readRuns();
-    expect(runs.filter((x) => x.state === 'pre check').map((x) => [x.attempt, x.resumed])).toEqual([
-      [1, false],
-      [2, true],
-    ]);
+    expect(runs.filter((x) => x.state === 'pre check').map((x) => [x.attempt, x.resumed])).toEqual([[1, false]]);
     expect(overlapsPerCloud(runs)).toEqual([]);
-    expect(runs).toHaveLength(1 + PATCH.length);
+    expect(runs).toHaveLength(PATCH.length);
     expect(f.leftovers()).toEqual([]);
   }, 60_000);
 });

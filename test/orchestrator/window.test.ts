@@ -1,6 +1,7 @@
 /** A stage's window on its own: a fake host, no database, no driver. */
 import { describe, expect, test } from '@jest/globals';
-import { StageWindow, type Gate } from '../../src/orchestrator/window.js';
+import { StageWindow } from '../../src/orchestrator/window.js';
+import type { Gate } from '../../src/domain/control.js';
 import type { CursorStep } from '../../src/store/cursor.js';
 
 const step = (id: number, state = 'initial', retried = false): CursorStep => ({ id, subcloudId: id, cloud: `s${id}`, stage: 1, state, attempt: 0, retried });
@@ -8,7 +9,8 @@ const step = (id: number, state = 'initial', retried = false): CursorStep => ({ 
 /** A host whose subclouds end when the test says; it records what started and how many at once. */
 function host(steps: CursorStep[]) {
   let next = 0;
-  const gate: Gate = { newSubclouds: true, resumed: true, stopping: false };
+  const gate: Gate = { newSubclouds: true, operations: true, stopping: false };
+  const failures: Error[] = [];
   const running = new Map<number, (ended: boolean) => void>();
   const started: number[] = [];
   let peak = 0;
@@ -27,6 +29,7 @@ function host(steps: CursorStep[]) {
         return out;
       },
       gate: () => gate,
+      failed: (e: Error) => failures.push(e),
       run(s: CursorStep) {
         started.push(s.id);
         return new Promise<boolean>((resolve) => {
@@ -54,6 +57,7 @@ describe('StageWindow', () => {
     const w = new StageWindow(3, h.host);
     let done = false;
     const run = w.run().then(() => (done = true));
+    await tick();
     expect(h.started).toEqual([1, 2, 3]);
     h.running.get(2)!(true);
     await tick();
@@ -70,6 +74,7 @@ describe('StageWindow', () => {
     const h = host(Array.from({ length: 6 }, (_, i) => step(i + 1)));
     const w = new StageWindow(2, h.host);
     const run = w.run();
+    await tick();
     expect(h.started).toEqual([1, 2]);
     h.gate.newSubclouds = false;
     // 2 was queued but held back (the orchestrator releases it unstarted).
@@ -80,6 +85,7 @@ describe('StageWindow', () => {
     expect(h.running.size).toBe(0);
     h.gate.newSubclouds = true;
     w.pump();
+    await tick();
     expect(h.started).toEqual([1, 2, 2, 3]);
     while (h.running.size) await endAll(h);
     await run;
@@ -90,9 +96,12 @@ describe('StageWindow', () => {
     const h = host(Array.from({ length: 20 }, (_, i) => step(i + 1)));
     const w = new StageWindow(2, h.host);
     const run = w.run();
+    await tick();
     w.resize(5);
+    await tick();
     expect(h.running.size).toBe(5);
     w.resize(2);
+    await tick();
     h.running.get(1)!(true);
     await tick();
     expect(h.running.size).toBe(4);
@@ -114,6 +123,7 @@ describe('StageWindow', () => {
     h.gate.stopping = true;
     const w = new StageWindow(4, h.host);
     const run = w.run();
+    await tick();
     // s1 was in flight when the last process stopped: it runs; s2 (put back by a retry) is new.
     expect(h.started).toEqual([1]);
     await endAll(h);

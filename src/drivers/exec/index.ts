@@ -12,12 +12,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { formatDuration } from '../../domain/durations.js';
-import type { Adoption, Driver, LeftRun, OperationRequest, OperationResult } from '../driver.js';
+import type { Adoption, Driver, LeftRun, OperationRequest, OperationResult, RunProcess } from '../driver.js';
 import type { ExecConfig, StateSpec } from './config.js';
 import { abandonRun, lastLine, readClaim, readSmall, readStatus, removeQuietly, runBase, type RunStatus } from './files.js';
 import { render, SUBCLOUD_FIELDS, TYPE_OPTION_KEYS } from './placeholders.js';
-import { groupAlive, sameProcessAlive, terminateGroup, waitGroupGone } from './procs.js';
-import { Launcher } from './launch.js';
+import { groupAlive, sameProcessAlive, terminateGroup, terminatePids, ticksNow, waitGroupGone } from './procs.js';
+import { Launcher, type Exited } from './launch.js';
+import { processesWithEnv, readStat } from '../../platform/proc.js';
+import { longTimeout } from '../../platform/timers.js';
+import { runIdOf } from './run-id.js';
 
 /** Reasons and details are kept short: `<state>: <reason>` fits in 200 characters. */
 const DETAILS_LIMIT = 200;
@@ -32,8 +35,28 @@ export interface ExecSettings {
 interface Live {
   pgid: number;
   graceMs: number;
+  runId: string;
+  since: number;
   done: Promise<unknown>;
 }
+
+/** A run known by its files and its processes rather than by a launcher's answers. */
+interface LeftProcess {
+  base: string;
+  runId: string;
+  /** Its processes started at or after this (clock ticks since boot; 0: unknown). */
+  since: number;
+  /** Epoch ms after which it has timed out. */
+  deadline: number;
+  proc: RunProcess | null;
+}
+
+/** The files a run leaves beside its log. */
+const RUN_FILES = ['.status', '.pid', '.next', '.err'];
+
+/** How long a finished run's group may take to go by itself (a `tee` copying the last of stderr). */
+const DRAIN_MS = 250;
+
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -67,12 +90,19 @@ export class ExecDriver implements Driver {
       return Promise.resolve({ kind: 'failed', reason: 'a run of this subcloud is still going: refusing a second one' });
     }
     const spec = this.spec(req.state);
-    return this.track(req.cloud, spec, 0, (entry) => this.spawnRun(req, spec, entry));
+    return this.track(req.cloud, spec, 0, runIdOf(req), ticksNow(), (entry) => this.spawnRun(req, spec, entry));
   }
 
   /** Registers the run as live before it starts, and forgets it once it has ended. */
-  private track(cloud: string, spec: StateSpec, pgid: number, start: (entry: Live) => Promise<OperationResult>): Promise<OperationResult> {
-    const entry: Live = { pgid, graceMs: spec.killGraceMs, done: Promise.resolve() };
+  private track(
+    cloud: string,
+    spec: StateSpec,
+    pgid: number,
+    runId: string,
+    since: number,
+    start: (entry: Live) => Promise<OperationResult>,
+  ): Promise<OperationResult> {
+    const entry: Live = { pgid, graceMs: spec.killGraceMs, runId, since, done: Promise.resolve() };
     this.live.set(cloud, entry);
     const done = start(entry).finally(() => {
       if (this.live.get(cloud) === entry) this.live.delete(cloud);
@@ -92,29 +122,37 @@ export class ExecDriver implements Driver {
     if (!created) {
       // Left by an earlier strategy that used the same folder: they would tell a false story (and
       // a stale `.pid` would stop the launcher, which claims a run by creating it).
-      removeQuietly(`${base}.status`);
-      removeQuietly(`${base}.pid`);
-      removeQuietly(`${base}.next`);
+      for (const end of RUN_FILES) removeQuietly(`${base}${end}`);
     }
     const values = this.values(req);
     const argv = Array.isArray(spec.run)
       ? spec.run.map((a) => render(a, values, false))
       : ['/bin/sh', '-c', render(spec.run, values, true)];
-    const env = this.env(req, spec, values, base);
+    const runId = runIdOf(req);
+    const env = this.env(req, spec, values, base, runId);
     const cwd = render(spec.cwd, values, false);
+    // The timeout counts from here, whatever becomes of the launcher (SPEC §7.2).
+    const deadline = Date.now() + spec.timeoutMs;
+    const since = ticksNow();
 
     const run = this.launcher.launch({ file: argv[0], args: argv.slice(1), cwd, env, base });
     const started = await run.started;
-    if ('error' in started) return { kind: 'failed', reason: `cannot start: ${started.error}` };
+    if ('error' in started && !started.lost) return { kind: 'failed', reason: `cannot start: ${started.error}` };
+    if ('error' in started) {
+      // The launcher died before it said whether the run started: its claim file, or the run's
+      // own processes (found by DCM_RUN_ID), tell. A run whose pid can be found is never "not started".
+      return this.waitLeft(req, spec, { base, runId, since, deadline, proc: null }, live);
+    }
     const pid = started.pid;
     live.pgid = pid;
     req.onStarted?.({ pid, pgid: pid, procStart: started.start });
+    const run0 = { base, runId, since: started.start ?? since, deadline, proc: { pid, pgid: pid, procStart: started.start } };
 
     let timedOut = false;
     let stopped = false;
-    let killing: Promise<boolean> | null = null;
-    const kill = () => (killing ??= terminateGroup(pid, spec.killGraceMs));
-    const timer = setTimeout(() => {
+    let killing: Promise<void> | null = null;
+    const kill = () => (killing ??= this.killRun(pid, runId, run0.since, spec.killGraceMs));
+    const timer = longTimeout(() => {
       timedOut = true;
       void kill();
     }, spec.timeoutMs);
@@ -123,38 +161,52 @@ export class ExecDriver implements Driver {
       void kill();
     };
     req.signal.addEventListener('abort', onAbort, { once: true });
+    let end: Exited;
     try {
-      const end = await run.exited;
-      clearTimeout(timer);
-      if (end.lost) {
-        // The launcher died: no status will come; the run is over when its group is gone.
-        while (!(await waitGroupGone(pid, 1000))) if (stopped || timedOut) break;
-        if (killing) await killing;
-        const status = readStatus(base);
-        if (!stopped && !timedOut && status) return this.fromStatus(req, spec, base, status);
-        if (!stopped && !timedOut) {
-          return { kind: 'retry', outcome: 'interrupted', reason: 'the launcher stopped before the run ended', delayMs: 0 };
-        }
-      }
-      // The wrapper is gone; anything it left running in its group (`sleep 1000 &`) goes too, and
-      // the subcloud keeps its slot until every process of the group is gone.
-      if (killing) await killing;
-      else if (groupAlive(pid)) await kill();
-      if (stopped) return { kind: 'failed', reason: 'interrupted' };
-      if (timedOut) return this.failure(req, spec, `timed out after ${formatDuration(spec.timeoutMs)}`, 'timeout');
-      if (end.code === null) return this.failure(req, spec, `killed by ${end.signal ?? 'a signal'}`, 'failed');
-      const code = end.code;
-      return this.outcome(req, spec, base, code);
+      end = await run.exited;
     } finally {
-      clearTimeout(timer);
+      timer.clear();
       req.signal.removeEventListener('abort', onAbort);
     }
+    if (end.lost && !stopped && !timedOut) {
+      // The launcher died while the run went on: it is waited for as an adopted run is, with the
+      // same deadline; its wrapper writes the status.
+      return this.waitLeft(req, spec, run0, live);
+    }
+    // The wrapper is gone; what it left running (in its group, or escaped from it) goes too, and
+    // the subcloud keeps its slot until every process of the run is gone.
+    if (killing) await killing;
+    else await this.cleanLeftovers(pid, runId, run0.since, spec.killGraceMs);
+    if (stopped) return { kind: 'failed', reason: 'interrupted' };
+    if (timedOut) return this.failure(req, spec, `timed out after ${formatDuration(spec.timeoutMs)}`, 'timeout');
+    const status = readStatus(base);
+    if (status && 'code' in status) return this.outcome(req, spec, base, status.code);
+    if (end.code === null) return this.failure(req, spec, `killed by ${end.signal ?? 'a signal'}`, 'failed');
+    return this.outcome(req, spec, base, end.code);
+  }
+
+  /**
+   * Leftovers of a run whose wrapper has exited: its group's other members (a `tee` still copying
+   * the last of stderr gets a moment), then its processes that left the group, found by DCM_RUN_ID.
+   */
+  private async cleanLeftovers(pgid: number, runId: string, since: number, graceMs: number): Promise<void> {
+    if (groupAlive(pgid) && !(await waitGroupGone(pgid, DRAIN_MS))) await terminateGroup(pgid, graceMs);
+    const escaped = processesWithEnv('DCM_RUN_ID', new Set([runId]), since).get(runId) ?? [];
+    if (escaped.length) await terminatePids(escaped, graceMs);
+  }
+
+  /** A run to stop (timeout, hard stop): its group, then whatever of it escaped the group. */
+  private async killRun(pgid: number, runId: string, since: number, graceMs: number): Promise<void> {
+    if (pgid > 0) await terminateGroup(pgid, graceMs);
+    const escaped = processesWithEnv('DCM_RUN_ID', new Set([runId]), since).get(runId) ?? [];
+    if (escaped.length) await terminatePids(escaped, graceMs);
   }
 
   /** How a run that ended with `code` ends the state. */
   private outcome(req: OperationRequest, spec: StateSpec, base: string, code: number): OperationResult {
     if (code !== 0) {
-      const line = lastLine(`${base}.log`);
+      // SPEC §7.2: the last non-empty line of stderr, else of stdout (the log holds both).
+      const line = lastLine(`${base}.err`) || lastLine(`${base}.log`);
       return this.failure(req, spec, line ? `exit ${code}: ${line}` : `exit ${code}`, 'failed');
     }
     const text = readSmall(`${base}.next`);
@@ -193,9 +245,13 @@ export class ExecDriver implements Driver {
   }
 
   /** What a run's environment adds to the launcher's (which is dcm's without DCM_*). */
-  private env(req: OperationRequest, spec: StateSpec, values: Record<string, string>, base: string): Record<string, string> {
+  private env(req: OperationRequest, spec: StateSpec, values: Record<string, string>, base: string, runId: string): Record<string, string> {
     const log = `${base}.log`;
     const env: Record<string, string> = {};
+    // Inherited by every process of the run, even one that leaves its process group: how dcm
+    // finds them all, and how a site can refuse a stale attempt or a displaced orchestrator.
+    env.DCM_RUN_ID = runId;
+    env.DCM_FENCE = req.fence ?? '';
     env.DCM_CLOUD = req.cloud;
     env.DCM_STATE = req.state;
     env.DCM_TYPE = req.type;
@@ -219,17 +275,13 @@ export class ExecDriver implements Driver {
     const spec = this.specs.get(left.state);
     if (!spec) return { kind: 'interrupted' };
     const base = runBase(this.settings.logDir, left.cloud, left.attempt, left.state);
-    const status = readStatus(base);
-    if (status) {
-      const result = this.fromStatus(req, spec, base, status);
-      return { kind: 'wait', result: this.track(left.cloud, spec, 0, async () => result) };
-    }
+    const runId = runIdOf(req);
     // No trace of the run at all: dcm stopped before its launcher started it. Claim it for nobody,
     // so that a launch message still on its way can never start it after all; it runs again.
-    if (!left.proc && readClaim(base) === null && abandonRun(base)) return { kind: 'interrupted' };
-    const deadline = Date.parse(left.startedAt) + spec.timeoutMs;
-    const pgid = left.proc?.pgid ?? 0;
-    return { kind: 'wait', result: this.track(left.cloud, spec, pgid, (entry) => this.waitAdopted(req, spec, base, left, entry, deadline)) };
+    if (!left.proc && readStatus(base) === null && readClaim(base) === null && abandonRun(base)) return { kind: 'interrupted' };
+    const deadline = Date.parse(left.startedAt.replace(' ', 'T').slice(0, 23) + 'Z') + spec.timeoutMs;
+    const run = { base, runId, since: left.proc?.procStart ?? 0, deadline, proc: left.proc };
+    return { kind: 'wait', result: this.track(left.cloud, spec, left.proc?.pgid ?? 0, runId, run.since, (entry) => this.waitLeft(req, spec, run, entry)) };
   }
 
   private fromStatus(req: OperationRequest, spec: StateSpec, base: string, status: RunStatus): OperationResult {
@@ -238,43 +290,48 @@ export class ExecDriver implements Driver {
   }
 
   /**
-   * A run started by an earlier dcm: not our child, so its end is learnt from its files and its
-   * process group. Its launcher writes the status just after the run is gone: while that launcher
-   * lives, a missing status is only late.
+   * A run this process cannot hear from (started by an earlier dcm, or by a launcher that died):
+   * its end is learnt from its files and its processes. The wrapper writes the status as its last
+   * act, so a status means the command has ended; its leftovers are cleaned before the answer, as
+   * a live dcm cleans them. Its timeout still counts. A run gone with no status (killed with its
+   * wrapper) runs again, as the next attempt.
    */
-  private async waitAdopted(
-    req: OperationRequest,
-    spec: StateSpec,
-    base: string,
-    left: LeftRun,
-    entry: { pgid: number },
-    deadline: number,
-  ): Promise<OperationResult> {
+  private async waitLeft(req: OperationRequest, spec: StateSpec, run: LeftProcess, entry: { pgid: number }): Promise<OperationResult> {
+    const { base, runId, since, deadline } = run;
     let every = 10;
-    const since = Date.now();
+    const began = Date.now();
     for (;;) {
-      const status = readStatus(base);
-      if (status) return this.fromStatus(req, spec, base, status);
       const claim = readClaim(base);
-      const pgid = left.proc?.pgid ?? (claim && 'pid' in claim ? claim.pid : 0);
-      const pid = left.proc?.pid ?? pgid;
+      let pgid = run.proc?.pgid ?? (claim && 'pid' in claim ? claim.pid : 0);
+      const tagged = processesWithEnv('DCM_RUN_ID', new Set([runId]), since).get(runId) ?? [];
+      // Known by its environment only (the launcher died before it wrote the pid): its group leader.
+      if (!pgid && tagged.length) pgid = readStat(tagged[0])?.pgrp ?? 0;
       entry.pgid = pgid;
-      const launcher = claim && 'launcher' in claim ? claim.launcher : claim && 'launching' in claim ? claim.launching : 0;
-      const runAlive = pgid > 0 && (sameProcessAlive(pid, left.proc?.procStart ?? null) || groupAlive(pgid));
-      // A claim created but not yet written names no launcher: give its writer a moment.
-      const launcherAlive = launcher > 0 ? sameProcessAlive(launcher, null) : claim !== null && 'launching' in claim && Date.now() - since < 5000;
-      if (runAlive && (req.signal.aborted || Date.now() >= deadline)) {
-        await terminateGroup(pgid, spec.killGraceMs);
+      const status = readStatus(base);
+      const wrapperAlive = pgid > 0 && sameProcessAlive(pgid, run.proc?.procStart ?? null);
+      if (status && !wrapperAlive) {
+        await this.cleanLeftovers(pgid, runId, since, spec.killGraceMs);
+        return this.fromStatus(req, spec, base, status);
+      }
+      const alive = tagged.length > 0 || (pgid > 0 && groupAlive(pgid));
+      if (alive && (req.signal.aborted || Date.now() >= deadline)) {
+        await this.killRun(pgid, runId, since, spec.killGraceMs);
         if (req.signal.aborted) return { kind: 'failed', reason: 'interrupted' };
         return this.failure(req, spec, `timed out after ${formatDuration(spec.timeoutMs)}`, 'timeout');
       }
-      if (!runAlive && !launcherAlive) {
-        // Gone, and nobody left to record how: one last look, then it runs again.
-        const last = readStatus(base);
-        if (last) return this.fromStatus(req, spec, base, last);
-        return { kind: 'retry', outcome: 'interrupted', reason: 'the run ended without recording its exit status', delayMs: 0 };
+      if (!alive) {
+        const launcher = claim && 'launcher' in claim ? claim.launcher : claim && 'launching' in claim ? claim.launching : 0;
+        // A claim created but not yet written names no launcher: give its writer a moment.
+        const launching = launcher > 0 ? sameProcessAlive(launcher, null) && !(claim && 'pid' in claim) : claim !== null && 'launching' in claim && Date.now() - began < 5000;
+        if (!launching) {
+          // Gone, and nobody left to record how: one last look, then it runs again.
+          const last = readStatus(base);
+          if (last) return this.fromStatus(req, spec, base, last);
+          if (claim === null) abandonRun(base);
+          return { kind: 'retry', outcome: 'interrupted', reason: 'the run ended without recording its exit status', delayMs: 0 };
+        }
+        if (req.signal.aborted) return { kind: 'failed', reason: 'interrupted' };
       }
-      if (req.signal.aborted && !runAlive) return { kind: 'failed', reason: 'interrupted' };
       await sleep(every);
       every = Math.min(every * 2, 200);
     }
@@ -283,7 +340,7 @@ export class ExecDriver implements Driver {
   async close(): Promise<void> {
     this.closing = true;
     const pending = [...this.live.values()];
-    await Promise.all(pending.map((l) => (l.pgid ? terminateGroup(l.pgid, l.graceMs) : undefined)));
+    await Promise.all(pending.map((l) => (l.pgid ? this.killRun(l.pgid, l.runId, l.since, l.graceMs) : undefined)));
     await Promise.all(pending.map((l) => l.done.catch(() => undefined)));
     await this.launcher.close();
   }

@@ -17,7 +17,8 @@ export interface LaunchRequest {
   base: string;
 }
 
-export type Started = { pid: number; start: number | null } | { error: string };
+/** `lost`: the launcher died before it said; the run may have started all the same. */
+export type Started = { pid: number; start: number | null } | { error: string; lost?: boolean };
 export type Exited = { code: number | null; signal: string | null; lost?: boolean };
 
 interface Pending {
@@ -51,7 +52,7 @@ export class Launcher {
         // The next run starts a new launcher; the runs this one had are lost to it.
         if (this.child === child) this.child = null;
         for (const p of this.pending.values()) {
-          p.started({ error: 'the launcher stopped' });
+          p.started({ error: 'the launcher stopped', lost: true });
           p.exited({ code: null, signal: null, lost: true });
         }
         this.pending.clear();

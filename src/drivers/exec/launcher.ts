@@ -4,10 +4,14 @@
  *
  * Why a process apart: forking costs in proportion to the forking process's memory, and dcm (its
  * store, its modules) is several times this script; starting 5,000 short runs from here costs
- * about what a bare loop does. Why it outlives dcm: it writes, beside each run's log, the run's pid
- * as soon as it has one (`.pid`) and its exit status when it ends (`.status`), so a later apply
- * learns how a run ended while dcm was down. After a kill -9 of dcm it goes on until its last run
- * has ended, then exits.
+ * about what a bare loop does. Why it outlives dcm: it claims each run and writes its pid as soon
+ * as it has one (`.pid`). After a kill -9 of dcm it goes on until its last run has ended.
+ *
+ * Each run is the command under a small bash wrapper (WRAPPER below), the leader of the run's own
+ * process group, which writes the run's exit status (`.status`) itself as its last act: the
+ * status of a command that ended is never lost, whatever became of dcm and of this launcher. The
+ * wrapper also copies the command's stderr into the log (in the order written, through `tee`)
+ * and into `.err`, whose last line is the failure's reason (SPEC §7.2).
  *
  * Protocol, one JSON object per line. dcm → launcher: `{id, file, args, cwd, env, base}` (env is
  * added to the launcher's own environment; the log is `<base>.log`). Launcher → dcm:
@@ -26,6 +30,13 @@ interface Launch {
   env: Record<string, string>;
   base: string;
 }
+
+/**
+ * `bash -c WRAPPER dcm-run BASE FILE ARGS…`. Only the command's stderr goes through the process
+ * substitution (stdout goes straight to the log), and the wrapper waits for the command alone: a
+ * background process that keeps stderr open does not hold the run's end back (dcm cleans it up).
+ */
+export const WRAPPER = 'b=$1; shift; exec 3>&1; "$@" 2> >(exec tee -a -- "$b.err" >&3) 3>&-; c=$?; printf "%s\\n" "$c" > "$b.status"; exit "$c"';
 
 let running = 0;
 let dcmGone = false;
@@ -62,7 +73,7 @@ function launch(req: Launch): void {
   }
   let child;
   try {
-    child = spawn(req.file, req.args, {
+    child = spawn('/bin/bash', ['-c', WRAPPER, 'dcm-run', req.base, req.file, ...req.args], {
       detached: true,
       stdio: ['ignore', fd, fd],
       cwd: req.cwd,
@@ -90,8 +101,7 @@ function launch(req: Launch): void {
   fs.closeSync(claim);
   send({ id: req.id, pid, start: procStartTime(pid) });
   child.once('exit', (code, signal) => {
-    // A run ended by a signal was cut off rather than finished: its status says so.
-    fs.writeFileSync(`${req.base}.status`, code !== null ? `${code}\n` : `signal ${signal}\n`);
+    // The wrapper wrote the status; a wrapper ended by a signal (a timeout's kill) wrote none.
     running--;
     send({ id: req.id, code, signal });
     maybeExit();

@@ -84,3 +84,43 @@ export async function terminateGroup(pgid: number, graceMs: number): Promise<boo
   // After SIGKILL only a process stuck in the kernel (state D) can linger: bound the wait.
   return waitGroupGone(pgid, 10_000);
 }
+
+/** Now, in the clock ticks of /proc start times (USER_HZ is 100 on Linux), a second early for safety. */
+export function ticksNow(): number {
+  try {
+    const up = Number(fs.readFileSync('/proc/uptime', 'latin1').split(' ')[0]);
+    return Math.max(0, Math.floor(up * 100) - 100);
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * SIGTERM to each of `pids` (processes of a run that left its group), SIGKILL after `graceMs` to
+ * those left, then wait (bounded) until they are gone.
+ */
+export async function terminatePids(pids: readonly number[], graceMs: number): Promise<void> {
+  const alive = () => pids.filter((p) => sameProcessAlive(p, null));
+  const send = (sig: NodeJS.Signals) => {
+    for (const p of alive()) {
+      try {
+        process.kill(p, sig);
+      } catch {
+        // gone already
+      }
+    }
+  };
+  send('SIGTERM');
+  const until = async (ms: number) => {
+    const end = Date.now() + ms;
+    let every = 5;
+    while (alive().length && Date.now() < end) {
+      await sleep(every);
+      every = Math.min(every * 2, 100);
+    }
+  };
+  await until(graceMs);
+  if (!alive().length) return;
+  send('SIGKILL');
+  await until(10_000);
+}

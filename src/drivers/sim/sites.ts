@@ -31,7 +31,7 @@ export class SiteBook {
   constructor(file: string) {
     this.db = new Database(file, { fileMustExist: true });
     // Short waits, retried at the next tick: the orchestrator's event loop never stalls long behind a writer.
-    this.db.pragma('busy_timeout = 1000');
+    this.db.pragma('busy_timeout = 5000');
     this.db.pragma('synchronous = NORMAL');
     this.selectOne = this.db.prepare('SELECT * FROM sim_site WHERE name = ?');
     this.upsert = this.db.prepare(

@@ -1,26 +1,24 @@
-/** `dcm strategy apply` and `dcm strategy abort`. */
+/** `dcm strategy apply`: the orchestrator (src/orchestrator) run as a service of this command. */
 import { OperationError } from '../domain/errors.js';
 import { statesOf, TYPES, type StrategyType } from '../domain/types.js';
 import { openDb, type Db } from '../store/open.js';
-import { casStrategyState, getStrategy } from '../store/strategy.js';
-import { abortInitialSteps, abortMidStateSteps, interruptRunning } from '../store/transitions.js';
+import { casStrategyState } from '../store/strategy.js';
 import fs from 'node:fs';
 import v8 from 'node:v8';
 import { DcmError } from '../domain/errors.js';
-import { releaseLock, readLock } from '../store/lock.js';
 import { applyFaultError } from '../store/faults.js';
 import { createDriver } from '../drivers/index.js';
 import type { Driver } from '../drivers/driver.js';
-import { withExistingWriteDb } from '../commands/context.js';
-import { strategyNotFound, theStrategy } from '../commands/strategy.js';
+import { strategyNotFound, theStrategy } from './strategy.js';
 import type { Outcome, RunCtx } from '../cli/runner.js';
-import { ApplyLock, holderAlive } from './lock.js';
-import { Orchestrator } from './orchestrator.js';
-import { makeProgress } from './progress-choose.js';
-import type { TrackerInputs } from './progress-tracker.js';
+import { ApplyLock } from '../orchestrator/lock.js';
+import { Orchestrator } from '../orchestrator/orchestrator.js';
+import { makeProgress } from '../orchestrator/progress-choose.js';
+import type { TrackerInputs } from '../orchestrator/progress-tracker.js';
+import { commitHooks } from '../orchestrator/test-hooks.js';
 import { durationStats, observedDurations } from '../store/durations.js';
 import { simLatencyMidpoint } from '../domain/estimate.js';
-import { onSignals } from './signals.js';
+import { onSignals } from '../orchestrator/signals.js';
 
 /** A strategy left in one of these by a process that is gone is taken up again (paused: waiting for resume). */
 const RESUMABLE = ['applying', 'paused', 'abort requested', 'aborting'];
@@ -104,11 +102,13 @@ function estimateInputs(db: Db, type: string, extra: Record<string, unknown>): T
 }
 
 export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: ApplyOptions = {}): Promise<Outcome> {
+  // Test hooks are checked before the file is read: a stray variable is a usage error.
+  const hooks = commitHooks(process.env, ctx.dbPath);
   const db = openDb(ctx.dbPath, { create: false });
   if (!db) strategyNotFound(type);
-  // Short waits inside SQLite, retried by the orchestrator: the event loop (heartbeat, signals)
-  // never stalls for long behind another writer, and the wait is said on stderr (SPEC §2.1).
-  db.pragma('busy_timeout = 1000');
+  // SPEC §2: every connection waits at least 5 s for another writer; past that the orchestrator
+  // says so once and tries again (committer.ts), never dying of SQLITE_BUSY.
+  db.pragma('busy_timeout = 5000');
   const checkFile = fileWatch(ctx.dbPath);
   const lock = new ApplyLock(db, ctx.dbPath);
   let locked = false;
@@ -161,6 +161,8 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
       stateTimeoutMs: Number(s.extra.state_timeout_ms) || TYPES[s.type as StrategyType].defaultStateTimeoutMs,
       drainMs: drainMs(process.env.DCM_DRAIN_MS),
       fence: () => lock.check(),
+      fenceToken: lock.token,
+      hooks,
       checkFile,
       file: ctx.dbPath,
     });
@@ -199,29 +201,3 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
   }
 }
 
-/**
- * `applying` → `abort requested`, for the running orchestrator to carry out. With no orchestrator
- * running, the abort is finished here: steps not started and steps caught mid-state are aborted.
- */
-export async function strategyAbort(ctx: RunCtx, type?: StrategyType): Promise<Outcome> {
-  const result = withExistingWriteDb(ctx, (db) => {
-    const s = theStrategy(db, type);
-    // A paused strategy is aborted as an applying one is (SPEC §4 "Control while applying").
-    const abortable = ['applying', 'paused'];
-    if (!abortable.includes(s.state)) throw new OperationError(`Strategy in state ${s.state} cannot be aborted`);
-    const holder = readLock(db);
-    if (holder && holderAlive(holder)) {
-      casStrategyState(db, abortable, 'abort requested');
-    } else {
-      // The lock of an orchestrator that died goes with the abort it will never carry out.
-      if (holder) releaseLock(db, holder.token);
-      interruptRunning(db, 'aborted while no orchestrator was running');
-      abortInitialSteps(db);
-      abortMidStateSteps(db);
-      casStrategyState(db, abortable, 'aborted');
-    }
-    return { kind: 'strategy' as const, strategy: getStrategy(db)! };
-  });
-  if (!result) strategyNotFound(type);
-  return { result };
-}

@@ -1,0 +1,51 @@
+/** `dcm strategy abort` (SPEC §6). */
+import { OperationError } from '../domain/errors.js';
+import type { StrategyType } from '../domain/types.js';
+import { casStrategyState, getStrategy } from '../store/strategy.js';
+import { abortInitialSteps, abortMidStateSteps, interruptRunning } from '../store/transitions.js';
+import { releaseLock, readLock } from '../store/lock.js';
+import { holderAlive } from '../orchestrator/lock.js';
+import { withExistingWriteDb } from './context.js';
+import { strategyNotFound, theStrategy } from './strategy.js';
+import { liveRuns, nameLive } from './live-runs.js';
+import type { Outcome, RunCtx } from '../cli/runner.js';
+
+/**
+ * `applying` → `abort requested`, for the running orchestrator to carry out. With no orchestrator
+ * running, the abort is finished here: steps not started and steps caught mid-state are aborted,
+ * except a step whose run still lives (dcm was killed, its run goes on): that run stays `running`
+ * and the strategy `aborting`, for the next `apply` to adopt the run, wait for it and end the
+ * abort. Nothing is ever started beside a live run (SPEC §7.2).
+ */
+export async function strategyAbort(ctx: RunCtx, type?: StrategyType): Promise<Outcome> {
+  const warnings: string[] = [];
+  const result = withExistingWriteDb(ctx, (db) => {
+    const s = theStrategy(db, type);
+    const holder = readLock(db);
+    const running = holder !== undefined && holderAlive(holder);
+    // A paused strategy is aborted as an applying one is (SPEC §4 "Control while applying"); one
+    // left aborting by an abort that had to leave a live run is finished by a later abort.
+    const abortable = ['applying', 'paused'];
+    if (!abortable.includes(s.state)) throw new OperationError(`Strategy in state ${s.state} cannot be aborted`);
+    if (running) {
+      casStrategyState(db, abortable, 'abort requested');
+    } else {
+      // The lock of an orchestrator that died goes with the abort it will never carry out.
+      if (holder) releaseLock(db, holder.token);
+      const live = liveRuns(db, s);
+      interruptRunning(db, 'aborted while no orchestrator was running', live.map((l) => l.left.historyId));
+      abortInitialSteps(db);
+      abortMidStateSteps(db, live.map((l) => l.left.stepId));
+      casStrategyState(db, abortable, live.length ? 'aborting' : 'aborted');
+      if (live.length) {
+        warnings.push(
+          `still running, left for the next apply: ${nameLive(live)}; the strategy stays aborting: ` +
+            '`dcm strategy apply` waits for it and ends the abort',
+        );
+      }
+    }
+    return { kind: 'strategy' as const, strategy: getStrategy(db)! };
+  });
+  if (!result) strategyNotFound(type);
+  return { result, warnings };
+}

@@ -1,0 +1,59 @@
+/**
+ * Runs of the strategy whose processes still live while no orchestrator runs (after a kill -9 of
+ * dcm, the runs go on): `strategy abort` leaves them running for the next apply to adopt, `retry`
+ * and `delete` refuse (or, with --wait, wait) while one lives. One rule with adoption's (SPEC §7.2):
+ * two runs of a subcloud never overlap, whatever command an operator types in between.
+ */
+import { OperationError } from '../domain/errors.js';
+import type { Db } from '../store/open.js';
+import { leftRunning, type LeftRunRow } from '../store/runs.js';
+import { liveRunPid } from '../drivers/exec/liveness.js';
+import { getStrategy } from '../store/strategy.js';
+import { withReadDb, type Ctx } from './context.js';
+
+export interface LiveRun {
+  left: LeftRunRow;
+  pid: number;
+}
+
+/** The strategy's runs left `running` whose processes live (only the exec driver starts processes). */
+export function liveRuns(db: Db, strategy: { created_at: string; extra: Record<string, unknown> }): LiveRun[] {
+  if (strategy.extra.driver !== 'exec') return [];
+  const logDir = String(strategy.extra.log_dir);
+  const out: LiveRun[] = [];
+  for (const left of leftRunning(db)) {
+    const pid = liveRunPid(logDir, strategy.created_at, left);
+    if (pid !== null) out.push({ left, pid });
+  }
+  return out;
+}
+
+/** `subcloud1 (pre check, pid 123)`, and how many more. */
+export function nameLive(live: LiveRun[]): string {
+  const shown = live.slice(0, 5).map((l) => `${l.left.cloud} (${l.left.state}, pid ${l.pid})`);
+  return shown.join(', ') + (live.length > 5 ? ` and ${live.length - 5} more` : '');
+}
+
+/** Refuse `verb` while a run lives, naming it and saying what to do instead. */
+export function refuseWhileLive(live: LiveRun[], verb: string): void {
+  if (!live.length) return;
+  throw new OperationError(
+    `cannot ${verb} while a run of the strategy is still going: ${nameLive(live)}; ` +
+      `wait for it (--wait), or let \`dcm strategy apply\` adopt it`,
+  );
+}
+
+/** `--wait`: until none of the strategy's runs lives (they end by themselves or by their timeout). */
+export async function waitForLiveRuns(ctx: Ctx, quiet: boolean): Promise<void> {
+  const check = () =>
+    withReadDb(ctx, [] as LiveRun[], (db) => {
+      const s = getStrategy(db);
+      return s ? liveRuns(db, s) : [];
+    });
+  let live = check();
+  if (live.length && !quiet) process.stderr.write(`waiting for ${nameLive(live)} to end\n`);
+  while (live.length) {
+    await new Promise((r) => setTimeout(r, 250));
+    live = check();
+  }
+}

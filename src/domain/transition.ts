@@ -1,0 +1,93 @@
+/**
+ * One committed change of one step, the unit the orchestrator batches into a transaction, and the
+ * few shapes it takes. Plain data, built here and nowhere else, so that every place that starts,
+ * retries, advances or fails a step writes the same fields (SPEC §1 "durable before visible").
+ */
+import type { Endpoint } from './types.js';
+
+export type RunOutcome = 'ok' | 'failed' | 'timeout' | 'skipped' | 'interrupted';
+
+export interface Transition {
+  stepId: number;
+  subcloudId: number;
+  cloud: string;
+  from: string;
+  to: string;
+  details: string;
+  /** The running history row this transition closes, with how it ended and when. */
+  close?: {
+    historyId: number;
+    outcome: RunOutcome;
+    finishedAt: string;
+    details: string;
+    /** How long the operation ran; an ok run's duration goes into the type's statistics. */
+    durationMs?: number;
+    /** A retry follows: when its next attempt is due (ISO), kept in the history so a resume waits it out. */
+    retryAt?: string;
+  };
+  /** The same state runs again after this delay (a retry): the subcloud keeps its slot. */
+  retryInMs?: number;
+  /** Set when an operation for `to` starts right after the commit: its attempt number. */
+  startAttempt?: number;
+  /** Filled in by commit: the history row opened for that operation. */
+  historyId?: number;
+  /** Ends the step: the subcloud's endpoint becomes in-sync (prestage: prestage status complete). */
+  completes?: { endpoint: Endpoint | null };
+  ended: boolean;
+}
+
+/** The step a transition is about, as the orchestrator holds it. */
+export interface StepRef {
+  id: number;
+  subcloudId: number;
+  cloud: string;
+  state: string;
+}
+
+/** How the run being closed ended. */
+export interface Closing {
+  historyId: number;
+  outcome: RunOutcome;
+  finishedAt: string;
+  details: string;
+  durationMs?: number;
+  retryAt?: string;
+}
+
+const base = (step: StepRef, from: string, to: string, details: string) => ({
+  stepId: step.id,
+  subcloudId: step.subcloudId,
+  cloud: step.cloud,
+  from,
+  to,
+  details,
+});
+
+/** Run `state` (the subcloud's first operation in this run, or a retry after its backoff) as `attempt`. */
+export function startRun(step: StepRef, from: string, state: string, attempt: number): Transition {
+  return { ...base(step, from, state, ''), startAttempt: attempt, ended: false };
+}
+
+/** The run closes and the same state runs again after `delayMs`, as a new attempt. */
+export function runAgain(step: StepRef, state: string, details: string, close: Closing, delayMs: number): Transition {
+  return { ...base(step, state, state, details), close, retryInMs: delayMs, ended: false };
+}
+
+/** The run closed ok: on to `to` (started as `startAttempt` unless the step ended or nothing may start). */
+export function advance(
+  step: StepRef,
+  state: string,
+  to: string,
+  details: string,
+  close: Closing,
+  startAttempt: number | undefined,
+  completes: { endpoint: Endpoint | null } | undefined,
+): Transition {
+  const ended = to === 'complete';
+  return { ...base(step, state, to, details), close, startAttempt: ended ? undefined : startAttempt, completes, ended };
+}
+
+/** The run closed failed (or timed out): the step is `failed`. */
+export function fail(step: StepRef, state: string, details: string, close: Closing): Transition {
+  return { ...base(step, state, 'failed', details), close, ended: true };
+}

@@ -1,0 +1,42 @@
+/**
+ * Runs an earlier orchestrator left `running` (it was killed, or stopped waiting): the driver says
+ * whether each is still going or ended meanwhile (to be waited for, never started again), or was
+ * cut off (to run again as the next attempt). Only the steps of those runs are read, not the fleet.
+ * What is done with the answers (the registry, the slots) stays with the orchestrator.
+ */
+import type { Driver, OperationRequest, OperationResult } from '../drivers/driver.js';
+import type { Db } from '../store/open.js';
+import { leftRunning, type LeftRunRow } from '../store/runs.js';
+import { stepsByIds, type CursorStep } from '../store/cursor.js';
+
+export interface Adopted {
+  step: CursorStep;
+  left: LeftRunRow;
+  result: Promise<OperationResult>;
+}
+
+export interface LeftRuns {
+  /** By step id: runs to wait for once their subcloud has its slot. */
+  adopted: Map<number, Adopted>;
+  /** History rows of runs that were cut off: to be marked `interrupted` in one fenced commit. */
+  interrupted: number[];
+}
+
+/** `request(step, left)`: the request the run would have been started with (for the driver's rules). */
+export function adoptLeftRuns(
+  db: Db,
+  driver: Driver,
+  request: (step: CursorStep, left: LeftRunRow) => OperationRequest,
+): LeftRuns {
+  const left = leftRunning(db);
+  const byId = stepsByIds(db, left.map((l) => l.stepId));
+  const out: LeftRuns = { adopted: new Map(), interrupted: [] };
+  for (const l of left) {
+    const step = byId.get(l.stepId);
+    // A row whose step moved on (or a driver that cannot adopt) was cut off: it runs again.
+    const adoption = step && driver.adopt && step.state === l.state ? driver.adopt(l, request(step, l)) : null;
+    if (adoption?.kind === 'wait') out.adopted.set(l.stepId, { step: step!, left: l, result: adoption.result });
+    else out.interrupted.push(l.historyId);
+  }
+  return out;
+}

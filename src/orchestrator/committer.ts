@@ -1,0 +1,90 @@
+/**
+ * Every write of the orchestrator goes through here (SPEC §2.1, issue "one commit path"): a
+ * `BEGIN IMMEDIATE` transaction with the fence first, counted, and one busy rule for all of them
+ * — while another writer holds the file past the busy timeout, wait, say so once, and try again; a
+ * busy file never ends an apply. Nothing else in the orchestrator opens a transaction.
+ *
+ * The test hooks (./test-hooks.ts) act here, at the Nth commit: every commit is a crash point and
+ * a busy point that a test can name.
+ */
+import type { Db } from '../store/open.js';
+import { faultOf } from '../store/faults.js';
+import type { Transition } from '../domain/transition.js';
+import { TransitionWriter } from '../store/transitions.js';
+import type { CommitHooks } from './test-hooks.js';
+
+/** How often a busy file is tried again. */
+export const BUSY_RETRY_MS = 250;
+
+export class Committer {
+  private readonly writer: TransitionWriter;
+  private busySaid = false;
+  /** Commits made so far (the hooks' N counts from 1). */
+  private count = 0;
+
+  constructor(
+    private readonly db: Db,
+    type: string,
+    private readonly fence: () => void,
+    private readonly warn: (text: string) => void,
+    private readonly hooks: CommitHooks | null = null,
+  ) {
+    this.writer = new TransitionWriter(db, type, fence);
+  }
+
+  /**
+   * One attempt: `batch` (transitions) and `also` (other writes of the same turn) in one fenced
+   * transaction. Throws what SQLite throws, SQLITE_BUSY included: nothing of it was committed,
+   * and the caller keeps it for the next attempt.
+   */
+  tryCommit(batch: Transition[], also?: () => void): void {
+    this.hooks?.beforeCommit(this.count + 1);
+    if (batch.length) this.writer.commit(batch, also);
+    else if (also) this.tryWrite(also);
+    else return;
+    this.committed();
+  }
+
+  /** One attempt at a fenced read-modify-write; throws on a busy file. */
+  tryWrite<T>(fn: () => T): T {
+    this.hooks?.beforeCommit(this.count + 1);
+    const out = this.db
+      .transaction(() => {
+        this.fence();
+        return fn();
+      })
+      .immediate();
+    this.committed();
+    return out;
+  }
+
+  /** A write that must happen: tried until the file is not busy any more. */
+  async write<T>(fn: () => T): Promise<T> {
+    for (;;) {
+      try {
+        return this.tryWrite(fn);
+      } catch (err) {
+        if (!this.isBusy(err)) throw err;
+        await new Promise((r) => setTimeout(r, BUSY_RETRY_MS));
+      }
+    }
+  }
+
+  /** Whether `err` is a busy file; said once per apply on stderr. */
+  isBusy(err: unknown): boolean {
+    if (faultOf(err) !== 'busy') return false;
+    this.sayBusy();
+    return true;
+  }
+
+  sayBusy(): void {
+    if (this.busySaid) return;
+    this.busySaid = true;
+    this.warn('the database is locked by another process: waiting for it (nothing is lost meanwhile)');
+  }
+
+  private committed(): void {
+    this.count++;
+    this.hooks?.afterCommit(this.count);
+  }
+}
