@@ -1,0 +1,469 @@
+/**
+ * The seams of the exec driver (issue 14, breaks 1–11): between dcm and the runs it leaves when
+ * killed, the commands run with no orchestrator (abort, retry, delete), another writer holding the
+ * file, the launcher killed, and processes that escape their group. Each reproduces an operator's
+ * sequence with real processes, and is judged by the state commands' own flock'd log (no two runs
+ * of a subcloud overlap, no (subcloud, state) exits 0 twice, the window is never exceeded) and by
+ * the history. Waits are for events (a log line, a row, a process exit), each bounded.
+ */
+import { afterEach, describe, expect, test } from '@jest/globals';
+import fs from 'node:fs';
+import path from 'node:path';
+import { statesOf } from '../../src/domain/types.js';
+import { dcm, dcmOk, waitFor } from '../helpers/cli.js';
+import { history, killLeftovers, names, spawnDcm, steps, strategyState } from '../helpers/history.js';
+import {
+  alive,
+  holdWriteLock,
+  judgeRuns,
+  launcherPid,
+  runningRows,
+  seamFixture,
+  sql,
+  waitForText,
+  withEnv,
+  type SeamFixture,
+} from '../helpers/seams.js';
+
+const PATCH = statesOf('patch');
+let f: SeamFixture;
+afterEach(() => {
+  killLeftovers();
+  f?.cleanup();
+});
+
+const db = () => ['--db', f.db];
+
+function setup(n: number, window: number, yaml: string, extra: string[] = []): void {
+  dcmOk([...db(), 'subcloud', 'add', ...names(n)]);
+  dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', String(window), '--driver', 'exec', '--exec-config', f.config(yaml), ...extra]);
+}
+
+const started = (cloud: string, state?: string) => () => f.readStarts().some((s) => s.cloud === cloud && (!state || s.state === state));
+const endedRun = (cloud: string, state: string) => () => f.ended().some((s) => s.cloud === cloud && s.state === state);
+const judge = (window?: number) => judgeRuns(f.ended(), f.readStarts(), window);
+
+describe('break 1: abort, retry and delete with no orchestrator, while a run lives', () => {
+  test('abort leaves a live run running (strategy aborting, a note naming it); retry is refused; apply adopts it and ends aborted', async () => {
+    f = seamFixture();
+    setup(2, 2, `
+states:
+  pre check: [${f.seam}, "[ $DCM_CLOUD = s1 ] && sleep 6; exit 0"]
+  "*": [${f.seam}, "sleep 0.05"]
+`);
+    const apply = spawnDcm([...db(), 'strategy', 'apply'], f.env);
+    await waitFor(() => runningRows(f.db).some((r) => r.cloud === 's1' && r.pid !== null) && started('s1', 'pre check')(), 30_000);
+    apply.child.kill('SIGKILL');
+    await apply.done;
+    expect(alive(runningRows(f.db).find((r) => r.cloud === 's1')!.pid!)).toBe(true);
+
+    const abort = dcm([...db(), 'strategy', 'abort', '-f', 'json'], { env: f.env });
+    expect(abort.code).toBe(0);
+    expect(strategyState(f.db)).toBe('aborting');
+    expect(abort.stderr).toMatch(/s1/);
+    // The live run is not called interrupted: it is still running, for the next apply to adopt.
+    expect(history(f.db, 's1').map((h) => [h.state, h.outcome])).toEqual([['pre check', 'running']]);
+
+    const retry = dcm([...db(), 'strategy', 'retry'], { env: f.env });
+    expect([retry.code, retry.stderr]).toEqual([1, expect.stringMatching(/cannot be retried/)]);
+
+    const again = dcm([...db(), 'strategy', 'apply'], { env: f.env });
+    expect([again.code, strategyState(f.db)]).toEqual([3, 'aborted']);
+    const pre = f.ended().filter((r) => r.cloud === 's1' && r.state === 'pre check');
+    expect(pre.map((r) => [r.attempt, r.code])).toEqual([[1, '0']]);
+    expect(history(f.db, 's1').filter((h) => h.state === 'pre check').map((h) => [h.attempt, h.outcome])).toEqual([[1, 'ok']]);
+    expect(judge(2)).toEqual([]);
+    expect(f.leftovers()).toEqual([]);
+  }, 120_000);
+
+  /**
+   * A strategy that has ended while a run of it lives: a kill -9 of dcm, then the strategy put in
+   * a state where retry and delete are otherwise allowed (written to the file directly: what
+   * matters is that the command looks at the live run, not how the strategy got there).
+   */
+  async function failedWithLiveRun(): Promise<number> {
+    setup(2, 2, `
+states:
+  pre check: [${f.seam}, "[ $DCM_CLOUD = s1 ] && exit 1; sleep 5"]
+  "*": [${f.seam}, "true"]
+`);
+    const apply = spawnDcm([...db(), 'strategy', 'apply'], f.env);
+    await waitFor(
+      () => steps(f.db).some((s) => s.cloud === 's1' && s.state === 'failed') && runningRows(f.db).some((r) => r.cloud === 's2' && r.pid !== null),
+      30_000,
+    );
+    apply.child.kill('SIGKILL');
+    await apply.done;
+    sql(f.db, (d) => d.exec(`UPDATE strategy SET state = 'failed'`));
+    const pid = runningRows(f.db).find((r) => r.cloud === 's2')!.pid!;
+    expect(alive(pid)).toBe(true);
+    return pid;
+  }
+
+  test('retry and delete while a run of the strategy lives: refused (exit 1), naming the subcloud and the pid', async () => {
+    f = seamFixture();
+    const pid = await failedWithLiveRun();
+    for (const verb of ['retry', 'delete']) {
+      const r = dcm([...db(), 'strategy', verb], { env: f.env });
+      expect([verb, r.code]).toEqual([verb, 1]);
+      expect(r.stderr).toMatch(/s2/);
+      expect(r.stderr).toContain(String(pid));
+    }
+    expect(strategyState(f.db)).toBe('failed');
+    expect(endedRun('s2', 'pre check')()).toBe(false);
+  }, 120_000);
+
+  test.each(['retry', 'delete'])('%s --wait waits for the live run to end, then acts', async (verb) => {
+    f = seamFixture();
+    await failedWithLiveRun();
+    const r = dcm([...db(), 'strategy', verb, '--wait'], { env: f.env });
+    expect([r.code, r.stderr]).toEqual([0, expect.anything()]);
+    // It acted only once the run had ended: the run's own end line is already in its log.
+    expect(endedRun('s2', 'pre check')()).toBe(true);
+    if (verb === 'retry') expect(strategyState(f.db)).toBe('initial');
+    else expect(dcm([...db(), 'strategy', 'show']).code).toBe(1);
+    expect(judge()).toEqual([]);
+  }, 120_000);
+});
+
+describe('break 2–4: another writer holding the file', () => {
+  test('break 2: BEGIN IMMEDIATE held 3 s right after a run starts: the exec apply waits, says so once, exits 0', async () => {
+    f = seamFixture();
+    const trigger = path.join(f.dir, 'started');
+    // The run's first act has the holder take the lock: dcm records the run's process while it is held.
+    setup(3, 1, `
+states:
+  pre check: [${f.seam}, "[ $DCM_CLOUD = s1 ] && touch ${trigger}; sleep 0.5"]
+  "*": [${f.seam}, "sleep 0.05"]
+`);
+    const h = holdWriteLock(f.db, 3000, trigger);
+    await h.ready;
+    const apply = spawnDcm([...db(), 'strategy', 'apply'], f.env);
+    await h.released;
+    const r = await apply.done;
+    expect(r.stderr).not.toMatch(/error:/);
+    expect(r.code).toBe(0);
+    expect(r.stderr.match(/the database is locked by another process: waiting for it/g)).toHaveLength(1);
+    expect(steps(f.db).every((s) => s.state === 'complete')).toBe(true);
+    expect(judge(1)).toEqual([]);
+  }, 120_000);
+
+  test('break 3: the abort committed, then another writer holds the file 2.5 s: apply still ends aborted, exit 3', async () => {
+    f = seamFixture();
+    setup(12, 2, `
+states:
+  "*": [${f.seam}, "sleep 0.2"]
+`);
+    const apply = spawnDcm([...db(), 'strategy', 'apply'], f.env);
+    await waitFor(started('s1'), 30_000, 5);
+    // The orchestrator is stopped while `dcm strategy abort` commits and the other writer takes
+    // the lock, so that it first sees the abort with the file held (as a slow poll would).
+    process.kill(apply.child.pid!, 'SIGSTOP');
+    let h;
+    try {
+      dcmOk([...db(), 'strategy', 'abort']);
+      h = holdWriteLock(f.db, 2500);
+      await h.held;
+    } finally {
+      process.kill(apply.child.pid!, 'SIGCONT');
+    }
+    await h.released;
+    const r = await apply.done;
+    expect(r.stderr).not.toMatch(/error:/);
+    expect([r.code, strategyState(f.db)]).toEqual([3, 'aborted']);
+    expect(steps(f.db).some((s) => s.state === 'aborted')).toBe(true);
+    expect(judge(2)).toEqual([]);
+  }, 120_000);
+
+  test('break 4: a first Ctrl-C while another writer holds the file: nothing starts after it; exit 130, strategy applying', async () => {
+    f = seamFixture();
+    setup(12, 3, `
+states:
+  "*": [${f.seam}, "sleep 0.3"]
+`);
+    const apply = spawnDcm([...db(), 'strategy', 'apply'], f.env);
+    await waitFor(() => f.ended().length >= 2, 30_000, 5);
+    const h = holdWriteLock(f.db, 3000);
+    await h.held;
+    // A batch of transitions decided before the signal is waiting for the file.
+    await waitForText(apply.stderr, /the database is locked by another process/);
+    const signalled = Date.now();
+    apply.child.kill('SIGINT');
+    await waitForText(apply.stderr, /SIGINT: starting nothing new/);
+    const released = await h.released;
+    const r = await apply.done;
+    expect([r.code, strategyState(f.db)]).toEqual([130, 'applying']);
+    // While the lock was held nothing could commit, so a run that starts once it is released was
+    // decided after the signal: there must be none.
+    const late = f.readStarts().filter((s) => s.start > released * 1e6);
+    expect(late).toEqual([]);
+    // And no history row was started after the signal.
+    const afterSignal = history(f.db).filter((x) => Date.parse(x.started_at.replace(' ', 'T') + 'Z') > signalled);
+    expect(afterSignal).toEqual([]);
+    expect(judge(3)).toEqual([]);
+    expect(f.leftovers()).toEqual([]);
+  }, 120_000);
+});
+
+describe('break 6: an adopted run\'s leftovers', () => {
+  test('a run that exited 0 leaving a process in its group, dcm killed before it committed: the next apply kills the leftover before the next state', async () => {
+    f = seamFixture();
+    const left = path.join(f.dir, 'leftover.pid');
+    const seen = path.join(f.dir, 'seen');
+    // The leftover ignores SIGTERM, so a live dcm spends kill_grace on it before it can commit:
+    // that is when dcm is killed. The next state records whether the leftover still lived.
+    setup(1, 1, `
+defaults: {kill_grace: 5s}
+states:
+  pre check: [${f.seam}, "(trap '' TERM; sleep 30; echo natural-end >> ${seen}) & echo $! > ${left}; exit 0"]
+  updating patches: [${f.seam}, "if kill -0 $(cat ${left}) 2>/dev/null; then echo alive >> ${seen}; else echo gone >> ${seen}; fi"]
+  "*": [${f.seam}, "true"]
+`);
+    const apply = spawnDcm([...db(), 'strategy', 'apply'], f.env);
+    await waitFor(endedRun('s1', 'pre check'), 30_000, 5);
+    const leftover = Number(fs.readFileSync(left, 'utf8'));
+    expect(alive(leftover)).toBe(true);
+    apply.child.kill('SIGKILL');
+    await apply.done;
+    expect(history(f.db, 's1').map((x) => [x.state, x.outcome])).toEqual([['pre check', 'running']]);
+
+    const r = dcm([...db(), 'strategy', 'apply'], { env: f.env });
+    expect(r.code).toBe(0);
+    expect(fs.readFileSync(seen, 'utf8').trim().split('\n')).toEqual(['gone']);
+    expect(history(f.db, 's1').map((x) => [x.state, x.attempt, x.outcome])).toEqual(PATCH.map((s) => [s, 1, 'ok']));
+    expect(judge(1)).toEqual([]);
+    expect(f.leftovers()).toEqual([]);
+  }, 120_000);
+});
+
+describe('breaks 7–9: the launcher killed', () => {
+  test('break 7: the launcher killed while it starts a burst of runs: no step fails "cannot start", nothing runs twice, the window holds', async () => {
+    f = seamFixture();
+    const N = 30;
+    const once = path.join(f.dir, 'killed-launcher');
+    // s1's first run kills its launcher (its nearest launcher.js ancestor) the moment it runs: the
+    // launcher is then in the middle of starting the other 29 of the burst.
+    setup(N, N, `
+states:
+  pre check:
+    run: '[ "$DCM_CLOUD" = s1 ] && ${f.killLauncher} ${once}; exec ${f.seam} "sleep 0.5"'
+  "*": [${f.seam}, "sleep 0.05"]
+`);
+    const r = dcm([...db(), 'strategy', 'apply'], { env: f.env });
+    expect(fs.existsSync(path.join(once, 'pid'))).toBe(true);
+    const failed = steps(f.db).filter((s) => s.state !== 'complete');
+    expect(failed.map((s) => `${s.cloud}: ${s.details}`).filter((d) => /cannot start/.test(d))).toEqual([]);
+    expect([r.code, failed]).toEqual([0, []]);
+    expect(judge(N)).toEqual([]);
+    // Every (subcloud, state) ran exactly once to exit 0.
+    const ok = f.ended().filter((x) => x.code === '0').map((x) => `${x.cloud}/${x.state}`).sort();
+    expect(ok).toEqual(names(N).flatMap((c) => PATCH.map((s) => `${c}/${s}`)).sort());
+    expect(f.leftovers()).toEqual([]);
+  }, 180_000);
+
+  test('break 8: timeout 3s, a run of sleep 40, the launcher killed: the run is still timed out (its group killed), not waited for', async () => {
+    f = seamFixture();
+    setup(1, 1, `
+defaults: {kill_grace: 1s}
+states:
+  pre check: {run: [${f.seam}, "sleep 40"], timeout: 3s}
+  "*": [${f.seam}, "true"]
+`);
+    const apply = spawnDcm([...db(), 'strategy', 'apply'], f.env);
+    await waitFor(started('s1', 'pre check'), 30_000, 5);
+    const launcher = launcherPid(f, apply.child.pid);
+    expect(launcher).not.toBeNull();
+    process.kill(launcher!, 'SIGKILL');
+    const runPid = f.readStarts()[0].pid;
+    const r = await apply.done;
+    expect(r.code).toBe(1);
+    // Killed at its timeout: it never reached its natural end, and it is gone.
+    expect(f.ended().filter((x) => x.state === 'pre check').map((x) => x.code)).toEqual(['TERM']);
+    expect(alive(runPid)).toBe(false);
+    expect(history(f.db, 's1').map((x) => [x.state, x.attempt, x.outcome])).toEqual([['pre check', 1, 'timeout']]);
+    expect(steps(f.db)[0].details).toBe('pre check: timed out after 3s');
+    expect(f.readStarts()).toHaveLength(1);
+    expect(f.leftovers()).toEqual([]);
+  }, 120_000);
+
+  test('break 9: the launcher killed at random moments with many runs in flight: no (subcloud, state) that exited 0 runs again', async () => {
+    f = seamFixture();
+    const N = 20;
+    const W = 10;
+    setup(N, W, `
+states:
+  "*": [${f.seam}, "sleep 0.$(( $$ % 4 + 2 ))"]
+`);
+    const apply = spawnDcm([...db(), 'strategy', 'apply'], f.env);
+    let kills = 0;
+    for (let i = 0; i < 5 && apply.child.exitCode === null; i++) {
+      const before = f.readStarts().length;
+      try {
+        await waitFor(() => f.readStarts().length >= before + 3 + Math.floor(Math.random() * 8) || apply.child.exitCode !== null, 60_000, 5);
+      } catch {
+        break;
+      }
+      const l = launcherPid(f, apply.child.pid);
+      if (l !== null && apply.child.exitCode === null) {
+        process.kill(l, 'SIGKILL');
+        kills++;
+      }
+    }
+    const r = await apply.done;
+    expect(kills).toBeGreaterThanOrEqual(3);
+    expect(judge(W)).toEqual([]);
+    expect(r.code).toBe(0);
+    const ok = f.ended().filter((x) => x.code === '0').map((x) => `${x.cloud}/${x.state}`).sort();
+    expect(ok).toEqual(names(N).flatMap((c) => PATCH.map((s) => `${c}/${s}`)).sort());
+    expect(f.leftovers()).toEqual([]);
+  }, 180_000);
+});
+
+describe('break 10: kill -9 during a backoff', () => {
+  test('retries 1, always failing, backoff 5s: dcm killed 3 times in the backoff: 2 runs in all, the second no earlier than its backoff allows', async () => {
+    f = seamFixture();
+    setup(1, 1, `
+states:
+  pre check: {run: [${f.seam}, "echo no >&2; exit 4"], retries: 1, backoff: 5s..5s}
+  "*": [${f.seam}, "true"]
+`);
+    let apply = spawnDcm([...db(), 'strategy', 'apply'], f.env);
+    await waitFor(() => history(f.db, 's1').some((h) => h.outcome === 'failed'), 30_000, 10);
+    let kills = 0;
+    for (;;) {
+      apply.child.kill('SIGKILL');
+      await apply.done;
+      kills++;
+      if (kills === 3) break;
+      apply = spawnDcm([...db(), 'strategy', 'apply'], f.env);
+      // Under way: it has said it resumes the strategy (or already started the second run).
+      await waitFor(() => /resuming/.test(apply.stderr()) || f.readStarts().length > 1 || apply.child.exitCode !== null, 30_000, 5);
+    }
+    const r = dcm([...db(), 'strategy', 'apply'], { env: f.env });
+    expect(r.code).toBe(1);
+    const runs = f.ended();
+    expect(runs.map((x) => [x.state, x.attempt, x.code])).toEqual([
+      ['pre check', 1, '4'],
+      ['pre check', 2, '4'],
+    ]);
+    // The second run started at least the backoff after the first ended.
+    expect(runs[1].start - runs[0].end).toBeGreaterThanOrEqual(5000 * 1e6 - 10e6);
+    expect(history(f.db, 's1').map((x) => [x.attempt, x.outcome])).toEqual([
+      [1, 'failed'],
+      [2, 'failed'],
+    ]);
+    expect(steps(f.db)[0].details).toBe('pre check: exit 4: no');
+  }, 120_000);
+});
+
+describe('break 11: processes that escape the run\'s group; DCM_RUN_ID and DCM_FENCE', () => {
+  const DAEMONS = 'setsid sleep 60 & (sleep 60 &) & sleep 0.1; exit 0';
+
+  test('a state that setsids and double-forks a daemon and exits 0: after the apply no process of the run is left', async () => {
+    f = seamFixture();
+    setup(2, 2, `
+states:
+  pre check: [${f.seam}, "${DAEMONS}"]
+  "*": [${f.seam}, "true"]
+`);
+    const r = dcm([...db(), 'strategy', 'apply'], { env: f.env });
+    expect(r.code).toBe(0);
+    expect(f.leftovers()).toEqual([]);
+    const ids = f.readStarts().filter((s) => s.state === 'pre check').map((s) => s.runId);
+    expect(ids.every((id) => id.length > 0)).toBe(true);
+    for (const id of ids) expect(withEnv('DCM_RUN_ID', id)).toEqual([]);
+    expect(f.leftovers()).toEqual([]);
+  }, 120_000);
+
+  test('after a second Ctrl-C no process carrying the run\'s DCM_RUN_ID is left', async () => {
+    f = seamFixture();
+    setup(2, 2, `
+defaults: {kill_grace: 500ms}
+states:
+  pre check: [${f.seam}, "setsid sleep 60 & (sleep 60 &) & sleep 60"]
+  "*": [${f.seam}, "true"]
+`);
+    const apply = spawnDcm([...db(), 'strategy', 'apply'], f.env);
+    await waitFor(() => f.readStarts().length === 2 && f.leftovers().length >= 8, 30_000, 10);
+    apply.child.kill('SIGINT');
+    await waitForText(apply.stderr, /SIGINT: starting nothing new/);
+    apply.child.kill('SIGINT');
+    const r = await apply.done;
+    expect(r.code).toBe(130);
+    expect(f.leftovers()).toEqual([]);
+    for (const s of f.readStarts()) expect([s.cloud, s.runId.length > 0, withEnv('DCM_RUN_ID', s.runId)]).toEqual([s.cloud, true, []]);
+    expect(f.leftovers()).toEqual([]);
+  }, 120_000);
+
+  test('an adopted run that left a setsid daemon: the adopting apply kills it, found by the same DCM_RUN_ID', async () => {
+    f = seamFixture();
+    const daemon = path.join(f.dir, 'daemon');
+    setup(1, 1, `
+states:
+  pre check: [${f.seam}, "setsid sleep 60 & echo $! > ${daemon}; sleep 2; exit 0"]
+  "*": [${f.seam}, "true"]
+`);
+    const apply = spawnDcm([...db(), 'strategy', 'apply'], f.env);
+    await waitFor(() => fs.existsSync(daemon) && fs.readFileSync(daemon, 'utf8').trim() !== '' && runningRows(f.db).some((x) => x.pid !== null), 30_000, 10);
+    apply.child.kill('SIGKILL');
+    await apply.done;
+    const pid = Number(fs.readFileSync(daemon, 'utf8'));
+    expect(alive(pid)).toBe(true);
+    const r = dcm([...db(), 'strategy', 'apply'], { env: f.env });
+    expect(r.code).toBe(0);
+    expect(alive(pid)).toBe(false);
+    expect(f.leftovers()).toEqual([]);
+    const id = f.readStarts().find((s) => s.state === 'pre check')!.runId;
+    expect(id.length).toBeGreaterThan(0);
+    expect(withEnv('DCM_RUN_ID', id)).toEqual([]);
+    expect(judge(1)).toEqual([]);
+  }, 120_000);
+
+  test('every run carries DCM_RUN_ID (distinct per subcloud, state, attempt) and DCM_FENCE (the apply\'s; another apply, another)', async () => {
+    f = seamFixture();
+    setup(3, 3, `
+defaults: {backoff: 10ms..10ms}
+states:
+  pre check: {run: [${f.seam}, "[ $DCM_CLOUD = s2 ] && [ $DCM_ATTEMPT = 1 ] && exit 1; exit 0"], retries: 1}
+  updating patches: [${f.seam}, "[ $DCM_CLOUD = s3 ] && sleep 1.5; exit 0"]
+  "*": [${f.seam}, "true"]
+`);
+    const first = spawnDcm([...db(), 'strategy', 'apply'], f.env);
+    await waitFor(started('s3', 'updating patches'), 30_000, 5);
+    first.child.kill('SIGKILL');
+    await first.done;
+    const r = dcm([...db(), 'strategy', 'apply'], { env: f.env });
+    expect(r.code).toBe(0);
+    const all = f.readStarts();
+    expect(all.every((s) => s.runId.length > 0 && s.fence.length > 0)).toBe(true);
+    // One run id per run: distinct for each (subcloud, state, attempt).
+    expect(new Set(all.map((s) => s.runId)).size).toBe(all.length);
+    expect(new Set(all.map((s) => `${s.cloud}/${s.state}/${s.attempt}`)).size).toBe(all.length);
+    expect(all.filter((s) => s.cloud === 's2' && s.state === 'pre check').map((s) => s.attempt)).toEqual([1, 2]);
+    // One fence per apply: the run the first apply started (adopted by the second) has the first's,
+    // the state after it the second's.
+    expect(new Set(all.map((s) => s.fence)).size).toBe(2);
+    const fenceOf = (state: string) => all.find((s) => s.cloud === 's3' && s.state === state)!.fence;
+    expect(fenceOf('updating patches')).not.toBe(fenceOf(PATCH[2]));
+    expect(fenceOf('pre check')).toBe(fenceOf('updating patches'));
+    expect(judge(3)).toEqual([]);
+  }, 120_000);
+});
+
+describe('failure details (SPEC §7.2)', () => {
+  test('`<state>: exit N: <last non-empty line of stderr, else stdout>`; the log keeps both, in the order written', () => {
+    f = seamFixture();
+    setup(2, 2, `
+states:
+  pre check:
+    run: 'if [ "$DCM_CLOUD" = s1 ]; then echo err-line >&2; echo; echo out-line; else echo only-out; echo; fi; exit 3'
+  "*": "true"
+`);
+    const r = dcm([...db(), 'strategy', 'apply'], { env: f.env });
+    expect(r.code).toBe(1);
+    const d = Object.fromEntries(steps(f.db).map((s) => [s.cloud, s.details]));
+    expect(d).toEqual({ s1: 'pre check: exit 3: err-line', s2: 'pre check: exit 3: only-out' });
+    const log = fs.readFileSync(path.join(`${f.db}.logs`, 's1', '1-pre check.log'), 'utf8');
+    expect(log).toBe('err-line\n\nout-line\n');
+  });
+});
