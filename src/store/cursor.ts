@@ -11,6 +11,8 @@ export interface CursorStep extends ApplyStep {
   /**
    * Put back in the state it failed in by `strategy retry`: mid-state, but nothing of it is in
    * flight, so it starts as a new subcloud does (held by a pause, an abort, the failure budget).
+   * A step killed while a driver's retry waited out its backoff (its last run has a `retry_at`)
+   * is in flight, not retried.
    */
   retried: boolean;
 }
@@ -33,7 +35,7 @@ export class StageCursor {
   ) {
     this.mid = db.prepare(
       `SELECT ${COLUMNS},
-         coalesce((SELECT h.outcome IN ('failed', 'timeout') FROM step_history h WHERE h.step_id = st.id ORDER BY h.id DESC LIMIT 1), 0) AS retried
+         coalesce((SELECT h.outcome IN ('failed', 'timeout') AND h.retry_at IS NULL FROM step_history h WHERE h.step_id = st.id ORDER BY h.id DESC LIMIT 1), 0) AS retried
        FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
        WHERE st.stage = ? AND st.id > ? AND st.state NOT IN ('initial', 'complete', 'failed', 'aborted')
        ORDER BY st.id LIMIT ?`,

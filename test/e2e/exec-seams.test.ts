@@ -65,7 +65,7 @@ states:
     expect(history(f.db, 's1').map((h) => [h.state, h.outcome])).toEqual([['pre check', 'running']]);
 
     const retry = dcm([...db(), 'strategy', 'retry'], { env: f.env });
-    expect([retry.code, retry.stderr]).toEqual([1, expect.stringMatching(/cannot be retried/)]);
+    expect([retry.code, retry.stderr]).toEqual([1, expect.stringMatching(/cannot retry while a run of the strategy is still going: s1 \(pre check, pid \d+\)/)]);
 
     const again = dcm([...db(), 'strategy', 'apply'], { env: f.env });
     expect([again.code, strategyState(f.db)]).toEqual([3, 'aborted']);
@@ -127,7 +127,7 @@ states:
 });
 
 describe('break 2–4: another writer holding the file', () => {
-  test('break 2: BEGIN IMMEDIATE held 3 s right after a run starts: the exec apply waits, says so once, exits 0', async () => {
+  test('break 2: BEGIN IMMEDIATE held 7 s (past the 5 s busy timeout) right after a run starts: the exec apply waits, says so once, exits 0', async () => {
     f = seamFixture();
     const trigger = path.join(f.dir, 'started');
     // The run's first act has the holder take the lock: dcm records the run's process while it is held.
@@ -136,7 +136,7 @@ states:
   pre check: [${f.seam}, "[ $DCM_CLOUD = s1 ] && touch ${trigger}; sleep 0.5"]
   "*": [${f.seam}, "sleep 0.05"]
 `);
-    const h = holdWriteLock(f.db, 3000, trigger);
+    const h = holdWriteLock(f.db, 7000, trigger);
     await h.ready;
     const apply = spawnDcm([...db(), 'strategy', 'apply'], f.env);
     await h.released;
@@ -183,7 +183,8 @@ states:
 `);
     const apply = spawnDcm([...db(), 'strategy', 'apply'], f.env);
     await waitFor(() => f.ended().length >= 2, 30_000, 5);
-    const h = holdWriteLock(f.db, 3000);
+    // Past the 5 s busy timeout, so that the orchestrator's busy rule (wait, say so, retry) is on.
+    const h = holdWriteLock(f.db, 8000);
     await h.held;
     // A batch of transitions decided before the signal is waiting for the file.
     await waitForText(apply.stderr, /the database is locked by another process/);
@@ -216,7 +217,7 @@ describe('break 6: an adopted run\'s leftovers', () => {
 defaults: {kill_grace: 5s}
 states:
   pre check: [${f.seam}, "(trap '' TERM; sleep 30; echo natural-end >> ${seen}) & echo $! > ${left}; exit 0"]
-  updating patches: [${f.seam}, "if kill -0 $(cat ${left}) 2>/dev/null; then echo alive >> ${seen}; else echo gone >> ${seen}; fi"]
+  updating patches: [${f.seam}, "st=$(sed 's/.*) //' /proc/$(cat ${left})/stat 2>/dev/null | cut -c1); if [ -n \\"$st\\" ] && [ \\"$st\\" != Z ]; then echo alive >> ${seen}; else echo gone >> ${seen}; fi"]
   "*": [${f.seam}, "true"]
 `);
     const apply = spawnDcm([...db(), 'strategy', 'apply'], f.env);
@@ -264,7 +265,7 @@ states:
   test('break 8: timeout 3s, a run of sleep 40, the launcher killed: the run is still timed out (its group killed), not waited for', async () => {
     f = seamFixture();
     setup(1, 1, `
-defaults: {kill_grace: 1s}
+defaults: {kill_grace: 5s}
 states:
   pre check: {run: [${f.seam}, "sleep 40"], timeout: 3s}
   "*": [${f.seam}, "true"]
@@ -451,12 +452,14 @@ states:
 });
 
 describe('failure details (SPEC §7.2)', () => {
+  // README "The result": stderr's last line is the reason; the log holds both streams (stderr one
+  // hop later, through the run's tee, so the command here leaves a moment between them).
   test('`<state>: exit N: <last non-empty line of stderr, else stdout>`; the log keeps both, in the order written', () => {
     f = seamFixture();
     setup(2, 2, `
 states:
   pre check:
-    run: 'if [ "$DCM_CLOUD" = s1 ]; then echo err-line >&2; echo; echo out-line; else echo only-out; echo; fi; exit 3'
+    run: 'if [ "$DCM_CLOUD" = s1 ]; then echo err-line >&2; sleep 0.2; echo; echo out-line; else echo only-out; echo; fi; exit 3'
   "*": "true"
 `);
     const r = dcm([...db(), 'strategy', 'apply'], { env: f.env });

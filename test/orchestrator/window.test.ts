@@ -130,4 +130,41 @@ describe('StageWindow', () => {
     await run;
     expect(h.started).toEqual([1]);
   });
+
+  // Issue 14, break 5: a failing read or run in the window's pump was an unhandled rejection (a
+  // stack trace) and the stage never settled. Now it is handed to the owner, which stops the apply.
+  test('a read that throws, or a run that rejects, goes to the owner: no unhandled rejection', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (e: unknown) => unhandled.push(e);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const failures: Error[] = [];
+      const broken = {
+        fetch: () => {
+          throw new Error('disk I/O error');
+        },
+        gate: () => ({ newSubclouds: true, operations: true, stopping: false }),
+        run: async () => true,
+        failed: (e: Error) => failures.push(e),
+      };
+      void new StageWindow(2, broken).run();
+      await tick();
+      expect(failures.map((e) => e.message)).toEqual(['disk I/O error']);
+
+      const rejected: Error[] = [];
+      let served = false;
+      const w = new StageWindow(2, {
+        fetch: () => (served ? [] : ((served = true), [step(1)])),
+        gate: () => ({ newSubclouds: true, operations: true, stopping: false }),
+        run: () => Promise.reject(new Error('database disk image is malformed')),
+        failed: (e: Error) => rejected.push(e),
+      });
+      await w.run();
+      expect(rejected.map((e) => e.message)).toEqual(['database disk image is malformed']);
+      await tick();
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
 });
