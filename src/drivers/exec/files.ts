@@ -26,18 +26,20 @@ export function removeQuietly(file: string): void {
 }
 
 /**
- * The `.status` file: `<code>` when the run exited, `signal <NAME>` when a signal ended it (it was
- * cut off, not finished); null while there is none.
+ * The `.status` file, written by the run's wrapper as its last act: `<code> <run id>`
+ * (`signal <NAME>` from an older dcm's launcher: cut off, not finished); null while there is none.
+ * A status naming another run id is a stale file of an earlier strategy that used the same
+ * folder, never this run's: it counts as none.
  */
 export type RunStatus = { code: number } | { signal: string };
 
-export function readStatus(base: string): RunStatus | null {
+export function readStatus(base: string, runId: string): RunStatus | null {
   const text = readSmall(`${base}.status`);
   if (text === null) return null;
-  const t = text.trim();
-  if (/^\d+$/.test(t)) return { code: Number(t) };
-  if (t.startsWith('signal ')) return { signal: t.slice(7) };
-  return null; // being written: the launcher writes it in one call, so only an instant
+  const [first, second] = text.trim().split(/\s+/);
+  if (/^\d+$/.test(first ?? '')) return second === undefined || second === runId ? { code: Number(first) } : null;
+  if (first === 'signal' && second) return { signal: second };
+  return null; // being written: only an instant
 }
 
 /**
@@ -46,12 +48,15 @@ export function readStatus(base: string): RunStatus | null {
  * recorded pid nor this file and writes `abandoned`, so that a launch message still on its way
  * can never start the run after all.
  */
-export type RunClaim = { launching: number } | { pid: number; launcher: number } | { abandoned: true };
+export type RunClaim = { launching: number } | { pid: number; launcher: number } | { abandoned: true } | { stale: true };
 
-export function readClaim(base: string): RunClaim | null {
+/** Each form ends with the run id it is for; one naming another run is `stale` (an earlier strategy's). */
+export function readClaim(base: string, runId: string): RunClaim | null {
   const text = readSmall(`${base}.pid`);
   if (text === null) return null;
   const t = text.trim().split(/\s+/);
+  const idAt = t[0] === 'abandoned' ? 1 : 2;
+  if (t[idAt] !== undefined && t[idAt] !== runId) return { stale: true };
   if (t[0] === 'abandoned') return { abandoned: true };
   if (t[0] === 'launching' && Number(t[1]) > 0) return { launching: Number(t[1]) };
   if (Number(t[0]) > 0 && Number(t[1]) > 0) return { pid: Number(t[0]), launcher: Number(t[1]) };
@@ -60,9 +65,9 @@ export function readClaim(base: string): RunClaim | null {
 }
 
 /** Claim a run for nobody: true if this call created the `.pid` file. */
-export function abandonRun(base: string): boolean {
+export function abandonRun(base: string, runId: string): boolean {
   try {
-    fs.writeFileSync(`${base}.pid`, 'abandoned\n', { flag: 'wx' });
+    fs.writeFileSync(`${base}.pid`, `abandoned ${runId}\n`, { flag: 'wx' });
     return true;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;

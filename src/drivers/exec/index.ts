@@ -14,7 +14,7 @@ import path from 'node:path';
 import { formatDuration } from '../../domain/durations.js';
 import type { Adoption, Driver, LeftRun, OperationRequest, OperationResult, RunProcess } from '../driver.js';
 import type { ExecConfig, StateSpec } from './config.js';
-import { abandonRun, lastLine, readClaim, readSmall, readStatus, removeQuietly, runBase, type RunStatus } from './files.js';
+import { abandonRun, lastLine, readClaim, readSmall, readStatus, removeQuietly, runBase, type RunClaim, type RunStatus } from './files.js';
 import { render, SUBCLOUD_FIELDS, TYPE_OPTION_KEYS } from './placeholders.js';
 import { groupAlive, sameProcessAlive, terminateGroup, terminatePids, ticksNow, waitGroupGone } from './procs.js';
 import { Launcher, type Exited } from './launch.js';
@@ -50,6 +50,9 @@ interface LeftProcess {
   deadline: number;
   proc: RunProcess | null;
 }
+
+/** A claim that may belong to this run (none, or one left by an earlier strategy, does not). */
+const live = (c: RunClaim | null): boolean => c !== null && !('stale' in c);
 
 /** The files a run leaves beside its log. */
 const RUN_FILES = ['.status', '.pid', '.next', '.err'];
@@ -179,7 +182,7 @@ export class ExecDriver implements Driver {
     else await this.cleanLeftovers(pid, runId, run0.since, spec.killGraceMs);
     if (stopped) return { kind: 'failed', reason: 'interrupted' };
     if (timedOut) return this.failure(req, spec, `timed out after ${formatDuration(spec.timeoutMs)}`, 'timeout');
-    const status = readStatus(base);
+    const status = readStatus(base, runId);
     if (status && 'code' in status) return this.outcome(req, spec, base, status.code);
     if (end.code === null) return this.failure(req, spec, `killed by ${end.signal ?? 'a signal'}`, 'failed');
     return this.outcome(req, spec, base, end.code);
@@ -278,7 +281,7 @@ export class ExecDriver implements Driver {
     const runId = runIdOf(req);
     // No trace of the run at all: dcm stopped before its launcher started it. Claim it for nobody,
     // so that a launch message still on its way can never start it after all; it runs again.
-    if (!left.proc && readStatus(base) === null && readClaim(base) === null && abandonRun(base)) return { kind: 'interrupted' };
+    if (!left.proc && readStatus(base, runId) === null && !live(readClaim(base, runId)) && abandonRun(base, runId)) return { kind: 'interrupted' };
     const deadline = Date.parse(left.startedAt.replace(' ', 'T').slice(0, 23) + 'Z') + spec.timeoutMs;
     const run = { base, runId, since: left.proc?.procStart ?? 0, deadline, proc: left.proc };
     return { kind: 'wait', result: this.track(left.cloud, spec, left.proc?.pgid ?? 0, runId, run.since, (entry) => this.waitLeft(req, spec, run, entry)) };
@@ -301,13 +304,13 @@ export class ExecDriver implements Driver {
     let every = 10;
     const began = Date.now();
     for (;;) {
-      const claim = readClaim(base);
+      const claim = readClaim(base, runId);
       let pgid = run.proc?.pgid ?? (claim && 'pid' in claim ? claim.pid : 0);
       const tagged = processesWithEnv('DCM_RUN_ID', new Set([runId]), since).get(runId) ?? [];
       // Known by its environment only (the launcher died before it wrote the pid): its group leader.
       if (!pgid && tagged.length) pgid = readStat(tagged[0])?.pgrp ?? 0;
       entry.pgid = pgid;
-      const status = readStatus(base);
+      const status = readStatus(base, runId);
       const wrapperAlive = pgid > 0 && sameProcessAlive(pgid, run.proc?.procStart ?? null);
       if (status && !wrapperAlive) {
         await this.cleanLeftovers(pgid, runId, since, spec.killGraceMs);
@@ -325,9 +328,9 @@ export class ExecDriver implements Driver {
         const launching = launcher > 0 ? sameProcessAlive(launcher, null) && !(claim && 'pid' in claim) : claim !== null && 'launching' in claim && Date.now() - began < 5000;
         if (!launching) {
           // Gone, and nobody left to record how: one last look, then it runs again.
-          const last = readStatus(base);
+          const last = readStatus(base, runId);
           if (last) return this.fromStatus(req, spec, base, last);
-          if (claim === null) abandonRun(base);
+          if (claim === null) abandonRun(base, runId);
           return { kind: 'retry', outcome: 'interrupted', reason: 'the run ended without recording its exit status', delayMs: 0 };
         }
         if (req.signal.aborted) return { kind: 'failed', reason: 'interrupted' };

@@ -36,7 +36,7 @@ interface Launch {
  * substitution (stdout goes straight to the log), and the wrapper waits for the command alone: a
  * background process that keeps stderr open does not hold the run's end back (dcm cleans it up).
  */
-export const WRAPPER = 'b=$1; shift; exec 3>&1; "$@" 2> >(exec tee -a -- "$b.err" >&3) 3>&-; c=$?; printf "%s\\n" "$c" > "$b.status"; exit "$c"';
+export const WRAPPER = 'b=$1; shift; exec 3>&1; "$@" 2> >(exec tee -a -- "$b.err" >&3) 3>&-; c=$?; printf "%s %s\\n" "$c" "$DCM_RUN_ID" > "$b.status"; exit "$c"';
 
 let running = 0;
 let dcmGone = false;
@@ -62,7 +62,11 @@ function launch(req: Launch): void {
     send({ id: req.id, error: `not started: ${(err as NodeJS.ErrnoException).code === 'EEXIST' ? 'given up by a later dcm' : (err as Error).message}` });
     return;
   }
-  fs.writeSync(claim, `launching ${process.pid}\n`);
+  // Every form of the claim names the run it is for: a file left by an earlier strategy in the
+  // same folder is never taken for this run's.
+  const runId = req.env.DCM_RUN_ID ?? '';
+  const launching = `launching ${process.pid} ${runId}\n`;
+  fs.writeSync(claim, launching);
   let fd: number;
   try {
     fd = fs.openSync(`${req.base}.log`, 'w');
@@ -97,7 +101,7 @@ function launch(req: Launch): void {
   }
   running++;
   // The pid first, before dcm hears of it: written synchronously, it is there even if dcm dies now.
-  fs.writeSync(claim, `${pid} ${process.pid}\n`.padEnd(24), 0);
+  fs.writeSync(claim, `${pid} ${process.pid} ${runId}\n`.padEnd(launching.length), 0);
   fs.closeSync(claim);
   send({ id: req.id, pid, start: procStartTime(pid) });
   child.once('exit', (code, signal) => {

@@ -15,7 +15,7 @@ export function liveRunPid(logDir: string, campaign: string, left: LeftRun): num
   const runId = runIdOf({ campaign, cloud: left.cloud, state: left.state, attempt: left.attempt });
   const tagged = processesWithEnv('DCM_RUN_ID', new Set([runId]), left.proc?.procStart ?? 0).get(runId);
   if (tagged?.length) return left.proc?.pgid ?? tagged[0];
-  const claim = readClaim(runBase(logDir, left.cloud, left.attempt, left.state));
+  const claim = readClaim(runBase(logDir, left.cloud, left.attempt, left.state), runId);
   const pgid = left.proc?.pgid ?? (claim && 'pid' in claim ? claim.pid : 0);
   if (pgid > 0 && groupAlive(pgid)) return pgid;
   // Claimed by a launcher that is still starting it.
