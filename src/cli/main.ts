@@ -19,6 +19,7 @@ import { registerStrategyConfig } from './strategy-config.js';
 import { registerDb } from './db.js';
 import { registerCompletion } from './completion.js';
 import { addExamples, examplesText } from './examples.js';
+import { expandAbbreviations } from './abbrev.js';
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
 
@@ -108,7 +109,7 @@ export async function main(argv: string[], io: Io = { stdout: process.stdout, st
       io.stdout.write(`${program.helpInformation()}${examplesText('')}\n`);
       return EXIT.usage;
     }
-    await program.parseAsync(argv, { from: 'user' });
+    await program.parseAsync(expandAbbreviations(program, argv), { from: 'user' });
     for (const w of outcome.warnings ?? []) io.stderr.write(`warning: ${w}\n`);
     if (outcome.text !== undefined) io.stdout.write(outcome.text);
     if (outcome.watch && out) {
