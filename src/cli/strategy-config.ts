@@ -9,6 +9,7 @@ import {
 } from '../domain/strategy-config.js';
 import { integer } from './parsers.js';
 import type { Runner } from './runner.js';
+import { YES_HELP } from './confirm.js';
 
 /** The command module (and SQLite with it) loads only when a command runs, not for --help. */
 const commands = () => import('../commands/strategy-config.js');
@@ -59,7 +60,7 @@ export function registerStrategyConfig(program: Command, run: Runner): void {
     .action((cloud: string | undefined) => run(async (ctx) => (await commands()).configShowOne(ctx, cloud)));
   c.command('delete')
     .argument('<cloud>', 'subcloud name or id (RegionOne: put the built-in defaults back)')
-    .option('--yes', 'skip confirmation and proceed with the action (CLI_CONFIRMATIONS=enabled)')
+    .option('--yes', YES_HELP)
     .description("delete a subcloud's own options: it uses the defaults again")
     .action((cloud: string, o: { yes?: boolean }) =>
       run(async (ctx) => {

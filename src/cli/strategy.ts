@@ -9,6 +9,7 @@ import { STRATEGY_TYPES, TYPES, type ApplyType, type StrategyType } from '../dom
 import { applyType, collect, integer, maxFailures, progressInterval, strategyType } from './parsers.js';
 import { DRIVER_NAMES, driverOptions } from '../drivers/index.js';
 import type { Runner } from './runner.js';
+import { YES_HELP } from './confirm.js';
 
 interface CreateOpts extends RawTypeOptions, RawDriverOptions {
   type?: StrategyType;
@@ -93,7 +94,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .action((o: { type?: StrategyType }) => run(async (ctx) => (await commands()).strategyShow_(ctx, typeOf(o))));
   withType(parent.command('apply'), false)
     .description('run the strategy in the foreground until it ends (exit 0 complete, 1 failed, 3 aborted)')
-    .option('--yes', 'skip confirmation and proceed with the action (CLI_CONFIRMATIONS=enabled)')
+    .option('--yes', YES_HELP)
     .option('-v, --verbose', 'one progress line per step transition')
     .option('--progress-interval <duration>', 'off a terminal, a summary line this often (default 10s; 0s: none)', progressInterval)
     .action((o: { type?: StrategyType; yes?: boolean; verbose?: boolean; progressInterval?: number }) =>
@@ -151,7 +152,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     );
   withType(parent.command('delete'), false)
     .description('delete the strategy, its steps and their history')
-    .option('--yes', 'skip confirmation and proceed with the action (CLI_CONFIRMATIONS=enabled)')
+    .option('--yes', YES_HELP)
     .action((o: { type?: StrategyType; yes?: boolean }) =>
       run(async (ctx) => {
         await ctx.confirm(o.yes);

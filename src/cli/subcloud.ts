@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { parseSubcloudFields, UNTRACKED_FIELDS, type RawSubcloudFields } from '../domain/inventory.js';
 import { collect } from './parsers.js';
 import type { Runner } from './runner.js';
+import { YES_HELP } from './confirm.js';
 
 /** The command module (and SQLite with it) loads only when a command runs, not for --help. */
 const commands = () => import('../commands/subclouds.js');
@@ -47,7 +48,13 @@ export function registerSubcloud(program: Command, run: Runner): void {
     (names: string[], opts: RawSubcloudFields) => run(async (ctx) => (await commands()).subcloudUpdate(ctx, names, parseSubcloudFields(opts))),
   );
   sc.command('delete')
-    .argument('<name...>')
+    .argument('<name...>', 'name or id')
+    .option('--yes', YES_HELP)
     .description('delete subclouds (refused while one has a step)')
-    .action((names: string[]) => run(async (ctx) => (await commands()).subcloudDelete(ctx, names)));
+    .action((names: string[], o: { yes?: boolean }) =>
+      run(async (ctx) => {
+        await ctx.confirm(o.yes);
+        return (await commands()).subcloudDelete(ctx, names);
+      }),
+    );
 }
