@@ -4,7 +4,7 @@ import { Option, type Command } from 'commander';
 /** The command modules (SQLite, the orchestrator) load only when a command runs, not for --help. */
 const commands = () => import('../commands/strategy.js');
 const orchestrator = () => import('../orchestrator/commands.js');
-import { typeOptionFlags, type RawDriverOptions, type RawTypeOptions } from '../domain/options.js';
+import { deprecationNotices, typeOptionFlags, type RawDriverOptions, type RawTypeOptions } from '../domain/options.js';
 import { STRATEGY_TYPES, TYPES, type ApplyType, type StrategyType } from '../domain/types.js';
 import { applyType, collect, integer, maxFailures, progressInterval, strategyType } from './parsers.js';
 import { DRIVER_NAMES, driverOptions } from '../drivers/index.js';
@@ -38,6 +38,8 @@ const TYPE_OPTIONS: [string, string][] = [
   ['--cleanup', 'sw-deploy: clean up'],
   ['--with-prestage', 'sw-deploy: prestage first'],
   ['--kube-upgrade <version>', 'sw-deploy: also upgrade kubernetes to this version'],
+  ['--with-delete', 'sw-deploy: deprecated, the same as --delete'],
+  ['--delete-only', 'sw-deploy: deprecated, the same as --cleanup'],
   ['--sysadmin-password <password>', 'prestage, sw-deploy with --with-prestage: the subclouds\' sysadmin password (stored, never printed)'],
 ];
 
@@ -72,8 +74,10 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .option('--state-timeout <duration>', "fail a state operation that takes longer (default per type; exec: the config's timeout)")
     .option('--dry-run', 'every check, then the plan (stages, windows, steps, estimated duration); nothing written')
     .action((clouds: string[], o: CreateOpts) =>
-      run(async (ctx) =>
-        (await commands()).strategyCreate(ctx, {
+      run(async (ctx) => ({
+        // dcmanager prints the notice and goes on; dcm says it on stderr, with the warnings.
+        warnings: deprecationNotices(o),
+        result: await (await commands()).strategyCreate(ctx, {
           type: typeOf(o)!,
           cloudNames: clouds,
           groupName: o.group,
@@ -86,7 +90,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
           driverOptions: o,
           dryRun: o.dryRun,
         }),
-      ),
+      })),
     );
 
   withType(parent.command('show'), false)

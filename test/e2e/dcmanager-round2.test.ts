@@ -99,3 +99,24 @@ describe('a subcloud named by its id', () => {
     expect(dcmOk(['--db', db, 'subcloud', 'show', '2024', '-f', 'value', '-c', 'id']).stdout).toBe('5\n');
   });
 });
+
+describe('deprecated sw-deploy options', () => {
+  test('--with-delete and --delete-only are --delete and --cleanup, with a deprecation notice on stderr', () => {
+    const db = fleet();
+    const withDelete = dcmOk(['--db', db, 'sw-deploy-strategy', 'create', '--release-id', 'stx-11', '--with-delete', '-f', 'json']);
+    expect(JSON.parse(withDelete.stdout).delete_option).toBe('delete');
+    expect(withDelete.stderr).toBe('warning: Option --with-delete is deprecated and will be removed in a future release; use --delete instead.\n');
+    dcmOk(['--db', db, 'strategy', 'delete']);
+    const deleteOnly = dcmOk(['--db', db, 'sw-deploy-strategy', 'create', '--delete-only', '-f', 'json']);
+    expect(JSON.parse(deleteOnly.stdout)).toMatchObject({ delete_option: 'cleanup', release_id: null });
+    expect(deleteOnly.stderr).toContain('Option --delete-only is deprecated');
+    dcmOk(['--db', db, 'strategy', 'delete']);
+    // The rules of the options they stand for, and nothing for another type.
+    expectErrorLine(
+      dcm(['--db', db, 'sw-deploy-strategy', 'create', '--delete-only', '--release-id', 'r']),
+      2,
+      'Option --cleanup cannot be used with any of the following options: --release-id, --with-prestage or --kube-upgrade.',
+    );
+    expectErrorLine(dcm(['--db', db, 'strategy', 'create', '--type', 'patch', '--with-delete']), 2, '--with-delete is not an option of strategy type patch');
+  });
+});
