@@ -32,7 +32,17 @@ export const EXAMPLES: Record<string, string[]> = {
     'dcm subcloud update subcloud1 subcloud2 --group canary',
     'dcm subcloud update subcloud7 --availability offline --sync kubernetes=in-sync',
   ],
-  'subcloud delete': ['dcm subcloud delete subcloud9', 'dcm subcloud delete lab{1..4}'],
+  'subcloud delete': ['dcm subcloud delete subcloud9', 'dcm subcloud delete lab{1..4}', 'dcm subcloud delete 12 --yes'],
+  'subcloud manage': ['dcm subcloud manage subcloud1', 'dcm subcloud manage lab1 --force'],
+  'subcloud unmanage': ['dcm subcloud unmanage subcloud1', 'dcm subcloud unmanage 8 --yes'],
+  'subcloud errors': ['dcm subcloud errors subcloud7'],
+  'subcloud prestage': [
+    'dcm subcloud prestage subcloud1 --release 24.09 --sysadmin-password "$PW"',
+    'dcm subcloud prestage subcloud1 --for-sw-deploy --driver exec --exec-config prestage.yaml',
+  ],
+  alarm: ['dcm alarm summary'],
+  'alarm summary': ['dcm alarm summary', 'dcm alarm summary -f value -c NAME'],
+  'bash-completion': ['dcm bash-completion'],
   'subcloud-group': ['dcm subcloud-group add --name canary --max_parallel_subclouds 5', 'dcm subcloud-group list'],
   'subcloud-group add': [
     'dcm subcloud-group add --name canary --max_parallel_subclouds 5',
@@ -44,7 +54,7 @@ export const EXAMPLES: Record<string, string[]> = {
     'dcm subcloud-group update canary --max_parallel_subclouds 10',
     'dcm subcloud-group update 2 --name pilot',
   ],
-  'subcloud-group delete': ['dcm subcloud-group delete canary'],
+  'subcloud-group delete': ['dcm subcloud-group delete canary', 'dcm subcloud-group delete 3 --yes'],
   'subcloud-group list-subclouds': ['dcm subcloud-group list-subclouds canary', 'dcm subcloud-group list-subclouds 1 -f json'],
   strategy: [
     'dcm strategy create --type patch --dry-run',

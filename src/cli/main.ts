@@ -18,6 +18,7 @@ import { registerSteps } from './steps.js';
 import { registerStrategyConfig } from './strategy-config.js';
 import { registerDb } from './db.js';
 import { registerCompletion } from './completion.js';
+import { registerAlarm } from './alarm.js';
 import { addExamples, examplesText } from './examples.js';
 import { expandAbbreviations } from './abbrev.js';
 
@@ -56,6 +57,7 @@ export function buildProgram(run: Runner, io?: Io): Command {
   registerStrategyConfig(program, run);
   registerDb(program, run);
   registerCompletion(program, run);
+  registerAlarm(program, run);
   // Last: every command registered above takes the global and formatter options, and gets its
   // Examples block.
   addGlobalOptionsEverywhere(program);

@@ -120,3 +120,97 @@ describe('deprecated sw-deploy options', () => {
     expectErrorLine(dcm(['--db', db, 'strategy', 'create', '--type', 'patch', '--with-delete']), 2, '--with-delete is not an option of strategy type patch');
   });
 });
+
+describe('subcloud manage and unmanage', () => {
+  test("set the management state and print dcmanager's detail_format (no region_name)", () => {
+    const db = fleet();
+    const r = JSON.parse(dcmOk(['--db', db, 'subcloud', 'unmanage', '3', '-f', 'json']).stdout);
+    expect(r.management).toBe('unmanaged');
+    expect(r).not.toHaveProperty('region_name');
+    expect(Object.keys(r).slice(-5)).toEqual(['patching_sync_status', 'usm_sync_status', 'kubernetes_sync_status', 'kube-rootca_sync_status', 'firmware_sync_status']);
+    expectErrorLine(dcm(['--db', db, 'subcloud', 'unmanage', 'subcloud3']), 1, 'Unable to unmanage subcloud subcloud3: Subcloud is already unmanaged');
+    expect(dcmOk(['--db', db, 'subcloud', 'manage', 'subcloud3', '--yes', '-f', 'value', '-c', 'management']).stdout).toBe('managed\n');
+    dcmOk(['--db', db, 'subcloud', 'update', 'subcloud4', '--availability', 'offline', '--management', 'unmanaged']);
+    const before = fileHash(db);
+    expectErrorLine(dcm(['--db', db, 'subcloud', 'manage', 'subcloud4']), 1, 'Unable to manage subcloud subcloud4: Subcloud is offline; give --force to manage it anyway');
+    expect(fileHash(db)).toBe(before);
+    expect(dcmOk(['--db', db, 'subcloud', 'manage', 'subcloud4', '--force', '-f', 'value', '-c', 'management']).stdout).toBe('managed\n');
+  });
+
+  test('refused while the applying strategy drives the subcloud, allowed for one not started or ended', async () => {
+    const db = fleet();
+    dcmOk(['--db', db, 'strategy', 'create', '--type', 'patch', '--subcloud-apply-type', 'serial', '--sim-latency', '30s', 'subcloud1', 'subcloud2']);
+    const { dcmSpawn, waitFor } = await import('../helpers/cli.js');
+    // Ctrl-C with a short drain ends the apply without waiting out the 30 s states.
+    const apply = dcmSpawn(['--db', db, 'strategy', 'apply', '-q'], { DCM_DRAIN_MS: '200' });
+    try {
+      await waitFor(() => dcmOk(['--db', db, 'strategy-step', 'show', 'subcloud1', '-f', 'value', '-c', 'state']).stdout !== 'initial\n');
+      const before = dcmOk(['--db', db, 'subcloud', 'show', 'subcloud1', '-f', 'json']).stdout;
+      const r = dcm(['--db', db, 'subcloud', 'unmanage', 'subcloud1']);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/^error: Unable to unmanage subcloud subcloud1: its step is in progress in the applying patch strategy \(state pre check\); wait until it ends, or abort the strategy\n$/);
+      expect(dcmOk(['--db', db, 'subcloud', 'show', 'subcloud1', '-f', 'json']).stdout).toBe(before);
+      // subcloud2 waits its turn in `initial`: it may change hands.
+      expect(dcmOk(['--db', db, 'subcloud', 'unmanage', 'subcloud2', '-f', 'value', '-c', 'management']).stdout).toBe('unmanaged\n');
+    } finally {
+      apply.child.kill('SIGINT');
+      await apply.done;
+    }
+  }, 60_000);
+});
+
+describe('subcloud errors', () => {
+  test("the subcloud's last failure, from the step history; 'No errors present' without one", () => {
+    const db = fleet();
+    expect(dcmOk(['--db', db, 'subcloud', 'errors', 'subcloud3']).stdout).toBe('No errors present\n');
+    dcmOk(['--db', db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0', '--sim-fail', 'subcloud3=updating patches']);
+    expect(dcm(['--db', db, 'strategy', 'apply', '-q']).code).toBe(1);
+    expect(dcmOk(['--db', db, 'subcloud', 'errors', '3']).stdout).toBe('updating patches: injected failure\n');
+    expect(dcmOk(['--db', db, 'subcloud', 'errors', 'subcloud1', '-f', 'json']).stdout).toBe('No errors present\n');
+    expectErrorLine(dcm(['--db', db, 'subcloud', 'errors', 'nosuch']), 1, 'Subcloud nosuch does not exist');
+  });
+});
+
+describe('subcloud prestage', () => {
+  test('a one-subcloud prestage strategy, applied at once and deleted once complete', () => {
+    const db = fleet();
+    const r = dcmOk(['--db', db, 'subcloud', 'prestage', '2', '--release', '24.09', '--sysadmin-password', 'S3cret', '--sim-latency', '0', '-f', 'json']);
+    const rec = JSON.parse(r.stdout);
+    expect(rec).toMatchObject({ name: 'subcloud2', prestage_status: 'complete', prestage_software_version: '24.09' });
+    expect(rec).not.toHaveProperty('region_name');
+    expect(r.stdout + r.stderr).not.toContain('S3cret');
+    expectErrorLine(dcm(['--db', db, 'strategy', 'show']), 1, 'Strategy not found');
+    // Without --release, no prestage_software_version row (dcmanager's detail_prestage_format).
+    expect(JSON.parse(dcmOk(['--db', db, 'subcloud', 'prestage', 'subcloud1', '--sim-latency', '0', '-f', 'json', '-q']).stdout)).not.toHaveProperty('prestage_software_version');
+  });
+
+  test('a failed prestage exits 1 and keeps its strategy; another strategy blocks it', () => {
+    const db = fleet();
+    const r = dcm(['--db', db, 'subcloud', 'prestage', 'subcloud1', '--sim-latency', '0', '--sim-fail', 'subcloud1=prestage-prepare', '-q', '-f', 'value', '-c', 'prestage_status']);
+    expect(r.code).toBe(1);
+    expect(dcmOk(['--db', db, 'strategy-step', 'show', 'subcloud1', '-f', 'value', '-c', 'state']).stdout).toBe('failed\n');
+    expect(dcmOk(['--db', db, 'subcloud', 'errors', 'subcloud1']).stdout).toBe('prestage-prepare: injected failure\n');
+    const before = fileHash(db);
+    expect(dcm(['--db', db, 'subcloud', 'prestage', 'subcloud2', '--sim-latency', '0']).code).toBe(1);
+    expect(fileHash(db)).toBe(before);
+  });
+});
+
+describe('alarm summary and bash-completion', () => {
+  test("alarm summary lists every subcloud with None counts (dcm reaches no fault manager); <none> when empty", () => {
+    const db = fleet();
+    expect(dcmOk(['--db', db, 'alarm', 'summary', '-f', 'csv']).stdout).toBe(
+      '"NAME","CRITICAL_ALARMS","MAJOR_ALARMS","MINOR_ALARMS","WARNINGS","STATUS"\n' +
+        ['subcloud1', 'subcloud2', 'subcloud3', 'subcloud4'].map((s) => `"${s}","","","","",""\n`).join(''),
+    );
+    expect(dcmOk(['--db', path.join(tmp.dir, 'none.db'), 'alarm', 'summary', '-f', 'value']).stdout).toBe('<none> <none> <none> <none> <none> <none>\n');
+  });
+
+  test('bash-completion prints every command and the global options on one line', () => {
+    const out = dcmOk(['bash-completion']).stdout;
+    expect(out.endsWith('\n') && !out.slice(0, -1).includes('\n')).toBe(true);
+    for (const w of ['subcloud list', 'subcloud manage', 'subcloud prestage', 'alarm summary', 'patch-strategy create', 'strategy-config update', '--format', '--help']) {
+      expect(out).toContain(w);
+    }
+  });
+});

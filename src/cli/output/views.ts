@@ -72,11 +72,12 @@ function detailListLine(r: SubcloudRow): Value[] {
 }
 
 /** dcmanager's detail_show_format (and, with -d, the fields of subcloud_additional_details). */
-function subcloudShow(r: SubcloudRow, detail: boolean): Table {
+function subcloudShow(r: SubcloudRow, detail: boolean, regionName = true, prestageVersion: string | null = null): Table {
   const fields = detailFields(r);
   for (const e of ENDPOINTS) fields.push([`${e}_sync_status`, r[SYNC_FIELD[e]] as string]);
   if (detail) fields.push(['oam_floating_ip', r.oam_floating_ip], ['deploy_config_sync_status', r.deploy_config_sync_status]);
-  fields.push(['region_name', r.region_name]);
+  if (regionName) fields.push(['region_name', r.region_name]);
+  if (prestageVersion) fields.push(['prestage_software_version', prestageVersion]);
   return show(fields);
 }
 
@@ -136,7 +137,7 @@ export function toTable(r: Printable, opts: ViewOptions): Table | null {
     case 'group-subclouds':
       return list(DETAIL_COLUMNS, r.rows.map((x) => detailFields(x).map(([, v]) => v)));
     case 'subcloud':
-      return subcloudShow(r.row, r.detail);
+      return subcloudShow(r.row, r.detail, r.regionName, r.prestageSoftwareVersion ?? null);
     case 'groups':
       return list(['id', 'name', 'description'], r.rows.map((g) => [g.id, g.name, g.description]));
     case 'group':
