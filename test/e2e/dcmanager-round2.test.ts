@@ -214,3 +214,34 @@ describe('alarm summary and bash-completion', () => {
     }
   });
 });
+
+describe("an operator's script written for dcmanager", () => {
+  test('runs unchanged: ids from -f value -c id, eval of -f shell, abbreviations, --yes everywhere', async () => {
+    const { BIN, ROOT } = await import('../helpers/cli.js');
+    const { spawnSync } = await import('node:child_process');
+    const db = fleet();
+    dcmOk(['--db', db, 'subcloud-group', 'add', '--name', 'retired']);
+    dcmOk(['--db', db, 'subcloud', 'update', 'subcloud2', '--availability', 'offline']);
+    dcmOk(['--db', db, 'subcloud', 'update', 'subcloud3', '--sync', 'patching=in-sync']);
+    const bin = path.join(tmp.dir, 'opbin');
+    fs.mkdirSync(bin, { recursive: true });
+    fs.writeFileSync(path.join(bin, 'dcmanager'), `#!/bin/sh\nexec "${process.execPath}" "${BIN}" "$@"\n`, { mode: 0o755 });
+    const r = spawnSync('bash', [path.join(ROOT, 'test', 'e2e', 'dcmanager-operator.sh')], {
+      env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, DCM_DB: db, CLI_CONFIRMATIONS: 'enabled' },
+      encoding: 'utf8',
+    });
+    expect(r.stderr).not.toMatch(/error:/);
+    expect(r.stdout).toBe(
+      [
+        'unmanaged subcloud2 (offline, unmanaged)',
+        '2',
+        'True',
+        'patch strategy: complete',
+        'subclouds left: [{"name": "subcloud1"}, {"name": "subcloud2"}, {"name": "subcloud3"}]',
+        'groups left: Default canary ',
+        '',
+      ].join('\n'),
+    );
+    expect(r.status).toBe(0);
+  }, 60_000);
+});
