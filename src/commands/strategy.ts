@@ -10,6 +10,7 @@ import type { Db } from '../store/open.js';
 import { deleteStrategy, getStrategy, insertStrategy, type Strategy } from '../store/strategy.js';
 import { insertSteps } from '../store/steps.js';
 import { planningRecords } from '../store/subclouds.js';
+import { now } from '../store/clock.js';
 import { DEFAULT_UNCREATED } from './groups.js';
 import { immediate, withExistingWriteDb, withReadDb, withWriteDb, type Ctx } from './context.js';
 import type { CommandResult } from './results.js';
@@ -146,7 +147,9 @@ export async function strategyDelete(ctx: Ctx, type?: StrategyType): Promise<Com
       throw new OperationError(`Strategy in state ${s.state} cannot be deleted`);
     }
     deleteStrategy(db);
-    return { kind: 'strategy' as const, strategy: { ...s, state: 'deleted' } };
+    // dcmanager's API answers with the record it marked `deleting` (its updated_at stamped), then
+    // removes it in the background; dcm has removed it already, and prints what dcmanager prints.
+    return { kind: 'strategy' as const, strategy: { ...s, state: 'deleting', updated_at: now() } };
   });
   return result ?? strategyNotFound(type);
 }

@@ -245,3 +245,30 @@ describe("an operator's script written for dcmanager", () => {
     expect(r.status).toBe(0);
   }, 60_000);
 });
+
+describe('the records as the current client and server print them', () => {
+  test('sw-deploy without --kube-upgrade: kube_upgrade is an empty string ([ -n "$kube_upgrade" ] after eval)', () => {
+    const db = fleet();
+    const shell = dcmOk(['--db', db, 'sw-deploy-strategy', 'create', '--release-id', 'stx-11', '-f', 'shell']).stdout;
+    expect(shell).toContain('kube_upgrade=""\n');
+    expect(JSON.parse(dcmOk(['--db', db, 'strategy', 'show', '-f', 'json']).stdout).kube_upgrade).toBe('');
+  });
+
+  test("strategy delete prints the record in state deleting, its updated_at stamped (dcmanager's API answer)", () => {
+    const db = fleet();
+    dcmOk(['--db', db, 'strategy', 'create', '--type', 'patch']);
+    const r = JSON.parse(dcmOk(['--db', db, 'strategy', 'delete', '--yes', '-f', 'json']).stdout);
+    expect(r.state).toBe('deleting');
+    expect(r.updated_at).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}$/);
+    expectErrorLine(dcm(['--db', db, 'strategy', 'show']), 1, 'Strategy not found');
+  });
+
+  test('subcloud show -d leaves out oam_floating_ip and deploy_config_sync_status when unknown', () => {
+    const db = fleet();
+    const value = () => dcmOk(['--db', db, 'subcloud', 'show', 'subcloud1', '-d', '-f', 'value']).stdout.split('\n');
+    const plain = dcmOk(['--db', db, 'subcloud', 'show', 'subcloud1', '-f', 'value']).stdout.split('\n');
+    expect(value()).toEqual(plain);
+    dcmOk(['--db', db, 'subcloud', 'update', 'subcloud1', '--oam-floating-ip', '10.10.10.2', '--deploy-config-sync-status', 'deployed']);
+    expect(value().slice(-4)).toEqual(['10.10.10.2', 'deployed', 'None', '']);
+  });
+});
