@@ -111,7 +111,10 @@ export async function main(argv: string[], io: Io = { stdout: process.stdout, st
       io.stdout.write(`${program.helpInformation()}${examplesText('')}\n`);
       return EXIT.usage;
     }
-    await program.parseAsync(expandAbbreviations(program, argv), { from: 'user' });
+    // cliff's `help subcloud list` is that command's --help (exit 0); commander's own help command
+    // takes one word only, and exits 2 without one.
+    const words = argv[0] === 'help' ? helpOf(program, argv.slice(1)) : argv;
+    await program.parseAsync(expandAbbreviations(program, words), { from: 'user' });
     for (const w of outcome.warnings ?? []) io.stderr.write(`warning: ${w}\n`);
     if (outcome.text !== undefined) io.stdout.write(outcome.text);
     if (outcome.watch && out) {
@@ -127,6 +130,20 @@ export async function main(argv: string[], io: Io = { stdout: process.stdout, st
   } catch (err) {
     return report(err, io.stderr);
   }
+}
+
+/**
+ * `help A B`: `A B --help` when A B names a command; else `A B` alone, which commander refuses as
+ * an unknown command (exit 2) rather than printing the program's help for a typo.
+ */
+function helpOf(program: Command, path: string[]): string[] {
+  let cmd = program;
+  for (const word of path) {
+    const sub = cmd.commands.find((c) => c.name() === word);
+    if (!sub) return path;
+    cmd = sub;
+  }
+  return [...path, '--help'];
 }
 
 /** Errors are one line (SPEC §8): a message quoting file text may hold newlines. */

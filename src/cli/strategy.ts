@@ -82,7 +82,8 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
           cloudNames: clouds,
           groupName: o.group,
           subcloudApplyType: o.subcloudApplyType,
-          maxParallelSubclouds: o.maxParallelSubclouds,
+          // dcmanager's client sends the option only when it is truthy: 0 means not given.
+          maxParallelSubclouds: o.maxParallelSubclouds === 0 ? undefined : o.maxParallelSubclouds,
           stopOnFailure: o.stopOnFailure,
           maxFailures: o.maxFailures,
           force: o.force,

@@ -132,7 +132,8 @@ export function typeExtraArgs(type: StrategyType, raw: RawTypeOptions): ExtraArg
         cert_file: raw.certFile ?? null,
       };
     case 'prestage': {
-      exclusive(raw, 'forInstall', ['forSwDeploy']);
+      // dcmanager's client's words for this pair.
+      if (raw.forInstall && raw.forSwDeploy) throw new UsageError('Options --for-install and --for-sw-deploy cannot be combined');
       if (raw.release !== undefined && !/^\d\d\.\d\d(\.\d+)?$/.test(raw.release)) {
         throw new UsageError(`Invalid release: ${raw.release}. The release must be YY.MM or YY.MM.nn`);
       }

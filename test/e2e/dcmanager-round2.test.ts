@@ -272,3 +272,23 @@ describe('the records as the current client and server print them', () => {
     expect(value().slice(-4)).toEqual(['10.10.10.2', 'deployed', 'None', '']);
   });
 });
+
+describe("dcmanager's wording and leniency", () => {
+  test('--max-parallel-subclouds 0 is dropped, as the client sends only a truthy value', () => {
+    const db = fleet();
+    expect(JSON.parse(dcmOk(['--db', db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '0', '-f', 'json']).stdout)['max parallel subclouds']).toBeNull();
+  });
+
+  test('--for-install with --for-sw-deploy, in the client\'s words', () => {
+    const db = fleet();
+    expectErrorLine(dcm(['--db', db, 'prestage-strategy', 'create', '--for-install', '--for-sw-deploy']), 2, 'Options --for-install and --for-sw-deploy cannot be combined');
+    expectErrorLine(dcm(['--db', db, 'subcloud', 'prestage', 'subcloud1', '--for-i', '--for-s']), 2, 'Options --for-install and --for-sw-deploy cannot be combined');
+  });
+
+  test("help COMMAND... is that command's --help, exit 0", () => {
+    const r = dcmOk(['help', 'subcloud', 'list']);
+    expect(r.stdout).toMatch(/^Usage: dcm subcloud list \[options\]/);
+    expect(dcmOk(['help']).stdout).toMatch(/^Usage: dcm \[options\] \[command\]/);
+    expect(dcm(['help', 'nosuch']).code).toBe(2);
+  });
+});
