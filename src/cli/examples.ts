@@ -6,6 +6,9 @@
 import type { Command } from 'commander';
 import { STRATEGY_TYPES, TYPES, type StrategyType } from '../domain/types.js';
 
+/** dcmanager's name for strategy-config before its client of 2025-05-14, still in old scripts. */
+export const OLD_CONFIG_NAME = 'patch-strategy-config';
+
 /** Example lines by command path ('' is the program itself). */
 export const EXAMPLES: Record<string, string[]> = {
   '': [
@@ -162,6 +165,10 @@ export function commandPath(cmd: Command): string {
 export function examplesFor(path: string): string[] | undefined {
   if (EXAMPLES[path]) return EXAMPLES[path];
   const [first, verb = ''] = path.split(' ');
+  // The old name of strategy-config: its examples, under that name.
+  if (first === OLD_CONFIG_NAME) {
+    return EXAMPLES[['strategy-config', verb].filter(Boolean).join(' ')]?.map((l) => l.replace(/^dcm strategy-config/, `dcm ${OLD_CONFIG_NAME}`));
+  }
   const type = STRATEGY_TYPES.find((t) => TYPES[t].alias === first);
   return type ? aliasExamples(type, verb) : undefined;
 }

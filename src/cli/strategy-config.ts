@@ -8,6 +8,7 @@ import {
   type ConfigOptions,
 } from '../domain/strategy-config.js';
 import { integer } from './parsers.js';
+import { OLD_CONFIG_NAME } from './examples.js';
 import type { Runner } from './runner.js';
 import { YES_HELP } from './confirm.js';
 
@@ -25,7 +26,11 @@ interface RawConfigOpts {
 const CLOUD_HELP = 'subcloud name or id; omit (or RegionOne) for the default options';
 
 export function registerStrategyConfig(program: Command, run: Runner): void {
-  const c = program.command('strategy-config').description('update options per subcloud, or their defaults (sw-update-options)');
+  configCommands(program.command('strategy-config').description('update options per subcloud, or their defaults (sw-update-options)'), run);
+  configCommands(program.command(OLD_CONFIG_NAME).description('strategy-config under its old name, for old scripts'), run);
+}
+
+function configCommands(c: Command, run: Runner): void {
   c.command('update')
     .argument('[cloud]', CLOUD_HELP)
     .description('set the options of a subcloud, or the defaults (all five are required, as in dcmanager)')

@@ -292,3 +292,14 @@ describe("dcmanager's wording and leniency", () => {
     expect(dcm(['help', 'nosuch']).code).toBe(2);
   });
 });
+
+describe('old patch-strategy scripts', () => {
+  test('patch-strategy-config is strategy-config under its old name', () => {
+    const db = fleet();
+    dcmOk(['--db', db, 'patch-strategy-config', 'update', 'subcloud1', '--storage', 'serial', '--worker', 'serial', '--max-parallel-w', '3', '--alarm', 'strict', '--default', 'migrate']);
+    expect(dcmOk(['--db', db, 'strategy-config', 'show', 'subcloud1', '-f', 'value', '-c', 'max parallel workers']).stdout).toBe('3\n');
+    expect(dcmOk(['--db', db, 'patch-strategy-config', 'list', '-f', 'value', '-c', 'cloud']).stdout).toBe('all clouds default\nsubcloud1\n');
+    dcmOk(['--db', db, 'patch-strategy-config', 'delete', '1', '--yes']);
+    expect(dcmOk(['--db', db, 'strategy-config', 'list', '-f', 'value', '-c', 'cloud']).stdout).toBe('all clouds default\n');
+  });
+});
