@@ -5,7 +5,7 @@ import { checkCombination, checkMaxParallel, planSteps } from '../domain/plannin
 import { timeoutExtraArgs, typeExtraArgs, type RawDriverOptions, type RawTypeOptions } from '../domain/options.js';
 import { driverExtraArgs, parseDriverName } from '../drivers/index.js';
 import { STRATEGY_ENDED, statesOf, type ApplyType, type StrategyType } from '../domain/types.js';
-import { listGroups } from '../store/groups.js';
+import { findGroup, listGroups } from '../store/groups.js';
 import type { Db } from '../store/open.js';
 import { deleteStrategy, getStrategy, insertStrategy, type Strategy } from '../store/strategy.js';
 import { insertSteps } from '../store/steps.js';
@@ -118,12 +118,13 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Comm
   return withWriteDb(ctx, (db) =>
     immediate(db, () => {
       const p = plan(db);
+      const shown = recordedWindow(db, req);
       insertStrategy(
         db,
         {
           type: input.type,
-          subcloudApplyType: req.subcloudApplyType,
-          maxParallelSubclouds: req.maxParallelSubclouds,
+          subcloudApplyType: shown.subcloudApplyType,
+          maxParallelSubclouds: shown.maxParallelSubclouds,
           stopOnFailure: Boolean(input.stopOnFailure),
           maxFailures,
           extra: { ...extra, ...driver, cloud_name: req.cloudName, ...(req.cloudNames ? { cloud_names: req.cloudNames } : {}), group: req.groupName, force: req.force },
@@ -134,6 +135,23 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Comm
       return { kind: 'strategy', strategy: theStrategy(db) };
     }),
   );
+}
+
+/**
+ * What the strategy record holds for its apply type and window, as dcmanager's server fills them
+ * in (orchestrator_manager.create_sw_update_strategy): with --group, the group's apply type and
+ * max parallel subclouds; serial, a window of 1. Without either, dcm keeps them unset (dcmanager
+ * then records 2), since each group's own window applies to its stage. The windows themselves are
+ * the stages'; these are what the record says.
+ */
+function recordedWindow(
+  db: Db,
+  req: { groupName: string | null; subcloudApplyType: ApplyType | null; maxParallelSubclouds: number | null },
+): { subcloudApplyType: ApplyType | null; maxParallelSubclouds: number | null } {
+  const group = req.groupName === null ? undefined : findGroup(db, req.groupName);
+  const applyType = group ? group.update_apply_type : req.subcloudApplyType;
+  const max = applyType === 'serial' ? 1 : group ? group.max_parallel_subclouds : req.maxParallelSubclouds;
+  return { subcloudApplyType: applyType, maxParallelSubclouds: max };
 }
 
 export async function strategyShow_(ctx: Ctx, type?: StrategyType): Promise<CommandResult> {

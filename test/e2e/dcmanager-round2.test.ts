@@ -303,3 +303,20 @@ describe('old patch-strategy scripts', () => {
     expect(dcmOk(['--db', db, 'strategy-config', 'list', '-f', 'value', '-c', 'cloud']).stdout).toBe('all clouds default\n');
   });
 });
+
+describe('what the server fills in', () => {
+  test("--group records the group's apply type and window; serial records 1 (orchestrator_manager at distcloud ef76afd2)", () => {
+    const db = fleet();
+    dcmOk(['--db', db, 'subcloud-group', 'update', 'canary', '--update_apply_type', 'serial', '--max_parallel_subclouds', '7']);
+    const rec = (args: string[]) => JSON.parse(dcmOk(['--db', db, 'strategy', 'create', '--type', 'patch', ...args, '-f', 'json']).stdout);
+    expect(rec(['--group', 'canary'])).toMatchObject({ 'subcloud apply type': 'serial', 'max parallel subclouds': 1 });
+    dcmOk(['--db', db, 'strategy', 'delete']);
+    dcmOk(['--db', db, 'subcloud-group', 'update', 'canary', '--update_apply_type', 'parallel']);
+    expect(rec(['--group', 'canary'])).toMatchObject({ 'subcloud apply type': 'parallel', 'max parallel subclouds': 7 });
+    dcmOk(['--db', db, 'strategy', 'delete']);
+    expect(rec(['--subcloud-apply-type', 'serial', '--max-parallel-subclouds', '5'])).toMatchObject({ 'subcloud apply type': 'serial', 'max parallel subclouds': 1 });
+    dcmOk(['--db', db, 'strategy', 'delete']);
+    // Neither: unset, as each group's own window applies to its stage (dcmanager records 2).
+    expect(rec([])).toMatchObject({ 'subcloud apply type': null, 'max parallel subclouds': null });
+  });
+});
