@@ -127,7 +127,7 @@ describe('subcloud manage and unmanage', () => {
     const r = JSON.parse(dcmOk(['--db', db, 'subcloud', 'unmanage', '3', '-f', 'json']).stdout);
     expect(r.management).toBe('unmanaged');
     expect(r).not.toHaveProperty('region_name');
-    expect(Object.keys(r).slice(-5)).toEqual(['patching_sync_status', 'usm_sync_status', 'kubernetes_sync_status', 'kube-rootca_sync_status', 'firmware_sync_status']);
+    expect(Object.keys(r).slice(-5)).toEqual(['firmware_sync_status', 'kube-rootca_sync_status', 'kubernetes_sync_status', 'patching_sync_status', 'usm_sync_status']);
     expectErrorLine(dcm(['--db', db, 'subcloud', 'unmanage', 'subcloud3']), 1, 'Unable to unmanage subcloud subcloud3: Subcloud is already unmanaged');
     expect(dcmOk(['--db', db, 'subcloud', 'manage', 'subcloud3', '--yes', '-f', 'value', '-c', 'management']).stdout).toBe('managed\n');
     dcmOk(['--db', db, 'subcloud', 'update', 'subcloud4', '--availability', 'offline', '--management', 'unmanaged']);
@@ -318,5 +318,25 @@ describe('what the server fills in', () => {
     dcmOk(['--db', db, 'strategy', 'delete']);
     // Neither: unset, as each group's own window applies to its stage (dcmanager records 2).
     expect(rec([])).toMatchObject({ 'subcloud apply type': null, 'max parallel subclouds': null });
+  });
+});
+
+describe("the sync rule and the endpoints' order, as the server has them", () => {
+  test('in-sync beside unknown is out-of-sync; all unknown is unknown; show lists the endpoints sorted', () => {
+    const db = fleet();
+    dcmOk(['--db', db, 'subcloud', 'update', 'subcloud1', '--sync', 'all=in-sync', '--sync', 'firmware=unknown']);
+    dcmOk(['--db', db, 'subcloud', 'update', 'subcloud2', '--sync', 'all=unknown']);
+    dcmOk(['--db', db, 'subcloud', 'update', 'subcloud3', '--sync', 'all=in-sync']);
+    expect(dcmOk(['--db', db, 'subcloud', 'list', '-f', 'value', '-c', 'name', '-c', 'sync']).stdout).toBe(
+      'subcloud1 out-of-sync\nsubcloud2 unknown\nsubcloud3 in-sync\nsubcloud4 out-of-sync\n',
+    );
+    const rows = dcmOk(['--db', db, 'subcloud', 'show', 'subcloud1', '-f', 'shell']).stdout.split('\n').filter((l) => l.includes('_sync_status='));
+    expect(rows).toEqual([
+      'firmware_sync_status="unknown"',
+      'kube_rootca_sync_status="in-sync"',
+      'kubernetes_sync_status="in-sync"',
+      'patching_sync_status="in-sync"',
+      'usm_sync_status="in-sync"',
+    ]);
   });
 });

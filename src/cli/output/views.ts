@@ -71,10 +71,13 @@ function detailListLine(r: SubcloudRow): Value[] {
   return [...v.slice(0, 8), sync(r), ...v.slice(8)];
 }
 
+/** The server's order of the endpoint rows: its query sorts them by endpoint type. */
+const SHOW_ORDER = [...ENDPOINTS].sort();
+
 /** dcmanager's detail_show_format (and, with -d, the fields of subcloud_additional_details). */
 function subcloudShow(r: SubcloudRow, detail: boolean, regionName = true, prestageVersion: string | null = null): Table {
   const fields = detailFields(r);
-  for (const e of ENDPOINTS) fields.push([`${e}_sync_status`, r[SYNC_FIELD[e]] as string]);
+  for (const e of SHOW_ORDER) fields.push([`${e}_sync_status`, r[SYNC_FIELD[e]] as string]);
   // dcmanager's client leaves these out when the server could not tell (`unavailable`, `unknown`);
   // a value dcm was never given is one it cannot tell either.
   if (detail && r.oam_floating_ip !== null && r.oam_floating_ip !== 'unavailable') fields.push(['oam_floating_ip', r.oam_floating_ip]);
