@@ -64,11 +64,10 @@ export function registerSubcloud(program: Command, run: Runner): void {
     .option('--force', 'manage the subcloud whatever its availability')
     .option('--yes', YES_HELP)
     .description('set a subcloud managed (refused while the strategy is updating it)')
-    .action((ref: string, o: { force?: boolean; yes?: boolean }) =>
-      run(async (ctx) => {
-        await ctx.confirm(o.yes);
-        return (await ops()).subcloudSetManagement(ctx, ref, 'managed', Boolean(o.force));
-      }),
+    // Accepted for scripts that pass it everywhere; managing a site takes nothing away, so it
+    // does not ask.
+    .action((ref: string, o: { force?: boolean }) =>
+      run(async (ctx) => (await ops()).subcloudSetManagement(ctx, ref, 'managed', Boolean(o.force))),
     );
   sc.command('unmanage')
     .argument('<subcloud>', 'name or id')
@@ -100,9 +99,9 @@ export function registerSubcloud(program: Command, run: Runner): void {
     if (o.repeatable) prestage.option(o.flags, o.help, collect);
     else prestage.option(o.flags, o.help);
   }
-  prestage.action((ref: string, o: { release?: string; forInstall?: boolean; forSwDeploy?: boolean; sysadminPassword?: string; yes?: boolean } & Record<string, unknown>) =>
+  // --yes is accepted and asks nothing: a prestage only adds to a site (as `strategy create`).
+  prestage.action((ref: string, o: { release?: string; forInstall?: boolean; forSwDeploy?: boolean; sysadminPassword?: string } & Record<string, unknown>) =>
     run(async (ctx) => {
-      await ctx.confirm(o.yes);
       const { release, forInstall, forSwDeploy, sysadminPassword } = o;
       return (await ops()).subcloudPrestage(ctx, ref, { typeOptions: { release, forInstall, forSwDeploy, sysadminPassword }, driverOptions: o });
     }),

@@ -37,10 +37,10 @@ describe('abbreviations through the binary', () => {
       '[{"name": "subcloud4"}, {"name": "subcloud3"}, {"name": "subcloud2"}, {"name": "subcloud1"}]\n',
     );
     expect(value(['subcloud-group', 'list', '--max-w', '30', '--form', 'csv', '--quo', 'all'])).toContain('"id","name","description"');
-    const created = JSON.parse(value(['patch-strategy', 'create', '--max-parallel', '3', '--stop', '--subcloud-apply', 'serial', '--form', 'json']));
+    const created = JSON.parse(value(['patch-strategy', 'create', '--max-parallel', '3', '--stop', '--subcloud-apply', 'parallel', '--form', 'json']));
     expect(created['max parallel subclouds']).toBe(3);
     expect(created['stop on failure']).toBe(true);
-    expect(created['subcloud apply type']).toBe('serial');
+    expect(created['subcloud apply type']).toBe('parallel');
     value(['patch-strategy', 'delete', '--y']);
     const sw = JSON.parse(value(['sw-deploy-strategy', 'create', '--release', 'stx-11', '--with-p', '--sysadmin', 'pw', '--form', 'json']));
     expect(sw.release_id).toBe('stx-11');
@@ -338,5 +338,18 @@ describe("the sync rule and the endpoints' order, as the server has them", () =>
       'patching_sync_status="in-sync"',
       'usm_sync_status="in-sync"',
     ]);
+  });
+});
+
+describe('--yes where nothing is taken away', () => {
+  test('subcloud manage and prestage accept --yes and never ask; unmanage confirms', () => {
+    const db = fleet();
+    const env = { CLI_CONFIRMATIONS: 'enabled' };
+    expectErrorLine(dcm(['--db', db, 'subcloud', 'unmanage', 'subcloud1'], { env }), 1, 'CLI_CONFIRMATIONS is enabled and there is no terminal to confirm on: give --yes to proceed');
+    dcmOk(['--db', db, 'subcloud', 'unmanage', 'subcloud1', '--yes'], { env });
+    dcmOk(['--db', db, 'subcloud', 'manage', 'subcloud1'], { env });
+    dcmOk(['--db', db, 'subcloud', 'unmanage', 'subcloud1', '--yes'], { env });
+    dcmOk(['--db', db, 'subcloud', 'manage', 'subcloud1', '--yes'], { env });
+    dcmOk(['--db', db, 'subcloud', 'prestage', 'subcloud2', '--sim-latency', '0', '-q'], { env });
   });
 });
