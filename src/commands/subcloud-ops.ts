@@ -22,14 +22,16 @@ import { list, type Result } from './table.js';
 const RUNNING = ['applying', 'paused', 'abort requested', 'aborting'];
 
 /**
- * The state of the subcloud's step while the strategy drives it, else null: a step that has left
- * `initial` and not ended, in a strategy that is applying (or paused, or aborting).
+ * The subcloud's step while the strategy drives it (its state, and the strategy's state and type),
+ * else null: a step that has left `initial` and not ended, in a strategy applying (or paused, or
+ * aborting).
  */
-function stepInFlight(db: Db, subcloudId: number): string | null {
+function stepInFlight(db: Db, subcloudId: number): { state: string; strategy: string } | null {
   const s = getStrategy(db);
   if (!s || !RUNNING.includes(s.state)) return null;
   const state = sql(db, 'SELECT state FROM strategy_step WHERE subcloud_id = ?').pluck().get(subcloudId) as string | undefined;
-  return state !== undefined && state !== 'initial' && !STRATEGY_ENDED.includes(state) ? state : null;
+  if (state === undefined || state === 'initial' || STRATEGY_ENDED.includes(state)) return null;
+  return { state, strategy: `${s.state} ${s.type}` };
 }
 
 export type ManagementState = 'managed' | 'unmanaged';
@@ -49,7 +51,9 @@ export async function subcloudSetManagement(ctx: Ctx, ref: string, want: Managem
       };
       if (sc.management === want) refuse(`Subcloud is already ${want}`);
       const inFlight = stepInFlight(db, sc.id);
-      if (inFlight) refuse(`its step is in progress in the ${getStrategy(db)!.state} ${getStrategy(db)!.type} strategy (state ${inFlight}); wait until it ends, or abort the strategy`);
+      if (inFlight) {
+        refuse(`its step is in progress in the ${inFlight.strategy} strategy (state ${inFlight.state}); wait until it ends, or abort the strategy`);
+      }
       if (want === 'managed' && sc.availability !== 'online' && !force) {
         refuse(`Subcloud is ${sc.availability}; give --force to manage it anyway`);
       }
