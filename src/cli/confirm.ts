@@ -10,6 +10,9 @@ export interface ConfirmIo {
   stderr: NodeJS.WritableStream;
 }
 
+/** The help of `--yes`, on every command where dcmanager's client confirms. */
+export const YES_HELP = 'skip confirmation and proceed with the action (CLI_CONFIRMATIONS=enabled)';
+
 const PROMPT =
   '\x1b[1m\x1b[93mWARNING: This is a high-risk operation that may cause service interruption or remove critical resources.\x1b[0m\n' +
   '\x1b[1m\x1b[93mDo you want to continue? (yes/No): \x1b[0m';

@@ -6,6 +6,9 @@
 import type { Command } from 'commander';
 import { STRATEGY_TYPES, TYPES, type StrategyType } from '../domain/types.js';
 
+/** dcmanager's name for strategy-config before its client of 2025-05-14, still in old scripts. */
+export const OLD_CONFIG_NAME = 'patch-strategy-config';
+
 /** Example lines by command path ('' is the program itself). */
 export const EXAMPLES: Record<string, string[]> = {
   '': [
@@ -32,7 +35,17 @@ export const EXAMPLES: Record<string, string[]> = {
     'dcm subcloud update subcloud1 subcloud2 --group canary',
     'dcm subcloud update subcloud7 --availability offline --sync kubernetes=in-sync',
   ],
-  'subcloud delete': ['dcm subcloud delete subcloud9', 'dcm subcloud delete lab{1..4}'],
+  'subcloud delete': ['dcm subcloud delete subcloud9', 'dcm subcloud delete lab{1..4}', 'dcm subcloud delete 12 --yes'],
+  'subcloud manage': ['dcm subcloud manage subcloud1', 'dcm subcloud manage lab1 --force'],
+  'subcloud unmanage': ['dcm subcloud unmanage subcloud1', 'dcm subcloud unmanage 8 --yes'],
+  'subcloud errors': ['dcm subcloud errors subcloud7'],
+  'subcloud prestage': [
+    'dcm subcloud prestage subcloud1 --release 24.09 --sysadmin-password "$PW"',
+    'dcm subcloud prestage subcloud1 --for-sw-deploy --driver exec --exec-config prestage.yaml',
+  ],
+  alarm: ['dcm alarm summary'],
+  'alarm summary': ['dcm alarm summary', 'dcm alarm summary -f value -c NAME'],
+  'bash-completion': ['dcm bash-completion'],
   'subcloud-group': ['dcm subcloud-group add --name canary --max_parallel_subclouds 5', 'dcm subcloud-group list'],
   'subcloud-group add': [
     'dcm subcloud-group add --name canary --max_parallel_subclouds 5',
@@ -44,7 +57,7 @@ export const EXAMPLES: Record<string, string[]> = {
     'dcm subcloud-group update canary --max_parallel_subclouds 10',
     'dcm subcloud-group update 2 --name pilot',
   ],
-  'subcloud-group delete': ['dcm subcloud-group delete canary'],
+  'subcloud-group delete': ['dcm subcloud-group delete canary', 'dcm subcloud-group delete 3 --yes'],
   'subcloud-group list-subclouds': ['dcm subcloud-group list-subclouds canary', 'dcm subcloud-group list-subclouds 1 -f json'],
   strategy: [
     'dcm strategy create --type patch --dry-run',
@@ -152,6 +165,10 @@ export function commandPath(cmd: Command): string {
 export function examplesFor(path: string): string[] | undefined {
   if (EXAMPLES[path]) return EXAMPLES[path];
   const [first, verb = ''] = path.split(' ');
+  // The old name of strategy-config: its examples, under that name.
+  if (first === OLD_CONFIG_NAME) {
+    return EXAMPLES[['strategy-config', verb].filter(Boolean).join(' ')]?.map((l) => l.replace(/^dcm strategy-config/, `dcm ${OLD_CONFIG_NAME}`));
+  }
   const type = STRATEGY_TYPES.find((t) => TYPES[t].alias === first);
   return type ? aliasExamples(type, verb) : undefined;
 }

@@ -4,6 +4,7 @@ import type { GroupInput } from '../commands/groups.js';
 import type { ApplyType } from '../domain/types.js';
 import { applyType, groupMaxParallel } from './parsers.js';
 import type { Runner } from './runner.js';
+import { YES_HELP } from './confirm.js';
 
 /** The command module (and SQLite with it) loads only when a command runs, not for --help. */
 const commands = () => import('../commands/groups.js');
@@ -52,8 +53,14 @@ export function registerGroup(program: Command, run: Runner): void {
     .action((ref: string, o: RawGroupOpts) => run(async (ctx) => (await commands()).groupUpdateWarned(ctx, ref, input(o))));
   g.command('delete')
     .argument('<group>', 'name or id')
+    .option('--yes', YES_HELP)
     .description('delete an empty group (never Default)')
-    .action((ref: string) => run(async (ctx) => (await commands()).groupDelete(ctx, ref)));
+    .action((ref: string, o: { yes?: boolean }) =>
+      run(async (ctx) => {
+        await ctx.confirm(o.yes);
+        return (await commands()).groupDelete(ctx, ref);
+      }),
+    );
   g.command('list-subclouds')
     .argument('<group>', 'name or id')
     .description('list the subclouds of a group')

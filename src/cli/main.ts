@@ -18,7 +18,9 @@ import { registerSteps } from './steps.js';
 import { registerStrategyConfig } from './strategy-config.js';
 import { registerDb } from './db.js';
 import { registerCompletion } from './completion.js';
+import { registerAlarm } from './alarm.js';
 import { addExamples, examplesText } from './examples.js';
+import { expandAbbreviations } from './abbrev.js';
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
 
@@ -55,6 +57,7 @@ export function buildProgram(run: Runner, io?: Io): Command {
   registerStrategyConfig(program, run);
   registerDb(program, run);
   registerCompletion(program, run);
+  registerAlarm(program, run);
   // Last: every command registered above takes the global and formatter options, and gets its
   // Examples block.
   addGlobalOptionsEverywhere(program);
@@ -108,7 +111,10 @@ export async function main(argv: string[], io: Io = { stdout: process.stdout, st
       io.stdout.write(`${program.helpInformation()}${examplesText('')}\n`);
       return EXIT.usage;
     }
-    await program.parseAsync(argv, { from: 'user' });
+    // cliff's `help subcloud list` is that command's --help (exit 0); commander's own help command
+    // takes one word only, and exits 2 without one.
+    const words = argv[0] === 'help' ? helpOf(program, argv.slice(1)) : argv;
+    await program.parseAsync(expandAbbreviations(program, words), { from: 'user' });
     for (const w of outcome.warnings ?? []) io.stderr.write(`warning: ${w}\n`);
     if (outcome.text !== undefined) io.stdout.write(outcome.text);
     if (outcome.watch && out) {
@@ -124,6 +130,20 @@ export async function main(argv: string[], io: Io = { stdout: process.stdout, st
   } catch (err) {
     return report(err, io.stderr);
   }
+}
+
+/**
+ * `help A B`: `A B --help` when A B names a command; else `A B` alone, which commander refuses as
+ * an unknown command (exit 2) rather than printing the program's help for a typo.
+ */
+function helpOf(program: Command, path: string[]): string[] {
+  let cmd = program;
+  for (const word of path) {
+    const sub = cmd.commands.find((c) => c.name() === word);
+    if (!sub) return path;
+    cmd = sub;
+  }
+  return [...path, '--help'];
 }
 
 /** Errors are one line (SPEC §8): a message quoting file text may hold newlines. */

@@ -8,7 +8,9 @@ import {
   type ConfigOptions,
 } from '../domain/strategy-config.js';
 import { integer } from './parsers.js';
+import { OLD_CONFIG_NAME } from './examples.js';
 import type { Runner } from './runner.js';
+import { YES_HELP } from './confirm.js';
 
 /** The command module (and SQLite with it) loads only when a command runs, not for --help. */
 const commands = () => import('../commands/strategy-config.js');
@@ -24,7 +26,11 @@ interface RawConfigOpts {
 const CLOUD_HELP = 'subcloud name or id; omit (or RegionOne) for the default options';
 
 export function registerStrategyConfig(program: Command, run: Runner): void {
-  const c = program.command('strategy-config').description('update options per subcloud, or their defaults (sw-update-options)');
+  configCommands(program.command('strategy-config').description('update options per subcloud, or their defaults (sw-update-options)'), run);
+  configCommands(program.command(OLD_CONFIG_NAME).description('strategy-config under its old name, for old scripts'), run);
+}
+
+function configCommands(c: Command, run: Runner): void {
   c.command('update')
     .argument('[cloud]', CLOUD_HELP)
     .description('set the options of a subcloud, or the defaults (all five are required, as in dcmanager)')
@@ -59,7 +65,7 @@ export function registerStrategyConfig(program: Command, run: Runner): void {
     .action((cloud: string | undefined) => run(async (ctx) => (await commands()).configShowOne(ctx, cloud)));
   c.command('delete')
     .argument('<cloud>', 'subcloud name or id (RegionOne: put the built-in defaults back)')
-    .option('--yes', 'skip confirmation and proceed with the action (CLI_CONFIRMATIONS=enabled)')
+    .option('--yes', YES_HELP)
     .description("delete a subcloud's own options: it uses the defaults again")
     .action((cloud: string, o: { yes?: boolean }) =>
       run(async (ctx) => {

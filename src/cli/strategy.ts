@@ -5,11 +5,12 @@ import { Option, type Command } from 'commander';
 const commands = () => import('../commands/strategy.js');
 const applyCommand = () => import('../commands/apply.js');
 const abortCommand = () => import('../commands/abort.js');
-import { typeOptionFlags, type RawDriverOptions, type RawTypeOptions } from '../domain/options.js';
+import { deprecationNotices, typeOptionFlags, type RawDriverOptions, type RawTypeOptions } from '../domain/options.js';
 import { STRATEGY_TYPES, TYPES, type ApplyType, type StrategyType } from '../domain/types.js';
 import { applyType, collect, integer, maxFailures, progressInterval, strategyType } from './parsers.js';
 import { DRIVER_NAMES, driverOptions } from '../drivers/index.js';
 import type { Runner } from './runner.js';
+import { YES_HELP } from './confirm.js';
 
 interface CreateOpts extends RawTypeOptions, RawDriverOptions {
   type?: StrategyType;
@@ -38,6 +39,8 @@ const TYPE_OPTIONS: [string, string][] = [
   ['--cleanup', 'sw-deploy: clean up'],
   ['--with-prestage', 'sw-deploy: prestage first'],
   ['--kube-upgrade <version>', 'sw-deploy: also upgrade kubernetes to this version'],
+  ['--with-delete', 'sw-deploy: deprecated, the same as --delete'],
+  ['--delete-only', 'sw-deploy: deprecated, the same as --cleanup'],
   ['--sysadmin-password <password>', 'prestage, sw-deploy with --with-prestage: the subclouds\' sysadmin password (stored, never printed)'],
 ];
 
@@ -72,13 +75,16 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .option('--state-timeout <duration>', "fail a state operation that takes longer (default per type; exec: the config's timeout)")
     .option('--dry-run', 'every check, then the plan (stages, windows, steps, estimated duration); nothing written')
     .action((clouds: string[], o: CreateOpts) =>
-      run(async (ctx) =>
-        (await commands()).strategyCreate(ctx, {
+      run(async (ctx) => ({
+        // dcmanager prints the notice and goes on; dcm says it on stderr, with the warnings.
+        warnings: deprecationNotices(o),
+        result: await (await commands()).strategyCreate(ctx, {
           type: typeOf(o)!,
           cloudNames: clouds,
           groupName: o.group,
           subcloudApplyType: o.subcloudApplyType,
-          maxParallelSubclouds: o.maxParallelSubclouds,
+          // dcmanager's client sends the option only when it is truthy: 0 means not given.
+          maxParallelSubclouds: o.maxParallelSubclouds === 0 ? undefined : o.maxParallelSubclouds,
           stopOnFailure: o.stopOnFailure,
           maxFailures: o.maxFailures,
           force: o.force,
@@ -86,7 +92,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
           driverOptions: o,
           dryRun: o.dryRun,
         }),
-      ),
+      })),
     );
 
   withType(parent.command('show'), false)
@@ -94,7 +100,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .action((o: { type?: StrategyType }) => run(async (ctx) => (await commands()).strategyShow_(ctx, typeOf(o))));
   withType(parent.command('apply'), false)
     .description('run the strategy in the foreground until it ends (exit 0 complete, 1 failed, 3 aborted)')
-    .option('--yes', 'skip confirmation and proceed with the action (CLI_CONFIRMATIONS=enabled)')
+    .option('--yes', YES_HELP)
     .option('-v, --verbose', 'one progress line per step transition')
     .option('--progress-interval <duration>', 'off a terminal, a summary line this often (default 10s; 0s: none)', progressInterval)
     .action((o: { type?: StrategyType; yes?: boolean; verbose?: boolean; progressInterval?: number }) =>
@@ -153,7 +159,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     );
   withType(parent.command('delete'), false)
     .description('delete the strategy, its steps and their history')
-    .option('--yes', 'skip confirmation and proceed with the action (CLI_CONFIRMATIONS=enabled)')
+    .option('--yes', YES_HELP)
     .option('--wait', 'wait while a run of the strategy still goes (after a kill of apply) instead of refusing')
     .action((o: { type?: StrategyType; yes?: boolean; wait?: boolean }) =>
       run(async (ctx) => {

@@ -2,10 +2,13 @@
 import type { Command } from 'commander';
 import { parseSubcloudFields, UNTRACKED_FIELDS, type RawSubcloudFields } from '../domain/inventory.js';
 import { collect } from './parsers.js';
+import { DRIVER_NAMES, driverOptions } from '../drivers/index.js';
 import type { Runner } from './runner.js';
+import { YES_HELP } from './confirm.js';
 
 /** The command module (and SQLite with it) loads only when a command runs, not for --help. */
 const commands = () => import('../commands/subclouds.js');
+const ops = () => import('../commands/subcloud-ops.js');
 
 function fieldOptions(cmd: Command): Command {
   cmd
@@ -47,7 +50,60 @@ export function registerSubcloud(program: Command, run: Runner): void {
     (names: string[], opts: RawSubcloudFields) => run(async (ctx) => (await commands()).subcloudUpdate(ctx, names, parseSubcloudFields(opts))),
   );
   sc.command('delete')
-    .argument('<name...>')
+    .argument('<name...>', 'name or id')
+    .option('--yes', YES_HELP)
     .description('delete subclouds (refused while one has a step)')
-    .action((names: string[]) => run(async (ctx) => (await commands()).subcloudDelete(ctx, names)));
+    .action((names: string[], o: { yes?: boolean }) =>
+      run(async (ctx) => {
+        await ctx.confirm(o.yes);
+        return (await commands()).subcloudDelete(ctx, names);
+      }),
+    );
+  sc.command('manage')
+    .argument('<subcloud>', 'name or id')
+    .option('--force', 'manage the subcloud whatever its availability')
+    .option('--yes', YES_HELP)
+    .description('set a subcloud managed (refused while the strategy is updating it)')
+    // Accepted for scripts that pass it everywhere; managing a site takes nothing away, so it
+    // does not ask.
+    .action((ref: string, o: { force?: boolean }) =>
+      run(async (ctx) => (await ops()).subcloudSetManagement(ctx, ref, 'managed', Boolean(o.force))),
+    );
+  sc.command('unmanage')
+    .argument('<subcloud>', 'name or id')
+    .option('--migrate', "accepted as dcmanager's client takes it; dcm migrates nothing")
+    .option('--yes', YES_HELP)
+    .description('set a subcloud unmanaged (refused while the strategy is updating it)')
+    .action((ref: string, o: { yes?: boolean }) =>
+      run(async (ctx) => {
+        await ctx.confirm(o.yes);
+        return (await ops()).subcloudSetManagement(ctx, ref, 'unmanaged');
+      }),
+    );
+  sc.command('errors')
+    .argument('<subcloud>', 'name or id')
+    .description("the details of the subcloud's last failed operation (from the step history)")
+    .action((ref: string) => run(async (ctx) => ({ text: await (await ops()).subcloudErrors(ctx, ref) })));
+  const prestage = sc
+    .command('prestage')
+    .argument('<subcloud>', 'name or id')
+    .description('prestage one subcloud now: a one-subcloud prestage strategy, created and applied (deleted once complete)')
+    .option('--release <YY.MM[.nn]>', 'software release to prestage')
+    .option('--for-install', 'prestage for install (default)')
+    .option('--for-sw-deploy', 'prestage for software deploy')
+    .option('--sysadmin-password <password>', "the subcloud's sysadmin password (stored with the strategy, never printed)")
+    .option('--force', "accepted as dcmanager's client takes it (dcm checks no alarms)")
+    .option('--yes', YES_HELP)
+    .option('--driver <name>', `who performs each state: ${DRIVER_NAMES.join(' | ')} (default sim)`);
+  for (const o of driverOptions()) {
+    if (o.repeatable) prestage.option(o.flags, o.help, collect);
+    else prestage.option(o.flags, o.help);
+  }
+  // --yes is accepted and asks nothing: a prestage only adds to a site (as `strategy create`).
+  prestage.action((ref: string, o: { release?: string; forInstall?: boolean; forSwDeploy?: boolean; sysadminPassword?: string } & Record<string, unknown>) =>
+    run(async (ctx) => {
+      const { release, forInstall, forSwDeploy, sysadminPassword } = o;
+      return (await ops()).subcloudPrestage(ctx, ref, { typeOptions: { release, forInstall, forSwDeploy, sysadminPassword }, driverOptions: o });
+    }),
+  );
 }

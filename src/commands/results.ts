@@ -20,7 +20,11 @@ export type CommandResult =
   | { kind: 'subclouds'; rows: SubcloudRow[]; detail: boolean }
   /** `subcloud-group list-subclouds`: dcmanager prints the detail columns. */
   | { kind: 'group-subclouds'; rows: SubcloudRow[] }
-  | { kind: 'subcloud'; row: SubcloudRow; detail: boolean }
+  /**
+   * One subcloud. `regionName: false` for the commands whose record dcmanager prints without it
+   * (manage, unmanage, prestage); `prestageSoftwareVersion` is added last when set (prestage).
+   */
+  | { kind: 'subcloud'; row: SubcloudRow; detail: boolean; regionName?: boolean; prestageSoftwareVersion?: string | null }
   | { kind: 'groups'; rows: GroupRecord[] }
   | { kind: 'group'; row: GroupRecord }
   | { kind: 'strategy'; strategy: Strategy }

@@ -6,6 +6,7 @@ import type { CommandResult, StepLine } from './results.js';
 import { allStepStates, checkStepStates } from '../domain/choices.js';
 import { statesOf, type StrategyType } from '../domain/types.js';
 import { getStrategy } from '../store/strategy.js';
+import { subcloudNameOf } from '../store/subclouds.js';
 
 /**
  * `--state` values must be step states (SPEC §4): a typo is an error listing the valid ones, never
@@ -29,11 +30,11 @@ export async function stepList_(ctx: Ctx, filter: { states?: string[]; stage?: n
 }
 
 export async function stepShow_(ctx: Ctx, cloud: string): Promise<CommandResult> {
-  const row = withReadDb(ctx, null, (db) => findStep(db, cloud) ?? null);
+  const row = withReadDb(ctx, null, (db) => findStep(db, subcloudNameOf(db, cloud)) ?? null);
   if (!row) throw new OperationError(`Strategy step for subcloud ${cloud} not found`);
   return { kind: 'step', row };
 }
 
 export async function stepHistory(ctx: Ctx, cloud?: string): Promise<CommandResult> {
-  return { kind: 'history', rows: withReadDb(ctx, [], (db) => listHistory(db, cloud)) };
+  return { kind: 'history', rows: withReadDb(ctx, [], (db) => listHistory(db, cloud === undefined ? undefined : subcloudNameOf(db, cloud))) };
 }

@@ -5,11 +5,12 @@ import { checkCombination, checkMaxParallel, planSteps } from '../domain/plannin
 import { timeoutExtraArgs, typeExtraArgs, type RawDriverOptions, type RawTypeOptions } from '../domain/options.js';
 import { driverExtraArgs, parseDriverName } from '../drivers/index.js';
 import { STRATEGY_ENDED, statesOf, type ApplyType, type StrategyType } from '../domain/types.js';
-import { listGroups } from '../store/groups.js';
+import { findGroup, listGroups } from '../store/groups.js';
 import type { Db } from '../store/open.js';
 import { deleteStrategy, getStrategy, insertStrategy, type Strategy } from '../store/strategy.js';
 import { insertSteps } from '../store/steps.js';
 import { planningRecords } from '../store/subclouds.js';
+import { now } from '../store/clock.js';
 import { DEFAULT_UNCREATED } from './groups.js';
 import { immediate, withExistingWriteDb, withReadDb, withWriteDb, type Ctx } from './context.js';
 import type { CommandResult } from './results.js';
@@ -118,12 +119,13 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Comm
   return withWriteDb(ctx, (db) =>
     immediate(db, () => {
       const p = plan(db);
+      const shown = recordedWindow(db, req);
       insertStrategy(
         db,
         {
           type: input.type,
-          subcloudApplyType: req.subcloudApplyType,
-          maxParallelSubclouds: req.maxParallelSubclouds,
+          subcloudApplyType: shown.subcloudApplyType,
+          maxParallelSubclouds: shown.maxParallelSubclouds,
           stopOnFailure: Boolean(input.stopOnFailure),
           maxFailures,
           extra: { ...extra, ...driver, cloud_name: req.cloudName, ...(req.cloudNames ? { cloud_names: req.cloudNames } : {}), group: req.groupName, force: req.force },
@@ -134,6 +136,23 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Comm
       return { kind: 'strategy', strategy: theStrategy(db) };
     }),
   );
+}
+
+/**
+ * What the strategy record holds for its apply type and window, as dcmanager's server fills them
+ * in (orchestrator_manager.create_sw_update_strategy): with --group, the group's apply type and
+ * max parallel subclouds; serial, a window of 1. Without either, dcm keeps them unset (dcmanager
+ * then records 2), since each group's own window applies to its stage. The windows themselves are
+ * the stages'; these are what the record says.
+ */
+function recordedWindow(
+  db: Db,
+  req: { groupName: string | null; subcloudApplyType: ApplyType | null; maxParallelSubclouds: number | null },
+): { subcloudApplyType: ApplyType | null; maxParallelSubclouds: number | null } {
+  const group = req.groupName === null ? undefined : findGroup(db, req.groupName);
+  const applyType = group ? group.update_apply_type : req.subcloudApplyType;
+  const max = applyType === 'serial' ? 1 : group ? group.max_parallel_subclouds : req.maxParallelSubclouds;
+  return { subcloudApplyType: applyType, maxParallelSubclouds: max };
 }
 
 export async function strategyShow_(ctx: Ctx, type?: StrategyType): Promise<CommandResult> {
@@ -150,7 +169,9 @@ export async function strategyDelete(ctx: Ctx, type?: StrategyType, opts: { wait
       throw new OperationError(`Strategy in state ${s.state} cannot be deleted`);
     }
     deleteStrategy(db);
-    return { kind: 'strategy' as const, strategy: { ...s, state: 'deleted' } };
+    // dcmanager's API answers with the record it marked `deleting` (its updated_at stamped), then
+    // removes it in the background; dcm has removed it already, and prints what dcmanager prints.
+    return { kind: 'strategy' as const, strategy: { ...s, state: 'deleting', updated_at: now() } };
   });
   return result ?? strategyNotFound(type);
 }

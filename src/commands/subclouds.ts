@@ -8,7 +8,7 @@ import type { Db } from '../store/open.js';
 import {
   deleteSubcloud,
   existingNames,
-  findSubcloud,
+  findSubcloudByRef,
   hasStep,
   insertSubclouds,
   listSubclouds,
@@ -90,8 +90,9 @@ export async function subcloudList_(
   return { kind: 'subclouds', rows: opts.all ? rows : rows.filter((r) => !SECONDARY.includes(r.deploy_status)), detail: Boolean(opts.detail) };
 }
 
-function mustFind(db: Db, name: string) {
-  const sc = findSubcloud(db, name);
+/** A subcloud by name, or by id when all digits (see findSubcloudByRef). */
+export function mustFind(db: Db, name: string) {
+  const sc = findSubcloudByRef(db, name);
   if (!sc) throw new OperationError(`Subcloud ${name} does not exist`);
   return sc;
 }
@@ -110,9 +111,9 @@ export async function subcloudUpdate(ctx: Ctx, names: string[], input: SubcloudI
       const fields = toStored(db, input);
       for (const r of rows) updateSubcloud(db, r.id, fields);
       // One name: the subcloud as `show` prints it, as dcmanager's `subcloud update` does.
-      if (names.length === 1) return { kind: 'subcloud', row: mustFind(db, names[0]), detail: false };
-      const changed = new Set(names);
-      return { kind: 'subclouds', rows: listSubclouds(db).filter((r) => changed.has(r.name)), detail: false };
+      if (names.length === 1) return { kind: 'subcloud', row: mustFind(db, String(rows[0].id)), detail: false };
+      const changed = new Set(rows.map((r) => r.id));
+      return { kind: 'subclouds', rows: listSubclouds(db).filter((r) => changed.has(r.id)), detail: false };
     }),
   );
 }

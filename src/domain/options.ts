@@ -24,6 +24,9 @@ export interface RawTypeOptions {
   withPrestage?: boolean;
   kubeUpgrade?: string;
   sysadminPassword?: string;
+  /** dcmanager's deprecated spellings of --delete and --cleanup, still accepted by its client. */
+  withDelete?: boolean;
+  deleteOnly?: boolean;
 }
 
 /** Strategy options that are not a type's: today the per-state timeout. */
@@ -52,11 +55,29 @@ const FLAG: Record<keyof RawTypeOptions, string> = {
   withPrestage: '--with-prestage',
   kubeUpgrade: '--kube-upgrade',
   sysadminPassword: '--sysadmin-password',
+  withDelete: '--with-delete',
+  deleteOnly: '--delete-only',
 };
+
+/** Deprecated sw-deploy options and what they now are (dcmanager maps them the same way). */
+const DEPRECATED: Partial<Record<keyof RawTypeOptions, keyof RawTypeOptions>> = { withDelete: 'delete', deleteOnly: 'cleanup' };
+
+/** The deprecation notice of each deprecated option given, in dcmanager's sense. */
+export function deprecationNotices(raw: RawTypeOptions): string[] {
+  return (Object.keys(DEPRECATED) as (keyof RawTypeOptions)[])
+    .filter((k) => given(raw, k))
+    .map((k) => `Option ${FLAG[k]} is deprecated and will be removed in a future release; use ${FLAG[DEPRECATED[k]!]} instead.`);
+}
+
+/** The raw options with each deprecated one folded into the option that replaced it. */
+function undeprecated(raw: RawTypeOptions): RawTypeOptions {
+  const { withDelete, deleteOnly, ...rest } = raw;
+  return { ...rest, delete: raw.delete || withDelete || undefined, cleanup: raw.cleanup || deleteOnly || undefined };
+}
 
 const ALLOWED: Record<StrategyType, (keyof RawTypeOptions)[]> = {
   patch: ['patchId'],
-  'sw-deploy': ['releaseId', 'snapshot', 'rollback', 'delete', 'cleanup', 'withPrestage', 'kubeUpgrade', 'sysadminPassword'],
+  'sw-deploy': ['releaseId', 'snapshot', 'rollback', 'delete', 'cleanup', 'withPrestage', 'kubeUpgrade', 'sysadminPassword', 'withDelete', 'deleteOnly'],
   kubernetes: ['toVersion'],
   'kube-rootca-update': ['subject', 'expiryDate', 'certFile'],
   firmware: [],
@@ -111,7 +132,8 @@ export function typeExtraArgs(type: StrategyType, raw: RawTypeOptions): ExtraArg
         cert_file: raw.certFile ?? null,
       };
     case 'prestage': {
-      exclusive(raw, 'forInstall', ['forSwDeploy']);
+      // dcmanager's client's words for this pair.
+      if (raw.forInstall && raw.forSwDeploy) throw new UsageError('Options --for-install and --for-sw-deploy cannot be combined');
       if (raw.release !== undefined && !/^\d\d\.\d\d(\.\d+)?$/.test(raw.release)) {
         throw new UsageError(`Invalid release: ${raw.release}. The release must be YY.MM or YY.MM.nn`);
       }
@@ -123,6 +145,7 @@ export function typeExtraArgs(type: StrategyType, raw: RawTypeOptions): ExtraArg
       };
     }
     case 'sw-deploy': {
+      raw = undeprecated(raw);
       // dcmanager's client checks, in its order and with its words.
       if (given(raw, 'sysadminPassword') && !raw.withPrestage) {
         throw new UsageError('--sysadmin-password can only be used with --with-prestage');

@@ -89,6 +89,23 @@ export function findSubcloud(db: Db, name: string): SubcloudRow | undefined {
   return sql(db, `${SELECT} WHERE s.name = ?`).get(name) as SubcloudRow | undefined;
 }
 
+/**
+ * A subcloud as dcmanager's API takes it (`subcloud show 8`): all digits is an id, anything else a
+ * name. A name made of digits (dcm allows one) is found by name when no subcloud has that id.
+ */
+export function findSubcloudByRef(db: Db, ref: string): SubcloudRow | undefined {
+  if (/^\d+$/.test(ref)) {
+    const byId = sql(db, `${SELECT} WHERE s.id = ?`).get(Number(ref)) as SubcloudRow | undefined;
+    if (byId) return byId;
+  }
+  return findSubcloud(db, ref);
+}
+
+/** The name `ref` stands for (an id of all digits becomes its subcloud's name); else `ref` as given. */
+export function subcloudNameOf(db: Db, ref: string): string {
+  return /^\d+$/.test(ref) ? (findSubcloudByRef(db, ref)?.name ?? ref) : ref;
+}
+
 export function existingNames(db: Db, names: readonly string[]): string[] {
   const stmt = sql(db, 'SELECT 1 FROM subcloud WHERE name = ?').pluck();
   return names.filter((n) => stmt.get(n) !== undefined);

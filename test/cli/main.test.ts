@@ -27,7 +27,6 @@ const range = (n: string | number, type = 'patch', max = 5000) =>
 
 describe('strategy create: bad option values (exit 2)', () => {
   refuse(() => fx.fleet, [
-    ['max parallel 0', ['strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '0'], 2, range(0)],
     ['max parallel -1', ['strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '-1'], 2, range(-1)],
     ['max parallel 5001', ['strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '5001'], 2, range(5001)],
     ['max parallel 251 for prestage', ['strategy', 'create', '--type', 'prestage', '--max-parallel-subclouds', '251'], 2, range(251, 'prestage', 250)],
@@ -105,15 +104,15 @@ describe('the order of the checks (SPEC §5)', () => {
     ['1. of another type', ['strategy', 'create', '--type', 'kubernetes'], 1, "Strategy of type: 'patch' already exists"],
     // SPEC §4: option values are checked before the file is read, so a strategy that exists does
     // not hide a bad value.
-    ['a bad value (3) before 1', ['strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '0'], 2, range(0)],
+    ['a bad value (3) before 1', ['strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '-1'], 2, range(-1)],
     ['a bad --sim-latency before 1', ['strategy', 'create', '--type', 'patch', '--sim-latency', 'fast'], 2, /^Invalid --sim-latency value: fast/],
     ['a bad --sim-fail state before 1', ['strategy', 'create', '--type', 'patch', '--sim-fail', 's1=nosuch'], 2, /^Invalid --sim-fail state 'nosuch'/],
     ['a bad type option before 1', ['strategy', 'create', '--type', 'patch', '--to-version', 'v1'], 2, '--to-version is not an option of strategy type patch'],
-    ['1 before 3 when 2 applies too', ['strategy', 'create', '--type', 'patch', '--group', 'rest', '--max-parallel-subclouds', '0'], 1, "Strategy of type: 'patch' already exists"],
+    ['1 before 3 when 2 applies too', ['strategy', 'create', '--type', 'patch', '--group', 'rest', '--max-parallel-subclouds', '-1'], 1, "Strategy of type: 'patch' already exists"],
     ['1 before 2', ['strategy', 'create', '--type', 'patch', 's1', '--group', 'rest'], 1, "Strategy of type: 'patch' already exists"],
   ]);
   refuse(() => fx.fleet, [
-    ['2 before 3', ['strategy', 'create', '--type', 'patch', '--group', 'rest', '--max-parallel-subclouds', '0'], 2, 'The --max-parallel-subclouds options is not supported when --group option is applied.'],
+    ['2 before 3', ['strategy', 'create', '--type', 'patch', '--group', 'rest', '--max-parallel-subclouds', '-1'], 2, 'The --max-parallel-subclouds options is not supported when --group option is applied.'],
     ['2 before 4', ['strategy', 'create', '--type', 'patch', 'nosuch', '--group', 'nosuch'], 2, 'The cloud_name and group options are mutually exclusive.'],
     ['3 before 4', ['strategy', 'create', '--type', 'patch', 'nosuch', '--max-parallel-subclouds', '5001'], 2, range(5001)],
     ['4 before 5', ['strategy', 'create', '--type', 'patch', 's3x'], 1, 'Subcloud s3x does not exist'],

@@ -187,7 +187,8 @@ describe('the strategy record', () => {
       // dcmanager names the option: delete_option 'delete' or 'cleanup', with_prestage 'with_prestage'.
       delete_option: null,
       with_prestage: 'with_prestage',
-      kube_upgrade: null,
+      // Not given: an empty string, as the client prints it (its extract_extra_args drops a null).
+      kube_upgrade: '',
     });
     const d = fx.fresh();
     await runOk(['--db', d.db, 'sw-deploy-strategy', 'create', '--release-id', 'r1', '--delete', '--kube-upgrade', 'v1.29.2']);

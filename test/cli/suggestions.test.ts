@@ -12,8 +12,9 @@ describe('did you mean', () => {
     [['subcloud-grup', 'list'], "unknown command 'subcloud-grup'; did you mean 'subcloud-group'?"],
     [['strategy', 'creat'], "unknown command 'creat'; did you mean 'create'?"],
     [['strategy-step', 'lsit'], "unknown command 'lsit'; did you mean 'list'?"],
-    [['strategy', 'create', '--type', 'patch', '--stop-on-failur'], "unknown option '--stop-on-failur'; did you mean '--stop-on-failure'?"],
-    [['strategy-step', 'list', '--stat', 'failed'], "unknown option '--stat'; did you mean '--state'?"],
+    // Typos, not prefixes: a unique prefix (`--stop-on-failur`, `--stat`) is that option, as argparse reads it.
+    [['strategy', 'create', '--type', 'patch', '--stop-on-failrue'], "unknown option '--stop-on-failrue'; did you mean '--stop-on-failure'?"],
+    [['strategy-step', 'list', '--sate', 'failed'], "unknown option '--sate'; did you mean '--state'?"],
     [['subcloud', 'list', '--grop', 'x'], "unknown option '--grop'; did you mean '--group'?"],
   ])('dcm %j', async (args, message) => {
     expectErrorLine(await run(args), 2, message);

@@ -133,7 +133,7 @@ describe('nothing is written', () => {
 describe('every check of create, in the same order', () => {
   const cases: [string, string[], 1 | 2, string | RegExp][] = [
     ['a strategy exists', [], 1, "Strategy of type: 'patch' already exists"],
-    ['a bad value is not hidden by it', ['--max-parallel-subclouds', '0'], 2, /^Invalid max-parallel-subclouds value: 0/],
+    ['a bad value is not hidden by it', ['--max-parallel-subclouds', '-1'], 2, /^Invalid max-parallel-subclouds value: -1/],
     ['an unknown --sim-fail cloud', ['--sim-fail', 'nosuch=pre check'], 1, "Strategy of type: 'patch' already exists"],
   ];
   test.each(cases)('with a strategy: %s', async (_t, args, code, message) => {

@@ -22,10 +22,10 @@ function refuse(fx: () => Fixture, cases: Case[]): void {
 describe('strategy create', () => {
   refuse(() => fx.fleet, [
     [
-      'max parallel 0',
-      ['strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '0'],
+      'max parallel -1',
+      ['strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '-1'],
       2,
-      'Invalid max-parallel-subclouds value: 0. For patch, the value must be between 1 and 5000.',
+      'Invalid max-parallel-subclouds value: -1. For patch, the value must be between 1 and 5000.',
     ],
     [
       'max parallel 251 for prestage (alias)',

@@ -12,7 +12,7 @@ dcm subcloud-group add --name canary --description 'Zürich rack "A": first' --m
 dcm subcloud-group add --name 'edge\sites' --description 'C:\sites\edge # not a comment' --update_apply_type serial
 dcm subcloud add subcloud1 subcloud2 --group canary --location 'Zürich' --description 'rack 1'
 dcm subcloud add 'sc-日本' --group 'edge\sites' --description 'a very long description that goes on and on, well past the eighty columns where PyYAML folds a line' --software-version 24.09
-dcm subcloud add subcloud4 --availability offline --deploy-status secondary --backup-status complete-central --management-subnet 192.168.101.0/24
+dcm subcloud add subcloud4 --availability offline --deploy-status secondary --backup-status complete-central --management-subnet 192.168.101.0/24 --oam-floating-ip 10.10.10.2 --deploy-config-sync-status deployed
 dcm subcloud update subcloud2 --sync patching=in-sync --prestage-status complete
 dcm strategy create --type patch --max-parallel-subclouds 2
 node --input-type=module -e "

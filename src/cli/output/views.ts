@@ -71,12 +71,21 @@ function detailListLine(r: SubcloudRow): Value[] {
   return [...v.slice(0, 8), sync(r), ...v.slice(8)];
 }
 
+/** The server's order of the endpoint rows: its query sorts them by endpoint type. */
+const SHOW_ORDER = [...ENDPOINTS].sort();
+
 /** dcmanager's detail_show_format (and, with -d, the fields of subcloud_additional_details). */
-function subcloudShow(r: SubcloudRow, detail: boolean): Table {
+function subcloudShow(r: SubcloudRow, detail: boolean, regionName = true, prestageVersion: string | null = null): Table {
   const fields = detailFields(r);
-  for (const e of ENDPOINTS) fields.push([`${e}_sync_status`, r[SYNC_FIELD[e]] as string]);
-  if (detail) fields.push(['oam_floating_ip', r.oam_floating_ip], ['deploy_config_sync_status', r.deploy_config_sync_status]);
-  fields.push(['region_name', r.region_name]);
+  for (const e of SHOW_ORDER) fields.push([`${e}_sync_status`, r[SYNC_FIELD[e]] as string]);
+  // dcmanager's client leaves these out when the server could not tell (`unavailable`, `unknown`);
+  // a value dcm was never given is one it cannot tell either.
+  if (detail && r.oam_floating_ip !== null && r.oam_floating_ip !== 'unavailable') fields.push(['oam_floating_ip', r.oam_floating_ip]);
+  if (detail && r.deploy_config_sync_status !== null && r.deploy_config_sync_status !== 'unknown') {
+    fields.push(['deploy_config_sync_status', r.deploy_config_sync_status]);
+  }
+  if (regionName) fields.push(['region_name', r.region_name]);
+  if (prestageVersion) fields.push(['prestage_software_version', prestageVersion]);
   return show(fields);
 }
 
@@ -109,7 +118,8 @@ export function strategyShow(s: Strategy): Table {
       // dcmanager names the option given: delete (or the deprecated with_delete), cleanup.
       ['delete_option', x.delete_option === true ? 'delete' : x.cleanup === true ? 'cleanup' : null],
       ['with_prestage', x.with_prestage ? 'with_prestage' : null],
-      ['kube_upgrade', (x.kube_upgrade as string | null) ?? null],
+      // The client's extract_extra_args drops a null, and the column's default is an empty string.
+      ['kube_upgrade', (x.kube_upgrade as string | null) ?? ''],
     );
   }
   // dcmanager prints the prestage release only when one was given.
@@ -136,7 +146,7 @@ export function toTable(r: Printable, opts: ViewOptions): Table | null {
     case 'group-subclouds':
       return list(DETAIL_COLUMNS, r.rows.map((x) => detailFields(x).map(([, v]) => v)));
     case 'subcloud':
-      return subcloudShow(r.row, r.detail);
+      return subcloudShow(r.row, r.detail, r.regionName, r.prestageSoftwareVersion ?? null);
     case 'groups':
       return list(['id', 'name', 'description'], r.rows.map((g) => [g.id, g.name, g.description]));
     case 'group':

@@ -1,0 +1,124 @@
+/**
+ * The subcloud commands dcmanager scripts call beyond the inventory: `manage`, `unmanage`,
+ * `errors`, `prestage`, and `alarm summary`. They print what dcmanager's client prints for them
+ * (its subcloud_manager and alarm_manager command classes).
+ */
+import { OperationError } from '../domain/errors.js';
+import type { RawDriverOptions, RawTypeOptions } from '../domain/options.js';
+import { STRATEGY_ENDED } from '../domain/types.js';
+import { getStrategy } from '../store/strategy.js';
+import { sql } from '../store/statements.js';
+import { listSubclouds, updateSubcloud } from '../store/subclouds.js';
+import type { Db } from '../store/open.js';
+import type { Outcome, RunCtx } from '../cli/runner.js';
+import { immediate, withReadDb, withWriteDb, type Ctx } from './context.js';
+import { mustFind } from './subclouds.js';
+import { strategyCreate, strategyDelete } from './strategy.js';
+import { strategyApply } from './apply.js';
+import type { CommandResult } from './results.js';
+import { list, type Result } from './table.js';
+
+/** A strategy whose orchestrator may be driving steps (or will, on resume). */
+const RUNNING = ['applying', 'paused', 'abort requested', 'aborting'];
+
+/**
+ * The subcloud's step while the strategy drives it (its state, and the strategy's state and type),
+ * else null: a step that has left `initial` and not ended, in a strategy applying (or paused, or
+ * aborting).
+ */
+function stepInFlight(db: Db, subcloudId: number): { state: string; strategy: string } | null {
+  const s = getStrategy(db);
+  if (!s || !RUNNING.includes(s.state)) return null;
+  const state = sql(db, 'SELECT state FROM strategy_step WHERE subcloud_id = ?').pluck().get(subcloudId) as string | undefined;
+  if (state === undefined || state === 'initial' || STRATEGY_ENDED.includes(state)) return null;
+  return { state, strategy: `${s.state} ${s.type}` };
+}
+
+export type ManagementState = 'managed' | 'unmanaged';
+
+/**
+ * `subcloud manage|unmanage REF`: the management state, refused (nothing changed) when it already
+ * is that, or while the strategy is driving the subcloud's step: a site half-way through an update
+ * must not change hands. Managing needs an online subcloud unless `force` (dcmanager's --force).
+ */
+export async function subcloudSetManagement(ctx: Ctx, ref: string, want: ManagementState, force = false): Promise<CommandResult> {
+  const verb = want === 'managed' ? 'manage' : 'unmanage';
+  return withWriteDb(ctx, (db) =>
+    immediate(db, () => {
+      const sc = mustFind(db, ref);
+      const refuse = (why: string): never => {
+        throw new OperationError(`Unable to ${verb} subcloud ${ref}: ${why}`);
+      };
+      if (sc.management === want) refuse(`Subcloud is already ${want}`);
+      const inFlight = stepInFlight(db, sc.id);
+      if (inFlight) {
+        refuse(`its step is in progress in the ${inFlight.strategy} strategy (state ${inFlight.state}); wait until it ends, or abort the strategy`);
+      }
+      if (want === 'managed' && sc.availability !== 'online' && !force) {
+        refuse(`Subcloud is ${sc.availability}; give --force to manage it anyway`);
+      }
+      updateSubcloud(db, sc.id, { management: want });
+      return { kind: 'subcloud', row: mustFind(db, String(sc.id)), detail: false, regionName: false };
+    }),
+  );
+}
+
+/** What dcmanager's `error_description` holds for a subcloud with no failure. */
+export const NO_ERRORS = 'No errors present';
+
+/**
+ * `subcloud errors REF`: dcmanager's error_description of the subcloud's last failed operation,
+ * which dcm keeps as the details of the subcloud's last failed (or timed-out) run in the step
+ * history; plain text, as the client prints it.
+ */
+export async function subcloudErrors(ctx: Ctx, ref: string): Promise<string> {
+  const text = withReadDb(ctx, null as string | null, (db) => {
+    const sc = mustFind(db, ref);
+    const last = sql(
+      db,
+      `SELECT h.state, h.details FROM step_history h JOIN strategy_step st ON st.id = h.step_id
+       WHERE st.subcloud_id = ? AND h.outcome IN ('failed', 'timeout') ORDER BY h.id DESC LIMIT 1`,
+    ).get(sc.id) as { state: string; details: string | null } | undefined;
+    // As a failed step's details read: `<state>: <reason>`.
+    return last ? `${last.state}: ${last.details ?? 'failed'}` : NO_ERRORS;
+  });
+  if (text === null) throw new OperationError(`Subcloud ${ref} does not exist`);
+  return `${text}\n`;
+}
+
+export interface PrestageInput {
+  typeOptions: RawTypeOptions;
+  driverOptions: RawDriverOptions;
+}
+
+/**
+ * `subcloud prestage REF`: dcmanager prestages one subcloud at once; dcm does it as a one-subcloud
+ * prestage strategy, created and applied by the same commands as any strategy (so it takes their
+ * checks: no other strategy may exist, the subcloud must be eligible). A strategy that completed is
+ * deleted, leaving the fleet free; one that failed stays, for `strategy-step show` and
+ * `subcloud errors`. Prints the subcloud as dcmanager's detail_prestage_format does.
+ */
+export async function subcloudPrestage(ctx: RunCtx, ref: string, input: PrestageInput): Promise<Outcome> {
+  const sc = withReadDb(ctx, null, (db) => mustFind(db, ref));
+  if (!sc) throw new OperationError(`Subcloud ${ref} does not exist`);
+  const release = input.typeOptions.release ?? null;
+  const view = (row: typeof sc): CommandResult => ({ kind: 'subcloud', row, detail: false, regionName: false, prestageSoftwareVersion: release });
+  // -c names the subcloud's fields, not the strategy's: checked here, not by create and apply.
+  ctx.checkResult?.(view(sc));
+  const inner: RunCtx = { ...ctx, checkResult: undefined };
+  await strategyCreate(inner, { type: 'prestage', cloudNames: [sc.name], typeOptions: input.typeOptions, driverOptions: input.driverOptions });
+  const applied = await strategyApply(inner, 'prestage', {});
+  if (applied.exitCode === 0) await strategyDelete(inner, 'prestage');
+  const after = withReadDb(ctx, sc, (db) => mustFind(db, String(sc.id)));
+  return { result: view(after), exitCode: applied.exitCode };
+}
+
+/**
+ * `alarm summary`: dcmanager's alarm counts per subcloud come from each site's fault manager, which
+ * dcm does not reach: every subcloud is listed with its counts and status unknown (None).
+ */
+export async function alarmSummary(ctx: Ctx): Promise<Result> {
+  const rows = withReadDb(ctx, [], (db) => listSubclouds(db));
+  const columns = ['NAME', 'CRITICAL_ALARMS', 'MAJOR_ALARMS', 'MINOR_ALARMS', 'WARNINGS', 'STATUS'];
+  return list(columns, rows.map((r) => [r.name, null, null, null, null, null]));
+}
