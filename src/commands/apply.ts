@@ -15,7 +15,7 @@ import { ApplyLock } from '../orchestrator/lock.js';
 import { Orchestrator } from '../orchestrator/orchestrator.js';
 import { makeProgress } from '../orchestrator/progress-choose.js';
 import type { TrackerInputs } from '../orchestrator/progress-tracker.js';
-import { commitHooks } from '../orchestrator/test-hooks.js';
+import { commitHooks, costCounters } from '../orchestrator/test-hooks.js';
 import { durationStats, observedDurations } from '../store/durations.js';
 import { simLatencyMidpoint } from '../domain/estimate.js';
 import { onSignals } from '../orchestrator/signals.js';
@@ -106,6 +106,7 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
   const hooks = commitHooks(process.env, ctx.dbPath);
   const db = openDb(ctx.dbPath, { create: false });
   if (!db) strategyNotFound(type);
+  const cost = costCounters(process.env, db);
   // SPEC §2: every connection waits at least 5 s for another writer; past that the orchestrator
   // says so once and tries again (committer.ts), never dying of SQLITE_BUSY.
   db.pragma('busy_timeout = 5000');
@@ -163,6 +164,7 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
       fence: () => lock.check(),
       fenceToken: lock.token,
       hooks,
+      counters: cost?.counters,
       checkFile,
       file: ctx.dbPath,
     });
@@ -198,6 +200,7 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
     }
     db.close();
     if (fileGone) removeOwnSidecars(sidecars);
+    if (cost) fs.writeFileSync(cost.file, `${JSON.stringify(cost.counters)}\n`);
   }
 }
 

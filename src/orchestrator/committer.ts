@@ -11,7 +11,7 @@ import type { Db } from '../store/open.js';
 import { faultOf } from '../store/faults.js';
 import type { Transition } from '../domain/transition.js';
 import { TransitionWriter } from '../store/transitions.js';
-import type { CommitHooks } from './test-hooks.js';
+import type { CommitHooks, CostCounters } from './test-hooks.js';
 
 /** How often a busy file is tried again. */
 export const BUSY_RETRY_MS = 250;
@@ -28,6 +28,7 @@ export class Committer {
     private readonly fence: () => void,
     private readonly warn: (text: string) => void,
     private readonly hooks: CommitHooks | null = null,
+    private readonly counters: CostCounters | null = null,
   ) {
     this.writer = new TransitionWriter(db, type, fence);
   }
@@ -40,8 +41,9 @@ export class Committer {
   tryCommit(batch: Transition[], also?: () => void): void {
     this.hooks?.beforeCommit(this.count + 1);
     if (batch.length) this.writer.commit(batch, also);
-    else if (also) this.tryWrite(also);
+    else if (also) return void this.tryWrite(also);
     else return;
+    if (this.counters) this.counters.transitions += batch.length;
     this.committed();
   }
 
@@ -85,6 +87,7 @@ export class Committer {
 
   private committed(): void {
     this.count++;
+    if (this.counters) this.counters.commits++;
     this.hooks?.afterCommit(this.count);
   }
 }

@@ -38,7 +38,7 @@ import { ExternalRequests } from './requests.js';
 import { StageWindow } from './window.js';
 import { Committer, BUSY_RETRY_MS } from './committer.js';
 import { adoptLeftRuns, type Adopted } from './adoption.js';
-import type { CommitHooks } from './test-hooks.js';
+import type { CommitHooks, CostCounters } from './test-hooks.js';
 
 export interface OrchestratorOptions {
   type: StrategyType;
@@ -65,6 +65,8 @@ export interface OrchestratorOptions {
   fenceToken?: string;
   /** Test hooks of the commit path (test-hooks.ts); null or absent in real use. */
   hooks?: CommitHooks | null;
+  /** Exact cost counters (test-hooks.ts), for the tests that guard the cost per transition. */
+  counters?: CostCounters | null;
 }
 
 /** One entry of the registry: the operation running for a subcloud, tagged with its state. */
@@ -158,7 +160,7 @@ export class Orchestrator {
     private readonly progress: ProgressSink,
     private readonly opts: OrchestratorOptions,
   ) {
-    this.committer = new Committer(db, opts.type, () => opts.fence?.(), (t) => progress.warn(t), opts.hooks ?? null);
+    this.committer = new Committer(db, opts.type, () => opts.fence?.(), (t) => progress.warn(t), opts.hooks ?? null, opts.counters ?? null);
     this.deadlines = new Deadlines(
       opts.stateTimeoutMs,
       (stepId, opId) => this.workers.get(stepId)?.opId === opId,

@@ -5,6 +5,8 @@
  *   DCM_TEST_HOOKS=1 DCM_CRASH_AFTER_COMMIT=N   SIGKILL this process right after its Nth commit
  *   DCM_TEST_HOOKS=1 DCM_BUSY_AT_COMMIT=N:S     the Nth commit finds the file held by another
  *                                               connection (a real write lock) for S seconds
+ *   DCM_TEST_HOOKS=1 DCM_COUNTERS=FILE          write the apply's exact cost (commits,
+ *                                               transitions, statements) to FILE as JSON
  *
  * Either variable without DCM_TEST_HOOKS=1 is a usage error, so a stray export in an operator's
  * shell can never kill a real rollout.
@@ -24,11 +26,11 @@ export interface CommitHooks {
 export function commitHooks(env: NodeJS.ProcessEnv, file: string): CommitHooks | null {
   const crash = env.DCM_CRASH_AFTER_COMMIT;
   const busy = env.DCM_BUSY_AT_COMMIT;
-  if (crash === undefined && busy === undefined) return null;
   if (env.DCM_TEST_HOOKS !== '1') {
-    const name = crash !== undefined ? 'DCM_CRASH_AFTER_COMMIT' : 'DCM_BUSY_AT_COMMIT';
-    throw new UsageError(`${name} is a test hook: it needs DCM_TEST_HOOKS=1`);
+    const name = ['DCM_CRASH_AFTER_COMMIT', 'DCM_BUSY_AT_COMMIT', 'DCM_COUNTERS'].find((n) => env[n] !== undefined);
+    if (name) throw new UsageError(`${name} is a test hook: it needs DCM_TEST_HOOKS=1`);
   }
+  if (crash === undefined && busy === undefined) return null;
   const crashAt = crash === undefined ? null : positive(crash, 'DCM_CRASH_AFTER_COMMIT');
   let busyAt: number | null = null;
   let busyMs = 0;
@@ -73,4 +75,44 @@ function holdWriteLock(file: string, ms: number): void {
   );
   worker.unref();
   Atomics.wait(flag, 0, 0, 15_000);
+}
+
+/** What an apply cost, counted exactly (`DCM_TEST_HOOKS=1 DCM_COUNTERS=FILE`): guards that do not flake. */
+export interface CostCounters {
+  /** Transactions the orchestrator committed. */
+  commits: number;
+  /** Step transitions committed (each opens, closes or moves one step). */
+  transitions: number;
+  /** SQL statements run on the orchestrator's connection (reads and writes, in or out of a transaction). */
+  statements: number;
+}
+
+/**
+ * Counters for this apply, or null when not asked for. Statements are counted by wrapping the
+ * connection's `prepare` (only then: no cost otherwise); commits and transitions by the committer.
+ */
+export function costCounters(env: NodeJS.ProcessEnv, db: { prepare: (...a: never[]) => unknown; pragma: (...a: never[]) => unknown }): { counters: CostCounters; file: string } | null {
+  const file = env.DCM_COUNTERS;
+  // Refused without DCM_TEST_HOOKS=1 by commitHooks, before the file is read.
+  if (file === undefined || env.DCM_TEST_HOOKS !== '1') return null;
+  const counters: CostCounters = { commits: 0, transitions: 0, statements: 0 };
+  const prepare = db.prepare.bind(db) as (...a: unknown[]) => Record<string, unknown>;
+  (db as { prepare: unknown }).prepare = (...args: unknown[]) => {
+    const stmt = prepare(...args);
+    for (const m of ['run', 'get', 'all', 'iterate']) {
+      const f = stmt[m] as ((...a: unknown[]) => unknown) | undefined;
+      if (typeof f !== 'function') continue;
+      stmt[m] = (...a: unknown[]) => {
+        counters.statements++;
+        return f.apply(stmt, a);
+      };
+    }
+    return stmt;
+  };
+  const pragma = db.pragma.bind(db) as (...a: unknown[]) => unknown;
+  (db as { pragma: unknown }).pragma = (...args: unknown[]) => {
+    counters.statements++;
+    return pragma(...args);
+  };
+  return { counters, file };
 }

@@ -5,6 +5,7 @@
  * pause`, `resume`, `update` against `$DCM_DB`). The same fleet with the sim driver, for the sim
  * loop. A template database is built once; each point of a loop starts from a copy of it.
  */
+import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
 import { statesOf } from '../../src/domain/types.js';
@@ -95,6 +96,14 @@ function copyTemplate(db: string, dir: string, n: number): string {
   const to = path.join(d, 'dcm.db');
   // The template is never open while copied: no -wal to take along (dcm checkpoints on close).
   for (const ext of ['', '-wal', '-shm']) if (fs.existsSync(db + ext)) fs.copyFileSync(db + ext, to + ext);
+  // Each point its own run-log folder: the copies hold one strategy (the same run ids), and a
+  // status left by an earlier point would rightly be taken for the run it names.
+  const c = new Database(to);
+  try {
+    c.prepare(`UPDATE strategy SET extra_args = json_set(extra_args, '$.log_dir', ?) WHERE json_extract(extra_args, '$.log_dir') IS NOT NULL`).run(path.join(d, 'logs'));
+  } finally {
+    c.close();
+  }
   return to;
 }
 

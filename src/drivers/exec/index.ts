@@ -16,9 +16,9 @@ import type { Adoption, Driver, LeftRun, OperationRequest, OperationResult, RunP
 import type { ExecConfig, StateSpec } from './config.js';
 import { abandonRun, lastLine, readClaim, readSmall, readStatus, removeQuietly, runBase, type RunClaim, type RunStatus } from './files.js';
 import { render, SUBCLOUD_FIELDS, TYPE_OPTION_KEYS } from './placeholders.js';
-import { groupAlive, sameProcessAlive, terminateGroup, terminatePids, ticksNow, waitGroupGone } from './procs.js';
+import { groupAlive, sameProcessAlive, terminateGroup, terminatePids, terminateTagged, ticksNow, waitGroupGone } from './procs.js';
 import { Launcher, type Exited } from './launch.js';
-import { processesWithEnv, readStat } from '../../platform/proc.js';
+import { processesWithEnv } from '../../platform/proc.js';
 import { longTimeout } from '../../platform/timers.js';
 import { runIdOf } from './run-id.js';
 
@@ -301,31 +301,36 @@ export class ExecDriver implements Driver {
    */
   private async waitLeft(req: OperationRequest, spec: StateSpec, run: LeftProcess, entry: { pgid: number }): Promise<OperationResult> {
     const { base, runId, since, deadline } = run;
+    // Its processes are those that carry its tag: a pid recorded earlier (in the history, in the
+    // claim) may name an unrelated process by now, and is never signalled on its own word.
+    const tagged = () => processesWithEnv('DCM_RUN_ID', new Set([runId]), since).get(runId) ?? [];
     let every = 10;
     const began = Date.now();
     for (;;) {
       const claim = readClaim(base, runId);
-      let pgid = run.proc?.pgid ?? (claim && 'pid' in claim ? claim.pid : 0);
-      const tagged = processesWithEnv('DCM_RUN_ID', new Set([runId]), since).get(runId) ?? [];
-      // Known by its environment only (the launcher died before it wrote the pid): its group leader.
-      if (!pgid && tagged.length) pgid = readStat(tagged[0])?.pgrp ?? 0;
-      entry.pgid = pgid;
+      const procs = tagged();
+      const leader = run.proc?.pgid ?? (claim && 'pid' in claim ? claim.pid : 0);
+      entry.pgid = 0;
       const status = readStatus(base, runId);
-      const wrapperAlive = pgid > 0 && sameProcessAlive(pgid, run.proc?.procStart ?? null);
-      if (status && !wrapperAlive) {
-        await this.cleanLeftovers(pgid, runId, since, spec.killGraceMs);
+      // The wrapper writes the status as its last act: while it is still among the run's
+      // processes, the status is only being written.
+      if (status && !(leader > 0 && procs.includes(leader))) {
+        if (procs.length) await terminateTagged(tagged, spec.killGraceMs);
         return this.fromStatus(req, spec, base, status);
       }
-      const alive = tagged.length > 0 || (pgid > 0 && groupAlive(pgid));
+      const alive = procs.length > 0;
       if (alive && (req.signal.aborted || Date.now() >= deadline)) {
-        await this.killRun(pgid, runId, since, spec.killGraceMs);
+        await terminateTagged(tagged, spec.killGraceMs);
         if (req.signal.aborted) return { kind: 'failed', reason: 'interrupted' };
         return this.failure(req, spec, `timed out after ${formatDuration(spec.timeoutMs)}`, 'timeout');
       }
       if (!alive) {
         const launcher = claim && 'launcher' in claim ? claim.launcher : claim && 'launching' in claim ? claim.launching : 0;
         // A claim created but not yet written names no launcher: give its writer a moment.
-        const launching = launcher > 0 ? sameProcessAlive(launcher, null) && !(claim && 'pid' in claim) : claim !== null && 'launching' in claim && Date.now() - began < 5000;
+        // Bounded either way: a launcher takes moments between its claim and the spawn, and a
+        // pid that stays "alive" longer than that is another process by now.
+        const claiming = claim !== null && 'launching' in claim && Date.now() - began < 5000;
+        const launching = claiming && (launcher === 0 || sameProcessAlive(launcher, null));
         if (!launching) {
           // Gone, and nobody left to record how: one last look, then it runs again.
           const last = readStatus(base, runId);
@@ -343,7 +348,10 @@ export class ExecDriver implements Driver {
   async close(): Promise<void> {
     this.closing = true;
     const pending = [...this.live.values()];
-    await Promise.all(pending.map((l) => (l.pgid ? this.killRun(l.pgid, l.runId, l.since, l.graceMs) : undefined)));
+    // By their tag only: an adopted run's recorded group id may not be the run's any more.
+    await Promise.all(
+      pending.map((l) => terminateTagged(() => processesWithEnv('DCM_RUN_ID', new Set([l.runId]), l.since).get(l.runId) ?? [], l.graceMs)),
+    );
     await Promise.all(pending.map((l) => l.done.catch(() => undefined)));
     await this.launcher.close();
   }

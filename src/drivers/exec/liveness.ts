@@ -4,7 +4,7 @@
  * command ever lets a second run of a subcloud start beside a live one (SPEC §7.2).
  */
 import { readClaim } from './files.js';
-import { groupAlive, sameProcessAlive } from './procs.js';
+import { sameProcessAlive } from './procs.js';
 import { processesWithEnv } from '../../platform/proc.js';
 import { runBase } from '../../domain/logs.js';
 import type { LeftRun } from '../driver.js';
@@ -13,11 +13,10 @@ import { runIdOf } from './run-id.js';
 /** The pid to name for a run that still lives (its group leader, or a process of it), else null. */
 export function liveRunPid(logDir: string, campaign: string, left: LeftRun): number | null {
   const runId = runIdOf({ campaign, cloud: left.cloud, state: left.state, attempt: left.attempt });
+  // Its processes carry its tag; a recorded pid alone may name an unrelated process by now.
   const tagged = processesWithEnv('DCM_RUN_ID', new Set([runId]), left.proc?.procStart ?? 0).get(runId);
-  if (tagged?.length) return left.proc?.pgid ?? tagged[0];
+  if (tagged?.length) return left.proc && tagged.includes(left.proc.pgid) ? left.proc.pgid : tagged[0];
   const claim = readClaim(runBase(logDir, left.cloud, left.attempt, left.state), runId);
-  const pgid = left.proc?.pgid ?? (claim && 'pid' in claim ? claim.pid : 0);
-  if (pgid > 0 && groupAlive(pgid)) return pgid;
   // Claimed by a launcher that is still starting it.
   if (claim && 'launching' in claim && claim.launching > 0 && sameProcessAlive(claim.launching, null)) return claim.launching;
   return null;

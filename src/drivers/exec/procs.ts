@@ -124,3 +124,35 @@ export async function terminatePids(pids: readonly number[], graceMs: number): P
   send('SIGKILL');
   await until(10_000);
 }
+
+/**
+ * SIGTERM to every live process carrying the run's tag (DCM_RUN_ID, in or out of its group),
+ * SIGKILL after `graceMs` to those left, until none is left (bounded). Found afresh on every look,
+ * so a process forked meanwhile is found too. Only tagged processes are signalled: a pid or group
+ * id recorded earlier may belong to an unrelated process by now.
+ */
+export async function terminateTagged(find: () => number[], graceMs: number): Promise<void> {
+  const send = (sig: NodeJS.Signals) => {
+    for (const p of find()) {
+      try {
+        process.kill(p, sig);
+      } catch {
+        // gone already
+      }
+    }
+  };
+  const until = async (ms: number) => {
+    const end = Date.now() + ms;
+    let every = 5;
+    while (find().length && Date.now() < end) {
+      await sleep(every);
+      every = Math.min(every * 2, 100);
+    }
+  };
+  send('SIGTERM');
+  await until(graceMs);
+  for (let i = 0; i < 20 && find().length; i++) {
+    send('SIGKILL');
+    await until(500);
+  }
+}

@@ -1,0 +1,59 @@
+/**
+ * Cost that must not grow, counted exactly (issue 21 "guards that do not flake"): a zero-latency
+ * apply reports its commits, transitions and statements (`DCM_TEST_HOOKS=1 DCM_COUNTERS=FILE`),
+ * and these are held to ceilings per transition. A change that adds a commit, or a statement, per
+ * transition fails here on any machine, however fast or loaded; the timings stay in the bench.
+ */
+import { afterEach, describe, expect, test } from '@jest/globals';
+import fs from 'node:fs';
+import path from 'node:path';
+import { dcm, dcmOk, tempDir } from '../helpers/cli.js';
+import { names } from '../helpers/history.js';
+
+let t: ReturnType<typeof tempDir>;
+afterEach(() => t?.cleanup());
+
+interface Counters {
+  commits: number;
+  transitions: number;
+  statements: number;
+}
+
+function applyCounted(n: number, window: number, extra: string[] = []): Counters {
+  t = tempDir('dcm-cost-');
+  dcmOk(['--db', t.db, 'subcloud', 'add', ...names(n)]);
+  dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', String(window), '--sim-latency', '0', ...extra]);
+  const file = path.join(t.dir, 'counters.json');
+  dcmOk(['--db', t.db, '-q', 'strategy', 'apply'], { env: { DCM_TEST_HOOKS: '1', DCM_COUNTERS: file } });
+  return JSON.parse(fs.readFileSync(file, 'utf8')) as Counters;
+}
+
+describe('cost counters of a zero-latency apply', () => {
+  test('every step is 6 transitions (initial, 5 states); commits batch them; statements stay few per transition', () => {
+    const n = 400;
+    const c = applyCounted(n, 100);
+    expect(c.transitions).toBe(n * 6);
+    // Batched: one commit carries the transitions of a whole event-loop turn. A commit per
+    // transition (or more) would be 2,400 and fail here.
+    expect(c.commits).toBeLessThanOrEqual(c.transitions / 4);
+    // Each transition: its guarded step update, the close of its run, the open of the next, the
+    // attempt read; plus a few per commit (the fence, the duration statistics) and per subcloud.
+    expect(c.statements / c.transitions).toBeLessThanOrEqual(5);
+  });
+
+  test('the counts grow with the fleet, not faster: per transition they do not rise from 100 to 400 subclouds', () => {
+    const small = applyCounted(100, 100);
+    const big = applyCounted(400, 100);
+    expect(big.transitions).toBe(4 * small.transitions);
+    expect(big.statements / big.transitions).toBeLessThanOrEqual((small.statements / small.transitions) * 1.1);
+  });
+
+  test('DCM_COUNTERS without DCM_TEST_HOOKS is a usage error, and nothing is applied', () => {
+    t = tempDir('dcm-cost-');
+    dcmOk(['--db', t.db, 'subcloud', 'add', 's1']);
+    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0']);
+    const r = dcm(['--db', t.db, 'strategy', 'apply'], { env: { DCM_COUNTERS: path.join(t.dir, 'c.json') } });
+    expect([r.code, r.stderr]).toEqual([2, 'error: DCM_COUNTERS is a test hook: it needs DCM_TEST_HOOKS=1\n']);
+    expect(dcmOk(['--db', t.db, 'strategy', 'show', '-f', 'value', '-c', 'state']).stdout).toBe('initial\n');
+  });
+});
