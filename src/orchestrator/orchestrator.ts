@@ -35,6 +35,7 @@ import { RunProcesses } from './run-processes.js';
 import { Deadlines } from './deadlines.js';
 import { ExternalRequests } from './requests.js';
 import { StageWindow, type Gate } from './window.js';
+import { setLongTimeout, type Timer } from '../platform/timers.js';
 
 export interface OrchestratorOptions {
   type: StrategyType;
@@ -112,7 +113,7 @@ export class Orchestrator {
   /** Runs an earlier orchestrator left going, adopted by the driver: waited for once their subcloud has its slot. */
   private adopted = new Map<number, { worker: Worker; result: Promise<OperationResult> }>();
   /** Retries waiting out their backoff: the subcloud keeps its slot meanwhile. */
-  private retryTimers = new Set<NodeJS.Timeout>();
+  private retryTimers = new Set<Timer>();
   /** Processes started and not yet recorded in their history rows (run-processes.ts). */
   private readonly procs = new RunProcesses(() => this.scheduleFlush());
 
@@ -131,7 +132,7 @@ export class Orchestrator {
   private failureLimit: number | null = null;
   private interruptedBy: NodeJS.Signals | null = null;
   private hardStop: (() => void) | null = null;
-  private drainTimer: NodeJS.Timeout | null = null;
+  private drainTimer: Timer | null = null;
   /** Set once run() is done: a late answer or a queued flush must change nothing any more. */
   private stopped = false;
   private fatal: Error | null = null;
@@ -255,9 +256,9 @@ export class Orchestrator {
     } finally {
       // Every way out (end, signal, fatal error) leaves no timer that would keep the process alive.
       this.requests.stop();
-      if (this.drainTimer) clearTimeout(this.drainTimer);
+      this.drainTimer?.clear();
       this.deadlines.stop();
-      for (const t of this.retryTimers) clearTimeout(t);
+      for (const t of this.retryTimers) t.clear();
       this.retryTimers.clear();
       this.procs.stop();
       this.stopped = true;
@@ -621,7 +622,7 @@ export class Orchestrator {
 
   /** Run the state again after the backoff; the subcloud keeps its slot meanwhile. */
   private retryLater(step: CursorStep, state: string, delayMs: number): void {
-    const t = setTimeout(() => {
+    const t = setLongTimeout(() => {
       this.retryTimers.delete(t);
       this.queue({
         stepId: step.id,
@@ -733,7 +734,7 @@ export class Orchestrator {
       `${signal}: starting nothing new, waiting for ${this.workers.size} operation(s) in flight (again to stop waiting); ` +
         `the strategy stays ${stays}: run \`dcm strategy apply\` to resume`,
     );
-    this.drainTimer = setTimeout(() => {
+    this.drainTimer = setLongTimeout(() => {
       this.progress.warn(`gave up waiting after ${formatDuration(this.opts.drainMs ?? 60_000)}`);
       this.stopNow();
     }, this.opts.drainMs ?? 60_000);

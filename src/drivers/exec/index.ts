@@ -18,6 +18,7 @@ import { abandonRun, lastLine, readClaim, readSmall, readStatus, removeQuietly, 
 import { render, SUBCLOUD_FIELDS, TYPE_OPTION_KEYS } from './placeholders.js';
 import { groupAlive, sameProcessAlive, terminateGroup, waitGroupGone } from './procs.js';
 import { Launcher } from './launch.js';
+import { setLongTimeout, sleep } from '../../platform/timers.js';
 
 /** Reasons and details are kept short: `<state>: <reason>` fits in 200 characters. */
 const DETAILS_LIMIT = 200;
@@ -35,7 +36,6 @@ interface Live {
   done: Promise<unknown>;
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export class ExecDriver implements Driver {
   readonly ownsTimeouts = true;
@@ -114,7 +114,7 @@ export class ExecDriver implements Driver {
     let stopped = false;
     let killing: Promise<boolean> | null = null;
     const kill = () => (killing ??= terminateGroup(pid, spec.killGraceMs));
-    const timer = setTimeout(() => {
+    const timer = setLongTimeout(() => {
       timedOut = true;
       void kill();
     }, spec.timeoutMs);
@@ -125,7 +125,7 @@ export class ExecDriver implements Driver {
     req.signal.addEventListener('abort', onAbort, { once: true });
     try {
       const end = await run.exited;
-      clearTimeout(timer);
+      timer.clear();
       if (end.lost) {
         // The launcher died: no status will come; the run is over when its group is gone.
         while (!(await waitGroupGone(pid, 1000))) if (stopped || timedOut) break;
@@ -146,7 +146,7 @@ export class ExecDriver implements Driver {
       const code = end.code;
       return this.outcome(req, spec, base, code);
     } finally {
-      clearTimeout(timer);
+      timer.clear();
       req.signal.removeEventListener('abort', onAbort);
     }
   }
