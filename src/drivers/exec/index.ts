@@ -19,6 +19,7 @@ import { render, SUBCLOUD_FIELDS, TYPE_OPTION_KEYS } from './placeholders.js';
 import { groupAlive, sameProcessAlive, terminateGroup, waitGroupGone } from './procs.js';
 import { Launcher } from './launch.js';
 import { setLongTimeout, sleep } from '../../platform/timers.js';
+import { PRIVATE_DIR } from '../../platform/private.js';
 
 /** Reasons and details are kept short: `<state>: <reason>` fits in 200 characters. */
 const DETAILS_LIMIT = 200;
@@ -86,7 +87,7 @@ export class ExecDriver implements Driver {
     const dir = path.dirname(base);
     let created = this.dirs.get(dir);
     if (created === undefined) {
-      created = fs.mkdirSync(dir, { recursive: true }) !== undefined;
+      created = fs.mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR }) !== undefined;
       this.dirs.set(dir, created);
     }
     if (!created) {

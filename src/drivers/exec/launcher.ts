@@ -17,6 +17,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import readline from 'node:readline';
 import { procStartTime } from './procs.js';
+import { PRIVATE_FILE } from '../../platform/private.js';
 
 interface Launch {
   id: number;
@@ -46,7 +47,7 @@ function launch(req: Launch): void {
   // Claim the run: a later dcm that gave it up (it found no trace of it) has claimed it first.
   let claim: number;
   try {
-    claim = fs.openSync(`${req.base}.pid`, 'wx');
+    claim = fs.openSync(`${req.base}.pid`, 'wx', PRIVATE_FILE);
   } catch (err) {
     send({ id: req.id, error: `not started: ${(err as NodeJS.ErrnoException).code === 'EEXIST' ? 'given up by a later dcm' : (err as Error).message}` });
     return;
@@ -54,7 +55,8 @@ function launch(req: Launch): void {
   fs.writeSync(claim, `launching ${process.pid}\n`);
   let fd: number;
   try {
-    fd = fs.openSync(`${req.base}.log`, 'w');
+    fd = fs.openSync(`${req.base}.log`, 'w', PRIVATE_FILE);
+    fs.fchmodSync(fd, PRIVATE_FILE); // a log an older dcm left readable
   } catch (err) {
     fs.closeSync(claim);
     send({ id: req.id, error: `cannot open the run's log: ${(err as Error).message}` });
@@ -91,7 +93,7 @@ function launch(req: Launch): void {
   send({ id: req.id, pid, start: procStartTime(pid) });
   child.once('exit', (code, signal) => {
     // A run ended by a signal was cut off rather than finished: its status says so.
-    fs.writeFileSync(`${req.base}.status`, code !== null ? `${code}\n` : `signal ${signal}\n`);
+    fs.writeFileSync(`${req.base}.status`, code !== null ? `${code}\n` : `signal ${signal}\n`, { mode: PRIVATE_FILE });
     running--;
     send({ id: req.id, code, signal });
     maybeExit();
