@@ -19,6 +19,7 @@ interface CreateOpts extends RawTypeOptions, RawDriverOptions {
   maxFailures?: string;
   force?: boolean;
   dryRun?: boolean;
+  sysadminPasswordFile?: string;
 }
 
 const TYPE_OPTIONS: [string, string][] = [
@@ -37,7 +38,8 @@ const TYPE_OPTIONS: [string, string][] = [
   ['--cleanup', 'sw-deploy: clean up'],
   ['--with-prestage', 'sw-deploy: prestage first'],
   ['--kube-upgrade <version>', 'sw-deploy: also upgrade kubernetes to this version'],
-  ['--sysadmin-password <password>', 'prestage, sw-deploy with --with-prestage: the subclouds\' sysadmin password (stored, never printed)'],
+  ['--sysadmin-password [password]', "prestage, sw-deploy with --with-prestage: the subclouds' sysadmin password (stored, never printed; without a value: asked on the terminal)"],
+  ['--sysadmin-password-file <file>', 'the sysadmin password from a file (else $DCM_SYSADMIN_PASSWORD, else asked on a terminal)'],
 ];
 
 
@@ -60,7 +62,9 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .option('--force', 'include in-sync subclouds (kubernetes, kube-rootca-update)');
   for (const [flags, help] of TYPE_OPTIONS) {
     const name = flags.split(' ')[0];
-    if (!fixed || typeOptionFlags(fixed).includes(name)) create.option(flags, help);
+    // The password's file goes wherever the password does.
+    const flag = name === '--sysadmin-password-file' ? '--sysadmin-password' : name;
+    if (!fixed || typeOptionFlags(fixed).includes(flag)) create.option(flags, help);
   }
   create.option('--driver <name>', `who performs each state: ${DRIVER_NAMES.join(' | ')} (default sim)`);
   for (const o of driverOptions()) {
@@ -71,8 +75,12 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .option('--state-timeout <duration>', "fail a state operation that takes longer (default per type; exec: the config's timeout)")
     .option('--dry-run', 'every check, then the plan (stages, windows, steps, estimated duration); nothing written')
     .action((clouds: string[], o: CreateOpts) =>
-      run(async (ctx) =>
-        (await commands()).strategyCreate(ctx, {
+      run(async (ctx) => {
+        const password = await (await import('./sysadmin-password.js')).sysadminPassword(
+          { type: typeOf(o)!, option: o.sysadminPassword, file: o.sysadminPasswordFile, withPrestage: o.withPrestage, dryRun: o.dryRun },
+          ctx.secretIo ?? { stdin: process.stdin, stderr: process.stderr },
+        );
+        return (await commands()).strategyCreate(ctx, {
           type: typeOf(o)!,
           cloudNames: clouds,
           groupName: o.group,
@@ -81,11 +89,11 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
           stopOnFailure: o.stopOnFailure,
           maxFailures: o.maxFailures,
           force: o.force,
-          typeOptions: o,
+          typeOptions: { ...o, sysadminPassword: password as string | undefined },
           driverOptions: o,
           dryRun: o.dryRun,
-        }),
-      ),
+        });
+      }),
     );
 
   withType(parent.command('show'), false)

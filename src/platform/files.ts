@@ -44,3 +44,37 @@ export function canWriteIn(dir: string): boolean {
     return false;
   }
 }
+
+/**
+ * A regular file's text, read only if it is one (opened without blocking: opening a FIFO would
+ * wait for a writer; /dev/zero would never end) and at most `maxBytes` long. `fail(why)` throws.
+ */
+export function readRegularFile(file: string, maxBytes: number, fail: (why: string) => never): string {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+  } catch (err) {
+    return fail((err as NodeJS.ErrnoException).code ?? (err as Error).message);
+  }
+  try {
+    const st = fs.fstatSync(fd);
+    const kind = nonRegularKind(st);
+    if (kind) fail(`it is ${kind}, not a regular file`);
+    if (st.size > maxBytes) fail(`it is ${st.size} bytes, over the limit of ${maxBytes}`);
+    // Read to the end, whatever the size said (a /proc file says 0), and at most one byte past
+    // the limit: a file that grew meanwhile is still refused.
+    const chunks: Buffer[] = [];
+    let got = 0;
+    for (;;) {
+      const buf = Buffer.alloc(Math.min(64 * 1024, maxBytes + 1 - got));
+      const n = fs.readSync(fd, buf, 0, buf.length, null);
+      if (n === 0) break;
+      chunks.push(buf.subarray(0, n));
+      got += n;
+      if (got > maxBytes) fail(`it is over the limit of ${maxBytes} bytes`);
+    }
+    return Buffer.concat(chunks).toString('utf8');
+  } finally {
+    fs.closeSync(fd);
+  }
+}
