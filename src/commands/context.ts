@@ -93,7 +93,7 @@ function runInTransaction<T>(db: Db, ctx: Ctx, fn: (db: Db) => T): T {
 export function withExistingWriteDb<T>(ctx: Ctx, fn: (db: Db) => T): T | null {
   return withFileFaults(ctx.dbPath, () => {
     removeStaleTemps(inspectDbPath(ctx.dbPath).real);
-    const db = openDb(ctx.dbPath, { create: false });
+    const db = openDb(ctx.dbPath, { create: false, write: true });
     return db ? runInTransaction(db, ctx, fn) : null;
   });
 }

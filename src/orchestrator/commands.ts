@@ -14,7 +14,7 @@ import type { Driver } from '../drivers/driver.js';
 import { withExistingWriteDb } from '../commands/context.js';
 import { strategyNotFound, theStrategy } from '../commands/strategy.js';
 import type { Outcome, RunCtx } from '../cli/runner.js';
-import { ApplyLock, holderAlive } from './lock.js';
+import { ApplyLock, holderAlive, takeoverNote } from './lock.js';
 import { Orchestrator } from './orchestrator.js';
 import { makeProgress } from './progress-choose.js';
 import type { TrackerInputs } from './progress-tracker.js';
@@ -104,7 +104,7 @@ function estimateInputs(db: Db, type: string, extra: Record<string, unknown>): T
 }
 
 export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: ApplyOptions = {}): Promise<Outcome> {
-  const db = openDb(ctx.dbPath, { create: false });
+  const db = openDb(ctx.dbPath, { create: false, write: true });
   if (!db) strategyNotFound(type);
   // Short waits inside SQLite, retried by the orchestrator: the event loop (heartbeat, signals)
   // never stalls for long behind another writer, and the wait is said on stderr (SPEC §2.1).
@@ -134,7 +134,7 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
     const { tookOverFrom } = lock.acquire();
     locked = true;
     if (tookOverFrom) {
-      progress.note(`took over the apply lock of pid ${tookOverFrom.pid} on ${tookOverFrom.host} (no longer running)`);
+      progress.note(takeoverNote(tookOverFrom, Date.now(), lock.host));
     }
     const s = theStrategy(db, type);
     if (s.state === 'initial') {
