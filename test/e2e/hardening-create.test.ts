@@ -6,7 +6,7 @@
  * The config is read from a regular file only: a FIFO or /dev/zero is refused at once, not read
  * for ever; an oversized one is refused by its size.
  */
-import { afterEach, describe, expect, test } from '@jest/globals';
+import { afterEach, describe, test } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
