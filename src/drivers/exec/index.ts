@@ -37,7 +37,6 @@ interface Live {
   done: Promise<unknown>;
 }
 
-
 export class ExecDriver implements Driver {
   readonly ownsTimeouts = true;
   private readonly specs: Map<string, StateSpec>;

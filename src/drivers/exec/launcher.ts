@@ -56,7 +56,11 @@ function launch(req: Launch): void {
   let fd: number;
   try {
     fd = fs.openSync(`${req.base}.log`, 'w', PRIVATE_FILE);
-    fs.fchmodSync(fd, PRIVATE_FILE); // a log an older dcm left readable
+    try {
+      fs.fchmodSync(fd, PRIVATE_FILE); // a log an earlier dcm left readable by others
+    } catch {
+      // someone else's file we may write to: its mode is not ours to change
+    }
   } catch (err) {
     fs.closeSync(claim);
     send({ id: req.id, error: `cannot open the run's log: ${(err as Error).message}` });
