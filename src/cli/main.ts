@@ -105,6 +105,7 @@ export async function main(argv: string[], io: Io = { stdout: process.stdout, st
         quiet: g.quiet,
         checkResult: prepare ? (r) => void prepare(r as Printable, o) : undefined,
         confirm: (yes) => confirmIfRequired(yes, { stdin: io.stdin ?? process.stdin, stderr: io.stderr }),
+        secretIo: { stdin: io.stdin ?? process.stdin, stderr: io.stderr },
       };
     });
     if (argv.length === 0) {

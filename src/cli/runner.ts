@@ -1,6 +1,7 @@
 /** The bridge between commander actions and plain command functions. */
 import type { Ctx } from '../commands/context.js';
 import type { Printable } from './output/views.js';
+import type { SecretIo } from './secret.js';
 
 /** A command's answer: what to print, and the exit code when it is not 0. */
 export interface Outcome {
@@ -21,6 +22,8 @@ export interface RunCtx extends Ctx {
    * and no `--yes`, ask on a terminal, refuse off one.
    */
   confirm: (yes: boolean | undefined) => Promise<void>;
+  /** Where a secret is asked for (the sysadmin password): stdin when it is a terminal, and stderr. */
+  secretIo?: SecretIo;
 }
 
 export type Runner = (fn: (ctx: RunCtx) => Promise<Printable | Outcome>) => Promise<void>;

@@ -21,6 +21,7 @@ interface CreateOpts extends RawTypeOptions, RawDriverOptions {
   maxFailures?: string;
   force?: boolean;
   dryRun?: boolean;
+  sysadminPasswordFile?: string;
 }
 
 const TYPE_OPTIONS: [string, string][] = [
@@ -41,7 +42,8 @@ const TYPE_OPTIONS: [string, string][] = [
   ['--kube-upgrade <version>', 'sw-deploy: also upgrade kubernetes to this version'],
   ['--with-delete', 'sw-deploy: deprecated, the same as --delete'],
   ['--delete-only', 'sw-deploy: deprecated, the same as --cleanup'],
-  ['--sysadmin-password <password>', 'prestage, sw-deploy with --with-prestage: the subclouds\' sysadmin password (stored, never printed)'],
+  ['--sysadmin-password [password]', "prestage, sw-deploy with --with-prestage: the subclouds' sysadmin password (stored, never printed; without a value: asked on the terminal)"],
+  ['--sysadmin-password-file <file>', 'the sysadmin password from a file (else $DCM_SYSADMIN_PASSWORD, else asked on a terminal)'],
 ];
 
 
@@ -64,7 +66,9 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .option('--force', 'include in-sync subclouds (kubernetes, kube-rootca-update)');
   for (const [flags, help] of TYPE_OPTIONS) {
     const name = flags.split(' ')[0];
-    if (!fixed || typeOptionFlags(fixed).includes(name)) create.option(flags, help);
+    // The password's file goes wherever the password does.
+    const flag = name === '--sysadmin-password-file' ? '--sysadmin-password' : name;
+    if (!fixed || typeOptionFlags(fixed).includes(flag)) create.option(flags, help);
   }
   create.option('--driver <name>', `who performs each state: ${DRIVER_NAMES.join(' | ')} (default sim)`);
   for (const o of driverOptions()) {
@@ -75,10 +79,14 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .option('--state-timeout <duration>', "fail a state operation that takes longer (default per type; exec: the config's timeout)")
     .option('--dry-run', 'every check, then the plan (stages, windows, steps, estimated duration); nothing written')
     .action((clouds: string[], o: CreateOpts) =>
-      run(async (ctx) => ({
-        // dcmanager prints the notice and goes on; dcm says it on stderr, with the warnings.
-        warnings: deprecationNotices(o),
-        result: await (await commands()).strategyCreate(ctx, {
+      run(async (ctx) => {
+        const password = await (await import('./sysadmin-password.js')).sysadminPassword(
+          { type: typeOf(o)!, option: o.sysadminPassword, file: o.sysadminPasswordFile, withPrestage: o.withPrestage, dryRun: o.dryRun },
+          ctx.secretIo ?? { stdin: process.stdin, stderr: process.stderr },
+        );
+        // dcmanager prints the deprecation notice and goes on; dcm says it on stderr, with the warnings.
+        const warnings = deprecationNotices(o);
+        const result = await (await commands()).strategyCreate(ctx, {
           type: typeOf(o)!,
           cloudNames: clouds,
           groupName: o.group,
@@ -88,11 +96,12 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
           stopOnFailure: o.stopOnFailure,
           maxFailures: o.maxFailures,
           force: o.force,
-          typeOptions: o,
+          typeOptions: { ...o, sysadminPassword: password as string | undefined },
           driverOptions: o,
           dryRun: o.dryRun,
-        }),
-      })),
+        });
+        return { warnings, result };
+      }),
     );
 
   withType(parent.command('show'), false)

@@ -11,7 +11,7 @@ import { createDriver } from '../drivers/index.js';
 import type { Driver } from '../drivers/driver.js';
 import { strategyNotFound, theStrategy } from './strategy.js';
 import type { Outcome, RunCtx } from '../cli/runner.js';
-import { ApplyLock } from '../orchestrator/lock.js';
+import { ApplyLock, takeoverNote } from '../orchestrator/lock.js';
 import { Orchestrator } from '../orchestrator/orchestrator.js';
 import { makeProgress } from '../orchestrator/progress-choose.js';
 import type { TrackerInputs } from '../orchestrator/progress-tracker.js';
@@ -104,7 +104,7 @@ function estimateInputs(db: Db, type: string, extra: Record<string, unknown>): T
 export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: ApplyOptions = {}): Promise<Outcome> {
   // Test hooks are checked before the file is read: a stray variable is a usage error.
   const hooks = commitHooks(process.env, ctx.dbPath);
-  const db = openDb(ctx.dbPath, { create: false });
+  const db = openDb(ctx.dbPath, { create: false, write: true });
   if (!db) strategyNotFound(type);
   const cost = costCounters(process.env, db);
   // SPEC §2: every connection waits at least 5 s for another writer; past that the orchestrator
@@ -135,7 +135,7 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
     const { tookOverFrom } = lock.acquire();
     locked = true;
     if (tookOverFrom) {
-      progress.note(`took over the apply lock of pid ${tookOverFrom.pid} on ${tookOverFrom.host} (no longer running)`);
+      progress.note(takeoverNote(tookOverFrom, Date.now(), lock.host));
     }
     const s = theStrategy(db, type);
     if (s.state === 'initial') {

@@ -6,6 +6,7 @@ import { withFileFaults } from '../store/faults.js';
 import { removeStaleTemps, tempName } from '../store/leftovers.js';
 import { checkDbPath, openDb, type Db } from '../store/open.js';
 import { inspectDbPath } from '../store/path.js';
+import { PRIVATE_FILE } from '../platform/private.js';
 
 export interface Ctx {
   dbPath: string;
@@ -32,7 +33,7 @@ export function withWriteDb<T>(ctx: Ctx, fn: (db: Db) => T): T {
       const tmp = tempName(p.real, process.pid, crypto.randomBytes(4).toString('hex'));
       try {
         // Created 0600 before SQLite opens it: the file may hold a sysadmin password (SPEC §8).
-        fs.closeSync(fs.openSync(tmp, 'wx', 0o600));
+        fs.closeSync(fs.openSync(tmp, 'wx', PRIVATE_FILE));
         let db: Db;
         try {
           db = openDb(tmp, { create: true })!;
@@ -92,7 +93,7 @@ function runInTransaction<T>(db: Db, ctx: Ctx, fn: (db: Db) => T): T {
 export function withExistingWriteDb<T>(ctx: Ctx, fn: (db: Db) => T): T | null {
   return withFileFaults(ctx.dbPath, () => {
     removeStaleTemps(inspectDbPath(ctx.dbPath).real);
-    const db = openDb(ctx.dbPath, { create: false });
+    const db = openDb(ctx.dbPath, { create: false, write: true });
     return db ? runInTransaction(db, ctx, fn) : null;
   });
 }

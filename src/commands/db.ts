@@ -14,6 +14,7 @@ import { backupTo, integrityCheck, openForMaintenance } from '../store/maintenan
 import { checkDbPath, type Db } from '../store/open.js';
 import { canWriteIn, inspectDbPath } from '../store/path.js';
 import { publish, type Ctx } from './context.js';
+import { PRIVATE_FILE } from '../platform/private.js';
 
 /** The existing database, opened without migrating or writing; an error when there is none. */
 function openExisting(ctx: Ctx): Db {
@@ -58,6 +59,8 @@ export async function dbBackup(ctx: Ctx, file: string): Promise<Result> {
   const db = openExisting(ctx);
   const tmp = tempName(target.real, process.pid, crypto.randomBytes(4).toString('hex'));
   try {
+    // Created private before SQLite writes to it: a copy holds what the file holds (a password).
+    fs.closeSync(fs.openSync(tmp, 'wx', PRIVATE_FILE));
     const { totalPages } = await backupTo(db, tmp);
     const result = show([
       ['backup', file],

@@ -17,6 +17,7 @@ import { findStep } from '../store/steps.js';
 import { getStrategy, type Strategy } from '../store/strategy.js';
 import { findSubcloud } from '../store/subclouds.js';
 import { onSignals } from '../orchestrator/signals.js';
+import { setLongTimeout } from '../platform/timers.js';
 import type { Ctx } from './context.js';
 
 /** Where the logs go: stdout for the output, stderr for notes. */
@@ -223,9 +224,9 @@ async function follow(db: Db, t: Target, cloud: string, opts: LogsOptions, sink:
         return EXIT.ok;
       }
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, pollMs);
+        const timer = setLongTimeout(resolve, pollMs);
         wake = () => {
-          clearTimeout(timer);
+          timer.clear();
           resolve();
         };
       });

@@ -2,6 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { OperationError } from '../domain/errors.js';
+import { outputProblem } from '../platform/files.js';
 import { buildReport, type ReportInput } from '../domain/report.js';
 import { parseTimestamp } from '../domain/time.js';
 import { statesOf, type StrategyType } from '../domain/types.js';
@@ -51,8 +52,13 @@ function readInput(ctx: Ctx, type: StrategyType | undefined, nowUs: number): Rep
   );
 }
 
-/** Write `text` to `file` whole or not at all: a reader never sees half a report. */
+/**
+ * Write `text` to `file` whole or not at all: a reader never sees half a report. Only a regular
+ * file is replaced (platform/files.ts): a rename over a device or a FIFO would replace it.
+ */
 function writeWhole(file: string, text: string): void {
+  const problem = outputProblem(file);
+  if (problem) throw new OperationError(`cannot write ${file}: ${problem}`);
   const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.tmp`);
   try {
     fs.writeFileSync(tmp, text);

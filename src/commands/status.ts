@@ -26,6 +26,7 @@ import { show, type Result, type ShowResult, type Value } from './table.js';
 import { strategyNotFound, theStrategy } from './strategy.js';
 import { withReadDb, type Ctx } from './context.js';
 import type { CommandResult, Printable, StepLine } from './results.js';
+import { sleep } from '../platform/timers.js';
 
 /** The record's fields, in order (documented in the README). */
 export const STATUS_FIELDS = [
@@ -188,7 +189,6 @@ export interface WatchOptions {
   refreshMs?: number;
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /**
  * Poll the file (cheaply: `PRAGMA data_version` moves only when another connection commits),

@@ -6,7 +6,7 @@ import type { CommandResult, StepLine } from './results.js';
 import { allStepStates, checkStepStates } from '../domain/choices.js';
 import { statesOf, type StrategyType } from '../domain/types.js';
 import { getStrategy } from '../store/strategy.js';
-import { subcloudNameOf } from '../store/subclouds.js';
+import { findSubcloud, subcloudNameOf } from '../store/subclouds.js';
 
 /**
  * `--state` values must be step states (SPEC §4): a typo is an error listing the valid ones, never
@@ -35,6 +35,14 @@ export async function stepShow_(ctx: Ctx, cloud: string): Promise<CommandResult>
   return { kind: 'step', row };
 }
 
+/** A subcloud named that does not exist is an error, as for `strategy-step logs` (not an empty list). */
 export async function stepHistory(ctx: Ctx, cloud?: string): Promise<CommandResult> {
-  return { kind: 'history', rows: withReadDb(ctx, [], (db) => listHistory(db, cloud === undefined ? undefined : subcloudNameOf(db, cloud))) };
+  const rows = withReadDb(ctx, null, (db) => {
+    if (cloud === undefined) return listHistory(db, undefined);
+    // A subcloud named by its id, as dcmanager's API takes it; one that does not exist is an error.
+    const name = subcloudNameOf(db, cloud);
+    return findSubcloud(db, name) ? listHistory(db, name) : null;
+  });
+  if (rows === null && cloud !== undefined) throw new OperationError(`Subcloud ${cloud} does not exist`);
+  return { kind: 'history', rows: rows ?? [] };
 }

@@ -18,6 +18,8 @@ import { dryRunView } from './dryrun.js';
 import { liveRuns, refuseWhileLive, waitForLiveRuns } from './live-runs.js';
 import { checkSimFailClouds } from '../domain/choices.js';
 import type { Result } from './table.js';
+import { logNameProblem } from '../domain/logs.js';
+import { quoteName } from '../domain/inventory.js';
 
 export interface CreateInput {
   type: StrategyType;
@@ -55,6 +57,14 @@ function combines(req: Parameters<typeof checkCombination>[0]): boolean {
     return true;
   } catch {
     return false;
+  }
+}
+
+/** Each subcloud gets a log folder named after it: refused here rather than at each step's first run. */
+function checkLogFolders(clouds: readonly string[]): void {
+  for (const cloud of clouds) {
+    const problem = logNameProblem('cloud', cloud);
+    if (problem) throw new OperationError(`subcloud ${quoteName(cloud)} cannot be run by the exec driver: ${problem}`);
   }
 }
 
@@ -102,12 +112,14 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Comm
     checkSimFailClouds(simFails, new Set(records.map((r) => r.name)), () => records.map((r) => r.name));
     // A dry run on a file that does not exist yet: the Default group every file holds.
     const groups = db ? listGroups(db) : [DEFAULT_UNCREATED];
-    return planSteps(req, groups.map((g) => ({
+    const planned = planSteps(req, groups.map((g) => ({
       id: g.id,
       name: g.name,
       updateApplyType: g.update_apply_type,
       maxParallelSubclouds: g.max_parallel_subclouds,
     })), records);
+    if (driverName === 'exec') checkLogFolders(planned.steps.map((st) => st.name));
+    return planned;
   };
 
   if (input.dryRun) {

@@ -16,12 +16,35 @@ export interface LogRun {
 }
 
 /**
- * A name as one path component, the way the exec driver writes it: no `/` or NUL, never `.` or
- * `..`. A state or cloud name is found again by spelling it the same way.
+ * A name as one path component, the way the exec driver writes it. The encoding is injective (two
+ * names never share a component) and its result is never `.`, `..`, hidden, or holds `/`: `%`,
+ * `/` and control characters are percent-encoded (`a/b` → `a%2Fb`, `%` → `%25`), and so is a
+ * leading `.` (`..` → `%2E.`). Everything else is kept, so most names read as they are.
  */
 export function logComponent(name: string): string {
-  const safe = name.replace(/[/\0]/g, '_');
-  return safe === '.' || safe === '..' ? `_${safe}` : safe;
+  const safe = name.replace(/[%/\p{Cc}]/gu, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
+  return safe.startsWith('.') ? `%2E${safe.slice(1)}` : safe;
+}
+
+/** The longest file name a file system takes (ext4, xfs, btrfs, tmpfs: 255 bytes). */
+export const MAX_NAME_BYTES = 255;
+
+/** The longest run file name around a state's component: the attempt (up to 6 digits), `-`, `.status`. */
+const RUN_FILE_EXTRA = '999999-'.length + '.status'.length;
+
+function utf8Length(text: string): number {
+  return new TextEncoder().encode(text).length;
+}
+
+/**
+ * Why the exec driver could not make its run files for this subcloud (`kind` 'cloud') or state
+ * ('state'), or null: the folder or file name would pass the file system's 255-byte limit.
+ */
+export function logNameProblem(kind: 'cloud' | 'state', name: string): string | null {
+  const bytes = utf8Length(logComponent(name)) + (kind === 'state' ? RUN_FILE_EXTRA : 0);
+  if (bytes <= MAX_NAME_BYTES) return null;
+  const what = kind === 'cloud' ? 'its log folder name' : 'its run log file names';
+  return `${what} would be ${bytes} bytes, over the file system's limit of ${MAX_NAME_BYTES}`;
 }
 
 /** The folder of run logs when the strategy names none: beside the database. */

@@ -9,9 +9,8 @@
  * registry of workers stays with the orchestrator (SPEC §1).
  */
 import { performance } from 'node:perf_hooks';
+import { setLongTimeout, type Timer } from '../platform/timers.js';
 
-/** setTimeout's longest delay; a longer one fires at once (TimeoutOverflowWarning). */
-const MAX_TIMER_MS = 2_147_483_647;
 
 interface Deadline {
   at: number;
@@ -22,7 +21,7 @@ interface Deadline {
 export class Deadlines {
   private queue: Deadline[] = [];
   private head = 0;
-  private timer: NodeJS.Timeout | null = null;
+  private timer: Timer | null = null;
 
   /**
    * `isRunning(stepId, opId)`: the operation is still the one running for its step.
@@ -49,8 +48,7 @@ export class Deadlines {
 
   private arm(): void {
     if (this.timer || this.head >= this.queue.length) return;
-    const wait = Math.min(MAX_TIMER_MS, Math.max(0, this.queue[this.head].at - performance.now()));
-    this.timer = setTimeout(() => this.fire(), wait);
+    this.timer = setLongTimeout(() => this.fire(), this.queue[this.head].at - performance.now());
   }
 
   private fire(): void {
@@ -70,7 +68,7 @@ export class Deadlines {
 
   /** No timer left behind to keep the process alive. */
   stop(): void {
-    if (this.timer) clearTimeout(this.timer);
+    this.timer?.clear();
     this.timer = null;
   }
 }

@@ -42,6 +42,21 @@ export function holderAlive(row: LockRow, nowMs = Date.now(), host = hostName())
   return start === row.proc_start;
 }
 
+/**
+ * What apply says when it took the lock over: on this host the holder's process is gone; on
+ * another host nothing here can tell, only that its heartbeat stopped (it may be alive, and
+ * stopped or cut off).
+ */
+export function takeoverNote(row: LockRow, nowMs = Date.now(), host = hostName()): string {
+  const age = `its heartbeat was ${Math.floor((nowMs - row.heartbeat_ms) / 1000)} s old`;
+  let why: string;
+  if (row.host !== host) why = age;
+  else if (!processAlive(row.pid)) why = 'no longer running';
+  else if (row.proc_start && processStart(row.pid) !== row.proc_start) why = `pid ${row.pid} is now another process`;
+  else why = age; // a lock from a dcm that recorded no start time: the heartbeat decided
+  return `took over the apply lock of pid ${row.pid} on ${row.host} (${why})`;
+}
+
 /** This process lost the lock: it writes nothing more and exits 4. */
 export class LostLockError extends DcmError {
   readonly code = 'DCM_LOST_LOCK';

@@ -39,6 +39,7 @@ import { StageWindow } from './window.js';
 import { Committer, BUSY_RETRY_MS } from './committer.js';
 import { adoptLeftRuns, type Adopted } from './adoption.js';
 import type { CommitHooks, CostCounters } from './test-hooks.js';
+import { setLongTimeout, type Timer } from '../platform/timers.js';
 
 export interface OrchestratorOptions {
   type: StrategyType;
@@ -120,7 +121,7 @@ export class Orchestrator {
   /** Runs an earlier orchestrator left going, adopted by the driver: waited for once their subcloud has its slot. */
   private adopted = new Map<number, Adopted>();
   /** Retries waiting out their backoff: the subcloud keeps its slot meanwhile. */
-  private retryTimers = new Set<NodeJS.Timeout>();
+  private retryTimers = new Set<Timer>();
   /** Processes started and not yet recorded in their history rows (run-processes.ts). */
   private readonly procs = new RunProcesses(() => this.scheduleFlush());
 
@@ -138,7 +139,7 @@ export class Orchestrator {
   private budgetSaid = false;
   private interruptedBy: NodeJS.Signals | null = null;
   private hardStop: (() => void) | null = null;
-  private drainTimer: NodeJS.Timeout | null = null;
+  private drainTimer: Timer | null = null;
   /** Set once run() is done: a late answer or a queued flush must change nothing any more. */
   private stopped = false;
   private fatal: Error | null = null;
@@ -234,9 +235,9 @@ export class Orchestrator {
     } finally {
       // Every way out (end, signal, fatal error) leaves no timer that would keep the process alive.
       this.requests.stop();
-      if (this.drainTimer) clearTimeout(this.drainTimer);
+      this.drainTimer?.clear();
       this.deadlines.stop();
-      for (const t of this.retryTimers) clearTimeout(t);
+      for (const t of this.retryTimers) t.clear();
       this.retryTimers.clear();
       this.procs.stop();
       this.stopped = true;
@@ -568,7 +569,7 @@ export class Orchestrator {
 
   /** Run the state again after the backoff; the subcloud keeps its slot meanwhile. */
   private retryLater(step: CursorStep, state: string, delayMs: number): void {
-    const t = setTimeout(() => {
+    const t = setLongTimeout(() => {
       this.retryTimers.delete(t);
       this.queue(startRun(step, state, state, this.nextAttempt(step.id, state)));
     }, delayMs);
@@ -672,10 +673,10 @@ export class Orchestrator {
         `the strategy stays ${stays}: run \`dcm strategy apply\` to resume`,
     );
     // Retries waiting out their backoff will not run in this process: their subclouds end here.
-    for (const t of this.retryTimers) clearTimeout(t);
+    for (const t of this.retryTimers) t.clear();
     this.retryTimers.clear();
     for (const [id, slot] of [...this.slots]) if (slot.started && !this.workers.has(id) && !this.pending.some((p) => p.stepId === id)) this.release(id, true);
-    this.drainTimer = setTimeout(() => {
+    this.drainTimer = setLongTimeout(() => {
       this.progress.warn(`gave up waiting after ${formatDuration(this.opts.drainMs ?? 60_000)}`);
       this.stopNow();
     }, this.opts.drainMs ?? 60_000);

@@ -5,6 +5,7 @@
  * (progress-live.ts); `makeProgress` (progress-choose.ts) picks one.
  */
 import { formatTimestamp } from '../domain/time.js';
+import { setLongInterval, type Timer } from '../platform/timers.js';
 import { ProgressTracker, type TrackerInputs } from './progress-tracker.js';
 import { closingSummary, periodicLine } from './progress-view.js';
 
@@ -86,7 +87,7 @@ export interface LineOptions {
  */
 export class LineProgress implements ProgressSink {
   private readonly tracker: ProgressTracker;
-  private timer: NodeJS.Timeout | null = null;
+  private timer: Timer | null = null;
   private broken = false;
 
   constructor(
@@ -110,7 +111,7 @@ export class LineProgress implements ProgressSink {
     this.tracker.begin(info);
     const every = this.opts.intervalMs ?? 10_000;
     if (!this.opts.quiet && every > 0) {
-      this.timer = setInterval(() => this.write(`${formatTimestamp(Date.now() * 1000)} ${periodicLine(this.tracker.snapshot(Date.now()))}\n`), every);
+      this.timer = setLongInterval(() => this.write(`${formatTimestamp(Date.now() * 1000)} ${periodicLine(this.tracker.snapshot(Date.now()))}\n`), every);
       this.timer.unref();
     }
   }
@@ -159,7 +160,7 @@ export class LineProgress implements ProgressSink {
   }
 
   summary(s: Summary): void {
-    if (this.timer) clearInterval(this.timer);
+    this.timer?.clear();
     this.timer = null;
     if (this.opts.quiet) return;
     this.write(closingSummary(s));

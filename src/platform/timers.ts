@@ -1,22 +1,81 @@
 /**
- * Timers for delays a user gives (run timeouts, backoff, intervals): Node's setTimeout takes at
- * most 2^31-1 ms (24.8 days) and fires a longer delay after 1 ms, so a longer one is waited out in
- * pieces.
+ * Every delay dcm sets goes through here. Node's timers take at most 2^31-1 ms (about 24.8 days);
+ * a longer delay fires after 1 ms with a TimeoutOverflowWarning, so a `timeout: 720h` would end
+ * every run at once. These timers wait in steps no longer than that, and fire once the whole
+ * delay has passed. A NaN or negative delay counts as 0, as Node counts it.
  */
-const MAX_TIMER_MS = 2_147_483_647;
 
-export interface LongTimer {
+/** setTimeout's longest delay. */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+export interface Timer {
+  /** Cancel it; calling again, or after it fired, does nothing. */
   clear(): void;
+  /** Let the process exit while only this timer is pending (as `Timeout.unref`). */
+  unref(): Timer;
 }
 
-/** `fn` after `ms`, however long; `clear()` cancels it. */
-export function longTimeout(fn: () => void, ms: number): LongTimer {
-  let handle: NodeJS.Timeout;
-  const end = performance.now() + ms;
+/** Call `fn` once, after `ms`. */
+export function setLongTimeout(fn: () => void, ms: number): Timer {
+  let left = Number.isFinite(ms) && ms > 0 ? ms : ms === Infinity ? Infinity : 0;
+  let handle: NodeJS.Timeout | null = null;
+  let refed = true;
   const arm = () => {
-    const left = end - performance.now();
-    handle = setTimeout(left > MAX_TIMER_MS ? arm : fn, Math.max(0, Math.min(left, MAX_TIMER_MS)));
+    const step = Math.min(left, MAX_TIMER_MS);
+    left -= step;
+    handle = setTimeout(() => {
+      if (left > 0) arm();
+      else {
+        handle = null;
+        fn();
+      }
+    }, step);
+    if (!refed) handle.unref();
   };
   arm();
-  return { clear: () => clearTimeout(handle) };
+  const timer: Timer = {
+    clear() {
+      if (handle) clearTimeout(handle);
+      handle = null;
+    },
+    unref() {
+      refed = false;
+      handle?.unref();
+      return timer;
+    },
+  };
+  return timer;
+}
+
+/** Call `fn` every `ms` until cleared; the first call after `ms`. */
+export function setLongInterval(fn: () => void, ms: number): Timer {
+  let current: Timer;
+  let refed = true;
+  let cleared = false;
+  const next = () => {
+    current = setLongTimeout(() => {
+      // Re-armed before the call: an `fn` that clears the interval stops it for good.
+      next();
+      fn();
+    }, ms);
+    if (!refed) current.unref();
+  };
+  next();
+  const timer: Timer = {
+    clear() {
+      cleared = true;
+      current.clear();
+    },
+    unref() {
+      refed = false;
+      if (!cleared) current.unref();
+      return timer;
+    },
+  };
+  return timer;
+}
+
+/** Resolve after `ms`. */
+export function sleep(ms: number): Promise<void> {
+  return new Promise<void>((resolve) => setLongTimeout(resolve, ms));
 }

@@ -26,7 +26,7 @@ export function checkDbPath(file: string, mustExist: boolean): boolean {
   return checkPath(file, mustExist) !== null;
 }
 
-function checkPath(file: string, mustExist: boolean): DbPath | null {
+function checkPath(file: string, mustExist: boolean, write = !mustExist): DbPath | null {
   const p = inspectDbPath(file);
   const dir = path.dirname(p.real);
   if (!p.exists) {
@@ -35,7 +35,7 @@ function checkPath(file: string, mustExist: boolean): DbPath | null {
     if (!canWriteIn(dir)) throw new OperationError(`cannot write in ${path.dirname(file)} (read-only)`);
     return p;
   }
-  if (!mustExist && !canWriteIn(dir)) throw new OperationError(`cannot write in ${path.dirname(file)} (read-only)`);
+  if (write && !canWriteIn(dir)) throw new OperationError(`cannot write in ${path.dirname(file)} (read-only)`);
   const st = fs.statSync(p.real);
   if (st.size > 0) {
     const head = Buffer.alloc(16);
@@ -57,16 +57,21 @@ function checkPath(file: string, mustExist: boolean): DbPath | null {
 export interface OpenOptions {
   /** Write commands create the file and schema; read commands get null for a missing file. */
   create: boolean;
+  /**
+   * The caller writes to a file that must exist (apply, abort, delete): refused in a directory it
+   * cannot write in, as a creating writer is, instead of failing later in SQLite with no path.
+   */
+  write?: boolean;
 }
 
 /** Open the file, or return null when it is missing and `create` is false. */
 export function openDb(file: string, opts: OpenOptions): Db | null {
-  const p = checkPath(file, !opts.create);
+  const p = checkPath(file, !opts.create, opts.create || opts.write === true);
   if (!p) return null;
   let db: Db;
   try {
     // The real path: SQLite keeps -wal and -shm beside the file it opens.
-    const image = opts.create ? null : readerSnapshot(p.real);
+    const image = opts.create || opts.write ? null : readerSnapshot(p.real);
     db = image ? new Database(image) : new Database(p.real, { fileMustExist: !opts.create });
   } catch (err) {
     throw fileFault(err, file) ?? new OperationError(`cannot open database ${file}: ${(err as Error).message}`);

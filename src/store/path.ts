@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { OperationError, UsageError } from '../domain/errors.js';
+import { nonRegularKind } from '../platform/files.js';
 
 /**
  * `--db ""` is a usage error (exit 2), and so is `DCM_DB=""`: an empty value is a mistake in a
@@ -30,20 +31,6 @@ export interface DbPath {
   exists: boolean;
 }
 
-const KINDS: [keyof fs.Stats, string][] = [
-  ['isFIFO', 'a FIFO'],
-  ['isSocket', 'a socket'],
-  ['isCharacterDevice', 'a character device'],
-  ['isBlockDevice', 'a block device'],
-];
-
-function kindOf(st: fs.Stats): string | null {
-  if (st.isFile()) return null;
-  if (st.isDirectory()) return 'a directory';
-  for (const [test, name] of KINDS) if ((st[test] as () => boolean).call(st)) return name;
-  return 'not a regular file';
-}
-
 /** Look at the path without opening it; throws an OperationError naming the path and the reason. */
 export function inspectDbPath(shown: string): DbPath {
   const cannot = (why: string) => new OperationError(`cannot use ${shown} as the database: ${why}`);
@@ -59,7 +46,7 @@ export function inspectDbPath(shown: string): DbPath {
     if (code !== 'ENOENT') throw cannot((err as Error).message);
   }
   if (st) {
-    const kind = kindOf(st);
+    const kind = nonRegularKind(st);
     if (kind) throw cannot(`it is ${kind}`);
     return { shown, real: fs.realpathSync(shown), exists: true };
   }
@@ -82,12 +69,5 @@ export function inspectDbPath(shown: string): DbPath {
   return { shown, real: path.join(realDir, path.basename(shown)), exists: false };
 }
 
-/** Whether this process may create files in `dir` (false on a read-only mount, an immutable dir). */
-export function canWriteIn(dir: string): boolean {
-  try {
-    fs.accessSync(dir, fs.constants.W_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
+/** Whether this process may create files in a folder (owned by platform/files.ts). */
+export { canWriteIn } from '../platform/files.js';

@@ -32,9 +32,12 @@ describe('run logs: names and order', () => {
   });
 
   test("a state whose name holds '/' is found under the exec driver's spelling", () => {
-    expect(logComponent('a/b')).toBe('a_b');
-    expect(logComponent('..')).toBe('_..');
-    expect(logRuns(['1-a_b.log'], ['a/b'])).toEqual([{ file: '1-a_b.log', attempt: 1, state: 'a/b', index: 0 }]);
+    expect(logComponent('a/b')).toBe('a%2Fb');
+    expect(logComponent('..')).toBe('%2E.');
+    expect(logRuns(['1-a%2Fb.log', '1-a_b.log'], ['a/b', 'a_b'])).toEqual([
+      { file: '1-a%2Fb.log', attempt: 1, state: 'a/b', index: 0 },
+      { file: '1-a_b.log', attempt: 1, state: 'a_b', index: 1 },
+    ]);
   });
 
   test('filters by state and attempt; header and quoting', () => {

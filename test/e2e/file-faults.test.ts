@@ -158,6 +158,17 @@ describe('a directory the process cannot write in', () => {
     expect(fs.readdirSync(t.dir)).toEqual(['dcm.db']);
   });
 
+  test('apply, abort and delete of a strategy say "cannot write in DIR (read-only)" and change nothing', () => {
+    dcmOk(['--db', t.db, 'subcloud', 'add', 'a']);
+    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch']);
+    const before = fileHash(t.db);
+    for (const verb of ['apply', 'abort', 'delete']) {
+      expectErrorLine(readOnly(['--db', t.db, 'strategy', verb]), 1, `cannot write in ${t.dir} (read-only)`);
+    }
+    expect(fileHash(t.db)).toBe(before);
+    expect(fs.readdirSync(t.dir)).toEqual(['dcm.db']);
+  });
+
   test('a reader reads what is in the -wal of a writer that holds the file', async () => {
     dcmOk(['--db', t.db, 'subcloud', 'add', 'a', 'b']);
     // A writer (root) that committed into its WAL and keeps the file open.

@@ -23,7 +23,9 @@ export function dirFingerprint(dir: string): Record<string, string | null> {
   const out: Record<string, string | null> = {};
   for (const name of fs.readdirSync(dir).sort()) {
     const p = path.join(dir, name);
-    out[name] = fs.statSync(p).isDirectory() ? 'dir' : fileHash(p);
+    const st = fs.statSync(p);
+    // Only regular files are read: reading a FIFO would wait for a writer.
+    out[name] = st.isDirectory() ? 'dir' : st.isFile() ? fileHash(p) : 'special';
   }
   return out;
 }

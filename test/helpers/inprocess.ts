@@ -4,6 +4,7 @@
  * cases; the end-to-end tests still run the built binary for each kind of behaviour.
  */
 import { expect } from '@jest/globals';
+import { Readable } from 'node:stream';
 import { main } from '../../src/cli/main.js';
 import type { RunResult } from './cli.js';
 import { dirFingerprint, expectErrorLine } from './fleet.js';
@@ -28,7 +29,8 @@ export async function run(args: string[]): Promise<RunResult> {
   const stdout = sink();
   const stderr = sink();
   try {
-    const code = await main(args, { stdout, stderr } as never);
+    // Never the terminal jest may run on (`jest -i`): a prompt would wait for an answer.
+    const code = await main(args, { stdout, stderr, stdin: Readable.from([]) } as never);
     return { code, signal: null, stdout: stdout.text, stderr: stderr.text };
   } finally {
     if (saved.db !== undefined) process.env.DCM_DB = saved.db;

@@ -5,6 +5,7 @@
  * how a run ended while dcm was down.
  */
 import fs from 'node:fs';
+import { PRIVATE_FILE } from '../../platform/private.js';
 
 /** One module owns the layout: the logs command finds runs by the same names. */
 export { runBase } from '../../domain/logs.js';
@@ -67,7 +68,7 @@ export function readClaim(base: string, runId: string): RunClaim | null {
 /** Claim a run for nobody: true if this call created the `.pid` file. */
 export function abandonRun(base: string, runId: string): boolean {
   try {
-    fs.writeFileSync(`${base}.pid`, `abandoned ${runId}\n`, { flag: 'wx' });
+    fs.writeFileSync(`${base}.pid`, `abandoned ${runId}\n`, { flag: 'wx', mode: PRIVATE_FILE });
     return true;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;

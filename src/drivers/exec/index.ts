@@ -19,7 +19,8 @@ import { render, SUBCLOUD_FIELDS, TYPE_OPTION_KEYS } from './placeholders.js';
 import { groupAlive, sameProcessAlive, terminateGroup, terminatePids, terminateTagged, ticksNow, waitGroupGone } from './procs.js';
 import { Launcher, type Exited } from './launch.js';
 import { processesWithEnv } from '../../platform/proc.js';
-import { longTimeout } from '../../platform/timers.js';
+import { setLongTimeout, sleep } from '../../platform/timers.js';
+import { PRIVATE_DIR } from '../../platform/private.js';
 import { runIdOf } from './run-id.js';
 
 /** Reasons and details are kept short: `<state>: <reason>` fits in 200 characters. */
@@ -59,9 +60,6 @@ const RUN_FILES = ['.status', '.pid', '.next', '.err'];
 
 /** How long a finished run's group may take to go by itself (a `tee` copying the last of stderr). */
 const DRAIN_MS = 250;
-
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export class ExecDriver implements Driver {
   readonly ownsTimeouts = true;
@@ -119,7 +117,7 @@ export class ExecDriver implements Driver {
     const dir = path.dirname(base);
     let created = this.dirs.get(dir);
     if (created === undefined) {
-      created = fs.mkdirSync(dir, { recursive: true }) !== undefined;
+      created = fs.mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR }) !== undefined;
       this.dirs.set(dir, created);
     }
     if (!created) {
@@ -155,7 +153,7 @@ export class ExecDriver implements Driver {
     let stopped = false;
     let killing: Promise<void> | null = null;
     const kill = () => (killing ??= this.killRun(pid, runId, run0.since, spec.killGraceMs));
-    const timer = longTimeout(() => {
+    const timer = setLongTimeout(() => {
       timedOut = true;
       void kill();
     }, spec.timeoutMs);

@@ -7,6 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { setLongTimeout, type Timer } from '../../platform/timers.js';
 
 export interface LaunchRequest {
   file: string;
@@ -94,9 +95,9 @@ export class Launcher {
     const child = this.child;
     if (!child) return;
     child.stdin!.end();
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.exitedPromise, new Promise<void>((r) => (timer = setTimeout(r, 5000)))]);
-    clearTimeout(timer);
+    let timer: Timer | undefined;
+    await Promise.race([this.exitedPromise, new Promise<void>((r) => (timer = setLongTimeout(r, 5000)))]);
+    timer?.clear();
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   }
 }

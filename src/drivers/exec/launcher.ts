@@ -21,6 +21,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import readline from 'node:readline';
 import { procStartTime } from './procs.js';
+import { PRIVATE_FILE } from '../../platform/private.js';
 
 interface Launch {
   id: number;
@@ -35,8 +36,11 @@ interface Launch {
  * `bash -c WRAPPER dcm-run BASE FILE ARGS…`. Only the command's stderr goes through the process
  * substitution (stdout goes straight to the log), and the wrapper waits for the command alone: a
  * background process that keeps stderr open does not hold the run's end back (dcm cleans it up).
+ * The files it creates (`.err`, `.status`) are private, as the log is; the command keeps the
+ * umask it was given.
  */
-export const WRAPPER = 'b=$1; shift; exec 3>&1; "$@" 2> >(exec tee -a -- "$b.err" >&3) 3>&-; c=$?; printf "%s %s\\n" "$c" "$DCM_RUN_ID" > "$b.status"; exit "$c"';
+export const WRAPPER =
+  'b=$1; shift; exec 3>&1; "$@" 2> >(umask 077; exec tee -a -- "$b.err" >&3) 3>&-; c=$?; umask 077; printf "%s %s\\n" "$c" "$DCM_RUN_ID" > "$b.status"; exit "$c"';
 
 let running = 0;
 let dcmGone = false;
@@ -57,7 +61,7 @@ function launch(req: Launch): void {
   // Claim the run: a later dcm that gave it up (it found no trace of it) has claimed it first.
   let claim: number;
   try {
-    claim = fs.openSync(`${req.base}.pid`, 'wx');
+    claim = fs.openSync(`${req.base}.pid`, 'wx', PRIVATE_FILE);
   } catch (err) {
     send({ id: req.id, error: `not started: ${(err as NodeJS.ErrnoException).code === 'EEXIST' ? 'given up by a later dcm' : (err as Error).message}` });
     return;
@@ -69,7 +73,12 @@ function launch(req: Launch): void {
   fs.writeSync(claim, launching);
   let fd: number;
   try {
-    fd = fs.openSync(`${req.base}.log`, 'w');
+    fd = fs.openSync(`${req.base}.log`, 'w', PRIVATE_FILE);
+    try {
+      fs.fchmodSync(fd, PRIVATE_FILE); // a log an earlier dcm left readable by others
+    } catch {
+      // someone else's file we may write to: its mode is not ours to change
+    }
   } catch (err) {
     fs.closeSync(claim);
     send({ id: req.id, error: `cannot open the run's log: ${(err as Error).message}` });

@@ -1,11 +1,12 @@
 /** The exec driver's `strategy create` options (SPEC §7.2): the config is read and checked here. */
-import fs from 'node:fs';
 import path from 'node:path';
 import { UsageError } from '../../domain/errors.js';
 import type { ExtraArgs } from '../../domain/options.js';
 import { defaultLogDir } from '../../domain/logs.js';
 import type { DriverCreateInput } from '../index.js';
 import { parseConfigText, resolveConfig, type ExecConfig } from './config.js';
+import { checkLogDir } from './logdir.js';
+import { readConfigFile } from './read-config.js';
 
 
 export function execExtraArgs(input: DriverCreateInput): ExtraArgs {
@@ -13,14 +14,12 @@ export function execExtraArgs(input: DriverCreateInput): ExtraArgs {
   if (!raw.execConfig) throw new UsageError('--driver exec needs --exec-config FILE');
   // One place for an exec run's timeout: the config (per state, or its defaults).
   if (input.raw.stateTimeout !== undefined) throw new UsageError('--state-timeout is not used by --driver exec: set timeout in the exec config');
-  let text: string;
-  try {
-    text = fs.readFileSync(raw.execConfig, 'utf8');
-  } catch (err) {
-    throw new UsageError(`cannot read exec config ${raw.execConfig}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
-  }
+  // As `--db ''`: an empty value is an unset variable in a script, not "the current folder".
+  if (raw.logDir === '') throw new UsageError("option '--log-dir' is empty: name a folder");
+  const text = readConfigFile(raw.execConfig);
   const config = resolveConfig(parseConfigText(text, raw.execConfig), raw.execConfig, input.type === 'custom' ? null : input.states);
   const logDir = path.resolve(raw.logDir ?? defaultLogDir(input.dbPath));
+  checkLogDir(logDir, raw.logDir ?? logDir);
   return {
     // The parsed config, not the path: editing the file later changes no strategy.
     exec_config: JSON.stringify(config),

@@ -4,6 +4,7 @@
  */
 import fs from 'node:fs';
 import { isZombie, readStat } from '../../platform/proc.js';
+import { sleep } from '../../platform/timers.js';
 
 /** A process's start time in clock ticks since boot, or null when it is gone. */
 export function procStartTime(pid: number): number | null {
@@ -58,7 +59,6 @@ export function signalGroup(pgid: number, signal: NodeJS.Signals): void {
   }
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Wait until the group is gone, polling; false if it is still there after `maxMs`. */
 export async function waitGroupGone(pgid: number, maxMs: number): Promise<boolean> {

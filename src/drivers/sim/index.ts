@@ -8,9 +8,8 @@ import type { Driver, OperationRequest, OperationResult } from '../driver.js';
 import { admit, finish, type SiteRequest } from './site.js';
 import { SiteBook } from './sites.js';
 import { drawFor } from './random.js';
+import { setLongTimeout, type Timer } from '../../platform/timers.js';
 
-/** setTimeout's longest delay (2^31 - 1 ms, about 24.8 days). */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export interface SimSettings {
   latencyMinMs: number;
@@ -35,7 +34,7 @@ export class SimDriver implements Driver {
   private readonly book: SiteBook;
   /** This process's token: a site busy with this owner is busy for real. */
   private readonly owner = `${os.hostname()}:${process.pid}:${Date.now()}`;
-  private readonly timers = new Set<NodeJS.Timeout | NodeJS.Immediate>();
+  private readonly timers = new Set<Timer | NodeJS.Immediate>();
   private closed = false;
 
   constructor(
@@ -86,29 +85,32 @@ export class SimDriver implements Driver {
   }
 
   /**
-   * Wait `ms`, in steps no longer than a Node timer can take: a longer setTimeout fires at once
-   * (with a TimeoutOverflowWarning), which would make a huge latency an instant one.
+   * Wait `ms` (a long one in steps, see platform/timers.ts: a huge latency must not become an
+   * instant one); no latency at all waits for the next turn of the event loop only.
    */
   private sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const step = (left: number) => {
-        const done = () => {
+      if (ms <= 0) {
+        const t = setImmediate(() => {
           this.timers.delete(t);
-          if (left > MAX_TIMER_MS && !this.closed) step(left - MAX_TIMER_MS);
-          else resolve();
-        };
-        const t = left <= 0 ? setImmediate(done) : setTimeout(done, Math.min(left, MAX_TIMER_MS));
+          resolve();
+        });
         this.timers.add(t);
-      };
-      step(ms);
+        return;
+      }
+      const t = setLongTimeout(() => {
+        this.timers.delete(t);
+        resolve();
+      }, ms);
+      this.timers.add(t);
     });
   }
 
   async close(): Promise<void> {
     this.closed = true;
     for (const t of this.timers) {
-      clearTimeout(t as NodeJS.Timeout);
-      clearImmediate(t as NodeJS.Immediate);
+      if ('clear' in t) t.clear();
+      else clearImmediate(t);
     }
     this.timers.clear();
     this.book.close();
