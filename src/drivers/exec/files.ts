@@ -100,3 +100,33 @@ export function lastLine(logFile: string): string {
     fs.closeSync(fd);
   }
 }
+
+/**
+ * The `.run` file: created exclusively by the run's wrapper as its first act (naming its run id),
+ * or by a later dcm that takes the run for nobody (`abandoned <run id>`). Whoever creates it
+ * decides whether the command ever runs.
+ */
+export type RunTaken = { byWrapper: true } | { abandoned: true } | null;
+
+export function readTaken(base: string, runId: string): RunTaken {
+  const text = readSmall(`${base}.run`);
+  if (text === null) return null;
+  const t = text.trim().split(/\s+/);
+  if (t[0] === 'abandoned') return t[1] === runId ? { abandoned: true } : null;
+  return t[0] === runId ? { byWrapper: true } : null;
+}
+
+/**
+ * Take a run for nobody, so that its wrapper, if it is only now starting, exits without running
+ * the command: true if this call created `.run`; false if the wrapper (or an earlier call) did.
+ */
+export function abandonStart(base: string, runId: string): boolean {
+  try {
+    fs.writeFileSync(`${base}.run`, `abandoned ${runId}\n`, { flag: 'wx', mode: PRIVATE_FILE });
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return 'abandoned' in (readTaken(base, runId) ?? {});
+    // The folder is gone: nothing was ever launched there.
+    return true;
+  }
+}

@@ -14,9 +14,9 @@ import path from 'node:path';
 import { formatDuration } from '../../domain/durations.js';
 import type { Adoption, Driver, LeftRun, OperationRequest, OperationResult, RunProcess } from '../driver.js';
 import type { ExecConfig, StateSpec } from './config.js';
-import { abandonRun, lastLine, readClaim, readSmall, readStatus, removeQuietly, runBase, type RunClaim, type RunStatus } from './files.js';
+import { abandonRun, abandonStart, lastLine, readClaim, readSmall, readStatus, readTaken, removeQuietly, runBase, type RunClaim, type RunStatus } from './files.js';
 import { render, SUBCLOUD_FIELDS, TYPE_OPTION_KEYS } from './placeholders.js';
-import { groupAlive, sameProcessAlive, terminateGroup, terminatePids, terminateTagged, ticksNow, waitGroupGone } from './procs.js';
+import { groupAlive, terminateGroup, terminatePids, terminateTagged, ticksNow, waitGroupGone } from './procs.js';
 import { Launcher, type Exited } from './launch.js';
 import { processesWithEnv } from '../../platform/proc.js';
 import { setLongTimeout, sleep } from '../../platform/timers.js';
@@ -56,7 +56,7 @@ interface LeftProcess {
 const live = (c: RunClaim | null): boolean => c !== null && !('stale' in c);
 
 /** The files a run leaves beside its log. */
-const RUN_FILES = ['.status', '.pid', '.next', '.err'];
+const RUN_FILES = ['.status', '.pid', '.next', '.err', '.run'];
 
 /** How long a finished run's group may take to go by itself (a `tee` copying the last of stderr). */
 const DRAIN_MS = 250;
@@ -303,9 +303,10 @@ export class ExecDriver implements Driver {
     // claim) may name an unrelated process by now, and is never signalled on its own word.
     const tagged = () => processesWithEnv('DCM_RUN_ID', new Set([runId]), since).get(runId) ?? [];
     let every = 10;
-    const began = Date.now();
     for (;;) {
       const claim = readClaim(base, runId);
+      // Read before the processes: a wrapper that had taken the run was already tagged then.
+      const taken = readTaken(base, runId);
       const procs = tagged();
       const leader = run.proc?.pgid ?? (claim && 'pid' in claim ? claim.pid : 0);
       entry.pgid = 0;
@@ -323,20 +324,21 @@ export class ExecDriver implements Driver {
         return this.failure(req, spec, `timed out after ${formatDuration(spec.timeoutMs)}`, 'timeout');
       }
       if (!alive) {
-        const launcher = claim && 'launcher' in claim ? claim.launcher : claim && 'launching' in claim ? claim.launching : 0;
-        // A claim created but not yet written names no launcher: give its writer a moment.
-        // Bounded either way: a launcher takes moments between its claim and the spawn, and a
-        // pid that stays "alive" longer than that is another process by now.
-        const claiming = claim !== null && 'launching' in claim && Date.now() - began < 5000;
-        const launching = claiming && (launcher === 0 || sameProcessAlive(launcher, null));
-        if (!launching) {
-          // Gone, and nobody left to record how: one last look, then it runs again.
+        if (taken && 'byWrapper' in taken) {
+          // It ran and is gone with no status: killed with its wrapper. It runs again.
           const last = readStatus(base, runId);
           if (last) return this.fromStatus(req, spec, base, last);
-          if (claim === null) abandonRun(base, runId);
           return { kind: 'retry', outcome: 'interrupted', reason: 'the run ended without recording its exit status', delayMs: 0 };
         }
-        if (req.signal.aborted) return { kind: 'failed', reason: 'interrupted' };
+        // Not started, as far as can be seen; a launcher (or a child of one between fork and exec)
+        // may still be on its way. Taking the run for nobody settles it: the launcher refuses a
+        // run whose claim exists, the wrapper one whose `.run` exists. If either got there first,
+        // look again: it has started after all.
+        const settled = (claim !== null || abandonRun(base, runId)) && abandonStart(base, runId);
+        if (settled) {
+          if (req.signal.aborted) return { kind: 'failed', reason: 'interrupted' };
+          return { kind: 'retry', outcome: 'interrupted', reason: 'the run was never started (its launcher stopped first)', delayMs: 0 };
+        }
       }
       await sleep(every);
       every = Math.min(every * 2, 200);

@@ -38,9 +38,16 @@ interface Launch {
  * background process that keeps stderr open does not hold the run's end back (dcm cleans it up).
  * The files it creates (`.err`, `.status`) are private, as the log is; the command keeps the
  * umask it was given.
+ *
+ * Its first act takes the run: it creates `.run` exclusively, or exits (75) without running the
+ * command when a later dcm has already taken it for nobody. A dcm that lost this launcher while
+ * it was starting a run cannot see a child between fork and exec (it carries the launcher's
+ * environment, not the run's DCM_RUN_ID); taking `.run` first makes "never started" a decision
+ * that child can no longer overturn.
  */
 export const WRAPPER =
-  'b=$1; shift; exec 3>&1; "$@" 2> >(umask 077; exec tee -a -- "$b.err" >&3) 3>&-; c=$?; umask 077; printf "%s %s\\n" "$c" "$DCM_RUN_ID" > "$b.status"; exit "$c"';
+  'b=$1; shift; { set -C; printf "%s\\n" "$DCM_RUN_ID" > "$b.run"; } 2>/dev/null || exit 75; set +C; ' +
+  'exec 3>&1; "$@" 2> >(umask 077; exec tee -a -- "$b.err" >&3) 3>&-; c=$?; umask 077; printf "%s %s\\n" "$c" "$DCM_RUN_ID" > "$b.status"; exit "$c"';
 
 let running = 0;
 let dcmGone = false;
