@@ -57,7 +57,8 @@ states:
 
     // Each run's output is in its own log file; the status beside it.
     const base = path.join(`${f.db}.logs`, 's5', `1-${PATCH[2]}`);
-    expect(fs.readFileSync(`${base}.status`, 'utf8').trim()).toBe('0');
+    // Written by the run's wrapper: the exit status, then the run it is for.
+    expect(fs.readFileSync(`${base}.status`, 'utf8').trim()).toMatch(/^0 \d+\/s5\/creating%20VIM%20patch%20strategy\/1$/);
     expect(history(f.db).every((h) => h.outcome === 'ok')).toBe(true);
     expect(f.leftovers()).toEqual([]);
     // Completion brings the endpoint in sync, as for any patch strategy.
