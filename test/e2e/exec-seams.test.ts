@@ -467,3 +467,59 @@ states:
     expect(log).toBe('err-line\n\nout-line\n');
   });
 });
+
+describe('the launcher (and dcm) killed at random moments, 30+ times', () => {
+  test('kill -9 of the launcher 30+ times and of dcm 5+ times, re-applying as needed: nothing that exited 0 runs again, no overlap, the window holds', async () => {
+    f = seamFixture();
+    const N = 40;
+    const W = 8;
+    setup(N, W, `
+states:
+  "*": [${f.seam}, "sleep 0.$(( $$ % 3 + 1 ))"]
+`);
+    let launcherKills = 0;
+    let dcmKills = 0;
+    let code: number | null = null;
+    const retries: string[] = [];
+    for (let round = 0; round < 200 && code !== 0; round++) {
+      const apply = spawnDcm([...db(), 'strategy', 'apply'], f.env);
+      // Kill its launcher a few times at random moments (after 1–5 more runs started), then maybe dcm.
+      while (apply.child.exitCode === null && (launcherKills < 30 || dcmKills < 5)) {
+        const before = f.readStarts().length;
+        const more = 1 + Math.floor(Math.random() * 5);
+        try {
+          await waitFor(() => f.readStarts().length >= before + more || apply.child.exitCode !== null, 60_000, 3);
+        } catch {
+          break;
+        }
+        if (apply.child.exitCode !== null) break;
+        if (launcherKills >= 30 || (launcherKills % 6 === 5 && dcmKills < 5)) {
+          apply.child.kill('SIGKILL');
+          dcmKills++;
+          launcherKills++;
+          break;
+        }
+        const l = launcherPid(f, apply.child.pid);
+        if (l !== null) {
+          process.kill(l, 'SIGKILL');
+          launcherKills++;
+        }
+      }
+      const r = await apply.done;
+      code = r.code;
+      if (code === 1 && strategyState(f.db) === 'failed') {
+        // A step failed because of a kill: give it another go, as an operator would.
+        retries.push(steps(f.db).filter((s) => s.state === 'failed').map((s) => `${s.cloud}: ${s.details}`).join('; '));
+        dcmOk([...db(), 'strategy', 'retry']);
+      }
+    }
+    expect(launcherKills).toBeGreaterThanOrEqual(30);
+    expect(judge(W)).toEqual([]);
+    expect(retries).toEqual([]);
+    expect(code).toBe(0);
+    const ok = f.ended().filter((x) => x.code === '0').map((x) => `${x.cloud}/${x.state}`).sort();
+    expect(ok).toEqual(names(N).flatMap((c) => PATCH.map((s) => `${c}/${s}`)).sort());
+    await waitFor(() => f.leftovers().length === 0, 15_000).catch(() => undefined);
+    expect(f.leftovers()).toEqual([]);
+  }, 600_000);
+});
