@@ -57,7 +57,7 @@ describe('busy points', () => {
   test('DCM_BUSY_AT_COMMIT without DCM_TEST_HOOKS is refused (exit 2)', () => {
     const db = s.fresh(0);
     const r = refusedWithoutHooks(db, 'DCM_BUSY_AT_COMMIT', `1:${HOLD_S}`);
-    expect([r.code, r.stderr]).toEqual([2, expect.stringMatching(/DCM_BUSY_AT_COMMIT.*DCM_TEST_HOOKS|DCM_TEST_HOOKS.*DCM_BUSY_AT_COMMIT/)]);
+    expect([r.code, r.stderr]).toEqual([2, expect.stringMatching(/DCM_TEST_HOOKS/)]);
     expect(strategyState(db)).toBe('initial');
   });
 

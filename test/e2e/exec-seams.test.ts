@@ -183,7 +183,8 @@ states:
 `);
     const apply = spawnDcm([...db(), 'strategy', 'apply'], f.env);
     await waitFor(() => f.ended().length >= 2, 30_000, 5);
-    const h = holdWriteLock(f.db, 3000);
+    // Held long enough for the orchestrator to give up a wait inside SQLite (≥ 5 s) and say so.
+    const h = holdWriteLock(f.db, 8000);
     await h.held;
     // A batch of transitions decided before the signal is waiting for the file.
     await waitForText(apply.stderr, /the database is locked by another process/);

@@ -72,7 +72,7 @@ export function execScenario(abortBy?: string): Scenario {
 defaults: {kill_grace: 300ms, timeout: 20s}
 states:
   pre check: {run: [${f.seam}, "${script}"], retries: 1, backoff: 50ms..50ms}
-  updating patches: {run: [${f.seam}, "${script}"], retries: 1, backoff: 50ms..50ms, timeout: 1s}
+  updating patches: {run: [${f.seam}, "${script}"], retries: 1, backoff: 50ms..50ms, timeout: 2s}
   "*": [${f.seam}, "${script}"]
 `);
   dcmOk(['--db', f.db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', String(WINDOW), '--driver', 'exec', '--exec-config', cfg]);
