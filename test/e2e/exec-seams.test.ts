@@ -48,7 +48,7 @@ describe('break 1: abort, retry and delete with no orchestrator, while a run liv
     f = seamFixture();
     setup(2, 2, `
 states:
-  pre check: [${f.seam}, "[ $DCM_CLOUD = s1 ] && sleep 6; exit 0"]
+  pre check: [${f.seam}, "[ $DCM_CLOUD = s1 ] && sleep 10; exit 0"]
   "*": [${f.seam}, "sleep 0.05"]
 `);
     const apply = spawnDcm([...db(), 'strategy', 'apply'], f.env);
@@ -84,7 +84,7 @@ states:
   async function failedWithLiveRun(): Promise<number> {
     setup(2, 2, `
 states:
-  pre check: [${f.seam}, "[ $DCM_CLOUD = s1 ] && exit 1; sleep 5"]
+  pre check: [${f.seam}, "[ $DCM_CLOUD = s1 ] && exit 1; sleep 10"]
   "*": [${f.seam}, "true"]
 `);
     const apply = spawnDcm([...db(), 'strategy', 'apply'], f.env);
@@ -201,6 +201,34 @@ states:
     // And no history row was started after the signal.
     const afterSignal = history(f.db).filter((x) => Date.parse(x.started_at.replace(' ', 'T') + 'Z') > signalled);
     expect(afterSignal).toEqual([]);
+    expect(judge(3)).toEqual([]);
+    expect(f.leftovers()).toEqual([]);
+  }, 120_000);
+});
+
+describe('break 4: the final flush after a second Ctrl-C', () => {
+  test('a first and a second Ctrl-C while another writer holds the file: nothing starts after them; exit 130; no run left running', async () => {
+    f = seamFixture();
+    setup(12, 3, `
+defaults: {kill_grace: 300ms}
+states:
+  "*": [${f.seam}, "sleep 0.3"]
+`);
+    const apply = spawnDcm([...db(), 'strategy', 'apply'], f.env);
+    await waitFor(() => f.ended().length >= 2, 30_000, 5);
+    const h = holdWriteLock(f.db, 8000);
+    await h.held;
+    await waitForText(apply.stderr, /the database is locked by another process/);
+    const signalled = Date.now();
+    apply.child.kill('SIGINT');
+    await waitForText(apply.stderr, /SIGINT: starting nothing new/);
+    apply.child.kill('SIGINT');
+    const released = await h.released;
+    const r = await apply.done;
+    expect([r.code, strategyState(f.db)]).toEqual([130, 'applying']);
+    expect(f.readStarts().filter((s) => s.start > released * 1e6)).toEqual([]);
+    expect(history(f.db).filter((x) => Date.parse(x.started_at.replace(' ', 'T') + 'Z') > signalled)).toEqual([]);
+    expect(history(f.db).filter((x) => x.outcome === 'running')).toEqual([]);
     expect(judge(3)).toEqual([]);
     expect(f.leftovers()).toEqual([]);
   }, 120_000);
