@@ -73,6 +73,8 @@ export interface SeamFixture extends ExecFixture {
   killLauncher: string;
   starts: string;
   readStarts(): Start[];
+  /** SIGKILL every process of the fixture still alive (what a probe left behind). */
+  killAll(): Promise<void>;
   /** Runs that ended (or were SIGTERMed), with `code` = their exit code as text (`TERM` for a SIGTERM). */
   ended(): (Run & { code: string })[];
 }
@@ -91,6 +93,16 @@ export function seamFixture(): SeamFixture {
     starts,
     readStarts: () => readStarts(starts),
     ended: () => readRuns(f.runs).map((r) => ({ ...r, code: r.args })),
+    killAll: async () => {
+      for (const pid of f.leftovers()) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // gone
+        }
+      }
+      await waitFor(() => f.leftovers().length === 0, 10_000);
+    },
   };
 }
 
