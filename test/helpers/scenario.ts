@@ -102,7 +102,8 @@ export const hooks = (extra: Record<string, string>): Record<string, string> => 
 
 /** Apply (in the background, so that a test can watch), resolving with how it ended. */
 export async function apply(db: string, env: Record<string, string>): Promise<RunResult> {
-  return spawnDcm(['--db', db, 'strategy', 'apply'], env).done;
+  // Its own process group: whatever it signals, the test runner is not in it.
+  return spawnDcm(['--db', db, 'strategy', 'apply'], env, { detached: true }).done;
 }
 
 const ENDED: Record<string, number> = { complete: 0, failed: 1, aborted: 3 };
