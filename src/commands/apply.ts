@@ -115,6 +115,7 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
   let locked = false;
   let driver: Driver | null = null;
   let fileGone = false;
+  let removeSignals: (() => void) | null = null;
   const sidecars = new Map<string, { dev: number; ino: number } | null>();
   try {
     checkIntact(db, ctx.dbPath);
@@ -178,13 +179,10 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
     // last full GC kept. A smaller growing factor keeps a long apply's peak near its live data
     // (100,000 subclouds, window 1,000: 178 -> 140 MiB peak RSS, a few % more time; BENCHMARKS.md).
     v8.setFlagsFromString('--heap-growing-percent=20');
-    const removeSignals = onSignals((signal) => orchestrator.interrupt(signal));
-    let exitCode: number;
-    try {
-      exitCode = await orchestrator.run();
-    } finally {
-      removeSignals();
-    }
+    // Held until this command returns, not only while the orchestrator runs: a Ctrl-C that comes
+    // while the end is being written (or the file is busy) must not kill dcm by the default action.
+    removeSignals = onSignals((signal) => orchestrator.interrupt(signal));
+    const exitCode = await orchestrator.run();
     return { result: { kind: 'strategy', strategy: theStrategy(db) }, exitCode };
   } catch (err) {
     fileGone = err instanceof FileGoneError;
@@ -201,6 +199,7 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
     db.close();
     if (fileGone) removeOwnSidecars(sidecars);
     if (cost) fs.writeFileSync(cost.file, `${JSON.stringify(cost.counters)}\n`);
+    removeSignals?.();
   }
 }
 

@@ -30,7 +30,7 @@ describe('crash points: the hooks', () => {
   test('DCM_CRASH_AFTER_COMMIT without DCM_TEST_HOOKS is refused (exit 2), and nothing is applied', () => {
     const db = s.fresh(0);
     const r = refusedWithoutHooks(db, 'DCM_CRASH_AFTER_COMMIT', '1');
-    expect([r.code, r.stderr]).toEqual([2, expect.stringMatching(/DCM_CRASH_AFTER_COMMIT.*DCM_TEST_HOOKS|DCM_TEST_HOOKS.*DCM_CRASH_AFTER_COMMIT/)]);
+    expect([r.code, r.stderr]).toEqual([2, expect.stringMatching(/DCM_TEST_HOOKS/)]);
   });
 
   test('DCM_CRASH_AFTER_COMMIT=1 with DCM_TEST_HOOKS=1: the apply SIGKILLs itself', async () => {

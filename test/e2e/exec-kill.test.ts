@@ -54,25 +54,39 @@ states:
 `);
     let kills = 0;
     let adopted = 0;
+    // The last kill left a run recorded as running (its pid in the history): the next apply must adopt it.
+    let adoptable = false;
+    const missed: string[] = [];
     let code: number | null = null;
     let last = '';
     for (let round = 0; round < 60 && code !== 0; round++) {
       const run = spawnDcm(['--db', f.db, 'strategy', 'apply'], f.env);
+      if (adoptable) {
+        // Adoption is the first thing an apply does: wait for it to say so before any kill.
+        const said = () => /still going or ended meanwhile/.test(run.stderr());
+        await waitFor(() => said() || run.child.exitCode !== null, 30_000, 5).catch(() => undefined);
+        if (said()) adopted++;
+        else missed.push(`round ${round}: ${run.stderr()}`);
+      }
       if (kills < 10) {
-        await sleep(100 + Math.floor(Math.random() * 300));
+        // Until one kill has left a run to adopt, kill at a moment with one recorded (an event);
+        // then at random moments.
+        if (adopted === 0 && !adoptable) await waitFor(() => startedRun(f.db) !== undefined || run.child.exitCode !== null, 20_000, 5).catch(() => undefined);
+        else await sleep(100 + Math.floor(Math.random() * 300));
         if (run.child.exitCode === null) {
           run.child.kill('SIGKILL');
           kills++;
         }
       }
       const r = await run.done;
-      if (/still going or ended meanwhile/.test(r.stderr)) adopted++;
+      adoptable = r.signal === 'SIGKILL' && runningRows(f.db).some((x) => x.pid !== null);
       code = r.code;
       last = r.stderr;
     }
     expect(kills).toBeGreaterThanOrEqual(10);
     expect([code, steps(f.db).filter((s) => s.state !== 'complete')]).toEqual([0, []]);
     expect(last).toContain('strategy complete');
+    expect(missed).toEqual([]);
     expect(adopted).toBeGreaterThan(0);
 
     const runs = f.readRuns();

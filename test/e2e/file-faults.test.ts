@@ -212,7 +212,14 @@ describe('dcm db check and dcm db backup', () => {
     expect(fs.readFileSync(copy, 'utf8')).toBe('precious');
     fs.rmSync(copy);
 
-    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '20', '--sim-latency', '5ms..30ms']);
+    // The apply cannot end before the copy is taken: s1's first state waits for a file the test
+    // creates once the backup has returned (the other subclouds go on writing meanwhile).
+    const side = tempDir('dcm-backup-side-');
+    const go = path.join(side.dir, 'go');
+    const cfg = path.join(side.dir, 'exec.yaml');
+    fs.writeFileSync(cfg, `states:\n  pre check: 'if [ "$DCM_CLOUD" = s1 ]; then while [ ! -e ${go} ]; do sleep 0.02; done; fi'\n  "*": "true"\n`);
+    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '20', '--driver', 'exec', '--exec-config', cfg,
+      '--log-dir', path.join(side.dir, 'logs')]);
     const apply = dcmSpawn(['--db', t.db, 'strategy', 'apply', '-q']);
     const read = () => new Database(t.db, { readonly: true, fileMustExist: true });
     await waitFor(() => {
@@ -223,9 +230,17 @@ describe('dcm db check and dcm db backup', () => {
         d.close();
       }
     });
-    const b = dcmOk(['--db', t.db, 'db', 'backup', copy, '-f', 'json']);
+    let b: RunResult;
+    try {
+      b = dcm(['--db', t.db, 'db', 'backup', copy, '-f', 'json']);
+      expect(apply.child.exitCode).toBe(null);
+    } finally {
+      fs.writeFileSync(go, '');
+    }
+    expect([b.code, b.stderr]).toEqual([0, '']);
     expect(JSON.parse(b.stdout)).toMatchObject({ backup: copy, bytes: fs.statSync(copy).size });
     const done = await apply.done;
+    side.cleanup();
     expect(done.code).toBe(0);
     expect(dcmOk(['--db', copy, 'db', 'check', '-f', 'value']).stdout).toBe('ok\n');
     // The copy is a dcm database of its own: the strategy as it was, mid-apply.

@@ -49,12 +49,15 @@ describe('strategy status', () => {
     let during: Status = before;
     await waitFor(() => {
       during = status(t.db);
-      return (during.complete as number) >= 6 && during.failures !== null && (during.initial as number) > 0;
+      // A moment with operations running (between two states a subcloud has none for an instant).
+      return (during.complete as number) >= 6 && during.failures !== null && (during.initial as number) > 0 && (during['in flight'] as number) > 0;
     }, 30_000, 50);
     expect(during.state).toBe('applying');
     expect(sum(during)).toBe(60);
-    expect(during['in flight']).toBeGreaterThanOrEqual(0);
+    // Operations running: at least one (waited for), at most the window, and each one a step in progress.
+    expect(during['in flight']).toBeGreaterThanOrEqual(1);
     expect(during['in flight']).toBeLessThanOrEqual(6);
+    expect(during['in flight']).toBeLessThanOrEqual(during['in progress'] as number);
     expect(during.failures).toBe('s3: pre check: injected failure');
     expect(during.failed).toBe(1);
     expect(during.started_at).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}$/);

@@ -46,7 +46,7 @@ export function dcmOk(args: string[], opts: Parameters<typeof dcm>[1] = {}): Run
 }
 
 /** Start dcm in the background; collects output. */
-export function dcmSpawn(args: string[], env: Record<string, string> = {}): {
+export function dcmSpawn(args: string[], env: Record<string, string> = {}, opts: { detached?: boolean } = {}): {
   child: ChildProcess;
   done: Promise<RunResult>;
   stderr: () => string;
@@ -54,7 +54,8 @@ export function dcmSpawn(args: string[], env: Record<string, string> = {}): {
 } {
   const e = { ...process.env, ...env };
   delete e.DCM_DB;
-  const child = spawn(process.execPath, [BIN, ...args], { env: e, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  // detached: its own process group, so that a signal dcm sends to its group never reaches the test.
+  const child = spawn(process.execPath, [BIN, ...args], { env: e, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: opts.detached ?? false });
   let stdout = '';
   let stderr = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));

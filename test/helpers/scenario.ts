@@ -3,7 +3,7 @@
  * a retry, a timeout, `$DCM_NEXT` skips, a pause and resume and a window change in it, each made
  * deterministic by having state commands of particular subclouds do it themselves (`dcm strategy
  * pause`, `resume`, `update` against `$DCM_DB`). The same fleet with the sim driver, for the sim
- * loop. A template database is built once; each point of a loop starts from a copy of it.
+ * loop. Each point of a loop starts from a fresh database.
  */
 import Database from 'better-sqlite3';
 import fs from 'node:fs';
@@ -56,28 +56,38 @@ exit 0
 
 export interface Scenario {
   f: SeamFixture;
-  /** A fresh database (a copy of the template) in its own folder; returns its path. */
+  /** A fresh database in its own folder (its runs' files there too); returns its path. */
   fresh(n: number): string;
 }
 
 /**
- * Build the template once: the fleet, the strategy (exec), nothing applied. With `abortBy`, that
- * subcloud's pre check aborts the strategy (`dcm strategy abort`).
+ * The scenario's files (state commands, config) once; each point gets a fresh database of its own
+ * with the fleet and the strategy, and its own run folder (a copied database would share the
+ * template's: the log folder is fixed at create, and a later point would find an earlier point's
+ * `.status` files there). With `abortBy`, that subcloud's pre check aborts the strategy.
  */
 export function execScenario(abortBy?: string): Scenario {
   const f = seamFixture();
   const script = path.join(f.dir, 'scenario.sh');
   fs.writeFileSync(script, body(abortBy), { mode: 0o755 });
-  dcmOk(['--db', f.db, 'subcloud', 'add', ...CLOUDS]);
   const cfg = f.config(`
 defaults: {kill_grace: 300ms, timeout: 20s}
 states:
   pre check: {run: [${f.seam}, "${script}"], retries: 1, backoff: 50ms..50ms}
-  updating patches: {run: [${f.seam}, "${script}"], retries: 1, backoff: 50ms..50ms, timeout: 1s}
+  updating patches: {run: [${f.seam}, "${script}"], retries: 1, backoff: 50ms..50ms, timeout: 2s}
   "*": [${f.seam}, "${script}"]
 `);
-  dcmOk(['--db', f.db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', String(WINDOW), '--driver', 'exec', '--exec-config', cfg]);
-  return { f, fresh: (n) => copyTemplate(f.db, f.dir, n) };
+  const fresh = (n: number) => {
+    const d = path.join(f.dir, `point-${n}`);
+    fs.rmSync(d, { recursive: true, force: true });
+    fs.mkdirSync(d);
+    const db = path.join(d, 'dcm.db');
+    dcmOk(['--db', db, 'subcloud', 'add', ...CLOUDS]);
+    dcmOk(['--db', db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', String(WINDOW), '--driver', 'exec', '--exec-config', cfg,
+      '--log-dir', path.join(d, 'logs')]);
+    return db;
+  };
+  return { f, fresh };
 }
 
 /** The same fleet with the sim driver; s7 fails in its second state. */
@@ -111,7 +121,8 @@ export const hooks = (extra: Record<string, string>): Record<string, string> => 
 
 /** Apply (in the background, so that a test can watch), resolving with how it ended. */
 export async function apply(db: string, env: Record<string, string>): Promise<RunResult> {
-  return spawnDcm(['--db', db, 'strategy', 'apply'], env).done;
+  // Its own process group: whatever it signals, the test runner is not in it.
+  return spawnDcm(['--db', db, 'strategy', 'apply'], env, { detached: true }).done;
 }
 
 const ENDED: Record<string, number> = { complete: 0, failed: 1, aborted: 3 };

@@ -35,19 +35,23 @@ exit $code
 `;
 
 /**
- * `kill-launcher.sh MARKDIR`: once (the first call that creates MARKDIR), SIGKILLs the nearest
- * ancestor that is a launcher (`…launcher.js`), and writes its pid in MARKDIR/pid.
+ * `kill-launcher.sh MARKDIR`: once (the first call that creates MARKDIR), SIGKILLs the launcher
+ * among its ancestors (a `…launcher.js` process whose parent is dcm, `…bin/dcm.js`), and writes
+ * its pid in MARKDIR/pid.
  */
 const KILL_LAUNCHER_SH = `#!/bin/sh
 mkdir "$1" 2>/dev/null || exit 0
+cmd() { tr '\\0' ' ' < /proc/$1/cmdline 2>/dev/null; }
+parent() { sed 's/.*) //' /proc/$1/stat | cut -d' ' -f2; }
 p=$PPID
 while [ "$p" -gt 1 ]; do
-  if tr '\\0' ' ' < /proc/$p/cmdline 2>/dev/null | grep -q 'launcher\\.js'; then
+  q=$(parent $p)
+  if cmd $p | grep -q 'launcher\\.js' && cmd $q | grep -q 'dcm\\.js'; then
     echo $p > "$1/pid"
     kill -9 $p
     exit 0
   fi
-  p=$(sed 's/.*) //' /proc/$p/stat | cut -d' ' -f2)
+  p=$q
 done
 exit 0
 `;
@@ -69,6 +73,8 @@ export interface SeamFixture extends ExecFixture {
   killLauncher: string;
   starts: string;
   readStarts(): Start[];
+  /** SIGKILL every process of the fixture still alive (what a probe left behind). */
+  killAll(): Promise<void>;
   /** Runs that ended (or were SIGTERMed), with `code` = their exit code as text (`TERM` for a SIGTERM). */
   ended(): (Run & { code: string })[];
 }
@@ -87,6 +93,16 @@ export function seamFixture(): SeamFixture {
     starts,
     readStarts: () => readStarts(starts),
     ended: () => readRuns(f.runs).map((r) => ({ ...r, code: r.args })),
+    killAll: async () => {
+      for (const pid of f.leftovers()) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // gone
+        }
+      }
+      await waitFor(() => f.leftovers().length === 0, 10_000);
+    },
   };
 }
 
