@@ -154,6 +154,9 @@ export class ExecDriver implements Driver {
     let killing: Promise<void> | null = null;
     const kill = () => (killing ??= this.killRun(pid, runId, run0.since, spec.killGraceMs));
     const timer = setLongTimeout(() => {
+      // The command may have ended while this process could not listen (a busy file held the
+      // event loop): its wrapper's status says so, and a state that ended is never called timed out.
+      if (readStatus(base, runId)) return;
       timedOut = true;
       void kill();
     }, spec.timeoutMs);
