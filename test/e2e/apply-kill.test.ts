@@ -8,6 +8,7 @@ import { afterEach, describe, expect, test } from '@jest/globals';
 import Database from 'better-sqlite3';
 import { statesOf } from '../../src/domain/types.js';
 import { dcm, sleep, tempDir, waitFor } from '../helpers/cli.js';
+import { withSites } from '../helpers/fleet.js';
 import { countBy, createFleet, history, names, okRunProblems, runsByCloudState, steps, strategyState, killLeftovers, spawnDcm } from '../helpers/history.js';
 
 const PATCH = statesOf('patch');
@@ -124,9 +125,7 @@ describe('apply: kill -9 and resume', () => {
     // Nothing ran again, apart from the interrupted runs.
     expect(runs.length).toBe(N * PATCH.length + interrupted.length);
     // The sim driver's own record agrees: every site finished every state.
-    const db = new Database(t.db, { readonly: true });
-    const sites = db.prepare('SELECT done, vim, busy_state FROM sim_site').all() as { done: number; vim: string; busy_state: string | null }[];
-    db.close();
+    const sites = withSites(t.db, (d) => d.prepare('SELECT done, vim, busy_state FROM sim_site').all() as { done: number; vim: string; busy_state: string | null }[]);
     expect(sites).toHaveLength(N);
     expect(sites.every((s) => s.done === PATCH.length - 1 && s.vim === 'applied' && s.busy_state === null)).toBe(true);
     // Exit of a sane resume on an ended strategy.

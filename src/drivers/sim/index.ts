@@ -3,7 +3,9 @@
  * and keep their own side of the update, so that a duplicate or out-of-order operation fails on
  * the subcloud exactly as in dcmanager's seed bug.
  */
+import fs from 'node:fs';
 import os from 'node:os';
+import { sitesFileOf } from '../../platform/sites-file.js';
 import type { Driver, OperationRequest, OperationResult } from '../driver.js';
 import { admit, finish, type SiteRequest } from './site.js';
 import { SiteBook } from './sites.js';
@@ -38,11 +40,12 @@ export class SimDriver implements Driver {
   private readonly timers = new Set<NodeJS.Timeout | NodeJS.Immediate>();
   private closed = false;
 
+  /** `dbFile`: the database the strategy is in; the sites are in their own file beside it. */
   constructor(
     dbFile: string,
     private readonly settings: SimSettings,
   ) {
-    this.book = new SiteBook(dbFile);
+    this.book = new SiteBook(sitesFileOf(fs.realpathSync(dbFile)));
   }
 
   async run(req: OperationRequest): Promise<OperationResult> {
