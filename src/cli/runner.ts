@@ -1,26 +1,9 @@
 /** The bridge between commander actions and plain command functions. */
-import type { Ctx } from '../commands/context.js';
-import type { Printable } from './output/views.js';
+import type { RunCtx } from '../commands/context.js';
+import type { Outcome, Printable } from '../commands/results.js';
 
-/** A command's answer: what to print, and the exit code when it is not 0. */
-export interface Outcome {
-  result?: Printable;
-  /** Text printed as it is (a completion script), instead of a rendered result. */
-  text?: string;
-  exitCode?: number;
-  /** Said on stderr (`warning: …`) once the command has succeeded. */
-  warnings?: string[];
-  /** A `--watch` command: draws frames until it returns its exit code (cli/watch.ts). */
-  watch?: (emit: (r: Printable) => Promise<boolean>) => Promise<number>;
-}
-
-export interface RunCtx extends Ctx {
-  quiet: boolean;
-  /**
-   * dcmanager's confirmation of a high-risk command (apply, delete): with CLI_CONFIRMATIONS=enabled
-   * and no `--yes`, ask on a terminal, refuse off one.
-   */
-  confirm: (yes: boolean | undefined) => Promise<void>;
-}
+// Defined where the commands (and the layers below the CLI) can see them; named here too for the
+// callers that still import them from the runner.
+export type { Outcome, RunCtx };
 
 export type Runner = (fn: (ctx: RunCtx) => Promise<Printable | Outcome>) => Promise<void>;

@@ -9,8 +9,8 @@ import { listRuns } from '../store/report.js';
 import { listSteps } from '../store/steps.js';
 import { listStages } from '../store/strategy.js';
 import { renderHtmlReport } from '../domain/report-html.js';
-import { show, type Result } from './table.js';
-import type { Outcome } from '../cli/runner.js';
+import { show, type Result } from './plain-results.js';
+import type { Outcome } from './results.js';
 import { withReadDb, type Ctx } from './context.js';
 import { strategyNotFound, theStrategy } from './strategy.js';
 

@@ -15,7 +15,7 @@ import { immediate, withExistingWriteDb, withReadDb, withWriteDb, type Ctx } fro
 import type { CommandResult } from './results.js';
 import { dryRunView } from './dryrun.js';
 import { checkSimFailClouds } from '../domain/choices.js';
-import type { Result } from './table.js';
+import type { Result } from './plain-results.js';
 
 export interface CreateInput {
   type: StrategyType;
