@@ -24,6 +24,7 @@ const okRuns = (db: string) => history(db).filter((h) => h.outcome === 'ok').len
 const noTrace = (stderr: string) => expect(stderr).not.toMatch(/\n\s+at /);
 
 describe('apply: the file under the orchestrator', () => {
+  // Claim, README "Your data", the file removed under a running apply: nothing new starts, exit 1 saying so.
   test('removed: exit 1 at once, saying so, with nothing started after it', async () => {
     const t = tempDir();
     cleanup = t.cleanup;
@@ -39,6 +40,8 @@ describe('apply: the file under the orchestrator', () => {
     noTrace(r.stderr);
   });
 
+  // Claim, README "Your data", the file replaced under a running apply: exit 1, nothing written to the file now at the
+  // path, and no -wal of the old file left to pair with it.
   test('replaced by another file: exit 1, and the file now at the path is never written', async () => {
     const t = tempDir();
     cleanup = t.cleanup;
@@ -60,6 +63,8 @@ describe('apply: the file under the orchestrator', () => {
     expect(strategyState(t.db)).toBe('initial');
   });
 
+  // Claim, README "Your data", a full disk during apply: it starts nothing new and says `… free space, then dcm strategy
+  // apply resumes`; the strategy stays `applying`, and the next apply runs again only what was in flight.
   test('a file-size limit mid-apply: exit 1 "disk full", the strategy stays applying, and a later apply finishes it', async () => {
     const t = tempDir();
     cleanup = t.cleanup;
@@ -91,6 +96,8 @@ describe('apply: the file under the orchestrator', () => {
     expect(withSql(t.db, (d) => d.pragma('integrity_check', { simple: true }))).toBe('ok');
   });
 
+  // Claim, README "Your data", another writer holding the file past the busy timeout: the orchestrator says so once
+  // and tries again; it never dies of SQLITE_BUSY.
   test('another writer holding the file for 13 s: the apply waits, says so once, and completes', async () => {
     const t = tempDir();
     cleanup = t.cleanup;
@@ -110,6 +117,7 @@ describe('apply: the file under the orchestrator', () => {
     expect(okRunProblems(history(t.db), clouds, PATCH)).toEqual([]);
   }, 60_000);
 
+  // Claim, README "Your data", a damaged file under apply: the quick check refuses it (exit 1, naming it), nothing written.
   test('random bytes in a page: apply refuses the file (exit 1, naming it) and writes nothing', () => {
     const t = tempDir();
     cleanup = t.cleanup;

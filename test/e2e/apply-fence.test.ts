@@ -34,6 +34,10 @@ const lockRow = (db: string) =>
     | undefined);
 
 describe('apply: two orchestrators', () => {
+  // Claim, README "Your data", two orchestrators: on the same host a live holder is never taken over, however long it has
+  // been silent (the second exits 4, `pid P is alive but has not written for N s`); from another host it is
+  // taken over once its heartbeat is 30 s old, and the old one, woken, writes nothing more and exits 4 with
+  // `error: lost the apply lock to pid P on host H`.
   test('a stopped holder: refused on its host however silent; taken over from another host, then it exits 4 having written nothing', async () => {
     const t = tempDir();
     cleanup = t.cleanup;

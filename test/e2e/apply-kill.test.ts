@@ -54,6 +54,8 @@ function inspect(file: string): { running: string[]; integrity: string } {
 }
 
 describe('apply: kill -9 and resume', () => {
+  // Claim, README "Your data", kill -9: a killed apply loses nothing it committed; `dcm strategy apply` resumes it and
+  // only the operations that were in flight run again; the file passes its integrity check afterwards.
   test.each(CASES)('$n subclouds, window $window, $latency: SIGKILLed $kills+ times at random moments, resumed until it ends', async (c) => {
     const { n: N, window: WINDOW, kills: KILLS } = c;
     const t = tempDir();

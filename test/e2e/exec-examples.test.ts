@@ -12,6 +12,7 @@ import { steps } from '../helpers/history.js';
 let cleanup = () => {};
 afterEach(() => cleanup());
 
+// Claim, README "Running real updates", writing a state command: examples/exec/site.sh keeps its own state (`npm run demo:exec`).
 test('examples/exec/rollout.sh: 40 fake sites patched by shell scripts, canary first, every step complete', () => {
   const r = spawnSync('bash', [path.join(ROOT, 'examples', 'exec', 'rollout.sh')], {
     env: { ...process.env, SITE_FAIL_PCT: '0', SITE_DELAY_MS: '50' },
@@ -25,6 +26,7 @@ test('examples/exec/rollout.sh: 40 fake sites patched by shell scripts, canary f
   expect(r.stderr).toMatch(/strategy complete: 40 complete in .*window 10\)/);
 }, 120_000);
 
+// Claim, README "Running real updates", writing a state command: examples/exec/ansible runs a playbook per state, limited to the subcloud.
 test('examples/exec/ansible: each state runs the playbook limited to the subcloud', () => {
   // CI installs ansible-core (.ci/run); a machine without it must say so, not pass in silence.
   const which = spawnSync('sh', ['-c', 'command -v ansible-playbook'], { encoding: 'utf8' });

@@ -30,6 +30,7 @@ function setup(n: number, window: number, yaml: string): void {
 }
 
 describe('exec driver: abort and Ctrl-C', () => {
+  // Claim, README "Running real updates", abort: starts nothing new and lets the runs in flight go on to their end; no process left.
   test('abort lets the runs in flight finish; nothing new starts; no process left', async () => {
     f = execFixture();
     setup(6, 2, `
@@ -51,6 +52,8 @@ states:
     expect(f.leftovers()).toEqual([]);
   }, 60_000);
 
+  // Claim, README "Running real updates", Ctrl-C: the first waits for the runs; a second sends SIGTERM, then SIGKILL, to every group
+  // (children too); those runs read `interrupted`; dcm never exits leaving a process it started.
   test('a first Ctrl-C waits for the runs; a second kills their groups, children too, and leaves no process', async () => {
     f = execFixture();
     // The first run of the first state starts a child in the background and waits; any other
