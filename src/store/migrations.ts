@@ -203,8 +203,10 @@ export const MIGRATIONS: ((db: Database.Database) => void)[] = [
  * Copy the sim_site rows into the sites file, committed there (durably) before the table is dropped
  * here in the migration's transaction: a crash between the two leaves the rows in both files, and
  * the next open copies again, keeping what the sites file already has (the same rows, or newer
- * ones). The table is created in the shape the sim driver's own schema has (drivers/sim/sites.ts),
- * which then finds it in place. No rows (or a database in memory: a reader's snapshot of a
+ * ones). The table is created in the shape of the sim driver's schema version 1
+ * (drivers/sim/sites.ts), which then finds it in place: written out here, not imported (the store
+ * sees no driver), and a migration keeps making the shape of its time whatever the driver's
+ * schema becomes later; the driver upgrades from version 1. No rows (or a database in memory: a reader's snapshot of a
  * directory it cannot write in, whose file stays as it is) need no sites file.
  */
 function moveSitesOut(db: Database.Database): void {
