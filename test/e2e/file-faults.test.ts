@@ -222,7 +222,16 @@ describe('dcm db check and dcm db backup', () => {
         d.close();
       }
     });
-    const b = dcmOk(['--db', t.db, 'db', 'backup', copy, '-f', 'json']);
+    // The apply is stopped (SIGSTOP) while the backup runs, so that the copy is taken mid-apply
+    // however fast the rest of the apply would be: it still holds the file (and may be inside a
+    // transaction), which the backup must not wait for.
+    apply.child.kill('SIGSTOP');
+    let b: ReturnType<typeof dcmOk>;
+    try {
+      b = dcmOk(['--db', t.db, 'db', 'backup', copy, '-f', 'json']);
+    } finally {
+      apply.child.kill('SIGCONT');
+    }
     expect(JSON.parse(b.stdout)).toMatchObject({ backup: copy, bytes: fs.statSync(copy).size });
     const done = await apply.done;
     expect(done.code).toBe(0);
