@@ -60,7 +60,10 @@ states:
     for (let round = 0; round < 60 && code !== 0; round++) {
       const run = spawnDcm(['--db', f.db, 'strategy', 'apply'], f.env);
       if (kills < 10) {
-        await sleep(100 + Math.floor(Math.random() * 300));
+        // At a random moment once a run is under way (not at a fixed time after the spawn: on a
+        // loaded machine dcm may not have started one yet, and no kill would leave a run behind).
+        await waitFor(() => run.child.exitCode !== null || startedRun(f.db) !== undefined, 20_000);
+        await sleep(Math.floor(Math.random() * 200));
         if (run.child.exitCode === null) {
           run.child.kill('SIGKILL');
           kills++;
