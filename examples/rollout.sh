@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 export DCM_DB="${DCM_DB:-demo.db}"
 dcm() { node bin/dcm.js "$@"; }
 
-rm -f "$DCM_DB" "$DCM_DB-wal" "$DCM_DB-shm"
+rm -f "$DCM_DB" "$DCM_DB-wal" "$DCM_DB-shm" "$DCM_DB.sites" "$DCM_DB.sites-wal" "$DCM_DB.sites-shm"
 dcm subcloud-group add --name canary --max_parallel_subclouds 5 --description "goes first" >/dev/null
 dcm subcloud-group add --name east --max_parallel_subclouds 40 >/dev/null
 dcm subcloud-group add --name west --update_apply_type serial >/dev/null

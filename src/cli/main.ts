@@ -10,7 +10,9 @@ import { addGlobalOptions, addGlobalOptionsEverywhere, readGlobals, type GlobalO
 import { confirmIfRequired, type ConfirmIo } from './confirm.js';
 import { wantColor, type OutputOptions } from './output/options.js';
 import type { Printable } from './output/views.js';
-import type { Outcome, RunCtx, Runner } from './runner.js';
+import type { Outcome } from '../commands/results.js';
+import type { RunCtx } from './runner.js';
+import type { Runner } from './runner.js';
 import { registerSubcloud } from './subcloud.js';
 import { registerGroup } from './group.js';
 import { registerStrategy } from './strategy.js';

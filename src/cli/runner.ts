@@ -1,27 +1,14 @@
 /** The bridge between commander actions and plain command functions. */
-import type { Ctx } from '../commands/context.js';
-import type { Printable } from './output/views.js';
+import type { RunCtx as CommandCtx } from '../commands/context.js';
+import type { Outcome, Printable } from '../commands/results.js';
 import type { SecretIo } from './secret.js';
 
-/** A command's answer: what to print, and the exit code when it is not 0. */
-export interface Outcome {
-  result?: Printable;
-  /** Text printed as it is (a completion script), instead of a rendered result. */
-  text?: string;
-  exitCode?: number;
-  /** Said on stderr (`warning: …`) once the command has succeeded. */
-  warnings?: string[];
-  /** A `--watch` command: draws frames until it returns its exit code (cli/watch.ts). */
-  watch?: (emit: (r: Printable) => Promise<boolean>) => Promise<number>;
-}
+// Defined where the commands (and the layers below the CLI) can see them; named here too for the
+// callers that still import them from the runner.
+export type { Outcome };
 
-export interface RunCtx extends Ctx {
-  quiet: boolean;
-  /**
-   * dcmanager's confirmation of a high-risk command (apply, delete): with CLI_CONFIRMATIONS=enabled
-   * and no `--yes`, ask on a terminal, refuse off one.
-   */
-  confirm: (yes: boolean | undefined) => Promise<void>;
+/** The commands' context, and what only the CLI hands its own code (a terminal to ask a secret on). */
+export interface RunCtx extends CommandCtx {
   /** Where a secret is asked for (the sysadmin password): stdin when it is a terminal, and stderr. */
   secretIo?: SecretIo;
 }

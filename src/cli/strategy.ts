@@ -132,7 +132,9 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .description('write the strategy as one HTML page: summary, timeline per stage, failures, durations per state')
     .requiredOption('--html <file>', 'the HTML file to write (- for standard output)')
     .action((o: { type?: StrategyType; html: string }) =>
-      run(async (ctx) => (await import('../commands/report.js')).strategyReport(ctx, typeOf(o), o.html)),
+      run(async (ctx) =>
+        (await import('../commands/report.js')).strategyReport(ctx, typeOf(o), o.html, (await import('./output/report-html.js')).renderHtmlReport),
+      ),
     );
   withType(parent.command('abort'), false)
     .description('abort the strategy being applied')

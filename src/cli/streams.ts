@@ -74,11 +74,6 @@ export function guardProcessStreams(): { stdout: GuardedStream; stderr: GuardedS
   return { stdout: guardStream(process.stdout), stderr: guardStream(process.stderr) };
 }
 
-/** Whether stdout was closed by its reader: a command that redraws (`--watch`) should stop. */
-export function stdoutClosed(): boolean {
-  return guarded.get(process.stdout)?.closed ?? false;
-}
-
 /**
  * The exit code once the command is done: a result that could not be written because stdout is
  * full or broken (`> /dev/full`) is a failure, said on stderr, as coreutils do; a reader that went

@@ -8,7 +8,8 @@ import { holderAlive } from '../orchestrator/lock.js';
 import { withExistingWriteDb } from './context.js';
 import { strategyNotFound, theStrategy } from './strategy.js';
 import { liveRuns, nameLive } from './live-runs.js';
-import type { Outcome, RunCtx } from '../cli/runner.js';
+import type { Outcome } from './results.js';
+import type { RunCtx } from './context.js';
 
 /**
  * `applying` → `abort requested`, for the running orchestrator to carry out. With no orchestrator

@@ -1,6 +1,6 @@
 /** `dcm strategy apply`: the orchestrator (src/orchestrator) run as a service of this command. */
 import { OperationError } from '../domain/errors.js';
-import { statesOf, TYPES, type StrategyType } from '../domain/types.js';
+import { STRATEGY_RUNNING, statesOf, TYPES, type StrategyType } from '../domain/types.js';
 import { openDb, type Db } from '../store/open.js';
 import { casStrategyState } from '../store/strategy.js';
 import fs from 'node:fs';
@@ -10,7 +10,8 @@ import { applyFaultError } from '../store/faults.js';
 import { createDriver } from '../drivers/index.js';
 import type { Driver } from '../drivers/driver.js';
 import { strategyNotFound, theStrategy } from './strategy.js';
-import type { Outcome, RunCtx } from '../cli/runner.js';
+import type { Outcome } from './results.js';
+import type { RunCtx } from './context.js';
 import { ApplyLock, takeoverNote } from '../orchestrator/lock.js';
 import { Orchestrator } from '../orchestrator/orchestrator.js';
 import { makeProgress } from '../orchestrator/progress-choose.js';
@@ -21,7 +22,7 @@ import { simLatencyMidpoint } from '../domain/estimate.js';
 import { onSignals } from '../orchestrator/signals.js';
 
 /** A strategy left in one of these by a process that is gone is taken up again (paused: waiting for resume). */
-const RESUMABLE = ['applying', 'paused', 'abort requested', 'aborting'];
+const RESUMABLE = STRATEGY_RUNNING;
 
 /** `$DCM_DRAIN_MS`: how long a first Ctrl-C waits (default 60 s); anything but a number is ignored. */
 function drainMs(text: string | undefined): number | undefined {

@@ -17,6 +17,16 @@ export interface Ctx {
   checkResult?: (result: unknown) => void;
 }
 
+/** What a command gets when the CLI runs it: the file, and the CLI's answers to quiet and confirmation. */
+export interface RunCtx extends Ctx {
+  quiet: boolean;
+  /**
+   * dcmanager's confirmation of a high-risk command (apply, delete): with CLI_CONFIRMATIONS=enabled
+   * and no `--yes`, ask on a terminal, refuse off one.
+   */
+  confirm: (yes: boolean | undefined) => Promise<void>;
+}
+
 /**
  * Run `fn` on the file in one BEGIN IMMEDIATE transaction, creating the file (and its schema) if it
  * is missing. A missing file is built under a temporary name and linked into place only once the

@@ -9,7 +9,7 @@ import { statesOf, type StrategyType } from '../domain/types.js';
 import { someOf } from '../domain/choices.js';
 import { durationStats } from '../store/durations.js';
 import type { Db } from '../store/open.js';
-import { list, type ListResult, type Value } from './table.js';
+import { list, type ListResult, type Value } from './plain-results.js';
 
 export const DRY_RUN_COLUMNS = ['stage', 'group', 'window', 'steps', 'estimated duration', 'estimate from', 'subclouds'];
 

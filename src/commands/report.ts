@@ -3,15 +3,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { OperationError } from '../domain/errors.js';
 import { outputProblem } from '../platform/files.js';
-import { buildReport, type ReportInput } from '../domain/report.js';
+import { buildReport, type ReportInput, type ReportModel } from '../domain/report.js';
 import { parseTimestamp } from '../domain/time.js';
 import { statesOf, type StrategyType } from '../domain/types.js';
 import { listRuns } from '../store/report.js';
 import { listSteps } from '../store/steps.js';
 import { listStages } from '../store/strategy.js';
-import { renderHtmlReport } from '../domain/report-html.js';
-import { show, type Result } from './table.js';
-import type { Outcome } from '../cli/runner.js';
+import { show, type Result } from './plain-results.js';
+import type { Outcome } from './results.js';
 import { withReadDb, type Ctx } from './context.js';
 import { strategyNotFound, theStrategy } from './strategy.js';
 
@@ -71,11 +70,18 @@ function writeWhole(file: string, text: string): void {
   }
 }
 
-export async function strategyReport(ctx: Ctx, type: StrategyType | undefined, file: string): Promise<Result | Outcome> {
+/** Draws the page from the report's model (the CLI's HTML renderer, cli/output/report-html.ts). */
+export type RenderReport = (model: ReportModel, generatedAtUs: number) => string;
+
+/**
+ * The report of the strategy, drawn by `render` and written to `file` (`-`: stdout). The command
+ * reads and builds the model; how it looks is the CLI's, which hands its renderer in.
+ */
+export async function strategyReport(ctx: Ctx, type: StrategyType | undefined, file: string, render: RenderReport): Promise<Result | Outcome> {
   const nowUs = Date.now() * 1000;
   const input = readInput(ctx, type, nowUs) ?? strategyNotFound(type);
   const model = buildReport(input);
-  const html = renderHtmlReport(model, nowUs);
+  const html = render(model, nowUs);
   if (file === '-') return { text: html };
   writeWhole(file, html);
   return show([

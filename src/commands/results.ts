@@ -36,4 +36,16 @@ export type CommandResult =
   | { kind: 'nothing' };
 
 /** Anything a command may hand the CLI to print: a typed record, or a plain table. */
-export type Printable = CommandResult | import('./table.js').Result;
+export type Printable = CommandResult | import('./plain-results.js').Result;
+
+/** A command's answer: what to print, and the exit code when it is not 0. */
+export interface Outcome {
+  result?: Printable;
+  /** Text printed as it is (a completion script), instead of a rendered result. */
+  text?: string;
+  exitCode?: number;
+  /** Said on stderr (`warning: …`) once the command has succeeded. */
+  warnings?: string[];
+  /** A `--watch` command: draws frames until it returns its exit code (cli/watch.ts). */
+  watch?: (emit: (r: Printable) => Promise<boolean>) => Promise<number>;
+}

@@ -22,7 +22,7 @@ import { firstStartedAt, latestFailures, runningOps, stageStateCounts } from '..
 import { getStrategy, listStages, type Strategy } from '../store/strategy.js';
 import { listStepColumns } from '../store/steps.js';
 import { holderAlive } from '../orchestrator/lock.js';
-import { show, type Result, type ShowResult, type Value } from './table.js';
+import { show, type Result, type ShowResult, type Value } from './plain-results.js';
 import { strategyNotFound, theStrategy } from './strategy.js';
 import { withReadDb, type Ctx } from './context.js';
 import type { CommandResult, Printable, StepLine } from './results.js';

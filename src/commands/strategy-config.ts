@@ -20,7 +20,7 @@ import {
 } from '../store/strategy-config.js';
 import type { Db } from '../store/open.js';
 import { immediate, withExistingWriteDb, withReadDb, withWriteDb, type Ctx } from './context.js';
-import { list, show, type ListResult, type ShowResult } from './table.js';
+import { list, show, type ListResult, type ShowResult } from './plain-results.js';
 
 /** `list`'s columns, in dcmanager's client's order; `show` and `update` add the two times. */
 export const CONFIG_COLUMNS = [

@@ -17,7 +17,7 @@ import type { CommandResult } from './results.js';
 import { dryRunView } from './dryrun.js';
 import { liveRuns, refuseWhileLive, waitForLiveRuns } from './live-runs.js';
 import { checkSimFailClouds } from '../domain/choices.js';
-import type { Result } from './table.js';
+import type { Result } from './plain-results.js';
 import { logNameProblem } from '../domain/logs.js';
 import { quoteName } from '../domain/inventory.js';
 

@@ -10,13 +10,14 @@ import { getStrategy } from '../store/strategy.js';
 import { sql } from '../store/statements.js';
 import { listSubclouds, updateSubcloud } from '../store/subclouds.js';
 import type { Db } from '../store/open.js';
-import type { Outcome, RunCtx } from '../cli/runner.js';
+import type { Outcome } from './results.js';
+import type { RunCtx } from './context.js';
 import { immediate, withReadDb, withWriteDb, type Ctx } from './context.js';
 import { mustFind } from './subclouds.js';
 import { strategyCreate, strategyDelete } from './strategy.js';
 import { strategyApply } from './apply.js';
 import type { CommandResult } from './results.js';
-import { list, type Result } from './table.js';
+import { list, type Result } from './plain-results.js';
 
 /** A strategy whose orchestrator may be driving steps (or will, on resume). */
 const RUNNING = ['applying', 'paused', 'abort requested', 'aborting'];

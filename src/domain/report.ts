@@ -2,7 +2,7 @@
  * What `dcm strategy report` shows, computed from the steps and their history: a summary, a
  * timeline per stage (a lane per subcloud, or lanes of several subclouds when a stage has too many
  * to draw one by one), the failures, and the distribution of durations per state. Pure: rows and
- * the time of the report in, a model out; the HTML is drawn from it by report-html.ts.
+ * the time of the report in, a model out; the HTML is drawn from it by src/cli/output/report-html.ts.
  */
 import { STEP_ABORTED, STEP_COMPLETE, STEP_FAILED, STEP_INITIAL } from './types.js';
 

@@ -35,14 +35,6 @@ export const BUILTIN_DEFAULTS: Readonly<ConfigOptions> = Object.freeze({
   default_instance_action: 'stop-start',
 });
 
-export const OPTION_KEYS: readonly (keyof ConfigOptions)[] = [
-  'storage_apply_type',
-  'worker_apply_type',
-  'max_parallel_workers',
-  'alarm_restriction_type',
-  'default_instance_action',
-];
-
 export function isDefaultRef(ref: string | undefined): boolean {
   return ref === undefined || DEFAULT_REFS.includes(ref);
 }

@@ -22,17 +22,12 @@ export type StrategyType = (typeof STRATEGY_TYPES)[number];
 export const APPLY_TYPES = ['parallel', 'serial'] as const;
 export type ApplyType = (typeof APPLY_TYPES)[number];
 
-/** Strategy states, dcmanager's spelling. */
-export const STRATEGY_STATE = {
-  initial: 'initial',
-  applying: 'applying',
-  abortRequested: 'abort requested',
-  aborting: 'aborting',
-  complete: 'complete',
-  failed: 'failed',
-  aborted: 'aborted',
-} as const;
-export type StrategyState = (typeof STRATEGY_STATE)[keyof typeof STRATEGY_STATE];
+/**
+ * A strategy in one of these states is an apply's (running, or left by one that died): apply
+ * resumes it, and the end of an apply moves it on. The strategy states are dcmanager's spelling:
+ * initial, then these, then one of STRATEGY_ENDED.
+ */
+export const STRATEGY_RUNNING: readonly string[] = ['applying', 'paused', 'abort requested', 'aborting'];
 
 /** A strategy in one of these states has no orchestrator work left and may be deleted. */
 export const STRATEGY_ENDED: readonly string[] = ['complete', 'failed', 'aborted'];

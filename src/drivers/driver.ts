@@ -4,14 +4,10 @@
  */
 import type { ExtraArgs } from '../domain/options.js';
 import type { StrategyType } from '../domain/types.js';
+import type { RunProcess } from '../platform/proc.js';
 
-/** The process a run started, as recorded in its history row before it can be lost. */
-export interface RunProcess {
-  pid: number;
-  pgid: number;
-  /** The process's start time (/proc/<pid>/stat field 22, clock ticks since boot): tells a reused pid apart. */
-  procStart: number | null;
-}
+// A driver reports the process a run started (the store records it): the type is platform's.
+export type { RunProcess };
 
 export interface OperationRequest {
   cloud: string;

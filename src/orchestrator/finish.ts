@@ -4,6 +4,7 @@
  * out (abandoned by a second signal), never the registry itself.
  */
 import { endOfRun } from '../domain/control.js';
+import { STRATEGY_RUNNING } from '../domain/types.js';
 import type { Db } from '../store/open.js';
 import { failedSteps } from '../store/status.js';
 import { casStrategyState, strategyState } from '../store/strategy.js';
@@ -43,7 +44,7 @@ export async function finishRun(db: Db, write: <T>(fn: () => T) => Promise<T>, p
     // Nothing is in flight: steps put back by a retry and never started again end with the run.
     if (final === 'aborted') abortMidStateSteps(db);
     if (final === 'failed') failLeftSteps(db, 'not run again: no new subcloud started after the failure budget was spent');
-    if (final !== null && !casStrategyState(db, ['applying', 'paused', 'abort requested', 'aborting'], final)) {
+    if (final !== null && !casStrategyState(db, STRATEGY_RUNNING, final)) {
       throw new Error(`the strategy was changed by another process while applying (it is now ${strategyState(db)})`);
     }
     return countStepStates(db);

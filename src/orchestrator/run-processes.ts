@@ -4,7 +4,7 @@
  * double the commits per run. Until then the launcher's `.pid` file beside the run's log tells a
  * later apply where the run is.
  */
-import type { RunProcess } from '../drivers/driver.js';
+import type { RunProcess } from '../platform/proc.js';
 
 /** How long a started run's process may wait to be recorded with other writes. */
 const PROC_RECORD_MS = 50;

@@ -7,6 +7,18 @@
  */
 import fs from 'node:fs';
 
+/**
+ * The process a run started, as recorded in its history row before it can be lost: the exec
+ * driver reports it, the store keeps it, the orchestrator asks whether it still runs. Here, below
+ * all three, as it is the process's identity as Linux gives it.
+ */
+export interface RunProcess {
+  pid: number;
+  pgid: number;
+  /** The process's start time (/proc/<pid>/stat field 22, clock ticks since boot): tells a reused pid apart. */
+  procStart: number | null;
+}
+
 export interface ProcStat {
   /** Field 3: R, S, D, Z, X, … */
   state: string;

@@ -2,7 +2,8 @@
  * Schema, as forward migrations indexed by the version they start from. `PRAGMA user_version`
  * holds the version; `PRAGMA application_id` marks the file as dcm's.
  */
-import type Database from 'better-sqlite3';
+import Database from 'better-sqlite3';
+import { sitesFileOf } from '../platform/sites-file.js';
 import { now } from './clock.js';
 
 /** "DCM1" as a 32-bit integer: tells a dcm file from any other SQLite file. */
@@ -193,11 +194,61 @@ export const MIGRATIONS: ((db: Database.Database) => void)[] = [
   (db) => {
     db.exec(`ALTER TABLE strategy ADD COLUMN max_failures TEXT;`);
   },
-  // 7 -> 8: a run that failed and will run again records when its next attempt is due, so that the
+  // 7 -> 8: the simulated sites leave the database for their own file (platform/sites-file.ts),
+  // which only the sim driver opens: they are the far side of the wire, not dcm's data.
+  (db) => moveSitesOut(db),
+  // 8 -> 9: a run that failed and will run again records when its next attempt is due, so that the
   // retry budget and the backoff are read from the history and survive a kill -9 (SPEC §7.2).
   (db) => {
     db.exec(`ALTER TABLE step_history ADD COLUMN retry_at TEXT;`);
   },
 ];
+
+/**
+ * Copy the sim_site rows into the sites file, committed there (durably) before the table is dropped
+ * here in the migration's transaction: a crash between the two leaves the rows in both files, and
+ * the next open copies again, keeping what the sites file already has (the same rows, or newer
+ * ones). The table is created in the shape of the sim driver's schema version 1
+ * (drivers/sim/sites.ts), which then finds it in place: written out here, not imported (the store
+ * sees no driver), and a migration keeps making the shape of its time whatever the driver's
+ * schema becomes later; the driver upgrades from version 1. No rows (or a database in memory: a reader's snapshot of a
+ * directory it cannot write in, whose file stays as it is) need no sites file.
+ */
+function moveSitesOut(db: Database.Database): void {
+  const rows = db.prepare('SELECT name, campaign, done, vim, busy_state, busy_owner, options FROM sim_site').all();
+  if (rows.length > 0 && !db.memory) {
+    const sites = new Database(sitesFileOf(db.name));
+    try {
+      sites.pragma('busy_timeout = 5000');
+      if (sites.pragma('journal_mode', { simple: true }) !== 'wal') sites.pragma('journal_mode = WAL');
+      // This one commit is durable before the rows' only other copy is dropped.
+      sites.pragma('synchronous = FULL');
+      sites
+        .transaction(() => {
+          sites.exec(`
+            CREATE TABLE IF NOT EXISTS sim_site (
+              name TEXT PRIMARY KEY,
+              campaign TEXT NOT NULL,
+              done INTEGER NOT NULL,
+              vim TEXT NOT NULL,
+              busy_state TEXT,
+              busy_owner TEXT,
+              options TEXT
+            );
+          `);
+          if ((sites.pragma('user_version', { simple: true }) as number) === 0) sites.pragma('user_version = 1');
+          const insert = sites.prepare(
+            `INSERT OR IGNORE INTO sim_site (name, campaign, done, vim, busy_state, busy_owner, options)
+             VALUES (@name, @campaign, @done, @vim, @busy_state, @busy_owner, @options)`,
+          );
+          for (const r of rows) insert.run(r);
+        })
+        .immediate();
+    } finally {
+      sites.close();
+    }
+  }
+  db.exec('DROP TABLE sim_site');
+}
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

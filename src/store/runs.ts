@@ -5,7 +5,7 @@
 import type { Db } from './open.js';
 import { sql } from './statements.js';
 import { parseTime } from './clock.js';
-import type { RunProcess } from '../drivers/driver.js';
+import type { RunProcess } from '../platform/proc.js';
 
 export interface LeftRunRow {
   historyId: number;

@@ -2,7 +2,7 @@
 import type { Db } from './open.js';
 import { sql } from './statements.js';
 import { now } from './clock.js';
-import { ENDPOINTS, type Endpoint, type SyncStatus } from '../domain/types.js';
+import type { Endpoint, SyncStatus } from '../domain/types.js';
 import type { SubcloudRecord } from '../domain/planning.js';
 
 export const SYNC_COLUMN: Record<Endpoint, string> = {
@@ -109,21 +109,6 @@ export function subcloudNameOf(db: Db, ref: string): string {
 export function existingNames(db: Db, names: readonly string[]): string[] {
   const stmt = sql(db, 'SELECT 1 FROM subcloud WHERE name = ?').pluck();
   return names.filter((n) => stmt.get(n) !== undefined);
-}
-
-/** The plain record the planner works on. */
-export function toRecord(row: SubcloudRow): SubcloudRecord {
-  const sync = {} as Record<Endpoint, SyncStatus>;
-  for (const e of ENDPOINTS) sync[e] = row[SYNC_COLUMN[e] as keyof SubcloudRow] as SyncStatus;
-  return {
-    id: row.id,
-    name: row.name,
-    groupId: row.group_id,
-    management: row.management,
-    availability: row.availability,
-    deployStatus: row.deploy_status,
-    sync,
-  };
 }
 
 /**

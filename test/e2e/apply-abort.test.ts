@@ -2,24 +2,19 @@
  * `strategy abort` (SPEC §6): from another process while apply runs, and with no orchestrator
  * running, in which case abort finishes the job itself.
  */
-import { afterEach, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import Database from 'better-sqlite3';
 import { statesOf } from '../../src/domain/types.js';
-import { dcm, tempDir, waitFor } from '../helpers/cli.js';
-import { countBy, createFleet, flights, history, micros, names, okRunProblems, steps, strategyState, killLeftovers, spawnDcm } from '../helpers/history.js';
+import { dcm, waitFor } from '../helpers/cli.js';
+import { countBy, createFleet, flights, history, micros, names, okRunProblems, steps, strategyState, spawnDcm, tempPerTest } from '../helpers/history.js';
 
 const PATCH = statesOf('patch');
 
-let cleanup: () => void = () => {};
-afterEach(() => {
-  killLeftovers();
-  cleanup();
-});
+const temp = tempPerTest();
 
 describe('apply: abort', () => {
   test('abort from another process (window 10, 200 subclouds, 50..100ms): noticed within 1 s, nothing new starts, exit 3', async () => {
-    const t = tempDir();
-    cleanup = t.cleanup;
+    const t = temp();
     createFleet(t.db, names(200), ['--max-parallel-subclouds', '10', '--sim-latency', '50ms..100ms']);
     const apply = spawnDcm(['--db', t.db, 'strategy', 'apply', '-v']);
     let abortAt = 0;
@@ -72,8 +67,7 @@ describe('apply: abort', () => {
   });
 
   test('an apply killed while aborting is resumed by apply: the in-flight ones end, exit 3', async () => {
-    const t = tempDir();
-    cleanup = t.cleanup;
+    const t = temp();
     createFleet(t.db, names(30), ['--max-parallel-subclouds', '5', '--sim-latency', '100ms..200ms']);
     const apply = spawnDcm(['--db', t.db, 'strategy', 'apply', '-v']);
     await waitFor(() => (apply.stderr().match(/ -> /g) ?? []).length >= 8, 20_000, 5);
@@ -97,8 +91,7 @@ describe('apply: abort', () => {
   });
 
   test('abort with no orchestrator running (apply killed): initial and mid-state steps become aborted, naming the state', async () => {
-    const t = tempDir();
-    cleanup = t.cleanup;
+    const t = temp();
     createFleet(t.db, names(40), ['--max-parallel-subclouds', '8', '--sim-latency', '30ms..60ms']);
     const apply = spawnDcm(['--db', t.db, 'strategy', 'apply', '-v']);
     await waitFor(() => (apply.stderr().match(/-> complete/g) ?? []).length >= 3, 30_000, 5);
@@ -133,8 +126,7 @@ describe('apply: abort', () => {
   });
 
   test('abort of a strategy left applying with no orchestrator and no lock: every initial step aborted', () => {
-    const t = tempDir();
-    cleanup = t.cleanup;
+    const t = temp();
     createFleet(t.db, names(5), []);
     const db = new Database(t.db);
     db.prepare("UPDATE strategy SET state = 'applying'").run();
@@ -146,8 +138,7 @@ describe('apply: abort', () => {
   });
 
   test('abort is refused unless the strategy is applying', () => {
-    const t = tempDir();
-    cleanup = t.cleanup;
+    const t = temp();
     createFleet(t.db, names(2), []);
     const r = dcm(['--db', t.db, 'strategy', 'abort']);
     expect(r.code).toBe(1);

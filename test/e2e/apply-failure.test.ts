@@ -2,25 +2,17 @@
  * Failures end to end (SPEC §6, §7): injected failures with and without --stop-on-failure,
  * per-state timeouts, and a new strategy after a partly failed one.
  */
-import { afterEach, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import Database from 'better-sqlite3';
 import { statesOf } from '../../src/domain/types.js';
-import { dcm, dcmOk, tempDir, waitFor } from '../helpers/cli.js';
-import { createFleet, flights, history, micros, names, okRunProblems, steps, strategyState, killLeftovers, spawnDcm } from '../helpers/history.js';
+import { dcm, dcmOk, waitFor } from '../helpers/cli.js';
+import { createFleet, flights, history, micros, names, okRunProblems, steps, strategyState, spawnDcm, tempPerTest } from '../helpers/history.js';
 
 const PATCH = statesOf('patch');
 
-let cleanup: () => void = () => {};
-afterEach(() => {
-  killLeftovers();
-  cleanup();
-});
+const temp = tempPerTest();
 
-function fresh(): string {
-  const t = tempDir();
-  cleanup = t.cleanup;
-  return t.db;
-}
+const fresh = (): string => temp().db;
 
 /** Each step's state and details, from one `strategy-step list`. */
 function stepsOf(db: string): { state: Record<string, string>; details: Record<string, string> } {

@@ -3,30 +3,26 @@
  * replaced, a file-size limit (`ulimit -f`), another writer holding the file past the busy
  * timeout, random bytes in a page. No stack trace in any of them, and nothing committed is lost.
  */
-import { afterEach, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import Database from 'better-sqlite3';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { statesOf } from '../../src/domain/types.js';
-import { BIN, dcm, ROOT, sleep, tempDir, waitFor } from '../helpers/cli.js';
+import { BIN, dcm, ROOT, sleep, waitFor } from '../helpers/cli.js';
 import { withSql } from '../helpers/fleet.js';
-import { createFleet, history, killLeftovers, names, okRunProblems, spawnDcm, strategyState } from '../helpers/history.js';
+import { createFleet, history, names, okRunProblems, spawnDcm, strategyState, tempPerTest } from '../helpers/history.js';
 
 const PATCH = statesOf('patch');
 
-let cleanup: () => void = () => {};
-afterEach(() => {
-  killLeftovers();
-  cleanup();
-});
+const temp = tempPerTest();
 
 const okRuns = (db: string) => history(db).filter((h) => h.outcome === 'ok').length;
 const noTrace = (stderr: string) => expect(stderr).not.toMatch(/\n\s+at /);
 
 describe('apply: the file under the orchestrator', () => {
+  // Claim, README "Your data", the file removed under a running apply: nothing new starts, exit 1 saying so.
   test('removed: exit 1 at once, saying so, with nothing started after it', async () => {
-    const t = tempDir();
-    cleanup = t.cleanup;
+    const t = temp();
     createFleet(t.db, names(40), ['--max-parallel-subclouds', '5', '--sim-latency', '100ms..200ms']);
     const apply = spawnDcm(['--db', t.db, 'strategy', 'apply']);
     await waitFor(() => okRuns(t.db) >= 5, 20_000, 10);
@@ -39,9 +35,10 @@ describe('apply: the file under the orchestrator', () => {
     noTrace(r.stderr);
   });
 
+  // Claim, README "Your data", the file replaced under a running apply: exit 1, nothing written to the file now at the
+  // path, and no -wal of the old file left to pair with it.
   test('replaced by another file: exit 1, and the file now at the path is never written', async () => {
-    const t = tempDir();
-    cleanup = t.cleanup;
+    const t = temp();
     createFleet(t.db, names(40), ['--max-parallel-subclouds', '5', '--sim-latency', '100ms..200ms']);
     const backup = `${t.db}.backup`;
     withSql(t.db, (d) => d.exec(`VACUUM INTO '${backup}'`));
@@ -60,9 +57,10 @@ describe('apply: the file under the orchestrator', () => {
     expect(strategyState(t.db)).toBe('initial');
   });
 
+  // Claim, README "Your data", a full disk during apply: it starts nothing new and says `… free space, then dcm strategy
+  // apply resumes`; the strategy stays `applying`, and the next apply runs again only what was in flight.
   test('a file-size limit mid-apply: exit 1 "disk full", the strategy stays applying, and a later apply finishes it', async () => {
-    const t = tempDir();
-    cleanup = t.cleanup;
+    const t = temp();
     const clouds = names(200);
     createFleet(t.db, clouds, ['--max-parallel-subclouds', '50', '--sim-latency', '0..2ms']);
     withSql(t.db, (d) => d.pragma('wal_checkpoint(TRUNCATE)'));
@@ -91,9 +89,10 @@ describe('apply: the file under the orchestrator', () => {
     expect(withSql(t.db, (d) => d.pragma('integrity_check', { simple: true }))).toBe('ok');
   });
 
+  // Claim, README "Your data", another writer holding the file past the busy timeout: the orchestrator says so once
+  // and tries again; it never dies of SQLITE_BUSY.
   test('another writer holding the file for 13 s: the apply waits, says so once, and completes', async () => {
-    const t = tempDir();
-    cleanup = t.cleanup;
+    const t = temp();
     const clouds = names(20);
     createFleet(t.db, clouds, ['--max-parallel-subclouds', '5', '--sim-latency', '50ms..100ms']);
     const apply = spawnDcm(['--db', t.db, 'strategy', 'apply']);
@@ -110,9 +109,9 @@ describe('apply: the file under the orchestrator', () => {
     expect(okRunProblems(history(t.db), clouds, PATCH)).toEqual([]);
   }, 60_000);
 
+  // Claim, README "Your data", a damaged file under apply: the quick check refuses it (exit 1, naming it), nothing written.
   test('random bytes in a page: apply refuses the file (exit 1, naming it) and writes nothing', () => {
-    const t = tempDir();
-    cleanup = t.cleanup;
+    const t = temp();
     createFleet(t.db, names(300), ['--max-parallel-subclouds', '50', '--sim-latency', '0..1ms']);
     withSql(t.db, (d) => d.pragma('wal_checkpoint(TRUNCATE)'));
     const { pageSize, root } = withSql(t.db, (d) => ({

@@ -3,19 +3,15 @@
  * taken over from another host writes nothing once it continues. This is dcm's reason to exist:
  * two orchestrators on one file are two workers on one site.
  */
-import { afterEach, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import { statesOf } from '../../src/domain/types.js';
-import { dcm, sleep, tempDir, waitFor } from '../helpers/cli.js';
+import { dcm, sleep, waitFor } from '../helpers/cli.js';
 import { withSql } from '../helpers/fleet.js';
-import { createFleet, history, killLeftovers, names, okRunProblems, spawnDcm, steps, strategyState } from '../helpers/history.js';
+import { createFleet, history, names, okRunProblems, spawnDcm, steps, strategyState, tempPerTest } from '../helpers/history.js';
 
 const PATCH = statesOf('patch');
 
-let cleanup: () => void = () => {};
-afterEach(() => {
-  killLeftovers();
-  cleanup();
-});
+const temp = tempPerTest();
 
 /** Everything the orchestrators write about the work: steps, history, strategy. */
 function snapshot(db: string): string {
@@ -34,9 +30,12 @@ const lockRow = (db: string) =>
     | undefined);
 
 describe('apply: two orchestrators', () => {
+  // Claim, README "Your data", two orchestrators: on the same host a live holder is never taken over, however long it has
+  // been silent (the second exits 4, `pid P is alive but has not written for N s`); from another host it is
+  // taken over once its heartbeat is 30 s old, and the old one, woken, writes nothing more and exits 4 with
+  // `error: lost the apply lock to pid P on host H`.
   test('a stopped holder: refused on its host however silent; taken over from another host, then it exits 4 having written nothing', async () => {
-    const t = tempDir();
-    cleanup = t.cleanup;
+    const t = temp();
     const clouds = names(30);
     createFleet(t.db, clouds, ['--max-parallel-subclouds', '10', '--sim-latency', '100ms..300ms', '--sim-seed', '7']);
     const a = spawnDcm(['--db', t.db, 'strategy', 'apply'], { DCM_HOST: 'node-a' });

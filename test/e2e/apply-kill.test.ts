@@ -4,11 +4,12 @@
  * The sim driver judges by the subcloud's own side: a state run twice, or out of order, would
  * fail with `unexpected state …`, so "every step complete" is itself a check.
  */
-import { afterEach, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import Database from 'better-sqlite3';
 import { statesOf } from '../../src/domain/types.js';
-import { dcm, sleep, tempDir, waitFor } from '../helpers/cli.js';
-import { countBy, createFleet, history, names, okRunProblems, runsByCloudState, steps, strategyState, killLeftovers, spawnDcm } from '../helpers/history.js';
+import { dcm, sleep, waitFor } from '../helpers/cli.js';
+import { withSites } from '../helpers/fleet.js';
+import { countBy, createFleet, history, names, okRunProblems, runsByCloudState, steps, strategyState, spawnDcm, tempPerTest } from '../helpers/history.js';
 
 const PATCH = statesOf('patch');
 
@@ -29,11 +30,7 @@ const CASES: Case[] = [
     : []),
 ];
 
-let cleanup: () => void = () => {};
-afterEach(() => {
-  killLeftovers();
-  cleanup();
-});
+const temp = tempPerTest();
 
 /** The history rows left `running`, as cloud / state / attempt keys; and the file's integrity. */
 function inspect(file: string): { running: string[]; integrity: string } {
@@ -53,10 +50,11 @@ function inspect(file: string): { running: string[]; integrity: string } {
 }
 
 describe('apply: kill -9 and resume', () => {
+  // Claim, README "Your data", kill -9: a killed apply loses nothing it committed; `dcm strategy apply` resumes it and
+  // only the operations that were in flight run again; the file passes its integrity check afterwards.
   test.each(CASES)('$n subclouds, window $window, $latency: SIGKILLed $kills+ times at random moments, resumed until it ends', async (c) => {
     const { n: N, window: WINDOW, kills: KILLS } = c;
-    const t = tempDir();
-    cleanup = t.cleanup;
+    const t = temp();
     createFleet(t.db, names(N), ['--max-parallel-subclouds', String(WINDOW), '--sim-latency', c.latency]);
 
     const runningAtKill = new Set<string>();
@@ -124,9 +122,7 @@ describe('apply: kill -9 and resume', () => {
     // Nothing ran again, apart from the interrupted runs.
     expect(runs.length).toBe(N * PATCH.length + interrupted.length);
     // The sim driver's own record agrees: every site finished every state.
-    const db = new Database(t.db, { readonly: true });
-    const sites = db.prepare('SELECT done, vim, busy_state FROM sim_site').all() as { done: number; vim: string; busy_state: string | null }[];
-    db.close();
+    const sites = withSites(t.db, (d) => d.prepare('SELECT done, vim, busy_state FROM sim_site').all() as { done: number; vim: string; busy_state: string | null }[]);
     expect(sites).toHaveLength(N);
     expect(sites.every((s) => s.done === PATCH.length - 1 && s.vim === 'applied' && s.busy_state === null)).toBe(true);
     // Exit of a sane resume on an ended strategy.

@@ -3,20 +3,18 @@
  * summary line every --progress-interval, a closing summary naming the failures; -v for one line
  * per transition; -q for nothing.
  */
-import { afterEach, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import { spawn } from 'node:child_process';
-import { BIN, dcm, tempDir } from '../helpers/cli.js';
-import { createFleet, names } from '../helpers/history.js';
+import { BIN, dcm } from '../helpers/cli.js';
+import { createFleet, names, tempPerTest } from '../helpers/history.js';
 
-let cleanup: () => void = () => {};
-afterEach(() => cleanup());
+const temp = tempPerTest();
 
 const ENDED_LINE = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6} (s\d+): (complete|failed \(.+\))$/;
 
 describe('apply progress off a terminal', () => {
   test('1,000 subclouds: one line per subcloud that ends plus periodic summaries, not one per transition', () => {
-    const t = tempDir();
-    cleanup = t.cleanup;
+    const t = temp();
     createFleet(t.db, names(1000), [
       '--max-parallel-subclouds', '100', '--sim-latency', '0..6ms',
       '--sim-fail', 's17=pre check', '--sim-fail', 's900=applying VIM patch strategy',
@@ -49,8 +47,7 @@ describe('apply progress off a terminal', () => {
   });
 
   test('the closing summary names the first 20 failures, then how to list the rest', () => {
-    const t = tempDir();
-    cleanup = t.cleanup;
+    const t = temp();
     createFleet(t.db, names(25), ['--max-parallel-subclouds', '25', '--sim-latency', '0', '--sim-fail-rate', '1']);
     const r = dcm(['--db', t.db, 'strategy', 'apply', '--progress-interval', '0s']);
     expect(r.code).toBe(1);
@@ -62,20 +59,14 @@ describe('apply progress off a terminal', () => {
   });
 
   test('-v: one line per transition; -q: nothing on stderr', () => {
-    const t = tempDir();
-    cleanup = t.cleanup;
+    const t = temp();
     createFleet(t.db, names(4), ['--sim-latency', '0']);
     const v = dcm(['--db', t.db, 'strategy', 'apply', '-v']);
     expect(v.code).toBe(0);
     expect((v.stderr.match(/ -> /g) ?? []).length).toBe(4 * 6); // initial -> 5 states -> complete
     expect(v.stderr).toMatch(/s1: finishing patch strategy -> complete\n/);
 
-    const q = tempDir();
-    const prev = cleanup;
-    cleanup = () => {
-      prev();
-      q.cleanup();
-    };
+    const q = temp();
     createFleet(q.db, names(4), ['--sim-latency', '0']);
     const quiet = dcm(['--db', q.db, '-q', 'strategy', 'apply']);
     expect(quiet.code).toBe(0);
@@ -83,8 +74,7 @@ describe('apply progress off a terminal', () => {
   });
 
   test('--progress-interval needs a duration with a unit (exit 2, nothing run)', () => {
-    const t = tempDir();
-    cleanup = t.cleanup;
+    const t = temp();
     createFleet(t.db, names(2), ['--sim-latency', '0']);
     const r = dcm(['--db', t.db, 'strategy', 'apply', '--progress-interval', '10']);
     expect(r.code).toBe(2);
@@ -93,8 +83,7 @@ describe('apply progress off a terminal', () => {
   });
 
   test('a closed stderr drops the progress and nothing else: the strategy completes, exit 0', async () => {
-    const t = tempDir();
-    cleanup = t.cleanup;
+    const t = temp();
     createFleet(t.db, names(300), ['--max-parallel-subclouds', '50', '--sim-latency', '0..5ms']);
     const child = spawn(process.execPath, [BIN, '--db', t.db, 'strategy', 'apply', '--progress-interval', '10ms', '-f', 'value', '-c', 'state'], {
       stdio: ['ignore', 'pipe', 'pipe'],

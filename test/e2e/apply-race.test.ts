@@ -4,22 +4,20 @@
  * several seeds, through the real sim driver, which fails a duplicate or out-of-order operation
  * with `unexpected state …` on the subcloud's side.
  */
-import { afterEach, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import { statesOf } from '../../src/domain/types.js';
-import { dcm, dcmOk, tempDir } from '../helpers/cli.js';
-import { countBy, flights, history, names, okRunProblems, peakInFlight, steps, strategyState, summaryPeak } from '../helpers/history.js';
+import { dcm, dcmOk } from '../helpers/cli.js';
+import { countBy, flights, history, names, okRunProblems, peakInFlight, steps, strategyState, summaryPeak, tempPerTest } from '../helpers/history.js';
 
 const N = 3000;
 const WINDOW = 1000;
 const SEEDS = [1, 7, 20250101];
 
 describe('apply: the seed race cannot happen', () => {
-  let cleanup: () => void = () => {};
-  afterEach(() => cleanup());
+  const temp = tempPerTest();
 
   test.each(SEEDS)('3000 subclouds, window 1000, latency 0..2ms, seed %i', (seed) => {
-    const t = tempDir();
-    cleanup = t.cleanup;
+    const t = temp();
     const clouds = names(N);
     dcmOk(['--db', t.db, 'subcloud', 'add', ...clouds, '-f', 'value', '-c', 'id']);
     dcmOk([

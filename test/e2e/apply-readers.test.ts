@@ -2,22 +2,17 @@
  * Readers never fail (SPEC §2): three processes listing the steps in a loop while an apply of
  * 2000 subclouds commits, get valid JSON every time, exit 0, and print nothing on stderr.
  */
-import { afterEach, describe, expect, test } from '@jest/globals';
-import { tempDir, type RunResult } from '../helpers/cli.js';
-import { countBy, createFleet, names, steps, killLeftovers, spawnDcm } from '../helpers/history.js';
+import { describe, expect, test } from '@jest/globals';
+import { type RunResult } from '../helpers/cli.js';
+import { countBy, createFleet, names, steps, spawnDcm, tempPerTest } from '../helpers/history.js';
 
 const N = 2000;
 
-let cleanup: () => void = () => {};
-afterEach(() => {
-  killLeftovers();
-  cleanup();
-});
+const temp = tempPerTest();
 
 describe('apply: readers never fail', () => {
   test('three `strategy-step list -f json` loops during an apply of 2000 subclouds', async () => {
-    const t = tempDir();
-    cleanup = t.cleanup;
+    const t = temp();
     createFleet(t.db, names(N), ['--max-parallel-subclouds', '100', '--sim-latency', '20ms..60ms']);
     const apply = spawnDcm(['--db', t.db, '-q', 'strategy', 'apply']);
     let applying = true;

@@ -2,20 +2,16 @@
  * Ctrl-C and SIGTERM drain and leave the strategy applying (SPEC §6); one orchestrator per file:
  * a second apply exits 4 naming the holder, and a killed holder's lock is taken over.
  */
-import { afterEach, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import os from 'node:os';
 import { statesOf } from '../../src/domain/types.js';
-import { dcm, tempDir, waitFor } from '../helpers/cli.js';
-import { countBy, createFleet, history, names, okRunProblems, steps, strategyState, killLeftovers, spawnDcm } from '../helpers/history.js';
+import { dcm, waitFor } from '../helpers/cli.js';
+import { countBy, createFleet, history, names, okRunProblems, steps, strategyState, spawnDcm, tempPerTest } from '../helpers/history.js';
 
 const PATCH = statesOf('patch');
 const KUBE = statesOf('kubernetes');
 
-let cleanup: () => void = () => {};
-afterEach(() => {
-  killLeftovers();
-  cleanup();
-});
+const temp = tempPerTest();
 
 const transitions = (stderr: string) => (stderr.match(/ -> /g) ?? []).length;
 
@@ -24,8 +20,7 @@ describe('apply: signals', () => {
     ['SIGINT', 130],
     ['SIGTERM', 143],
   ] as const)('%s: says so, drains, exits %i with the strategy applying; a later apply finishes it', async (signal, code) => {
-    const t = tempDir();
-    cleanup = t.cleanup;
+    const t = temp();
     createFleet(t.db, names(40), ['--max-parallel-subclouds', '5', '--sim-latency', '40ms..80ms']);
     const apply = spawnDcm(['--db', t.db, 'strategy', 'apply', '-v']);
     await waitFor(() => transitions(apply.stderr()) >= 12, 20_000, 5);
@@ -54,8 +49,7 @@ describe('apply: signals', () => {
 
 describe('apply: a second Ctrl-C', () => {
   test('stops waiting: exit 130 at once; the operations cut short run again on resume, as attempt 2', async () => {
-    const t = tempDir();
-    cleanup = t.cleanup;
+    const t = temp();
     createFleet(t.db, names(3), ['--max-parallel-subclouds', '3', '--sim-latency', '1s'], 'kubernetes');
     const apply = spawnDcm(['--db', t.db, 'strategy', 'apply', '-v']);
     await waitFor(() => transitions(apply.stderr()) >= 3, 20_000, 5);
@@ -84,8 +78,7 @@ describe('apply: a second Ctrl-C', () => {
 
 describe('apply: one orchestrator per file', () => {
   test('a second apply exits 4 naming the holder; once the holder is killed, its lock is taken over', async () => {
-    const t = tempDir();
-    cleanup = t.cleanup;
+    const t = temp();
     createFleet(t.db, names(4), ['--max-parallel-subclouds', '4', '--sim-latency', '1s'], 'kubernetes');
     const first = spawnDcm(['--db', t.db, 'strategy', 'apply', '-v']);
     try {

@@ -5,11 +5,11 @@
  * deterministic draw. The test picks a seed that makes s1 slower than s2, s3 and s4 put
  * together, checks that from the history, then checks how the window slid.
  */
-import { afterEach, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import { drawFor } from '../../src/drivers/sim/random.js';
 import { statesOf } from '../../src/domain/types.js';
-import { dcm, dcmOk, tempDir } from '../helpers/cli.js';
-import { createFleet, flights, history, names, okRunProblems, peakInFlight, steps, summaryPeak } from '../helpers/history.js';
+import { dcm, dcmOk } from '../helpers/cli.js';
+import { createFleet, flights, history, names, okRunProblems, peakInFlight, steps, summaryPeak, tempPerTest } from '../helpers/history.js';
 
 const MIN = 10;
 const MAX = 400;
@@ -31,15 +31,13 @@ function slowS1Seed(marginMs: number): number {
   throw new Error('no seed found');
 }
 
-let cleanup: () => void = () => {};
-afterEach(() => cleanup());
+const temp = tempPerTest();
 
 const ms = (us: number) => us / 1000;
 
 describe('apply: windows and stages (sim driver)', () => {
   test('window 2, s1 slow: s3 starts when s2 ends, s4 when s3 ends, while s1 still runs', () => {
-    const t = tempDir();
-    cleanup = t.cleanup;
+    const t = temp();
     const seed = slowS1Seed(300);
     createFleet(t.db, names(4), ['--max-parallel-subclouds', '2', '--sim-latency', `${MIN}ms..${MAX}ms`, '--sim-seed', String(seed)], 'kubernetes');
     const r = dcm(['--db', t.db, '-q', 'strategy', 'apply']);
@@ -69,8 +67,7 @@ describe('apply: windows and stages (sim driver)', () => {
   });
 
   test('stage barrier: no stage-2 step starts before every stage-1 step ended; each stage keeps its own window', () => {
-    const t = tempDir();
-    cleanup = t.cleanup;
+    const t = temp();
     dcmOk(['--db', t.db, 'subcloud-group', 'add', '--name', 'canary', '--max_parallel_subclouds', '3']);
     dcmOk(['--db', t.db, 'subcloud-group', 'add', '--name', 'wave', '--max_parallel_subclouds', '5']);
     dcmOk(['--db', t.db, 'subcloud', 'add', ...names(9, 'c'), '--group', 'canary']);

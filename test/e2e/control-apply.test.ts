@@ -3,16 +3,15 @@
  * history: pause and resume, Ctrl-C while paused, abort while paused, the window changed both
  * ways, the failure budget.
  */
-import { afterEach, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import { statesOf } from '../../src/domain/types.js';
-import { dcm, dcmOk, sleep, tempDir, waitFor } from '../helpers/cli.js';
+import { dcm, dcmOk, sleep, waitFor } from '../helpers/cli.js';
 import { json } from '../helpers/fleet.js';
 import {
   countBy,
   createFleet,
   flights,
   history,
-  killLeftovers,
   micros,
   names,
   okRunProblems,
@@ -20,21 +19,14 @@ import {
   steps,
   strategyState,
   type Flight,
+  tempPerTest,
 } from '../helpers/history.js';
 
 const PATCH = statesOf('patch');
 
-let cleanup: () => void = () => {};
-afterEach(() => {
-  killLeftovers();
-  cleanup();
-});
+const temp = tempPerTest();
 
-function fresh(): string {
-  const t = tempDir();
-  cleanup = t.cleanup;
-  return t.db;
-}
+const fresh = (): string => temp().db;
 
 const status = (db: string) => json<Record<string, unknown>>(dcmOk(['--db', db, 'strategy', 'status', '-f', 'json']));
 const completes = (stderr: string) => (stderr.match(/-> complete/g) ?? []).length;

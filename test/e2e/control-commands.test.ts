@@ -3,23 +3,18 @@
  * update, pause and resume refused in the wrong state, retry after failures, the group warning.
  * What a running orchestrator does with them is in control-apply.test.ts.
  */
-import { afterEach, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import { statesOf } from '../../src/domain/types.js';
-import { dcm, dcmOk, tempDir, waitFor } from '../helpers/cli.js';
+import { dcm, dcmOk, waitFor } from '../helpers/cli.js';
 import { expectErrorLine, expectRefused, json, stageWindows } from '../helpers/fleet.js';
-import { countBy, createFleet, history, killLeftovers, names, okRunProblems, spawnDcm, steps, strategyState } from '../helpers/history.js';
+import { countBy, createFleet, history, names, okRunProblems, spawnDcm, steps, strategyState, tempPerTest } from '../helpers/history.js';
 
 const PATCH = statesOf('patch');
 
-let cleanup: () => void = () => {};
-afterEach(() => {
-  killLeftovers();
-  cleanup();
-});
+const temp = tempPerTest();
 
 function fresh(): { db: string; dir: string } {
-  const t = tempDir();
-  cleanup = t.cleanup;
+  const t = temp();
   return t;
 }
 

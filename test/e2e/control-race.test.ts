@@ -4,19 +4,15 @@
  * thousands of subclouds, a window in the hundreds, 0..1 ms latency, the real sim driver (which
  * fails a duplicate or out-of-order operation on the subcloud's side with `unexpected state`).
  */
-import { afterEach, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import { statesOf } from '../../src/domain/types.js';
-import { dcm, dcmOk, tempDir, waitFor } from '../helpers/cli.js';
-import { countBy, flights, history, killLeftovers, names, okRunProblems, peakInFlight, runsByCloudState, spawnDcm, steps, strategyState, type HistoryRun } from '../helpers/history.js';
+import { dcm, dcmOk, waitFor } from '../helpers/cli.js';
+import { countBy, flights, history, names, okRunProblems, peakInFlight, runsByCloudState, spawnDcm, steps, strategyState, type HistoryRun, tempPerTest } from '../helpers/history.js';
 
 const N = 5000;
 const PATCH = statesOf('patch');
 
-let cleanup: () => void = () => {};
-afterEach(() => {
-  killLeftovers();
-  cleanup();
-});
+const temp = tempPerTest();
 
 /** Every (cloud, state): attempts 1, 2, … in order, at most one ok and only as the last. */
 function attemptProblems(runs: readonly HistoryRun[]): string[] {
@@ -35,8 +31,7 @@ const ends = (stderr: string) => (stderr.match(/: (complete|failed)/g) ?? []).le
 
 describe('the seed race cannot happen through pause, resize and retry', () => {
   test(`${N} subclouds, window 300, latency 0..1ms, 2 % failures: pause, resize while paused, resume, shrink, then retry and apply`, async () => {
-    const t = tempDir();
-    cleanup = t.cleanup;
+    const t = temp();
     const clouds = names(N);
     dcmOk(['--db', t.db, 'subcloud', 'add', ...clouds, '-f', 'value', '-c', 'id']);
     dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '300', '--sim-latency', '0..1ms', '--sim-fail-rate', '0.004', '--sim-seed', '11']);

@@ -1,15 +1,14 @@
 /** The README's main command (`npm run demo`) runs a whole simulated rollout and shows the steps. */
-import { afterEach, expect, test } from '@jest/globals';
+import { expect, test } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
-import { ROOT, tempDir } from '../helpers/cli.js';
+import { ROOT } from '../helpers/cli.js';
+import { tempPerTest } from '../helpers/history.js';
 
-let cleanup = () => {};
-afterEach(() => cleanup());
+const temp = tempPerTest();
 
 test('examples/rollout.sh: 300 subclouds in four groups, canary first, one injected failure; ends with the summary and the failures', () => {
-  const t = tempDir();
-  cleanup = t.cleanup;
+  const t = temp();
   const r = spawnSync('bash', [path.join(ROOT, 'examples', 'rollout.sh')], {
     env: { ...process.env, DCM_DB: t.db },
     encoding: 'utf8',

@@ -18,6 +18,9 @@ afterEach(() => f?.cleanup());
 const db = () => ['--db', f.db];
 
 describe('exec driver: apply', () => {
+  // Claim, README "Running real updates", what a run sees: its output in `DIR/<cloud>/<attempt>-<state>.log` (the status beside it),
+  // DCM_CLOUD, DCM_STATE, DCM_TYPE, DCM_STAGE, DCM_ATTEMPT, DCM_RESUMED, DCM_DB; a list command runs directly, a
+  // string one in /bin/sh with its values quoted.
   test('every (cloud, state) runs exactly once, at most the window at once, with the DCM_* environment', () => {
     f = execFixture();
     const N = 12;
@@ -66,6 +69,8 @@ states:
     expect(show.patching_sync_status).toBe('in-sync');
   });
 
+  // Claim, README "Running real updates", what a run sees: DCM_ARG_<NAME>, DCM_OPT_<NAME>, dcm's own DCM_* settings left out, `--log-dir`;
+  // the result: a later state's name (or `complete`) written to $DCM_NEXT skips forward.
   test('environment: type options, strategy-config options (own row, else the default), DCM_NEXT skips forward, --log-dir', () => {
     f = execFixture();
     dcmOk([...db(), 'subcloud', 'add', 's1', 's2']);
@@ -109,6 +114,7 @@ states:
     expect(steps(f.db).map((s) => s.state)).toEqual(['complete', 'complete']);
   });
 
+  // Claim, README "Running real updates", what a run sees: DCM_SYSADMIN_PASSWORD when `--sysadmin-password` was given.
   test('--sysadmin-password reaches each run as DCM_SYSADMIN_PASSWORD, and no command prints it', () => {
     f = execFixture();
     dcmOk([...db(), 'subcloud', 'add', 's1']);
@@ -128,6 +134,8 @@ states:
     }
   });
 
+  // Claim, README "Running real updates", the result: exit N ≠ 0 fails; with retries left the state runs again after the backoff,
+  // a new attempt with its own history row; then details `<state>: exit N: <last non-empty line>`.
   test('a failure: details carry the exit code and the last line; retries with backoff, one history row per run', () => {
     f = execFixture();
     dcmOk([...db(), 'subcloud', 'add', 's1', 's2']);
@@ -158,6 +166,8 @@ states:
     expect(steps(f.db).find((s) => s.cloud === 's2')!.state).toBe('complete');
   });
 
+  // Claim, README "Running real updates", timeout: SIGTERM to the run's process group, SIGKILL after kill_grace; children killed too
+  // (`sleep 1000 &`); the step fails with `<state>: timed out after …`.
   test('a timeout kills the command and the children it started; none is left when the step is failed', () => {
     f = execFixture();
     dcmOk([...db(), 'subcloud', 'add', 's1']);
@@ -179,6 +189,8 @@ states:
     expect(f.leftovers()).toEqual([]);
   });
 
+  // Claim, README "Running real updates", the config: `--type custom` runs the config's states in file order, takes every managed,
+  // online subcloud, and completion changes no sync status.
   test('--type custom runs the config\'s states in file order, takes every managed online subcloud, changes no sync status', () => {
     f = execFixture();
     dcmOk([...db(), 'subcloud', 'add', 's1', 's2', '--sync', 'all=in-sync']);
@@ -212,6 +224,8 @@ describe('exec driver: bad configs are refused at create, nothing written', () =
     ['"*" with custom', 'states:\n  "*": "true"\n', ['--type', 'custom'], /"\*".*not allowed/],
     ['not YAML', 'states: [\n', [], /not valid YAML or JSON/],
   ];
+  // Claim, README "Running real updates", the config: checked at create; a missing or unknown state, an unknown key or placeholder, a
+  // duration without a unit: an error naming the state and the key (exit 2), and nothing written.
   test.each(cases)('%s', (_name, text, extra, message) => {
     f = execFixture();
     dcmOk([...db(), 'subcloud', 'add', 's1']);
@@ -246,6 +260,7 @@ describe('exec driver: bad configs are refused at create, nothing written', () =
     expect(fs.readFileSync(f.db).equals(before)).toBe(true);
   });
 
+  // Claim, README "Running real updates", the config: the parsed config is stored with the strategy; editing the file later changes no strategy.
   test('editing the config after create changes nothing: the strategy keeps what was checked', () => {
     f = execFixture();
     dcmOk([...db(), 'subcloud', 'add', 's1']);

@@ -2,16 +2,16 @@
  * The exec examples run as documented: `npm run demo:exec` (examples/exec/rollout.sh, fake sites
  * driven by shell scripts) and the Ansible example (a playbook limited with -l {cloud}).
  */
-import { afterEach, expect, test } from '@jest/globals';
+import { expect, test } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { dcm, dcmOk, ROOT, tempDir } from '../helpers/cli.js';
-import { steps } from '../helpers/history.js';
+import { dcm, dcmOk, ROOT } from '../helpers/cli.js';
+import { steps, tempPerTest } from '../helpers/history.js';
 
-let cleanup = () => {};
-afterEach(() => cleanup());
+const temp = tempPerTest();
 
+// Claim, README "Running real updates", writing a state command: examples/exec/site.sh keeps its own state (`npm run demo:exec`).
 test('examples/exec/rollout.sh: 40 fake sites patched by shell scripts, canary first, every step complete', () => {
   const r = spawnSync('bash', [path.join(ROOT, 'examples', 'exec', 'rollout.sh')], {
     env: { ...process.env, SITE_FAIL_PCT: '0', SITE_DELAY_MS: '50' },
@@ -25,12 +25,12 @@ test('examples/exec/rollout.sh: 40 fake sites patched by shell scripts, canary f
   expect(r.stderr).toMatch(/strategy complete: 40 complete in .*window 10\)/);
 }, 120_000);
 
+// Claim, README "Running real updates", writing a state command: examples/exec/ansible runs a playbook per state, limited to the subcloud.
 test('examples/exec/ansible: each state runs the playbook limited to the subcloud', () => {
   // CI installs ansible-core (.ci/run); a machine without it must say so, not pass in silence.
   const which = spawnSync('sh', ['-c', 'command -v ansible-playbook'], { encoding: 'utf8' });
   if (which.status !== 0) throw new Error('ansible-playbook is not installed: apt-get install -y ansible-core (as .ci/run does)');
-  const t = tempDir();
-  cleanup = t.cleanup;
+  const t = temp();
   const sites = path.join(t.dir, 'sites');
   dcmOk(['--db', t.db, 'subcloud', 'add', 'subcloud2']);
   dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'firmware', '--driver', 'exec', '--exec-config', path.join(ROOT, 'examples', 'exec', 'ansible', 'firmware.yaml')]);

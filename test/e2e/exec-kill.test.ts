@@ -43,6 +43,7 @@ function setup(n: number, window: number, yaml: string): void {
 }
 
 describe('exec driver: kill -9 of dcm, then apply', () => {
+  // Claim, README "Running real updates", kill -9 of dcm: two runs of one subcloud never overlap, nothing runs twice, no process left.
   test('SIGKILLed at random moments 10+ times: no overlap per subcloud, nothing run twice, no process left', async () => {
     f = execFixture();
     const N = 16;
@@ -107,6 +108,7 @@ states:
     expect(f.leftovers()).toEqual([]);
   }, 120_000);
 
+  // Claim, README "Running real updates", kill -9 of dcm: a run whose group is still alive is waited for by the next apply.
   test('a run still going is waited for, not started again', async () => {
     f = execFixture();
     setup(1, 1, `
@@ -127,6 +129,7 @@ states:
     expect(overlapsPerCloud(f.readRuns())).toEqual([]);
   }, 60_000);
 
+  // Claim, README "Running real updates", kill -9 of dcm: a run that exited with a status is taken with it, not run again.
   test('a run that ended while dcm was down is taken with its status, not run again', async () => {
     f = execFixture();
     setup(1, 1, `
@@ -147,6 +150,7 @@ states:
     expect(history(f.db, 's1').map((h) => [h.attempt, h.outcome])).toEqual([[1, 'failed']]);
   }, 60_000);
 
+  // Claim, README "Running real updates", kill -9 of dcm: a run that ended without a status runs again, as the next attempt, with DCM_RESUMED=1.
   test('a run that ended without a status runs again as the next attempt, with DCM_RESUMED=1', async () => {
     f = execFixture();
     setup(1, 1, `
@@ -174,6 +178,7 @@ states:
 });
 
 describe('exec driver: the launcher killed under a running dcm', () => {
+  // Claim, README "Running real updates", kill -9 of the launcher: the run in flight is waited for and its status taken.
   test('the run in flight is waited for and its exit status (written by its own wrapper) taken: it never runs again; later runs start from a new launcher', async () => {
     f = execFixture();
     setup(1, 1, `

@@ -4,6 +4,8 @@
  * are `interrupted`, and dcm exits leaving no process it started.
  */
 import { afterEach, describe, expect, test } from '@jest/globals';
+import fs from 'node:fs';
+import path from 'node:path';
 import Database from 'better-sqlite3';
 import { dcm, dcmOk, sleep, waitFor } from '../helpers/cli.js';
 import { history, killLeftovers, names, spawnDcm, steps } from '../helpers/history.js';
@@ -30,16 +32,22 @@ function setup(n: number, window: number, yaml: string): void {
 }
 
 describe('exec driver: abort and Ctrl-C', () => {
+  // Claim, README "Running real updates", abort: starts nothing new and lets the runs in flight go on to their end; no process left.
   test('abort lets the runs in flight finish; nothing new starts; no process left', async () => {
     f = execFixture();
+    // The first state waits for a gate the test opens once the abort has taken effect: the two in
+    // flight cannot end (and free their slots) before it, however slow the machine.
+    const gate = path.join(f.dir, 'gate');
     setup(6, 2, `
 states:
-  importing firmware: {run: [${f.step}, import], env: {STEP_MIN_MS: "800"}}
+  importing firmware: {run: "while [ ! -e ${gate} ]; do sleep 0.05; done; ${f.step} import"}
   "*": [${f.step}, rest]
 `);
     const apply = spawnDcm(['--db', f.db, 'strategy', 'apply'], f.env);
     await waitFor(() => startedRuns(f.db) === 2, 20_000);
     dcmOk(['--db', f.db, 'strategy', 'abort']);
+    await waitFor(() => steps(f.db).filter((s) => s.state === 'aborted').length === 4, 20_000);
+    fs.writeFileSync(gate, '');
     const r = await apply.done;
     expect(r.code).toBe(3);
     const runs = f.readRuns();
@@ -51,6 +59,8 @@ states:
     expect(f.leftovers()).toEqual([]);
   }, 60_000);
 
+  // Claim, README "Running real updates", Ctrl-C: the first waits for the runs; a second sends SIGTERM, then SIGKILL, to every group
+  // (children too); those runs read `interrupted`; dcm never exits leaving a process it started.
   test('a first Ctrl-C waits for the runs; a second kills their groups, children too, and leaves no process', async () => {
     f = execFixture();
     // The first run of the first state starts a child in the background and waits; any other

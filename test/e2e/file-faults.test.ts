@@ -35,6 +35,8 @@ function corruptSubcloudTable(db: string): void {
 }
 
 describe('a damaged file', () => {
+  // Claim, README "Your data", a damaged file: a command that meets the damage stops with `error: PATH is damaged (…)`
+  // (exit 1) and writes nothing; `dcm db check` lists what is wrong.
   test('every kind of command stops with one line naming the file, exit 1, and writes nothing', () => {
     dcmOk(['--db', t.db, 'subcloud', 'add', ...Array.from({ length: 300 }, (_, i) => `s${i + 1}`)]);
     corruptSubcloudTable(t.db);
@@ -77,6 +79,8 @@ describe('a full disk (a file-size limit)', () => {
     return file;
   };
 
+  // Claim, README "Your data", a full disk or a file-size limit: one line, `error: disk full writing PATH: …` (exit 1);
+  // the transaction that did not fit is rolled back, everything before it is intact (every command is one transaction).
   test('an import into an existing file fails in one line, not killed by SIGXFSZ, and loses nothing', () => {
     dcmOk(['--db', t.db, 'subcloud', 'add', 'a', 'b']);
     const r = underFileLimit(400, ['--db', t.db, 'subcloud', 'import', csv()]);
@@ -89,6 +93,7 @@ describe('a full disk (a file-size limit)', () => {
     expect(names(t.db).split('\n')).toHaveLength(20003);
   });
 
+  // Claim, README "Your data", a full disk: a first write that does not fit leaves no file behind.
   test('a first write that does not fit creates no file and leaves no temporary file', () => {
     const file = csv();
     const r = underFileLimit(100, ['--db', t.db, 'subcloud', 'import', file]);
@@ -144,6 +149,8 @@ describe('a directory the process cannot write in', () => {
     throw new Error(`no way to make a read-only directory here (need unshare with mount rights, or setpriv): ${tried.join('; ')}`);
   });
 
+  // Claim, README "Your data", paths: in a directory dcm may not write in, writers stop with `error: cannot write in DIR
+  // (read-only)`; readers still read (from an exact in-memory copy when no writer left a -wal).
   test('writers are refused with "cannot write in DIR (read-only)"; readers still read', () => {
     dcmOk(['--db', t.db, 'subcloud', 'add', 'a', 'b']);
     const before = fileHash(t.db);
@@ -169,6 +176,7 @@ describe('a directory the process cannot write in', () => {
     expect(fs.readdirSync(t.dir)).toEqual(['dcm.db']);
   });
 
+  // Claim, README "Your data", paths: … readers read through the -wal/-shm when a writer left them.
   test('a reader reads what is in the -wal of a writer that holds the file', async () => {
     dcmOk(['--db', t.db, 'subcloud', 'add', 'a', 'b']);
     // A writer (root) that committed into its WAL and keeps the file open.
@@ -194,6 +202,7 @@ function dcmSpawnHolder(db: string, sql: string) {
 }
 
 describe('dcm db check and dcm db backup', () => {
+  // Claim, README "Your data": `dcm db check` says whether the file is sound.
   test('check says ok on a sound file; a missing file is an error and is not created', () => {
     expectErrorLine(dcm(['--db', t.db, 'db', 'check']), 1, `${t.db} does not exist`);
     expect(fs.readdirSync(t.dir)).toEqual([]);
@@ -204,6 +213,7 @@ describe('dcm db check and dcm db backup', () => {
     expect(fs.readdirSync(t.dir)).toEqual(['dcm.db']);
   });
 
+  // Claim, README "Your data": `dcm db backup FILE` keeps a copy, even while an apply runs.
   test('backup refuses an existing target, and a copy taken while an apply runs is sound and usable', async () => {
     const copy = path.join(t.dir, 'copy.db');
     fs.writeFileSync(copy, 'precious');
@@ -246,7 +256,8 @@ describe('dcm db check and dcm db backup', () => {
     // The copy is a dcm database of its own: the strategy as it was, mid-apply.
     expect(dcmOk(['--db', copy, 'strategy', 'show', '-f', 'value', '-c', 'state']).stdout).toBe('applying\n');
     expect(names(copy).split('\n')).toHaveLength(121);
-    expect(fs.readdirSync(t.dir).sort()).toEqual(['copy.db', 'dcm.db']);
+    // No temporary file left; the sim driver's sites file is the apply's, not the backup's.
+    expect(fs.readdirSync(t.dir).sort()).toEqual(['copy.db', 'dcm.db', 'dcm.db.sites']);
   });
 });
 

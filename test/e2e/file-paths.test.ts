@@ -58,6 +58,7 @@ describe('--db names something that is not a database file', () => {
     }
   }
 
+  // Claim, README "Your data", paths: `--db` follows symlinks (the -wal lives beside the real file).
   test('a symlink to a database is followed: its -wal stays beside the real file', () => {
     fs.mkdirSync(path.join(t.dir, 'real'));
     const real = path.join(t.dir, 'real', 'fleet.db');
@@ -71,6 +72,7 @@ describe('--db names something that is not a database file', () => {
     expect(fs.readdirSync(t.dir).sort()).toEqual(['link.db', 'real']);
   });
 
+  // Claim, README "Your data", paths: `--db ""` and `DCM_DB=""` are usage errors (exit 2).
   test('--db "" is a usage error for readers and writers; so is DCM_DB=""', () => {
     for (const args of [READER, WRITER]) {
       expectErrorLine(dcm(['--db', '', ...args], { cwd: t.dir }), 2, "option '--db' is empty: name a database file");
@@ -84,6 +86,8 @@ describe('--db names something that is not a database file', () => {
 });
 
 describe('leftovers of a removed database', () => {
+  // Claim, README "Your data", a removed file: with its PATH-wal left behind, dcm creates no database there
+  // (`error: PATH-wal is left from a removed database; move it and PATH-shm away`).
   test('a kill -9 leaves a -wal; after rm of the file, a write is refused, and nothing is created', async () => {
     // A writer that dies holding its WAL (as a kill -9 of an apply does).
     const script = `
@@ -129,6 +133,8 @@ describe('leftovers of a removed database', () => {
     expect(listing(t.dir)).toEqual(before);
   });
 
+  // Claim, README "Your data", a removed file: temporary files of a first write that was killed are removed by the next
+  // command once their process is gone.
   test('a first write killed with SIGKILL leaves its temporary files; the next command removes them', async () => {
     const csv = path.join(t.dir, 'big.csv');
     fs.writeFileSync(csv, ['name', ...Array.from({ length: 300_000 }, (_, i) => `imported-subcloud-${i}`)].join('\n'));
@@ -149,6 +155,7 @@ describe('leftovers of a removed database', () => {
     expectErrorLine(dcm(['--db', t.db, ...WRITER]), 1, `${t.db}-shm is left from a removed database; move it away`);
   });
 
+  // Claim, README "Your data", a removed file: … unless their process is alive (or after an hour untouched: the pid was reused).
   test('temporary files of an interrupted first write are removed by the next command, unless their process is alive', () => {
     dcmOk(['--db', t.db, 'subcloud', 'add', 's1']);
     // A pid that is not running, and one that is (this test's own process).

@@ -46,11 +46,14 @@ describe('a reader whose stdout is closed', () => {
     });
   }
 
+  // Claim, README "Your data", closed or full output: `dcm … | head -1` stops quietly with exit 0.
   test('subcloud list | head -1 and subcloud show | head -1 too', () => {
     expect(shell(['subcloud', 'list'], '2>"$ERR" | head -1', t.db)).toMatchObject({ exit: 0, err: '' });
     expect(shell(['subcloud', 'show', 'subcloud-with-a-long-name-7'], '2>"$ERR" | head -1', t.db)).toMatchObject({ exit: 0, err: '' });
   });
 
+  // Claim, README "Your data", closed or full output: a stdout that cannot take the result is `error: cannot write the
+  // output (ENOSPC)`, exit 1.
   test('a stdout that is full (> /dev/full) is a failure said in one line', () => {
     const r = shell(['subcloud', 'list'], '>/dev/full 2>"$ERR"', t.db);
     expect(r).toEqual({ exit: 1, out: '', err: 'error: cannot write the output (ENOSPC)\n' });
@@ -67,6 +70,8 @@ describe('an apply whose stderr is closed or full', () => {
   const state = () => dcmOk(['--db', t.db, 'strategy', 'show', '-f', 'value', '-c', 'state']).stdout;
   const history = () => dcmOk(['--db', t.db, 'strategy-step', 'list', '-f', 'value', '-c', 'state']).stdout.split('\n').filter(Boolean);
 
+  // Claim, README "Your data", closed or full output: a closed stderr drops progress and nothing else; the apply goes on
+  // to its end and exits with the strategy's code.
   test('dcm strategy apply 2>&1 | head -2: the apply completes and exits 0', () => {
     prepare();
     try {
@@ -80,6 +85,7 @@ describe('an apply whose stderr is closed or full', () => {
     }
   });
 
+  // Claim, README "Your data", closed or full output: … and so does a full stderr.
   test('dcm strategy apply 2>/dev/full: the apply completes and exits 0', () => {
     prepare();
     try {

@@ -14,6 +14,7 @@ beforeAll(() => {
 afterAll(() => t.cleanup());
 
 describe('names', () => {
+  // Claim, README "Your data", names: 1 to 255 characters, no control characters, no leading or trailing space.
   test.each([
     ['a newline', ['subcloud', 'add', 'a\nb'], /^invalid subcloud name 'a\\nb': a name may not hold control characters/],
     ['a tab', ['subcloud', 'add', 'ok1', 'a\tb'], /^invalid subcloud name 'a\\tb'/],
@@ -25,6 +26,7 @@ describe('names', () => {
     expectRefused(t.dir, ['--db', t.db, ...args], 2, message);
   });
 
+  // Claim, README "Your data", names: an import whose header names one field twice is refused, naming both columns.
   test('an import with a bad name or a header naming a field twice is refused whole (exit 1)', () => {
     for (const [text, message] of [
       ['name,name\na,b\n', "line 1: column 'name' is given twice"],

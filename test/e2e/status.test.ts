@@ -2,16 +2,12 @@
  * `strategy status [--watch]` and `strategy-step list --watch` (SPEC §4 "Visibility"): the record
  * before, during and after an apply, read by another process; --watch ends with apply's exit code.
  */
-import { afterEach, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
-import { BIN, dcm, tempDir, waitFor } from '../helpers/cli.js';
-import { createFleet, killLeftovers, names, spawnDcm } from '../helpers/history.js';
+import { BIN, dcm, waitFor } from '../helpers/cli.js';
+import { createFleet, names, spawnDcm, tempPerTest } from '../helpers/history.js';
 
-let cleanup: () => void = () => {};
-afterEach(() => {
-  killLeftovers();
-  cleanup();
-});
+const temp = tempPerTest();
 
 type Status = Record<string, string | number | null>;
 
@@ -31,8 +27,7 @@ const sum = (s: Status) => ['initial', 'in progress', 'complete', 'failed', 'abo
 
 describe('strategy status', () => {
   test('before, while and after applying: counts, stage and window, in flight, ETA, orchestrator', async () => {
-    const t = tempDir();
-    cleanup = t.cleanup;
+    const t = temp();
     createFleet(t.db, names(60), ['--max-parallel-subclouds', '6', '--sim-latency', '40ms..80ms', '--sim-fail', 's3=pre check']);
 
     const before = status(t.db);
@@ -86,8 +81,7 @@ describe('strategy status', () => {
   });
 
   test('every format; no strategy is an error', () => {
-    const t = tempDir();
-    cleanup = t.cleanup;
+    const t = temp();
     const none = dcm(['--db', t.db, 'strategy', 'status']);
     expect([none.code, none.stderr]).toEqual([1, 'error: Strategy not found\n']);
     createFleet(t.db, names(3), ['--sim-latency', '0']);
@@ -104,8 +98,7 @@ describe('strategy status', () => {
 
 describe('--watch', () => {
   test('strategy status --watch redraws until the strategy ends, then exits as apply would (1 failed, 0 complete)', async () => {
-    const t = tempDir();
-    cleanup = t.cleanup;
+    const t = temp();
     createFleet(t.db, names(30), ['--max-parallel-subclouds', '5', '--sim-latency', '20ms..40ms', '--sim-fail', 's30=pre check']);
     const watch = spawnDcm(['--db', t.db, 'strategy', 'status', '--watch', '-f', 'value', '-c', 'state', '-c', 'complete']);
     await waitFor(() => watch.stdout() !== '', 20_000, 10);
@@ -125,8 +118,7 @@ describe('--watch', () => {
   });
 
   test('--watch exits 3 when the strategy is aborted, and 0 when it completes; strategy-step list --watch ends with it', async () => {
-    const t = tempDir();
-    cleanup = t.cleanup;
+    const t = temp();
     createFleet(t.db, names(40), ['--max-parallel-subclouds', '2', '--sim-latency', '50ms..100ms']);
     const apply = spawnDcm(['--db', t.db, '-q', 'strategy', 'apply']);
     const watch = spawnDcm(['--db', t.db, 'strategy', 'status', '--watch', '-f', 'json']);
@@ -146,12 +138,7 @@ describe('--watch', () => {
     expect(s.stdout.length).toBeGreaterThan(completeNow.length);
 
     // Complete: exit 0.
-    const c = tempDir();
-    const prev = cleanup;
-    cleanup = () => {
-      prev();
-      c.cleanup();
-    };
+    const c = temp();
     createFleet(c.db, names(4), ['--sim-latency', '0']);
     expect(dcm(['--db', c.db, '-q', 'strategy', 'apply']).code).toBe(0);
     expect(dcm(['--db', c.db, 'strategy', 'status', '--watch', '-f', 'value', '-c', 'state'])).toMatchObject({ code: 0, stdout: 'complete\n' });
@@ -160,8 +147,7 @@ describe('--watch', () => {
 
 describe('strategy status --watch into a pipe', () => {
   test('stops at its next frame once its reader goes away (| head -1), though the strategy is still applying', async () => {
-    const t = tempDir();
-    cleanup = t.cleanup;
+    const t = temp();
     createFleet(t.db, names(10), ['--max-parallel-subclouds', '1', '--sim-latency', '2s']);
     const apply = spawnDcm(['--db', t.db, 'strategy', 'apply', '-q']);
     await waitFor(() => JSON.parse(dcm(['--db', t.db, 'strategy', 'status', '-f', 'json']).stdout).state === 'applying', 20_000);

@@ -5,7 +5,7 @@
  */
 import { afterAll, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs';
-import { dcm, dcmOk, expectRefused, Fixture, json, makeFleet, TIME, withSql } from '../helpers/fleet.js';
+import { dcm, dcmOk, expectRefused, Fixture, json, makeFleet, TIME, withSites, withSql } from '../helpers/fleet.js';
 
 const fx = new Fixture(makeFleet);
 afterAll(() => fx.cleanup());
@@ -169,7 +169,7 @@ describe('strategy-config: what drivers receive', () => {
     const r = dcm(['--db', t.db, '-q', 'strategy', 'apply']);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    const got = withSql(t.db, (d) =>
+    const got = withSites(t.db, (d) =>
       Object.fromEntries(
         (d.prepare('SELECT name, options FROM sim_site ORDER BY name').all() as { name: string; options: string }[]).map((x) => [
           x.name,
@@ -202,7 +202,7 @@ describe('strategy-config: what drivers receive', () => {
     dcmOk(['--db', t.db, 'strategy-config', 'delete', 'RegionOne']);
     dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', 's1', '--sim-latency', '0']);
     expect(dcm(['--db', t.db, '-q', 'strategy', 'apply']).code).toBe(0);
-    const options = withSql(t.db, (d) => d.prepare("SELECT options FROM sim_site WHERE name = 's1'").pluck().get() as string);
+    const options = withSites(t.db, (d) => d.prepare("SELECT options FROM sim_site WHERE name = 's1'").pluck().get() as string);
     expect(JSON.parse(options)).toEqual({
       storage_apply_type: 'parallel',
       worker_apply_type: 'parallel',

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, expect } from '@jest/globals';
+import { sitesFileOf } from '../../src/platform/sites-file.js';
 import { dcm, dcmOk, tempDir, type RunResult } from './cli.js';
 
 export { dcm, dcmOk, tempDir };
@@ -66,6 +67,11 @@ export function withSql<T>(db: string, fn: (d: Database.Database) => T, create =
   } finally {
     d.close();
   }
+}
+
+/** Open the sim driver's sites file beside the database `db` (read-only: a look at the far side). */
+export function withSites<T>(db: string, fn: (d: Database.Database) => T): T {
+  return withSql(sitesFileOf(fs.realpathSync(db)), fn);
 }
 
 /** The windows recorded for the stages of the strategy: [stage, max_parallel]. */

@@ -4,7 +4,8 @@
  */
 import { parseTimestamp } from '../../src/domain/time.js';
 import type { ChildProcess } from 'node:child_process';
-import { dcmOk, dcmSpawn } from './cli.js';
+import { afterEach } from '@jest/globals';
+import { dcmOk, dcmSpawn, tempDir } from './cli.js';
 import type { HistoryRow, StepRow } from '../../src/store/steps.js';
 
 /** A history row as `strategy-step history -f json` prints it (the store's own row shape). */
@@ -143,4 +144,22 @@ export function spawnDcm(args: string[], env: Record<string, string> = {}, opts:
 export function killLeftovers(): void {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   children.clear();
+}
+
+/**
+ * The temporary folders of an e2e file's tests, each removed when its test ends, after every dcm
+ * the test spawned is killed (a failed test leaves no process behind, and no process writes into a
+ * removed folder). Call once at the top of the file; call what it returns in each test.
+ */
+export function tempPerTest(): () => ReturnType<typeof tempDir> {
+  const made: (() => void)[] = [];
+  afterEach(() => {
+    killLeftovers();
+    for (const cleanup of made.splice(0)) cleanup();
+  });
+  return () => {
+    const t = tempDir();
+    made.push(t.cleanup);
+    return t;
+  };
 }

@@ -6,6 +6,7 @@
 import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
 import Database from 'better-sqlite3';
 import { openDb, type Db } from '../../src/store/open.js';
+import { sitesFileOf } from '../../src/platform/sites-file.js';
 import { APPLICATION_ID, MIGRATIONS } from '../../src/store/migrations.js';
 import { deleteSubcloud, insertSubclouds } from '../../src/store/subclouds.js';
 import {
@@ -93,7 +94,7 @@ describe('strategy-config store', () => {
 });
 
 describe('strategy-config migration', () => {
-  test('a file of the previous schema gains the tables, the seeded default row, and sim_site.options', () => {
+  test('a file of the previous schema gains the tables, the seeded default row, and sim_site.options (in the sites file, since 7 -> 8)', () => {
     const t = tempDir();
     try {
       const raw = new Database(t.db);
@@ -105,7 +106,9 @@ describe('strategy-config migration', () => {
       const db = openDb(t.db, { create: false })!;
       try {
         expect(getDefaultConfig(db)).toEqual({ ...BUILTIN_DEFAULTS, created_at: null, updated_at: null });
-        expect(db.prepare("SELECT options FROM sim_site WHERE name = 'a'").pluck().get()).toBeNull();
+        const sites = new Database(sitesFileOf(t.db), { fileMustExist: true });
+        expect(sites.prepare("SELECT options FROM sim_site WHERE name = 'a'").pluck().get()).toBeNull();
+        sites.close();
       } finally {
         db.close();
       }

@@ -1,2 +1,2 @@
-/** The plain-table result shape lives with the commands that return it (src/commands/table.ts). */
-export * from '../../commands/table.js';
+/** The plain-table result shape lives with the commands that return it (src/commands/plain-results.ts). */
+export * from '../../commands/plain-results.js';

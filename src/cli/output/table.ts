@@ -4,9 +4,15 @@
  * the type of its first row's value (integers right, the rest left); a show command prints a
  * left-aligned Field/Value table. Multi-line values take several lines; `--max-width` and
  * `--fit-width` shrink the widest columns and wrap their text as Python's textwrap does.
+ *
+ * The widths and the wrapping are cliff's and prettytable's rules, ported here; cli-table3 then
+ * lays the cells out, with prettytable's border characters and its compact style (no rule between
+ * rows). Every `test/golden/*.table.txt` and `*.max-width.txt` file, printed by cliff itself, pins
+ * the bytes.
  */
+import Table from 'cli-table3';
 import stringWidth from 'string-width';
-import type { Table, Value } from './result.js';
+import type { Table as Result, Value } from './result.js';
 
 export function cellText(v: Value): string {
   if (v === null || v === undefined) return 'None';
@@ -80,12 +86,6 @@ export function textwrapFill(text: string, w: number): string {
   return lines.join('\n');
 }
 
-/** Pad to the column's width; `shown` is the text as printed (coloured), `text` what it measures. */
-function justify(text: string, w: number, align: 'l' | 'r', shown = text): string {
-  const pad = ' '.repeat(Math.max(0, w - lineWidth(text)));
-  return align === 'l' ? shown + pad : pad + shown;
-}
-
 /** cliff's _assign_max_widths: which columns shrink, and to what. */
 function maxWidths(widths: number[], termWidth: number, minWidth: number): (number | undefined)[] {
   const tableWidth = widths.reduce((n, w) => n + w + 3, 1);
@@ -106,24 +106,29 @@ function maxWidths(widths: number[], termWidth: number, minWidth: number): (numb
   return out;
 }
 
-export function renderTable(t: Table, options: TableOptions | Colorize = { maxWidth: 0, fitWidth: false }): string {
-  // A bare colorizer is accepted too (the signature before cliff's width options).
-  const opts: TableOptions = typeof options === 'function' ? { maxWidth: 0, fitWidth: false, colorize: options } : options;
+/** prettytable's borders: `+` at every corner and crossing, `-` across, `|` down. */
+const CHARS = {
+  top: '-', 'top-mid': '+', 'top-left': '+', 'top-right': '+',
+  bottom: '-', 'bottom-mid': '+', 'bottom-left': '+', 'bottom-right': '+',
+  left: '|', 'left-mid': '+', mid: '-', 'mid-mid': '+', right: '|', 'right-mid': '+', middle: '|',
+};
+
+export function renderTable(t: Result, opts: TableOptions = { maxWidth: 0, fitWidth: false }): string {
   const colorize = opts.colorize ?? ((_c: string, s: string) => s);
   let head: string[];
   let rows: string[][];
-  let aligns: ('l' | 'r')[];
+  let aligns: ('left' | 'right')[];
   let colorOf: (row: string[], i: number) => string;
   if (t.kind === 'list') {
     head = t.columns;
     rows = t.rows.map((r) => r.map(cellText));
     // cliff aligns each column by the Python type of the first row's value: int right, else left.
-    aligns = t.columns.map((_, i) => (t.rows.length && typeof t.rows[0][i] === 'number' ? 'r' : 'l'));
+    aligns = t.columns.map((_, i) => (t.rows.length && typeof t.rows[0][i] === 'number' ? 'right' : 'left'));
     colorOf = (_row, i) => t.columns[i];
   } else {
     head = ['Field', 'Value'];
     rows = t.fields.map((f, i) => [f, cellText(t.values[i])]);
-    aligns = ['l', 'l'];
+    aligns = ['left', 'left'];
     colorOf = (row, i) => (i === 1 ? row[0] : '');
   }
   let widths = head.map((h, i) => Math.max(width(h), ...rows.map((r) => width(r[i]))));
@@ -135,21 +140,24 @@ export function renderTable(t: Table, options: TableOptions | Colorize = { maxWi
       return cap === undefined ? widths[i] : Math.max(width(h), ...rows.map((r) => Math.min(width(r[i]), cap)));
     });
   }
-  const rule = '+' + widths.map((w) => '-'.repeat(w + 2)).join('+') + '+';
-  const lines = [rule, '|' + head.map((h, i) => ` ${justify(h, widths[i], aligns[i])} `).join('|') + '|', rule];
-  for (const row of rows) {
-    const cells = row.map((v, i) =>
-      v
-        .split('\n')
-        .map((l) => (lineWidth(l) > widths[i] ? textwrapFill(l, widths[i]) : l))
-        .join('\n')
-        .split('\n'),
-    );
-    const height = Math.max(...cells.map((c) => c.length));
-    for (let y = 0; y < height; y++) {
-      lines.push('|' + cells.map((c, i) => ` ${justify(c[y] ?? '', widths[i], aligns[i], colorize(colorOf(row, i), c[y] ?? ''))} `).join('|') + '|');
-    }
+  const wrapped = rows.map((row) =>
+    row.map((v, i) => v.split('\n').map((l) => (lineWidth(l) > widths[i] ? textwrapFill(l, widths[i]) : l)).join('\n')),
+  );
+  // textwrap counts characters, not columns: a wrapped line of wide characters can be wider than
+  // its column. prettytable lets it stick out past the border; cli-table3 would cut it short
+  // (`…`), so the column takes the line's width instead and no text is lost.
+  if (term) widths = widths.map((w, i) => Math.max(w, ...wrapped.map((r) => width(r[i]))));
+  const table = new Table({
+    head,
+    chars: CHARS,
+    // No colours of its own (cli-table3 colours headers and borders by default): cells come
+    // coloured, one line at a time, by `colorize`.
+    style: { head: [], border: [], compact: true, 'padding-left': 1, 'padding-right': 1 },
+    colAligns: aligns,
+    colWidths: widths.map((w) => w + 2),
+  });
+  for (const [y, row] of wrapped.entries()) {
+    table.push(row.map((v, i) => v.split('\n').map((l) => (l ? colorize(colorOf(rows[y], i), l) : l)).join('\n')));
   }
-  lines.push(rule);
-  return lines.join('\n') + '\n';
+  return table.toString() + '\n';
 }

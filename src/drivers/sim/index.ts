@@ -3,7 +3,9 @@
  * and keep their own side of the update, so that a duplicate or out-of-order operation fails on
  * the subcloud exactly as in dcmanager's seed bug.
  */
+import fs from 'node:fs';
 import os from 'node:os';
+import { sitesFileOf } from '../../platform/sites-file.js';
 import type { Driver, OperationRequest, OperationResult } from '../driver.js';
 import { admit, finish, type SiteRequest } from './site.js';
 import { SiteBook } from './sites.js';
@@ -35,13 +37,13 @@ export class SimDriver implements Driver {
   /** This process's token: a site busy with this owner is busy for real. */
   private readonly owner = `${os.hostname()}:${process.pid}:${Date.now()}`;
   private readonly timers = new Set<Timer | NodeJS.Immediate>();
-  private closed = false;
 
+  /** `dbFile`: the database the strategy is in; the sites are in their own file beside it. */
   constructor(
     dbFile: string,
     private readonly settings: SimSettings,
   ) {
-    this.book = new SiteBook(dbFile);
+    this.book = new SiteBook(sitesFileOf(fs.realpathSync(dbFile)));
   }
 
   async run(req: OperationRequest): Promise<OperationResult> {
@@ -54,8 +56,8 @@ export class SimDriver implements Driver {
     const { latencyMinMs: min, latencyMaxMs: max } = this.settings;
     const latency = min + Math.floor(draw() * (max - min + 1));
     const fails = this.settings.fail.has(`${req.cloud}=${req.state}`) || draw() < this.settings.failRate;
+    // After close() this never resolves (its timer is cleared): a closed simulator answers nothing.
     await this.sleep(latency);
-    if (this.closed) return { kind: 'failed', reason: 'simulator closed' };
 
     // The site may have been changed meanwhile only by this operation: it is busy.
     const site = this.book.get(req.cloud)!;
@@ -107,7 +109,6 @@ export class SimDriver implements Driver {
   }
 
   async close(): Promise<void> {
-    this.closed = true;
     for (const t of this.timers) {
       if ('clear' in t) t.clear();
       else clearImmediate(t);

@@ -1,11 +1,33 @@
 /**
- * Where the simulated subclouds keep their side of the update: the sim_site table of the same
- * file, through the simulator's own connection (the driver never sees dcm's store). Writes of one
- * tick are committed together, and an operation is reported finished only once the site's record
- * of it is durable, so that after a kill -9 the site never knows less than the orchestrator.
+ * Where the simulated subclouds keep their side of the update: a file of their own beside the
+ * database (`<database>.sites`, see platform/sites-file.ts), opened only by this driver, whose
+ * schema is the driver's own. A site is the far side of the wire: it shares neither the store's
+ * write lock nor its `data_version` (which the orchestrator polls for requests from other shells),
+ * and `db check`, `db backup` and the store's migrations never see it. Writes of one tick are
+ * committed together, and an operation is reported finished only once the site's record of it is
+ * durable, so that after a kill -9 the site never knows less than the orchestrator.
  */
 import Database from 'better-sqlite3';
 import type { Site } from './site.js';
+
+/**
+ * The sites' schema (`PRAGMA user_version` 1). The same shape as the table older databases held,
+ * which the store's migration 7 → 8 moved into this file (it creates the table the same way when it
+ * moves rows before the driver ever ran).
+ */
+const SCHEMA = `
+  CREATE TABLE IF NOT EXISTS sim_site (
+    name TEXT PRIMARY KEY,
+    campaign TEXT NOT NULL,
+    done INTEGER NOT NULL,
+    vim TEXT NOT NULL,
+    busy_state TEXT,
+    busy_owner TEXT,
+    options TEXT
+  );
+`;
+const SCHEMA_VERSION = 1;
+
 
 interface Finish {
   site: Site;
@@ -28,11 +50,28 @@ export class SiteBook {
   private readonly finishRun;
   private readonly flushTx;
 
+  /** `file`: the sites file (created with its schema when missing). */
   constructor(file: string) {
-    this.db = new Database(file, { fileMustExist: true });
-    // Short waits, retried at the next tick: the orchestrator's event loop never stalls long behind a writer.
-    this.db.pragma('busy_timeout = 5000');
-    this.db.pragma('synchronous = NORMAL');
+    this.db = new Database(file);
+    try {
+      // Only another apply's sim driver writes here (one that took the strategy over): a wait of
+      // 5 s, as everywhere in dcm, and a busy flush is kept and retried at a later tick.
+      this.db.pragma('busy_timeout = 5000');
+      // WAL + NORMAL, as the database: a commit survives a kill -9 of the process.
+      if (this.db.pragma('journal_mode', { simple: true }) !== 'wal') this.db.pragma('journal_mode = WAL');
+      this.db.pragma('synchronous = NORMAL');
+      this.db
+        .transaction(() => {
+          const version = this.db.pragma('user_version', { simple: true }) as number;
+          if (version > SCHEMA_VERSION) throw new Error(`${file} was written by a newer dcm (sites schema version ${version})`);
+          this.db.exec(SCHEMA);
+          this.db.pragma(`user_version = ${SCHEMA_VERSION}`);
+        })
+        .immediate();
+    } catch (err) {
+      this.db.close();
+      throw err;
+    }
     this.selectOne = this.db.prepare('SELECT * FROM sim_site WHERE name = ?');
     this.upsert = this.db.prepare(
       `INSERT INTO sim_site (name, campaign, done, vim, busy_state, busy_owner, options)

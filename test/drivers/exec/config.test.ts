@@ -33,6 +33,7 @@ states:
     expect(c.states[1]).toMatchObject({ run: ['./vim.sh', '{state}'], timeoutMs: 7_200_000, env: { A: '1', B: '{cloud}' }, cwd: path.join(path.sep, 'srv', 'cfg', 'scripts') });
   });
 
+  // Claim, README "Running real updates", the config: the defaults (timeout 1h, retries 0, backoff 5s..5m, kill_grace 10s).
   test('the spec defaults: 1h, no retries, 5s..5m, 10s grace', () => {
     expect(resolve('{"states": {"*": ["true"]}}').states[0]).toMatchObject({ timeoutMs: 3_600_000, retries: 0, backoffMinMs: 5000, backoffMaxMs: 300_000, killGraceMs: 10_000 });
   });
@@ -66,6 +67,8 @@ states:
 });
 
 describe('placeholders', () => {
+  // Claim, README "Running real updates", the config: placeholders; `{` and `}` are literal braces; `${HOME}` is left to the shell;
+  // in a string command each value is single-quoted for the shell.
   test('values are quoted for the shell, not for a list; {{ }} are literal braces; ${HOME} passes', () => {
     const v = { cloud: "it's; $(rm -rf /)", state: 'pre check' };
     expect(render('echo {cloud} {state}', v, true)).toBe(`echo 'it'\\''s; $(rm -rf /)' 'pre check'`);

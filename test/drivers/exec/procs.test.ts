@@ -4,6 +4,7 @@ import { spawn } from 'node:child_process';
 import { groupAlive, groupMembers, procStartTime, sameProcessAlive, terminateGroup } from '../../../src/drivers/exec/procs.js';
 
 describe('process groups', () => {
+  // Claim, README "Running real updates", timeout: a run is over when its whole process group is gone.
   test('a group with a background child is alive until terminated, then every member is gone', async () => {
     // The leader ignores SIGTERM; its child does not: SIGKILL after the grace ends the leader.
     const child = spawn('/bin/sh', ['-c', "trap '' TERM; sleep 1000 & sleep 1000"], { detached: true, stdio: 'ignore' });

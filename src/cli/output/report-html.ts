@@ -1,10 +1,11 @@
 /**
  * The report as one self-contained HTML page: inline CSS and SVG, no script, no font, image or
  * anything else fetched, so it opens offline and can be mailed as it is. Tooltips are SVG <title>s.
+ * Drawn from the report's model (src/domain/report.ts, pure data), beside the other renderers.
  */
-import { formatSpan } from './estimate.js';
-import { formatTimestamp } from './time.js';
-import type { DurationRow, Lane, ReportModel, StageTimeline } from './report.js';
+import { formatSpan } from '../../domain/estimate.js';
+import { formatTimestamp } from '../../domain/time.js';
+import type { DurationRow, Lane, ReportModel, StageTimeline } from '../../domain/report.js';
 
 /** Colours of the operation states, in the type's order (red, orange and grey are kept for trouble). */
 const PALETTE = ['#7fb3e6', '#4a8fd9', '#2f6db5', '#7c5fc4', '#2a9d8f', '#b26fb0', '#8c6d4f', '#d4b106', '#5e8c31', '#3d5a80'];

@@ -1,0 +1,72 @@
+/**
+ * The sim driver's sites live in their own file beside the database (`<database>.sites`): apply
+ * writes them there, the database and its backups never hold them, and a database of the previous
+ * schema (7, with its sim_site table) opens, migrates and applies.
+ */
+import { afterEach, expect, test } from '@jest/globals';
+import fs from 'node:fs';
+import path from 'node:path';
+import { dcm, dcmOk, tempDir, withSites, withSql } from '../helpers/fleet.js';
+
+let t: ReturnType<typeof tempDir>;
+afterEach(() => t.cleanup());
+
+const tablesOf = (db: string) =>
+  withSql(db, (d) => d.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[]);
+
+test('a database of schema 7 (sim_site in it) opens, migrates and applies; the sites are in the sites file only', () => {
+  t = tempDir();
+  dcmOk(['--db', t.db, 'subcloud', 'add', 's1', 's2', 's3']);
+  dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0']);
+  // Back to schema 7 by hand: 7 -> 8 only dropped sim_site (as migration 0 made it, with 2 -> 3's
+  // options column). Its rows: a subcloud of an earlier campaign that has left the fleet.
+  withSql(t.db, (d) => {
+    d.exec(`CREATE TABLE sim_site (name TEXT PRIMARY KEY, campaign TEXT NOT NULL, done INTEGER NOT NULL,
+              vim TEXT NOT NULL, busy_state TEXT, busy_owner TEXT, options TEXT);
+            INSERT INTO sim_site VALUES ('gone', 'earlier', 4, 'applied', NULL, NULL, NULL);
+            PRAGMA user_version = 7;`);
+  });
+  const r = dcm(['--db', t.db, '-q', 'strategy', 'apply']);
+  expect(r.stderr).toBe('');
+  expect(r.code).toBe(0);
+  expect(tablesOf(t.db)).not.toContain('sim_site');
+  const sites = withSites(t.db, (d) => d.prepare('SELECT name, campaign, vim, busy_state FROM sim_site ORDER BY name').all()) as {
+    name: string;
+    campaign: string;
+    vim: string;
+    busy_state: string | null;
+  }[];
+  expect(sites.map((s) => s.name)).toEqual(['gone', 's1', 's2', 's3']);
+  expect(sites[0]).toEqual({ name: 'gone', campaign: 'earlier', vim: 'applied', busy_state: null });
+  expect(sites.slice(1).every((s) => s.vim === 'applied' && s.busy_state === null)).toBe(true);
+});
+
+test('db check and db backup see the database only; the next strategy starts the sites afresh', () => {
+  t = tempDir();
+  dcmOk(['--db', t.db, 'subcloud', 'add', 's1', 's2']);
+  dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0']);
+  expect(dcm(['--db', t.db, '-q', 'strategy', 'apply']).code).toBe(0);
+  expect(fs.readdirSync(t.dir).sort()).toEqual(expect.arrayContaining(['dcm.db', 'dcm.db.sites']));
+  expect(tablesOf(t.db)).not.toContain('sim_site');
+  expect(dcm(['--db', t.db, 'db', 'check']).code).toBe(0);
+  const backup = path.join(t.dir, 'copy.db');
+  dcmOk(['--db', t.db, 'db', 'backup', backup]);
+  expect(tablesOf(backup)).not.toContain('sim_site');
+  expect(fs.existsSync(`${backup}.sites`)).toBe(false);
+  // Sites are keyed by the strategy's campaign: a new strategy on the same subclouds applies again.
+  dcmOk(['--db', t.db, 'strategy', 'delete']);
+  dcmOk(['--db', t.db, 'subcloud', 'update', 's1', 's2', '--sync', 'all=out-of-sync']);
+  dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0']);
+  expect(dcm(['--db', t.db, '-q', 'strategy', 'apply']).code).toBe(0);
+});
+
+test('a database reached through a symlink has the sites file of the real one', () => {
+  t = tempDir();
+  dcmOk(['--db', t.db, 'subcloud', 'add', 's1']);
+  dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0']);
+  const link = path.join(t.dir, 'link.db');
+  fs.symlinkSync(t.db, link);
+  expect(dcm(['--db', link, '-q', 'strategy', 'apply']).code).toBe(0);
+  expect(fs.existsSync(`${link}.sites`)).toBe(false);
+  expect(withSites(t.db, (d) => d.prepare('SELECT count(*) FROM sim_site').pluck().get())).toBe(1);
+});
