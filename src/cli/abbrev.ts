@@ -34,6 +34,9 @@ function shortTakesValue(cmd: Command, ch: string): boolean | undefined {
   return o ? o.required || o.optional : undefined;
 }
 
+/** Options dcm adds that begin with one of dcmanager's client's options. */
+const DCM_EXTENSIONS = new Set(['--sysadmin-password-file']);
+
 /** The option `name` stands for on `cmd`: itself, the one it is a unique prefix of, or undefined. */
 export function resolveLong(cmd: Command, name: string): Spelling | undefined {
   const all = spellingsOf(cmd);
@@ -49,6 +52,11 @@ export function resolveLong(cmd: Command, name: string): Spelling | undefined {
     return group.find((s) => !s.hidden) ?? group[0];
   }
   const shown = [...groups.values()].map((g) => (g.find((s) => !s.hidden) ?? g[0]).long);
+  // dcm's own longer spelling of one of dcmanager's options (`--sysadmin-password-file` beside
+  // `--sysadmin-password`) takes no prefix from it: a script written for dcmanager's client, which
+  // has only the shorter option, means that one by `--sysadmin`.
+  const theirs = shown.filter((c) => !(DCM_EXTENSIONS.has(c) && shown.some((o) => o !== c && c.startsWith(o))));
+  if (theirs.length === 1) return matches.find((s) => s.long === theirs[0]);
   throw new UsageError(`ambiguous option: ${name} could match ${shown.join(', ')}`);
 }
 

@@ -51,6 +51,10 @@ describe('exact spellings and values are left alone', () => {
     expect(expand(['subcloud', 'add', '--', '--det'])).toEqual(['subcloud', 'add', '--', '--det']);
     expect(expand(['subcloud', 'list', '--nosuch'])).toEqual(['subcloud', 'list', '--nosuch']);
   });
+  test("a prefix of dcmanager's option and of a longer dcm-only one means dcmanager's (scripts keep working)", () => {
+    expect(expand(['sw-deploy-strategy', 'create', '--release-id', 'r', '--with-prestage', '--sysadmin', 'pw'])).toContain('--sysadmin-password');
+    expect(expand(['sw-deploy-strategy', 'create', '--release-id', 'r', '--with-prestage', '--sysadmin-password-f', 'f'])).toContain('--sysadmin-password-file');
+  });
   test('a subcloud named like a verb is an argument, not a subcommand', () => {
     expect(expand(['subcloud', 'show', 'list', '--det'])).toEqual(['subcloud', 'show', 'list', '--detail']);
   });

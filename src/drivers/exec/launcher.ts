@@ -36,8 +36,8 @@ interface Launch {
  * `bash -c WRAPPER dcm-run BASE FILE ARGS…`. Only the command's stderr goes through the process
  * substitution (stdout goes straight to the log), and the wrapper waits for the command alone: a
  * background process that keeps stderr open does not hold the run's end back (dcm cleans it up).
- * The files it creates (`.err`, `.status`) are private, as the log is; the command keeps the
- * umask it was given.
+ * It starts under umask 077 (this launcher's), so the files it creates (`.run`, `.err`,
+ * `.status`) are private, as the log is; the command gets the umask dcm was given (`$2`).
  *
  * Its first act takes the run: it creates `.run` exclusively, or exits (75) without running the
  * command when a later dcm has already taken it for nobody. A dcm that lost this launcher while
@@ -46,8 +46,14 @@ interface Launch {
  * that child can no longer overturn.
  */
 export const WRAPPER =
-  'b=$1; shift; { set -C; printf "%s\\n" "$DCM_RUN_ID" > "$b.run"; } 2>/dev/null || exit 75; set +C; ' +
+  'b=$1; u=$2; shift 2; { set -C; printf "%s\\n" "$DCM_RUN_ID" > "$b.run"; } 2>/dev/null || exit 75; set +C; umask "$u"; ' +
   'exec 3>&1; "$@" 2> >(umask 077; exec tee -a -- "$b.err" >&3) 3>&-; c=$?; umask 077; printf "%s %s\\n" "$c" "$DCM_RUN_ID" > "$b.status"; exit "$c"';
+
+/**
+ * The umask dcm was started with, for the commands; this process and the wrappers it starts use
+ * 077, so that every file a run leaves beside its log is private whatever the user's umask.
+ */
+const USER_UMASK = process.umask(0o077).toString(8).padStart(4, '0');
 
 let running = 0;
 let dcmGone = false;
@@ -93,7 +99,7 @@ function launch(req: Launch): void {
   }
   let child;
   try {
-    child = spawn('/bin/bash', ['-c', WRAPPER, 'dcm-run', req.base, req.file, ...req.args], {
+    child = spawn('/bin/bash', ['-c', WRAPPER, 'dcm-run', req.base, USER_UMASK, req.file, ...req.args], {
       detached: true,
       stdio: ['ignore', fd, fd],
       cwd: req.cwd,
