@@ -16,7 +16,7 @@
  */
 import { formatDuration } from '../domain/durations.js';
 import { decideReport, failureLimit, gate, stopRule, type Gate, type ReportResult } from '../domain/control.js';
-import { advance, fail, runAgain, startRun, type Transition } from '../domain/transition.js';
+import { advance, closing, fail, runAgain, startRun, type Transition } from '../domain/transition.js';
 import { TYPES, type StrategyType } from '../domain/types.js';
 import type { Driver, OperationRequest, OperationResult } from '../drivers/driver.js';
 import { interruptedLast, recordRunProcesses, retryBudgets, subcloudPlaceholders, type RetryBudget } from '../store/runs.js';
@@ -447,23 +447,24 @@ export class Orchestrator {
         // The run is over without a result: its row closes (saying when the next attempt is due,
         // so that a resume waits it out), and the state runs again as a new attempt once the
         // backoff is over, through this same registry.
-        const close = { historyId: w.historyId, outcome: d.outcome, finishedAt: r.finishedAt, details: d.reason };
+        let retryAt: string | undefined;
         if (d.outcome === 'interrupted') this.resumed.add(key);
         else {
           const b = this.budgets.get(key) ?? { failures: 0, dueMs: null };
           b.failures++;
           this.budgets.set(key, b);
-          Object.assign(close, { retryAt: timeIn(d.delayMs) });
+          retryAt = timeIn(d.delayMs);
         }
+        const close = closing(w.historyId, d.outcome, r.finishedAt, d.reason, undefined, retryAt);
         this.pending.push(runAgain(step, state, d.details, close, d.delayMs));
       } else if (d.kind === 'advance') {
-        const close = { historyId: w.historyId, outcome: 'ok' as const, finishedAt: r.finishedAt, details: d.details, durationMs };
+        const close = closing(w.historyId, 'ok', r.finishedAt, d.details, durationMs);
         // A custom type has no endpoint nor prestage status to bring up to date.
         const completes = d.ended && this.opts.type !== 'custom' ? { endpoint: TYPES[this.opts.type].endpoint } : undefined;
         const startAttempt = d.ended ? undefined : this.nextAttempt(step.id, d.to);
         this.pending.push(advance(step, state, d.to, d.details, close, startAttempt, completes));
       } else {
-        const close = { historyId: w.historyId, outcome: d.outcome, finishedAt: r.finishedAt, details: d.reason, durationMs };
+        const close = closing(w.historyId, d.outcome, r.finishedAt, d.reason, durationMs);
         this.pending.push(fail(step, state, d.details, close));
         this.failedSeen = true;
         // Counted when decided, so that starts queued in this very flush are held back (as

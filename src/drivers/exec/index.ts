@@ -155,10 +155,13 @@ export class ExecDriver implements Driver {
     const kill = () => (killing ??= this.killRun(pid, runId, run0.since, spec.killGraceMs));
     const timer = setLongTimeout(() => {
       // The command may have ended while this process could not listen (a busy file held the
-      // event loop): its wrapper's status says so, and a state that ended is never called timed out.
-      if (readStatus(base, runId)) return;
-      timedOut = true;
-      void kill();
+      // event loop): its exit, already on its way, is heard first (setImmediate runs after the
+      // pending I/O), and its wrapper's status says so. A state that ended is not timed out.
+      setImmediate(() => {
+        if (ended || readStatus(base, runId)) return;
+        timedOut = true;
+        void kill();
+      });
     }, spec.timeoutMs);
     const onAbort = () => {
       stopped = true;
@@ -166,8 +169,10 @@ export class ExecDriver implements Driver {
     };
     req.signal.addEventListener('abort', onAbort, { once: true });
     let end: Exited;
+    let ended = false;
     try {
       end = await run.exited;
+      ended = true;
     } finally {
       timer.clear();
       req.signal.removeEventListener('abort', onAbort);
@@ -182,8 +187,10 @@ export class ExecDriver implements Driver {
     if (killing) await killing;
     else await this.cleanLeftovers(pid, runId, run0.since, spec.killGraceMs);
     if (stopped) return { kind: 'failed', reason: 'interrupted' };
-    if (timedOut) return this.failure(req, spec, `timed out after ${formatDuration(spec.timeoutMs)}`, 'timeout');
     const status = readStatus(base, runId);
+    // A status written as the kill came: the command had ended by itself (a killed wrapper writes
+    // none), so it is taken as it ended, never run again for a timeout it beat.
+    if (timedOut && !(status && 'code' in status)) return this.failure(req, spec, `timed out after ${formatDuration(spec.timeoutMs)}`, 'timeout');
     if (status && 'code' in status) return this.outcome(req, spec, base, status.code);
     if (end.code === null) return this.failure(req, spec, `killed by ${end.signal ?? 'a signal'}`, 'failed');
     return this.outcome(req, spec, base, end.code);
@@ -324,6 +331,9 @@ export class ExecDriver implements Driver {
       if (alive && (req.signal.aborted || Date.now() >= deadline)) {
         await terminateTagged(tagged, spec.killGraceMs);
         if (req.signal.aborted) return { kind: 'failed', reason: 'interrupted' };
+        // As for a live run: a status written as the kill came means it had ended by itself.
+        const beat = readStatus(base, runId);
+        if (beat && 'code' in beat) return this.fromStatus(req, spec, base, beat);
         return this.failure(req, spec, `timed out after ${formatDuration(spec.timeoutMs)}`, 'timeout');
       }
       if (!alive) {
