@@ -123,8 +123,8 @@ export async function main(argv: string[], io: Io = { stdout: process.stdout, st
       return await runWatch(outcome.watch, io.stdout as NodeJS.WriteStream, async (r) => render(r, o));
     }
     if (outcome.result && out) {
-      const { render } = await import('./output/render.js');
-      io.stdout.write(render(outcome.result, out));
+      const [{ renderChunks }, { writeChunks }] = await Promise.all([import('./output/render.js'), import('./streams.js')]);
+      await writeChunks(io.stdout, renderChunks(outcome.result, out));
     }
     return outcome.exitCode ?? EXIT.ok;
   } catch (err) {

@@ -11,11 +11,12 @@ import {
   findSubcloudByRef,
   hasStep,
   insertSubclouds,
+  iterateSubclouds,
   listSubclouds,
   updateSubcloud,
   type SubcloudFields,
 } from '../store/subclouds.js';
-import { immediate, withReadDb, withWriteDb, type Ctx } from './context.js';
+import { immediate, readRows, withReadDb, withWriteDb, type Ctx } from './context.js';
 import type { CommandResult } from './results.js';
 
 function groupId(db: Db, ref: string): number {
@@ -86,8 +87,9 @@ export async function subcloudList_(
   ctx: Ctx,
   opts: { group?: string; all?: boolean; detail?: boolean } = {},
 ): Promise<CommandResult> {
-  const rows = withReadDb(ctx, [], (db) => listSubclouds(db, opts.group === undefined ? undefined : groupId(db, opts.group)));
-  return { kind: 'subclouds', rows: opts.all ? rows : rows.filter((r) => !SECONDARY.includes(r.deploy_status)), detail: Boolean(opts.detail) };
+  // Read as printed: the group is looked up when the listing starts, before anything is written.
+  const rows = readRows(ctx, (db) => iterateSubclouds(db, opts.group === undefined ? undefined : groupId(db, opts.group), Boolean(opts.all), SECONDARY));
+  return { kind: 'subclouds', rows, detail: Boolean(opts.detail) };
 }
 
 /** A subcloud by name, or by id when all digits (see findSubcloudByRef). */

@@ -85,6 +85,25 @@ export function listSubclouds(db: Db, groupId?: number): SubcloudRow[] {
   return sql(db, `${SELECT} WHERE s.group_id = ? ORDER BY s.id`).all(groupId) as SubcloudRow[];
 }
 
+/**
+ * `subcloud list` one row at a time: of one group or all, and without the secondary subclouds
+ * unless `all` (dcmanager lists those only with --all).
+ */
+export function iterateSubclouds(db: Db, groupId: number | undefined, all: boolean, hidden: readonly string[]): IterableIterator<SubcloudRow> {
+  const conds: string[] = [];
+  const args: unknown[] = [];
+  if (groupId !== undefined) {
+    conds.push('s.group_id = ?');
+    args.push(groupId);
+  }
+  if (!all && hidden.length) {
+    conds.push(`s.deploy_status NOT IN (${hidden.map(() => '?').join(', ')})`);
+    args.push(...hidden);
+  }
+  const where = conds.length ? `WHERE ${conds.join(' AND ')}` : '';
+  return sql(db, `${SELECT} ${where} ORDER BY s.id`).iterate(...args) as IterableIterator<SubcloudRow>;
+}
+
 export function findSubcloud(db: Db, name: string): SubcloudRow | undefined {
   return sql(db, `${SELECT} WHERE s.name = ?`).get(name) as SubcloudRow | undefined;
 }

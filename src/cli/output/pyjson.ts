@@ -54,3 +54,12 @@ export function pyJsonArray(recs: [string, Value][][], noindent: boolean): strin
   if (noindent) return '[' + recs.map((r) => object(r, null, 0)).join(', ') + ']\n';
   return '[' + recs.map((r) => '\n  ' + object(r, '  ', 1)).join(',') + '\n]\n';
 }
+
+/**
+ * The same array written a record at a time (a streamed list): `open`, then each record with
+ * `item` (the first without `sep`), then `close`. Concatenated, exactly `pyJsonArray`'s text.
+ */
+export function pyJsonArrayParts(noindent: boolean): { open: string; sep: string; item: (rec: [string, Value][]) => string; close: string } {
+  if (noindent) return { open: '[', sep: ', ', item: (r) => object(r, null, 0), close: ']\n' };
+  return { open: '[', sep: ',', item: (r) => '\n  ' + object(r, '  ', 1), close: '\n]\n' };
+}
