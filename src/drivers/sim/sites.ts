@@ -4,7 +4,11 @@
  * tick are committed together, and an operation is reported finished only once the site's record
  * of it is durable, so that after a kill -9 the site never knows less than the orchestrator.
  */
-import Database from 'better-sqlite3';
+import type DatabaseT from 'better-sqlite3';
+import { requireCjs } from '../../platform/cjs.js';
+
+// Through require: see platform/cjs.ts.
+const Database = requireCjs('better-sqlite3') as typeof DatabaseT;
 import type { Site } from './site.js';
 
 interface Finish {
@@ -17,7 +21,7 @@ interface Finish {
 }
 
 export class SiteBook {
-  private readonly db: Database.Database;
+  private readonly db: DatabaseT.Database;
   private readonly cache = new Map<string, Site>();
   private readonly dirty = new Map<string, Site>();
   /** Finishes to write only if the site still runs the operation of `owner`. */
