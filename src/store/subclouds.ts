@@ -176,8 +176,12 @@ function flatten(f: SubcloudFields): Record<string, unknown> {
   return out;
 }
 
-/** Insert many subclouds with one prepared statement (the caller holds the transaction). */
-export function insertSubclouds(db: Db, rows: { name: string; fields: SubcloudFields }[]): void {
+/**
+ * Insert many subclouds with one prepared statement (the caller holds the transaction). With
+ * `onTaken`, a name already in the table calls it with the row's index (it throws), instead of
+ * failing with SQLite's constraint error; the id of the first row inserted is returned.
+ */
+export function insertSubclouds(db: Db, rows: { name: string; fields: SubcloudFields }[], onTaken?: (index: number) => never): number | null {
   const stmt = sql(
     db,
     `INSERT INTO subcloud (name, description, location, group_id, management, availability, deploy_status,
@@ -188,8 +192,24 @@ export function insertSubclouds(db: Db, rows: { name: string; fields: SubcloudFi
        @firmware_sync, @created_at, ${UNTRACKED.map((c) => '@' + c).join(', ')})`,
   );
   const created = now();
-  for (const r of rows) {
-    stmt.run({
+  let firstId: number | null = null;
+  for (let i = 0; i < rows.length; i++) {
+    const r = rows[i];
+    let id: number;
+    try {
+      id = Number(stmt.run(row(r, created)).lastInsertRowid);
+    } catch (err) {
+      if (onTaken && (err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') onTaken(i);
+      throw err;
+    }
+    firstId ??= id;
+  }
+  return firstId;
+}
+
+function row(r: { name: string; fields: SubcloudFields }, created: string): Record<string, unknown> {
+  {
+    return {
       description: null,
       location: null,
       group_id: 1,
@@ -207,8 +227,18 @@ export function insertSubclouds(db: Db, rows: { name: string; fields: SubcloudFi
       ...flatten(r.fields),
       name: r.name,
       created_at: created,
-    });
+    };
   }
+}
+
+/** The highest subcloud id (0 for none): new rows take the ids after it. */
+export function maxSubcloudId(db: Db): number {
+  return sql(db, 'SELECT coalesce(max(id), 0) FROM subcloud').pluck().get() as number;
+}
+
+/** The id of the subcloud of that name, if there is one. */
+export function idOfName(db: Db, name: string): number | undefined {
+  return sql(db, 'SELECT id FROM subcloud WHERE name = ?').pluck().get(name) as number | undefined;
 }
 
 export function updateSubcloud(db: Db, id: number, fields: SubcloudFields): void {
