@@ -169,6 +169,39 @@ export function planningRecords(db: Db): SubcloudRecord[] {
   }));
 }
 
+/**
+ * planningRecords in group id, then id order, a page at a time (of one group, when given): each
+ * page is read whole (`.all()`), so that the connection is free to insert between pages.
+ */
+export function* planningPages(db: Db, groupId: number | null, pageSize = 10_000): Generator<SubcloudRecord, void, undefined> {
+  const cols = `id, name, group_id, management, availability, deploy_status,
+       patching_sync, usm_sync, kubernetes_sync, kube_rootca_sync, firmware_sync`;
+  // Keyset paging on the (group_id, id) index: each page starts where the last one ended.
+  const page = groupId === null
+    ? sql(db, `SELECT ${cols} FROM subcloud WHERE (group_id, id) > (?, ?) ORDER BY group_id, id LIMIT ?`).raw(true)
+    : sql(db, `SELECT ${cols} FROM subcloud WHERE group_id = ? AND id > ? ORDER BY group_id, id LIMIT ?`).raw(true);
+  let g = groupId ?? -1;
+  let id = -1;
+  for (;;) {
+    const rows = page.all(g, id, pageSize) as [number, string, number, string, string, string, SyncStatus, SyncStatus, SyncStatus, SyncStatus, SyncStatus][];
+    for (const r of rows) {
+      yield {
+        id: r[0],
+        name: r[1],
+        groupId: r[2],
+        management: r[3],
+        availability: r[4],
+        deployStatus: r[5],
+        sync: { patching: r[6], usm: r[7], kubernetes: r[8], 'kube-rootca': r[9], firmware: r[10] },
+      };
+    }
+    if (rows.length < pageSize) return;
+    const last = rows[rows.length - 1];
+    if (groupId === null) g = last[2];
+    id = last[0];
+  }
+}
+
 function flatten(f: SubcloudFields): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(f)) if (k !== 'sync' && v !== undefined) out[k] = v;
@@ -229,6 +262,11 @@ function row(r: { name: string; fields: SubcloudFields }, created: string): Reco
       created_at: created,
     };
   }
+}
+
+/** Every subcloud's name in id order (for a message that suggests one). */
+export function allSubcloudNames(db: Db): string[] {
+  return sql(db, 'SELECT name FROM subcloud ORDER BY id').pluck().all() as string[];
 }
 
 /** The highest subcloud id (0 for none): new rows take the ids after it. */
