@@ -230,7 +230,7 @@ function checkCsvHeader(body: string): void {
  * handed out in batches. Names twice within the file are NOT checked here: the caller learns of
  * them from the store's unique name (and tells them from names already there by id).
  */
-export function* importBatches(buf: Buffer, size = 10_000): Generator<ImportRow[], void, undefined> {
+export function* importBatches(buf: Buffer, size = 1_000): Generator<ImportRow[], void, undefined> {
   let start = buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf ? 3 : 0;
   while (start < buf.length && (buf[start] === 0x20 || buf[start] === 0x09 || buf[start] === 0x0a || buf[start] === 0x0d)) start++;
   const first = String.fromCharCode(buf[start] ?? 0);
