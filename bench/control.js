@@ -79,8 +79,10 @@ export async function million(ctx) {
       what: `dcm ${args.slice(0, 2).join(' ')} over ${fmtInt(n)} subclouds (one run)`,
       unit: 'ms',
       value: summary([r.ms], 1),
+      // The table's targets are on the time column; issue 21's target for import and create is
+      // their peak RSS (≤ 300 MiB: they stream in batches), said in the limit column.
       target: null,
-      limit: `peak RSS ${(r.rssKiB / MiB).toFixed(0)} MiB`,
+      limit: `peak RSS ${(r.rssKiB / MiB).toFixed(0)} MiB${label === 'apply' ? '' : `, target ≤ 300 MiB: ${r.rssKiB / MiB <= 300 ? 'met' : 'NOT met'}`}`,
       diagnostics: { rssMiB: r.rssKiB / MiB },
     });
   }

@@ -331,7 +331,7 @@ export async function readLatency(ctx) {
       value: summary(dcmList, 1),
       baseline: summary(baseList, 1),
       ratio: ratio(dcmList, baseList),
-      target: { of: 'ratio', max: 1.5 },
+      target: { of: 'ratio', max: 1.3 },
       limit:
         `start-up and copies: it loads ${modsList.total} modules (${modsList.own} of dcm's own; ${pkgs(modsList)}) where the ` +
         `baseline loads ${modsBase.total}; dcm --help costs ${startupGap.toFixed(0)} ms over node -e 0, the list ` +

@@ -3,7 +3,7 @@
  * every command, subcommand and option a future change adds completes without touching this file.
  * Values of options with a fixed set (formats, types, apply types, step states…) complete too.
  */
-import { Argument, type Command, type Option } from 'commander';
+import { Argument, type Command, type Option } from './commander.js';
 import { allStepStates } from '../domain/choices.js';
 import { APPLY_TYPES, ENDPOINTS, STRATEGY_TYPES, SYNC_STATUSES } from '../domain/types.js';
 import { FORMATS } from './output/options.js';

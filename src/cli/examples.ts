@@ -182,9 +182,14 @@ export function examplesText(path: string): string {
 /** Add the Examples block to the help of `program` and of every command below it. */
 export function addExamples(program: Command): void {
   const visit = (cmd: Command) => {
-    const text = examplesText(commandPath(cmd));
-    if (text) cmd.addHelpText('after', text);
+    addExamplesTo(cmd);
     cmd.commands.forEach(visit);
   };
   visit(program);
+}
+
+/** One command's Examples block (main adds it only to the commands a command line can reach). */
+export function addExamplesTo(cmd: Command): void {
+  const text = examplesText(commandPath(cmd));
+  if (text) cmd.addHelpText('after', text);
 }

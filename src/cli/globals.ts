@@ -4,7 +4,7 @@
  * own options first (`--description "-first rack"` is a description) and a global option works
  * before or after the command (`dcm -f json strategy show` ≡ `dcm strategy show -f json`).
  */
-import { InvalidArgumentError, Option, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from './commander.js';
 import { FORMATS, QUOTES, type Format, type Quote } from './output/options.js';
 import { collect } from './parsers.js';
 

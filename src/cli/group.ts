@@ -1,5 +1,5 @@
 /** Commander wiring of `dcm subcloud-group …` (dcmanager's underscore spellings, dashed ones too). */
-import { Option, type Command } from 'commander';
+import { Option, type Command } from './commander.js';
 import type { GroupInput } from '../commands/groups.js';
 import type { ApplyType } from '../domain/types.js';
 import { applyType, groupMaxParallel } from './parsers.js';

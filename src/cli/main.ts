@@ -2,7 +2,7 @@
  * The one exit point: parse argv, run the command, print its result on stdout, and map every
  * error to one `error: <message>` line on stderr and an exit code (SPEC §8).
  */
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError } from './commander.js';
 import { createRequire } from 'node:module';
 import { DcmError, EXIT } from '../domain/errors.js';
 import { resolveDbPath } from '../store/path.js';
@@ -21,7 +21,7 @@ import { registerStrategyConfig } from './strategy-config.js';
 import { registerDb } from './db.js';
 import { registerCompletion } from './completion.js';
 import { registerAlarm } from './alarm.js';
-import { addExamples, examplesText } from './examples.js';
+import { addExamples, addExamplesTo, examplesText } from './examples.js';
 import { expandAbbreviations } from './abbrev.js';
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
@@ -36,7 +36,13 @@ export interface Io {
   stdin?: ConfirmIo['stdin'];
 }
 
-export function buildProgram(run: Runner, io?: Io): Command {
+/**
+ * The program: every command, its options, and (unless `lazy`) the global options and Examples
+ * block on every command. `lazy` leaves those two to `finishCommands`, which adds them only where
+ * the command line can lead: 137 commands with 16 global options each are 2,000 option objects and
+ * their listeners, a third of a short command's start-up, and a command line uses a handful.
+ */
+export function buildProgram(run: Runner, io?: Io, lazy = false): Command {
   const program = new Command('dcm')
     .description('Orchestrate software updates across a fleet of subclouds, dcmanager style')
     .version(version, '--version')
@@ -62,9 +68,33 @@ export function buildProgram(run: Runner, io?: Io): Command {
   registerAlarm(program, run);
   // Last: every command registered above takes the global and formatter options, and gets its
   // Examples block.
-  addGlobalOptionsEverywhere(program);
-  addExamples(program);
+  if (!lazy) {
+    addGlobalOptionsEverywhere(program);
+    addExamples(program);
+  }
   return program;
+}
+
+/**
+ * The global options and Examples of a lazy program, on every command `words` may name: each word
+ * that is the name (or alias) of a subcommand of a command already reached reaches it too. Words
+ * are not told apart from option values here (`-c strategy` reaches `strategy`), so this reaches
+ * more commands than the parse will take, never fewer: whatever path commander and
+ * expandAbbreviations follow, its commands have their options.
+ */
+export function finishCommands(program: Command, words: readonly string[]): void {
+  const reached = new Set<Command>([program]);
+  for (const w of words) {
+    if (w === '--') break;
+    for (const cmd of [...reached]) {
+      const sub = cmd.commands.find((c) => c.name() === w || c.aliases().includes(w));
+      if (sub && !reached.has(sub)) {
+        reached.add(sub);
+        addGlobalOptions(sub, false);
+      }
+    }
+  }
+  for (const cmd of reached) addExamplesTo(cmd);
 }
 
 function outputOptions(g: GlobalOptions, io: Io): OutputOptions {
@@ -93,7 +123,7 @@ export async function main(argv: string[], io: Io = { stdout: process.stdout, st
       const res = await fn(ctx!);
       outcome = isOutcome(res) ? res : { result: res };
     };
-    const program = buildProgram(run, io);
+    const program = buildProgram(run, io, true);
     program.hook('preAction', async (_program, action) => {
       const g = readGlobals(action);
       const o = outputOptions(g, io);
@@ -117,6 +147,7 @@ export async function main(argv: string[], io: Io = { stdout: process.stdout, st
     // cliff's `help subcloud list` is that command's --help (exit 0); commander's own help command
     // takes one word only, and exits 2 without one.
     const words = argv[0] === 'help' ? helpOf(program, argv.slice(1)) : argv;
+    finishCommands(program, words);
     await program.parseAsync(expandAbbreviations(program, words), { from: 'user' });
     for (const w of outcome.warnings ?? []) io.stderr.write(`warning: ${w}\n`);
     if (outcome.text !== undefined) io.stdout.write(outcome.text);
@@ -126,8 +157,15 @@ export async function main(argv: string[], io: Io = { stdout: process.stdout, st
       return await runWatch(outcome.watch, io.stdout as NodeJS.WriteStream, async (r) => render(r, o));
     }
     if (outcome.result && out) {
-      const { render } = await import('./output/render.js');
-      io.stdout.write(render(outcome.result, out));
+      // A long list goes out row by row; anything else is rendered whole (render.ts loads the table
+      // layout and chalk, which a streamed list does not need).
+      const [{ streamChunks }, { writeChunks }] = await Promise.all([import('./output/stream.js'), import('./streams.js')]);
+      const chunks = streamChunks(outcome.result, out);
+      if (chunks) await writeChunks(io.stdout, chunks);
+      else {
+        const text = (await import('./output/render.js')).render(outcome.result, out);
+        if (text) io.stdout.write(text);
+      }
     }
     return outcome.exitCode ?? EXIT.ok;
   } catch (err) {

@@ -1,5 +1,5 @@
 /** Option-value parsers for commander: a bad value is a usage error (exit 2). */
-import { InvalidArgumentError } from 'commander';
+import { InvalidArgumentError } from './commander.js';
 import { UsageError } from '../domain/errors.js';
 import { parseApplyType, parseIntIn } from '../domain/inventory.js';
 import { STRATEGY_TYPES, type StrategyType } from '../domain/types.js';

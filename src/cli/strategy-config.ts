@@ -1,5 +1,5 @@
 /** Commander wiring of `dcm strategy-config …` (dcmanager's sw-update-options). */
-import { Option, type Command } from 'commander';
+import { Option, type Command } from './commander.js';
 import {
   ALARM_RESTRICTION_TYPES,
   INSTANCE_ACTIONS,

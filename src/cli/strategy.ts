@@ -1,5 +1,5 @@
 /** Commander wiring of `dcm strategy …` and the per-type aliases (`dcm patch-strategy …`). */
-import { Option, type Command } from 'commander';
+import { Option, type Command } from './commander.js';
 
 /** The command modules (SQLite, the orchestrator) load only when a command runs, not for --help. */
 const commands = () => import('../commands/strategy.js');

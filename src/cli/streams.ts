@@ -74,6 +74,39 @@ export function guardProcessStreams(): { stdout: GuardedStream; stderr: GuardedS
   return { stdout: guardStream(process.stdout), stderr: guardStream(process.stderr) };
 }
 
+/** Whether `stream` (guarded) failed or was closed by its reader: a long output should stop. */
+export function streamClosed(stream: NodeJS.WritableStream): boolean {
+  return guarded.get(stream)?.closed ?? false;
+}
+
+/**
+ * Write `chunks` to `out` one by one, waiting for room when it is full, and stop reading them
+ * (which lets go of what produces them: a list's file) once the reader has gone (`| head -1`) or a
+ * write failed (`> /dev/full`). Between pieces the event loop turns, so that the error a write
+ * met is known before the next piece is made.
+ */
+export async function writeChunks(out: NodeJS.WritableStream, chunks: Iterable<string>): Promise<void> {
+  for (const chunk of chunks) {
+    if (streamClosed(out)) return;
+    if (!out.write(chunk)) {
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          out.off('drain', done);
+          out.off('close', done);
+          out.off('error', done);
+          resolve();
+        };
+        out.once('drain', done);
+        out.once('close', done);
+        out.once('error', done);
+      });
+    } else {
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    if (streamClosed(out)) return;
+  }
+}
+
 /**
  * The exit code once the command is done: a result that could not be written because stdout is
  * full or broken (`> /dev/full`) is a failure, said on stderr, as coreutils do; a reader that went

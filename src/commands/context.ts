@@ -7,6 +7,7 @@ import { removeStaleTemps, tempName } from '../store/leftovers.js';
 import { checkDbPath, openDb, type Db } from '../store/open.js';
 import { inspectDbPath } from '../store/path.js';
 import { PRIVATE_FILE } from '../platform/private.js';
+import type { RowStream } from './results.js';
 
 export interface Ctx {
   dbPath: string;
@@ -120,6 +121,40 @@ export function withReadDb<T>(ctx: Ctx, empty: T, fn: (db: Db) => T): T {
       db.close();
     }
   });
+}
+
+/**
+ * Rows read lazily: each iteration opens the file (nothing when it is missing), runs `fn` and
+ * yields its rows one by one, then closes the file, also when the reader stops early (a closed
+ * pipe). The statement's iterator keeps one WAL read transaction open for the whole listing:
+ * acceptable for a one-shot list (it lasts as long as its output takes to write, and a checkpoint
+ * only waits for it), where gathering every row first (`.all()`) would hold the whole list in
+ * memory. `--watch` keeps reading with `.all()` and letting go between frames.
+ */
+export function readRows<T>(ctx: Ctx, fn: (db: Db) => Iterable<T>): RowStream<T> {
+  return {
+    streamed: true,
+    *[Symbol.iterator]() {
+      const db = withFileFaults(ctx.dbPath, () => {
+        removeStaleTemps(inspectDbPath(ctx.dbPath).real);
+        return openDb(ctx.dbPath, { create: false });
+      });
+      if (!db) return;
+      let it: Iterator<T> | undefined;
+      try {
+        it = withFileFaults(ctx.dbPath, () => fn(db)[Symbol.iterator]());
+        for (;;) {
+          const next = withFileFaults(ctx.dbPath, () => it!.next());
+          if (next.done) return;
+          yield next.value;
+        }
+      } finally {
+        // The statement first: a connection with a statement still stepping cannot close.
+        it?.return?.();
+        db.close();
+      }
+    },
+  };
 }
 
 /** One read-modify-write: BEGIN IMMEDIATE, so a concurrent writer waits instead of failing. */

@@ -15,9 +15,22 @@ export type GroupRecord = Omit<GroupRow, 'created_at'> & { created_at: string | 
 /** One line of `strategy-step list`: cloud, stage, state, details, started_at, finished_at. */
 export type StepLine = [string, number, string, string, string | null, string | null];
 
+/**
+ * Rows read from the file as they are printed (a list command's result): iterating opens the file,
+ * yields each row and closes it; the CLI may stream them to stdout or gather them (to sort, or to
+ * size a table's columns). A list of 100,000 rows then never lives in memory at once.
+ */
+export interface RowStream<T> extends Iterable<T> {
+  readonly streamed: true;
+}
+
+export function isRowStream<T>(rows: readonly T[] | RowStream<T>): rows is RowStream<T> {
+  return !Array.isArray(rows);
+}
+
 export type CommandResult =
   /** `subcloud list` (and add, update of several): `detail` asks for every column. */
-  | { kind: 'subclouds'; rows: SubcloudRow[]; detail: boolean }
+  | { kind: 'subclouds'; rows: SubcloudRow[] | RowStream<SubcloudRow>; detail: boolean }
   /** `subcloud-group list-subclouds`: dcmanager prints the detail columns. */
   | { kind: 'group-subclouds'; rows: SubcloudRow[] }
   /**
@@ -28,7 +41,7 @@ export type CommandResult =
   | { kind: 'groups'; rows: GroupRecord[] }
   | { kind: 'group'; row: GroupRecord }
   | { kind: 'strategy'; strategy: Strategy }
-  | { kind: 'steps'; rows: StepLine[] }
+  | { kind: 'steps'; rows: StepLine[] | RowStream<StepLine> }
   | { kind: 'step'; row: StepRow }
   | { kind: 'history'; rows: HistoryRow[] }
   | { kind: 'imported'; count: number }

@@ -1,7 +1,7 @@
 /** `dcm strategy-step list|show|history`: read-only views of the steps. */
 import { OperationError } from '../domain/errors.js';
-import { findStep, listHistory, listStepColumns } from '../store/steps.js';
-import { withReadDb, type Ctx } from './context.js';
+import { findStep, iterateStepColumns, listHistory } from '../store/steps.js';
+import { readRows, withReadDb, type Ctx } from './context.js';
 import type { CommandResult, StepLine } from './results.js';
 import { allStepStates, checkStepStates } from '../domain/choices.js';
 import { statesOf, type StrategyType } from '../domain/types.js';
@@ -26,7 +26,7 @@ export function checkStepFilter(ctx: Ctx, filter: { states?: string[]; stage?: n
 
 export async function stepList_(ctx: Ctx, filter: { states?: string[]; stage?: number }): Promise<CommandResult> {
   checkStepFilter(ctx, filter);
-  return { kind: 'steps', rows: withReadDb(ctx, [], (db) => listStepColumns(db, filter) as StepLine[]) };
+  return { kind: 'steps', rows: readRows(ctx, (db) => iterateStepColumns(db, filter) as IterableIterator<StepLine>) };
 }
 
 export async function stepShow_(ctx: Ctx, cloud: string): Promise<CommandResult> {

@@ -1,15 +1,15 @@
 /** `dcm strategy create|show|delete|abort` (apply lives in the orchestrator). */
 import { OperationError, UsageError } from '../domain/errors.js';
 import { formatMaxFailures, parseMaxFailures } from '../domain/control.js';
-import { checkCombination, checkMaxParallel, planSteps } from '../domain/planning.js';
+import { checkCombination, checkMaxParallel, planSteps, planStepsInOrder, type PlannedStep } from '../domain/planning.js';
 import { timeoutExtraArgs, typeExtraArgs, type RawDriverOptions, type RawTypeOptions } from '../domain/options.js';
 import { driverExtraArgs, parseDriverName } from '../drivers/index.js';
 import { STRATEGY_ENDED, statesOf, type ApplyType, type StrategyType } from '../domain/types.js';
 import { findGroup, listGroups } from '../store/groups.js';
 import type { Db } from '../store/open.js';
-import { deleteStrategy, getStrategy, insertStrategy, type Strategy } from '../store/strategy.js';
+import { deleteStrategy, getStrategy, insertStages, insertStrategy, type Strategy } from '../store/strategy.js';
 import { insertSteps } from '../store/steps.js';
-import { planningRecords } from '../store/subclouds.js';
+import { allSubcloudNames, idOfName, planningPages, planningRecords } from '../store/subclouds.js';
 import { now } from '../store/clock.js';
 import { DEFAULT_UNCREATED } from './groups.js';
 import { immediate, withExistingWriteDb, withReadDb, withWriteDb, type Ctx } from './context.js';
@@ -128,23 +128,57 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Comm
       ?? dryRunView(null, plan(null), input.type, { ...extra, ...driver });
   }
 
+  const record = (db: Db) => {
+    const shown = recordedWindow(db, req);
+    return {
+      type: input.type,
+      subcloudApplyType: shown.subcloudApplyType,
+      maxParallelSubclouds: shown.maxParallelSubclouds,
+      stopOnFailure: Boolean(input.stopOnFailure),
+      maxFailures,
+      extra: { ...extra, ...driver, cloud_name: req.cloudName, ...(req.cloudNames ? { cloud_names: req.cloudNames } : {}), group: req.groupName, force: req.force },
+    };
+  };
+  const named = Boolean(req.cloudName || req.cloudNames?.length);
+
   return withWriteDb(ctx, (db) =>
     immediate(db, () => {
-      const p = plan(db);
-      const shown = recordedWindow(db, req);
-      insertStrategy(
-        db,
-        {
-          type: input.type,
-          subcloudApplyType: shown.subcloudApplyType,
-          maxParallelSubclouds: shown.maxParallelSubclouds,
-          stopOnFailure: Boolean(input.stopOnFailure),
-          maxFailures,
-          extra: { ...extra, ...driver, cloud_name: req.cloudName, ...(req.cloudNames ? { cloud_names: req.cloudNames } : {}), group: req.groupName, force: req.force },
-        },
-        p.stages,
-      );
-      insertSteps(db, p.steps);
+      if (named) {
+        const p = plan(db);
+        insertStrategy(db, record(db), p.stages);
+        insertSteps(db, p.steps);
+        return { kind: 'strategy', strategy: theStrategy(db) };
+      }
+      // The fleet or a group: planned as the subclouds are read, a page at a time, and the steps
+      // inserted in batches, so that memory does not follow the fleet. The strategy row goes
+      // first (the steps refer to it) and the stages last (known once every subcloud is seen);
+      // an error of the plan on any page rolls all of it back with the transaction.
+      const existing = getStrategy(db);
+      if (existing) throw new OperationError(`Strategy of type: '${existing.type}' already exists`);
+      checkCombination(req);
+      const known = new Set(simFails.map((f) => f.slice(0, f.indexOf('='))).filter((c) => idOfName(db, c) !== undefined));
+      checkSimFailClouds(simFails, known, () => allSubcloudNames(db));
+      const groups = listGroups(db).map((g) => ({
+        id: g.id,
+        name: g.name,
+        updateApplyType: g.update_apply_type,
+        maxParallelSubclouds: g.max_parallel_subclouds,
+      }));
+      const only = req.groupName ? findGroup(db, req.groupName) : undefined;
+      insertStrategy(db, record(db), []);
+      const steps = planStepsInOrder(req, groups, planningPages(db, only ? only.id : null));
+      const batch: PlannedStep[] = [];
+      for (let r = steps.next(); ; r = steps.next()) {
+        if (!r.done) batch.push(r.value);
+        if (r.done || batch.length === 10_000) {
+          insertSteps(db, batch);
+          batch.length = 0;
+        }
+        if (r.done) {
+          insertStages(db, r.value);
+          break;
+        }
+      }
       return { kind: 'strategy', strategy: theStrategy(db) };
     }),
   );

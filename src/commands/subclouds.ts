@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import { OperationError } from '../domain/errors.js';
 import { checkName, type SubcloudInput } from '../domain/inventory.js';
-import { parseImport } from '../domain/importfile.js';
+import { importBatches, type ImportRow } from '../domain/importfile.js';
 import { findGroup } from '../store/groups.js';
 import type { Db } from '../store/open.js';
 import {
@@ -10,12 +10,15 @@ import {
   existingNames,
   findSubcloudByRef,
   hasStep,
+  idOfName,
+  maxSubcloudId,
   insertSubclouds,
+  iterateSubclouds,
   listSubclouds,
   updateSubcloud,
   type SubcloudFields,
 } from '../store/subclouds.js';
-import { immediate, withReadDb, withWriteDb, type Ctx } from './context.js';
+import { immediate, readRows, withReadDb, withWriteDb, type Ctx } from './context.js';
 import type { CommandResult } from './results.js';
 
 function groupId(db: Db, ref: string): number {
@@ -64,17 +67,51 @@ export async function subcloudAdd(ctx: Ctx, names: string[], input: SubcloudInpu
 }
 
 export async function subcloudImport(ctx: Ctx, file: string): Promise<CommandResult> {
-  let text: string;
+  let buf: Buffer;
   try {
-    text = fs.readFileSync(file === '-' ? 0 : file, 'utf8');
+    // The bytes, not a string: a batch is decoded when its turn comes (importBatches), and a
+    // Buffer lives outside the JS heap.
+    buf = fs.readFileSync(file === '-' ? 0 : file);
   } catch (err) {
     throw new OperationError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
-  const rows = parseImport(text);
+  // The first batch is checked before the file is opened: a file that is not an import at all
+  // (no name column, broken JSON on line 1) creates nothing, not even a temporary file.
+  const batches = importBatches(buf);
+  const head = batches.next();
   return withWriteDb(ctx, (db) =>
     immediate(db, () => {
-      addRows(db, rows);
-      return { kind: 'imported', count: rows.length };
+      // All rows or none: every batch is inserted inside this one transaction, so a bad row on
+      // any line rolls back the batches before it (and a new file is never published).
+      let count = 0;
+      // The line of each row inserted, by its id: new rows take ids from max(id) + 1 on, one by
+      // one (the table has no AUTOINCREMENT, and this transaction is the only writer), so a name
+      // that meets an id above `before` is a name given twice in the file.
+      const lines: number[] = [];
+      const before = maxSubcloudId(db);
+      const insert = (rows: ImportRow[]) => {
+        const stored = rows.map((r) => {
+          try {
+            return { name: r.name, fields: toStored(db, r.fields) };
+          } catch (err) {
+            if (err instanceof OperationError) throw new OperationError(`line ${r.line}: ${err.message}`);
+            throw err;
+          }
+        });
+        for (const r of rows) lines.push(r.line);
+        insertSubclouds(db, stored, (i) => {
+          const r = rows[i];
+          const other = idOfName(db, r.name);
+          if (other !== undefined && other > before) {
+            throw new OperationError(`line ${r.line}: duplicate name '${r.name}' (first on line ${lines[other - before - 1]})`);
+          }
+          throw new OperationError(`line ${r.line}: Subcloud ${r.name} already exists`);
+        });
+        count += rows.length;
+      };
+      if (!head.done) insert(head.value);
+      for (const rows of batches) insert(rows);
+      return { kind: 'imported', count };
     }),
   );
 }
@@ -86,8 +123,9 @@ export async function subcloudList_(
   ctx: Ctx,
   opts: { group?: string; all?: boolean; detail?: boolean } = {},
 ): Promise<CommandResult> {
-  const rows = withReadDb(ctx, [], (db) => listSubclouds(db, opts.group === undefined ? undefined : groupId(db, opts.group)));
-  return { kind: 'subclouds', rows: opts.all ? rows : rows.filter((r) => !SECONDARY.includes(r.deploy_status)), detail: Boolean(opts.detail) };
+  // Read as printed: the group is looked up when the listing starts, before anything is written.
+  const rows = readRows(ctx, (db) => iterateSubclouds(db, opts.group === undefined ? undefined : groupId(db, opts.group), Boolean(opts.all), SECONDARY));
+  return { kind: 'subclouds', rows, detail: Boolean(opts.detail) };
 }
 
 /** A subcloud by name, or by id when all digits (see findSubcloudByRef). */

@@ -164,15 +164,15 @@ function parseJsonArray(text: string): RawRow[] {
   });
 }
 
-function parseJsonLines(text: string): RawRow[] {
+function parseJsonLines(text: string, offset = 0): RawRow[] {
   const rows: RawRow[] = [];
   text.split('\n').forEach((raw, i) => {
     const t = raw.trim();
     if (t === '') return;
     try {
-      rows.push({ line: i + 1, data: JSON.parse(t) as Record<string, unknown> });
+      rows.push({ line: i + 1 + offset, data: JSON.parse(t) as Record<string, unknown> });
     } catch (err) {
-      throw new OperationError(`line ${i + 1}: invalid JSON (${(err as Error).message})`);
+      throw new OperationError(`line ${i + 1 + offset}: invalid JSON (${(err as Error).message})`);
     }
   });
   return rows;
@@ -186,7 +186,8 @@ function parseCsvHeader(text: string): string[] {
   }
 }
 
-function parseCsvRows(text: string): RawRow[] {
+/** `offset`: lines of the file before `text`'s second line (a batch parsed under its header). */
+function parseCsvRows(text: string, offset = 0): RawRow[] {
   const options = { columns: true, skip_empty_lines: true, trim: true, bom: true } as const;
   try {
     if (!text.includes('"')) {
@@ -197,21 +198,82 @@ function parseCsvRows(text: string): RawRow[] {
       text.split('\n').forEach((l, i) => {
         if (l.replace(/\r$/, '') !== '') lines.push(i + 1);
       });
-      if (lines.length === records.length + 1) return records.map((data, i) => ({ line: lines[i + 1], data }));
+      if (lines.length === records.length + 1) return records.map((data, i) => ({ line: lines[i + 1] + offset, data }));
     }
     const records = parseCsv(text, { ...options, info: true }) as unknown as {
       record: Record<string, string>;
       info: { lines: number };
     }[];
-    return records.map((r) => ({ line: r.info.lines, data: r.record }));
+    return records.map((r) => ({ line: r.info.lines + offset, data: r.record }));
   } catch (err) {
     const m = err as Error & { lines?: number };
-    throw new OperationError(`line ${m.lines ?? '?'}: invalid CSV (${m.message.replace(/^Invalid [^:]*: /, '')})`);
+    const why = m.message.replace(/^Invalid [^:]*: /, '').replace(/\bon line (\d+)/g, (_s, n: string) => `on line ${Number(n) + offset}`);
+    throw new OperationError(`line ${m.lines === undefined ? '?' : m.lines + offset}: invalid CSV (${why})`);
   }
 }
 
-/** Parse the whole file; names must be unique within it. */
-export function parseImport(text: string): ImportRow[] {
+/** The CSV header's checks: a `name` column, no field named twice. */
+function checkCsvHeader(body: string): void {
+  const header = body.split('\n', 1)[0];
+  const cols = header.split(',').map((c) => norm(c.replace(/"/g, '')));
+  if (!cols.includes('name')) throw new OperationError("line 1: CSV header has no 'name' column");
+  // The CSV parser keeps only the last of two columns with one name: check the header itself.
+  const dup = duplicateColumns(parseCsvHeader(body));
+  if (dup) throw new OperationError(`line 1: ${dup}`);
+}
+
+/**
+ * The file's rows in batches of about `size` lines, checked as parseImport checks them, for an
+ * import that inserts as it reads: a CSV without quotes (no record spans lines, so a batch ends at
+ * any line end) and JSON lines are cut from the bytes a batch at a time, and neither the whole
+ * text nor every row is ever held. Other files (a JSON array, quoted CSV) are parsed whole and
+ * handed out in batches. Names twice within the file are NOT checked here: the caller learns of
+ * them from the store's unique name (and tells them from names already there by id).
+ */
+export function* importBatches(buf: Buffer, size = 1_000): Generator<ImportRow[], void, undefined> {
+  let start = buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf ? 3 : 0;
+  while (start < buf.length && (buf[start] === 0x20 || buf[start] === 0x09 || buf[start] === 0x0a || buf[start] === 0x0d)) start++;
+  const first = String.fromCharCode(buf[start] ?? 0);
+  const quoted = buf.includes(0x22);
+  if (first === '[' || (first !== '{' && quoted)) {
+    const rows = parseImport(buf.toString('utf8'), false);
+    for (let i = 0; i < rows.length; i += size) yield rows.slice(i, i + size);
+    return;
+  }
+  // Line numbers count from the real start of the file (leading blank lines included).
+  const bom = buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf ? 3 : 0;
+  let pos = bom;
+  let line = 1;
+  /** The next `n` lines as text, and the number of the first. */
+  const take = (n: number): { text: string; first: number } | null => {
+    if (pos >= buf.length) return null;
+    let end = pos;
+    let k = 0;
+    while (k < n && end < buf.length) {
+      const nl = buf.indexOf(0x0a, end);
+      end = nl < 0 ? buf.length : nl + 1;
+      k++;
+    }
+    const out = { text: buf.toString('utf8', pos, end), first: line };
+    pos = end;
+    line += k;
+    return out;
+  };
+  if (first === '{') {
+    for (let b = take(size); b; b = take(size)) yield parseJsonLines(b.text, b.first - 1).map((r) => toImportRow(r, false));
+    return;
+  }
+  const head = take(1);
+  if (!head) return;
+  const header = head.text.replace(/\r?\n$/, '');
+  checkCsvHeader(header);
+  for (let b = take(size); b; b = take(size)) {
+    yield parseCsvRows(`${header}\n${b.text}`, b.first - 2).map((r) => toImportRow(r, true));
+  }
+}
+
+/** Parse the whole file; names must be unique within it (unless `uniqueNames` is false). */
+export function parseImport(text: string, uniqueNames = true): ImportRow[] {
   const body = text.replace(/^\uFEFF/, '');
   const first = body.trimStart()[0];
   let raws: RawRow[];
@@ -219,15 +281,11 @@ export function parseImport(text: string): ImportRow[] {
   if (first === '[') raws = parseJsonArray(body);
   else if (first === '{') raws = parseJsonLines(body);
   else {
-    const header = body.split('\n', 1)[0];
-    const cols = header.split(',').map((c) => norm(c.replace(/"/g, '')));
-    if (!cols.includes('name')) throw new OperationError("line 1: CSV header has no 'name' column");
-    // The CSV parser keeps only the last of two columns with one name: check the header itself.
-    const dup = duplicateColumns(parseCsvHeader(body));
-    if (dup) throw new OperationError(`line 1: ${dup}`);
+    checkCsvHeader(body);
     raws = parseCsvRows(body);
   }
   const rows = raws.map((r) => toImportRow(r, csv));
+  if (!uniqueNames) return rows;
   const seen = new Map<string, number>();
   for (const r of rows) {
     const before = seen.get(r.name);

@@ -90,7 +90,12 @@ export function parseSync(items: readonly string[]): Partial<Record<Endpoint, Sy
   return out;
 }
 
+/** Each untracked field with its camel-case key, made once (an import checks every row). */
+let UNTRACKED_KEYS_MEMO: [UntrackedField, keyof RawSubcloudFields][] | undefined;
+const UNTRACKED_KEYS_OF = () => (UNTRACKED_KEYS_MEMO ??= UNTRACKED_FIELDS.map((f) => [f, camel(f) as keyof RawSubcloudFields]));
+
 export function parseSubcloudFields(raw: RawSubcloudFields): SubcloudInput {
+  const UNTRACKED_KEYS = UNTRACKED_KEYS_OF();
   const out: SubcloudInput = {};
   if (raw.group !== undefined) out.group = raw.group;
   if (raw.management !== undefined) out.management = oneOf('management', raw.management, ['managed', 'unmanaged'] as const);
@@ -101,8 +106,8 @@ export function parseSubcloudFields(raw: RawSubcloudFields): SubcloudInput {
   if (raw.description !== undefined) out.description = raw.description;
   if (raw.location !== undefined) out.location = raw.location;
   if (raw.sync !== undefined && raw.sync.length) out.sync = parseSync(raw.sync);
-  for (const f of UNTRACKED_FIELDS) {
-    const v = raw[camel(f) as keyof RawSubcloudFields] as string | undefined;
+  for (const [f, key] of UNTRACKED_KEYS) {
+    const v = raw[key] as string | undefined;
     if (v === undefined) continue;
     if (f === 'peer_group_id') out.peer_group_id = parseIntIn('peer group id', v, 0, Number.MAX_SAFE_INTEGER);
     else out[f] = v;

@@ -158,3 +158,50 @@ export function planSteps(
   }
   return { steps, stages };
 }
+
+/**
+ * planSteps for the whole fleet or one group (no cloud named), fed one subcloud at a time, so
+ * that a create over 1,000,000 subclouds never holds them all: `subclouds` must come in group id,
+ * then subcloud id order (the order planSteps sorts them into). Yields each step as planned and
+ * returns the stages; throws planSteps' errors (the caller's transaction undoes what it wrote).
+ */
+export function* planStepsInOrder(
+  req: PlanRequest,
+  groups: readonly GroupRecord[],
+  subclouds: Iterable<SubcloudRecord>,
+): Generator<PlannedStep, StagePlan[], undefined> {
+  if (req.cloudName || req.cloudNames?.length) throw new Error('planStepsInOrder plans no named cloud: use planSteps');
+  const info = TYPES[req.type];
+  const endpoint = info.endpoint;
+  const force = Boolean(req.force) && info.forceAllowed;
+  const groupById = new Map(groups.map((g) => [g.id, g]));
+  let only: GroupRecord | undefined;
+  if (req.groupName) {
+    only =
+      groups.find((x) => x.name === req.groupName) ??
+      (/^\d+$/.test(req.groupName) ? groups.find((x) => x.id === Number(req.groupName)) : undefined);
+    if (!only) throw new OperationError(`Subcloud group ${req.groupName} does not exist`);
+  }
+  const windowFor = (group: GroupRecord | undefined): number => {
+    const applyType = req.subcloudApplyType ?? group?.updateApplyType ?? 'parallel';
+    if (applyType === 'serial') return 1;
+    return req.maxParallelSubclouds ?? group?.maxParallelSubclouds ?? 2;
+  };
+  const stages: StagePlan[] = [];
+  let lastGroup = -1;
+  for (const s of subclouds) {
+    if (only && s.groupId !== only.id) continue;
+    if (!isCandidate(req.type, s)) continue;
+    if (endpoint && s.sync[endpoint] === 'unknown') throw new OperationError(`${info.syncLabel} sync status is unknown for one or more subclouds`);
+    if (endpoint && !force && s.sync[endpoint] === 'in-sync') continue;
+    // A group is a single stage; the fleet, a stage per group.
+    if (stages.length === 0 || (!only && s.groupId !== lastGroup)) {
+      const group = groupById.get(s.groupId);
+      stages.push({ stage: stages.length + 1, window: windowFor(group), groupName: group?.name ?? '' });
+    }
+    lastGroup = s.groupId;
+    yield { subcloudId: s.id, name: s.name, stage: stages.length };
+  }
+  if (stages.length === 0) throw new OperationError('Strategy has no steps to apply');
+  return stages;
+}

@@ -3,7 +3,11 @@
  * migrates nor changes the file, so a file this dcm would refuse to write (a newer one, a damaged
  * one) can still be checked and copied.
  */
-import Database from 'better-sqlite3';
+import type DatabaseT from 'better-sqlite3';
+import { requireCjs } from '../platform/cjs.js';
+
+// Through require: see platform/cjs.ts.
+const Database = requireCjs('better-sqlite3') as typeof DatabaseT;
 import { isCorrupt } from './faults.js';
 import { readerSnapshot, type Db } from './open.js';
 

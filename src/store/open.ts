@@ -4,14 +4,18 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import type DatabaseT from 'better-sqlite3';
+import { requireCjs } from '../platform/cjs.js';
+
+// Through require: see platform/cjs.ts.
+const Database = requireCjs('better-sqlite3') as typeof DatabaseT;
 import { OperationError } from '../domain/errors.js';
 import { fileFault, withFileFaults } from './faults.js';
 import { refuseOrphanWal } from './leftovers.js';
 import { canWriteIn, inspectDbPath, type DbPath } from './path.js';
 import { APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION } from './migrations.js';
 
-export type Db = Database.Database;
+export type Db = DatabaseT.Database;
 
 export { resolveDbPath } from './path.js';
 

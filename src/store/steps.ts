@@ -73,11 +73,19 @@ export function listSteps(db: Db, filter: StepFilter = {}): StepRow[] {
  * a `watch` loop over thousands of steps should cost little more than the query.
  */
 export function listStepColumns(db: Db, filter: StepFilter = {}): (string | number | null)[][] {
-  const { where, args } = stepFilter(filter);
+  return stepColumns(db, filter).all(...stepFilter(filter).args) as (string | number | null)[][];
+}
+
+/** The same rows one at a time, for a list streamed to its output (commands/context readRows). */
+export function iterateStepColumns(db: Db, filter: StepFilter = {}): IterableIterator<(string | number | null)[]> {
+  return stepColumns(db, filter).iterate(...stepFilter(filter).args) as IterableIterator<(string | number | null)[]>;
+}
+
+function stepColumns(db: Db, filter: StepFilter) {
   const text = `SELECT sc.name, st.stage, st.state, st.details, st.started_at, st.finished_at
     FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
-    ${where} ORDER BY st.stage, st.id`;
-  return sql(db, text).raw(true).all(...args) as (string | number | null)[][];
+    ${stepFilter(filter).where} ORDER BY st.stage, st.id`;
+  return sql(db, text).raw(true);
 }
 
 export function findStep(db: Db, cloud: string): StepRow | undefined {

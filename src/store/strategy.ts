@@ -49,6 +49,11 @@ export function insertStrategy(
        extra_args, created_at, max_failures)
      VALUES (1, ?, ?, ?, ?, 'initial', ?, ?, ?)`,
   ).run(s.type, s.subcloudApplyType, s.maxParallelSubclouds, s.stopOnFailure ? 1 : 0, JSON.stringify(s.extra), now(), s.maxFailures ?? null);
+  insertStages(db, stages);
+}
+
+/** The strategy's stages (a create that plans as it goes inserts them after its steps). */
+export function insertStages(db: Db, stages: readonly StagePlan[]): void {
   const stmt = sql(db, 'INSERT INTO strategy_stage (stage, strategy_id, max_parallel, group_name) VALUES (?, 1, ?, ?)');
   for (const st of stages) stmt.run(st.stage, st.window, st.groupName);
 }

@@ -85,6 +85,25 @@ export function listSubclouds(db: Db, groupId?: number): SubcloudRow[] {
   return sql(db, `${SELECT} WHERE s.group_id = ? ORDER BY s.id`).all(groupId) as SubcloudRow[];
 }
 
+/**
+ * `subcloud list` one row at a time: of one group or all, and without the secondary subclouds
+ * unless `all` (dcmanager lists those only with --all).
+ */
+export function iterateSubclouds(db: Db, groupId: number | undefined, all: boolean, hidden: readonly string[]): IterableIterator<SubcloudRow> {
+  const conds: string[] = [];
+  const args: unknown[] = [];
+  if (groupId !== undefined) {
+    conds.push('s.group_id = ?');
+    args.push(groupId);
+  }
+  if (!all && hidden.length) {
+    conds.push(`s.deploy_status NOT IN (${hidden.map(() => '?').join(', ')})`);
+    args.push(...hidden);
+  }
+  const where = conds.length ? `WHERE ${conds.join(' AND ')}` : '';
+  return sql(db, `${SELECT} ${where} ORDER BY s.id`).iterate(...args) as IterableIterator<SubcloudRow>;
+}
+
 export function findSubcloud(db: Db, name: string): SubcloudRow | undefined {
   return sql(db, `${SELECT} WHERE s.name = ?`).get(name) as SubcloudRow | undefined;
 }
@@ -135,6 +154,39 @@ export function planningRecords(db: Db): SubcloudRecord[] {
   }));
 }
 
+/**
+ * planningRecords in group id, then id order, a page at a time (of one group, when given): each
+ * page is read whole (`.all()`), so that the connection is free to insert between pages.
+ */
+export function* planningPages(db: Db, groupId: number | null, pageSize = 10_000): Generator<SubcloudRecord, void, undefined> {
+  const cols = `id, name, group_id, management, availability, deploy_status,
+       patching_sync, usm_sync, kubernetes_sync, kube_rootca_sync, firmware_sync`;
+  // Keyset paging on the (group_id, id) index: each page starts where the last one ended.
+  const page = groupId === null
+    ? sql(db, `SELECT ${cols} FROM subcloud WHERE (group_id, id) > (?, ?) ORDER BY group_id, id LIMIT ?`).raw(true)
+    : sql(db, `SELECT ${cols} FROM subcloud WHERE group_id = ? AND id > ? ORDER BY group_id, id LIMIT ?`).raw(true);
+  let g = groupId ?? -1;
+  let id = -1;
+  for (;;) {
+    const rows = page.all(g, id, pageSize) as [number, string, number, string, string, string, SyncStatus, SyncStatus, SyncStatus, SyncStatus, SyncStatus][];
+    for (const r of rows) {
+      yield {
+        id: r[0],
+        name: r[1],
+        groupId: r[2],
+        management: r[3],
+        availability: r[4],
+        deployStatus: r[5],
+        sync: { patching: r[6], usm: r[7], kubernetes: r[8], 'kube-rootca': r[9], firmware: r[10] },
+      };
+    }
+    if (rows.length < pageSize) return;
+    const last = rows[rows.length - 1];
+    if (groupId === null) g = last[2];
+    id = last[0];
+  }
+}
+
 function flatten(f: SubcloudFields): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(f)) if (k !== 'sync' && v !== undefined) out[k] = v;
@@ -142,39 +194,81 @@ function flatten(f: SubcloudFields): Record<string, unknown> {
   return out;
 }
 
-/** Insert many subclouds with one prepared statement (the caller holds the transaction). */
-export function insertSubclouds(db: Db, rows: { name: string; fields: SubcloudFields }[]): void {
-  const stmt = sql(
-    db,
-    `INSERT INTO subcloud (name, description, location, group_id, management, availability, deploy_status,
-       software_version, prestage_status, patching_sync, usm_sync, kubernetes_sync, kube_rootca_sync,
-       firmware_sync, created_at, ${UNTRACKED.join(', ')})
-     VALUES (@name, @description, @location, @group_id, @management, @availability, @deploy_status,
-       @software_version, @prestage_status, @patching_sync, @usm_sync, @kubernetes_sync, @kube_rootca_sync,
-       @firmware_sync, @created_at, ${UNTRACKED.map((c) => '@' + c).join(', ')})`,
-  );
+/**
+ * Insert many subclouds with one prepared statement (the caller holds the transaction). With
+ * `onTaken`, a name already in the table calls it with the row's index (it throws), instead of
+ * failing with SQLite's constraint error; the id of the first row inserted is returned.
+ */
+export function insertSubclouds(db: Db, rows: { name: string; fields: SubcloudFields }[], onTaken?: (index: number) => never): number | null {
+  const cols = insertColumns();
+  const stmt = sql(db, `INSERT INTO subcloud (${cols.names.join(', ')}) VALUES (${cols.names.map(() => '?').join(', ')})`);
   const created = now();
-  for (const r of rows) {
-    stmt.run({
-      description: null,
-      location: null,
-      group_id: 1,
-      management: 'managed',
-      availability: 'online',
-      deploy_status: 'complete',
-      software_version: null,
-      prestage_status: null,
-      patching_sync: 'out-of-sync',
-      usm_sync: 'out-of-sync',
-      kubernetes_sync: 'out-of-sync',
-      kube_rootca_sync: 'out-of-sync',
-      firmware_sync: 'out-of-sync',
-      ...Object.fromEntries(UNTRACKED.map((c) => [c, null])),
-      ...flatten(r.fields),
-      name: r.name,
-      created_at: created,
-    });
+  let firstId: number | null = null;
+  for (let i = 0; i < rows.length; i++) {
+    const r = rows[i];
+    // Positional values, the defaults copied in: binding 25 named parameters per row cost more
+    // than the insert itself on an import of a million rows.
+    const values = cols.defaults.slice();
+    for (const [k, v] of Object.entries(flatten(r.fields))) {
+      const at = cols.index.get(k);
+      if (at === undefined) throw new Error(`insertSubclouds: no column ${k}`);
+      values[at] = v;
+    }
+    values[cols.index.get('name')!] = r.name;
+    values[cols.index.get('created_at')!] = created;
+    let id: number;
+    try {
+      id = Number(stmt.run(values).lastInsertRowid);
+    } catch (err) {
+      if (onTaken && (err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') onTaken(i);
+      throw err;
+    }
+    firstId ??= id;
   }
+  return firstId;
+}
+
+/** The inserted columns in order, their defaults (when the input leaves them out), made once. */
+let INSERT_COLUMNS: { names: string[]; defaults: unknown[]; index: Map<string, number> } | undefined;
+
+function insertColumns(): NonNullable<typeof INSERT_COLUMNS> {
+  if (INSERT_COLUMNS) return INSERT_COLUMNS;
+  const defaults: Record<string, unknown> = {
+    name: null,
+    description: null,
+    location: null,
+    group_id: 1,
+    management: 'managed',
+    availability: 'online',
+    deploy_status: 'complete',
+    software_version: null,
+    prestage_status: null,
+    patching_sync: 'out-of-sync',
+    usm_sync: 'out-of-sync',
+    kubernetes_sync: 'out-of-sync',
+    kube_rootca_sync: 'out-of-sync',
+    firmware_sync: 'out-of-sync',
+    created_at: null,
+    ...Object.fromEntries(UNTRACKED.map((c) => [c, null])),
+  };
+  const names = Object.keys(defaults);
+  INSERT_COLUMNS = { names, defaults: names.map((n) => defaults[n]), index: new Map(names.map((n, i) => [n, i])) };
+  return INSERT_COLUMNS;
+}
+
+/** Every subcloud's name in id order (for a message that suggests one). */
+export function allSubcloudNames(db: Db): string[] {
+  return sql(db, 'SELECT name FROM subcloud ORDER BY id').pluck().all() as string[];
+}
+
+/** The highest subcloud id (0 for none): new rows take the ids after it. */
+export function maxSubcloudId(db: Db): number {
+  return sql(db, 'SELECT coalesce(max(id), 0) FROM subcloud').pluck().get() as number;
+}
+
+/** The id of the subcloud of that name, if there is one. */
+export function idOfName(db: Db, name: string): number | undefined {
+  return sql(db, 'SELECT id FROM subcloud WHERE name = ?').pluck().get(name) as number | undefined;
 }
 
 export function updateSubcloud(db: Db, id: number, fields: SubcloudFields): void {

@@ -7,12 +7,14 @@ import {
   checkCombination,
   checkMaxParallel,
   planSteps,
+  planStepsInOrder,
   type GroupRecord,
   type PlanRequest,
   type SubcloudRecord,
 } from '../../src/domain/planning.js';
 import { DcmError, OperationError, UsageError } from '../../src/domain/errors.js';
-import { ENDPOINTS, type Endpoint, type SyncStatus } from '../../src/domain/types.js';
+import { ENDPOINTS, type Endpoint, type StrategyType, type SyncStatus } from '../../src/domain/types.js';
+import fc from 'fast-check';
 
 const GROUPS: GroupRecord[] = [
   { id: 1, name: 'Default', updateApplyType: 'parallel', maxParallelSubclouds: 2 },
@@ -307,5 +309,54 @@ describe('errors of SPEC §5', () => {
     thrown(() => plan({}, [sc(1, 1, { sync: sync('unknown') })]), OperationError, 'Patching sync status is unknown for one or more subclouds');
     // Named in-sync cloud (5) with an unknown elsewhere in the fleet: 5 wins.
     thrown(() => plan({ cloudName: 's3' }, [...FLEET, sc(9, 1, { sync: sync('unknown') })]), OperationError, 'Subcloud s3 does not require patching');
+  });
+});
+
+describe('planStepsInOrder: the plan of a create that reads the fleet a page at a time', () => {
+  // Whatever the fleet, the same steps, stages and errors as planSteps given every subcloud.
+  const outcome = (f: () => { steps: unknown[]; stages: unknown[] }) => {
+    try {
+      return f();
+    } catch (err) {
+      return { error: (err as Error).message };
+    }
+  };
+  const inOrder = (req: PlanRequest, fleet: SubcloudRecord[]) => {
+    const sorted = [...fleet].sort((a, b) => a.groupId - b.groupId || a.id - b.id);
+    const gen = planStepsInOrder(req, GROUPS, sorted);
+    const steps: unknown[] = [];
+    for (let r = gen.next(); ; r = gen.next()) {
+      if (r.done) return { steps, stages: r.value };
+      steps.push(r.value);
+    }
+  };
+  test('matches planSteps on random fleets, types, groups and windows', () => {
+    const statuses: SyncStatus[] = ['in-sync', 'out-of-sync', 'unknown'];
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({
+            groupId: fc.constantFrom(...GROUPS.map((g) => g.id)),
+            management: fc.constantFrom('managed', 'unmanaged'),
+            availability: fc.constantFrom('online', 'offline'),
+            deployStatus: fc.constantFrom('complete', 'secondary'),
+            status: fc.constantFrom(...statuses, 'out-of-sync', 'out-of-sync', 'in-sync'),
+          }),
+          { maxLength: 30 },
+        ),
+        fc.constantFrom<StrategyType>('patch', 'prestage', 'kubernetes'),
+        fc.option(fc.constantFrom(...GROUPS.map((g) => g.name), 'nope'), { nil: null }),
+        fc.option(fc.integer({ min: 1, max: 9 }), { nil: null }),
+        fc.boolean(),
+        (rows, type, groupName, maxParallelSubclouds, force) => {
+          const fleet = rows.map((r, i) =>
+            sc(i + 1, r.groupId, { management: r.management, availability: r.availability, deployStatus: r.deployStatus, sync: sync(r.status as SyncStatus) }),
+          );
+          const req: PlanRequest = { type, groupName, maxParallelSubclouds: groupName ? null : maxParallelSubclouds, force };
+          expect(outcome(() => inOrder(req, fleet))).toEqual(outcome(() => planSteps(req, GROUPS, fleet)));
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });

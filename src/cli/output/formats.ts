@@ -51,16 +51,26 @@ function csvField(v: Value, quote: Quote): string {
   return quoted ? `"${out}"` : out;
 }
 
+/** One line of csv (a streamed list writes them one by one). */
+export function csvLine(r: readonly Value[], quote: Quote): string {
+  return r.map((v) => csvField(v, quote)).join(',') + '\n';
+}
+
 export function renderCsv(t: Table, quote: Quote = 'nonnumeric'): string {
   const header = t.kind === 'list' ? t.columns : t.fields;
   const rows = t.kind === 'list' ? t.rows : [t.values];
-  return [header, ...rows].map((r) => r.map((v) => csvField(v, quote)).join(',') + '\n').join('');
+  return [header, ...rows].map((r) => csvLine(r, quote)).join('');
+}
+
+/** One line of the value format for a list row. */
+export function valueLine(r: readonly Value[]): string {
+  return r.map(pyStr).join(' ') + '\n';
 }
 
 /** A list: one line per row, values joined by a space; a show: one value per line. */
 export function renderValue(t: Table): string {
   if (t.kind === 'show') return t.values.map((v) => pyStr(v) + '\n').join('');
-  return t.rows.map((r) => r.map(pyStr).join(' ') + '\n').join('');
+  return t.rows.map(valueLine).join('');
 }
 
 /**

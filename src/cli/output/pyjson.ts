@@ -54,3 +54,28 @@ export function pyJsonArray(recs: [string, Value][][], noindent: boolean): strin
   if (noindent) return '[' + recs.map((r) => object(r, null, 0)).join(', ') + ']\n';
   return '[' + recs.map((r) => '\n  ' + object(r, '  ', 1)).join(',') + '\n]\n';
 }
+
+/**
+ * The same array written a record at a time (a streamed list): `open`, then each record with
+ * `item` (the first without `sep`), then `close`. Concatenated, exactly `pyJsonArray`'s text.
+ */
+export function pyJsonArrayParts(noindent: boolean): { open: string; sep: string; item: (rec: [string, Value][]) => string; close: string } {
+  if (noindent) return { open: '[', sep: ', ', item: (r) => object(r, null, 0), close: ']\n' };
+  return { open: '[', sep: ',', item: (r) => '\n  ' + object(r, '  ', 1), close: '\n]\n' };
+}
+
+/**
+ * One record of a list as `pyJsonArrayParts().item` writes it, from a row of values in the order
+ * of `columns`: the key parts are made once per list instead of once per row, which is most of
+ * the cost of a long listing.
+ */
+export function pyJsonRowWriter(columns: readonly string[], noindent: boolean): (row: readonly Value[]) => string {
+  if (columns.length === 0) return () => (noindent ? '{}' : '\n  {}');
+  const keys = columns.map((c, i) => (noindent ? (i ? ', ' : '{') : i ? ',\n    ' : '\n  {\n    ') + pyString(c) + ': ');
+  const end = noindent ? '}' : '\n  }';
+  return (row) => {
+    let out = '';
+    for (let i = 0; i < keys.length; i++) out += keys[i] + scalar(row[i]);
+    return out + end;
+  };
+}

@@ -280,18 +280,29 @@ export function pyYamlFields(rec: [string, Value][]): string {
 /** `yaml.safe_dump([...])`: cliff's yaml for a list; each mapping's keys sorted, as PyYAML does. */
 export function pyYamlList(recs: [string, Value][][]): string {
   if (recs.length === 0) return '[]\n';
+  const w = pyYamlListWriter();
+  return recs.map(w.item).join('') + w.close;
+}
+
+/**
+ * The list written a record at a time (a streamed list): one emitter whose text is taken after
+ * each record, its state (column, indention) kept, so the pieces are exactly pyYamlList's text.
+ */
+export function pyYamlListWriter(): { item: (rec: [string, Value][]) => string; close: string } {
   const w = new Writer();
-  for (const rec of recs) {
-    w.indent = 0;
-    w.writeIndent();
-    w.indicator('-', true, false, true);
-    w.indent = 2;
-    const sorted = [...rec].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    if (sorted.length === 0) {
-      w.write(' {}');
-      continue;
-    }
-    mapping(w, sorted, true);
-  }
-  return w.out + '\n';
+  return {
+    item(rec) {
+      w.indent = 0;
+      w.writeIndent();
+      w.indicator('-', true, false, true);
+      w.indent = 2;
+      const sorted = [...rec].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      if (sorted.length === 0) w.write(' {}');
+      else mapping(w, sorted, true);
+      const text = w.out;
+      w.out = '';
+      return text;
+    },
+    close: '\n',
+  };
 }

@@ -2,7 +2,7 @@
  * Command results turned into the columns dcmanager's client prints (SPEC §4): which fields,
  * in which order, under which names. A result that is already a table (list/show) passes through.
  */
-import type { GroupRecord, Strategy, SubcloudRow } from '../../commands/results.js';
+import { isRowStream, type GroupRecord, type Strategy, type SubcloudRow } from '../../commands/results.js';
 import { overallSync } from '../../domain/sync.js';
 import { ENDPOINTS, type Endpoint, type SyncStatus } from '../../domain/types.js';
 import { list, show, type Table, type Value } from './result.js';
@@ -133,16 +133,37 @@ export function strategyShow(s: Strategy): Table {
 export const STEP_COLUMNS = ['cloud', 'stage', 'state', 'details', 'started_at', 'finished_at'];
 export const HISTORY_COLUMNS = ['cloud', 'state', 'attempt', 'started_at', 'finished_at', 'outcome', 'details'];
 
+function subcloudLines(detail: boolean): { columns: string[]; line: (r: SubcloudRow) => Value[] } {
+  return detail ? { columns: DETAIL_LIST_COLUMNS, line: detailListLine } : { columns: SUBCLOUD_COLUMNS, line: basicLine };
+}
+
+/** A list whose rows are made one at a time, as they are read (a streamed list). */
+export interface LazyList {
+  columns: string[];
+  rows: Iterable<Value[]>;
+}
+
+/** The lazy form of a list result read as it is printed (RowStream), or null for any other. */
+export function toLazyList(r: Printable, opts: ViewOptions): LazyList | null {
+  if (r.kind === 'steps' && isRowStream(r.rows)) return { columns: STEP_COLUMNS, rows: r.rows };
+  if (r.kind === 'subclouds' && isRowStream(r.rows)) {
+    const v = subcloudLines(r.detail || opts.columnsGiven);
+    const rows = r.rows;
+    return { columns: v.columns, rows: { *[Symbol.iterator]() { for (const x of rows) yield v.line(x); } } };
+  }
+  return null;
+}
+
 /** The table to print, or null when the command prints nothing. */
 export function toTable(r: Printable, opts: ViewOptions): Table | null {
   switch (r.kind) {
     case 'list':
     case 'show':
       return r;
-    case 'subclouds':
-      return r.detail || opts.columnsGiven
-        ? list(DETAIL_LIST_COLUMNS, r.rows.map(detailListLine))
-        : list(SUBCLOUD_COLUMNS, r.rows.map(basicLine));
+    case 'subclouds': {
+      const v = subcloudLines(r.detail || opts.columnsGiven);
+      return list(v.columns, Array.from(r.rows, v.line));
+    }
     case 'group-subclouds':
       return list(DETAIL_COLUMNS, r.rows.map((x) => detailFields(x).map(([, v]) => v)));
     case 'subcloud':
@@ -154,7 +175,7 @@ export function toTable(r: Printable, opts: ViewOptions): Table | null {
     case 'strategy':
       return strategyShow(r.strategy);
     case 'steps':
-      return list(STEP_COLUMNS, r.rows);
+      return list(STEP_COLUMNS, Array.from(r.rows));
     case 'step':
       return show([
         ['cloud', r.row.cloud],

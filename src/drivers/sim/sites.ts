@@ -7,7 +7,11 @@
  * committed together, and an operation is reported finished only once the site's record of it is
  * durable, so that after a kill -9 the site never knows less than the orchestrator.
  */
-import Database from 'better-sqlite3';
+import type DatabaseT from 'better-sqlite3';
+import { requireCjs } from '../../platform/cjs.js';
+
+// Through require: see platform/cjs.ts.
+const Database = requireCjs('better-sqlite3') as typeof DatabaseT;
 import type { Site } from './site.js';
 
 /**
@@ -39,7 +43,7 @@ interface Finish {
 }
 
 export class SiteBook {
-  private readonly db: Database.Database;
+  private readonly db: DatabaseT.Database;
   private readonly cache = new Map<string, Site>();
   private readonly dirty = new Map<string, Site>();
   /** Finishes to write only if the site still runs the operation of `owner`. */
