@@ -169,7 +169,12 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Comm
       const steps = planStepsInOrder(req, groups, planningPages(db, only ? only.id : null));
       const batch: PlannedStep[] = [];
       for (let r = steps.next(); ; r = steps.next()) {
-        if (!r.done) batch.push(r.value);
+        if (!r.done) {
+          // As in the named path: a name the exec driver could not make a log folder of is refused
+          // at create (the transaction rolls back), not at each step's first run.
+          if (driverName === 'exec') checkLogFolders([r.value.name]);
+          batch.push(r.value);
+        }
         if (r.done || batch.length === 10_000) {
           insertSteps(db, batch);
           batch.length = 0;

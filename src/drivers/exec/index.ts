@@ -22,6 +22,7 @@ import { processesWithEnv } from '../../platform/proc.js';
 import { setLongTimeout, sleep } from '../../platform/timers.js';
 import { PRIVATE_DIR } from '../../platform/private.js';
 import { runIdOf } from './run-id.js';
+import { TagScans } from './tag-scans.js';
 
 /** Reasons and details are kept short: `<state>: <reason>` fits in 200 characters. */
 const DETAILS_LIMIT = 200;
@@ -72,6 +73,8 @@ export class ExecDriver implements Driver {
   /** dcm's environment without its own DCM_* settings (DCM_DB of the shell, DCM_DEBUG…), made once. */
   private readonly baseEnv: NodeJS.ProcessEnv;
   private readonly launcher: Launcher;
+  /** One /proc scan for the runs that end in the same turn (tag-scans.ts). */
+  private readonly scans = new TagScans();
 
   constructor(private readonly settings: ExecSettings) {
     this.specs = new Map(settings.config.states.map((s) => [s.state, s]));
@@ -202,7 +205,7 @@ export class ExecDriver implements Driver {
    */
   private async cleanLeftovers(pgid: number, runId: string, since: number, graceMs: number): Promise<void> {
     if (groupAlive(pgid) && !(await waitGroupGone(pgid, DRAIN_MS))) await terminateGroup(pgid, graceMs);
-    const escaped = processesWithEnv('DCM_RUN_ID', new Set([runId]), since).get(runId) ?? [];
+    const escaped = await this.scans.find(runId, since);
     if (escaped.length) await terminatePids(escaped, graceMs);
   }
 
