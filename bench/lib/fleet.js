@@ -17,13 +17,15 @@ export function writeFleetCsv(file, n) {
 
 /** Copy a closed SQLite file (and its WAL if one was left), replacing whatever was at `to`. */
 export function copyDb(from, to) {
-  for (const suffix of ['', '-wal', '-shm']) fs.rmSync(to + suffix, { force: true });
+  // The sim driver's sites live beside the database (`.sites`): a copy starts with none, as the
+  // prepared file had none, or the last run's sites would answer this run's operations.
+  for (const suffix of ['', '-wal', '-shm', '.sites', '.sites-wal', '.sites-shm']) fs.rmSync(to + suffix, { force: true });
   fs.copyFileSync(from, to);
   if (fs.existsSync(`${from}-wal`)) fs.copyFileSync(`${from}-wal`, `${to}-wal`);
 }
 
 export function removeDb(file) {
-  for (const suffix of ['', '-wal', '-shm']) fs.rmSync(file + suffix, { force: true });
+  for (const suffix of ['', '-wal', '-shm', '.sites', '.sites-wal', '.sites-shm']) fs.rmSync(file + suffix, { force: true });
 }
 
 /** Runs the CLI as a set-up step (not measured) and returns its stdout. */
