@@ -15,16 +15,7 @@ export interface Transition {
   to: string;
   details: string;
   /** The running history row this transition closes, with how it ended and when. */
-  close?: {
-    historyId: number;
-    outcome: RunOutcome;
-    finishedAt: string;
-    details: string;
-    /** How long the operation ran; an ok run's duration goes into the type's statistics. */
-    durationMs?: number;
-    /** A retry follows: when its next attempt is due (ISO), kept in the history so a resume waits it out. */
-    retryAt?: string;
-  };
+  close?: Closing;
   /** The same state runs again after this delay (a retry): the subcloud keeps its slot. */
   retryInMs?: number;
   /** Set when an operation for `to` starts right after the commit: its attempt number. */
@@ -50,7 +41,9 @@ export interface Closing {
   outcome: RunOutcome;
   finishedAt: string;
   details: string;
+  /** How long the operation ran; an ok run's duration goes into the type's statistics. */
   durationMs?: number;
+  /** A retry follows: when its next attempt is due (ISO), kept in the history so a resume waits it out. */
   retryAt?: string;
 }
 
