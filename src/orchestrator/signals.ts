@@ -1,14 +1,30 @@
+import os from 'node:os';
+
 /**
  * Signals in one place: the first SIGINT/SIGTERM drains (nothing new starts, operations in flight
  * finish and are committed), a second one stops waiting.
+ *
+ * The returned function lets go of `handler`. What comes after it is written and about to be
+ * printed; a signal then ends dcm at once with the shell's code for it (130, 143) rather than by
+ * the default action, which a script would read as a kill of a process that had nothing left to do.
  */
 export function onSignals(handler: (signal: NodeJS.Signals) => void): () => void {
   const listener = (signal: NodeJS.Signals) => handler(signal);
-  process.on('SIGINT', listener);
-  process.on('SIGTERM', listener);
+  listen(exitAtOnce, false);
+  listen(listener, true);
   return () => {
-    process.off('SIGINT', listener);
-    process.off('SIGTERM', listener);
+    listen(listener, false);
+    listen(exitAtOnce, true);
   };
 }
 
+function exitAtOnce(signal: NodeJS.Signals): void {
+  process.exit(128 + os.constants.signals[signal]);
+}
+
+function listen(listener: (signal: NodeJS.Signals) => void, on: boolean): void {
+  for (const s of ['SIGINT', 'SIGTERM'] as const) {
+    process.off(s, listener);
+    if (on) process.on(s, listener);
+  }
+}
