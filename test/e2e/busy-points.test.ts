@@ -11,6 +11,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
 import path from 'node:path';
+import { liveMarked } from '../helpers/exec.js';
 import { killLeftovers, steps, strategyState } from '../helpers/history.js';
 import { apply, execProblems, execScenario, hooks, noneLeft, refusedWithoutHooks, SMALLER, type Scenario } from '../helpers/scenario.js';
 
@@ -62,20 +63,21 @@ describe('busy points', () => {
     expect(strategyState(db)).toBe('initial');
   });
 
-  // Under `npm run test:big` only, for now: at one point of the scenario (N = 16 of about 77, in
-  // two of three loaded runs) s3's `updating patches` ran twice, the runs overlapping, after its
-  // timeout passed while the busy commit held the event loop. Not found yet; until it is, this
-  // loop must not stand between main and CI, and it must not be forgotten either.
-  (BIG ? test : test.skip)(`every ${BIG ? '' : '3rd '}commit held busy ${HOLD_S} s: the scenario's exit, no lost request, no start after a stop`, async () => {
+  // Every 3rd commit under `npm test`, every one under `npm run test:big`. (A double run this loop
+  // once reported was the run log's, not dcm's: a timeout's kill that came as s3's run logged its
+  // end made it log twice, 0 then TERM; see seam.sh and finishedRuns in the helpers.)
+  test(`every ${BIG ? '' : '3rd '}commit held busy ${HOLD_S} s: the scenario's exit, no lost request, no start after a stop`, async () => {
     const last = await lastCommit();
     // Commit counts vary a little from run to run (batches): go a little past the end.
     const end = last + Math.ceil(last / 10) + 1;
     const K = BIG ? 1 : 3;
     const covered: number[] = [];
     const failures: string[] = [];
-    for (let n = 1; n <= end && last > 0; n += K) {
+    const point = async (n: number) => {
       const db = s.fresh(n);
-      const env = envFor(db);
+      // Its own mark: its leftovers are told apart from those of the point that runs beside it.
+      const mark = `${s.f.env.EXECTEST_MARK}-${n}`;
+      const env = { ...envFor(db), EXECTEST_MARK: mark };
       const r = await apply(db, { ...env, ...hooks({ DCM_BUSY_AT_COMMIT: `${n}:${HOLD_S}` }) });
       covered.push(n);
       const at = `N=${n}`;
@@ -94,10 +96,21 @@ describe('busy points', () => {
       // The abort came while later subclouds had not started: it aborted them.
       if (!steps(db).some((st) => st.state === 'aborted')) failures.push(`${at}: no step aborted`);
       failures.push(...execProblems(env.RUNS, db, true).map((p) => `${at}: ${p}`));
-      const left = await noneLeft(s.f);
+      const left = await noneLeft({ leftovers: () => liveMarked(mark) });
       if (left.length) failures.push(`${at}: ${left.length} process(es) left`);
-      if (failures.length) break;
-    }
+    };
+    // Two points at once, each on its own file: a point mostly waits (the hold, the runs), and the
+    // loop is in every `npm test`. The first failure stops new points.
+    const points: number[] = [];
+    for (let n = 1; n <= end && last > 0; n += K) points.push(n);
+    const next = async (): Promise<void> => {
+      const n = points.shift();
+      if (n === undefined || failures.length) return;
+      await point(n);
+      return next();
+    };
+    await Promise.all([next(), next()]);
+    covered.sort((a, b) => a - b);
     console.log(`busy points: ${covered.length} covered (commits 1..${last}, every ${K === 1 ? '' : `${K}rd `}one, held ${HOLD_S} s)`);
     expect(failures).toEqual([]);
     expect(last).toBeGreaterThan(0);

@@ -11,7 +11,8 @@ import path from 'node:path';
 import { statesOf } from '../../src/domain/types.js';
 import { BIN, dcm, dcmOk, tempDir, waitFor, type RunResult } from './cli.js';
 import { history, names, okRunProblems, spawnDcm, steps, strategyState } from './history.js';
-import { readRuns as readRunsAt } from './exec.js';
+import { readRuns as readRunsAt, type Run } from './exec.js';
+import { runBase } from '../../src/domain/logs.js';
 import { judgeRuns, readStarts as readStartsAt, seamFixture, type SeamFixture } from './seams.js';
 
 export const PATCH = statesOf('patch');
@@ -151,10 +152,11 @@ export async function applyUntilDone(db: string, env: Record<string, string>, ma
 export function execProblems(runs: string, db: string, aborted = false): string[] {
   const ended = readRunsAt(runs).map((r) => ({ ...r, code: r.args }));
   const starts = readStartsAt(`${runs}.starts`);
-  const problems = judgeRuns(ended, starts, WINDOW).map((p) => `run log: ${p}`);
+  const finished = finishedRuns(db);
+  const problems = judgeRuns(ended, starts, WINDOW, finished).map((p) => `run log: ${p}`);
   // Every (subcloud, state) the scenario walks exited 0 exactly once; nothing else exited 0.
   const ok = new Map<string, number>();
-  for (const r of ended) if (r.code === '0') ok.set(`${r.cloud}/${r.state}`, (ok.get(`${r.cloud}/${r.state}`) ?? 0) + 1);
+  for (const r of ended) if (r.code === '0' && finished(r)) ok.set(`${r.cloud}/${r.state}`, (ok.get(`${r.cloud}/${r.state}`) ?? 0) + 1);
   const final = new Map(steps(db).map((st) => [st.cloud, st]));
   const wasAborted = (c: string) => aborted && final.get(c)?.state === 'aborted';
   for (const [c, e] of Object.entries(EXPECTED)) {
@@ -171,6 +173,18 @@ export function execProblems(runs: string, db: string, aborted = false): string[
   }
   for (const [c, st] of final) if (st.state !== EXPECTED[c].state && !wasAborted(c)) problems.push(`step ${c}: ${st.state} (${st.details})`);
   return problems;
+}
+
+/**
+ * Whether a run that logged exit 0 finished as far as dcm could know. One whose timeout's kill
+ * came as it ended did not: dcm recorded the attempt `timeout`, and its wrapper, killed with it,
+ * wrote no `.status` (a status would mean the command had exited by itself, and a timeout then
+ * is dcm's fault). Such an attempt runs again, as its retries say.
+ */
+function finishedRuns(db: string): (r: Run) => boolean {
+  const logDir = path.join(path.dirname(db), 'logs');
+  const timedOut = new Set(history(db).filter((h) => h.outcome === 'timeout').map((h) => `${h.cloud}/${h.state}/${h.attempt}`));
+  return (r) => !timedOut.has(`${r.cloud}/${r.state}/${r.attempt}`) || fs.existsSync(`${runBase(logDir, r.cloud, r.attempt, r.state)}.status`);
 }
 
 /** What is wrong with the sim scenario's end: the simulated sites' verdict, one ok run per state. */
@@ -190,7 +204,7 @@ export function simProblems(db: string): string[] {
 }
 
 /** Processes of the test left (the launchers of killed applies end with their last run: wait for it, bounded). */
-export async function noneLeft(f: SeamFixture): Promise<number[]> {
+export async function noneLeft(f: Pick<SeamFixture, 'leftovers'>): Promise<number[]> {
   try {
     await waitFor(() => f.leftovers().length === 0, 15_000, 50);
   } catch {
@@ -198,7 +212,6 @@ export async function noneLeft(f: SeamFixture): Promise<number[]> {
   }
   return f.leftovers();
 }
-
 
 /** `dcm strategy apply` with a hook but without DCM_TEST_HOOKS: refused, exit 2. */
 export function refusedWithoutHooks(db: string, name: string, value: string): RunResult {

@@ -16,7 +16,10 @@ import { execFixture, readRuns, type ExecFixture, type Run } from './exec.js';
  * `seam.sh BODY`: appends `cloud|state|attempt|resumed|pid|start_ns|run_id|fence` to
  * `$RUNS.starts`, runs BODY with /bin/sh, then appends
  * `cloud|state|attempt|resumed|pid|start_ns|end_ns|code` to `$RUNS` and exits with BODY's code.
- * A SIGTERM (a timeout, a second Ctrl-C) is logged as code `TERM` when the run goes.
+ * A SIGTERM (a timeout, a second Ctrl-C) before BODY has ended is logged as code `TERM` when the
+ * run goes. Each run logs one end, the code it exits with: once BODY has ended, a SIGTERM is
+ * ignored (a kill that comes as a run finishes would otherwise log it twice, 0 then TERM). Its
+ * wrapper dies of that kill all the same, writing no status: dcm rightly takes it for a timeout.
  */
 const SEAM_SH = `#!/bin/sh
 start=$(date +%s%N)
@@ -25,11 +28,12 @@ log_end() {
   end=$(date +%s%N)
   flock "$RUNS.lock" sh -c 'printf "%s\\n" "$1" >> "$RUNS"' x "$DCM_CLOUD|$DCM_STATE|$DCM_ATTEMPT|\${DCM_RESUMED:-0}|$$|$start|$end|$1"
 }
-trap 'log_end TERM; exit 143' TERM
+trap 'trap "" TERM; log_end TERM; exit 143' TERM
 sh -c "$1" &
 child=$!
 wait $child
 code=$?
+trap '' TERM
 log_end $code
 exit $code
 `;
@@ -121,9 +125,15 @@ export function readStarts(file: string): Start[] {
 /**
  * What is wrong with a run log, as text (none: all is well): two runs of one subcloud overlapping
  * (a run that ended, or any start inside another run of its subcloud), a (subcloud, state) with
- * two runs that exited 0, more subclouds at once than `window` (when given).
+ * two runs that exited 0 (of those `counts` takes as finished), more subclouds at once than
+ * `window` (when given).
  */
-export function judgeRuns(ended: readonly (Run & { code: string })[], starts: readonly Start[], window?: number): string[] {
+export function judgeRuns(
+  ended: readonly (Run & { code: string })[],
+  starts: readonly Start[],
+  window?: number,
+  counts: (r: Run) => boolean = () => true,
+): string[] {
   const problems: string[] = [];
   const byCloud = new Map<string, (Run & { code: string })[]>();
   for (const r of ended) byCloud.set(r.cloud, [...(byCloud.get(r.cloud) ?? []), r]);
@@ -142,7 +152,7 @@ export function judgeRuns(ended: readonly (Run & { code: string })[], starts: re
     }
   }
   const ok = new Map<string, number>();
-  for (const r of ended) if (r.code === '0') ok.set(`${r.cloud}/${r.state}`, (ok.get(`${r.cloud}/${r.state}`) ?? 0) + 1);
+  for (const r of ended) if (r.code === '0' && counts(r)) ok.set(`${r.cloud}/${r.state}`, (ok.get(`${r.cloud}/${r.state}`) ?? 0) + 1);
   for (const [k, n] of ok) if (n > 1) problems.push(`${k}: ${n} runs exited 0`);
   if (window !== undefined) {
     // Starts without an end (killed by SIGKILL) count from their start to the end of the log.
