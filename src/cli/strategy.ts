@@ -181,7 +181,14 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
 }
 
 export function registerStrategy(program: Command, run: Runner): void {
-  registerVerbs(program.command('strategy').description('create, show, apply, pause, resume, update, retry, abort, delete the strategy'), run);
+  const strategy = program.command('strategy').description('create, show, apply, pause, resume, update, retry, abort, delete the strategy; the types');
+  registerVerbs(strategy, run);
+  // Of no strategy in particular: the aliases, each one type, do not take it.
+  strategy
+    .command('types')
+    .argument('[type]', `only this type: ${STRATEGY_TYPES.join(', ')}`, strategyType)
+    .description('each strategy type: its alias, sync endpoint, states in order, options and required options')
+    .action((type: StrategyType | undefined) => run(async () => (await import('../commands/types.js')).strategyTypes(type)));
   for (const t of STRATEGY_TYPES) {
     registerVerbs(program.command(TYPES[t].alias).description(`the ${t} strategy (strategy --type ${t})`), run, t);
   }
