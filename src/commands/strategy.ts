@@ -93,6 +93,7 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Comm
       type: input.type,
       states: input.type === 'custom' ? null : statesOf(input.type, extra as { cert_file?: string | null }),
       raw,
+      typeOptions: extra,
       dbPath: ctx.dbPath,
       seed: Math.floor(Math.random() * 2 ** 31),
     })),

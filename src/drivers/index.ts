@@ -27,6 +27,8 @@ export interface DriverCreateInput {
   /** The type's states; null for `custom`, whose states the driver's config names. */
   states: readonly string[] | null;
   raw: Record<string, unknown>;
+  /** The strategy's type options as stored (a type's option not given is null). */
+  typeOptions: ExtraArgs;
   dbPath: string;
   /** A fresh random seed, for drivers that draw outcomes. */
   seed: number;
