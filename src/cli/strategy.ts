@@ -21,6 +21,7 @@ interface CreateOpts extends RawTypeOptions, RawDriverOptions {
   maxFailures?: string;
   force?: boolean;
   dryRun?: boolean;
+  showCommands?: string | true;
   sysadminPasswordFile?: string;
 }
 
@@ -78,6 +79,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
   create
     .option('--state-timeout <duration>', "fail a state operation that takes longer (default per type; exec: the config's timeout)")
     .option('--dry-run', 'every check, then the plan (stages, windows, steps, estimated duration); nothing written')
+    .option('--show-commands [cloud]', "with --dry-run and --driver exec: instead of the plan, each state's argv, cwd and environment for this subcloud (default: the plan's first); the sysadmin password masked")
     .action((clouds: string[], o: CreateOpts) =>
       run(async (ctx) => {
         const password = await (await import('./sysadmin-password.js')).sysadminPassword(
@@ -99,6 +101,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
           typeOptions: { ...o, sysadminPassword: password as string | undefined },
           driverOptions: o,
           dryRun: o.dryRun,
+          showCommands: o.showCommands,
         });
         return { warnings, result };
       }),

@@ -8,6 +8,7 @@ import { UsageError } from '../domain/errors.js';
 import type { ExtraArgs } from '../domain/options.js';
 import type { StrategyType } from '../domain/types.js';
 import type { Driver } from './driver.js';
+import type { PreviewInput, RunPreview } from './exec/preview.js';
 import { SIM_OPTIONS } from './sim/flags.js';
 import { EXEC_OPTIONS } from './exec/flags.js';
 
@@ -98,3 +99,14 @@ export async function driverExtraArgs(name: DriverName, input: DriverCreateInput
 export function createDriver(dbPath: string, extra: ExtraArgs): Promise<Driver> {
   return MODULES[parseDriverName(typeof extra.driver === 'string' ? extra.driver : undefined)].create(dbPath, extra);
 }
+
+/**
+ * The runs the exec driver would start for one subcloud, as a function to call once the plan is
+ * known (inside the dry run's read transaction, which cannot wait for a module to load).
+ */
+export async function loadPreview(): Promise<(extra: ExtraArgs, input: Omit<PreviewInput, 'extra'>) => RunPreview[]> {
+  const [{ previewRuns }, { execConfigOf }] = await Promise.all([import('./exec/preview.js'), import('./exec/options.js')]);
+  return (extra, input) => previewRuns(execConfigOf(extra), { ...input, extra });
+}
+
+export type { RunPreview };
