@@ -59,6 +59,8 @@ describe('strategy create --dry-run --show-commands', () => {
     expect(dirFingerprint(t.dir)).toEqual(before);
     expect(r.stdout).not.toContain(SECRET);
     const text = r.stdout.split(t.dir).join('$TMP');
+    // After a deliberate change of the output: DCM_WRITE_GOLDEN=1 writes the file from this run.
+    if (process.env.DCM_WRITE_GOLDEN === '1') fs.writeFileSync(GOLDEN, text);
     expect(text).toBe(fs.readFileSync(GOLDEN, 'utf8'));
     preview = JSON.parse(r.stdout) as typeof preview;
   });
