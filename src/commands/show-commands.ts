@@ -8,7 +8,7 @@ import { ConfigBook } from '../domain/strategy-config.js';
 import type { ExtraArgs } from '../domain/options.js';
 import type { Plan } from '../domain/planning.js';
 import type { StrategyType } from '../domain/types.js';
-import type { RunPreview } from '../drivers/index.js';
+import type { loadPreview } from '../drivers/index.js';
 import type { Db } from '../store/open.js';
 import { subcloudPlaceholders } from '../store/runs.js';
 import { getDefaultConfig, getSubcloudConfig } from '../store/strategy-config.js';
@@ -16,7 +16,8 @@ import { list, type ListResult, type Value } from './plain-results.js';
 
 export const SHOW_COMMANDS_COLUMNS = ['state', 'name', 'value'];
 
-export type Preview = (extra: ExtraArgs, input: { cloud: string; type: StrategyType; stage: number; subcloud: Record<string, string | null>; options: Readonly<Record<string, string | number>>; dbPath: string }) => RunPreview[];
+/** The exec driver's preview, loaded before the dry run's read transaction. */
+export type Preview = Awaited<ReturnType<typeof loadPreview>>;
 
 /** `cloud`: a subcloud of the plan by name, or `true` for the plan's first. */
 export function showCommandsView(db: Db, plan: Plan, cloud: string | true, input: { type: StrategyType; extra: ExtraArgs; dbPath: string; preview: Preview }): ListResult {

@@ -108,5 +108,3 @@ export async function loadPreview(): Promise<(extra: ExtraArgs, input: Omit<Prev
   const [{ previewRuns }, { execConfigOf }] = await Promise.all([import('./exec/preview.js'), import('./exec/options.js')]);
   return (extra, input) => previewRuns(execConfigOf(extra), { ...input, extra });
 }
-
-export type { RunPreview };
