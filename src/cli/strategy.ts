@@ -51,7 +51,7 @@ const TYPE_OPTIONS: [string, string][] = [
 function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void {
   const withType = (cmd: Command, required: boolean): Command => {
     if (fixed) return cmd;
-    const opt = new Option('--type <type>', `strategy type: ${STRATEGY_TYPES.join(', ')}`).argParser(strategyType);
+    const opt = new Option('--type <type>', `strategy type: ${STRATEGY_TYPES.join(', ')} (their states and options: dcm strategy types)`).argParser(strategyType);
     if (required) opt.makeOptionMandatory();
     return cmd.addOption(opt);
   };
