@@ -94,6 +94,7 @@ export const EXAMPLES: Record<string, string[]> = {
     'dcm strategy retry subcloud7 subcloud19',
   ],
   'strategy delete': ['dcm strategy delete', 'dcm strategy delete --type patch -f json'],
+  'strategy types': ['dcm strategy types', 'dcm strategy types patch -f value -c states', 'dcm strategy types -f json'],
   'strategy report': ['dcm strategy report --html rollout.html', 'dcm strategy report --html - > rollout.html'],
   'strategy-step': ['dcm strategy-step list --state failed', 'dcm strategy-step history subcloud7'],
   'strategy-step list': [

@@ -21,6 +21,7 @@ interface CreateOpts extends RawTypeOptions, RawDriverOptions {
   maxFailures?: string;
   force?: boolean;
   dryRun?: boolean;
+  showCommands?: string | true;
   sysadminPasswordFile?: string;
 }
 
@@ -50,7 +51,7 @@ const TYPE_OPTIONS: [string, string][] = [
 function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void {
   const withType = (cmd: Command, required: boolean): Command => {
     if (fixed) return cmd;
-    const opt = new Option('--type <type>', `strategy type: ${STRATEGY_TYPES.join(', ')}`).argParser(strategyType);
+    const opt = new Option('--type <type>', `strategy type: ${STRATEGY_TYPES.join(', ')} (their states and options: dcm strategy types)`).argParser(strategyType);
     if (required) opt.makeOptionMandatory();
     return cmd.addOption(opt);
   };
@@ -78,6 +79,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
   create
     .option('--state-timeout <duration>', "fail a state operation that takes longer (default per type; exec: the config's timeout)")
     .option('--dry-run', 'every check, then the plan (stages, windows, steps, estimated duration); nothing written')
+    .option('--show-commands [cloud]', "with --dry-run and --driver exec: instead of the plan, each state's argv, cwd and environment for this subcloud (default: the plan's first); the sysadmin password masked")
     .action((clouds: string[], o: CreateOpts) =>
       run(async (ctx) => {
         const password = await (await import('./sysadmin-password.js')).sysadminPassword(
@@ -99,6 +101,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
           typeOptions: { ...o, sysadminPassword: password as string | undefined },
           driverOptions: o,
           dryRun: o.dryRun,
+          showCommands: o.showCommands,
         });
         return { warnings, result };
       }),
@@ -181,7 +184,14 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
 }
 
 export function registerStrategy(program: Command, run: Runner): void {
-  registerVerbs(program.command('strategy').description('create, show, apply, pause, resume, update, retry, abort, delete the strategy'), run);
+  const strategy = program.command('strategy').description('create, show, apply, pause, resume, update, retry, abort, delete the strategy; the types');
+  registerVerbs(strategy, run);
+  // Of no strategy in particular: the aliases, each one type, do not take it.
+  strategy
+    .command('types')
+    .argument('[type]', `only this type: ${STRATEGY_TYPES.join(', ')}`, strategyType)
+    .description('each strategy type: its alias, sync endpoint, states in order, options and required options')
+    .action((type: StrategyType | undefined) => run(async () => (await import('../commands/types.js')).strategyTypes(type)));
   for (const t of STRATEGY_TYPES) {
     registerVerbs(program.command(TYPES[t].alias).description(`the ${t} strategy (strategy --type ${t})`), run, t);
   }

@@ -1,9 +1,10 @@
 /** `dcm strategy create|show|delete|abort` (apply lives in the orchestrator). */
+import path from 'node:path';
 import { OperationError, UsageError } from '../domain/errors.js';
 import { formatMaxFailures, parseMaxFailures } from '../domain/control.js';
 import { checkCombination, checkMaxParallel, planSteps, planStepsInOrder, type PlannedStep } from '../domain/planning.js';
 import { timeoutExtraArgs, typeExtraArgs, type RawDriverOptions, type RawTypeOptions } from '../domain/options.js';
-import { driverExtraArgs, parseDriverName } from '../drivers/index.js';
+import { driverExtraArgs, loadPreview, parseDriverName } from '../drivers/index.js';
 import { STRATEGY_ENDED, statesOf, type ApplyType, type StrategyType } from '../domain/types.js';
 import { findGroup, listGroups } from '../store/groups.js';
 import type { Db } from '../store/open.js';
@@ -15,6 +16,7 @@ import { DEFAULT_UNCREATED } from './groups.js';
 import { immediate, withExistingWriteDb, withReadDb, withWriteDb, type Ctx } from './context.js';
 import type { CommandResult } from './results.js';
 import { dryRunView } from './dryrun.js';
+import { showCommandsView } from './show-commands.js';
 import { liveRuns, refuseWhileLive, waitForLiveRuns } from './live-runs.js';
 import { checkSimFailClouds } from '../domain/choices.js';
 import type { Result } from './plain-results.js';
@@ -37,6 +39,8 @@ export interface CreateInput {
   driverOptions?: RawDriverOptions;
   /** Every check, then the plan, and nothing written. */
   dryRun?: boolean;
+  /** With dryRun: instead of the plan, the runs of this subcloud (`true`: the plan's first). */
+  showCommands?: string | true;
 }
 
 
@@ -86,6 +90,10 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Comm
   }
   const raw = input.driverOptions ?? {};
   const driverName = parseDriverName(raw.driver);
+  if (input.showCommands !== undefined) {
+    if (!input.dryRun) throw new UsageError('--show-commands needs --dry-run: it shows what would run, and creates nothing');
+    if (driverName !== 'exec') throw new UsageError('--show-commands needs --driver exec: the sim driver runs no command');
+  }
   const extra = typeExtraArgs(input.type, input.typeOptions ?? {});
   // Each driver checks its own options (the exec driver reads and checks its config file here).
   const driver = {
@@ -93,6 +101,7 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Comm
       type: input.type,
       states: input.type === 'custom' ? null : statesOf(input.type, extra as { cert_file?: string | null }),
       raw,
+      typeOptions: extra,
       dbPath: ctx.dbPath,
       seed: Math.floor(Math.random() * 2 ** 31),
     })),
@@ -123,9 +132,18 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Comm
   };
 
   if (input.dryRun) {
+    const all = { ...extra, ...driver };
+    const show = input.showCommands;
+    // Loaded before the read transaction, which cannot wait.
+    const preview = show === undefined ? null : await loadPreview();
+    const view = (db: Db | null) => {
+      const planned = plan(db);
+      // A missing file has no subcloud, so its plan has no step: plan() has refused it already.
+      if (preview && db && show !== undefined) return showCommandsView(db, planned, show, { type: input.type, extra: all, dbPath: path.resolve(ctx.dbPath), preview });
+      return dryRunView(db, planned, input.type, all);
+    };
     // Read only: a missing file is an empty fleet, and nothing is created or written.
-    return withReadDb(ctx, null, (db) => db.transaction(() => dryRunView(db, plan(db), input.type, { ...extra, ...driver })).deferred())
-      ?? dryRunView(null, plan(null), input.type, { ...extra, ...driver });
+    return withReadDb(ctx, null, (db) => db.transaction(() => view(db)).deferred()) ?? view(null);
   }
 
   const record = (db: Db) => {

@@ -90,6 +90,51 @@ export function typeOptionFlags(type: StrategyType): string[] {
   return ALLOWED[type].map((key) => FLAG[key]);
 }
 
+/** What an option's value is, as `strategy types` and the README write it; a flag takes none. */
+const VALUE: Partial<Record<keyof RawTypeOptions, string>> = {
+  patchId: 'ID',
+  toVersion: 'V',
+  subject: 'S',
+  expiryDate: 'D',
+  certFile: 'F',
+  release: 'YY.MM[.nn]',
+  releaseId: 'R',
+  kubeUpgrade: 'V',
+  sysadminPassword: 'P',
+};
+
+/** An option a type cannot do without, unless one of `unless` is given; `message` is dcmanager's. */
+interface Required {
+  key: keyof RawTypeOptions;
+  unless: (keyof RawTypeOptions)[];
+  message: string;
+}
+
+const REQUIRED: Partial<Record<StrategyType, Required[]>> = {
+  'sw-deploy': [{ key: 'releaseId', unless: ['rollback', 'cleanup'], message: 'The --release-id is required to create a deploy strategy.' }],
+};
+
+/**
+ * A type's options as `strategy types` lists them: each flag with its value (`--patch-id ID`), a
+ * deprecated one with what replaced it; and the required ones with their exceptions.
+ */
+export function describeTypeOptions(type: StrategyType): { options: string[]; required: string[] } {
+  const options = ALLOWED[type].map((key) => {
+    const replaced = DEPRECATED[key];
+    return `${FLAG[key]}${VALUE[key] ? ` ${VALUE[key]}` : ''}${replaced ? ` (deprecated: ${FLAG[replaced]})` : ''}`;
+  });
+  const required = (REQUIRED[type] ?? []).map(
+    (r) => `${FLAG[r.key]}${r.unless.length ? ` unless ${r.unless.map((k) => FLAG[k]).join(' or ')}` : ''}`,
+  );
+  return { options, required };
+}
+
+function checkRequired(type: StrategyType, raw: RawTypeOptions): void {
+  for (const r of REQUIRED[type] ?? []) {
+    if (!given(raw, r.key) && !r.unless.some((k) => given(raw, k))) throw new UsageError(r.message);
+  }
+}
+
 export type ExtraArgs = Record<string, string | number | boolean | null | string[]>;
 
 function given(raw: RawTypeOptions, key: keyof RawTypeOptions): boolean {
@@ -150,9 +195,7 @@ export function typeExtraArgs(type: StrategyType, raw: RawTypeOptions): ExtraArg
       if (given(raw, 'sysadminPassword') && !raw.withPrestage) {
         throw new UsageError('--sysadmin-password can only be used with --with-prestage');
       }
-      if (!given(raw, 'releaseId') && !raw.rollback && !raw.cleanup) {
-        throw new UsageError('The --release-id is required to create a deploy strategy.');
-      }
+      checkRequired(type, raw);
       if (raw.snapshot && (raw.rollback || raw.cleanup)) {
         throw new UsageError('Option --snapshot cannot be used with any of the following options: --rollback or --cleanup.');
       }

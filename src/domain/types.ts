@@ -131,53 +131,65 @@ export const TYPES: Record<StrategyType, TypeInfo> = {
 };
 
 /**
- * The states a step of this type walks, in order, between `initial` and `complete`.
- * kube-rootca-update uploads a certificate only when the strategy was created with --cert-file.
+ * A state of a type's walk. `onlyWith`: the state is walked only when the strategy has this type
+ * option (kube-rootca-update uploads a certificate only when created with --cert-file).
  */
+export interface StateDef {
+  state: string;
+  onlyWith?: 'cert_file';
+}
+
+/**
+ * The states a step of each type walks, in order, between `initial` and `complete` (SPEC §3):
+ * the one list statesOf and `strategy types` read. `custom` has none of its own: the exec config
+ * names them.
+ */
+export const TYPE_STATES: Record<Exclude<StrategyType, 'custom'>, readonly StateDef[]> = {
+  patch: [
+    { state: 'pre check' },
+    { state: 'updating patches' },
+    { state: 'creating VIM patch strategy' },
+    { state: 'applying VIM patch strategy' },
+    { state: 'finishing patch strategy' },
+  ],
+  'sw-deploy': [
+    { state: 'sw-deploy pre-check' },
+    { state: 'sw-deploy install license' },
+    { state: 'create VIM sw-deploy strategy' },
+    { state: 'apply VIM sw-deploy strategy' },
+    { state: 'finish sw-deploy strategy' },
+  ],
+  kubernetes: [
+    { state: 'kube upgrade pre check' },
+    { state: 'kube creating vim kube upgrade strategy' },
+    { state: 'kube applying vim kube upgrade strategy' },
+  ],
+  'kube-rootca-update': [
+    { state: 'kube rootca update pre check' },
+    { state: 'kube rootca update start', onlyWith: 'cert_file' },
+    { state: 'kube rootca update upload cert', onlyWith: 'cert_file' },
+    { state: 'creating vim kube rootca update strategy' },
+    { state: 'applying vim kube rootca update strategy' },
+  ],
+  firmware: [
+    { state: 'importing firmware' },
+    { state: 'creating fw update strategy' },
+    { state: 'applying fw update strategy' },
+    { state: 'finishing fw update' },
+  ],
+  prestage: [
+    { state: 'prestage-precheck' },
+    { state: 'prestage-prepare' },
+    { state: 'prestaging-packages' },
+    { state: 'prestaging-images' },
+  ],
+};
+
+/** The states a step of this type walks, in order, between `initial` and `complete`. */
 export function statesOf(type: StrategyType, extra: { cert_file?: string | null; exec_states?: unknown } = {}): string[] {
-  switch (type) {
-    case 'patch':
-      return [
-        'pre check',
-        'updating patches',
-        'creating VIM patch strategy',
-        'applying VIM patch strategy',
-        'finishing patch strategy',
-      ];
-    case 'sw-deploy':
-      return [
-        'sw-deploy pre-check',
-        'sw-deploy install license',
-        'create VIM sw-deploy strategy',
-        'apply VIM sw-deploy strategy',
-        'finish sw-deploy strategy',
-      ];
-    case 'kubernetes':
-      return [
-        'kube upgrade pre check',
-        'kube creating vim kube upgrade strategy',
-        'kube applying vim kube upgrade strategy',
-      ];
-    case 'kube-rootca-update':
-      return [
-        'kube rootca update pre check',
-        ...(extra.cert_file ? ['kube rootca update start', 'kube rootca update upload cert'] : []),
-        'creating vim kube rootca update strategy',
-        'applying vim kube rootca update strategy',
-      ];
-    case 'firmware':
-      return [
-        'importing firmware',
-        'creating fw update strategy',
-        'applying fw update strategy',
-        'finishing fw update',
-      ];
-    case 'prestage':
-      return ['prestage-precheck', 'prestage-prepare', 'prestaging-packages', 'prestaging-images'];
-    case 'custom':
-      // Named by the exec config, in its order, and stored with the strategy at create.
-      return Array.isArray(extra.exec_states) ? (extra.exec_states as string[]) : [];
-  }
+  // Named by the exec config, in its order, and stored with the strategy at create.
+  if (type === 'custom') return Array.isArray(extra.exec_states) ? (extra.exec_states as string[]) : [];
+  return TYPE_STATES[type].filter((d) => !d.onlyWith || extra[d.onlyWith]).map((d) => d.state);
 }
 
 /** The role a state plays on the subcloud's side: the simulator models VIM strategies by it. */

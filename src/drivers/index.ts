@@ -8,6 +8,7 @@ import { UsageError } from '../domain/errors.js';
 import type { ExtraArgs } from '../domain/options.js';
 import type { StrategyType } from '../domain/types.js';
 import type { Driver } from './driver.js';
+import type { PreviewInput, RunPreview } from './exec/preview.js';
 import { SIM_OPTIONS } from './sim/flags.js';
 import { EXEC_OPTIONS } from './exec/flags.js';
 
@@ -27,6 +28,8 @@ export interface DriverCreateInput {
   /** The type's states; null for `custom`, whose states the driver's config names. */
   states: readonly string[] | null;
   raw: Record<string, unknown>;
+  /** The strategy's type options as stored (a type's option not given is null). */
+  typeOptions: ExtraArgs;
   dbPath: string;
   /** A fresh random seed, for drivers that draw outcomes. */
   seed: number;
@@ -95,4 +98,13 @@ export async function driverExtraArgs(name: DriverName, input: DriverCreateInput
 /** The strategy's driver; a strategy stored before drivers were named is a sim one. */
 export function createDriver(dbPath: string, extra: ExtraArgs): Promise<Driver> {
   return MODULES[parseDriverName(typeof extra.driver === 'string' ? extra.driver : undefined)].create(dbPath, extra);
+}
+
+/**
+ * The runs the exec driver would start for one subcloud, as a function to call once the plan is
+ * known (inside the dry run's read transaction, which cannot wait for a module to load).
+ */
+export async function loadPreview(): Promise<(extra: ExtraArgs, input: Omit<PreviewInput, 'extra'>) => RunPreview[]> {
+  const [{ previewRuns }, { execConfigOf }] = await Promise.all([import('./exec/preview.js'), import('./exec/options.js')]);
+  return (extra, input) => previewRuns(execConfigOf(extra), { ...input, extra });
 }

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { isScalar, LineCounter, parseDocument, visit } from 'yaml';
 import { UsageError } from '../../domain/errors.js';
 import { durationProblem, parseDuration, parseDurationRange } from '../../domain/durations.js';
-import { unknownPlaceholders } from './placeholders.js';
+import { quotedPlaceholders, unknownPlaceholders } from './placeholders.js';
 import { nameProblem, quoteName } from '../../domain/inventory.js';
 import { logNameProblem } from '../../domain/logs.js';
 
@@ -156,6 +156,11 @@ function resolveEntry(
     if (!r.trim()) bad(`${where}: run`, 'an empty command');
     run = r;
     placeholders(r, `${where}: run`);
+    const quoted = quotedPlaceholders(r)[0];
+    if (quoted) {
+      const q = quoted.quote;
+      bad(`${where}: run`, `{${quoted.name}} inside ${q}…${q} quotes: a string command single-quotes each value itself, so write {${quoted.name}}, not ${q}{${quoted.name}}${q}`);
+    }
   } else if (Array.isArray(r)) {
     if (r.length === 0) bad(`${where}: run`, 'an empty command');
     run = r.map((x) => {

@@ -15,7 +15,7 @@ import { formatDuration } from '../../domain/durations.js';
 import type { Adoption, Driver, LeftRun, OperationRequest, OperationResult, RunProcess } from '../driver.js';
 import type { ExecConfig, StateSpec } from './config.js';
 import { abandonRun, abandonStart, lastLine, readClaim, readSmall, readStatus, readTaken, removeQuietly, runBase, type RunClaim, type RunStatus } from './files.js';
-import { render, SUBCLOUD_FIELDS, TYPE_OPTION_KEYS } from './placeholders.js';
+import { runArgv, runCwd, runEnv, runValues } from './run-env.js';
 import { groupAlive, terminateGroup, terminatePids, terminateTagged, ticksNow, waitGroupGone } from './procs.js';
 import { Launcher, type Exited } from './launch.js';
 import { processesWithEnv } from '../../platform/proc.js';
@@ -128,13 +128,11 @@ export class ExecDriver implements Driver {
       // a stale `.pid` would stop the launcher, which claims a run by creating it).
       for (const end of RUN_FILES) removeQuietly(`${base}${end}`);
     }
-    const values = this.values(req);
-    const argv = Array.isArray(spec.run)
-      ? spec.run.map((a) => render(a, values, false))
-      : ['/bin/sh', '-c', render(spec.run, values, true)];
+    const values = runValues(req, this.settings);
+    const argv = runArgv(spec, values);
     const runId = runIdOf(req);
-    const env = this.env(req, spec, values, base, runId);
-    const cwd = render(spec.cwd, values, false);
+    const env = runEnv(req, spec, values, { base, runId }, this.settings);
+    const cwd = runCwd(spec, values);
     // The timeout counts from here, whatever becomes of the launcher (SPEC §7.2).
     const deadline = Date.now() + spec.timeoutMs;
     const since = ticksNow();
@@ -241,50 +239,6 @@ export class ExecDriver implements Driver {
     return { kind: 'failed', reason: short, timeout: outcome === 'timeout' };
   }
 
-  private values(req: OperationRequest): Record<string, string> {
-    const v: Record<string, string> = {
-      cloud: req.cloud,
-      state: req.state,
-      type: req.type,
-      attempt: String(req.attempt),
-      stage: String(req.stage ?? ''),
-      db: this.settings.dbPath,
-    };
-    for (const [name, key] of Object.entries(TYPE_OPTION_KEYS)) {
-      const x = req.extra[key];
-      v[name] = x === null || x === undefined ? '' : String(x);
-    }
-    for (const f of SUBCLOUD_FIELDS) v[f] = req.subcloud?.[f] ?? '';
-    return v;
-  }
-
-  /** What a run's environment adds to the launcher's (which is dcm's without DCM_*). */
-  private env(req: OperationRequest, spec: StateSpec, values: Record<string, string>, base: string, runId: string): Record<string, string> {
-    const log = `${base}.log`;
-    const env: Record<string, string> = {};
-    // Inherited by every process of the run, even one that leaves its process group: how dcm
-    // finds them all, and how a site can refuse a stale attempt or a displaced orchestrator.
-    env.DCM_RUN_ID = runId;
-    env.DCM_FENCE = req.fence ?? '';
-    env.DCM_CLOUD = req.cloud;
-    env.DCM_STATE = req.state;
-    env.DCM_TYPE = req.type;
-    env.DCM_ATTEMPT = String(req.attempt);
-    env.DCM_STAGE = values.stage;
-    env.DCM_DB = this.settings.dbPath;
-    env.DCM_LOG = log;
-    env.DCM_NEXT = `${base}.next`;
-    if (req.resumed) env.DCM_RESUMED = '1';
-    for (const [name, key] of Object.entries({ ...TYPE_OPTION_KEYS, ...TYPE_FLAGS })) {
-      const x = req.extra[key];
-      if (x !== null && x !== undefined) env[`DCM_ARG_${name.toUpperCase()}`] = String(x);
-    }
-    for (const [k, x] of Object.entries(req.options ?? {})) env[`DCM_OPT_${k.toUpperCase()}`] = String(x);
-    if (this.settings.sysadminPassword) env.DCM_SYSADMIN_PASSWORD = this.settings.sysadminPassword;
-    for (const [k, x] of Object.entries(spec.env)) env[k] = render(x, values, false);
-    return env;
-  }
-
   adopt(left: LeftRun, req: OperationRequest): Adoption {
     const spec = this.specs.get(left.state);
     if (!spec) return { kind: 'interrupted' };
@@ -372,15 +326,3 @@ export class ExecDriver implements Driver {
     await this.launcher.close();
   }
 }
-
-/** Type options that are flags rather than placeholders, exported as DCM_ARG_* too. */
-const TYPE_FLAGS: Record<string, string> = {
-  for_install: 'for_install',
-  for_sw_deploy: 'for_sw_deploy',
-  snapshot: 'snapshot',
-  rollback: 'rollback',
-  delete: 'delete_option',
-  cleanup: 'cleanup',
-  with_prestage: 'with_prestage',
-  kube_upgrade: 'kube_upgrade',
-};

@@ -6,6 +6,7 @@ import { defaultLogDir } from '../../domain/logs.js';
 import type { DriverCreateInput } from '../index.js';
 import { parseConfigText, resolveConfig, type ExecConfig } from './config.js';
 import { checkLogDir } from './logdir.js';
+import { checkTypeOptions } from './lint.js';
 import { readConfigFile } from './read-config.js';
 
 
@@ -18,6 +19,7 @@ export function execExtraArgs(input: DriverCreateInput): ExtraArgs {
   if (raw.logDir === '') throw new UsageError("option '--log-dir' is empty: name a folder");
   const text = readConfigFile(raw.execConfig);
   const config = resolveConfig(parseConfigText(text, raw.execConfig), raw.execConfig, input.type === 'custom' ? null : input.states);
+  checkTypeOptions(config, raw.execConfig, input.type, input.typeOptions);
   const logDir = path.resolve(raw.logDir ?? defaultLogDir(input.dbPath));
   checkLogDir(logDir, raw.logDir ?? logDir);
   return {

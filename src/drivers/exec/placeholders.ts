@@ -48,6 +48,52 @@ export function unknownPlaceholders(text: string): string[] {
   return out;
 }
 
+/** The placeholder names used in `text`, in order (a name used twice comes twice). */
+export function placeholdersIn(text: string): string[] {
+  return [...text.matchAll(PATTERN)].flatMap((m) => (m[1] === undefined ? [] : [m[1]]));
+}
+
+/** Characters after which a `#` starts a shell comment (the start of a word). */
+const WORD_START = new Set([' ', '\t', '\n', ';', '&', '|', '(', ')', '<', '>']);
+
+/**
+ * The placeholders of a string command that stand inside shell quotes, with the quote. A value is
+ * single-quoted when rendered: inside "…" the quotes become part of the word, inside '…' they
+ * close and reopen the quote and leave the value bare. A small scan of sh's quoting (backslash,
+ * '…', "…", comments), enough to tell where a placeholder stands.
+ */
+export function quotedPlaceholders(cmd: string): { name: string; quote: '"' | "'" }[] {
+  const out: { name: string; quote: '"' | "'" }[] = [];
+  const at = new RegExp(PATTERN.source, 'y');
+  let quote: '"' | "'" | null = null;
+  for (let i = 0; i < cmd.length; ) {
+    const c = cmd[i];
+    at.lastIndex = i;
+    const m = at.exec(cmd);
+    if (m) {
+      if (m[1] !== undefined && quote) out.push({ name: m[1], quote });
+      i += m[0].length;
+    } else if (quote === "'") {
+      if (c === "'") quote = null;
+      i += 1;
+    } else if (c === '\\') {
+      i += 2;
+    } else if (quote === '"') {
+      if (c === '"') quote = null;
+      i += 1;
+    } else if (c === "'" || c === '"') {
+      quote = c;
+      i += 1;
+    } else if (c === '#' && (i === 0 || WORD_START.has(cmd[i - 1]))) {
+      const end = cmd.indexOf('\n', i);
+      i = end < 0 ? cmd.length : end;
+    } else {
+      i += 1;
+    }
+  }
+  return out;
+}
+
 /** Single-quote a value for /bin/sh: nothing inside is expanded. */
 export function shellQuote(value: string): string {
   return `'${value.replace(/'/g, `'\\''`)}'`;
