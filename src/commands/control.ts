@@ -118,7 +118,7 @@ export interface RetryInput {
  * `strategy retry`: failed steps go back to the state they failed in (the next run of it is the
  * next attempt), aborted steps to `initial`; the strategy to `initial`, for `apply`.
  */
-export async function strategyRetry(ctx: Ctx, type: StrategyType | undefined, input: RetryInput): Promise<CommandResult> {
+export async function strategyRetry(ctx: Ctx, type: StrategyType | undefined, input: RetryInput): Promise<Outcome> {
   const kinds = input.failed || input.aborted ? { failed: Boolean(input.failed), aborted: Boolean(input.aborted) } : { failed: true, aborted: true };
   if (input.wait) await waitForLiveRuns(ctx, false);
   const result = withExistingWriteDb(ctx, (db) =>
@@ -143,14 +143,16 @@ export async function strategyRetry(ctx: Ctx, type: StrategyType | undefined, in
           }
         }
       }
-      let n = 0;
+      // Which steps went where, said on stderr: the record on stdout is dcmanager's and says nothing of them.
+      const reset: string[] = [];
       for (const c of retryCandidates(db, named)) {
         const to = retryTarget({ state: c.state, failedIn: c.lastRunState }, kinds, states);
-        if (to !== null && resetStep(db, c.id, c.state, to)) n++;
+        if (to !== null && resetStep(db, c.id, c.state, to)) reset.push(`  ${c.cloud}: ${c.state} -> ${to}`);
       }
-      if (n === 0) throw new OperationError('Nothing to retry');
+      if (reset.length === 0) throw new OperationError('Nothing to retry');
       casStrategyState(db, RETRYABLE, 'initial');
-      return { kind: 'strategy' as const, strategy: getStrategy(db)! };
+      const notes = [`retry reset ${reset.length} step${reset.length === 1 ? '' : 's'} (dcm strategy apply runs them):`, ...reset];
+      return { result: { kind: 'strategy' as const, strategy: getStrategy(db)! }, notes };
     }),
   );
   return result ?? strategyNotFound(type);

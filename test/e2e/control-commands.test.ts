@@ -156,6 +156,13 @@ describe('strategy retry', () => {
     // Nothing of the history is lost.
     expect(history(t.db)).toEqual(before);
     const retried = after.filter((s) => s.state === 'initial').map((s) => s.cloud);
+    // Which steps were reset, and to where, on stderr, in step order; stdout is the record alone.
+    const aborted = steps(t.db).filter((s) => retried.includes(s.cloud)).map((s) => `  ${s.cloud}: aborted -> initial`);
+    expect(r.stderr.split('\n')).toEqual([
+      `retry reset ${retried.length + 1} steps (dcm strategy apply runs them):`,
+      ...[...aborted, '  s2: failed -> updating patches'].sort((a, b) => Number(/s(\d+)/.exec(a)![1]) - Number(/s(\d+)/.exec(b)![1])),
+      '',
+    ]);
 
     // s2 fails again (the injected failure stays), as the second attempt of that state; the
     // aborted ones run from the start; the complete ones are untouched.
@@ -169,8 +176,9 @@ describe('strategy retry', () => {
     expect(dcmOk(['--db', t.db, 'strategy-step', 'history', 's2', '-f', 'value', '-c', 'attempt', '-c', 'outcome']).stdout).toBe('1 ok\n1 failed\n2 failed\n');
 
     // Only the named ones, only failed.
-    dcmOk(['--db', t.db, 'strategy', 'retry', 's2', '--failed']);
+    const one = dcmOk(['--db', t.db, 'strategy', 'retry', 's2', '--failed']);
     expect(byState(t.db, 's2')).toBe('updating patches');
+    expect(one.stderr).toBe('retry reset 1 step (dcm strategy apply runs them):\n  s2: failed -> updating patches\n');
     expect(dcm(['--db', t.db, 'strategy', 'delete', '--yes']).code).toBe(0);
   });
 });
