@@ -51,7 +51,7 @@ export const UPDATABLE: readonly string[] = ['initial', 'applying', 'paused'];
 export const RETRYABLE: readonly string[] = ['failed', 'aborted'];
 
 /** A stage as `strategy update` sees it: its window, and whether every step of it has ended. */
-export interface StageWindow {
+export interface UpdatableStage {
   stage: number;
   window: number;
   ended: boolean;
@@ -63,7 +63,7 @@ export interface StageWindow {
  * with `--stage K` is refused; without `--stage`, every stage still to run (or running) changes
  * and the ended ones are listed in `kept`.
  */
-export function stagesToResize(stages: readonly StageWindow[], stage?: number): { resize: number[]; kept: StageWindow[] } {
+export function stagesToResize(stages: readonly UpdatableStage[], stage?: number): { resize: number[]; kept: UpdatableStage[] } {
   if (stage !== undefined) {
     const st = stages.find((s) => s.stage === stage);
     if (st?.ended) throw new OperationError(`Stage ${stage} has ended and cannot be updated (it ran with window ${st.window})`);
