@@ -119,7 +119,15 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
       }),
     );
   withType(parent.command('status'), false)
-    .description('where the strategy stands: stage, window, steps per state, in flight, failures, elapsed, ETA, orchestrator')
+    .summary('where the strategy stands: stage, window, steps per state, in flight, failures, elapsed, ETA, orchestrator')
+    .description(
+      'where the strategy stands: stage, window, steps per state, in flight, failures, elapsed, ETA, orchestrator\n\n' +
+        // The two counts the issue found unexplained: one counts steps, the other operations.
+        '"in progress" counts steps started and not ended; "in flight" counts operations running now. ' +
+        'They differ while a step waits out a retry\'s backoff, or was left mid-state by an apply that ' +
+        'stopped (the next apply runs it again). "elapsed" counts from started_at, the first step\'s ' +
+        'start, across resumes; while paused, "eta" is the time the rest takes once resumed.',
+    )
     .option('-w, --watch', 'redraw on change until the strategy ends, then exit as apply would')
     .action((o: { type?: StrategyType; watch?: boolean }) =>
       run(async (ctx) => {
