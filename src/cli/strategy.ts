@@ -157,7 +157,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
   withType(parent.command('update'), false)
     .description('change the window (of every stage, or of stage K) or the failure budget; a running apply follows within 1 s')
     .addOption(new Option('--max-parallel-subclouds <n>', 'subclouds in flight at once').argParser(integer))
-    .addOption(new Option('--stage <k>', 'only this stage\'s window').argParser(integer))
+    .addOption(new Option('--stage <k>', 'only this stage\'s window (refused for a stage that has ended)').argParser(integer))
     .option('--max-failures <N|P%>', 'start no new subcloud once N steps (or P % of the steps) have failed', maxFailures)
     .action((o: { type?: StrategyType; maxParallelSubclouds?: number; stage?: number; maxFailures?: string }) =>
       run(async (ctx) =>

@@ -78,7 +78,7 @@ export function closingSummary(s: Summary): string {
   ];
   let text =
     `strategy ${s.state}: ${parts.join(', ') || 'no steps'} in ${formatDuration(s.durationMs)}` +
-    (s.sinceFirstStartMs === undefined ? '' : ` since the resume (${formatSpan(s.sinceFirstStartMs)} since the first start)`) +
+    (s.sinceFirstStartMs === undefined ? '' : ` of this apply, ${formatSpan(s.sinceFirstStartMs)} since the first start`) +
     ` (peak ${s.peakInFlight} subclouds in flight, window ${s.maxWindow})\n`;
   const failures = s.failures ?? [];
   const total = s.failedTotal ?? failures.length;

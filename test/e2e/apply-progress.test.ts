@@ -142,6 +142,6 @@ describe('apply progress off a terminal', () => {
     expect(lines).not.toEqual([]);
     // Its first summary line already counts the 3 s since the strategy's first start.
     expect(spanMs(/ elapsed (\S+),/.exec(lines[0])![1])).toBeGreaterThanOrEqual(3000);
-    expect(second.stderr).toMatch(/\nstrategy complete: 20 complete in \S+ since the resume \(\S+ since the first start\) \(peak /);
+    expect(second.stderr).toMatch(/\nstrategy complete: 20 complete in \S+ of this apply, \S+ since the first start \(peak /);
   });
 });

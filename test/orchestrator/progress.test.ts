@@ -157,9 +157,9 @@ describe('progress text', () => {
     expect(closingSummary({ state: 'complete', counts: { complete: 2 }, durationMs: 10, peakInFlight: 1, maxWindow: 1, failures: [], failedTotal: 0 })).toBe(
       'strategy complete: 2 complete in 10ms (peak 1 subclouds in flight, window 1)\n',
     );
-    // After a resume, this run's time is named as such, beside the time since the first start.
+    // After a resume (or a retry), this apply's time is named as such, beside the time since the first start.
     expect(closingSummary({ state: 'complete', counts: { complete: 2 }, durationMs: 10, sinceFirstStartMs: 65_000, peakInFlight: 1, maxWindow: 1 })).toBe(
-      'strategy complete: 2 complete in 10ms since the resume (1m05s since the first start) (peak 1 subclouds in flight, window 1)\n',
+      'strategy complete: 2 complete in 10ms of this apply, 1m05s since the first start (peak 1 subclouds in flight, window 1)\n',
     );
   });
 });
