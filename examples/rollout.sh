@@ -19,13 +19,21 @@ dcm subcloud add $(printf 'edge%02d ' $(seq 1 70)) --group edge >/dev/null
 dcm subcloud update edge01 edge02 --availability offline >/dev/null
 dcm subcloud update edge03 --management unmanaged >/dev/null
 dcm subcloud update edge04 edge05 --sync patching=in-sync >/dev/null
-echo "== fleet: $(dcm subcloud list -f value -c name | wc -l) subclouds in $(dcm subcloud-group list -f value -c id | wc -l) groups"
+# Groups that hold subclouds: the Default group is always there, and empty here.
+echo "== fleet: $(dcm subcloud list -f value -c name | wc -l) subclouds in $(dcm subcloud list -d -f value -c group_id | sort -u | wc -l) groups"
 
 dcm strategy create --type patch --sim-latency 5ms..30ms --sim-seed 7 --sim-fail east042='applying VIM patch strategy'
 echo "== applying: a live view on a terminal (off one, a line per subcloud that ends); the summary names the failures"
 dcm strategy apply -c state -c updated_at
 status=$?
-echo "== strategy apply exited $status (0 complete, 1 failed, 3 aborted)"
+# The exit code says how the strategy ended (0 complete, 1 failed, 3 aborted): say it in words.
+case $status in
+  0) ended="the strategy is complete" ;;
+  1) ended="the strategy failed" ;;
+  3) ended="the strategy was aborted" ;;
+  *) ended="apply did not finish" ;;
+esac
+echo "== strategy apply exited $status: $ended"
 echo "== where it stands (any time, from any shell: dcm strategy status --watch):"
 dcm strategy status -c state -c steps -c complete -c failed -c aborted -c elapsed
 echo "== the failed steps:"

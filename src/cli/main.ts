@@ -150,6 +150,7 @@ export async function main(argv: string[], io: Io = { stdout: process.stdout, st
     finishCommands(program, words);
     await program.parseAsync(expandAbbreviations(program, words), { from: 'user' });
     for (const w of outcome.warnings ?? []) io.stderr.write(`warning: ${w}\n`);
+    if (!ctx?.quiet) for (const n of outcome.notes ?? []) io.stderr.write(`${n}\n`);
     if (outcome.text !== undefined) io.stdout.write(outcome.text);
     if (outcome.watch && out) {
       const [{ runWatch }, { render }] = await Promise.all([import('./watch.js'), import('./output/render.js')]);

@@ -122,7 +122,15 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
       }),
     );
   withType(parent.command('status'), false)
-    .description('where the strategy stands: stage, window, steps per state, in flight, failures, elapsed, ETA, orchestrator')
+    .summary('where the strategy stands: stage, window, steps per state, in flight, failures, elapsed, ETA, orchestrator')
+    .description(
+      'where the strategy stands: stage, window, steps per state, in flight, failures, elapsed, ETA, orchestrator\n\n' +
+        // The two counts the issue found unexplained: one counts steps, the other operations.
+        '"in progress" counts steps started and not ended; "in flight" counts operations running now. ' +
+        'They differ while a step waits out a retry\'s backoff, or was left mid-state by an apply that ' +
+        'stopped (the next apply runs it again). "elapsed" counts from started_at, the first step\'s ' +
+        'start, across resumes; while paused, "eta" is the time the rest takes once resumed.',
+    )
     .option('-w, --watch', 'redraw on change until the strategy ends, then exit as apply would')
     .action((o: { type?: StrategyType; watch?: boolean }) =>
       run(async (ctx) => {
@@ -152,7 +160,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
   withType(parent.command('update'), false)
     .description('change the window (of every stage, or of stage K) or the failure budget; a running apply follows within 1 s')
     .addOption(new Option('--max-parallel-subclouds <n>', 'subclouds in flight at once').argParser(integer))
-    .addOption(new Option('--stage <k>', 'only this stage\'s window').argParser(integer))
+    .addOption(new Option('--stage <k>', 'only this stage\'s window (refused for a stage that has ended)').argParser(integer))
     .option('--max-failures <N|P%>', 'start no new subcloud once N steps (or P % of the steps) have failed', maxFailures)
     .action((o: { type?: StrategyType; maxParallelSubclouds?: number; stage?: number; maxFailures?: string }) =>
       run(async (ctx) =>

@@ -24,6 +24,13 @@ export async function runWatch(watch: WatchFn, out: NodeJS.WriteStream, render: 
     }
     return !guard.closed;
   });
-  log?.done();
+  if (log) {
+    // log-update draws a frame taller than the terminal without its top lines, and patches each
+    // frame over the last: the frame left on screen at the end is written again, whole, in place
+    // of the view (as the live view of apply does), so both borders of its table stay.
+    log.clear();
+    log.done();
+    if (last && !guard.closed) out.write(last);
+  }
   return code;
 }

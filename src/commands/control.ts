@@ -10,15 +10,24 @@ import {
   RESUMABLE_BY_OPERATOR,
   RETRYABLE,
   retryTarget,
+  stagesToResize,
   UPDATABLE,
 } from '../domain/control.js';
 import { checkMaxParallel } from '../domain/planning.js';
 import { statesOf, type StrategyType } from '../domain/types.js';
-import { casStrategyState, getStrategy, listStages, setMaxFailures, setStageWindows, touchStrategy } from '../store/strategy.js';
+import {
+  casStrategyState,
+  getStrategy,
+  setMaxFailures,
+  setStageWindows,
+  setStrategyMaxParallel,
+  stageWindows,
+  touchStrategy,
+} from '../store/strategy.js';
 import { resetStep, retryCandidates, stepStatesOf } from '../store/steps.js';
 import { findSubcloud } from '../store/subclouds.js';
 import { immediate, withExistingWriteDb, type Ctx } from './context.js';
-import type { CommandResult } from './results.js';
+import type { CommandResult, Outcome } from './results.js';
 import { strategyNotFound, theStrategy } from './strategy.js';
 import { liveRuns, refuseWhileLive, waitForLiveRuns } from './live-runs.js';
 
@@ -52,8 +61,12 @@ export interface UpdateInput {
   maxFailures?: string;
 }
 
-/** `strategy update`: the windows and the failure budget of an initial, applying or paused strategy. */
-export async function strategyUpdate(ctx: Ctx, type: StrategyType | undefined, input: UpdateInput): Promise<CommandResult> {
+/**
+ * `strategy update`: the windows and the failure budget of an initial, applying or paused strategy.
+ * A stage that has ended keeps the window it ran with (domain `stagesToResize`); what was kept, and
+ * a single stage's new window (the record's max parallel subclouds is every stage's), go to stderr.
+ */
+export async function strategyUpdate(ctx: Ctx, type: StrategyType | undefined, input: UpdateInput): Promise<Outcome> {
   // Option values on their own first, before the file is read (SPEC §5).
   if (input.stage !== undefined && input.maxParallelSubclouds === undefined) {
     throw new UsageError('--stage needs --max-parallel-subclouds');
@@ -69,18 +82,25 @@ export async function strategyUpdate(ctx: Ctx, type: StrategyType | undefined, i
     immediate(db, () => {
       const s = theStrategy(db, type);
       if (!UPDATABLE.includes(s.state)) throw new OperationError(`Strategy in state ${s.state} cannot be updated`);
-      if (input.maxParallelSubclouds !== undefined) {
+      const notes: string[] = [];
+      const window = input.maxParallelSubclouds;
+      if (window !== undefined) {
         // The type's own limit (prestage: 250).
-        checkMaxParallel(s.type as StrategyType, input.maxParallelSubclouds);
-        if (input.stage !== undefined && !listStages(db).some((st) => st.stage === input.stage)) {
-          const n = listStages(db).length;
+        checkMaxParallel(s.type as StrategyType, window);
+        const stages = stageWindows(db);
+        if (input.stage !== undefined && !stages.some((st) => st.stage === input.stage)) {
+          const n = stages.length;
           throw new OperationError(`Strategy has no stage ${input.stage} (it has ${n === 1 ? 'stage 1' : `stages 1 to ${n}`})`);
         }
-        setStageWindows(db, input.maxParallelSubclouds, input.stage);
+        const { resize, kept } = stagesToResize(stages, input.stage);
+        setStageWindows(db, window, resize);
+        if (input.stage === undefined) setStrategyMaxParallel(db, window);
+        else notes.push(`stage ${input.stage} now runs ${window} at a time; the other stages keep their windows`);
+        for (const k of kept) notes.push(`stage ${k.stage} has ended and keeps the window it ran with (${k.window})`);
       }
       if (budget !== undefined) setMaxFailures(db, budget);
       touchStrategy(db);
-      return { kind: 'strategy' as const, strategy: getStrategy(db)! };
+      return { result: { kind: 'strategy' as const, strategy: getStrategy(db)! }, notes };
     }),
   );
   return result ?? strategyNotFound(type);
@@ -98,7 +118,7 @@ export interface RetryInput {
  * `strategy retry`: failed steps go back to the state they failed in (the next run of it is the
  * next attempt), aborted steps to `initial`; the strategy to `initial`, for `apply`.
  */
-export async function strategyRetry(ctx: Ctx, type: StrategyType | undefined, input: RetryInput): Promise<CommandResult> {
+export async function strategyRetry(ctx: Ctx, type: StrategyType | undefined, input: RetryInput): Promise<Outcome> {
   const kinds = input.failed || input.aborted ? { failed: Boolean(input.failed), aborted: Boolean(input.aborted) } : { failed: true, aborted: true };
   if (input.wait) await waitForLiveRuns(ctx, false);
   const result = withExistingWriteDb(ctx, (db) =>
@@ -123,14 +143,16 @@ export async function strategyRetry(ctx: Ctx, type: StrategyType | undefined, in
           }
         }
       }
-      let n = 0;
+      // Which steps went where, said on stderr: the record on stdout is dcmanager's and says nothing of them.
+      const reset: string[] = [];
       for (const c of retryCandidates(db, named)) {
         const to = retryTarget({ state: c.state, failedIn: c.lastRunState }, kinds, states);
-        if (to !== null && resetStep(db, c.id, c.state, to)) n++;
+        if (to !== null && resetStep(db, c.id, c.state, to)) reset.push(`  ${c.cloud}: ${c.state} -> ${to}`);
       }
-      if (n === 0) throw new OperationError('Nothing to retry');
+      if (reset.length === 0) throw new OperationError('Nothing to retry');
       casStrategyState(db, RETRYABLE, 'initial');
-      return { kind: 'strategy' as const, strategy: getStrategy(db)! };
+      const notes = [`retry reset ${reset.length} step${reset.length === 1 ? '' : 's'} (dcm strategy apply runs them):`, ...reset];
+      return { result: { kind: 'strategy' as const, strategy: getStrategy(db)! }, notes };
     }),
   );
   return result ?? strategyNotFound(type);

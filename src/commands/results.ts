@@ -59,6 +59,8 @@ export interface Outcome {
   exitCode?: number;
   /** Said on stderr (`warning: …`) once the command has succeeded. */
   warnings?: string[];
+  /** What the command did beyond its record, said on stderr as it is (unless -q), so stdout keeps its format. */
+  notes?: string[];
   /** A `--watch` command: draws frames until it returns its exit code (cli/watch.ts). */
   watch?: (emit: (r: Printable) => Promise<boolean>) => Promise<number>;
 }

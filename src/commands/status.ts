@@ -150,7 +150,8 @@ export function statusRecord(db: Db, type: StrategyType | undefined, nowMs: numb
   let source: string | null = null;
   if (!ended) {
     const est = estimateLeft(db, s, counts, windows, nowMs);
-    eta = est.ms === null ? 'unknown' : formatSpan(est.ms);
+    // Paused, nothing new starts: the estimate is the time the rest takes once resumed.
+    eta = est.ms === null ? 'unknown' : `${formatSpan(est.ms)}${s.state === 'paused' ? ' once resumed' : ''}`;
     source = est.ms === null ? null : ESTIMATE_SOURCE_LABEL[est.source];
   }
   const values: Record<(typeof STATUS_FIELDS)[number], Value> = {

@@ -4,7 +4,7 @@
  * what a driver's report means for a step. No SQLite, no clock, no process.
  */
 import { formatDuration } from './durations.js';
-import { EXIT, UsageError } from './errors.js';
+import { EXIT, OperationError, UsageError } from './errors.js';
 
 /** `--max-failures N|P%`: a count of failed steps, or a share of the strategy's steps. */
 export type MaxFailures = { count: number } | { percent: number };
@@ -49,6 +49,28 @@ export const PAUSABLE: readonly string[] = ['applying'];
 export const RESUMABLE_BY_OPERATOR: readonly string[] = ['paused'];
 export const UPDATABLE: readonly string[] = ['initial', 'applying', 'paused'];
 export const RETRYABLE: readonly string[] = ['failed', 'aborted'];
+
+/** A stage as `strategy update` sees it: its window, and whether every step of it has ended. */
+export interface UpdatableStage {
+  stage: number;
+  window: number;
+  ended: boolean;
+}
+
+/**
+ * Which stages `strategy update --max-parallel-subclouds` rewrites. A stage that has ended keeps
+ * the window it ran with, so the record (status, report) tells what really happened: naming it
+ * with `--stage K` is refused; without `--stage`, every stage still to run (or running) changes
+ * and the ended ones are listed in `kept`.
+ */
+export function stagesToResize(stages: readonly UpdatableStage[], stage?: number): { resize: number[]; kept: UpdatableStage[] } {
+  if (stage !== undefined) {
+    const st = stages.find((s) => s.stage === stage);
+    if (st?.ended) throw new OperationError(`Stage ${stage} has ended and cannot be updated (it ran with window ${st.window})`);
+    return { resize: st ? [stage] : [], kept: [] };
+  }
+  return { resize: stages.filter((s) => !s.ended).map((s) => s.stage), kept: stages.filter((s) => s.ended) };
+}
 
 /** What `strategy retry` does with a step, from its state and the state its failure names. */
 export function retryTarget(

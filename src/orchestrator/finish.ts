@@ -20,6 +20,8 @@ export interface RunEnd {
   /** History rows of the operations this process stopped waiting for. */
   abandoned: number[];
   startedMs: number;
+  /** When the strategy's first step started, if before this process (a resume). */
+  firstStartedMs?: number;
   peakInFlight: number;
   maxWindow: number;
 }
@@ -53,6 +55,7 @@ export async function finishRun(db: Db, write: <T>(fn: () => T) => Promise<T>, p
     state: final ?? (end.paused ? 'paused' : 'applying'),
     counts,
     durationMs: Date.now() - end.startedMs,
+    ...(end.firstStartedMs !== undefined && end.firstStartedMs < end.startedMs ? { sinceFirstStartMs: Date.now() - end.firstStartedMs } : {}),
     peakInFlight: end.peakInFlight,
     maxWindow: end.maxWindow,
     ...failedSteps(db, SUMMARY_FAILURES),

@@ -21,7 +21,7 @@ import { TYPES, type StrategyType } from '../domain/types.js';
 import type { Driver, OperationRequest, OperationResult } from '../drivers/driver.js';
 import { interruptedLast, recordRunProcesses, retryBudgets, subcloudPlaceholders, type RetryBudget } from '../store/runs.js';
 import type { ExtraArgs } from '../domain/options.js';
-import { now, timeIn } from '../store/clock.js';
+import { now, parseTime, timeIn } from '../store/clock.js';
 import type { Db } from '../store/open.js';
 import { casStrategyState, controlSnapshot } from '../store/strategy.js';
 import { abortInitialSteps, interruptRuns } from '../store/transitions.js';
@@ -30,7 +30,7 @@ import { applyFaultError, faultOf } from '../store/faults.js';
 import { ConfigBook } from '../domain/strategy-config.js';
 import { getDefaultConfig, subcloudOptions } from '../store/strategy-config.js';
 import type { ApplyInfo, ProgressSink } from './progress.js';
-import { stageStateCounts } from '../store/status.js';
+import { firstStartedAt, stageStateCounts } from '../store/status.js';
 import { finishRun } from './finish.js';
 import { RunProcesses } from './run-processes.js';
 import { Deadlines } from './deadlines.js';
@@ -134,6 +134,8 @@ export class Orchestrator {
   /** Steps failed so far, and the budget (SPEC §4): no new subcloud once it is reached. */
   private failedCount = 0;
   private totalSteps = 0;
+  /** When the strategy's first step started (an earlier process's, on a resume). */
+  private firstStartedMs: number | undefined;
   private budgetText: string | null = null;
   private failureLimit: number | null = null;
   private budgetSaid = false;
@@ -175,6 +177,9 @@ export class Orchestrator {
   /** Run the strategy (already `applying`, paused, or being resumed) to its end; returns the exit code. */
   async run(): Promise<number> {
     const started = Date.now();
+    // A strategy resumed (or retried) was first started by an earlier process: elapsed counts from then.
+    const first = firstStartedAt(this.db);
+    this.firstStartedMs = first === null ? undefined : Math.min(started, parseTime(first));
     this.config = new ConfigBook(getDefaultConfig(this.db), subcloudOptions(this.db));
     this.budgets = retryBudgets(this.db);
     const left = adoptLeftRuns(this.db, this.driver, (step, l) => this.request(this.newWorker(step, l.state, l.attempt, l.historyId)));
@@ -201,6 +206,7 @@ export class Orchestrator {
       states: this.opts.states,
       stages: stageCounts(stageStateCounts(this.db), this.windows),
       startedMs: started,
+      firstStartedMs: this.firstStartedMs,
       stateTimeoutMs: this.opts.stateTimeoutMs,
     });
     if (snap.state === 'abort requested' || snap.state === 'aborting') await this.committer.write(() => this.abortWrite());
@@ -725,6 +731,7 @@ export class Orchestrator {
       failedSeen: this.failedSeen,
       abandoned: [...this.workers.values()].map((w) => w.historyId),
       startedMs: started,
+      firstStartedMs: this.firstStartedMs,
       peakInFlight: this.peak,
       maxWindow: this.maxWindow,
     });

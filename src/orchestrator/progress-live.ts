@@ -108,7 +108,9 @@ export class LiveProgress implements ProgressSink {
       this.log.clear();
       this.log.done();
       const width = this.out.columns || 80;
-      const last = { ...this.tracker.snapshot(Date.now()), state: s.state, etaMs: s.state === 'applying' ? null : 0 };
+      // The strategy's own end state: an ended one shows no ETA (nothing is left to estimate); one
+      // left applying or paused by a signal has no one running it, so no time to give.
+      const last = { ...this.tracker.snapshot(Date.now()), state: s.state, etaMs: null };
       this.out.write(`${liveLines(last, width).join('\n')}\n${closingSummary(s)}`);
     });
   }

@@ -41,6 +41,7 @@ export interface Snapshot {
   inFlight: number;
   /** Steps ended per second by this run. */
   rate: number;
+  /** Since the strategy's first step started (not reset by a resume). */
   elapsedMs: number;
   etaMs: number | null;
   etaSource: EstimateSource;
@@ -91,6 +92,7 @@ export class ProgressTracker {
 
   paused(on: boolean): void {
     this.isPaused = on;
+    this.eta = null;
   }
 
   windowChanged(stage: number, window: number): void {
@@ -122,6 +124,8 @@ export class ProgressTracker {
         addSample(s, e.durationMs);
       }
     }
+    // Paused, the estimate moves with events only (not with the clock): each one recomputes it.
+    if (this.isPaused) this.eta = null;
     const ended = e.ended ?? STEP_ENDED.includes(e.to);
     if (ended) {
       this.live.delete(e.cloud);
@@ -153,7 +157,8 @@ export class ProgressTracker {
     for (const [s, n] of inState) if (n && !states.includes(s)) byState.push([s, n]);
     let inFlight = 0;
     for (const l of this.live.values()) if (l.startedMs !== null) inFlight++;
-    const elapsedMs = info ? Math.max(0, nowMs - info.startedMs) : 0;
+    const runMs = info ? Math.max(0, nowMs - info.startedMs) : 0;
+    const elapsedMs = info ? Math.max(0, nowMs - Math.min(info.startedMs, info.firstStartedMs ?? info.startedMs)) : 0;
     const total = counts.initial + counts.inProgress + counts.complete + counts.failed + counts.aborted;
     const eta = this.estimate(nowMs, counts.initial + counts.inProgress === 0);
     return {
@@ -167,7 +172,7 @@ export class ProgressTracker {
       counts,
       byState,
       inFlight,
-      rate: elapsedMs > 0 ? (this.endedThisRun * 1000) / elapsedMs : 0,
+      rate: runMs > 0 ? (this.endedThisRun * 1000) / runMs : 0,
       elapsedMs,
       etaMs: eta.ms,
       etaSource: eta.source,
@@ -179,7 +184,9 @@ export class ProgressTracker {
   private estimate(nowMs: number, nothingLeft: boolean): { ms: number | null; source: EstimateSource } {
     if (nothingLeft) return { ms: 0, source: 'observed' };
     if (this.eta && nowMs - this.eta.at < ETA_EVERY_MS) {
-      // Between recomputations the estimate counts down with the clock.
+      // Between recomputations the estimate counts down with the clock, but not while paused:
+      // nothing new starts then, so the clock brings the end no nearer (the views say "once resumed").
+      if (this.isPaused) return { ms: this.eta.ms, source: this.eta.source };
       return { ms: this.eta.ms === null ? null : Math.max(0, this.eta.ms - (nowMs - this.eta.at)), source: this.eta.source };
     }
     const states = this.info?.states ?? [];

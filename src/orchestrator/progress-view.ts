@@ -3,13 +3,19 @@
  * closing summary. Pure functions of a snapshot; the sinks decide when and where they go.
  */
 import { formatDuration } from '../domain/durations.js';
-import { formatSpan } from '../domain/estimate.js';
+import { formatSpan, type EstimateSource } from '../domain/estimate.js';
+import { STRATEGY_ENDED } from '../domain/types.js';
 import type { Snapshot } from './progress-tracker.js';
 import { SUMMARY_FAILURES, type Summary } from './progress.js';
 
+/** Where an estimate came from, when it is not this strategy's own durations. */
+const FROM: Record<EstimateSource, string> = { observed: '', history: ' (from earlier runs)', sim: ' (from sim latency)', unknown: '' };
+
+/** The ETA part of a line: none once the strategy has ended; while paused, the time it takes once resumed. */
 function eta(s: Snapshot): string {
-  if (s.etaMs === null) return 'ETA unknown';
-  return `ETA ${formatSpan(s.etaMs)}${s.etaSource === 'observed' ? '' : ` (from ${s.etaSource === 'history' ? 'earlier runs' : 'sim latency'})`}`;
+  if (STRATEGY_ENDED.includes(s.state)) return '';
+  if (s.etaMs === null) return ', ETA unknown';
+  return `, ETA ${formatSpan(s.etaMs)}${s.state === 'paused' ? ' once resumed' : ''}${FROM[s.etaSource]}`;
 }
 
 function stageText(s: Snapshot): string {
@@ -45,7 +51,7 @@ export function liveLines(s: Snapshot, width: number): string[] {
   ];
   // Always this line, even empty: a frame that never loses lines is redrawn cleanly.
   lines.push(`in progress: ${s.byState.length ? s.byState.map(([state, n]) => `${state} ${n}`).join(', ') : 'none'}`);
-  lines.push(`${s.inFlight} in flight, ${rate(s)}, elapsed ${formatSpan(s.elapsedMs)}, ${eta(s)}`);
+  lines.push(`${s.inFlight} in flight, ${rate(s)}, elapsed ${formatSpan(s.elapsedMs)}${eta(s)}`);
   if (s.failures.length) {
     lines.push('latest failures:');
     for (const f of s.failures) lines.push(`  ${f.cloud}: ${f.details}`);
@@ -57,7 +63,7 @@ export function liveLines(s: Snapshot, width: number): string[] {
 export function periodicLine(s: Snapshot): string {
   return (
     `progress: ${stageText(s)}: ${s.ended}/${s.total} done (${countsText(s)}), ` +
-    `${s.inFlight} in flight, ${rate(s)}, elapsed ${formatSpan(s.elapsedMs)}, ${eta(s)}`
+    `${s.inFlight} in flight, ${rate(s)}, elapsed ${formatSpan(s.elapsedMs)}${eta(s)}`
   );
 }
 
@@ -72,6 +78,7 @@ export function closingSummary(s: Summary): string {
   ];
   let text =
     `strategy ${s.state}: ${parts.join(', ') || 'no steps'} in ${formatDuration(s.durationMs)}` +
+    (s.sinceFirstStartMs === undefined ? '' : ` of this apply, ${formatSpan(s.sinceFirstStartMs)} since the first start`) +
     ` (peak ${s.peakInFlight} subclouds in flight, window ${s.maxWindow})\n`;
   const failures = s.failures ?? [];
   const total = s.failedTotal ?? failures.length;

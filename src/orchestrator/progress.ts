@@ -33,6 +33,11 @@ export interface ApplyInfo {
   stages: { stage: number; window: number; counts: Record<string, number> }[];
   /** When this process started running the strategy (epoch ms). */
   startedMs: number;
+  /**
+   * When the strategy's first step started, in an earlier process if this one resumes it (epoch
+   * ms): elapsed counts from it, as `strategy status` does, so a resume does not reset it.
+   */
+  firstStartedMs?: number;
   /** Every state operation's timeout. */
   stateTimeoutMs: number;
 }
@@ -40,7 +45,10 @@ export interface ApplyInfo {
 export interface Summary {
   state: string;
   counts: Record<string, number>;
+  /** How long this process ran the strategy. */
   durationMs: number;
+  /** Since the strategy's first step started, when that was before this process (a resume). */
+  sinceFirstStartMs?: number;
   peakInFlight: number;
   maxWindow: number;
   /** The first failed steps (cloud, details), and how many failed in all. */

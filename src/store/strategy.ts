@@ -83,15 +83,32 @@ export function deleteStrategy(db: Db): void {
   sql(db, 'DELETE FROM strategy WHERE id = 1').run();
 }
 
+/** The stages with their windows, and whether every step of each has ended (`strategy update`). */
+export function stageWindows(db: Db): { stage: number; window: number; ended: boolean }[] {
+  const rows = sql(
+    db,
+    `SELECT g.stage, g.max_parallel AS window,
+       NOT EXISTS (SELECT 1 FROM strategy_step s WHERE s.stage = g.stage
+                   AND s.state NOT IN ('complete', 'failed', 'aborted')) AS ended
+     FROM strategy_stage g ORDER BY g.stage`,
+  ).all() as { stage: number; window: number; ended: number }[];
+  return rows.map((r) => ({ stage: r.stage, window: r.window, ended: r.ended === 1 }));
+}
+
+/** `strategy update`: the window of these stages; returns how many changed. */
+export function setStageWindows(db: Db, window: number, stages: readonly number[]): number {
+  const stmt = sql(db, 'UPDATE strategy_stage SET max_parallel = ? WHERE stage = ?');
+  let n = 0;
+  for (const st of stages) n += stmt.run(window, st).changes;
+  return n;
+}
+
 /**
- * `strategy update`: the window of every stage, or of stage `stage`; returns how many stages
- * changed. The strategy's updated_at moves too, so a reader sees when.
+ * `strategy update` without `--stage`: the strategy's own max parallel subclouds, which its record
+ * prints, becomes the window every stage still to run now has.
  */
-export function setStageWindows(db: Db, window: number, stage?: number): number {
-  const r = stage === undefined
-    ? sql(db, 'UPDATE strategy_stage SET max_parallel = ?').run(window)
-    : sql(db, 'UPDATE strategy_stage SET max_parallel = ? WHERE stage = ?').run(window, stage);
-  return r.changes;
+export function setStrategyMaxParallel(db: Db, window: number): void {
+  sql(db, 'UPDATE strategy SET max_parallel_subclouds = ? WHERE id = 1').run(window);
 }
 
 /** `strategy update --max-failures`: the budget as given. */

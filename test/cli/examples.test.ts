@@ -54,6 +54,16 @@ describe('through the built binary', () => {
     expect(r.stdout).toMatch(/\nExamples:\n {2}dcm strategy create --type patch --dry-run\n(.+\n)+$/);
   });
 
+  test('dcm strategy status --help says what "in progress" and "in flight" count, and from when elapsed counts', () => {
+    const r = dcm(['strategy', 'status', '--help']);
+    expect(r.code).toBe(0);
+    const text = r.stdout.replace(/\s+/g, ' ');
+    expect(text).toContain('"in progress" counts steps started and not ended; "in flight" counts operations running now.');
+    expect(text).toContain('"elapsed" counts from started_at, the first step\'s start, across resumes');
+    // The list of strategy's commands keeps the one-line summary.
+    expect(dcm(['strategy', '--help']).stdout).not.toContain('"in progress"');
+  });
+
   test('dcm alone prints the help with examples (exit 2, a usage error)', () => {
     const r = dcm([]);
     expect(r.code).toBe(2);

@@ -1,7 +1,17 @@
 /** The pure part of operator control: failure budget, retry targets, what a report means, starting. */
 import { describe, expect, test } from '@jest/globals';
-import { decideReport, failureLimit, formatMaxFailures, gate, mayTakeSlot, parseMaxFailures, retryTarget, stopRule } from '../../src/domain/control.js';
-import { UsageError } from '../../src/domain/errors.js';
+import {
+  decideReport,
+  failureLimit,
+  formatMaxFailures,
+  gate,
+  mayTakeSlot,
+  parseMaxFailures,
+  retryTarget,
+  stagesToResize,
+  stopRule,
+} from '../../src/domain/control.js';
+import { OperationError, UsageError } from '../../src/domain/errors.js';
 import { statesOf } from '../../src/domain/types.js';
 
 const PATCH = statesOf('patch');
@@ -47,6 +57,22 @@ describe('retry', () => {
     expect(retryTarget({ state: 'aborted', failedIn: null }, { failed: true, aborted: false }, PATCH)).toBeNull();
     expect(retryTarget({ state: 'complete', failedIn: null }, both, PATCH)).toBeNull();
     expect(retryTarget({ state: 'pre check', failedIn: null }, both, PATCH)).toBeNull();
+  });
+});
+
+describe('strategy update: which stages change', () => {
+  const stages = [
+    { stage: 1, window: 1, ended: true },
+    { stage: 2, window: 20, ended: false },
+    { stage: 3, window: 20, ended: false },
+  ];
+  test('without --stage, every stage not ended; the ended ones are kept', () => {
+    expect(stagesToResize(stages)).toEqual({ resize: [2, 3], kept: [stages[0]] });
+  });
+  test('--stage K: that stage, unless it has ended', () => {
+    expect(stagesToResize(stages, 3)).toEqual({ resize: [3], kept: [] });
+    expect(() => stagesToResize(stages, 1)).toThrow(OperationError);
+    expect(() => stagesToResize(stages, 1)).toThrow('Stage 1 has ended and cannot be updated (it ran with window 1)');
   });
 });
 

@@ -5,10 +5,17 @@
  */
 import { describe, expect, test } from '@jest/globals';
 import { spawn } from 'node:child_process';
-import { BIN, dcm } from '../helpers/cli.js';
-import { createFleet, names, tempPerTest } from '../helpers/history.js';
+import { BIN, dcm, waitFor } from '../helpers/cli.js';
+import { createFleet, names, spawnDcm, tempPerTest } from '../helpers/history.js';
 
 const temp = tempPerTest();
+
+/** A span as the progress prints it (`850ms`, `3.2s`, `42s`, `3m05s`) in ms. */
+function spanMs(text: string): number {
+  const m = /^(?:(\d+)m)?(\d+(?:\.\d)?)(ms|s)$/.exec(text);
+  if (!m) throw new Error(`not a span: ${text}`);
+  return (Number(m[1] ?? 0) * 60 + Number(m[2]) / (m[3] === 'ms' ? 1000 : 1)) * 1000;
+}
 
 const ENDED_LINE = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6} (s\d+): (complete|failed \(.+\))$/;
 
@@ -95,5 +102,46 @@ describe('apply progress off a terminal', () => {
     const code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
     expect(code).toBe(0);
     expect(out).toBe('complete\n');
+  });
+
+  test('paused, the ETA is the time once resumed and stays put; after a resume, elapsed counts from the first start', async () => {
+    const t = temp();
+    createFleet(t.db, names(20), ['--max-parallel-subclouds', '2', '--sim-latency', '40ms..80ms']);
+    const first = spawnDcm(['--db', t.db, 'strategy', 'apply', '--progress-interval', '50ms']);
+    await waitFor(() => (first.stderr().match(/: complete\n/g) ?? []).length >= 2, 30_000, 10);
+    expect(dcm(['--db', t.db, 'strategy', 'pause']).code).toBe(0);
+    // Paused and drained: the subclouds in flight ran to their end, nothing runs.
+    const json = () => JSON.parse(dcm(['--db', t.db, 'strategy', 'status', '-f', 'json']).stdout) as Record<string, unknown>;
+    await waitFor(() => {
+      const st = json();
+      return st.state === 'paused' && st['in flight'] === 0 && st['in progress'] === 0;
+    }, 30_000, 20);
+    const drained = Date.now();
+    // The summary lines written since (each starts with its time; the test's own reads of stderr lag
+    // behind while it runs a command, so lines are told apart by their time, not by their count).
+    const since = () =>
+      first.stderr().split('\n').filter((l) => / progress: /.test(l) && Date.parse(`${l.slice(0, 23).replace(' ', 'T')}Z`) > drained);
+    // Twelve of them (600 ms of the 50 ms interval: longer than the estimate's 500 ms cache).
+    await waitFor(() => since().length >= 12, 30_000, 10);
+    const etas = since().map((l) => / ETA (.+)$/.exec(l)?.[1]);
+    expect(etas.filter((e) => !e?.endsWith(' once resumed'))).toEqual([]);
+    expect(new Set(etas)).toEqual(new Set([etas[0]]));
+    const status = json();
+    expect(status.eta).toMatch(/ once resumed$/);
+    expect(json().eta).toBe(status.eta);
+
+    // Ctrl-C leaves it paused; some time later it is resumed and applied again by a new process.
+    first.child.kill('SIGINT');
+    expect((await first.done).code).toBe(130);
+    const startedAt = Date.parse(`${String(status.started_at).replace(' ', 'T').slice(0, 23)}Z`);
+    await waitFor(() => Date.now() - startedAt > 3000, 30_000, 50);
+    expect(dcm(['--db', t.db, 'strategy', 'resume']).code).toBe(0);
+    const second = dcm(['--db', t.db, 'strategy', 'apply', '--progress-interval', '50ms']);
+    expect(second.code).toBe(0);
+    const lines = second.stderr.split('\n').filter((l) => / progress: /.test(l));
+    expect(lines).not.toEqual([]);
+    // Its first summary line already counts the 3 s since the strategy's first start.
+    expect(spanMs(/ elapsed (\S+),/.exec(lines[0])![1])).toBeGreaterThanOrEqual(3000);
+    expect(second.stderr).toMatch(/\nstrategy complete: 20 complete in \S+ of this apply, \S+ since the first start \(peak /);
   });
 });

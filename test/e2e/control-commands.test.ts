@@ -52,6 +52,42 @@ describe('strategy update', () => {
     expect(Object.keys(json<Record<string, unknown>>(dcmOk(['--db', t.db, 'strategy', 'show', '-f', 'json'])))).not.toContain('max failures');
   });
 
+  test('the record shows the window set for every stage; one stage\'s new window is said on stderr', () => {
+    const t = fresh();
+    dcmOk(['--db', t.db, 'subcloud-group', 'add', '--name', 'g2', '--max_parallel_subclouds', '3']);
+    dcmOk(['--db', t.db, 'subcloud', 'add', ...names(2)]);
+    dcmOk(['--db', t.db, 'subcloud', 'add', ...names(2, 't'), '--group', 'g2']);
+    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch']);
+    expect(json<Record<string, unknown>>(dcmOk(['--db', t.db, 'strategy', 'show', '-f', 'json']))['max parallel subclouds']).toBeNull();
+    let r = dcmOk(['--db', t.db, 'strategy', 'update', '--max-parallel-subclouds', '2', '-f', 'json']);
+    expect(json<Record<string, unknown>>(r)['max parallel subclouds']).toBe(2);
+    expect(r.stderr).toBe('');
+    // Kept in the file: show says it too.
+    expect(json<Record<string, unknown>>(dcmOk(['--db', t.db, 'strategy', 'show', '-f', 'json']))['max parallel subclouds']).toBe(2);
+    r = dcmOk(['--db', t.db, 'strategy', 'update', '--max-parallel-subclouds', '5', '--stage', '2', '-f', 'json']);
+    // One stage's window is not the strategy's: the record keeps its value and stderr says what changed.
+    expect(json<Record<string, unknown>>(r)['max parallel subclouds']).toBe(2);
+    expect(r.stderr).toBe('stage 2 now runs 5 at a time; the other stages keep their windows\n');
+    expect(stageWindows(t.db)).toEqual([[1, 2], [2, 5]]);
+    expect(dcmOk(['--db', t.db, '-q', 'strategy', 'update', '--max-parallel-subclouds', '4', '--stage', '2']).stderr).toBe('');
+  });
+
+  test('a stage that has ended keeps the window it ran with: --stage K refused, without --stage skipped and said', () => {
+    const t = fresh();
+    dcmOk(['--db', t.db, 'subcloud-group', 'add', '--name', 'g2', '--max_parallel_subclouds', '3']);
+    dcmOk(['--db', t.db, 'subcloud', 'add', ...names(2)]);
+    dcmOk(['--db', t.db, 'subcloud', 'add', ...names(2, 't'), '--group', 'g2']);
+    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0ms', '--sim-fail', `t1=${PATCH[0]}`]);
+    expect(dcm(['--db', t.db, '-q', 'strategy', 'apply']).code).toBe(1);
+    // Stage 1 ended complete; retry puts t1 (stage 2) back: the strategy is initial again.
+    dcmOk(['--db', t.db, '-q', 'strategy', 'retry']);
+    expect(stageWindows(t.db)).toEqual([[1, 2], [2, 3]]);
+    expectRefused(t.dir, ['--db', t.db, 'strategy', 'update', '--max-parallel-subclouds', '1', '--stage', '1'], 1, 'Stage 1 has ended and cannot be updated (it ran with window 2)');
+    const r = dcmOk(['--db', t.db, 'strategy', 'update', '--max-parallel-subclouds', '1']);
+    expect(stageWindows(t.db)).toEqual([[1, 2], [2, 1]]);
+    expect(r.stderr).toBe('stage 1 has ended and keeps the window it ran with (2)\n');
+  });
+
   test('bad values are usage errors before the file is read; a missing stage, a wrong state: exit 1, nothing changed', () => {
     const t = fresh();
     expectErrorLine(dcm(['--db', t.db, 'strategy', 'update']), 2, /give --max-parallel-subclouds N/);
@@ -120,6 +156,13 @@ describe('strategy retry', () => {
     // Nothing of the history is lost.
     expect(history(t.db)).toEqual(before);
     const retried = after.filter((s) => s.state === 'initial').map((s) => s.cloud);
+    // Which steps were reset, and to where, on stderr, in step order; stdout is the record alone.
+    const aborted = steps(t.db).filter((s) => retried.includes(s.cloud)).map((s) => `  ${s.cloud}: aborted -> initial`);
+    expect(r.stderr.split('\n')).toEqual([
+      `retry reset ${retried.length + 1} steps (dcm strategy apply runs them):`,
+      ...[...aborted, '  s2: failed -> updating patches'].sort((a, b) => Number(/s(\d+)/.exec(a)![1]) - Number(/s(\d+)/.exec(b)![1])),
+      '',
+    ]);
 
     // s2 fails again (the injected failure stays), as the second attempt of that state; the
     // aborted ones run from the start; the complete ones are untouched.
@@ -133,8 +176,9 @@ describe('strategy retry', () => {
     expect(dcmOk(['--db', t.db, 'strategy-step', 'history', 's2', '-f', 'value', '-c', 'attempt', '-c', 'outcome']).stdout).toBe('1 ok\n1 failed\n2 failed\n');
 
     // Only the named ones, only failed.
-    dcmOk(['--db', t.db, 'strategy', 'retry', 's2', '--failed']);
+    const one = dcmOk(['--db', t.db, 'strategy', 'retry', 's2', '--failed']);
     expect(byState(t.db, 's2')).toBe('updating patches');
+    expect(one.stderr).toBe('retry reset 1 step (dcm strategy apply runs them):\n  s2: failed -> updating patches\n');
     expect(dcm(['--db', t.db, 'strategy', 'delete', '--yes']).code).toBe(0);
   });
 });

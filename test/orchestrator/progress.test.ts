@@ -2,6 +2,8 @@
 import { describe, expect, test } from '@jest/globals';
 import { ProgressTracker } from '../../src/orchestrator/progress-tracker.js';
 import { closingSummary, liveLines, periodicLine } from '../../src/orchestrator/progress-view.js';
+import { LiveProgress } from '../../src/orchestrator/progress-live.js';
+import { EventEmitter } from 'node:events';
 import type { TransitionEvent } from '../../src/orchestrator/progress.js';
 
 const STATES = ['a', 'b'];
@@ -65,10 +67,70 @@ describe('ProgressTracker', () => {
     expect([s.state, s.window]).toEqual(['applying', 7]);
   });
 
+  test('paused: the ETA stays as it was (the time once resumed) instead of counting down with the clock', () => {
+    const t = started(4, 50);
+    expect(t.snapshot(0).etaMs).toBe(200); // 2 waves of 2 × 50 ms
+    t.paused(true);
+    for (const at of [0, 300, 499, 5000]) expect(t.snapshot(at).etaMs).toBe(200);
+    expect(liveLines(t.snapshot(600), 120)[4]).toMatch(/, ETA 200ms once resumed \(from sim latency\)$/);
+    expect(periodicLine(t.snapshot(600))).toMatch(/, ETA 200ms once resumed \(from sim latency\)$/);
+    // An event while paused (a subcloud in flight ends) moves it at once, not after the cache's 500 ms.
+    const p = started(3, 50);
+    p.transition(ev('s1', 'initial', 'a', { attempt: 1 }), 0);
+    p.paused(true);
+    expect(p.snapshot(10).etaMs).toBe(190); // s1 has 90 ms left; s3 takes its slot after it: 90 + 100
+    p.transition(ev('s1', 'a', 'b', { attempt: 1, durationMs: 50 }), 50);
+    p.transition(ev('s1', 'b', 'complete', { durationMs: 50 }), 100);
+    expect(p.snapshot(110).etaMs).toBe(100); // s2 and s3 side by side: 2 × 50 ms
+    // Resumed, it counts down again.
+    t.paused(false);
+    expect(t.snapshot(6000).etaMs).toBe(200);
+    expect(t.snapshot(6300).etaMs).toBe(0);
+  });
+
+  test('elapsed counts from the strategy\'s first start, not from this process\'s (a resume); the rate is this run\'s', () => {
+    const t = new ProgressTracker();
+    t.begin({ type: 'patch', states: STATES, stages: [{ stage: 1, window: 2, counts: { initial: 2 } }], startedMs: 10_000, firstStartedMs: 1_000, stateTimeoutMs: 1000 });
+    t.transition(ev('s1', 'initial', 'a', { attempt: 1 }), 10_000);
+    t.transition(ev('s1', 'a', 'complete', { durationMs: 1000 }), 11_000);
+    const s = t.snapshot(12_000);
+    expect(s.elapsedMs).toBe(11_000);
+    expect(s.rate).toBeCloseTo(0.5, 5); // 1 ended in this run's 2 s
+    expect(liveLines(s, 120)[4]).toMatch(/elapsed 11s/);
+  });
+
   test('the fallback gives an estimate before any duration is seen', () => {
     const t = started(5, 50);
     const s = t.snapshot(0);
     expect([s.etaMs, s.etaSource]).toEqual([300, 'sim']); // ceil(5 / 2) waves of 2 × 50 ms
+  });
+});
+
+/** A terminal that keeps what is written to it. */
+function fakeTerminal(): NodeJS.WriteStream & { text: () => string } {
+  const chunks: string[] = [];
+  const out = Object.assign(new EventEmitter(), {
+    isTTY: true,
+    columns: 120,
+    rows: 40,
+    write: (c: string | Uint8Array) => (chunks.push(String(c)), true),
+    text: () => chunks.join(''),
+  });
+  return out as unknown as NodeJS.WriteStream & { text: () => string };
+}
+
+describe('the live view\'s last frame', () => {
+  test('a strategy ended by its failure budget (exec: no sim latency, states never run): no ETA, no source', () => {
+    const out = fakeTerminal();
+    const live = new LiveProgress(out, {});
+    live.begin({ type: 'custom', states: STATES, stages: [{ stage: 1, window: 1, counts: { initial: 3 } }], startedMs: Date.now(), stateTimeoutMs: 1000 });
+    live.stageStarted(1, 1);
+    live.transition(ev('s1', 'initial', 'a', { attempt: 1 }));
+    live.transition(ev('s1', 'a', 'failed', { details: 'a: exit 1: boom', durationMs: 5 }));
+    live.summary({ state: 'failed', counts: { failed: 3 }, durationMs: 20, peakInFlight: 1, maxWindow: 1, failures: [], failedTotal: 3 });
+    const last = out.text().split('strategy failed').at(-2)!;
+    expect(last).toMatch(/\d+ in flight, [\d.]+\/s, elapsed \S+\n/);
+    expect(last).not.toMatch(/ETA|sim latency/);
   });
 });
 
@@ -94,6 +156,10 @@ describe('progress text', () => {
     expect(lines[22]).toBe('  ... and 3 more: dcm strategy-step list --state failed');
     expect(closingSummary({ state: 'complete', counts: { complete: 2 }, durationMs: 10, peakInFlight: 1, maxWindow: 1, failures: [], failedTotal: 0 })).toBe(
       'strategy complete: 2 complete in 10ms (peak 1 subclouds in flight, window 1)\n',
+    );
+    // After a resume (or a retry), this apply's time is named as such, beside the time since the first start.
+    expect(closingSummary({ state: 'complete', counts: { complete: 2 }, durationMs: 10, sinceFirstStartMs: 65_000, peakInFlight: 1, maxWindow: 1 })).toBe(
+      'strategy complete: 2 complete in 10ms of this apply, 1m05s since the first start (peak 1 subclouds in flight, window 1)\n',
     );
   });
 });
