@@ -48,3 +48,16 @@ test('examples/exec/ansible: each state runs the playbook limited to the subclou
   const log = fs.readFileSync(path.join(`${t.db}.logs`, 'subcloud2', '1-importing firmware.log'), 'utf8');
   expect(log).toMatch(/subcloud2 +: ok=2/);
 }, 120_000);
+
+// Claim, README "Running real updates", the config: `reason` makes the message of Ansible's failed task the step's details, not the PLAY RECAP.
+test('examples/exec/ansible: a failed task\'s message is the step\'s details', () => {
+  const t = temp();
+  dcmOk(['--db', t.db, 'subcloud', 'add', 'subcloud2']);
+  dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'firmware', '--driver', 'exec', '--exec-config', path.join(ROOT, 'examples', 'exec', 'ansible', 'firmware.yaml')]);
+  const r = dcm(['--db', t.db, 'strategy', 'apply'], { env: { FAKE_SITES: path.join(t.dir, 'sites'), FAKE_BROKEN: 'subcloud2' } });
+  expect(r.code).toBe(1);
+  expect(steps(t.db).map((s) => [s.state, s.details])).toEqual([['failed', 'importing firmware: exit 2: site not ready: subcloud2 is marked broken']]);
+  // What it replaced: the output's last line.
+  const log = fs.readFileSync(path.join(`${t.db}.logs`, 'subcloud2', '1-importing firmware.log'), 'utf8');
+  expect(log.trim().split('\n').pop()).toMatch(/subcloud2 +: ok=0 +changed=0 +unreachable=0 +failed=1/);
+}, 120_000);

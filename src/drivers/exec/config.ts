@@ -23,13 +23,19 @@ export interface StateSpec {
   env: Record<string, string>;
   /** Absolute; placeholders allowed. */
   cwd: string;
+  /**
+   * A regular expression over a failed run's output: its last match (its first group, if it has
+   * one) is the failure's reason instead of the output's last line. Absent in configs stored
+   * before it existed.
+   */
+  reason?: string;
 }
 
 export interface ExecConfig {
   states: StateSpec[];
 }
 
-const KEYS = ['run', 'timeout', 'retries', 'backoff', 'kill_grace', 'env', 'cwd'];
+const KEYS = ['run', 'timeout', 'retries', 'backoff', 'kill_grace', 'env', 'cwd', 'reason'];
 
 type Entry = Record<string, unknown>;
 
@@ -217,5 +223,19 @@ function resolveEntry(
   placeholders(cwdText, cv.at);
   const cwd = path.resolve(base, cwdText);
 
-  return { state, run, timeoutMs, retries, backoffMinMs: backoff.min, backoffMaxMs: backoff.max, killGraceMs, env, cwd };
+  const rs = get('reason');
+  let reason: string | undefined;
+  if (rs.v !== undefined) {
+    if (typeof rs.v !== 'string' || rs.v === '') bad(rs.at, 'expected a regular expression (a non-empty string)');
+    try {
+      new RegExp(rs.v as string, 'gm');
+    } catch (err) {
+      bad(rs.at, `not a regular expression: ${(err as Error).message.replace(/^Invalid regular expression: /, '')}`);
+    }
+    reason = rs.v as string;
+  }
+
+  const spec: StateSpec = { state, run, timeoutMs, retries, backoffMinMs: backoff.min, backoffMaxMs: backoff.max, killGraceMs, env, cwd };
+  if (reason !== undefined) spec.reason = reason;
+  return spec;
 }

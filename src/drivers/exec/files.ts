@@ -77,28 +77,46 @@ export function abandonRun(base: string, runId: string): boolean {
   }
 }
 
-/** The last non-empty line of a run's output (read from its log's last 8 KiB). */
-export function lastLine(logFile: string): string {
+/** The last `max` bytes of a file ('' when it cannot be read). */
+function tail(file: string, max: number): string {
   let fd: number;
   try {
-    fd = fs.openSync(logFile, 'r');
+    fd = fs.openSync(file, 'r');
   } catch {
     return '';
   }
   try {
     const size = fs.fstatSync(fd).size;
-    const len = Math.min(size, 8192);
+    const len = Math.min(size, max);
     const buf = Buffer.alloc(len);
     fs.readSync(fd, buf, 0, len, size - len);
-    const lines = buf.toString('utf8').split(/\r?\n/);
-    for (let i = lines.length - 1; i >= 0; i--) {
-      const l = lines[i].trim();
-      if (l) return l;
-    }
-    return '';
+    return buf.toString('utf8');
   } finally {
     fs.closeSync(fd);
   }
+}
+
+/** The last non-empty line of a run's output (read from its log's last 8 KiB). */
+export function lastLine(logFile: string): string {
+  const lines = tail(logFile, 8192).split(/\r?\n/);
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const l = lines[i].trim();
+    if (l) return l;
+  }
+  return '';
+}
+
+/**
+ * The last non-empty match of `pattern` (`^` and `$` at each line) in a run's output, read from
+ * its log's last MiB: its first group if it has one, else the whole match, on one line.
+ */
+export function lastMatch(logFile: string, pattern: string): string {
+  let found = '';
+  for (const m of tail(logFile, 1 << 20).matchAll(new RegExp(pattern, 'gm'))) {
+    const text = (m.length > 1 ? (m[1] ?? '') : m[0]).replace(/\s+/g, ' ').trim();
+    if (text) found = text;
+  }
+  return found;
 }
 
 /**

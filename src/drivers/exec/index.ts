@@ -14,7 +14,7 @@ import path from 'node:path';
 import { formatDuration } from '../../domain/durations.js';
 import type { Adoption, Driver, LeftRun, OperationRequest, OperationResult, RunProcess } from '../driver.js';
 import type { ExecConfig, StateSpec } from './config.js';
-import { abandonRun, abandonStart, lastLine, readClaim, readSmall, readStatus, readTaken, removeQuietly, runBase, type RunClaim, type RunStatus } from './files.js';
+import { abandonRun, abandonStart, lastLine, lastMatch, readClaim, readSmall, readStatus, readTaken, removeQuietly, runBase, type RunClaim, type RunStatus } from './files.js';
 import { runArgv, runCwd, runEnv, runValues } from './run-env.js';
 import { groupAlive, terminateGroup, terminatePids, terminateTagged, ticksNow, waitGroupGone } from './procs.js';
 import { Launcher, type Exited } from './launch.js';
@@ -217,8 +217,10 @@ export class ExecDriver implements Driver {
   /** How a run that ended with `code` ends the state. */
   private outcome(req: OperationRequest, spec: StateSpec, base: string, code: number): OperationResult {
     if (code !== 0) {
-      // SPEC §7.2: the last non-empty line of stderr, else of stdout (the log holds both).
-      const line = lastLine(`${base}.err`) || lastLine(`${base}.log`);
+      // SPEC §7.2: the last non-empty line of stderr, else of stdout (the log holds both); with a
+      // `reason` pattern, its last match in the log first (Ansible prints a failure's reason on
+      // stdout, followed by the PLAY RECAP).
+      const line = (spec.reason ? lastMatch(`${base}.log`, spec.reason) : '') || lastLine(`${base}.err`) || lastLine(`${base}.log`);
       return this.failure(req, spec, line ? `exit ${code}: ${line}` : `exit ${code}`, 'failed');
     }
     const text = readSmall(`${base}.next`);

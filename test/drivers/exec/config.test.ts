@@ -42,7 +42,20 @@ states:
     expect(resolve('states:\n  b: "true"\n  "2": "true"\n  a: "true"\n', null).states.map((s) => s.state)).toEqual(['b', '2', 'a']);
   });
 
+  test('reason: a pattern of a state or of the defaults, kept as written; none when not given', () => {
+    const c = resolve(`
+defaults: {reason: 'FAILED! => (.*)'}
+states:
+  importing firmware: {run: "true", reason: '^error: (.*)$'}
+  "*": ["true"]
+`);
+    expect(c.states.map((s) => s.reason)).toEqual(['^error: (.*)$', 'FAILED! => (.*)', 'FAILED! => (.*)', 'FAILED! => (.*)']);
+    expect('reason' in resolve('states: {"*": "true"}\n').states[0]).toBe(false);
+  });
+
   const bad: [string, string, RegExp][] = [
+    ['reason not a pattern', 'states: {"*": {run: "true", reason: "(unclosed"}}\n', /state "\*": reason: not a regular expression: .*Unterminated group/],
+    ['reason not a string', 'defaults: {reason: 3}\nstates: {"*": "true"}\n', /defaults: reason: expected a regular expression/],
     ['missing state', 'states:\n  importing firmware: "true"\n', /state "creating fw update strategy": missing/],
     ['unknown placeholder in env', 'defaults: {env: {X: "{nope}"}}\nstates: {"*": "true"}\n', /defaults: env: X: unknown placeholder \{nope\}/],
     ['unknown placeholder in cwd', 'states: {"*": {run: "true", cwd: "{where}"}}\n', /state "\*": cwd: unknown placeholder \{where\}/],
