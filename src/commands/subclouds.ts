@@ -20,6 +20,7 @@ import {
 } from '../store/subclouds.js';
 import { immediate, readRows, withReadDb, withWriteDb, type Ctx } from './context.js';
 import type { CommandResult } from './results.js';
+import type { LabelSelector } from '../domain/labels.js';
 
 function groupId(db: Db, ref: string): number {
   const g = findGroup(db, ref);
@@ -121,10 +122,12 @@ const SECONDARY = ['secondary', 'secondary-failed'];
 
 export async function subcloudList_(
   ctx: Ctx,
-  opts: { group?: string; all?: boolean; detail?: boolean } = {},
+  opts: { group?: string; all?: boolean; detail?: boolean; labels?: LabelSelector } = {},
 ): Promise<CommandResult> {
   // Read as printed: the group is looked up when the listing starts, before anything is written.
-  const rows = readRows(ctx, (db) => iterateSubclouds(db, opts.group === undefined ? undefined : groupId(db, opts.group), Boolean(opts.all), SECONDARY));
+  const rows = readRows(ctx, (db) =>
+    iterateSubclouds(db, opts.group === undefined ? undefined : groupId(db, opts.group), Boolean(opts.all), SECONDARY, opts.labels),
+  );
   return { kind: 'subclouds', rows, detail: Boolean(opts.detail) };
 }
 

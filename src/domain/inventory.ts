@@ -2,6 +2,7 @@
  * Subcloud and group fields as people give them (options or import rows), validated. Pure.
  */
 import { UsageError } from './errors.js';
+import { parseLabelChanges, type LabelChanges } from './labels.js';
 import { APPLY_TYPES, ENDPOINTS, SYNC_STATUSES, type ApplyType, type Endpoint, type SyncStatus } from './types.js';
 
 export interface RawSubcloudFields {
@@ -26,6 +27,8 @@ export interface RawSubcloudFields {
   regionName?: string;
   oamFloatingIp?: string;
   deployConfigSyncStatus?: string;
+  /** `--label k=v` (repeatable; `k=` removes it). */
+  label?: string[];
 }
 
 /**
@@ -64,6 +67,7 @@ export interface SubcloudInput extends Partial<Record<Exclude<UntrackedField, 'p
   description?: string;
   location?: string;
   sync?: Partial<Record<Endpoint, SyncStatus>>;
+  labels?: LabelChanges;
 }
 
 function oneOf<T extends string>(what: string, value: string, allowed: readonly T[]): T {
@@ -106,6 +110,7 @@ export function parseSubcloudFields(raw: RawSubcloudFields): SubcloudInput {
   if (raw.description !== undefined) out.description = raw.description;
   if (raw.location !== undefined) out.location = raw.location;
   if (raw.sync !== undefined && raw.sync.length) out.sync = parseSync(raw.sync);
+  if (raw.label !== undefined && raw.label.length) out.labels = parseLabelChanges(raw.label);
   for (const [f, key] of UNTRACKED_KEYS) {
     const v = raw[key] as string | undefined;
     if (v === undefined) continue;
