@@ -35,6 +35,10 @@ export const EXAMPLES: Record<string, string[]> = {
     'dcm subcloud list --group canary -f value -c name',
     'dcm subcloud list --label rack=r12 -f value -c name -c oam_floating_ip -c label.ssh_port',
   ],
+  'subcloud inventory': [
+    'dcm subcloud inventory --ansible > inventory.yaml',
+    'dcm subcloud inventory --ansible --group canary --label rack=r12',
+  ],
   'subcloud show': ['dcm subcloud show subcloud1', 'dcm subcloud show subcloud1 -f json'],
   'subcloud update': [
     'dcm subcloud update subcloud1 subcloud2 --group canary',

@@ -118,7 +118,7 @@ export async function subcloudImport(ctx: Ctx, file: string): Promise<CommandRes
 }
 
 /** dcmanager hides subclouds of these deploy statuses unless `--all` is given. */
-const SECONDARY = ['secondary', 'secondary-failed'];
+export const SECONDARY = ['secondary', 'secondary-failed'];
 
 export async function subcloudList_(
   ctx: Ctx,
