@@ -11,7 +11,7 @@ import { applyType, collect, integer, maxFailures, progressInterval, strategyTyp
 import { DRIVER_NAMES, driverOptions } from '../drivers/index.js';
 import type { Runner } from './runner.js';
 import { YES_HELP } from './confirm.js';
-import { parseLabelSelector } from '../domain/labels.js';
+import { parseLabelSelector } from '../domain/inventory.js';
 
 interface CreateOpts extends RawTypeOptions, RawDriverOptions {
   type?: StrategyType;

@@ -1,10 +1,8 @@
 /** Commander wiring of `dcm subcloud …`. */
 import type { Command } from 'commander';
-import { parseSubcloudFields, UNTRACKED_FIELDS, type RawSubcloudFields } from '../domain/inventory.js';
+import { parseLabelSelector, parseSubcloudFields, quoteName, UNTRACKED_FIELDS, type RawSubcloudFields } from '../domain/inventory.js';
 import { collect } from './parsers.js';
-import { parseLabelSelector } from '../domain/labels.js';
 import { UsageError } from '../domain/errors.js';
-import { quoteName } from '../domain/inventory.js';
 import { DRIVER_NAMES, driverOptions } from '../drivers/index.js';
 import type { Runner } from './runner.js';
 import { YES_HELP } from './confirm.js';
@@ -59,7 +57,7 @@ export function registerSubcloud(program: Command, run: Runner): void {
         // One format today; the option names it, so that another can come without changing this one.
         if (!o.ansible) throw new UsageError('give the inventory format: --ansible');
         const labels = parseLabelSelector(o.label ?? []);
-        const inv = await (await import('../commands/inventory.js')).subcloudInventory(ctx, { group: o.group, all: o.all, labels });
+        const inv = await (await import('../commands/subcloud-inventory.js')).subcloudInventory(ctx, { group: o.group, all: o.all, labels });
         const { renderAnsibleInventory } = await import('./output/ansible.js');
         const warnings = inv.skippedGroups.map(
           (g) => `subcloud group ${quoteName(g)} is not an Ansible group name (a letter or _, then letters, digits, _): its subclouds are in all only`,

@@ -12,7 +12,7 @@ import type { loadPreview } from '../drivers/index.js';
 import type { Db } from '../store/open.js';
 import { subcloudById } from '../store/subclouds.js';
 import { fieldTexts } from '../domain/fields.js';
-import { readLabels } from '../domain/labels.js';
+import { readLabels } from '../domain/inventory.js';
 import { getDefaultConfig, getSubcloudConfig } from '../store/strategy-config.js';
 import { list, type ListResult, type Value } from './plain-results.js';
 

@@ -22,7 +22,7 @@ import { checkSimFailClouds } from '../domain/choices.js';
 import type { Result } from './plain-results.js';
 import { logNameProblem } from '../domain/logs.js';
 import { quoteName } from '../domain/inventory.js';
-import type { LabelSelector } from '../domain/labels.js';
+import type { LabelSelector } from '../domain/inventory.js';
 
 export interface CreateInput {
   type: StrategyType;

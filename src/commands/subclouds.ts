@@ -1,7 +1,7 @@
 /** `dcm subcloud …`: the fleet inventory. */
 import fs from 'node:fs';
 import { OperationError } from '../domain/errors.js';
-import { checkName, type SubcloudInput } from '../domain/inventory.js';
+import { checkName, type LabelSelector, type SubcloudInput } from '../domain/inventory.js';
 import { importBatches, type ImportRow } from '../domain/importfile.js';
 import { findGroup } from '../store/groups.js';
 import type { Db } from '../store/open.js';
@@ -20,7 +20,6 @@ import {
 } from '../store/subclouds.js';
 import { immediate, readRows, withReadDb, withWriteDb, type Ctx } from './context.js';
 import type { CommandResult } from './results.js';
-import type { LabelSelector } from '../domain/labels.js';
 
 function groupId(db: Db, ref: string): number {
   const g = findGroup(db, ref);

@@ -12,7 +12,7 @@
  *   or `_`, then letters, digits, `_`; not `all` or `ungrouped`).
  */
 import { fieldValues, type SubcloudSource } from './fields.js';
-import type { Labels } from './labels.js';
+import type { Labels } from './inventory.js';
 
 export interface AnsibleHost {
   name: string;

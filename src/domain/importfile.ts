@@ -6,8 +6,18 @@
 import { createRequire } from 'node:module';
 import { OperationError, UsageError } from './errors.js';
 import { ENDPOINTS, type Endpoint } from './types.js';
-import { labelKeyProblem, parseLabelChanges, parseLabelList, type LabelChanges } from './labels.js';
-import { camel, nameProblem, parseSubcloudFields, quoteName, UNTRACKED_FIELDS, type SubcloudInput } from './inventory.js';
+import {
+  camel,
+  labelKeyProblem,
+  nameProblem,
+  parseLabelChanges,
+  parseLabelList,
+  parseSubcloudFields,
+  quoteName,
+  UNTRACKED_FIELDS,
+  type LabelChanges,
+  type SubcloudInput,
+} from './inventory.js';
 
 export interface ImportRow {
   line: number;

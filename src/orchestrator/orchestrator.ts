@@ -19,7 +19,7 @@ import { decideReport, failureLimit, gate, stopRule, type Gate, type ReportResul
 import { advance, closing, fail, runAgain, startRun, type Transition } from '../domain/transition.js';
 import { TYPES, type StrategyType } from '../domain/types.js';
 import type { Driver, OperationRequest, OperationResult } from '../drivers/driver.js';
-import { readLabels, type Labels } from '../domain/labels.js';
+import { readLabels, type Labels } from '../domain/inventory.js';
 import { fieldTexts } from '../domain/fields.js';
 import { subcloudById } from '../store/subclouds.js';
 import { interruptedLast, recordRunProcesses, retryBudgets, type RetryBudget } from '../store/runs.js';

@@ -1,6 +1,6 @@
 /** Labels as given (`--label k=v`, the import column `labels`) and as selected. */
 import { describe, expect, test } from '@jest/globals';
-import { formatLabels, labelEnvName, parseLabelChanges, parseLabelList, parseLabelSelector, readLabels } from '../../src/domain/labels.js';
+import { formatLabels, labelEnvName, parseLabelChanges, parseLabelList, parseLabelSelector, readLabels } from '../../src/domain/inventory.js';
 import { UsageError } from '../../src/domain/errors.js';
 
 describe('labels', () => {

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
 import Database from 'better-sqlite3';
 import { APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION } from '../../src/store/migrations.js';
 import { openDb } from '../../src/store/open.js';
-import { changeLabels, labelsOf } from '../../src/store/labels.js';
+import { changeLabels, labelsOf } from '../../src/store/subclouds.js';
 import { deleteSubcloud, findSubcloud, insertSubclouds, listSubclouds } from '../../src/store/subclouds.js';
 import { tempDir } from '../helpers/cli.js';
 

@@ -6,7 +6,7 @@ import { isRowStream, type GroupRecord, type Strategy, type SubcloudRow } from '
 import { overallSync } from '../../domain/sync.js';
 import { ENDPOINTS, type Endpoint, type SyncStatus } from '../../domain/types.js';
 import { list, show, type Table, type Value } from './result.js';
-import { readLabels } from '../../domain/labels.js';
+import { readLabels } from '../../domain/inventory.js';
 
 export type { Printable } from '../../commands/results.js';
 import type { Printable } from '../../commands/results.js';

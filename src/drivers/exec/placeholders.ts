@@ -4,7 +4,7 @@
  * shell's `${HOME}` passes through untouched.
  */
 import { FIELD_NAMES } from '../../domain/fields.js';
-import { labelKeyProblem } from '../../domain/labels.js';
+import { labelKeyProblem } from '../../domain/inventory.js';
 
 /** Type options as stored in extra args, by placeholder name. */
 export const TYPE_OPTION_KEYS: Record<string, string> = {

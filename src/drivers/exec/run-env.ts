@@ -6,7 +6,7 @@
 import type { OperationRequest } from '../driver.js';
 import type { StateSpec } from './config.js';
 import { LABEL_PREFIX, render, SUBCLOUD_FIELDS, TYPE_OPTION_KEYS } from './placeholders.js';
-import { labelEnvName } from '../../domain/labels.js';
+import { labelEnvName } from '../../domain/inventory.js';
 
 /** The parts of a request a run's argv and environment are made of. */
 export type RunRequest = Pick<OperationRequest, 'cloud' | 'state' | 'type' | 'attempt' | 'stage' | 'extra' | 'subcloud' | 'labels' | 'options' | 'fence' | 'resumed'>;

@@ -1,6 +1,6 @@
 /** `dcm subcloud inventory --ansible`: the fleet as an inventory for another tool. */
 import { ansibleInventory, type AnsibleInventory } from '../domain/ansible.js';
-import { readLabels, type LabelSelector } from '../domain/labels.js';
+import { readLabels, type LabelSelector } from '../domain/inventory.js';
 import { OperationError } from '../domain/errors.js';
 import { findGroup } from '../store/groups.js';
 import { iterateSubclouds } from '../store/subclouds.js';
