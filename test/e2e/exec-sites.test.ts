@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { dcm, dcmOk } from '../helpers/cli.js';
 import { execFixture, type ExecFixture } from '../helpers/exec.js';
+import { SUBCLOUD_FIELDS } from '../../src/drivers/exec/placeholders.js';
 
 let f: ExecFixture;
 afterEach(() => f?.cleanup());
@@ -68,6 +69,15 @@ states:
     expect(e2.DCM_SUB_LOCATION).toBeUndefined();
     expect(e2.DCM_LABEL_JUMP).toBe('bastion one');
     expect(e2.DCM_LABEL_SSH_PORT).toBeUndefined();
+  });
+
+  test('the field placeholders are the fields subcloud show -d prints, by the same names', () => {
+    f = execFixture();
+    dcmOk([...db(), 'subcloud', 'add', 's1', '--oam-floating-ip', '10.0.0.1', '--deploy-config-sync-status', 'deployed', '--label', 'k=v']);
+    const shown = Object.keys(JSON.parse(dcmOk([...db(), 'subcloud', 'show', 's1', '-d', '-f', 'json']).stdout) as object);
+    // show prints group_id (its group's name is {group}), the endpoint as dcmanager spells it, and the labels.
+    const expected = shown.filter((k) => k !== 'labels').map((k) => k.replace('kube-rootca', 'kube_rootca'));
+    expect([...SUBCLOUD_FIELDS].filter((k) => k !== 'group').sort()).toEqual(expected.sort());
   });
 
   test('an unknown field is still refused at create; {label.KEY} of any key is not', () => {
