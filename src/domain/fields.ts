@@ -43,8 +43,10 @@ type Get = (r: SubcloudSource) => string | number | null;
 const sync = (e: Endpoint): Get => (r) => r[`${e === 'kube-rootca' ? 'kube_rootca' : e}_sync` as keyof SubcloudSource] as string;
 
 /**
- * Every field, in `subcloud show -d`'s order. `group` is the group's name (as `--group` takes it);
- * the endpoints' names are written with `_` (`kube_rootca_sync_status`), as a placeholder is.
+ * Every field, in `subcloud show -d`'s order, but the record's own times (created_at, updated_at),
+ * which say nothing of the site and would make a generated inventory, or what a run is handed,
+ * differ at every edit. `group` is the group's name (as `--group` takes it); the endpoints' names
+ * are written with `_` (`kube_rootca_sync_status`), as a placeholder is.
  */
 const FIELDS: [string, Get][] = [
   ['id', (r) => r.id],
@@ -63,8 +65,6 @@ const FIELDS: [string, Get][] = [
   ['group', (r) => r.group_name],
   ['group_id', (r) => r.group_id],
   ['peer_group_id', (r) => r.peer_group_id],
-  ['created_at', (r) => r.created_at],
-  ['updated_at', (r) => r.updated_at],
   ['backup_status', (r) => r.backup_status],
   ['backup_datetime', (r) => r.backup_datetime],
   ['prestage_status', (r) => r.prestage_status],

@@ -75,8 +75,9 @@ states:
     f = execFixture();
     dcmOk([...db(), 'subcloud', 'add', 's1', '--oam-floating-ip', '10.0.0.1', '--deploy-config-sync-status', 'deployed', '--label', 'k=v']);
     const shown = Object.keys(JSON.parse(dcmOk([...db(), 'subcloud', 'show', 's1', '-d', '-f', 'json']).stdout) as object);
-    // show prints group_id (its group's name is {group}), the endpoint as dcmanager spells it, and the labels.
-    const expected = shown.filter((k) => k !== 'labels').map((k) => k.replace('kube-rootca', 'kube_rootca'));
+    // show prints group_id (its group's name is {group}), the endpoint as dcmanager spells it, the
+    // record's own times, and the labels.
+    const expected = shown.filter((k) => !['labels', 'created_at', 'updated_at'].includes(k)).map((k) => k.replace('kube-rootca', 'kube_rootca'));
     expect([...SUBCLOUD_FIELDS].filter((k) => k !== 'group').sort()).toEqual(expected.sort());
   });
 
