@@ -23,17 +23,27 @@ export const EXAMPLES: Record<string, string[]> = {
     'dcm subcloud add subcloud1',
     'dcm subcloud add east{001..200} --group east --sync all=out-of-sync',
     'dcm subcloud add lab1 --availability offline --management unmanaged --location "rack 4"',
+    'dcm subcloud add site07 --oam-floating-ip 10.20.0.7 --label ssh_port=2207 --label rack=r12',
   ],
   'subcloud import': [
     'dcm subcloud import fleet.csv',
     'dcm subcloud import fleet.jsonl',
     "printf 'name,group\\ns1,canary\\n' | dcm subcloud import -",
   ],
-  'subcloud list': ['dcm subcloud list', 'dcm subcloud list --group canary -f value -c name'],
+  'subcloud list': [
+    'dcm subcloud list',
+    'dcm subcloud list --group canary -f value -c name',
+    'dcm subcloud list --label rack=r12 -f value -c name -c oam_floating_ip -c label.ssh_port',
+  ],
+  'subcloud inventory': [
+    'dcm subcloud inventory --ansible > inventory.yaml',
+    'dcm subcloud inventory --ansible --group canary --label rack=r12',
+  ],
   'subcloud show': ['dcm subcloud show subcloud1', 'dcm subcloud show subcloud1 -f json'],
   'subcloud update': [
     'dcm subcloud update subcloud1 subcloud2 --group canary',
     'dcm subcloud update subcloud7 --availability offline --sync kubernetes=in-sync',
+    'dcm subcloud update site07 --label rack=r14 --label ssh_port=',
   ],
   'subcloud delete': ['dcm subcloud delete subcloud9', 'dcm subcloud delete lab{1..4}', 'dcm subcloud delete 12 --yes'],
   'subcloud manage': ['dcm subcloud manage subcloud1', 'dcm subcloud manage lab1 --force'],

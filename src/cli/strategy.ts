@@ -11,6 +11,7 @@ import { applyType, collect, integer, maxFailures, progressInterval, strategyTyp
 import { DRIVER_NAMES, driverOptions } from '../drivers/index.js';
 import type { Runner } from './runner.js';
 import { YES_HELP } from './confirm.js';
+import { parseLabelSelector } from '../domain/inventory.js';
 
 interface CreateOpts extends RawTypeOptions, RawDriverOptions {
   type?: StrategyType;
@@ -23,6 +24,7 @@ interface CreateOpts extends RawTypeOptions, RawDriverOptions {
   dryRun?: boolean;
   showCommands?: string | true;
   sysadminPasswordFile?: string;
+  label?: string[];
 }
 
 const TYPE_OPTIONS: [string, string][] = [
@@ -60,6 +62,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
   const create = withType(parent.command('create').argument('[cloud_name...]', 'only these subclouds (one stage, in the order given)'), true)
     .description('create the strategy and its steps')
     .option('--group <group>', 'only this subcloud group')
+    .option('--label <key=value>', 'only subclouds with this label (key= for those without it; repeatable, all must hold)', collect)
     .option('--subcloud-apply-type <type>', 'parallel | serial', applyType)
     .addOption(new Option('--max-parallel-subclouds <n>', 'subclouds in flight at once').argParser(integer))
     .option('--stop-on-failure', 'start no new subcloud after a failure (--max-failures 1)')
@@ -92,6 +95,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
           type: typeOf(o)!,
           cloudNames: clouds,
           groupName: o.group,
+          labels: o.label?.length ? parseLabelSelector(o.label) : undefined,
           subcloudApplyType: o.subcloudApplyType,
           // dcmanager's client sends the option only when it is truthy: 0 means not given.
           maxParallelSubclouds: o.maxParallelSubclouds === 0 ? undefined : o.maxParallelSubclouds,

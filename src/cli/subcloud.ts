@@ -1,7 +1,8 @@
 /** Commander wiring of `dcm subcloud …`. */
 import type { Command } from 'commander';
-import { parseSubcloudFields, UNTRACKED_FIELDS, type RawSubcloudFields } from '../domain/inventory.js';
+import { parseLabelSelector, parseSubcloudFields, quoteName, UNTRACKED_FIELDS, type RawSubcloudFields } from '../domain/inventory.js';
 import { collect } from './parsers.js';
+import { UsageError } from '../domain/errors.js';
 import { DRIVER_NAMES, driverOptions } from '../drivers/index.js';
 import type { Runner } from './runner.js';
 import { YES_HELP } from './confirm.js';
@@ -20,7 +21,8 @@ function fieldOptions(cmd: Command): Command {
     .option('--prestage-status <status>', 'prestage status')
     .option('--sync <endpoint=status>', 'endpoint sync status; endpoint may be all (repeatable)', collect)
     .option('--description <text>', 'description')
-    .option('--location <text>', 'location');
+    .option('--location <text>', 'location')
+    .option('--label <key=value>', 'a label of your own, for the exec driver and inventories; key= removes it (repeatable)', collect);
   // Fields dcmanager shows that dcm only keeps (SPEC §4).
   for (const f of UNTRACKED_FIELDS) cmd.option(`--${f.replace(/_/g, '-')} <value>`, `${f.replace(/_/g, ' ')} (kept and shown, not acted on)`);
   return cmd;
@@ -39,8 +41,30 @@ export function registerSubcloud(program: Command, run: Runner): void {
     .option('--group <group>', 'only this group')
     .option('--all', 'list all subclouds, including those whose deploy status is secondary or secondary-failed')
     .option('-d, --detail', 'list all columns of the subclouds')
+    .option('--label <key=value>', 'only subclouds with this label (key= for those without it; repeatable, all must hold)', collect)
     .description('list subclouds')
-    .action((opts: { group?: string; all?: boolean; detail?: boolean }) => run(async (ctx) => (await commands()).subcloudList_(ctx, opts)));
+    .action((opts: { group?: string; all?: boolean; detail?: boolean; label?: string[] }) =>
+      run(async (ctx) => (await commands()).subcloudList_(ctx, { ...opts, labels: parseLabelSelector(opts.label ?? []) })),
+    );
+  sc.command('inventory')
+    .option('--ansible', 'an Ansible inventory, in YAML (hosts: the subclouds; host vars: dcm_<field> and the labels)')
+    .option('--group <group>', 'only this group')
+    .option('--label <key=value>', 'only subclouds with this label (key= for those without it; repeatable, all must hold)', collect)
+    .option('--all', 'also the subclouds whose deploy status is secondary or secondary-failed')
+    .description('print the subclouds as an inventory for another tool (YAML, whatever -f says)')
+    .action((o: { ansible?: boolean; group?: string; label?: string[]; all?: boolean }) =>
+      run(async (ctx) => {
+        // One format today; the option names it, so that another can come without changing this one.
+        if (!o.ansible) throw new UsageError('give the inventory format: --ansible');
+        const labels = parseLabelSelector(o.label ?? []);
+        const inv = await (await import('../commands/subcloud-inventory.js')).subcloudInventory(ctx, { group: o.group, all: o.all, labels });
+        const { renderAnsibleInventory } = await import('./output/ansible.js');
+        const warnings = inv.skippedGroups.map(
+          (g) => `subcloud group ${quoteName(g)} is not an Ansible group name (a letter or _, then letters, digits, _): its subclouds are in all only`,
+        );
+        return { text: renderAnsibleInventory(inv), warnings };
+      }),
+    );
   sc.command('show')
     .argument('<name>')
     .option('-d, --detail', 'show additional details for a subcloud')

@@ -10,7 +10,9 @@ import type { Plan } from '../domain/planning.js';
 import type { StrategyType } from '../domain/types.js';
 import type { loadPreview } from '../drivers/index.js';
 import type { Db } from '../store/open.js';
-import { subcloudPlaceholders } from '../store/runs.js';
+import { subcloudById } from '../store/subclouds.js';
+import { fieldTexts } from '../domain/fields.js';
+import { readLabels } from '../domain/inventory.js';
 import { getDefaultConfig, getSubcloudConfig } from '../store/strategy-config.js';
 import { list, type ListResult, type Value } from './plain-results.js';
 
@@ -24,12 +26,15 @@ export function showCommandsView(db: Db, plan: Plan, cloud: string | true, input
   const step = cloud === true ? plan.steps[0] : plan.steps.find((s) => s.name === cloud);
   if (!step) throw new UsageError(`--show-commands ${cloud}: the subcloud has no step in this plan`);
   const own = getSubcloudConfig(db, step.subcloudId);
+  // A planned step's subcloud is in the file the plan was read from, in this same transaction.
+  const row = subcloudById(db, step.subcloudId)!;
   const options = new ConfigBook(getDefaultConfig(db), own ? [[step.subcloudId, own]] : []).optionsFor(step.subcloudId);
   const runs = input.preview(input.extra, {
     cloud: step.name,
     type: input.type,
     stage: step.stage,
-    subcloud: subcloudPlaceholders(db, step.subcloudId),
+    subcloud: fieldTexts(row),
+    labels: readLabels(row.labels),
     options,
     dbPath: input.dbPath,
   });

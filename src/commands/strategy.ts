@@ -22,6 +22,7 @@ import { checkSimFailClouds } from '../domain/choices.js';
 import type { Result } from './plain-results.js';
 import { logNameProblem } from '../domain/logs.js';
 import { quoteName } from '../domain/inventory.js';
+import type { LabelSelector } from '../domain/inventory.js';
 
 export interface CreateInput {
   type: StrategyType;
@@ -29,6 +30,8 @@ export interface CreateInput {
   /** Several clouds: one stage, in the order given. */
   cloudNames?: string[];
   groupName?: string;
+  /** `--label k=v`: only the subclouds these labels select (with the fleet or a group). */
+  labels?: LabelSelector;
   subcloudApplyType?: ApplyType;
   maxParallelSubclouds?: number;
   stopOnFailure?: boolean;
@@ -84,6 +87,9 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Comm
     maxParallelSubclouds: input.maxParallelSubclouds ?? null,
     force: Boolean(input.force),
   };
+  const labels = input.labels && Object.keys(input.labels).length ? input.labels : null;
+  // A named cloud is chosen already: a label that did not match it would drop it without a word.
+  if (labels && req.cloudName) throw new UsageError('The cloud_name and label options are mutually exclusive.');
   const maxFailures = input.maxFailures === undefined ? null : formatMaxFailures(parseMaxFailures(input.maxFailures));
   if (maxFailures !== null && input.stopOnFailure) {
     throw new UsageError('--stop-on-failure is --max-failures 1: give one of them');
@@ -119,6 +125,7 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Comm
     checkCombination(req);
     const records = db ? planningRecords(db) : [];
     checkSimFailClouds(simFails, new Set(records.map((r) => r.name)), () => records.map((r) => r.name));
+    const selected = labels && db ? planningRecords(db, labels) : records;
     // A dry run on a file that does not exist yet: the Default group every file holds.
     const groups = db ? listGroups(db) : [DEFAULT_UNCREATED];
     const planned = planSteps(req, groups.map((g) => ({
@@ -126,7 +133,7 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Comm
       name: g.name,
       updateApplyType: g.update_apply_type,
       maxParallelSubclouds: g.max_parallel_subclouds,
-    })), records);
+    })), selected);
     if (driverName === 'exec') checkLogFolders(planned.steps.map((st) => st.name));
     return planned;
   };
@@ -154,7 +161,7 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Comm
       maxParallelSubclouds: shown.maxParallelSubclouds,
       stopOnFailure: Boolean(input.stopOnFailure),
       maxFailures,
-      extra: { ...extra, ...driver, cloud_name: req.cloudName, ...(req.cloudNames ? { cloud_names: req.cloudNames } : {}), group: req.groupName, force: req.force },
+      extra: { ...extra, ...driver, cloud_name: req.cloudName, ...(req.cloudNames ? { cloud_names: req.cloudNames } : {}), group: req.groupName, ...(labels ? { labels: Object.entries(labels).map(([k, v]) => `${k}=${v ?? ''}`) } : {}), force: req.force },
     };
   };
   const named = Boolean(req.cloudName || req.cloudNames?.length);
@@ -184,7 +191,7 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Comm
       }));
       const only = req.groupName ? findGroup(db, req.groupName) : undefined;
       insertStrategy(db, record(db), []);
-      const steps = planStepsInOrder(req, groups, planningPages(db, only ? only.id : null));
+      const steps = planStepsInOrder(req, groups, planningPages(db, only ? only.id : null, undefined, labels ?? {}));
       const batch: PlannedStep[] = [];
       for (let r = steps.next(); ; r = steps.next()) {
         if (!r.done) {

@@ -1,7 +1,7 @@
 /** `dcm subcloud …`: the fleet inventory. */
 import fs from 'node:fs';
 import { OperationError } from '../domain/errors.js';
-import { checkName, type SubcloudInput } from '../domain/inventory.js';
+import { checkName, type LabelSelector, type SubcloudInput } from '../domain/inventory.js';
 import { importBatches, type ImportRow } from '../domain/importfile.js';
 import { findGroup } from '../store/groups.js';
 import type { Db } from '../store/open.js';
@@ -117,14 +117,16 @@ export async function subcloudImport(ctx: Ctx, file: string): Promise<CommandRes
 }
 
 /** dcmanager hides subclouds of these deploy statuses unless `--all` is given. */
-const SECONDARY = ['secondary', 'secondary-failed'];
+export const SECONDARY = ['secondary', 'secondary-failed'];
 
 export async function subcloudList_(
   ctx: Ctx,
-  opts: { group?: string; all?: boolean; detail?: boolean } = {},
+  opts: { group?: string; all?: boolean; detail?: boolean; labels?: LabelSelector } = {},
 ): Promise<CommandResult> {
   // Read as printed: the group is looked up when the listing starts, before anything is written.
-  const rows = readRows(ctx, (db) => iterateSubclouds(db, opts.group === undefined ? undefined : groupId(db, opts.group), Boolean(opts.all), SECONDARY));
+  const rows = readRows(ctx, (db) =>
+    iterateSubclouds(db, opts.group === undefined ? undefined : groupId(db, opts.group), Boolean(opts.all), SECONDARY, opts.labels),
+  );
   return { kind: 'subclouds', rows, detail: Boolean(opts.detail) };
 }
 

@@ -6,7 +6,18 @@
 import { createRequire } from 'node:module';
 import { OperationError, UsageError } from './errors.js';
 import { ENDPOINTS, type Endpoint } from './types.js';
-import { camel, nameProblem, parseSubcloudFields, quoteName, UNTRACKED_FIELDS, type SubcloudInput } from './inventory.js';
+import {
+  camel,
+  labelKeyProblem,
+  nameProblem,
+  parseLabelChanges,
+  parseLabelList,
+  parseSubcloudFields,
+  quoteName,
+  UNTRACKED_FIELDS,
+  type LabelChanges,
+  type SubcloudInput,
+} from './inventory.js';
 
 export interface ImportRow {
   line: number;
@@ -52,6 +63,8 @@ const FIELD_KEYS: Record<string, string> = {
 function fieldOf(key: string): string | null {
   const k = norm(key);
   if (k === 'sync') return 'sync';
+  if (k === 'labels') return 'labels';
+  if (k.startsWith(LABEL_PREFIX)) return `label:${k.slice(LABEL_PREFIX.length)}`;
   if (SYNC_KEYS.has(k)) return `sync:${SYNC_KEYS.get(k)}`;
   return FIELD_KEYS[k] ?? null;
 }
@@ -73,6 +86,34 @@ export function duplicateColumns(keys: readonly string[]): string | null {
   return null;
 }
 
+/** A column `label.KEY` sets that one label; `labels` sets several (`k=v;k2=v2`). */
+const LABEL_PREFIX = 'label.';
+
+/**
+ * The labels a row sets: its `labels` column (text, or a JSON object) and its `label.KEY` columns;
+ * a key in both is given twice.
+ */
+function rowLabels(list: unknown, single: [string, string][], fail: (msg: string) => never): LabelChanges | undefined {
+  let out: LabelChanges = {};
+  if (list !== undefined && list !== null && list !== '') {
+    if (typeof list === 'object') {
+      if (Array.isArray(list)) fail("column 'labels' must be text (k=v;k2=v2) or an object");
+      const items = Object.entries(list as Record<string, unknown>).map(([k, v]) => {
+        if (v !== null && typeof v === 'object') fail(`label '${k}' must be a plain value`);
+        return `${k}=${v === null ? '' : String(v).trim()}`;
+      });
+      out = parseLabelChanges(items);
+    } else out = parseLabelList(String(list));
+  }
+  for (const [key, value] of single) {
+    const problem = labelKeyProblem(key);
+    if (problem) fail(`invalid label column '${LABEL_PREFIX}${key}': ${problem}`);
+    if (key in out) fail(`label '${key}' is given twice (in 'labels' and in '${LABEL_PREFIX}${key}')`);
+    Object.assign(out, parseLabelChanges([`${key}=${value}`]));
+  }
+  return Object.keys(out).length ? out : undefined;
+}
+
 /** `keysChecked`: every row has the keys of a header already checked (CSV): not checked again per row. */
 function toImportRow(raw: RawRow, keysChecked: boolean): ImportRow {
   const fail = (msg: string): never => {
@@ -83,12 +124,19 @@ function toImportRow(raw: RawRow, keysChecked: boolean): ImportRow {
   if (dup) fail(dup);
   const fields: Record<string, string> = {};
   const sync: string[] = [];
+  let labelList: unknown;
+  const single: [string, string][] = [];
   for (const [key, value] of Object.entries(raw.data)) {
     if (value === null || value === undefined || value === '') continue;
-    if (typeof value === 'object') fail(`column '${key}' must be a plain value`);
     const k = norm(key);
+    if (k === 'labels') {
+      labelList = value;
+      continue;
+    }
+    if (typeof value === 'object') fail(`column '${key}' must be a plain value`);
     const text = String(value).trim();
-    if (k === 'sync') sync.unshift(`all=${text}`);
+    if (k.startsWith(LABEL_PREFIX)) single.push([k.slice(LABEL_PREFIX.length), text]);
+    else if (k === 'sync') sync.unshift(`all=${text}`);
     else if (SYNC_KEYS.has(k)) sync.push(`${SYNC_KEYS.get(k)}=${text}`);
     else if (FIELD_KEYS[k]) fields[FIELD_KEYS[k]] = text;
     else fail(`unknown column '${key}'`);
@@ -99,7 +147,9 @@ function toImportRow(raw: RawRow, keysChecked: boolean): ImportRow {
   if (problem) fail(`invalid subcloud name ${quoteName(name)}: ${problem}`);
   delete fields.name;
   try {
-    return { line: raw.line, name, fields: parseSubcloudFields({ ...fields, sync }) };
+    const labels = rowLabels(labelList, single, fail);
+    const parsed = parseSubcloudFields({ ...fields, sync });
+    return { line: raw.line, name, fields: labels ? { ...parsed, labels } : parsed };
   } catch (err) {
     if (err instanceof UsageError) fail(err.message);
     throw err;

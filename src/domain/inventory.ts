@@ -1,5 +1,6 @@
 /**
- * Subcloud and group fields as people give them (options or import rows), validated. Pure.
+ * Subcloud and group fields, and subcloud labels, as people give them (options or import rows),
+ * validated. Pure.
  */
 import { UsageError } from './errors.js';
 import { APPLY_TYPES, ENDPOINTS, SYNC_STATUSES, type ApplyType, type Endpoint, type SyncStatus } from './types.js';
@@ -26,6 +27,8 @@ export interface RawSubcloudFields {
   regionName?: string;
   oamFloatingIp?: string;
   deployConfigSyncStatus?: string;
+  /** `--label k=v` (repeatable; `k=` removes it). */
+  label?: string[];
 }
 
 /**
@@ -64,6 +67,7 @@ export interface SubcloudInput extends Partial<Record<Exclude<UntrackedField, 'p
   description?: string;
   location?: string;
   sync?: Partial<Record<Endpoint, SyncStatus>>;
+  labels?: LabelChanges;
 }
 
 function oneOf<T extends string>(what: string, value: string, allowed: readonly T[]): T {
@@ -106,6 +110,7 @@ export function parseSubcloudFields(raw: RawSubcloudFields): SubcloudInput {
   if (raw.description !== undefined) out.description = raw.description;
   if (raw.location !== undefined) out.location = raw.location;
   if (raw.sync !== undefined && raw.sync.length) out.sync = parseSync(raw.sync);
+  if (raw.label !== undefined && raw.label.length) out.labels = parseLabelChanges(raw.label);
   for (const [f, key] of UNTRACKED_KEYS) {
     const v = raw[key] as string | undefined;
     if (v === undefined) continue;
@@ -155,4 +160,106 @@ export function parseIntIn(what: string, text: string, min: number, max: number)
   const n = Number(text);
   if (n < min || n > max) throw new UsageError(`invalid ${what} '${text}': must be between ${min} and ${max}`);
   return n;
+}
+
+/*
+ * Labels: free labels of a subcloud (`--label rack=r12`), what a site's command needs that
+ * dcmanager has no field for (an ssh port, a jump host, a rack).
+ *
+ * A key is what the exec driver names it by, `{label.KEY}` and `DCM_LABEL_<KEY>`, and what an
+ * Ansible inventory makes a host variable of: so it is a lowercase identifier (the placeholders'
+ * own alphabet, which keeps `${HOME}` a shell's), and `DCM_LABEL_<KEY>` is a valid variable name.
+ */
+
+/** Labels as stored: key to value. */
+export type Labels = Record<string, string>;
+/** Changes asked for: a value sets the label, null removes it (`--label k=`). */
+export type LabelChanges = Record<string, string | null>;
+/** A selection: a value must be the label's, null means the subcloud has no such label. */
+export type LabelSelector = Record<string, string | null>;
+
+export const MAX_LABEL_KEY = 63;
+export const MAX_LABEL_VALUE = 255;
+const KEY = /^[a-z][a-z0-9_]*$/;
+
+/** Why `key` cannot be a label's key, or null. */
+export function labelKeyProblem(key: string): string | null {
+  if (!KEY.test(key)) return 'a key is a lowercase letter, then lowercase letters, digits or _';
+  if (key.length > MAX_LABEL_KEY) return `a key is at most ${MAX_LABEL_KEY} characters`;
+  return null;
+}
+
+/** Why `value` cannot be a label's value, or null. */
+export function labelValueProblem(value: string): string | null {
+  if (value.length > MAX_LABEL_VALUE) return `a value is at most ${MAX_LABEL_VALUE} characters`;
+  // A newline or tab would split a `-f value` row; `;` separates labels in the `labels` column.
+  if (/\p{Cc}/u.test(value)) return 'a value may not hold control characters (newline, tab, NUL…)';
+  if (value.includes(';')) return "a value may not hold ';' (it separates labels)";
+  if (value !== value.trim()) return 'a value may not start or end with a space';
+  return null;
+}
+
+function shown(item: string): string {
+  return `'${JSON.stringify(item.length > 60 ? `${item.slice(0, 57)}...` : item).slice(1, -1)}'`;
+}
+
+/** One `KEY=VALUE` (an empty VALUE: null), checked; `how` is said when `=` is missing. */
+function parseOne(item: string, how: string): [string, string | null] {
+  const eq = item.indexOf('=');
+  if (eq < 0) throw new UsageError(`invalid label ${shown(item)}: use ${how}`);
+  const key = item.slice(0, eq);
+  const value = item.slice(eq + 1);
+  const problem = labelKeyProblem(key) ?? (value === '' ? null : labelValueProblem(value));
+  if (problem) throw new UsageError(`invalid label ${shown(item)}: ${problem}`);
+  return [key, value === '' ? null : value];
+}
+
+/** `--label k=v` (repeatable) on add and update: `k=` removes the label; a later one wins. */
+export function parseLabelChanges(items: readonly string[]): LabelChanges {
+  const out: LabelChanges = {};
+  for (const item of items) {
+    const [k, v] = parseOne(item, 'KEY=VALUE, or KEY= to remove it');
+    out[k] = v;
+  }
+  return out;
+}
+
+/** `--label k=v` (repeatable) on list, inventory and strategy create: every one must hold. */
+export function parseLabelSelector(items: readonly string[]): LabelSelector {
+  const out: LabelSelector = {};
+  for (const item of items) {
+    const [k, v] = parseOne(item, 'KEY=VALUE, or KEY= for the subclouds without it');
+    if (k in out && out[k] !== v) throw new UsageError(`invalid label ${shown(item)}: ${k} is selected twice with different values`);
+    out[k] = v;
+  }
+  return out;
+}
+
+/** The import column `labels`: `k=v;k2=v2` (blank items are skipped). */
+export function parseLabelList(text: string): LabelChanges {
+  return parseLabelChanges(text.split(';').map((x) => x.trim()).filter((x) => x !== ''));
+}
+
+/** `k=v;k2=v2`, keys sorted: how `subcloud show` prints them and the import column reads them. */
+export function formatLabels(labels: Labels): string {
+  return Object.keys(labels)
+    .sort()
+    .map((k) => `${k}=${labels[k]}`)
+    .join(';');
+}
+
+/** The stored `k=v;k2=v2` back to labels (values hold no `;`, keys no `=`). */
+export function readLabels(text: string | null | undefined): Labels {
+  const out: Labels = {};
+  if (!text) return out;
+  for (const item of text.split(';')) {
+    const eq = item.indexOf('=');
+    out[item.slice(0, eq)] = item.slice(eq + 1);
+  }
+  return out;
+}
+
+/** The environment variable a label reaches a run as. */
+export function labelEnvName(key: string): string {
+  return `DCM_LABEL_${key.toUpperCase()}`;
 }

@@ -26,6 +26,8 @@ export interface OperationRequest {
   stage?: number;
   /** The subcloud's own fields (group, software_version, location, …), null when unset. */
   subcloud?: Record<string, string | null>;
+  /** The subcloud's labels (`subcloud update --label k=v`), key to value. */
+  labels?: Readonly<Record<string, string>>;
   /** Identifies the strategy: a subcloud's side of an update belongs to one strategy. */
   campaign: string;
   /** The apply lock's token: a run carries it (DCM_FENCE) so that a site can refuse a displaced orchestrator. */

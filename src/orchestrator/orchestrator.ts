@@ -19,7 +19,10 @@ import { decideReport, failureLimit, gate, stopRule, type Gate, type ReportResul
 import { advance, closing, fail, runAgain, startRun, type Transition } from '../domain/transition.js';
 import { TYPES, type StrategyType } from '../domain/types.js';
 import type { Driver, OperationRequest, OperationResult } from '../drivers/driver.js';
-import { interruptedLast, recordRunProcesses, retryBudgets, subcloudPlaceholders, type RetryBudget } from '../store/runs.js';
+import { readLabels, type Labels } from '../domain/inventory.js';
+import { fieldTexts } from '../domain/fields.js';
+import { subcloudById } from '../store/subclouds.js';
+import { interruptedLast, recordRunProcesses, retryBudgets, type RetryBudget } from '../store/runs.js';
 import type { ExtraArgs } from '../domain/options.js';
 import { now, parseTime, timeIn } from '../store/clock.js';
 import type { Db } from '../store/open.js';
@@ -548,7 +551,10 @@ export class Orchestrator {
       options: this.config.optionsFor(step.subcloudId),
       // Read from the file only by a driver that asks (exec's placeholders): the sim never does.
       get subcloud() {
-        return fields(step);
+        return fields(step).fields;
+      },
+      get labels() {
+        return fields(step).labels;
       },
       get signal() {
         if (!worker.controller) {
@@ -564,11 +570,13 @@ export class Orchestrator {
   }
 
   /** A subcloud's fields, read once per subcloud in flight rather than once per state. */
-  private readonly fields = new Map<number, Record<string, string | null>>();
-  private subcloudFields(step: CursorStep): Record<string, string | null> {
+  private readonly fields = new Map<number, { fields: Record<string, string | null>; labels: Labels }>();
+  private subcloudFields(step: CursorStep): { fields: Record<string, string | null>; labels: Labels } {
     let f = this.fields.get(step.id);
     if (!f) {
-      f = subcloudPlaceholders(this.db, step.subcloudId);
+      const row = subcloudById(this.db, step.subcloudId);
+      // A step's subcloud cannot be deleted (subcloud delete refuses), so the row is there.
+      f = row ? { fields: fieldTexts(row), labels: readLabels(row.labels) } : { fields: {}, labels: {} };
       this.fields.set(step.id, f);
     }
     return f;

@@ -202,6 +202,18 @@ export const MIGRATIONS: ((db: Database.Database) => void)[] = [
   (db) => {
     db.exec(`ALTER TABLE step_history ADD COLUMN retry_at TEXT;`);
   },
+  // 9 -> 10: free labels per subcloud (`--label k=v`), what a site's command needs that dcmanager has
+  // no field for (a port, a jump host); they go with their subcloud.
+  (db) => {
+    db.exec(`
+      CREATE TABLE subcloud_label (
+        subcloud_id INTEGER NOT NULL REFERENCES subcloud(id) ON DELETE CASCADE,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (subcloud_id, key)
+      ) WITHOUT ROWID;
+    `);
+  },
 ];
 
 /**

@@ -65,15 +65,6 @@ export function interruptedLast(db: Db): Set<string> {
   return new Set(rows.map((r) => `${r.stepId}\u0000${r.state}`));
 }
 
-/** The subcloud's fields a run's command may name ({group}, {location}, …). */
-export function subcloudPlaceholders(db: Db, subcloudId: number): Record<string, string | null> {
-  return sql(
-    db,
-    `SELECT g.name AS "group", s.software_version, s.location, s.description, s.management, s.availability, s.deploy_status
-     FROM subcloud s JOIN subcloud_group g ON g.id = s.group_id WHERE s.id = ?`,
-  ).get(subcloudId) as Record<string, string | null>;
-}
-
 /** What the history says of a state's retries: failed runs that will run again, and when the next is due. */
 export interface RetryBudget {
   /** Runs of this entry into the state that failed (or timed out) and were followed by a retry. */

@@ -4,6 +4,8 @@ import { sql } from './statements.js';
 import { now } from './clock.js';
 import type { Endpoint, SyncStatus } from '../domain/types.js';
 import type { SubcloudRecord } from '../domain/planning.js';
+import type { SubcloudSource } from '../domain/fields.js';
+import type { LabelChanges, LabelSelector, Labels } from '../domain/inventory.js';
 
 export const SYNC_COLUMN: Record<Endpoint, string> = {
   patching: 'patching_sync',
@@ -13,37 +15,10 @@ export const SYNC_COLUMN: Record<Endpoint, string> = {
   firmware: 'firmware_sync',
 };
 
-export interface SubcloudRow {
-  id: number;
-  name: string;
-  description: string | null;
-  location: string | null;
-  group_id: number;
-  group_name: string;
-  management: string;
-  availability: string;
-  deploy_status: string;
-  software_version: string | null;
-  prestage_status: string | null;
-  patching_sync: SyncStatus;
-  usm_sync: SyncStatus;
-  kubernetes_sync: SyncStatus;
-  kube_rootca_sync: SyncStatus;
-  firmware_sync: SyncStatus;
-  created_at: string;
-  updated_at: string | null;
-  management_subnet: string | null;
-  management_start_ip: string | null;
-  management_end_ip: string | null;
-  management_gateway_ip: string | null;
-  systemcontroller_gateway_ip: string | null;
-  peer_group_id: number | null;
-  backup_status: string | null;
-  backup_datetime: string | null;
-  prestage_versions: string | null;
-  region_name: string | null;
-  oam_floating_ip: string | null;
-  deploy_config_sync_status: string | null;
+/** A subcloud as stored (domain/fields.ts names its columns), with its labels. */
+export interface SubcloudRow extends SubcloudSource {
+  /** The subcloud's labels, `k=v;k2=v2` with keys sorted; null when it has none. */
+  labels: string | null;
 }
 
 /** Every settable field of a subcloud, as stored. */
@@ -69,6 +44,8 @@ export interface SubcloudFields {
   region_name?: string;
   oam_floating_ip?: string;
   deploy_config_sync_status?: string;
+  /** Labels to set (a value) or remove (null). */
+  labels?: LabelChanges;
 }
 
 /** Columns added after the first schema, null until given. */
@@ -78,7 +55,7 @@ const UNTRACKED = [
   'prestage_versions', 'region_name', 'oam_floating_ip', 'deploy_config_sync_status',
 ];
 
-const SELECT = `SELECT s.*, g.name AS group_name FROM subcloud s JOIN subcloud_group g ON g.id = s.group_id`;
+const SELECT = `SELECT s.*, g.name AS group_name, ${labelsColumn('s')} AS labels FROM subcloud s JOIN subcloud_group g ON g.id = s.group_id`;
 
 export function listSubclouds(db: Db, groupId?: number): SubcloudRow[] {
   if (groupId === undefined) return sql(db, `${SELECT} ORDER BY s.id`).all() as SubcloudRow[];
@@ -87,11 +64,16 @@ export function listSubclouds(db: Db, groupId?: number): SubcloudRow[] {
 
 /**
  * `subcloud list` one row at a time: of one group or all, and without the secondary subclouds
- * unless `all` (dcmanager lists those only with --all).
+ * unless `all` (dcmanager lists those only with --all); only those the label selector picks.
  */
-export function iterateSubclouds(db: Db, groupId: number | undefined, all: boolean, hidden: readonly string[]): IterableIterator<SubcloudRow> {
-  const conds: string[] = [];
-  const args: unknown[] = [];
+export function iterateSubclouds(
+  db: Db,
+  groupId: number | undefined,
+  all: boolean,
+  hidden: readonly string[],
+  labels: LabelSelector = {},
+): IterableIterator<SubcloudRow> {
+  const { conds, args } = labelCondition('s', labels);
   if (groupId !== undefined) {
     conds.push('s.group_id = ?');
     args.push(groupId);
@@ -102,6 +84,10 @@ export function iterateSubclouds(db: Db, groupId: number | undefined, all: boole
   }
   const where = conds.length ? `WHERE ${conds.join(' AND ')}` : '';
   return sql(db, `${SELECT} ${where} ORDER BY s.id`).iterate(...args) as IterableIterator<SubcloudRow>;
+}
+
+export function subcloudById(db: Db, id: number): SubcloudRow | undefined {
+  return sql(db, `${SELECT} WHERE s.id = ?`).get(id) as SubcloudRow | undefined;
 }
 
 export function findSubcloud(db: Db, name: string): SubcloudRow | undefined {
@@ -134,15 +120,16 @@ export function existingNames(db: Db, names: readonly string[]): string[] {
  * Only what planning reads, for every subcloud in id order: `strategy create` over a large fleet
  * should not pay for the columns it never looks at.
  */
-export function planningRecords(db: Db): SubcloudRecord[] {
+export function planningRecords(db: Db, labels: LabelSelector = {}): SubcloudRecord[] {
+  const only = labelCondition('subcloud', labels);
   const rows = sql(
     db,
     `SELECT id, name, group_id, management, availability, deploy_status,
        patching_sync, usm_sync, kubernetes_sync, kube_rootca_sync, firmware_sync
-     FROM subcloud ORDER BY id`,
+     FROM subcloud ${only.conds.length ? `WHERE ${only.conds.join(' AND ')}` : ''} ORDER BY id`,
   )
     .raw(true)
-    .all() as [number, string, number, string, string, string, SyncStatus, SyncStatus, SyncStatus, SyncStatus, SyncStatus][];
+    .all(...only.args) as [number, string, number, string, string, string, SyncStatus, SyncStatus, SyncStatus, SyncStatus, SyncStatus][];
   return rows.map((r) => ({
     id: r[0],
     name: r[1],
@@ -155,20 +142,28 @@ export function planningRecords(db: Db): SubcloudRecord[] {
 }
 
 /**
- * planningRecords in group id, then id order, a page at a time (of one group, when given): each
- * page is read whole (`.all()`), so that the connection is free to insert between pages.
+ * planningRecords in group id, then id order, a page at a time (of one group, when given; only the
+ * subclouds the label selector picks): each page is read whole (`.all()`), so that the connection
+ * is free to insert between pages.
  */
-export function* planningPages(db: Db, groupId: number | null, pageSize = 10_000): Generator<SubcloudRecord, void, undefined> {
+export function* planningPages(
+  db: Db,
+  groupId: number | null,
+  pageSize = 10_000,
+  labels: LabelSelector = {},
+): Generator<SubcloudRecord, void, undefined> {
   const cols = `id, name, group_id, management, availability, deploy_status,
        patching_sync, usm_sync, kubernetes_sync, kube_rootca_sync, firmware_sync`;
+  const only = labelCondition('subcloud', labels);
+  const and = only.conds.map((c) => ` AND ${c}`).join('');
   // Keyset paging on the (group_id, id) index: each page starts where the last one ended.
   const page = groupId === null
-    ? sql(db, `SELECT ${cols} FROM subcloud WHERE (group_id, id) > (?, ?) ORDER BY group_id, id LIMIT ?`).raw(true)
-    : sql(db, `SELECT ${cols} FROM subcloud WHERE group_id = ? AND id > ? ORDER BY group_id, id LIMIT ?`).raw(true);
+    ? sql(db, `SELECT ${cols} FROM subcloud WHERE (group_id, id) > (?, ?)${and} ORDER BY group_id, id LIMIT ?`).raw(true)
+    : sql(db, `SELECT ${cols} FROM subcloud WHERE group_id = ? AND id > ?${and} ORDER BY group_id, id LIMIT ?`).raw(true);
   let g = groupId ?? -1;
   let id = -1;
   for (;;) {
-    const rows = page.all(g, id, pageSize) as [number, string, number, string, string, string, SyncStatus, SyncStatus, SyncStatus, SyncStatus, SyncStatus][];
+    const rows = page.all(g, id, ...only.args, pageSize) as [number, string, number, string, string, string, SyncStatus, SyncStatus, SyncStatus, SyncStatus, SyncStatus][];
     for (const r of rows) {
       yield {
         id: r[0],
@@ -189,7 +184,7 @@ export function* planningPages(db: Db, groupId: number | null, pageSize = 10_000
 
 function flatten(f: SubcloudFields): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(f)) if (k !== 'sync' && v !== undefined) out[k] = v;
+  for (const [k, v] of Object.entries(f)) if (k !== 'sync' && k !== 'labels' && v !== undefined) out[k] = v;
   for (const [e, v] of Object.entries(f.sync ?? {})) if (v !== undefined) out[SYNC_COLUMN[e as Endpoint]] = v;
   return out;
 }
@@ -223,6 +218,7 @@ export function insertSubclouds(db: Db, rows: { name: string; fields: SubcloudFi
       if (onTaken && (err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') onTaken(i);
       throw err;
     }
+    if (r.fields.labels) changeLabels(db, id, r.fields.labels);
     firstId ??= id;
   }
   return firstId;
@@ -274,9 +270,10 @@ export function idOfName(db: Db, name: string): number | undefined {
 export function updateSubcloud(db: Db, id: number, fields: SubcloudFields): void {
   const flat = flatten(fields);
   const keys = Object.keys(flat);
-  if (keys.length === 0) return;
-  const sets = keys.map((k) => `${k} = @${k}`).join(', ');
-  sql(db, `UPDATE subcloud SET ${sets}, updated_at = @updated_at WHERE id = @id`).run({
+  if (fields.labels) changeLabels(db, id, fields.labels);
+  if (keys.length === 0 && !fields.labels) return;
+  const sets = [...keys.map((k) => `${k} = @${k}`), 'updated_at = @updated_at'].join(', ');
+  sql(db, `UPDATE subcloud SET ${sets} WHERE id = @id`).run({
     ...flat,
     updated_at: now(),
     id,
@@ -289,4 +286,49 @@ export function deleteSubcloud(db: Db, id: number): void {
 
 export function hasStep(db: Db, subcloudId: number): boolean {
   return sql(db, 'SELECT 1 FROM strategy_step WHERE subcloud_id = ?').get(subcloudId) !== undefined;
+}
+
+// Labels: the subcloud_label table, a subcloud's free labels, and selecting subclouds by them.
+
+/** Set (a value) or remove (null) labels of one subcloud, inside the caller's transaction. */
+export function changeLabels(db: Db, subcloudId: number, changes: LabelChanges): void {
+  for (const [key, value] of Object.entries(changes)) {
+    if (value === null) sql(db, 'DELETE FROM subcloud_label WHERE subcloud_id = ? AND key = ?').run(subcloudId, key);
+    else {
+      sql(db, 'INSERT INTO subcloud_label (subcloud_id, key, value) VALUES (?, ?, ?) ON CONFLICT (subcloud_id, key) DO UPDATE SET value = excluded.value')
+        .run(subcloudId, key, value);
+    }
+  }
+}
+
+export function labelsOf(db: Db, subcloudId: number): Labels {
+  const rows = sql(db, 'SELECT key, value FROM subcloud_label WHERE subcloud_id = ? ORDER BY key').raw(true).all(subcloudId) as [string, string][];
+  return Object.fromEntries(rows);
+}
+
+/**
+ * The labels of every subcloud as one `k=v;k2=v2` text (keys sorted), for a SELECT over `subcloud`
+ * aliased `alias`: null for a subcloud without labels.
+ */
+export function labelsColumn(alias: string): string {
+  return `(SELECT group_concat(l.key || '=' || l.value, ';' ORDER BY l.key) FROM subcloud_label l WHERE l.subcloud_id = ${alias}.id)`;
+}
+
+/**
+ * A WHERE condition for a SELECT over `subcloud` aliased `alias` that holds for the subclouds the
+ * selector picks (every label as given; null: the subcloud has no such label), and its arguments.
+ */
+export function labelCondition(alias: string, selector: LabelSelector): { conds: string[]; args: unknown[] } {
+  const conds: string[] = [];
+  const args: unknown[] = [];
+  for (const [key, value] of Object.entries(selector)) {
+    if (value === null) {
+      conds.push(`NOT EXISTS (SELECT 1 FROM subcloud_label l WHERE l.subcloud_id = ${alias}.id AND l.key = ?)`);
+      args.push(key);
+    } else {
+      conds.push(`EXISTS (SELECT 1 FROM subcloud_label l WHERE l.subcloud_id = ${alias}.id AND l.key = ? AND l.value = ?)`);
+      args.push(key, value);
+    }
+  }
+  return { conds, args };
 }

@@ -80,7 +80,7 @@ states:
     const cfg = f.config(`
 states:
   kube upgrade pre check:
-    run: env | grep '^DCM_' | grep -v '^DCM_NEXT=\\|^DCM_RUN_ID=\\|^DCM_FENCE=' | sort > "${envDump}"; [ "$DCM_CLOUD" = s2 ] && echo complete > "$DCM_NEXT"; exit 0
+    run: env | grep '^DCM_' | grep -v '^DCM_NEXT=\\|^DCM_RUN_ID=\\|^DCM_FENCE=\\|^DCM_SUB_' | sort > "${envDump}"; [ "$DCM_CLOUD" = s2 ] && echo complete > "$DCM_NEXT"; exit 0
   "*": "true"
 `);
     const logs = path.join(f.dir, 'runlogs');

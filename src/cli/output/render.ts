@@ -32,7 +32,7 @@ function stateColorizer(chalk: ChalkInstance) {
  * this before it commits.
  */
 export function prepare(result: Printable, opts: Pick<OutputOptions, 'format' | 'columns' | 'sortColumns' | 'sortDescending'>): Table | null {
-  const t = toTable(result, { columnsGiven: opts.columns.length > 0 });
+  const t = toTable(result, { columnsGiven: opts.columns.length > 0, columns: opts.columns });
   if (!t) return null;
   if (opts.format === 'shell' && t.kind === 'list') {
     throw new UsageError("argument -f/--format: invalid choice: 'shell' (choose from 'csv', 'json', 'table', 'value', 'yaml')");

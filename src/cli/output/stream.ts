@@ -22,7 +22,7 @@ const CHUNK = 64 * 1024;
  */
 export function streamChunks(result: Printable, opts: OutputOptions): Iterable<string> | null {
   const streamable = opts.format !== 'table' && opts.format !== 'shell' && !opts.sortColumns?.length;
-  const lazy = streamable ? toLazyList(result, { columnsGiven: opts.columns.length > 0 }) : null;
+  const lazy = streamable ? toLazyList(result, { columnsGiven: opts.columns.length > 0, columns: opts.columns }) : null;
   return lazy ? chunks(lazy, opts) : null;
 }
 

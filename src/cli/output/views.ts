@@ -6,6 +6,7 @@ import { isRowStream, type GroupRecord, type Strategy, type SubcloudRow } from '
 import { overallSync } from '../../domain/sync.js';
 import { ENDPOINTS, type Endpoint, type SyncStatus } from '../../domain/types.js';
 import { list, show, type Table, type Value } from './result.js';
+import { readLabels } from '../../domain/inventory.js';
 
 export type { Printable } from '../../commands/results.js';
 import type { Printable } from '../../commands/results.js';
@@ -13,6 +14,8 @@ import type { Printable } from '../../commands/results.js';
 export interface ViewOptions {
   /** `-c` was given: dcmanager's `subcloud list` then picks from its detail columns. */
   columnsGiven: boolean;
+  /** The names `-c` gave: a subcloud list adds the columns of its own only when named (LIST_EXTRAS). */
+  columns?: readonly string[];
 }
 
 const SYNC_FIELD: Record<Endpoint, keyof SubcloudRow> = {
@@ -85,6 +88,9 @@ function subcloudShow(r: SubcloudRow, detail: boolean, regionName = true, presta
     fields.push(['deploy_config_sync_status', r.deploy_config_sync_status]);
   }
   if (regionName) fields.push(['region_name', r.region_name]);
+  // dcm's own field, printed only when there is something to print, so that a subcloud without
+  // labels shows exactly what dcmanager's client shows.
+  if (r.labels) fields.push(['labels', r.labels]);
   if (prestageVersion) fields.push(['prestage_software_version', prestageVersion]);
   return show(fields);
 }
@@ -133,8 +139,30 @@ export function strategyShow(s: Strategy): Table {
 export const STEP_COLUMNS = ['cloud', 'stage', 'state', 'details', 'started_at', 'finished_at'];
 export const HISTORY_COLUMNS = ['cloud', 'state', 'attempt', 'started_at', 'finished_at', 'outcome', 'details'];
 
-function subcloudLines(detail: boolean): { columns: string[]; line: (r: SubcloudRow) => Value[] } {
-  return detail ? { columns: DETAIL_LIST_COLUMNS, line: detailListLine } : { columns: SUBCLOUD_COLUMNS, line: basicLine };
+/**
+ * Columns of `subcloud list` that dcmanager's client does not list, added after the detail
+ * columns only when `-c` names them (`-c name -c oam_floating_ip -c label.port`, to write an
+ * ssh_config from): any other listing stays byte for byte the client's.
+ */
+const LIST_EXTRAS: [string, (r: SubcloudRow) => Value][] = [
+  ['oam_floating_ip', (r) => r.oam_floating_ip],
+  ['deploy_config_sync_status', (r) => r.deploy_config_sync_status],
+  ['region_name', (r) => r.region_name],
+  ['labels', (r) => r.labels],
+];
+
+function subcloudLines(detail: boolean, wanted: readonly string[] = []): { columns: string[]; line: (r: SubcloudRow) => Value[] } {
+  if (!detail) return { columns: SUBCLOUD_COLUMNS, line: basicLine };
+  const extras = LIST_EXTRAS.filter(([c]) => wanted.includes(c));
+  const labelKeys = [...new Set(wanted.filter((c) => c.startsWith('label.')).map((c) => c.slice('label.'.length)))];
+  if (extras.length === 0 && labelKeys.length === 0) return { columns: DETAIL_LIST_COLUMNS, line: detailListLine };
+  return {
+    columns: [...DETAIL_LIST_COLUMNS, ...extras.map(([c]) => c), ...labelKeys.map((k) => `label.${k}`)],
+    line: (r) => {
+      const labels = labelKeys.length ? readLabels(r.labels) : {};
+      return [...detailListLine(r), ...extras.map(([, get]) => get(r)), ...labelKeys.map((k) => labels[k] ?? null)];
+    },
+  };
 }
 
 /** A list whose rows are made one at a time, as they are read (a streamed list). */
@@ -147,7 +175,7 @@ export interface LazyList {
 export function toLazyList(r: Printable, opts: ViewOptions): LazyList | null {
   if (r.kind === 'steps' && isRowStream(r.rows)) return { columns: STEP_COLUMNS, rows: r.rows };
   if (r.kind === 'subclouds' && isRowStream(r.rows)) {
-    const v = subcloudLines(r.detail || opts.columnsGiven);
+    const v = subcloudLines(r.detail || opts.columnsGiven, opts.columns);
     const rows = r.rows;
     return { columns: v.columns, rows: { *[Symbol.iterator]() { for (const x of rows) yield v.line(x); } } };
   }
@@ -161,7 +189,7 @@ export function toTable(r: Printable, opts: ViewOptions): Table | null {
     case 'show':
       return r;
     case 'subclouds': {
-      const v = subcloudLines(r.detail || opts.columnsGiven);
+      const v = subcloudLines(r.detail || opts.columnsGiven, opts.columns);
       return list(v.columns, Array.from(r.rows, v.line));
     }
     case 'group-subclouds':

@@ -3,6 +3,8 @@
  * values. `{{` and `}}` stand for literal braces. Only lowercase names are placeholders, so a
  * shell's `${HOME}` passes through untouched.
  */
+import { FIELD_NAMES } from '../../domain/fields.js';
+import { labelKeyProblem } from '../../domain/inventory.js';
 
 /** Type options as stored in extra args, by placeholder name. */
 export const TYPE_OPTION_KEYS: Record<string, string> = {
@@ -15,16 +17,8 @@ export const TYPE_OPTION_KEYS: Record<string, string> = {
   cert_file: 'cert_file',
 };
 
-/** The subcloud's fields a command may name. */
-export const SUBCLOUD_FIELDS = [
-  'group',
-  'software_version',
-  'location',
-  'description',
-  'management',
-  'availability',
-  'deploy_status',
-] as const;
+/** The subcloud's fields a command may name: every field `subcloud show -d` prints (domain/fields.ts). */
+export const SUBCLOUD_FIELDS = FIELD_NAMES;
 
 export const PLACEHOLDERS: readonly string[] = [
   'cloud',
@@ -37,13 +31,24 @@ export const PLACEHOLDERS: readonly string[] = [
   ...SUBCLOUD_FIELDS,
 ];
 
-const PATTERN = /\{\{|\}\}|\{([a-z_][a-z0-9_]*)\}/g;
+/**
+ * `{label.KEY}` is the subcloud's label KEY (empty for a subcloud without it): labels are free, so
+ * any well-formed key is known. Only the `label.` prefix takes a dot: `{a.b}` stays literal text.
+ */
+const PATTERN = /\{\{|\}\}|\{(label\.[a-z_][a-z0-9_]*|[a-z_][a-z0-9_]*)\}/g;
+
+export const LABEL_PREFIX = 'label.';
+
+function known(name: string): boolean {
+  if (name.startsWith(LABEL_PREFIX)) return labelKeyProblem(name.slice(LABEL_PREFIX.length)) === null;
+  return PLACEHOLDERS.includes(name);
+}
 
 /** The placeholder names used in `text` that are not known; empty when all are. */
 export function unknownPlaceholders(text: string): string[] {
   const out: string[] = [];
   for (const m of text.matchAll(PATTERN)) {
-    if (m[1] !== undefined && !PLACEHOLDERS.includes(m[1])) out.push(m[1]);
+    if (m[1] !== undefined && !known(m[1])) out.push(m[1]);
   }
   return out;
 }

@@ -27,6 +27,7 @@ export interface PreviewInput {
   /** The strategy's extra args as create would store them (type options, the driver's settings). */
   extra: ExtraArgs;
   subcloud: Record<string, string | null>;
+  labels: Readonly<Record<string, string>>;
   options: Readonly<Record<string, string | number>>;
   /** Absolute, as the driver gets it. */
   dbPath: string;

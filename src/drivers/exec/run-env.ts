@@ -5,10 +5,11 @@
  */
 import type { OperationRequest } from '../driver.js';
 import type { StateSpec } from './config.js';
-import { render, SUBCLOUD_FIELDS, TYPE_OPTION_KEYS } from './placeholders.js';
+import { LABEL_PREFIX, render, SUBCLOUD_FIELDS, TYPE_OPTION_KEYS } from './placeholders.js';
+import { labelEnvName } from '../../domain/inventory.js';
 
 /** The parts of a request a run's argv and environment are made of. */
-export type RunRequest = Pick<OperationRequest, 'cloud' | 'state' | 'type' | 'attempt' | 'stage' | 'extra' | 'subcloud' | 'options' | 'fence' | 'resumed'>;
+export type RunRequest = Pick<OperationRequest, 'cloud' | 'state' | 'type' | 'attempt' | 'stage' | 'extra' | 'subcloud' | 'labels' | 'options' | 'fence' | 'resumed'>;
 
 export interface RunSettings {
   /** Absolute. */
@@ -43,6 +44,7 @@ export function runValues(req: RunRequest, settings: RunSettings): Record<string
     v[name] = x === null || x === undefined ? '' : String(x);
   }
   for (const f of SUBCLOUD_FIELDS) v[f] = req.subcloud?.[f] ?? '';
+  for (const [k, x] of Object.entries(req.labels ?? {})) v[`${LABEL_PREFIX}${k}`] = x;
   return v;
 }
 
@@ -82,6 +84,13 @@ export function runEnv(
     if (x !== null && x !== undefined) env[`DCM_ARG_${name.toUpperCase()}`] = String(x);
   }
   for (const [k, x] of Object.entries(req.options ?? {})) env[`DCM_OPT_${k.toUpperCase()}`] = String(x);
+  // Only the fields that are set: a script can tell "no address" (`${DCM_SUB_OAM_FLOATING_IP:?}`)
+  // from an empty one.
+  for (const f of SUBCLOUD_FIELDS) {
+    const x = req.subcloud?.[f];
+    if (x !== null && x !== undefined) env[`DCM_SUB_${f.toUpperCase()}`] = x;
+  }
+  for (const [k, x] of Object.entries(req.labels ?? {})) env[labelEnvName(k)] = x;
   if (settings.sysadminPassword) env.DCM_SYSADMIN_PASSWORD = settings.sysadminPassword;
   for (const [k, x] of Object.entries(spec.env)) env[k] = render(x, values, false);
   return env;

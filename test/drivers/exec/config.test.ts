@@ -89,4 +89,13 @@ describe('placeholders', () => {
     expect(render('awk "{{print}}" ${HOME}', v, true)).toBe('awk "{print}" ${HOME}');
     expect(unknownPlaceholders('{cloud} {colud} ${HOME} {{x}}')).toEqual(['colud']);
   });
+
+  // Claim, README "Running real updates", the config: every field subcloud show prints, and {label.KEY}.
+  test('every subcloud field is a placeholder; {label.KEY} for any well-formed key; other dotted names stay text', () => {
+    expect(unknownPlaceholders('{oam_floating_ip} {management_start_ip} {region_name} {kube_rootca_sync_status} {id} {group_id}')).toEqual([]);
+    expect(unknownPlaceholders('{label.ssh_port} {label.x9} {label._x}')).toEqual(['label._x']);
+    expect(unknownPlaceholders('{label.Port} {a.b} {label.}')).toEqual([]);
+    const v = { 'label.ssh_port': '2201', oam_floating_ip: '10.0.0.1' };
+    expect(render('ssh -p {label.ssh_port} {oam_floating_ip} {label.none} {a.b}', v, true)).toBe(`ssh -p '2201' '10.0.0.1' '' {a.b}`);
+  });
 });

@@ -1,0 +1,28 @@
+/** `dcm subcloud inventory --ansible`: the fleet as an inventory for another tool. */
+import { ansibleInventory, type AnsibleInventory } from '../domain/ansible.js';
+import { readLabels, type LabelSelector } from '../domain/inventory.js';
+import { OperationError } from '../domain/errors.js';
+import { findGroup } from '../store/groups.js';
+import { iterateSubclouds } from '../store/subclouds.js';
+import { withReadDb, type Ctx } from './context.js';
+// dcmanager hides these from `subcloud list` unless `--all`: so does the inventory.
+import { SECONDARY } from './subclouds.js';
+
+export async function subcloudInventory(
+  ctx: Ctx,
+  opts: { group?: string; all?: boolean; labels?: LabelSelector } = {},
+): Promise<AnsibleInventory> {
+  const empty = ansibleInventory([]);
+  return withReadDb(ctx, empty, (db) => {
+    let groupId: number | undefined;
+    if (opts.group !== undefined) {
+      const g = findGroup(db, opts.group);
+      if (!g) throw new OperationError(`Subcloud group ${opts.group} does not exist`);
+      groupId = g.id;
+    }
+    const rows = iterateSubclouds(db, groupId, Boolean(opts.all), SECONDARY, opts.labels);
+    return ansibleInventory((function* () {
+      for (const row of rows) yield { row, labels: readLabels(row.labels) };
+    })());
+  });
+}
