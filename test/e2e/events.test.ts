@@ -153,4 +153,23 @@ describe('the event record of a run with a pause, an update, a kill -9, an abort
     expect(dcmOk(['--db', f.db, 'strategy', 'events', '-f', 'value', '-c', 'event']).stdout).toBe('<none>\n');
     expect(fs.existsSync(f.db)).toBe(true);
   }, 120_000);
+
+  test('a second apply refused (exit 4) records nothing; a Ctrl-C ends the apply with the strategy left applying, and says so', async () => {
+    f = execFixture();
+    dcmOk(['--db', f.db, 'subcloud', 'add', ...names(4)]);
+    dcmOk(['--db', f.db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1', '--sim-latency', '100ms..200ms']);
+    const apply = spawnDcm(['--db', f.db, 'strategy', 'apply', '-v'], as('bob'));
+    await waitFor(() => eventNames().includes('apply started') && apply.stderr().includes(' -> '), 20_000, 5);
+    const again = dcm(['--db', f.db, 'strategy', 'apply'], { env: as('mallory') });
+    expect(again.code).toBe(4);
+    expect(eventNames()).toEqual(['apply started']);
+    apply.child.kill('SIGINT');
+    expect((await apply.done).code).toBe(130);
+    const ev = events();
+    expect(ev.map((e) => [e.event, e.user, e.pid])).toEqual([
+      ['apply started', 'bob', apply.child.pid],
+      ['apply ended', 'bob', apply.child.pid],
+    ]);
+    expect(ev[1].details).toBe('stopped by SIGINT (exit 130); the strategy stays applying');
+  }, 60_000);
 });
