@@ -103,6 +103,11 @@ export const EXAMPLES: Record<string, string[]> = {
     'dcm strategy retry --failed',
     'dcm strategy retry subcloud7 subcloud19',
   ],
+  'strategy events': [
+    'dcm strategy events',
+    'dcm strategy events -f csv -c time -c event -c user',
+    'dcm strategy events -f json --sort-column user',
+  ],
   'strategy delete': ['dcm strategy delete', 'dcm strategy delete --type patch -f json'],
   'strategy types': ['dcm strategy types', 'dcm strategy types patch -f value -c states', 'dcm strategy types -f json'],
   'strategy report': ['dcm strategy report --html rollout.html', 'dcm strategy report --html - > rollout.html'],

@@ -151,6 +151,9 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
         (await import('../commands/report.js')).strategyReport(ctx, typeOf(o), o.html, (await import('./output/report-html.js')).renderHtmlReport),
       ),
     );
+  withType(parent.command('events'), false)
+    .description('the event record: apply start and end, pause, resume, update, abort, retry, lock takeover, runs adopted; when and who')
+    .action((o: { type?: StrategyType }) => run(async (ctx) => (await import('../commands/events.js')).strategyEvents(ctx, typeOf(o))));
   withType(parent.command('abort'), false)
     .description('abort the strategy being applied')
     .action((o: { type?: StrategyType }) => run(async (ctx) => (await abortCommand()).strategyAbort(ctx, typeOf(o))));

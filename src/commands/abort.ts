@@ -5,6 +5,9 @@ import { casStrategyState, getStrategy } from '../store/strategy.js';
 import { abortInitialSteps, abortMidStateSteps, interruptRunning } from '../store/transitions.js';
 import { releaseLock, readLock } from '../store/lock.js';
 import { holderAlive } from '../orchestrator/lock.js';
+import { EVENTS } from '../domain/events.js';
+import { whoAmI } from '../platform/who.js';
+import { recordEvent } from '../store/events.js';
 import { withExistingWriteDb } from './context.js';
 import { strategyNotFound, theStrategy } from './strategy.js';
 import { liveRuns, nameLive } from './live-runs.js';
@@ -30,14 +33,21 @@ export async function strategyAbort(ctx: RunCtx, type?: StrategyType): Promise<O
     if (!abortable.includes(s.state)) throw new OperationError(`Strategy in state ${s.state} cannot be aborted`);
     if (running) {
       casStrategyState(db, abortable, 'abort requested');
+      recordEvent(db, whoAmI(), EVENTS.abortRequested, `${s.state} -> abort requested: the orchestrator (pid ${holder.pid} on ${holder.host}) carries it out`);
     } else {
       // The lock of an orchestrator that died goes with the abort it will never carry out.
       if (holder) releaseLock(db, holder.token);
       const live = liveRuns(db, s);
       interruptRunning(db, 'aborted while no orchestrator was running', live.map((l) => l.left.historyId));
-      abortInitialSteps(db);
-      abortMidStateSteps(db, live.map((l) => l.left.stepId));
-      casStrategyState(db, abortable, live.length ? 'aborting' : 'aborted');
+      const n = abortInitialSteps(db) + abortMidStateSteps(db, live.map((l) => l.left.stepId));
+      const to = live.length ? 'aborting' : 'aborted';
+      casStrategyState(db, abortable, to);
+      recordEvent(
+        db,
+        whoAmI(),
+        EVENTS.aborted,
+        `${s.state} -> ${to} with no orchestrator running: ${n} step(s) aborted${live.length ? `; ${live.length} run(s) still going left for the next apply` : ''}`,
+      );
       if (live.length) {
         warnings.push(
           `still running, left for the next apply: ${nameLive(live)}; the strategy stays aborting: ` +

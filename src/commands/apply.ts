@@ -20,6 +20,9 @@ import { commitHooks, costCounters } from '../orchestrator/test-hooks.js';
 import { durationStats, observedDurations } from '../store/durations.js';
 import { simLatencyMidpoint } from '../domain/estimate.js';
 import { onSignals } from '../orchestrator/signals.js';
+import { EVENTS } from '../domain/events.js';
+import { whoAmI } from '../platform/who.js';
+import { recordEvent } from '../store/events.js';
 
 /** A strategy left in one of these by a process that is gone is taken up again (paused: waiting for resume). */
 const RESUMABLE = STRATEGY_RUNNING;
@@ -134,22 +137,22 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
     if (first.state !== 'initial' && !RESUMABLE.includes(first.state)) {
       throw new OperationError(`Strategy in state ${first.state} cannot be applied`);
     }
-    const { tookOverFrom } = lock.acquire();
+    const who = { ...whoAmI(), host: lock.host, pid: lock.pid };
+    let s = first;
+    // The lock, the start and their record in one transaction: a refused start takes no lock and records nothing.
+    const { tookOverFrom } = lock.acquire((holder) => {
+      s = theStrategy(db, type);
+      if (s.state === 'initial') {
+        if (!casStrategyState(db, ['initial'], 'applying')) throw new OperationError(`Strategy in state ${theStrategy(db).state} cannot be applied`);
+      } else if (!RESUMABLE.includes(s.state)) throw new OperationError(`Strategy in state ${s.state} cannot be applied`);
+      recordEvent(db, who, EVENTS.applyStarted, s.state === 'initial' ? 'initial -> applying' : `resuming (state ${s.state})`);
+      if (holder) recordEvent(db, who, EVENTS.lockTakenOver, takeoverNote(holder, Date.now(), lock.host));
+    });
     locked = true;
     if (tookOverFrom) {
       progress.note(takeoverNote(tookOverFrom, Date.now(), lock.host));
     }
-    const s = theStrategy(db, type);
-    if (s.state === 'initial') {
-      const started = db
-        .transaction(() => {
-          lock.check();
-          return casStrategyState(db, ['initial'], 'applying');
-        })
-        .immediate();
-      if (!started) throw new OperationError(`Strategy in state ${theStrategy(db).state} cannot be applied`);
-    } else if (RESUMABLE.includes(s.state)) progress.note(`resuming the ${s.type} strategy (state ${s.state})`);
-    else throw new OperationError(`Strategy in state ${s.state} cannot be applied`);
+    if (s.state !== 'initial') progress.note(`resuming the ${s.type} strategy (state ${s.state})`);
 
     for (const suffix of ['-wal', '-shm']) sidecars.set(ctx.dbPath + suffix, identity(ctx.dbPath + suffix));
     driver = await createDriver(ctx.dbPath, s.extra);
@@ -169,6 +172,7 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
       counters: cost?.counters,
       checkFile,
       file: ctx.dbPath,
+      who,
     });
     // Lost: stop at once and write nothing more (no drain, no finish: they would write).
     lock.startHeartbeat(

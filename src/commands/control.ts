@@ -14,6 +14,9 @@ import {
   UPDATABLE,
 } from '../domain/control.js';
 import { checkMaxParallel } from '../domain/planning.js';
+import { changeText, EVENTS, type EventName } from '../domain/events.js';
+import { whoAmI } from '../platform/who.js';
+import { recordEvent } from '../store/events.js';
 import { statesOf, type StrategyType } from '../domain/types.js';
 import {
   casStrategyState,
@@ -32,13 +35,14 @@ import { strategyNotFound, theStrategy } from './strategy.js';
 import { liveRuns, refuseWhileLive, waitForLiveRuns } from './live-runs.js';
 
 /** Move the strategy from one of `from` to `to`, or say it cannot be `verb`ed. */
-function moveState(ctx: Ctx, type: StrategyType | undefined, from: readonly string[], to: string, verb: string): CommandResult {
+function moveState(ctx: Ctx, type: StrategyType | undefined, from: readonly string[], to: string, verb: string, event: EventName): CommandResult {
   const result = withExistingWriteDb(ctx, (db) =>
     immediate(db, () => {
       const s = theStrategy(db, type);
       if (!from.includes(s.state) || !casStrategyState(db, from, to)) {
         throw new OperationError(`Strategy in state ${s.state} cannot be ${verb}`);
       }
+      recordEvent(db, whoAmI(), event, `${s.state} -> ${to}`);
       return { kind: 'strategy' as const, strategy: getStrategy(db)! };
     }),
   );
@@ -47,12 +51,12 @@ function moveState(ctx: Ctx, type: StrategyType | undefined, from: readonly stri
 
 /** `applying` → `paused`: the orchestrator starts no new subcloud; those in flight run to their end. */
 export async function strategyPause(ctx: Ctx, type?: StrategyType): Promise<CommandResult> {
-  return moveState(ctx, type, PAUSABLE, 'paused', 'paused');
+  return moveState(ctx, type, PAUSABLE, 'paused', 'paused', EVENTS.paused);
 }
 
 /** `paused` → `applying`: the orchestrator goes on (or `apply` does, if none is running). */
 export async function strategyResume(ctx: Ctx, type?: StrategyType): Promise<CommandResult> {
-  return moveState(ctx, type, RESUMABLE_BY_OPERATOR, 'applying', 'resumed');
+  return moveState(ctx, type, RESUMABLE_BY_OPERATOR, 'applying', 'resumed', EVENTS.resumed);
 }
 
 export interface UpdateInput {
@@ -83,6 +87,8 @@ export async function strategyUpdate(ctx: Ctx, type: StrategyType | undefined, i
       const s = theStrategy(db, type);
       if (!UPDATABLE.includes(s.state)) throw new OperationError(`Strategy in state ${s.state} cannot be updated`);
       const notes: string[] = [];
+      // Old -> new, for the event record.
+      const changes: { name: string; from: string | number | null; to: string | number | null }[] = [];
       const window = input.maxParallelSubclouds;
       if (window !== undefined) {
         // The type's own limit (prestage: 250).
@@ -94,12 +100,18 @@ export async function strategyUpdate(ctx: Ctx, type: StrategyType | undefined, i
         }
         const { resize, kept } = stagesToResize(stages, input.stage);
         setStageWindows(db, window, resize);
+        if (input.stage === undefined) changes.push({ name: 'max parallel subclouds', from: s.max_parallel_subclouds, to: window });
+        for (const st of stages) if (resize.includes(st.stage)) changes.push({ name: `stage ${st.stage} window`, from: st.window, to: window });
         if (input.stage === undefined) setStrategyMaxParallel(db, window);
         else notes.push(`stage ${input.stage} now runs ${window} at a time; the other stages keep their windows`);
         for (const k of kept) notes.push(`stage ${k.stage} has ended and keeps the window it ran with (${k.window})`);
       }
-      if (budget !== undefined) setMaxFailures(db, budget);
+      if (budget !== undefined) {
+        changes.push({ name: 'max failures', from: s.max_failures, to: budget });
+        setMaxFailures(db, budget);
+      }
       touchStrategy(db);
+      recordEvent(db, whoAmI(), EVENTS.updated, changeText(changes));
       return { result: { kind: 'strategy' as const, strategy: getStrategy(db)! }, notes };
     }),
   );
@@ -151,6 +163,7 @@ export async function strategyRetry(ctx: Ctx, type: StrategyType | undefined, in
       }
       if (reset.length === 0) throw new OperationError('Nothing to retry');
       casStrategyState(db, RETRYABLE, 'initial');
+      recordEvent(db, whoAmI(), EVENTS.retried, `${reset.length} step(s): ${reset.map((r) => r.trim()).join(', ')}`);
       const notes = [`retry reset ${reset.length} step${reset.length === 1 ? '' : 's'} (dcm strategy apply runs them):`, ...reset];
       return { result: { kind: 'strategy' as const, strategy: getStrategy(db)! }, notes };
     }),

@@ -7,6 +7,7 @@ import { buildReport, type ReportInput, type ReportModel } from '../domain/repor
 import { parseTimestamp } from '../domain/time.js';
 import { statesOf, type StrategyType } from '../domain/types.js';
 import { listRuns } from '../store/report.js';
+import { listEvents } from '../store/events.js';
 import { listSteps } from '../store/steps.js';
 import { listStages } from '../store/strategy.js';
 import { show, type Result } from './plain-results.js';
@@ -44,6 +45,7 @@ function readInput(ctx: Ctx, type: StrategyType | undefined, nowUs: number): Rep
             outcome: r.outcome,
             details: r.details,
           })),
+          events: listEvents(db).map((e) => ({ ...e, atUs: parseTimestamp(e.at) })),
           nowUs,
         };
       })

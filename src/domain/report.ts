@@ -26,6 +26,21 @@ export interface ReportRun {
   details: string;
 }
 
+/** One row of the strategy's event record (pause, update, apply start and end, …); time in epoch µs. */
+export interface ReportEvent {
+  atUs: number;
+  event: string;
+  user: string;
+  host: string;
+  pid: number;
+  details: string;
+}
+
+/** An event placed on the timeline: the stage whose drawing shows it (null: no stage has run yet). */
+export interface PlacedEvent extends ReportEvent {
+  stage: number | null;
+}
+
 export interface ReportInput {
   strategy: {
     type: string;
@@ -44,6 +59,8 @@ export interface ReportInput {
   steps: readonly ReportStep[];
   /** In the order they started. */
   runs: readonly ReportRun[];
+  /** The event record, in the order it was written. */
+  events?: readonly ReportEvent[];
   /** When the report is made: where a running operation's bar ends. */
   nowUs: number;
   /** Subclouds per stage above which lanes hold several subclouds. */
@@ -122,6 +139,7 @@ export interface ReportModel {
   durations: DurationRow[];
   slowest: { cloud: string; stage: number; ms: number; state: string }[];
   states: string[];
+  events: PlacedEvent[];
 }
 
 export const DEFAULT_MAX_LANES = 500;
@@ -370,6 +388,7 @@ export function buildReport(input: ReportInput): ReportModel {
   spans.sort((x, y) => y.ms - x.ms);
 
   return {
+    events: placeEvents(input.events ?? [], stages),
     strategy: input.strategy,
     steps: input.steps.length,
     counts,
@@ -381,4 +400,17 @@ export function buildReport(input: ReportInput): ReportModel {
     slowest: spans.slice(0, 10),
     states: stateOrder,
   };
+}
+
+/**
+ * Each event goes on one stage's drawing: the first stage that ran and had not ended by then
+ * (an event between two stages, or before the first, is drawn at the start of the next one;
+ * after the last, at its end).
+ */
+function placeEvents(events: readonly ReportEvent[], stages: readonly StageTimeline[]): PlacedEvent[] {
+  const ran = stages.filter((st) => st.startUs !== null && st.endUs !== null);
+  return events.map((e) => {
+    const at = ran.find((st) => e.atUs <= st.endUs!) ?? ran[ran.length - 1];
+    return { ...e, stage: at ? at.stage : null };
+  });
 }

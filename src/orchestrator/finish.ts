@@ -10,6 +10,9 @@ import { failedSteps } from '../store/status.js';
 import { casStrategyState, strategyState } from '../store/strategy.js';
 import { abortMidStateSteps, countStepStates, failLeftSteps, interruptRuns } from '../store/transitions.js';
 import { SUMMARY_FAILURES, type ProgressSink } from './progress.js';
+import { applyEndText, EVENTS } from '../domain/events.js';
+import type { Actor } from '../platform/who.js';
+import { recordEvent } from '../store/events.js';
 
 export interface RunEnd {
   /** The signal that stopped the run, if one did: the strategy is left as it is (applying, paused). */
@@ -24,6 +27,8 @@ export interface RunEnd {
   firstStartedMs?: number;
   peakInFlight: number;
   maxWindow: number;
+  /** Who ran the apply: its end goes to the event record in the same transaction. */
+  who?: Actor;
 }
 
 /**
@@ -49,6 +54,7 @@ export async function finishRun(db: Db, write: <T>(fn: () => T) => Promise<T>, p
     if (final !== null && !casStrategyState(db, STRATEGY_RUNNING, final)) {
       throw new Error(`the strategy was changed by another process while applying (it is now ${strategyState(db)})`);
     }
+    if (end.who) recordEvent(db, end.who, EVENTS.applyEnded, applyEndText(final, end.paused ? 'paused' : 'applying', end.signal, ending.exit));
     return countStepStates(db);
   });
   progress.summary({

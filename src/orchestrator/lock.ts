@@ -8,9 +8,9 @@
  * orchestrators). On another host the pid means nothing here: a heartbeat older than 30 s is dead.
  */
 import crypto from 'node:crypto';
-import os from 'node:os';
 import { DcmError, EXIT } from '../domain/errors.js';
 import { bootId, processAlive, readStat } from '../platform/proc.js';
+import { hostName } from '../platform/who.js';
 import type { Db } from '../store/open.js';
 import { beat, holdsLock, lastHolder, readLock, releaseLock, writeLock, type LockRow } from '../store/lock.js';
 
@@ -18,9 +18,7 @@ export const HEARTBEAT_MS = 5_000;
 export const STALE_MS = 30_000;
 
 /** This machine's name for the lock: `$DCM_HOST` (containers often share a host name), else the host name. */
-export function hostName(env: NodeJS.ProcessEnv = process.env): string {
-  return env.DCM_HOST || os.hostname();
-}
+export { hostName };
 
 /**
  * `<boot id>:<start time in clock ticks>` of a process, or null where that cannot be read. With
@@ -79,8 +77,11 @@ export class ApplyLock {
     private readonly file: string,
   ) {}
 
-  /** Take the lock or throw (exit 4) naming the live holder. */
-  acquire(): { tookOverFrom?: LockRow } {
+  /**
+   * Take the lock or throw (exit 4) naming the live holder. `also` runs in the same transaction,
+   * after the lock is written (the apply's start and its record); what it throws undoes the take.
+   */
+  acquire(also?: (tookOverFrom: LockRow | undefined) => void): { tookOverFrom?: LockRow } {
     return this.db
       .transaction(() => {
         const row = readLock(this.db);
@@ -94,6 +95,7 @@ export class ApplyLock {
           );
         }
         writeLock(this.db, { pid: this.pid, host: this.host, token: this.token, procStart: processStart(this.pid) });
+        also?.(row);
         return row ? { tookOverFrom: row } : {};
       })
       .immediate();

@@ -43,6 +43,9 @@ import { Committer, BUSY_RETRY_MS } from './committer.js';
 import { adoptLeftRuns, type Adopted } from './adoption.js';
 import type { CommitHooks, CostCounters } from './test-hooks.js';
 import { setLongTimeout, type Timer } from '../platform/timers.js';
+import type { Actor } from '../platform/who.js';
+import { adoptedText, EVENTS } from '../domain/events.js';
+import { recordEvent } from '../store/events.js';
 
 export interface OrchestratorOptions {
   type: StrategyType;
@@ -71,6 +74,8 @@ export interface OrchestratorOptions {
   hooks?: CommitHooks | null;
   /** Exact cost counters (test-hooks.ts), for the tests that guard the cost per transition. */
   counters?: CostCounters | null;
+  /** Who runs this apply, for the event record (none: nothing is recorded). */
+  who?: Actor;
 }
 
 /** One entry of the registry: the operation running for a subcloud, tagged with its state. */
@@ -191,8 +196,13 @@ export class Orchestrator {
       this.progress.note(`resuming: ${left.adopted.size} run(s) left by the last apply are still going or ended meanwhile; they are not run again`);
     }
     if (left.interrupted.length) this.progress.note(`resuming: ${left.interrupted.length} operation(s) were interrupted and will run again`);
+    const who = this.opts.who;
     await this.committer.write(() => {
       interruptRuns(this.db, left.interrupted, 'the orchestrator stopped while this operation ran');
+      // Runs left `running` mean the last apply died with them out (kill -9, a lost host).
+      if (who && (left.adopted.size || left.interrupted.length)) {
+        recordEvent(this.db, who, EVENTS.runsAdopted, adoptedText(left.adopted.size, left.interrupted.length));
+      }
     });
     this.attemptsOf = attemptsOf(this.db);
     this.resumed = interruptedLast(this.db);
@@ -742,6 +752,7 @@ export class Orchestrator {
       firstStartedMs: this.firstStartedMs,
       peakInFlight: this.peak,
       maxWindow: this.maxWindow,
+      who: this.opts.who,
     });
   }
 }

@@ -214,6 +214,22 @@ export const MIGRATIONS: ((db: Database.Database) => void)[] = [
       ) WITHOUT ROWID;
     `);
   },
+  // 10 -> 11: the strategy's event record (`dcm strategy events`): each operator action and
+  // orchestrator event, with when and who. It belongs to the strategy and goes with it.
+  (db) => {
+    db.exec(`
+      CREATE TABLE strategy_event (
+        id INTEGER PRIMARY KEY,
+        strategy_id INTEGER NOT NULL REFERENCES strategy(id) ON DELETE CASCADE,
+        at TEXT NOT NULL,
+        event TEXT NOT NULL,
+        user TEXT NOT NULL,
+        host TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        details TEXT NOT NULL DEFAULT ''
+      );
+    `);
+  },
 ];
 
 /**

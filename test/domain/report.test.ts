@@ -107,3 +107,27 @@ describe('buildReport', () => {
     expect(m.failures).toEqual([]);
   });
 });
+
+describe('events on the timeline', () => {
+  const ev = (atS: number, event: string) => ({ atUs: T0 + atS * S, event, user: 'u', host: 'h', pid: 1, details: '' });
+
+  test('each on one stage: the one running then; between stages the next; before the first the first; after the last the last', () => {
+    const a = walk(1, 's1', 1, 0, [1, 1, 1]); // stage 1: 0 .. 3 s
+    const b = walk(2, 's2', 2, 5, [1, 1, 1]); // stage 2: 5 .. 8 s
+    const stages = [{ stage: 1, window: 1, group: 'g' }, { stage: 2, window: 1, group: 'g' }];
+    const events = [ev(-1, 'apply started'), ev(2, 'paused'), ev(4, 'updated'), ev(6, 'resumed'), ev(9, 'apply ended')];
+    const m = buildReport(input([a.step, b.step], [...a.runs, ...b.runs], stages, { events }));
+    expect(m.events.map((e) => [e.event, e.stage])).toEqual([
+      ['apply started', 1],
+      ['paused', 1],
+      ['updated', 2],
+      ['resumed', 2],
+      ['apply ended', 2],
+    ]);
+  });
+
+  test('no stage has run yet: the events are kept, on no stage', () => {
+    const m = buildReport(input([{ id: 1, cloud: 's1', stage: 1, state: 'initial', details: '', attempt: 0 }], [], undefined, { events: [ev(0, 'updated')] }));
+    expect(m.events.map((e) => e.stage)).toEqual([null]);
+  });
+});

@@ -5,7 +5,7 @@
  */
 import { formatSpan } from '../../domain/estimate.js';
 import { formatTimestamp } from '../../domain/time.js';
-import type { DurationRow, Lane, ReportModel, StageTimeline } from '../../domain/report.js';
+import type { DurationRow, Lane, PlacedEvent, ReportModel, StageTimeline } from '../../domain/report.js';
 
 /** Colours of the operation states, in the type's order (red, orange and grey are kept for trouble). */
 const PALETTE = ['#7fb3e6', '#4a8fd9', '#2f6db5', '#7c5fc4', '#2a9d8f', '#b26fb0', '#8c6d4f', '#d4b106', '#5e8c31', '#3d5a80'];
@@ -22,6 +22,10 @@ const CHART_X = 170;
 const CHART_W = 800;
 const VIEW_W = CHART_X + CHART_W + 10;
 const AXIS_H = 22;
+/** The band above a stage's axis where its events' labels go, in rows taken in turn so that neighbours (a re-apply's three events at once) do not overlap. */
+const EVENT_ROWS = 3;
+const EVENT_ROW_H = 12;
+const EVENT_COLOR = '#6b4fbb';
 
 function esc(text: unknown): string {
   return String(text ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
@@ -88,7 +92,31 @@ function laneSvg(
   return parts.join('');
 }
 
-function stageSvg(st: StageTimeline, color: (s: string) => string): string {
+/** Who did what, as an event's tooltip and its row in the events table say it. */
+const eventWho = (e: PlacedEvent) => `${e.user}@${e.host} (pid ${e.pid})`;
+
+/**
+ * The stage's events as marked vertical lines across its lanes, each labelled with the event's
+ * name (its time, who and details in the tooltip). An event outside the stage's span (between two
+ * stages) is drawn at the edge it is nearest to.
+ */
+function eventMarks(events: readonly PlacedEvent[], x: (us: number) => number, height: number): string {
+  return events
+    .map((e, i) => {
+      const ex = Math.min(CHART_X + CHART_W, Math.max(CHART_X, x(e.atUs))).toFixed(1);
+      const ty = EVENT_ROW_H * ((i % EVENT_ROWS) + 1) - 3;
+      const anchor = Number(ex) > CHART_X + CHART_W - 80 ? 'end' : 'start';
+      const tip = `${fmtTime(e.atUs)} ${e.event} by ${eventWho(e)}${e.details ? `: ${e.details}` : ''}`;
+      return (
+        `<g class="event-mark" data-event="${esc(e.event)}" data-at="${e.atUs}"><title>${esc(tip)}</title>` +
+        `<line x1="${ex}" x2="${ex}" y1="${ty + 2}" y2="${height}" stroke="${EVENT_COLOR}" stroke-width="1.2" stroke-dasharray="4 2"/>` +
+        `<text x="${ex}" y="${ty}" class="event-label" text-anchor="${anchor}" dx="${anchor === 'end' ? -2 : 2}">${esc(e.event)}</text></g>`
+      );
+    })
+    .join('');
+}
+
+function stageSvg(st: StageTimeline, color: (s: string) => string, events: readonly PlacedEvent[]): string {
   // A stage not started yet still has a lane per subcloud (empty), so every step is on the page.
   const started = st.startUs !== null && st.endUs !== null;
   const start = st.startUs ?? 0;
@@ -96,9 +124,11 @@ function stageSvg(st: StageTimeline, color: (s: string) => string): string {
   const x = (us: number) => CHART_X + ((us - start) / span) * CHART_W;
   const h = laneHeight(st.lanes.length);
   const showLabels = h >= 8;
-  const height = AXIS_H + st.lanes.length * h + 4;
+  const top = events.length ? EVENT_ROWS * EVENT_ROW_H : 0;
+  const height = top + AXIS_H + st.lanes.length * h + 4;
   const out: string[] = [];
   out.push(`<svg class="timeline" viewBox="0 0 ${VIEW_W} ${height}" width="100%" preserveAspectRatio="xMinYMin meet" role="img" aria-label="stage ${st.stage} timeline">`);
+  if (top) out.push(`<g transform="translate(0 ${top})">`);
   // Axis: time from the stage's first start.
   const step = tickStep(span / 1000);
   for (let t = 0; started && t <= span / 1000 + 1e-9; t += step) {
@@ -108,6 +138,7 @@ function stageSvg(st: StageTimeline, color: (s: string) => string): string {
   }
   const every = Math.ceil(16 / h);
   st.lanes.forEach((lane, i) => out.push(laneSvg(lane, AXIS_H + i * h, h, x, color, showLabels, i % every === 0)));
+  if (top) out.push('</g>', eventMarks(events, x, height));
   out.push('</svg>');
   return out.join('');
 }
@@ -162,6 +193,7 @@ svg .bg{fill:transparent}svg .lane:hover .bg{fill:#eef3fb}
 svg .label{fill:var(--fg)}svg .label.small{font-size:9px}svg .label.end{text-anchor:end;fill:var(--muted)}svg .label.bad{fill:var(--bad);font-weight:600}
 svg .tick{fill:var(--muted);text-anchor:middle;font-size:10px}svg .grid{stroke:#eceff2}svg .axis{stroke:var(--line)}
 svg .running{stroke:#1f2328;stroke-dasharray:2 2;stroke-width:.6}
+svg .event-label{fill:${EVENT_COLOR};font-size:10px;font-weight:600}
 .scroll{overflow-x:auto}
 table{border-collapse:collapse;width:100%;font-size:13px}
 th,td{text-align:left;padding:5px 8px;border-bottom:1px solid var(--line);vertical-align:middle}
@@ -224,8 +256,20 @@ export function renderHtmlReport(m: ReportModel, generatedAtUs: number): string 
     out.push(`<div class="stage" data-stage="${st.stage}" data-steps="${st.steps}">`);
     out.push(`<h3>Stage ${st.stage}${st.group ? ` · ${esc(st.group)}` : ''} · window ${st.window} · ${st.steps} subcloud${st.steps === 1 ? '' : 's'} · ${esc(span)}</h3>`);
     out.push(`<div class="muted">${esc(counts)}${esc(lanesNote)}${st.startUs !== null ? ` · from ${esc(fmtTime(st.startUs))}` : ' · no operation has run in this stage'}</div>`);
-    out.push(stageSvg(st, color));
+    out.push(stageSvg(st, color, m.events.filter((e) => e.stage === st.stage)));
     out.push('</div>');
+  }
+  out.push('</section>');
+
+  // Events: the record the timeline's marks come from, readable in print.
+  out.push(`<section id="events"><h2>Events (${m.events.length})</h2>`);
+  if (m.events.length === 0) out.push('<p class="muted">No event recorded.</p>');
+  else {
+    out.push('<div class="scroll"><table><thead><tr><th>time</th><th>event</th><th>who</th><th>details</th></tr></thead><tbody>');
+    for (const e of m.events) {
+      out.push(`<tr class="event" data-event="${esc(e.event)}"><td>${esc(fmtTime(e.atUs))}</td><td>${esc(e.event)}</td><td>${esc(eventWho(e))}</td><td>${esc(e.details)}</td></tr>`);
+    }
+    out.push('</tbody></table></div>');
   }
   out.push('</section>');
 

@@ -1,0 +1,40 @@
+/**
+ * The strategy's event record (`dcm strategy events`): what each event is called and what its
+ * details say. Pure: the commands and the orchestrator write them, each in the transaction of the
+ * change it records.
+ */
+
+export const EVENTS = {
+  applyStarted: 'apply started',
+  applyEnded: 'apply ended',
+  lockTakenOver: 'lock taken over',
+  runsAdopted: 'runs adopted',
+  paused: 'paused',
+  resumed: 'resumed',
+  updated: 'updated',
+  abortRequested: 'abort requested',
+  aborted: 'aborted',
+  retried: 'retried',
+} as const;
+
+export type EventName = (typeof EVENTS)[keyof typeof EVENTS];
+
+export const EVENT_COLUMNS = ['time', 'event', 'user', 'host', 'pid', 'details'];
+
+const shown = (v: string | number | null) => (v === null ? 'None' : String(v));
+
+/** `name: old -> new` for each value that was given, as `strategy update` changed it. */
+export function changeText(changes: readonly { name: string; from: string | number | null; to: string | number | null }[]): string {
+  return changes.map((c) => `${c.name}: ${shown(c.from)} -> ${shown(c.to)}`).join('; ');
+}
+
+/** How an apply ended: the strategy's state (or that it stays as it is, after a signal) and the exit code. */
+export function applyEndText(state: string | null, stays: string, signal: string | null, exit: number): string {
+  if (state !== null) return `${state} (exit ${exit})`;
+  return `stopped by ${signal ?? 'a signal'} (exit ${exit}); the strategy stays ${stays}`;
+}
+
+/** The runs a resume found left by an apply that was killed: adopted (waited for) and cut off (run again). */
+export function adoptedText(adopted: number, interrupted: number): string {
+  return `${adopted} run(s) left going by the last apply adopted (not run again); ${interrupted} cut off, run again`;
+}

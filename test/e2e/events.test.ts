@@ -1,0 +1,175 @@
+/**
+ * `dcm strategy events` (issue 19, "an event record"): a real apply over the exec driver, driven
+ * from other shells — pause, update, resume, a kill -9 of apply and a re-apply that adopts its
+ * runs, an abort, a retry and a last apply — lists each event once, in order, with who did it; a
+ * refused command records nothing; the report's timeline carries a mark per event (in Chromium);
+ * the record goes with the strategy.
+ */
+import { afterEach, describe, expect, test } from '@jest/globals';
+import fs from 'node:fs';
+import path from 'node:path';
+import { dcm, dcmOk, waitFor } from '../helpers/cli.js';
+import { json, withSql } from '../helpers/fleet.js';
+import { killLeftovers, names, spawnDcm } from '../helpers/history.js';
+import { execFixture, type ExecFixture } from '../helpers/exec.js';
+import { openFile, outputPath, withChromium } from '../helpers/browser.js';
+
+let f: ExecFixture;
+afterEach(() => {
+  killLeftovers();
+  f?.cleanup();
+});
+
+interface Event {
+  time: string;
+  event: string;
+  user: string;
+  host: string;
+  pid: number;
+  details: string;
+}
+
+const HOST = 'ops-host';
+/** Each shell its user: the record must name who did what. */
+const as = (user: string) => ({ ...f.env, USER: user, DCM_HOST: HOST });
+/** The record; an empty one prints a row of `<none>`, as every empty list does. */
+const events = (): Event[] => json<Event[]>(dcmOk(['--db', f.db, 'strategy', 'events', '-f', 'json'])).filter((e) => e.event !== '<none>');
+const eventNames = () => events().map((e) => e.event);
+const runningWithPid = () =>
+  withSql(f.db, (d) => d.prepare("SELECT count(*) FROM step_history WHERE outcome = 'running' AND pid IS NOT NULL").pluck().get() as number);
+
+describe('the event record of a run with a pause, an update, a kill -9, an abort and a retry', () => {
+  test('each event once, in order, with who; a refused command records nothing; the report marks them; delete removes them', async () => {
+    f = execFixture();
+    const clouds = names(6);
+    dcmOk(['--db', f.db, 'subcloud', 'add', ...clouds]);
+    dcmOk(['--db', f.db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1', '--driver', 'exec', '--exec-config',
+      f.config(`defaults: {env: {STEP_MIN_MS: "150", STEP_MAX_MS: "250"}}\nstates:\n  "*": [${f.step}, "{cloud}", "{state}"]\n`)]);
+    expect(dcmOk(['--db', f.db, 'strategy', 'events', '-f', 'value', '-c', 'event']).stdout).toBe('<none>\n');
+
+    // First apply (bob): paused, resized and resumed by alice from another shell, then killed.
+    const first = spawnDcm(['--db', f.db, 'strategy', 'apply'], as('bob'));
+    await waitFor(() => runningWithPid() > 0 || first.child.exitCode !== null, 20_000, 5);
+    dcmOk(['--db', f.db, 'strategy', 'pause'], { env: as('alice') });
+    await waitFor(() => first.stderr().includes('paused: no new subcloud starts') || first.child.exitCode !== null, 10_000, 5);
+    dcmOk(['--db', f.db, 'strategy', 'update', '--max-parallel-subclouds', '2'], { env: as('alice') });
+    dcmOk(['--db', f.db, 'strategy', 'resume'], { env: as('alice') });
+    await waitFor(() => runningWithPid() > 0 || first.child.exitCode !== null, 20_000, 5);
+    expect(first.child.exitCode).toBeNull();
+    first.child.kill('SIGKILL');
+    expect((await first.done).signal).toBe('SIGKILL');
+
+    // The re-apply (carol) takes the dead one's lock and adopts what it left; dave aborts it.
+    const second = spawnDcm(['--db', f.db, 'strategy', 'apply'], as('carol'));
+    await waitFor(() => eventNames().includes('runs adopted') || second.child.exitCode !== null, 20_000, 5);
+    expect(second.child.exitCode).toBeNull();
+    dcmOk(['--db', f.db, 'strategy', 'abort'], { env: as('dave') });
+    expect((await second.done).code).toBe(3);
+
+    // Retried by erin, applied to the end by bob.
+    const retry = dcmOk(['--db', f.db, 'strategy', 'retry'], { env: as('erin') });
+    const reset = retry.stderr.split('\n').filter((l) => l.startsWith('  ')).map((l) => l.trim());
+    expect(reset.length).toBeGreaterThan(0);
+
+    // Refused, for bad state or bad input: no event, no change.
+    const before = { events: events(), strategy: dcmOk(['--db', f.db, 'strategy', 'show', '-f', 'json']).stdout };
+    for (const args of [['strategy', 'resume'], ['strategy', 'pause'], ['strategy', 'abort'], ['strategy', 'update', '--stage', '9', '--max-parallel-subclouds', '3']]) {
+      expect(dcm(['--db', f.db, ...args], { env: as('mallory') }).code).toBe(1);
+    }
+    expect(dcm(['--db', f.db, 'strategy', 'update', '--max-parallel-subclouds', '0'], { env: as('mallory') }).code).toBe(2);
+    expect({ events: events(), strategy: dcmOk(['--db', f.db, 'strategy', 'show', '-f', 'json']).stdout }).toEqual(before);
+
+    const third = dcm(['--db', f.db, 'strategy', 'apply'], { env: as('bob') });
+    expect(third.code).toBe(0);
+
+    const ev = events();
+    const firstPid = first.child.pid!;
+    const secondPid = second.child.pid!;
+    expect(ev.map((e) => [e.event, e.user])).toEqual([
+      ['apply started', 'bob'],
+      ['paused', 'alice'],
+      ['updated', 'alice'],
+      ['resumed', 'alice'],
+      ['apply started', 'carol'],
+      ['lock taken over', 'carol'],
+      ['runs adopted', 'carol'],
+      ['abort requested', 'dave'],
+      ['apply ended', 'carol'],
+      ['retried', 'erin'],
+      ['apply started', 'bob'],
+      ['apply ended', 'bob'],
+    ]);
+    expect(ev.every((e) => e.host === HOST)).toBe(true);
+    // In the order they happened.
+    expect(ev.map((e) => e.time)).toEqual([...ev.map((e) => e.time)].sort());
+    const byEvent = (i: number) => ev[i];
+    expect(byEvent(0)).toMatchObject({ pid: firstPid, details: 'initial -> applying' });
+    expect(byEvent(1).details).toBe('applying -> paused');
+    expect(byEvent(2).details).toBe('max parallel subclouds: 1 -> 2; stage 1 window: 1 -> 2');
+    expect(byEvent(3).details).toBe('paused -> applying');
+    expect(byEvent(4)).toMatchObject({ pid: secondPid, details: 'resuming (state applying)' });
+    expect(byEvent(5).details).toBe(`took over the apply lock of pid ${firstPid} on ${HOST} (no longer running)`);
+    expect(byEvent(6).details).toMatch(/^\d+ run\(s\) left going by the last apply adopted \(not run again\); \d+ cut off, run again$/);
+    expect(byEvent(7).details).toBe(`applying -> abort requested: the orchestrator (pid ${secondPid} on ${HOST}) carries it out`);
+    expect(byEvent(8)).toMatchObject({ pid: secondPid, details: 'aborted (exit 3)' });
+    expect(byEvent(9).details).toBe(`${reset.length} step(s): ${reset.join(', ')}`);
+    expect(byEvent(11).details).toBe('complete (exit 0)');
+
+    // Every format the other lists have.
+    const value = dcmOk(['--db', f.db, 'strategy', 'events', '-f', 'value', '-c', 'event', '-c', 'user']).stdout;
+    expect(value.split('\n')[0]).toBe('apply started bob');
+    const csv = dcmOk(['--db', f.db, 'strategy', 'events', '-f', 'csv', '-c', 'pid', '-c', 'event', '--sort-column', 'event']).stdout.split('\n');
+    expect(csv[0]).toBe('"event","pid"');
+    expect(csv[1]).toMatch(/^"abort requested",\d+$/);
+    const table = dcmOk(['--db', f.db, 'strategy', 'events']).stdout;
+    expect(table.split('\n')[1]).toMatch(/^\| time +\| event +\| user +\| host +\| +pid \| details +\|$/);
+    expect(dcmOk(['--db', f.db, 'strategy', 'events', '-f', 'yaml']).stdout).toContain("- details: 'max parallel subclouds: 1 -> 2; stage 1 window: 1 -> 2'\n  event: updated\n");
+
+    // The report: a labelled mark per event on the timeline, and the record in a table.
+    const html = path.join(f.dir, 'report.html');
+    dcmOk(['--db', f.db, 'strategy', 'report', '--html', html]);
+    await withChromium(async (browser) => {
+      const o = await openFile(browser, html);
+      expect(o.errors).toEqual([]);
+      const marks = await o.page.evaluate(() =>
+        [...document.querySelectorAll<SVGGElement>('.stage svg g.event-mark')].map((g) => ({
+          event: g.dataset.event,
+          label: g.querySelector('text')!.textContent,
+          line: g.querySelector('line') !== null,
+          tip: g.querySelector('title')!.textContent,
+        })),
+      );
+      expect(marks.map((m) => m.event)).toEqual(ev.map((e) => e.event));
+      expect(marks.every((m) => m.line && m.label === m.event)).toBe(true);
+      expect(marks[1].tip).toContain('paused by alice@ops-host');
+      const rows = await o.page.evaluate(() => [...document.querySelectorAll('#events tr.event')].map((tr) => tr.children[1].textContent));
+      expect(rows).toEqual(ev.map((e) => e.event));
+      await o.page.screenshot({ path: outputPath('report-events.png'), fullPage: true });
+    });
+
+    // The record belongs to the strategy: deleted with it, the next one starts empty.
+    dcmOk(['--db', f.db, 'strategy', 'delete']);
+    expect(withSql(f.db, (d) => d.prepare('SELECT count(*) FROM strategy_event').pluck().get())).toBe(0);
+    expect(dcmOk(['--db', f.db, 'strategy', 'events', '-f', 'value', '-c', 'event']).stdout).toBe('<none>\n');
+    expect(fs.existsSync(f.db)).toBe(true);
+  }, 120_000);
+
+  test('a second apply refused (exit 4) records nothing; a Ctrl-C ends the apply with the strategy left applying, and says so', async () => {
+    f = execFixture();
+    dcmOk(['--db', f.db, 'subcloud', 'add', ...names(4)]);
+    dcmOk(['--db', f.db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1', '--sim-latency', '100ms..200ms']);
+    const apply = spawnDcm(['--db', f.db, 'strategy', 'apply', '-v'], as('bob'));
+    await waitFor(() => eventNames().includes('apply started') && apply.stderr().includes(' -> '), 20_000, 5);
+    const again = dcm(['--db', f.db, 'strategy', 'apply'], { env: as('mallory') });
+    expect(again.code).toBe(4);
+    expect(eventNames()).toEqual(['apply started']);
+    apply.child.kill('SIGINT');
+    expect((await apply.done).code).toBe(130);
+    const ev = events();
+    expect(ev.map((e) => [e.event, e.user, e.pid])).toEqual([
+      ['apply started', 'bob', apply.child.pid],
+      ['apply ended', 'bob', apply.child.pid],
+    ]);
+    expect(ev[1].details).toBe('stopped by SIGINT (exit 130); the strategy stays applying');
+  }, 60_000);
+});
