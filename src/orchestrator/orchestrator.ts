@@ -128,6 +128,7 @@ export class Orchestrator {
   private budgets = new Map<string, RetryBudget>();
   /** Runs an earlier orchestrator left going, adopted by the driver: waited for once their subcloud has its slot. */
   private adopted = new Map<number, Adopted>();
+  private readonly adoptedWorkers = new Map<number, Worker>();
   /** Retries waiting out their backoff: the subcloud keeps its slot meanwhile. */
   private retryTimers = new Set<Timer>();
   /** Processes started and not yet recorded in their history rows (run-processes.ts). */
@@ -190,7 +191,13 @@ export class Orchestrator {
     this.firstStartedMs = first === null ? undefined : Math.min(started, parseTime(first));
     this.config = new ConfigBook(getDefaultConfig(this.db), subcloudOptions(this.db));
     this.budgets = retryBudgets(this.db);
-    const left = adoptLeftRuns(this.db, this.driver, (step, l) => this.request(this.newWorker(step, l.state, l.attempt, l.historyId)));
+    // Each adopted run's worker is made once, here: the request the driver keeps (its abort signal
+    // above all) is that worker's, so a second Ctrl-C or a fatal stop reaches the run through it.
+    const left = adoptLeftRuns(this.db, this.driver, (step, l) => {
+      const worker = this.newWorker(step, l.state, l.attempt, l.historyId);
+      this.adoptedWorkers.set(step.id, worker);
+      return this.request(worker);
+    });
     this.adopted = left.adopted;
     if (left.adopted.size) {
       this.progress.note(`resuming: ${left.adopted.size} run(s) left by the last apply are still going or ended meanwhile; they are not run again`);
@@ -309,7 +316,9 @@ export class Orchestrator {
         // Still going (or ended while no dcm ran): wait for it, never start it again.
         this.adopted.delete(step.id);
         this.slots.get(step.id)!.started = true;
-        const worker = this.newWorker(step, adopted.left.state, adopted.left.attempt, adopted.left.historyId);
+        const worker = this.adoptedWorkers.get(step.id)!;
+        this.adoptedWorkers.delete(step.id);
+        worker.startedMs = Date.now();
         this.workers.set(step.id, worker);
         this.awaitResult(worker, adopted.result);
         return;
