@@ -71,8 +71,7 @@ describe('Orchestrator: progress lines as details', () => {
     f = await fixture({ clouds: ['s1', 's2'], window: 2 });
     const driver = new FakeDriver(() => 'hold');
     const progress = new RecordingProgress();
-    const seen: string[] = [];
-    progress.details = (cloud: string, text: string) => void seen.push(`${cloud}: ${text}`);
+    const seen = progress.progressLines;
     const cost = counters();
     const done = f.make(driver, progress, { counters: cost }).run();
     await settle();
