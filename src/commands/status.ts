@@ -18,7 +18,7 @@ import { STRATEGY_ENDED, statesOf, type StrategyType } from '../domain/types.js'
 import { durationStats, observedDurations } from '../store/durations.js';
 import { readLock } from '../store/lock.js';
 import { openDb, type Db } from '../store/open.js';
-import { firstStartedAt, latestFailures, runningOps, stageStateCounts } from '../store/status.js';
+import { firstStartedAt, latestFailures, latestProgress, runningOps, stageStateCounts } from '../store/status.js';
 import { getStrategy, listStages, type Strategy } from '../store/strategy.js';
 import { listStepColumns } from '../store/steps.js';
 import { holderAlive } from '../orchestrator/lock.js';
@@ -42,6 +42,7 @@ export const STATUS_FIELDS = [
   'failed',
   'aborted',
   'in flight',
+  'progress',
   'failures',
   'max failures',
   'started_at',
@@ -51,7 +52,7 @@ export const STATUS_FIELDS = [
   'orchestrator',
 ] as const;
 
-/** How many of the latest failures the record names. */
+/** How many of the latest failures (and of the progress lines of runs in flight) the record names. */
 const STATUS_FAILURES = 5;
 
 /** How long the strategy has left, by the same model as the live view's ETA. */
@@ -139,6 +140,7 @@ export function statusRecord(db: Db, type: StrategyType | undefined, nowMs: numb
   const stageIndex = current === undefined ? -1 : stageList.indexOf(current);
   const running = runningOps(db).length;
   const failures = latestFailures(db, STATUS_FAILURES);
+  const progress = running ? latestProgress(db, STATUS_FAILURES) : [];
   const startedAt = firstStartedAt(db);
   let elapsed: string | null = null;
   if (startedAt) {
@@ -167,6 +169,7 @@ export function statusRecord(db: Db, type: StrategyType | undefined, nowMs: numb
     failed: perState.failed,
     aborted: perState.aborted,
     'in flight': running,
+    progress: progress.length ? progress.map((p) => `${p.cloud}: ${p.details}`).join('\n') : null,
     failures: failures.length ? failures.map((f) => `${f.cloud}: ${f.details}`).join('\n') : null,
     'max failures': budgetText(s.max_failures, s.stop_on_failure, total),
     started_at: startedAt,

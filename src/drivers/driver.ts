@@ -43,6 +43,12 @@ export interface OperationRequest {
   signal: AbortSignal;
   /** Called once a process was started for this run, so its identity is recorded at once. */
   onStarted?: (proc: RunProcess) => void;
+  /**
+   * Called with the run's own word on how far it is (exec: the last line of `$DCM_PROGRESS`), while
+   * it runs: only when it changed, at most about once a second, never once the run has ended. It
+   * becomes the step's details until the run's result replaces them.
+   */
+  onProgress?: (text: string) => void;
 }
 
 export type OperationResult =

@@ -22,7 +22,7 @@ import type { Driver, OperationRequest, OperationResult } from '../drivers/drive
 import { readLabels, type Labels } from '../domain/inventory.js';
 import { fieldTexts } from '../domain/fields.js';
 import { subcloudById } from '../store/subclouds.js';
-import { interruptedLast, recordRunProcesses, retryBudgets, type RetryBudget } from '../store/runs.js';
+import { interruptedLast, recordRunDetails, recordRunProcesses, retryBudgets, type RetryBudget, type RunDetailsRow } from '../store/runs.js';
 import type { ExtraArgs } from '../domain/options.js';
 import { now, parseTime, timeIn } from '../store/clock.js';
 import type { Db } from '../store/open.js';
@@ -36,6 +36,7 @@ import type { ApplyInfo, ProgressSink } from './progress.js';
 import { firstStartedAt, stageStateCounts } from '../store/status.js';
 import { finishRun } from './finish.js';
 import { RunProcesses } from './run-processes.js';
+import { RunDetails, type DetailsLine } from './run-details.js';
 import { Deadlines } from './deadlines.js';
 import { ExternalRequests } from './requests.js';
 import { StageWindow } from './window.js';
@@ -133,6 +134,8 @@ export class Orchestrator {
   private retryTimers = new Set<Timer>();
   /** Processes started and not yet recorded in their history rows (run-processes.ts). */
   private readonly procs = new RunProcesses(() => this.scheduleFlush());
+  /** Progress lines of runs in flight, waiting to become their steps' details (run-details.ts). */
+  private readonly details = new RunDetails(() => this.scheduleFlush());
 
   /** The inputs of the one gate (domain/control.ts): each only ever switches on, but `paused`. */
   private noNewSubclouds = false;
@@ -266,6 +269,7 @@ export class Orchestrator {
       for (const t of this.retryTimers) t.clear();
       this.retryTimers.clear();
       this.procs.stop();
+      this.details.stop();
       this.stopped = true;
     }
     if (this.fatal) throw this.fatal;
@@ -386,18 +390,45 @@ export class Orchestrator {
     const batch = this.applyStopRule(this.pending);
     this.pending = [];
     const procs = this.procs.list;
-    if (batch.length === 0 && !(this.procs.overdue || (this.procs.waiting && this.interruptedBy))) return true;
+    const alone = batch.length === 0;
+    const procsDue = this.procs.overdue || (this.procs.waiting && this.interruptedBy !== null);
+    if (alone && !procsDue && !this.details.overdue) return true;
+    // Progress lines ride along (a second after their subcloud's last); only runs still in flight.
+    const lines = this.details.take((stepId, opId) => this.workers.get(stepId)?.opId === opId);
+    if (alone && !procsDue && lines.length === 0) return true;
+    const rows = lines.map((l) => this.detailsRow(l));
+    let written = 0;
+    const also =
+      procs.length || rows.length
+        ? () => {
+            if (procs.length) recordRunProcesses(this.db, procs);
+            if (rows.length) written = recordRunDetails(this.db, rows);
+          }
+        : undefined;
     try {
       this.procs.stop();
-      this.committer.tryCommit(batch, procs.length ? () => recordRunProcesses(this.db, procs) : undefined);
+      this.committer.tryCommit(batch, also);
     } catch (err) {
       if (!this.committer.isBusy(err)) throw err;
       this.pending = batch.concat(this.pending);
       return false;
     }
     if (procs.length) this.procs.recorded();
+    if (lines.length) this.detailsCommitted(lines, alone && !procsDue, written);
     this.committed(batch);
     return true;
+  }
+
+  private detailsRow(l: DetailsLine): RunDetailsRow {
+    const w = this.workers.get(l.stepId)!;
+    return { stepId: l.stepId, state: w.state, historyId: w.historyId, text: l.text };
+  }
+
+  /** Progress lines committed as details: now they may be seen. */
+  private detailsCommitted(lines: DetailsLine[], alone: boolean, written: number): void {
+    this.details.committed(lines, alone);
+    if (this.opts.counters) this.opts.counters.details += written;
+    for (const l of lines) this.progress.details?.(this.workers.get(l.stepId)!.step.cloud, l.text);
   }
 
   /** Committed: now it may be seen, and the operations it opened may start. */
@@ -467,6 +498,8 @@ export class Orchestrator {
       const w = this.workers.get(r.stepId);
       if (!w || w.opId !== r.opId) continue; // answered after its timeout: the step moved on
       this.workers.delete(r.stepId);
+      // Its run has ended: a progress line of it still waiting is never written.
+      this.details.forget(r.stepId);
       const { step, state } = w;
       const d = decideReport(state, this.opts.states, r.result, this.opts.stateTimeoutMs);
       const durationMs = r.finishedMs - w.startedMs;
@@ -585,6 +618,12 @@ export class Orchestrator {
       // Recorded by the next commit, in one transaction for all: until then the run's own pid
       // file beside its log tells a later apply where the run is.
       onStarted: (proc) => this.procs.add(historyId, proc),
+      // Held with the run it came from (its history row; an adopted run's registry entry is made
+      // later than this request): once that run has ended it is dropped, never written.
+      onProgress: (text) => {
+        const w = this.workers.get(step.id);
+        if (!this.stopped && w && w.historyId === historyId) this.details.report(step.id, w.opId, text);
+      },
     };
   }
 

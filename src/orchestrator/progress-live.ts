@@ -91,6 +91,11 @@ export class LiveProgress implements ProgressSink {
     this.dirty = true;
   }
 
+  details(cloud: string, text: string): void {
+    this.tracker.details(cloud, text);
+    this.dirty = true;
+  }
+
   note(message: string): void {
     this.guard(() => this.log.persist(`dcm: ${message}`));
     this.dirty = true;

@@ -47,6 +47,8 @@ export interface Snapshot {
   etaSource: EstimateSource;
   /** The latest failures, newest last. */
   failures: { cloud: string; details: string }[];
+  /** The latest progress lines of subclouds in flight (their runs' own word), newest last. */
+  progress: { cloud: string; details: string }[];
 }
 
 interface Live {
@@ -57,6 +59,7 @@ interface Live {
 }
 
 const LATEST_FAILURES = 5;
+const LATEST_PROGRESS = 5;
 /** The estimate walks the window's slots: worth recomputing a few times a second, not per redraw. */
 const ETA_EVERY_MS = 500;
 
@@ -67,6 +70,8 @@ export class ProgressTracker {
   private readonly live = new Map<string, Live>();
   private readonly seen = new Map<string, DurationStat>();
   private readonly failures: { cloud: string; details: string }[] = [];
+  /** Each subcloud in flight whose run reported progress, in the order they last did. */
+  private readonly progress = new Map<string, string>();
   private stage: number | null = null;
   private endedThisRun = 0;
   private aborting = false;
@@ -127,6 +132,8 @@ export class ProgressTracker {
     // Paused, the estimate moves with events only (not with the clock): each one recomputes it.
     if (this.isPaused) this.eta = null;
     const ended = e.ended ?? STEP_ENDED.includes(e.to);
+    // A transition sets the step's details: a progress line of the run before is no more.
+    this.progress.delete(e.cloud);
     if (ended) {
       this.live.delete(e.cloud);
       this.endedThisRun++;
@@ -137,6 +144,13 @@ export class ProgressTracker {
     } else {
       this.live.set(e.cloud, { stage, state: e.to, startedMs: e.attempt !== undefined ? nowMs : null });
     }
+  }
+
+  /** A run in flight reported progress: its subcloud's details. */
+  details(cloud: string, text: string): void {
+    if (!this.live.has(cloud)) return;
+    this.progress.delete(cloud);
+    this.progress.set(cloud, text);
   }
 
   snapshot(nowMs: number): Snapshot {
@@ -177,6 +191,7 @@ export class ProgressTracker {
       etaMs: eta.ms,
       etaSource: eta.source,
       failures: [...this.failures],
+      progress: [...this.progress].slice(-LATEST_PROGRESS).map(([cloud, details]) => ({ cloud, details })),
     };
   }
 

@@ -52,6 +52,10 @@ export function liveLines(s: Snapshot, width: number): string[] {
   // Always this line, even empty: a frame that never loses lines is redrawn cleanly.
   lines.push(`in progress: ${s.byState.length ? s.byState.map(([state, n]) => `${state} ${n}`).join(', ') : 'none'}`);
   lines.push(`${s.inFlight} in flight, ${rate(s)}, elapsed ${formatSpan(s.elapsedMs)}${eta(s)}`);
+  if (s.progress.length) {
+    lines.push('latest progress:');
+    for (const p of s.progress) lines.push(`  ${p.cloud}: ${p.details}`);
+  }
   if (s.failures.length) {
     lines.push('latest failures:');
     for (const f of s.failures) lines.push(`  ${f.cloud}: ${f.details}`);

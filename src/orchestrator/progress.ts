@@ -68,6 +68,8 @@ export interface ProgressSink {
   /** A stage's window was changed while it runs (`strategy update`). */
   windowChanged?(stage: number, window: number): void;
   transition(e: TransitionEvent): void;
+  /** A run in flight reported how far it is: its step's details, now committed. */
+  details?(cloud: string, text: string): void;
   /** Something worth knowing (a resume, an abort noticed); silenced by -q. */
   note(message: string): void;
   /** Something the user must see even with -q: a signal and what it does, a lost lock. */
@@ -157,6 +159,12 @@ export class LineProgress implements ProgressSink {
     const why = e.details && (e.to === 'failed' || e.to === 'aborted') ? ` (${e.details})` : '';
     if (this.opts.verbose) this.write(`${e.at} ${e.cloud}: ${e.from} -> ${e.to}${why}\n`);
     else if (e.to === 'complete' || e.to === 'failed' || e.to === 'aborted') this.write(`${e.at} ${e.cloud}: ${e.to}${why}\n`);
+  }
+
+  /** With -v, each progress line a run reported (at most one a second per subcloud). */
+  details(cloud: string, text: string): void {
+    if (this.opts.quiet || !this.opts.verbose) return;
+    this.write(`${formatTimestamp(Date.now() * 1000)} ${cloud}: ${text}\n`);
   }
 
   note(message: string): void {

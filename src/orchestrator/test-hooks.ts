@@ -85,6 +85,8 @@ export interface CostCounters {
   transitions: number;
   /** SQL statements run on the orchestrator's connection (reads and writes, in or out of a transaction). */
   statements: number;
+  /** Steps' details written from runs' progress lines (each a row changed). */
+  details: number;
 }
 
 /**
@@ -95,7 +97,7 @@ export function costCounters(env: NodeJS.ProcessEnv, db: { prepare: (...a: never
   const file = env.DCM_COUNTERS;
   // Refused without DCM_TEST_HOOKS=1 by commitHooks, before the file is read.
   if (file === undefined || env.DCM_TEST_HOOKS !== '1') return null;
-  const counters: CostCounters = { commits: 0, transitions: 0, statements: 0 };
+  const counters: CostCounters = { commits: 0, transitions: 0, statements: 0, details: 0 };
   const prepare = db.prepare.bind(db) as (...a: unknown[]) => Record<string, unknown>;
   (db as { prepare: unknown }).prepare = (...args: unknown[]) => {
     const stmt = prepare(...args);

@@ -4,7 +4,7 @@
  */
 import type { Db } from './open.js';
 import { sql } from './statements.js';
-import { parseTime } from './clock.js';
+import { now, parseTime } from './clock.js';
 import type { RunProcess } from '../platform/proc.js';
 
 export interface LeftRunRow {
@@ -51,6 +51,34 @@ export function leftRunning(db: Db): LeftRunRow[] {
 export function recordRunProcesses(db: Db, procs: readonly [number, RunProcess][]): void {
   const stmt = sql(db, 'UPDATE step_history SET pid = ?, pgid = ?, proc_start = ? WHERE id = ?');
   for (const [historyId, p] of procs) stmt.run(p.pid, p.pgid, p.procStart, historyId);
+}
+
+/** A run's progress line for its step's details (orchestrator/run-details.ts). */
+export interface RunDetailsRow {
+  stepId: number;
+  /** The state the run is for, and its history row: the line lands only while both still hold. */
+  state: string;
+  historyId: number;
+  text: string;
+}
+
+/**
+ * Progress lines as their steps' details, each only while its run is the step's current one: the
+ * step is still in the run's state and the run's history row still `running`. The orchestrator
+ * hands only lines of runs in flight; this guard keeps a line from an ended run or an earlier
+ * attempt off a later state's details even so. Returns how many rows changed.
+ */
+export function recordRunDetails(db: Db, rows: readonly RunDetailsRow[]): number {
+  const stmt = sql(
+    db,
+    `UPDATE strategy_step SET details = ?, updated_at = ?
+     WHERE id = ? AND state = ? AND details IS NOT ?
+       AND EXISTS (SELECT 1 FROM step_history WHERE id = ? AND step_id = ? AND outcome = 'running')`,
+  );
+  const at = now();
+  let n = 0;
+  for (const r of rows) n += stmt.run(r.text, at, r.stepId, r.state, r.text, r.historyId, r.stepId).changes;
+  return n;
 }
 
 /** (step, state) keys whose latest run was interrupted: the next run of that state is resumed. */

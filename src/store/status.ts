@@ -33,6 +33,21 @@ export function runningOps(db: Db): RunningOp[] {
   ).all() as RunningOp[];
 }
 
+/**
+ * The latest `limit` details of steps whose run is in flight (a run's progress line: a run's step
+ * has empty details otherwise), newest last.
+ */
+export function latestProgress(db: Db, limit: number): { cloud: string; details: string }[] {
+  const rows = sql(
+    db,
+    `SELECT sc.name AS cloud, st.details
+     FROM step_history h JOIN strategy_step st ON st.id = h.step_id JOIN subcloud sc ON sc.id = st.subcloud_id
+     WHERE h.outcome = 'running' AND h.state = st.state AND st.details != ''
+     ORDER BY st.updated_at DESC, st.id DESC LIMIT ?`,
+  ).all(limit) as { cloud: string; details: string }[];
+  return rows.reverse();
+}
+
 /** The first `limit` failed steps in the order they failed, and how many failed in all. */
 export function failedSteps(db: Db, limit: number): { failures: { cloud: string; details: string }[]; failedTotal: number } {
   const failures = sql(

@@ -100,6 +100,7 @@ states:
       DCM_OPT_MAX_PARALLEL_WORKERS: '3',
       DCM_OPT_STORAGE_APPLY_TYPE: 'serial',
       DCM_OPT_WORKER_APPLY_TYPE: 'serial',
+      DCM_PROGRESS: path.join(logs, 's1', '1-kube upgrade pre check.progress'),
       DCM_STAGE: '1',
       DCM_STATE: 'kube upgrade pre check',
       DCM_TYPE: 'kubernetes',

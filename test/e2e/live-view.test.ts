@@ -77,24 +77,24 @@ describe('the live view in a terminal', () => {
       '--max-parallel-subclouds', '5', '--sim-latency', '20ms..60ms',
       '--sim-fail', 's3=pre check', '--sim-fail', 's7=pre check', '--sim-fail', 's20=pre check',
     ]);
-    // 19 fields, the failures on 3 lines, 4 border and header lines: 25 lines on a screen of 20.
+    // 20 fields, the failures on 3 lines, 4 border and header lines: 26 lines on a screen of 20.
     tmux('new-session', '-d', '-s', 'watch', '-x', String(WIDTH), '-y', '20',
       `env -u NO_COLOR -u DCM_DB TERM=xterm-256color '${process.execPath}' '${BIN}' --db '${db}' strategy status --watch; echo "EXIT=$?"; sleep 600`);
     // The watch shows its first frame before the strategy starts: the apply runs from then on.
-    await waitFor(() => tmux('capture-pane', '-p', '-t', 'watch').includes('| state '), 60_000, 50);
+    await waitFor(() => tmux('capture-pane', '-p', '-t', 'watch').includes('| steps '), 60_000, 50);
     const apply = dcm(['--db', db, '-q', 'strategy', 'apply']);
     expect(apply.code).toBe(1);
     let all = '';
     await waitFor(() => (all = tmux('capture-pane', '-p', '-S', '-', '-t', 'watch')).includes('EXIT='), 60_000, 100);
     const lines = all.slice(0, all.indexOf('EXIT=')).trimEnd().split('\n');
-    const frame = lines.slice(-25);
+    const frame = lines.slice(-26);
     const border = /^\+-+\+-+\+$/;
-    expect([frame[0], frame[2], frame[24]].every((l) => border.test(l))).toBe(true);
+    expect([frame[0], frame[2], frame[25]].every((l) => border.test(l))).toBe(true);
     expect(frame[1]).toMatch(/^\| Field +\| Value +\|$/);
-    const names_ = frame.slice(3, 24).map((l) => /^\| ([^|]*?) *\|/.exec(l)?.[1]);
+    const names_ = frame.slice(3, 25).map((l) => /^\| ([^|]*?) *\|/.exec(l)?.[1]);
     expect(names_).toEqual([
       'strategy type', 'state', 'driver', 'stage', 'window', 'steps', 'initial', 'in progress', 'complete', 'failed',
-      'aborted', 'in flight', 'failures', '', '', 'max failures', 'started_at', 'elapsed', 'eta', 'estimate from', 'orchestrator',
+      'aborted', 'in flight', 'progress', 'failures', '', '', 'max failures', 'started_at', 'elapsed', 'eta', 'estimate from', 'orchestrator',
     ]);
     expect(frame[4]).toMatch(/^\| state +\| failed +\|$/);
     expect(all).toMatch(/\+\nEXIT=1\n/);

@@ -94,7 +94,12 @@ export class FakeDriver implements Driver {
 export class RecordingProgress implements ProgressSink {
   readonly events: (TransitionEvent & { seq: number })[] = [];
   readonly notes: string[] = [];
+  /** Progress lines committed as details, `cloud: line`. */
+  readonly progressLines: string[] = [];
   summaries: Summary[] = [];
+  details(cloud: string, text: string): void {
+    this.progressLines.push(`${cloud}: ${text}`);
+  }
   transition(e: TransitionEvent): void {
     this.events.push({ ...e, seq: nextTick() });
   }

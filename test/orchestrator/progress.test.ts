@@ -26,6 +26,27 @@ function started(n: number, fallbackMs: number | null = null) {
 }
 
 describe('ProgressTracker', () => {
+  test('progress lines of subclouds in flight show under "latest progress", newest last; a transition or an end clears its own', () => {
+    const t = started(3);
+    t.transition(ev('s1', 'initial', 'a', { attempt: 1 }), 0);
+    t.transition(ev('s2', 'initial', 'a', { attempt: 1 }), 0);
+    t.details('s1', 'apply phase is 40% complete');
+    t.details('s2', 'apply phase is 10% complete');
+    t.details('s1', 'apply phase is 60% complete');
+    // Not in flight: a line for it is not shown.
+    t.details('s3', 'stray');
+    expect(t.snapshot(10).progress).toEqual([
+      { cloud: 's2', details: 'apply phase is 10% complete' },
+      { cloud: 's1', details: 'apply phase is 60% complete' },
+    ]);
+    const lines = liveLines(t.snapshot(10), 120);
+    expect(lines.slice(lines.indexOf('latest progress:'))).toEqual(['latest progress:', '  s2: apply phase is 10% complete', '  s1: apply phase is 60% complete']);
+    t.transition(ev('s1', 'a', 'b', { attempt: 1, durationMs: 10 }), 10);
+    t.transition(ev('s2', 'a', 'failed', { details: 'a: boom', durationMs: 10 }), 10);
+    expect(t.snapshot(20).progress).toEqual([]);
+    expect(liveLines(t.snapshot(20), 120)).not.toContain('latest progress:');
+  });
+
   test('counts per state, in flight, failures and an ETA from the durations seen', () => {
     const t = started(4);
     t.transition(ev('s1', 'initial', 'a', { attempt: 1 }), 0);

@@ -23,6 +23,7 @@ import { setLongTimeout, sleep } from '../../platform/timers.js';
 import { PRIVATE_DIR } from '../../platform/private.js';
 import { runIdOf } from './run-id.js';
 import { TagScans } from './tag-scans.js';
+import { watchProgress } from './progress-file.js';
 
 /** Reasons and details are kept short: `<state>: <reason>` fits in 200 characters. */
 const DETAILS_LIMIT = 200;
@@ -57,7 +58,7 @@ interface LeftProcess {
 const live = (c: RunClaim | null): boolean => c !== null && !('stale' in c);
 
 /** The files a run leaves beside its log. */
-const RUN_FILES = ['.status', '.pid', '.next', '.err', '.run'];
+const RUN_FILES = ['.status', '.pid', '.next', '.err', '.run', '.progress'];
 
 /** How long a finished run's group may take to go by itself (a `tee` copying the last of stderr). */
 const DRAIN_MS = 250;
@@ -94,21 +95,31 @@ export class ExecDriver implements Driver {
       return Promise.resolve({ kind: 'failed', reason: 'a run of this subcloud is still going: refusing a second one' });
     }
     const spec = this.spec(req.state);
-    return this.track(req.cloud, spec, 0, runIdOf(req), ticksNow(), (entry) => this.spawnRun(req, spec, entry));
+    return this.track(req, spec, 0, runIdOf(req), ticksNow(), (entry) => this.spawnRun(req, spec, entry));
   }
 
-  /** Registers the run as live before it starts, and forgets it once it has ended. */
+  /**
+   * Registers the run as live before it starts, and forgets it once it has ended. Its progress
+   * file is watched meanwhile, and no longer once it has ended: no line of it is reported after
+   * its result.
+   */
   private track(
-    cloud: string,
+    req: OperationRequest,
     spec: StateSpec,
     pgid: number,
     runId: string,
     since: number,
     start: (entry: Live) => Promise<OperationResult>,
   ): Promise<OperationResult> {
+    const cloud = req.cloud;
     const entry: Live = { pgid, graceMs: spec.killGraceMs, runId, since, done: Promise.resolve() };
     this.live.set(cloud, entry);
-    const done = start(entry).finally(() => {
+    // Started after `start`'s first steps, which remove an earlier strategy's files at this path.
+    const running = start(entry);
+    const onProgress = req.onProgress;
+    const unwatch = onProgress ? watchProgress(`${runBase(this.settings.logDir, cloud, req.attempt, req.state)}.progress`, onProgress) : null;
+    const done = running.finally(() => {
+      unwatch?.();
       if (this.live.get(cloud) === entry) this.live.delete(cloud);
     });
     entry.done = done;
@@ -251,7 +262,7 @@ export class ExecDriver implements Driver {
     if (!left.proc && readStatus(base, runId) === null && !live(readClaim(base, runId)) && abandonRun(base, runId)) return { kind: 'interrupted' };
     const deadline = Date.parse(left.startedAt.replace(' ', 'T').slice(0, 23) + 'Z') + spec.timeoutMs;
     const run = { base, runId, since: left.proc?.procStart ?? 0, deadline, proc: left.proc };
-    return { kind: 'wait', result: this.track(left.cloud, spec, left.proc?.pgid ?? 0, runId, run.since, (entry) => this.waitLeft(req, spec, run, entry)) };
+    return { kind: 'wait', result: this.track(req, spec, left.proc?.pgid ?? 0, runId, run.since, (entry) => this.waitLeft(req, spec, run, entry)) };
   }
 
   private fromStatus(req: OperationRequest, spec: StateSpec, base: string, status: RunStatus): OperationResult {

@@ -78,6 +78,7 @@ export function runEnv(
   env.DCM_DB = settings.dbPath;
   env.DCM_LOG = `${files.base}.log`;
   env.DCM_NEXT = `${files.base}.next`;
+  env.DCM_PROGRESS = `${files.base}.progress`;
   if (req.resumed) env.DCM_RESUMED = '1';
   for (const [name, key] of Object.entries({ ...TYPE_OPTION_KEYS, ...TYPE_FLAGS })) {
     const x = req.extra[key];
