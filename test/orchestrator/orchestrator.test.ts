@@ -408,6 +408,44 @@ describe('Orchestrator: abort, interrupt, resume', () => {
     expect(strategyState(f.db)).toBe('applying');
   });
 
+  test('a run adopted from a stopped orchestrator is aborted by a second interrupt, through the request the driver kept', async () => {
+    f = await fixture({ clouds: names(2), window: 2 });
+    const first = f.make(track(new FakeDriver(() => 'hold')));
+    const gone = first.run().catch(() => 'stopped');
+    await settle();
+    // As if killed: it writes nothing more, and leaves both runs `running`.
+    first.stopWith(new Error('killed'));
+    expect(await gone).toBe('stopped');
+    expect(historyRows(f.db).map((r) => [r.cloud, r.outcome])).toEqual([
+      ['s1', 'running'],
+      ['s2', 'running'],
+    ]);
+    // Still going: waited for until the request it was adopted with is aborted.
+    const kept: OperationRequest[] = [];
+    const driver = new FakeDriver();
+    const adopting: Driver = Object.assign(driver, {
+      adopt: (_left: unknown, req: OperationRequest) => {
+        kept.push(req);
+        const result = new Promise<OperationResult>((resolve) => req.signal.addEventListener('abort', () => resolve({ kind: 'failed', reason: 'interrupted' })));
+        return { kind: 'wait' as const, result };
+      },
+    });
+    const orch = f.make(adopting);
+    const done = orch.run();
+    await settle();
+    expect(kept.map((r) => [r.cloud, r.signal.aborted])).toEqual([
+      ['s1', false],
+      ['s2', false],
+    ]);
+    orch.interrupt('SIGINT');
+    orch.interrupt('SIGINT');
+    expect(await done).toBe(130);
+    expect(kept.map((r) => [r.cloud, r.signal.aborted])).toEqual([
+      ['s1', true],
+      ['s2', true],
+    ]);
+  });
+
   test('a second interrupt stops waiting; a late answer changes nothing; the resume runs the interrupted states again as attempt 2', async () => {
     f = await fixture({ clouds: names(3), window: 2 });
     const states = f.states;
