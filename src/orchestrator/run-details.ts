@@ -12,6 +12,7 @@
  * those whose run is still its step's current one, so a line from a run that has ended, or from an
  * earlier attempt, is dropped rather than written over a later state's details.
  */
+import { setLongTimeout, type Timer } from '../platform/timers.js';
 
 /** How often a subcloud's details may be written, and a progress-only commit be made. */
 export const DETAILS_EVERY_MS = 1000;
@@ -29,7 +30,7 @@ export class RunDetails {
   /** The last line written per step, by which run, and when (ms). */
   private readonly written = new Map<number, { opId: number; text: string; atMs: number }>();
   private lastOwnMs = -Infinity;
-  private timer: NodeJS.Timeout | null = null;
+  private timer: Timer | null = null;
 
   /**
    * `due`: a progress-only commit may be made now (the orchestrator schedules a flush). `clock`:
@@ -91,7 +92,7 @@ export class RunDetails {
   }
 
   stop(): void {
-    if (this.timer) clearTimeout(this.timer);
+    this.timer?.clear();
     this.timer = null;
   }
 
@@ -112,7 +113,7 @@ export class RunDetails {
     let first = Infinity;
     for (const l of this.pending.values()) first = Math.min(first, this.dueAt(l.stepId, l.opId));
     const at = Math.max(first, this.lastOwnMs + DETAILS_EVERY_MS);
-    this.timer = setTimeout(() => {
+    this.timer = setLongTimeout(() => {
       this.timer = null;
       // A ride-along commit may have written what this timer was for: then wait for the next.
       if (this.overdue) this.due();

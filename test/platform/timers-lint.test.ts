@@ -20,6 +20,7 @@ const ALLOWED: Record<string, string> = {
   'src/orchestrator/lock.ts: HEARTBEAT_MS': 'the fixed 5 s heartbeat',
   'src/orchestrator/progress-live.ts: REDRAW_MS': "the live view's fixed redraw",
   'src/drivers/sim/sites.ts: 100': "a fixed 100 ms retry of the sim's busy flush",
+  'src/drivers/exec/progress-file.ts: PROGRESS_POLL_MS': "a fixed 1 s look at a run's progress file",
 };
 
 function sources(dir: string): string[] {

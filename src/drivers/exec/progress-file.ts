@@ -18,7 +18,7 @@ const PROGRESS_LIMIT = 200;
  * Watch `file` until the returned function is called: `onLine` gets its last non-empty line each
  * time that line changed. The timer is unref'd: a watch never keeps dcm alive by itself.
  */
-export function watchProgress(file: string, onLine: (text: string) => void, everyMs = PROGRESS_POLL_MS): () => void {
+export function watchProgress(file: string, onLine: (text: string) => void): () => void {
   let seen = '';
   let said = '';
   const look = () => {
@@ -39,7 +39,7 @@ export function watchProgress(file: string, onLine: (text: string) => void, ever
     } catch {
       // Unreadable for a moment (replaced as it is read): looked at again next time.
     }
-  }, everyMs);
+  }, PROGRESS_POLL_MS);
   timer.unref();
   return () => clearInterval(timer);
 }
