@@ -60,7 +60,6 @@ function accepts(port: number): Promise<boolean> {
 let t: ReturnType<typeof tempDir>;
 let sshd: ChildProcess | undefined;
 let sshdExit: Promise<void>;
-let sshdErr = '';
 let ports: number[] = [];
 let client = '';
 let siteSh = '';
@@ -113,14 +112,17 @@ maybe('exec over real ssh: three sites on three ports', () => {
     // sshd run by root wants its privilege separation directory, which Debian's service creates
     // when it starts; no service runs here.
     if (process.getuid?.() === 0 && !fs.existsSync('/run/sshd')) fs.mkdirSync('/run/sshd', { mode: 0o755 });
-    // -D: in the foreground, this test's child, stopped by its pid at the end.
-    sshd = spawn(SSHD, ['-D', '-e', '-f', config], { stdio: ['ignore', 'ignore', 'pipe'] });
-    sshd.stderr!.setEncoding('utf8').on('data', (d: string) => (sshdErr += d));
+    // -D: in the foreground, this test's child, stopped by its pid at the end. Its log goes to a
+    // file (-E), never to a pipe: the tests run dcm synchronously, so nobody would drain a pipe
+    // meanwhile, and once it filled, sshd blocked on its log and every site hung at once.
+    const sshdLog = path.join(t.dir, 'sshd.log');
+    sshd = spawn(SSHD, ['-D', '-E', sshdLog, '-f', config], { stdio: 'ignore' });
+    const sshdErr = () => (fs.existsSync(sshdLog) ? fs.readFileSync(sshdLog, 'utf8') : '');
     sshdExit = new Promise((resolve) => sshd!.once('exit', () => resolve()));
     const end = Date.now() + 20_000;
     for (const p of ports) {
       while (!(await accepts(p))) {
-        if (sshd.exitCode !== null || Date.now() > end) throw new Error(`sshd did not start: ${sshdErr}`);
+        if (sshd.exitCode !== null || Date.now() > end) throw new Error(`sshd did not start: ${sshdErr()}`);
         await new Promise((r) => setTimeout(r, 50));
       }
     }
