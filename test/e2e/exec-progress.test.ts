@@ -89,11 +89,11 @@ states:
     }
     expect((await apply.done).code).toBe(0);
     const c = JSON.parse(fs.readFileSync(counters, 'utf8')) as { details: number };
-    const run = history(f.db, 's1').find((h) => h.state === PRESTAGE[0])!;
-    const runMs = Date.parse(`${run.finished_at!.replace(' ', 'T')}Z`) - Date.parse(`${run.started_at.replace(' ', 'T')}Z`);
-    // Only s1's first run wrote progress; the 1,000th line was written, so at least once.
+    // Only s1's first run wrote progress; the 1,000th line was written, so at least once, and the
+    // 1,000 lines were never a write each. The pace itself (once a second) is pinned on a test
+    // clock in test/orchestrator/run-details.test.ts, not on this machine's wall clock.
     expect(c.details).toBeGreaterThanOrEqual(1);
-    expect(c.details).toBeLessThanOrEqual(Math.floor(runMs / 1000) + 1);
+    expect(c.details).toBeLessThan(1000);
     expect(steps(f.db).map((s) => s.details)).toEqual(['', '']);
   });
 
