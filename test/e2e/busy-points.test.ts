@@ -11,6 +11,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
 import path from 'node:path';
+import { dcm } from '../helpers/cli.js';
 import { liveMarked } from '../helpers/exec.js';
 import { killLeftovers, steps, strategyState } from '../helpers/history.js';
 import { apply, execProblems, execScenario, hooks, noneLeft, refusedWithoutHooks, SMALLER, type Scenario } from '../helpers/scenario.js';
@@ -26,6 +27,8 @@ afterAll(() => s.f.cleanup());
 afterEach(() => killLeftovers());
 
 let probe = 0;
+/** The event record, one line (what the operator commands of the state commands did). */
+const events = (db: string) => dcm(['--db', db, 'strategy', 'events', '-f', 'value', '-c', 'event']).stdout.trim().split('\n').join(', ');
 const envFor = (db: string) => ({ ...s.f.env, RUNS: path.join(path.dirname(db), 'runs.log') });
 
 /** Whether the scenario's apply reaches its Nth commit (it SIGKILLs itself there). */
@@ -77,7 +80,7 @@ describe('busy points', () => {
       const db = s.fresh(n);
       // Its own mark: its leftovers are told apart from those of the point that runs beside it.
       const mark = `${s.f.env.EXECTEST_MARK}-${n}`;
-      const env = { ...envFor(db), EXECTEST_MARK: mark };
+      const env = { ...envFor(db), EXECTEST_MARK: mark, APPLY_ERR: path.join(path.dirname(db), 'apply.err') };
       const r = await apply(db, { ...env, ...hooks({ DCM_BUSY_AT_COMMIT: `${n}:${HOLD_S}` }) });
       covered.push(n);
       const at = `N=${n}`;
@@ -90,7 +93,7 @@ describe('busy points', () => {
         ['window change', new RegExp(`window of stage 1: ${SMALLER}\\b`)],
         ['abort', /abort requested: /],
       ] as [string, RegExp][]) {
-        if (!re.test(r.stderr)) failures.push(`${at}: the ${what} was not seen`);
+        if (!re.test(r.stderr)) failures.push(`${at}: the ${what} was not seen (events: ${events(db)})`);
       }
       if (strategyState(db) !== 'aborted') failures.push(`${at}: strategy ${strategyState(db)}`);
       // The abort came while later subclouds had not started: it aborted them.

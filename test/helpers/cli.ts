@@ -46,7 +46,7 @@ export function dcmOk(args: string[], opts: Parameters<typeof dcm>[1] = {}): Run
 }
 
 /** Start dcm in the background; collects output. */
-export function dcmSpawn(args: string[], env: Record<string, string> = {}, opts: { detached?: boolean } = {}): {
+export function dcmSpawn(args: string[], env: Record<string, string> = {}, opts: { detached?: boolean; stderrFile?: string } = {}): {
   child: ChildProcess;
   done: Promise<RunResult>;
   stderr: () => string;
@@ -59,7 +59,11 @@ export function dcmSpawn(args: string[], env: Record<string, string> = {}, opts:
   let stdout = '';
   let stderr = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => {
+    stderr += d;
+    // A copy as it comes, for a process of the test that waits on what dcm has said.
+    if (opts.stderrFile) fs.appendFileSync(opts.stderrFile, d);
+  });
   const done = new Promise<RunResult>((resolve) =>
     child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })),
   );

@@ -133,7 +133,7 @@ export const TRANSITION = / -> /;
 const children = new Set<ChildProcess>();
 
 /** dcmSpawn, remembered so that a failed test leaves no process behind (see killLeftovers). */
-export function spawnDcm(args: string[], env: Record<string, string> = {}, opts: { detached?: boolean } = {}): ReturnType<typeof dcmSpawn> {
+export function spawnDcm(args: string[], env: Record<string, string> = {}, opts: { detached?: boolean; stderrFile?: string } = {}): ReturnType<typeof dcmSpawn> {
   const run = dcmSpawn(args, env, opts);
   children.add(run.child);
   void run.done.then(() => children.delete(run.child));

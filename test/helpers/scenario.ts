@@ -41,7 +41,12 @@ function body(abortBy?: string): string {
   const dcmCmd = `env -u DCM_TEST_HOOKS -u DCM_CRASH_AFTER_COMMIT -u DCM_BUSY_AT_COMMIT "${process.execPath}" "${BIN}" --db "$DCM_DB"`;
   return `#!/bin/sh
 case "$DCM_CLOUD/$DCM_STATE/$DCM_ATTEMPT" in
-  "s3/pre check/"*) ${dcmCmd} strategy pause >/dev/null 2>&1 || true ;;
+  "s3/pre check/"*) ${dcmCmd} strategy pause >/dev/null 2>&1 || true
+    # With $APPLY_ERR (the apply's stderr, as it comes): the resume (s3's next state) waits until
+    # the apply has said it saw the pause. A pause and a resume that both come between two of its
+    # polls are rightly one non-event, and a test that asks for both to be seen would flake.
+    i=0
+    while [ -n "$APPLY_ERR" ] && [ $i -lt 150 ] && ! grep -q 'paused: no new subcloud starts' "$APPLY_ERR" 2>/dev/null; do sleep 0.1; i=$((i+1)); done ;;
   "s3/updating patches/"*) ${dcmCmd} strategy resume >/dev/null 2>&1 || true ;;
   "s5/pre check/"*) ${dcmCmd} strategy update --max-parallel-subclouds ${SMALLER} >/dev/null 2>&1 || true ;;
   "s7/pre check/1") echo "s7 fails once" >&2; exit 1 ;;
@@ -122,8 +127,9 @@ export const hooks = (extra: Record<string, string>): Record<string, string> => 
 
 /** Apply (in the background, so that a test can watch), resolving with how it ended. */
 export async function apply(db: string, env: Record<string, string>): Promise<RunResult> {
-  // Its own process group: whatever it signals, the test runner is not in it.
-  return spawnDcm(['--db', db, 'strategy', 'apply'], env, { detached: true }).done;
+  // Its own process group: whatever it signals, the test runner is not in it. Its stderr is also
+  // copied to $APPLY_ERR when set (see s3's pre check).
+  return spawnDcm(['--db', db, 'strategy', 'apply'], env, { detached: true, stderrFile: env.APPLY_ERR }).done;
 }
 
 const ENDED: Record<string, number> = { complete: 0, failed: 1, aborted: 3 };
