@@ -196,6 +196,17 @@ export function stopRule(
 }
 
 /**
+ * Whether a transition opens a new subcloud (its first operation in this run, not a resumed one):
+ * what a pause or an abort forbids. Only commits that carry one need to know the file's state.
+ */
+export function opensNewSubcloud(t: { close?: unknown; startAttempt?: number; retryInMs?: number }, slot: { started: boolean; resumed: boolean }): boolean {
+  return (t.startAttempt !== undefined || t.retryInMs !== undefined) && t.close === undefined && !slot.started && !slot.resumed;
+}
+
+/** The strategy states, as the file holds them, in which no new subcloud starts. */
+export const NO_NEW_SUBCLOUDS: readonly string[] = ['paused', 'abort requested', 'aborting'];
+
+/**
  * How a run ends: the strategy's final state (null: left as it is, for `apply` to resume) and the
  * exit code (SPEC §8). A signal leaves the strategy as it was (applying, or paused); an abort
  * ends it aborted; a step failed or never started ends it failed.

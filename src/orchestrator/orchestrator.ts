@@ -15,7 +15,7 @@
  * when every subcloud of stage N has ended.
  */
 import { formatDuration } from '../domain/durations.js';
-import { decideReport, failureLimit, gate, stopRule, type Gate, type ReportResult } from '../domain/control.js';
+import { decideReport, failureLimit, gate, NO_NEW_SUBCLOUDS, opensNewSubcloud, stopRule, type Gate, type ReportResult } from '../domain/control.js';
 import { advance, closing, fail, runAgain, startRun, type Transition } from '../domain/transition.js';
 import { TYPES, type StrategyType } from '../domain/types.js';
 import type { Driver, OperationRequest, OperationResult } from '../drivers/driver.js';
@@ -26,7 +26,7 @@ import { interruptedLast, recordRunDetails, recordRunProcesses, retryBudgets, ty
 import type { ExtraArgs } from '../domain/options.js';
 import { now, parseTime, timeIn } from '../store/clock.js';
 import type { Db } from '../store/open.js';
-import { casStrategyState, controlSnapshot } from '../store/strategy.js';
+import { casStrategyState, controlSnapshot, strategyState } from '../store/strategy.js';
 import { abortInitialSteps, interruptRuns } from '../store/transitions.js';
 import { attemptsOf, failedAndTotal, openStages, StageCursor, type CursorStep } from '../store/cursor.js';
 import { applyFaultError, faultOf } from '../store/faults.js';
@@ -121,6 +121,8 @@ export class Orchestrator {
   private pending: Transition[] = [];
   private reports: Report[] = [];
   private flushScheduled = false;
+  /** The commit being made opens a new subcloud (its fence then reads the file's state). */
+  private opensNew = false;
   private nextOpId = 1;
   private attemptsOf: (stepId: number, state: string) => number = () => 0;
   /** (step, state) whose last run was cut off: its next run is told so (DCM_RESUMED). */
@@ -175,7 +177,11 @@ export class Orchestrator {
     private readonly progress: ProgressSink,
     private readonly opts: OrchestratorOptions,
   ) {
-    this.committer = new Committer(db, opts.type, () => opts.fence?.(), (t) => progress.warn(t), opts.hooks ?? null, opts.counters ?? null);
+    const fence = () => {
+      opts.fence?.();
+      if (this.opensNew && NO_NEW_SUBCLOUDS.includes(strategyState(db) ?? '')) throw new StopInFile();
+    };
+    this.committer = new Committer(db, opts.type, fence, (t) => progress.warn(t), opts.hooks ?? null, opts.counters ?? null);
     this.deadlines = new Deadlines(
       opts.stateTimeoutMs,
       (stepId, opId) => this.workers.get(stepId)?.opId === opId,
@@ -386,9 +392,15 @@ export class Orchestrator {
    * The one commit path for transitions: the stop rule on the whole batch, one fenced commit with
    * the processes to record, then (only then) the starts it opened. False: the file was busy.
    */
-  private commitPending(): boolean {
+  private commitPending(lookAgain = true): boolean {
     const batch = this.applyStopRule(this.pending);
     this.pending = [];
+    // A batch that opens a new subcloud reads the strategy's state inside its transaction: a
+    // pause or an abort committed since the last poll stops it there, not up to a poll later.
+    const opensNew = batch.some((t) => {
+      const slot = this.slots.get(t.stepId)!;
+      return opensNewSubcloud(t, { started: slot.started, resumed: slot.step.state !== 'initial' && !slot.step.retried });
+    });
     const procs = this.procs.list;
     const alone = batch.length === 0;
     const procsDue = this.procs.overdue || (this.procs.waiting && this.interruptedBy !== null);
@@ -407,8 +419,22 @@ export class Orchestrator {
         : undefined;
     try {
       this.procs.stop();
-      this.committer.tryCommit(batch, also);
+      this.opensNew = opensNew;
+      try {
+        this.committer.tryCommit(batch, also);
+      } finally {
+        this.opensNew = false;
+      }
     } catch (err) {
+      if (err instanceof StopInFile) {
+        // Nothing was written: the stop is carried out now (its handler runs), and the batch is
+        // tried once more under the stop rule anew, its new subclouds held back. Should the stop's
+        // own write find the file busy, the batch waits like a busy one.
+        this.pending = batch.concat(this.pending);
+        if (!lookAgain || !this.requests) return false;
+        this.requests.lookNow();
+        return this.commitPending(false);
+      }
       if (!this.committer.isBusy(err)) throw err;
       this.pending = batch.concat(this.pending);
       return false;
@@ -815,4 +841,11 @@ function stageCounts(rows: { stage: number; state: string; n: number }[], window
     e.counts[r.state] = (e.counts[r.state] ?? 0) + r.n;
   }
   return [...out.values()].filter((e) => Object.keys(e.counts).length).sort((a, b) => a.stage - b.stage);
+}
+
+/** A commit found the strategy paused or aborted in the file before the poll did: rolled back. */
+class StopInFile extends Error {
+  constructor() {
+    super('a stop in the file, not seen yet');
+  }
 }

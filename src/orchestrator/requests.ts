@@ -59,6 +59,12 @@ export class ExternalRequests {
     this.timer = null;
   }
 
+  /** Look now, whatever `data_version` says: a commit found a stop in the file the poll has not seen yet. */
+  lookNow(): void {
+    this.lastDataVersion = -1;
+    this.poll();
+  }
+
   /** Look now (also called by the timer). Cheap when nothing changed. */
   poll(): void {
     try {

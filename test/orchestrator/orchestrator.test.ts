@@ -373,6 +373,51 @@ describe('Orchestrator: abort, interrupt, resume', () => {
     expect(strategyState(f.db)).toBe('aborted');
   });
 
+  // The poll never runs in these two (an hour apart): the commit that would open s3 finds the stop
+  // in the file itself. Before, a subcloud could start up to a poll after `pause` or `abort` returned.
+  test('a pause in the file stops the next new subcloud at its commit, before any poll has seen it', async () => {
+    f = await fixture({ clouds: names(4), window: 2 });
+    const driver = track(new FakeDriver(() => 'hold'));
+    const progress = new RecordingProgress();
+    const orch = f.make(driver, progress, { pollMs: 3_600_000 });
+    const done = orch.run();
+    await settle();
+    expect(driver.clouds()).toEqual(['s1', 's2']);
+    const other = new Database(f.file);
+    other.prepare("UPDATE strategy SET state = 'paused' WHERE id = 1").run();
+    other.close();
+    await runToEnd(driver, 's2');
+    await settle();
+    expect(driver.clouds()).toEqual(['s1', 's2']);
+    expect(progress.notes.filter((n) => n.startsWith('paused: no new subcloud starts'))).toHaveLength(1);
+    // s2's end was committed all the same (the batch went again without s3's start).
+    expect(stepStates(f.db)).toMatchObject({ s2: 'complete', s3: 'initial', s4: 'initial' });
+    orch.interrupt('SIGINT');
+    await runToEnd(driver, 's1');
+    expect(await done).toBe(130);
+    expect(driver.clouds()).toEqual(['s1', 's2']);
+    expect(strategyState(f.db)).toBe('paused');
+  });
+
+  test('an abort in the file stops the next new subcloud at its commit, before any poll has seen it', async () => {
+    f = await fixture({ clouds: names(4), window: 2 });
+    const driver = track(new FakeDriver(() => 'hold'));
+    const progress = new RecordingProgress();
+    const done = f.make(driver, progress, { pollMs: 3_600_000 }).run();
+    await settle();
+    const other = new Database(f.file);
+    other.prepare("UPDATE strategy SET state = 'abort requested' WHERE id = 1").run();
+    other.close();
+    await runToEnd(driver, 's2');
+    await settle();
+    expect(progress.notes.filter((n) => n.startsWith('abort requested'))).toHaveLength(1);
+    expect(stepStates(f.db)).toMatchObject({ s2: 'complete', s3: 'aborted', s4: 'aborted' });
+    await runToEnd(driver, 's1');
+    expect(await done).toBe(3);
+    expect(driver.clouds()).toEqual(['s1', 's2']);
+    expect(strategyState(f.db)).toBe('aborted');
+  });
+
   test('first interrupt drains: in-flight operations end and are committed, nothing new starts, exit 130; a new run resumes', async () => {
     f = await fixture({ clouds: names(4), window: 2 });
     const states = f.states;
