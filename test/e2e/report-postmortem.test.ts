@@ -119,11 +119,11 @@ describe('the report of a run with failures, a retry, a pause, an update and a k
     expect(ev.find((e) => e.event === 'updated')!.details).toBe('max parallel subclouds: 1 -> 2; stage 1 window: 1 -> 2');
     expect(ev.find((e) => e.event === 'lock taken over')!.user).toBe('carol');
     expect(ev.filter((e) => e.event === 'apply started').map((e) => e.details)).toEqual(['initial -> applying', 'resuming (state applying)', 'initial -> applying']);
-    // The history the page must show: s3's failure recovered by the config's retry, s2's two by strategy retry.
-    const s2 = runs.filter((r) => r.cloud === 's2' && r.state === 'updating patches').map((r) => [r.attempt, r.outcome]);
-    expect(s2.slice(-3)).toEqual([[s2.length - 2, 'failed'], [s2.length - 1, 'failed'], [s2.length, 'ok']]);
-    const s3 = runs.filter((r) => r.cloud === 's3' && r.state === 'updating patches').map((r) => r.outcome);
-    expect(s3.slice(-2)).toEqual(['failed', 'ok']);
+    // The history the page must show: s3's failure recovered by the config's retry, s2's two by strategy
+    // retry (a run cut off by the kill, if one was, is beside the point here).
+    const of = (cloud: string) => runs.filter((r) => r.cloud === cloud && r.state === 'updating patches' && r.outcome !== 'interrupted').map((r) => r.outcome);
+    expect(of('s2').slice(-3)).toEqual(['failed', 'failed', 'ok']);
+    expect(of('s3').slice(-2)).toEqual(['failed', 'ok']);
   });
 
   test('in Chromium: what was rolled out, every failed run, the events, the window over time, the attempts per site', async () => {
@@ -174,13 +174,17 @@ describe('the report of a run with failures, a retry, a pause, an update and a k
       const recovered = (r: HistoryRun) => runs.find((o) => o.cloud === r.cloud && o.state === r.state && o.outcome === 'ok' && o.attempt > r.attempt);
       expect(page.failedHeading).toBe(`Failed runs (${bad.length}, ${bad.filter(recovered).length} recovered by a retry)`);
       expect(page.failedRuns.map((c) => [c[1], c[3], Number(c[4]), c[5], c[6]])).toEqual(bad.map((r) => [r.cloud, r.state, r.attempt, r.outcome, r.details]));
-      const s3 = page.failedRuns.find((c) => c[1] === 's3' && c[5] === 'failed')!;
-      expect(s3[6]).toBe('exit 3: quota exceeded, try again');
-      expect(s3[7]).toMatch(new RegExp(`^attempt ${Number(s3[4]) + 1} ok at `));
+      expect(page.failedRuns.map((c) => c[7])).toEqual(
+        bad.map((r) => {
+          const ok = recovered(r);
+          return ok ? `attempt ${ok.attempt} ok at ${toSecond(ok.finished_at!)}` : `no: the step is ${dcmOk(['--db', f.db, 'strategy-step', 'show', r.cloud, '-f', 'value', '-c', 'state']).stdout.trim()}`;
+        }),
+      );
+      // s3's failure, recovered by the config's retry; s2's two, by strategy retry after the site was fixed.
+      expect(page.failedRuns.filter((c) => c[1] === 's3' && c[5] === 'failed').map((c) => c[6])).toEqual(['exit 3: quota exceeded, try again']);
       const s2 = page.failedRuns.filter((c) => c[1] === 's2' && c[5] === 'failed');
       expect(s2.map((c) => c[6])).toEqual([`exit 4: ${HOSTILE}`, `exit 4: ${HOSTILE}`]);
-      const s2ok = runs.filter((r) => r.cloud === 's2' && r.state === 'updating patches' && r.outcome === 'ok')[0];
-      expect(s2.map((c) => c[7])).toEqual(s2.map(() => `attempt ${s2ok.attempt} ok at ${toSecond(s2ok.finished_at!)}`));
+      expect(s2.map((c) => c[7].startsWith('attempt '))).toEqual([true, true]);
       expect(page.images).toBe(0);
       // No step ended failed, and the page does not pretend nothing did.
       expect(page.failedSteps).toBe('Failed steps (0)');
@@ -228,6 +232,16 @@ describe('the report of a run with failures, a retry, a pause, an update and a k
       expect(fs.statSync(shot).size).toBeGreaterThan(0);
     });
   }, 120_000);
+
+  test('a strategy made before create kept the file digest: the stored config is digested, and the page says so', () => {
+    const stored = withSql(f.db, (d) => {
+      d.prepare("UPDATE strategy SET extra_args = json_remove(extra_args, '$.exec_config_sha256')").run();
+      return d.prepare("SELECT json_extract(extra_args, '$.exec_config') FROM strategy").pluck().get() as string;
+    });
+    const page = dcmOk(['--db', f.db, 'strategy', 'report', '--html', '-']).stdout;
+    const digest = crypto.createHash('sha256').update(stored).digest('hex');
+    expect(page).toContain(`<dd data-key="exec config sha256"><code>${digest}</code> <span class="muted">of the config as stored (this strategy predates the file digest)</span></dd>`);
+  });
 
   // poppler-utils: pdftoppm, and pdfinfo to count the pages.
   const poppler = spawnSync('sh', ['-c', 'command -v pdftoppm && command -v pdfinfo'], { encoding: 'utf8' });
