@@ -220,10 +220,12 @@ describe('the report of a run with failures, a retry, a pause, an update and a k
       const printed = await o.page.evaluate(() => ({
         width: document.documentElement.scrollWidth,
         tables: [...document.querySelectorAll('table')].filter((t) => t.getBoundingClientRect().right > document.documentElement.clientWidth + 1).length,
+        timelines: [...document.querySelectorAll('svg.timeline')].map((svg) => svg.getBoundingClientRect().right <= document.documentElement.clientWidth + 1),
         sections: [...document.querySelectorAll('section')].map((s) => s.id),
       }));
       expect(printed.width).toBeLessThanOrEqual(720);
       expect(printed.tables).toBe(0);
+      expect(printed.timelines).toEqual([true]);
       expect(printed.sections).toEqual(expect.arrayContaining(['rollout', 'events', 'failed-runs', 'failures', 'attempts']));
       await o.page.emulateMediaType('screen');
       await o.page.setViewport({ width: 1280, height: 900 });

@@ -12,8 +12,6 @@ const ROW_LIMIT = 1000;
 /** Up to this many steps every site's attempts are listed; past it, only the sites with a retry or a failed run. */
 const ALL_SITES_UP_TO = 500;
 
-const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
-
 function table(head: readonly (string | [string, 'num'])[], rows: readonly string[], cls = ''): string {
   const th = head.map((h) => (Array.isArray(h) ? `<th class="num">${esc(h[0])}</th>` : `<th>${esc(h)}</th>`)).join('');
   return `<div class="scroll"><table${cls ? ` class="${cls}"` : ''}><thead><tr>${th}</tr></thead><tbody>${rows.join('')}</tbody></table></div>`;
@@ -88,11 +86,9 @@ export function attemptsSection(m: ReportModel): string {
   const all = m.attempts.length <= ALL_SITES_UP_TO;
   const shown = (all ? m.attempts : m.attempts.filter((a) => a.eventful)).slice(0, ROW_LIMIT);
   const out = ['<section id="attempts"><h2>Attempts per site</h2>'];
-  out.push(
-    `<p class="muted">${
-      all ? 'Every subcloud' : `The ${plural(m.attempts.filter((a) => a.eventful).length, 'subcloud')} of ${m.attempts.length} that ran a state more than once or had a run that did not end ok`
-    }: its runs of each state, and how each ended (in attempt order).</p>`,
-  );
+  const eventful = m.attempts.filter((a) => a.eventful).length;
+  const scope = all ? 'every subcloud' : `the ${eventful} of ${m.attempts.length} subclouds that ran a state more than once or had a run that did not end ok`;
+  out.push(`<p class="muted">Per subcloud, its runs of each state and how each ended, in attempt order (${esc(scope)}).</p>`);
   if (shown.length === 0) out.push('<p class="muted">No subcloud ran a state more than once, and every run ended ok.</p>');
   else {
     const rows = shown.map(
@@ -101,7 +97,7 @@ export function attemptsSection(m: ReportModel): string {
     );
     out.push(table(['subcloud', ['stage', 'num'], 'step', ['runs', 'num'], ...states], rows, 'attempts'));
   }
-  const hidden = (all ? m.attempts.length : m.attempts.filter((a) => a.eventful).length) - shown.length;
+  const hidden = (all ? m.attempts.length : eventful) - shown.length;
   if (hidden > 0) out.push(`<p class="muted">and ${hidden} more: <code>dcm strategy-step history CLOUD</code></p>`);
   out.push('</section>');
   return out.join('');

@@ -79,4 +79,17 @@ describe('renderHtmlReport', () => {
     expect(print).toMatch(/tr,[^{]*\{break-inside:avoid;page-break-inside:avoid\}/);
     expect(print).toContain('thead{display:table-header-group}');
   });
+
+  test('past 500 steps, the attempts list only the sites with a retry or a run that did not end ok', () => {
+    const m = model();
+    const steps = Array.from({ length: 600 }, (_, i) => ({ id: i + 1, cloud: `x${i + 1}`, stage: 1, state: 'complete', details: '', attempt: 1 }));
+    const runs = steps.map((st) => ({ stepId: st.id, state: 'a', attempt: 1, startUs: T0, finishUs: T0 + S, outcome: 'ok', details: '' }));
+    runs.push({ stepId: 7, state: 'b', attempt: 1, startUs: T0 + S, finishUs: T0 + 2 * S, outcome: 'timeout', details: 'timed out after 1s' });
+    const big = buildReport({ strategy: m.strategy, states: m.states, stages: [{ stage: 1, window: 50, group: null }], steps, runs, nowUs: T0 + 10 * S });
+    const page = renderHtmlReport(big, T0 + 10 * S);
+    const attempts = page.slice(page.indexOf('<section id="attempts">'), page.indexOf('<section id="durations">'));
+    expect(attempts.match(/<tr class="site"/g)).toHaveLength(1);
+    expect(attempts).toContain('data-cloud="x7"');
+    expect(attempts).toContain('(the 1 of 600 subclouds that ran a state more than once or had a run that did not end ok)');
+  });
 });
