@@ -192,11 +192,10 @@ table{border-collapse:collapse;width:100%;font-size:13px}
 th,td{text-align:left;padding:5px 8px;border-bottom:1px solid var(--line);vertical-align:middle}
 th{font-weight:600;color:var(--muted);font-size:12px;text-transform:uppercase;letter-spacing:.03em}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
-td.reason{color:var(--bad)}
+td.reason{color:var(--bad);overflow-wrap:anywhere}
 .swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px;vertical-align:0}
 footer{margin-top:36px;color:var(--muted);font-size:12px}
 code{font:12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;overflow-wrap:anywhere}
-td.reason{overflow-wrap:anywhere}
 td.bad{color:var(--bad);font-weight:600}td.none{color:var(--muted)}
 tr.unrecovered td:first-child{box-shadow:inset 3px 0 0 var(--bad)}
 table.windows{width:auto;margin:6px 0 2px;font-size:12px}table.windows th,table.windows td{padding:2px 10px 2px 0}
