@@ -14,7 +14,7 @@ import {
   UPDATABLE,
 } from '../domain/control.js';
 import { checkMaxParallel } from '../domain/planning.js';
-import { changeText, EVENTS, type EventName } from '../domain/events.js';
+import { changeText, EVENTS, MAX_PARALLEL_NAME, stageWindowName, type EventName } from '../domain/events.js';
 import { whoAmI } from '../platform/who.js';
 import { recordEvent } from '../store/events.js';
 import { statesOf, type StrategyType } from '../domain/types.js';
@@ -100,8 +100,8 @@ export async function strategyUpdate(ctx: Ctx, type: StrategyType | undefined, i
         }
         const { resize, kept } = stagesToResize(stages, input.stage);
         setStageWindows(db, window, resize);
-        if (input.stage === undefined) changes.push({ name: 'max parallel subclouds', from: s.max_parallel_subclouds, to: window });
-        for (const st of stages) if (resize.includes(st.stage)) changes.push({ name: `stage ${st.stage} window`, from: st.window, to: window });
+        if (input.stage === undefined) changes.push({ name: MAX_PARALLEL_NAME, from: s.max_parallel_subclouds, to: window });
+        for (const st of stages) if (resize.includes(st.stage)) changes.push({ name: stageWindowName(st.stage), from: st.window, to: window });
         if (input.stage === undefined) setStrategyMaxParallel(db, window);
         else notes.push(`stage ${input.stage} now runs ${window} at a time; the other stages keep their windows`);
         for (const k of kept) notes.push(`stage ${k.stage} has ended and keeps the window it ran with (${k.window})`);

@@ -1,10 +1,12 @@
 /** `dcm strategy report --html FILE`: the strategy as one self-contained HTML page. */
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { OperationError } from '../domain/errors.js';
 import { outputProblem } from '../platform/files.js';
 import { buildReport, type ReportInput, type ReportModel } from '../domain/report.js';
 import { parseTimestamp } from '../domain/time.js';
+import { shownTypeOptions, type ExtraArgs } from '../domain/options.js';
 import { statesOf, type StrategyType } from '../domain/types.js';
 import { listRuns } from '../store/report.js';
 import { listEvents } from '../store/events.js';
@@ -15,13 +17,35 @@ import type { Outcome } from './results.js';
 import { withReadDb, type Ctx } from './context.js';
 import { strategyNotFound, theStrategy } from './strategy.js';
 
+/**
+ * The exec config's digest. A strategy keeps the parsed config, not the file; create digests the
+ * file as it read it. A strategy made before it did has only the parsed config: that is digested,
+ * and said to be (it will not match `sha256sum` of the file).
+ */
+function execConfigDigest(extra: ExtraArgs): ReportInput['strategy']['execConfig'] {
+  if (typeof extra.exec_config_sha256 === 'string') return { sha256: extra.exec_config_sha256, of: 'file' };
+  if (typeof extra.exec_config === 'string') return { sha256: crypto.createHash('sha256').update(extra.exec_config).digest('hex'), of: 'stored config' };
+  return null;
+}
+
+/** How create chose the subclouds, by the flags that chose them (none: every eligible subcloud). */
+function targetsOf(extra: ExtraArgs): [string, string][] {
+  const out: [string, string][] = [];
+  if (Array.isArray(extra.cloud_names) && extra.cloud_names.length) out.push(['cloud names', extra.cloud_names.join(' ')]);
+  else if (typeof extra.cloud_name === 'string') out.push(['cloud name', extra.cloud_name]);
+  if (typeof extra.group === 'string') out.push(['--group', extra.group]);
+  if (Array.isArray(extra.labels) && extra.labels.length) out.push(['--label', extra.labels.join(' ')]);
+  if (extra.force === true) out.push(['--force', 'True']);
+  return out;
+}
+
 /** Read everything the report shows in one read transaction (a snapshot while apply runs). */
 function readInput(ctx: Ctx, type: StrategyType | undefined, nowUs: number): ReportInput | null {
   return withReadDb(ctx, null, (db) =>
     db
       .transaction((): ReportInput => {
         const s = theStrategy(db, type);
-        const extra = s.extra as Record<string, unknown>;
+        const extra = s.extra;
         return {
           strategy: {
             type: s.type,
@@ -32,6 +56,10 @@ function readInput(ctx: Ctx, type: StrategyType | undefined, nowUs: number): Rep
             subcloudApplyType: s.subcloud_apply_type,
             maxParallelSubclouds: s.max_parallel_subclouds,
             driver: String(extra.driver ?? 'sim'),
+            maxFailures: s.max_failures,
+            typeOptions: shownTypeOptions(s.type as StrategyType, extra),
+            targets: targetsOf(extra),
+            execConfig: execConfigDigest(extra),
           },
           states: statesOf(s.type as StrategyType, extra as { cert_file?: string | null }) ?? [],
           stages: listStages(db).map((st) => ({ stage: st.stage, window: st.max_parallel, group: st.group_name })),

@@ -28,6 +28,24 @@ export function changeText(changes: readonly { name: string; from: string | numb
   return changes.map((c) => `${c.name}: ${shown(c.from)} -> ${shown(c.to)}`).join('; ');
 }
 
+/**
+ * The changes an `updated` event's details name, read back from changeText's words (values as
+ * text, `None` for unset). The record keeps words, not columns, so that `strategy events` shows
+ * what a person reads; this is its one reader (the report's windows over time).
+ */
+export function parseChanges(details: string): { name: string; from: string; to: string }[] {
+  const out: { name: string; from: string; to: string }[] = [];
+  for (const part of details.split('; ')) {
+    const m = /^(.+?): (\S+) -> (\S+)$/.exec(part);
+    if (m) out.push({ name: m[1], from: m[2], to: m[3] });
+  }
+  return out;
+}
+
+/** The name changeText gives a stage's window (`stage 2 window`), and the stage it names. */
+export const stageWindowName = (stage: number) => `stage ${stage} window`;
+export const MAX_PARALLEL_NAME = 'max parallel subclouds';
+
 /** How an apply ended: the strategy's state (or that it stays as it is, after a signal) and the exit code. */
 export function applyEndText(state: string | null, stays: string, signal: string | null, exit: number): string {
   if (state !== null) return `${state} (exit ${exit})`;

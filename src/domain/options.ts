@@ -236,3 +236,35 @@ export function timeoutExtraArgs(type: StrategyType, raw: RawDriverOptions): Ext
     raw.stateTimeout === undefined ? TYPES[type].defaultStateTimeoutMs : durationOption('--state-timeout', raw.stateTimeout);
   return { state_timeout_ms: timeout };
 }
+
+/** Where typeExtraArgs keeps each type's options, by the flag that gave them, in the flags' order. */
+const STORED: Record<StrategyType, [key: string, flag: string][]> = {
+  patch: [['patch_id', '--patch-id']],
+  kubernetes: [['to_version', '--to-version']],
+  'kube-rootca-update': [['subject', '--subject'], ['expiry_date', '--expiry-date'], ['cert_file', '--cert-file']],
+  prestage: [['prestage_software_version', '--release'], ['for_install', '--for-install'], ['for_sw_deploy', '--for-sw-deploy']],
+  'sw-deploy': [
+    ['release_id', '--release-id'],
+    ['snapshot', '--snapshot'],
+    ['rollback', '--rollback'],
+    ['delete_option', '--delete'],
+    ['cleanup', '--cleanup'],
+    ['with_prestage', '--with-prestage'],
+    ['kube_upgrade', '--kube-upgrade'],
+  ],
+  firmware: [],
+  custom: [],
+};
+
+/**
+ * A strategy's type options as stored, each by its flag (`--patch-id`, `P1`; `None` unset, `True`
+ * or `False` for a flag), for a reader of what was rolled out (the report). The sysadmin password
+ * is said to have been given, never shown.
+ */
+export function shownTypeOptions(type: StrategyType, extra: ExtraArgs): [flag: string, value: string][] {
+  const shown = (v: ExtraArgs[string] | undefined) =>
+    v === null || v === undefined ? 'None' : typeof v === 'boolean' ? (v ? 'True' : 'False') : Array.isArray(v) ? v.join(', ') : String(v);
+  const out: [string, string][] = (STORED[type] ?? []).map(([key, flag]) => [flag, shown(extra[key])]);
+  if (typeof extra.sysadmin_password === 'string') out.push(['--sysadmin-password', 'given (not shown)']);
+  return out;
+}

@@ -1,10 +1,14 @@
 /**
  * What `dcm strategy report` shows, computed from the steps and their history: a summary, a
  * timeline per stage (a lane per subcloud, or lanes of several subclouds when a stage has too many
- * to draw one by one), the failures, and the distribution of durations per state. Pure: rows and
- * the time of the report in, a model out; the HTML is drawn from it by src/cli/output/report-html.ts.
+ * to draw one by one), the failures, and the distribution of durations per state; and, for a
+ * post-mortem, what was rolled out, every run that failed (recovered or not, report-runs.ts), each
+ * site's attempts and each stage's window over time (report-windows.ts). Pure: rows and the time
+ * of the report in, a model out; the HTML is drawn from it by src/cli/output/report-html.ts.
  */
 import { STEP_ABORTED, STEP_COMPLETE, STEP_FAILED, STEP_INITIAL } from './types.js';
+import { failedRuns, siteAttempts, type FailedRun, type SiteAttempts } from './report-runs.js';
+import { maxParallelHistory, stageWindowSpans, type WindowSpan } from './report-windows.js';
 
 export interface ReportStep {
   id: number;
@@ -51,6 +55,13 @@ export interface ReportInput {
     subcloudApplyType: string | null;
     maxParallelSubclouds: number | null;
     driver: string;
+    maxFailures?: string | null;
+    /** The type options as stored, each by its flag (domain/options.ts shownTypeOptions). */
+    typeOptions?: readonly [string, string][];
+    /** How the subclouds were chosen at create (cloud names, group, labels, force), each by its flag. */
+    targets?: readonly [string, string][];
+    /** The exec config's sha256: of the file as read at create, or (a strategy made before dcm kept that) of the config as stored. */
+    execConfig?: { sha256: string; of: 'file' | 'stored config' } | null;
   };
   /** The type's states, in order: the colours and the rows of the duration table follow it. */
   states: readonly string[];
@@ -104,6 +115,8 @@ export interface StageTimeline {
   perLane: number;
   lanes: Lane[];
   counts: Record<string, number>;
+  /** The window in force over the stage's span (empty until it runs): as it ran, not as rewritten since. */
+  windows: WindowSpan[];
 }
 
 export interface Failure {
@@ -140,6 +153,12 @@ export interface ReportModel {
   slowest: { cloud: string; stage: number; ms: number; state: string }[];
   states: string[];
   events: PlacedEvent[];
+  /** Every run that did not end ok, recovered or not, in the order they started. */
+  failedRuns: FailedRun[];
+  /** Each site's runs per state, in step order. */
+  attempts: SiteAttempts[];
+  /** The strategy's max parallel subclouds at create, and each change `strategy update` made. */
+  maxParallel: ReturnType<typeof maxParallelHistory>;
 }
 
 export const DEFAULT_MAX_LANES = 500;
@@ -316,7 +335,8 @@ export function buildReport(input: ReportInput): ReportModel {
       perLane === 1
         ? singleLanes(steps, runsOf, input.nowUs)
         : groupedLanes(steps, runsOf, perLane, a ?? 0, b ?? 1, input.nowUs);
-    return { stage: st.stage, group: st.group, window: st.window, steps: steps.length, startUs: a, endUs: b, perLane, lanes, counts: stageCounts };
+    const windows = a !== null && b !== null ? stageWindowSpans(input.events ?? [], st.stage, st.window, a, b) : [];
+    return { stage: st.stage, group: st.group, window: st.window, steps: steps.length, startUs: a, endUs: b, perLane, lanes, counts: stageCounts, windows };
   });
 
   // Failures: each failed step, with the run it failed in.
@@ -399,6 +419,9 @@ export function buildReport(input: ReportInput): ReportModel {
     durations,
     slowest: spans.slice(0, 10),
     states: stateOrder,
+    failedRuns: failedRuns(input.steps, input.runs),
+    attempts: siteAttempts(input.steps, input.runs),
+    maxParallel: maxParallelHistory(input.events ?? [], input.strategy.maxParallelSubclouds),
   };
 }
 

@@ -3,7 +3,7 @@
  * rules; every violation is a usage error (exit 2).
  */
 import { describe, expect, test } from '@jest/globals';
-import { typeExtraArgs, timeoutExtraArgs, type RawTypeOptions } from '../../src/domain/options.js';
+import { shownTypeOptions, typeExtraArgs, timeoutExtraArgs, type RawTypeOptions } from '../../src/domain/options.js';
 import { UsageError } from '../../src/domain/errors.js';
 import { STRATEGY_TYPES, statesOf, type StrategyType } from '../../src/domain/types.js';
 
@@ -145,4 +145,29 @@ test('every type has its states, ending before complete', () => {
     expect(states).not.toContain('initial');
     expect(states).not.toContain('complete');
   }
+});
+
+describe('the type options as a report shows them', () => {
+  test('each by its flag, as stored: None unset, True or False for a flag; the password said to be given, never shown', () => {
+    expect(shownTypeOptions('patch', typeExtraArgs('patch', { patchId: 'P1' }))).toEqual([['--patch-id', 'P1']]);
+    expect(shownTypeOptions('sw-deploy', typeExtraArgs('sw-deploy', { releaseId: 'R2', snapshot: true, withPrestage: true, sysadminPassword: 'hunter2' }))).toEqual([
+      ['--release-id', 'R2'],
+      ['--snapshot', 'True'],
+      ['--rollback', 'False'],
+      ['--delete', 'False'],
+      ['--cleanup', 'False'],
+      ['--with-prestage', 'True'],
+      ['--kube-upgrade', 'None'],
+      ['--sysadmin-password', 'given (not shown)'],
+    ]);
+    expect(JSON.stringify(shownTypeOptions('prestage', typeExtraArgs('prestage', { release: '24.09', sysadminPassword: 'hunter2' })))).not.toContain('hunter2');
+    expect(shownTypeOptions('firmware', {})).toEqual([]);
+  });
+
+  test('every option a type stores is shown (none of typeExtraArgs\' keys is left out)', () => {
+    for (const t of STRATEGY_TYPES) {
+      const stored = Object.keys(typeExtraArgs(t, t === 'sw-deploy' ? { releaseId: 'R' } : {}));
+      expect({ t, n: shownTypeOptions(t, typeExtraArgs(t, t === 'sw-deploy' ? { releaseId: 'R' } : {})).length }).toEqual({ t, n: stored.length });
+    }
+  });
 });

@@ -3,8 +3,8 @@
  * anything else fetched, so it opens offline and can be mailed as it is. Tooltips are SVG <title>s.
  * Drawn from the report's model (src/domain/report.ts, pure data), beside the other renderers.
  */
-import { formatSpan } from '../../domain/estimate.js';
-import { formatTimestamp } from '../../domain/time.js';
+import { esc, fmtMs, fmtTime } from './html-text.js';
+import { attemptsSection, failedRunsSection, rolloutSection, stageWindowsTable, windowsText } from './report-sections.js';
 import type { DurationRow, Lane, PlacedEvent, ReportModel, StageTimeline } from '../../domain/report.js';
 
 /** Colours of the operation states, in the type's order (red, orange and grey are kept for trouble). */
@@ -26,13 +26,6 @@ const AXIS_H = 22;
 const EVENT_ROWS = 3;
 const EVENT_ROW_H = 12;
 const EVENT_COLOR = '#6b4fbb';
-
-function esc(text: unknown): string {
-  return String(text ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
-}
-
-const fmtTime = (us: number | null) => (us === null ? '—' : formatTimestamp(us).slice(0, 19));
-const fmtMs = (ms: number) => (ms === 0 ? '0s' : formatSpan(ms));
 
 function colorOf(states: readonly string[]): (state: string) => string {
   return (state) => {
@@ -199,9 +192,36 @@ table{border-collapse:collapse;width:100%;font-size:13px}
 th,td{text-align:left;padding:5px 8px;border-bottom:1px solid var(--line);vertical-align:middle}
 th{font-weight:600;color:var(--muted);font-size:12px;text-transform:uppercase;letter-spacing:.03em}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
-td.reason{color:var(--bad)}
+td.reason{color:var(--bad);overflow-wrap:anywhere}
 .swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px;vertical-align:0}
 footer{margin-top:36px;color:var(--muted);font-size:12px}
+code{font:12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;overflow-wrap:anywhere}
+td.bad{color:var(--bad);font-weight:600}td.none{color:var(--muted)}
+tr.unrecovered td:first-child{box-shadow:inset 3px 0 0 var(--bad)}
+table.windows{width:auto;margin:6px 0 2px;font-size:12px}table.windows th,table.windows td{padding:2px 10px 2px 0}
+table.attempts td{white-space:nowrap}
+/* On paper: black on white, nothing behind a hover, nothing cut. The tables say what the bars'
+   tooltips say (each failed run, each site's attempts, each event); the timeline is scaled to the
+   page's width by its viewBox; a row never splits across two pages. */
+@page{margin:12mm}
+@media print{
+:root{--fg:#000;--muted:#333a41;--line:#8c959f;--panel:#fff;--bad:#a3201c}
+body{font-size:10pt;-webkit-print-color-adjust:exact;print-color-adjust:exact}
+main{max-width:none;padding:0}
+h1{font-size:16pt}h2{font-size:12.5pt;margin:16pt 0 6pt;break-after:avoid;page-break-after:avoid}h3{font-size:10pt;break-after:avoid;page-break-after:avoid}
+.scroll{overflow:visible}
+table{font-size:8pt;width:100%}th,td{padding:2pt 4pt}th{font-size:7.5pt;color:#000}
+td,code{overflow-wrap:anywhere;word-break:break-word}
+table.attempts td{white-space:normal}
+thead{display:table-header-group}
+tr,.card,dt,dd,svg.bar{break-inside:avoid;page-break-inside:avoid}
+.cards{grid-template-columns:repeat(4,1fr);gap:4pt}.card{padding:4pt 6pt;border-color:#000}.card .n{font-size:13pt}
+.badge{color:#000!important;background:none!important;border:1px solid #000}
+.stage{border-color:#8c959f;padding:2pt 6pt 6pt}
+svg.timeline{width:100%!important;max-width:100%;height:auto}
+svg .lane:hover .bg{fill:transparent}svg .tick,svg .label.end{fill:#333a41}svg .grid{stroke:#c4cad1}
+footer{color:#000}
+}
 `;
 
 export function renderHtmlReport(m: ReportModel, generatedAtUs: number): string {
@@ -225,21 +245,14 @@ export function renderHtmlReport(m: ReportModel, generatedAtUs: number): string 
   out.push(card('aborted', m.counts.aborted));
   out.push(card('in progress', m.counts['in progress']));
   out.push(card('initial', m.counts.initial));
+  out.push(card('failed runs', m.failedRuns.length, m.failedRuns.length > 0));
   out.push(card('elapsed', elapsed));
   out.push('</div>');
   out.push(countsBar(m.counts, m.steps));
   out.push('<dl class="meta">');
-  const meta: [string, string][] = [
-    ['first operation', fmtTime(m.startUs)],
-    ['last operation', fmtTime(m.endUs)],
-    ['created', s.createdAt.slice(0, 19)],
-    ['subcloud apply type', s.subcloudApplyType ?? 'per group'],
-    ['max parallel subclouds', s.maxParallelSubclouds === null ? 'per group' : String(s.maxParallelSubclouds)],
-    ['stop on failure', s.stopOnFailure ? 'yes' : 'no'],
-    ['driver', s.driver],
-  ];
-  for (const [k, v] of meta) out.push(`<dt>${esc(k)}</dt><dd>${esc(v)}</dd>`);
+  for (const [k, v] of [['first operation', fmtTime(m.startUs)], ['last operation', fmtTime(m.endUs)]]) out.push(`<dt>${esc(k)}</dt><dd>${esc(v)}</dd>`);
   out.push('</dl></section>');
+  out.push(rolloutSection(m));
 
   // Timeline.
   out.push('<section id="timeline"><h2>Timeline</h2><div class="legend">');
@@ -254,9 +267,10 @@ export function renderHtmlReport(m: ReportModel, generatedAtUs: number): string 
       .map((k) => `${st.counts[k]} ${k}`)
       .join(', ');
     out.push(`<div class="stage" data-stage="${st.stage}" data-steps="${st.steps}">`);
-    out.push(`<h3>Stage ${st.stage}${st.group ? ` · ${esc(st.group)}` : ''} · window ${st.window} · ${st.steps} subcloud${st.steps === 1 ? '' : 's'} · ${esc(span)}</h3>`);
+    out.push(`<h3>Stage ${st.stage}${st.group ? ` · ${esc(st.group)}` : ''} · ${esc(windowsText(st))} · ${st.steps} subcloud${st.steps === 1 ? '' : 's'} · ${esc(span)}</h3>`);
     out.push(`<div class="muted">${esc(counts)}${esc(lanesNote)}${st.startUs !== null ? ` · from ${esc(fmtTime(st.startUs))}` : ' · no operation has run in this stage'}</div>`);
     out.push(stageSvg(st, color, m.events.filter((e) => e.stage === st.stage)));
+    out.push(stageWindowsTable(st));
     out.push('</div>');
   }
   out.push('</section>');
@@ -273,11 +287,13 @@ export function renderHtmlReport(m: ReportModel, generatedAtUs: number): string 
   }
   out.push('</section>');
 
-  // Failures.
+  // Failed runs (recovered ones too), then the steps that ended failed.
+  out.push(failedRunsSection(m));
   const LIMIT = 1000;
-  out.push(`<section id="failures"><h2>Failures (${m.failures.length})</h2>`);
-  if (m.failures.length === 0) out.push('<p class="muted">No step failed.</p>');
-  else {
+  out.push(`<section id="failures"><h2>Failed steps (${m.failures.length})</h2>`);
+  if (m.failures.length === 0) {
+    out.push(`<p class="muted">No step ended failed${m.failedRuns.length ? ` (${esc(m.failedRuns.length)} failed run${m.failedRuns.length === 1 ? '' : 's'} above)` : ''}.</p>`);
+  } else {
     out.push('<div class="scroll"><table><thead><tr><th>subcloud</th><th class="num">stage</th><th>failed in</th><th>details</th><th class="num">attempt</th><th>at</th></tr></thead><tbody>');
     for (const f of m.failures.slice(0, LIMIT)) {
       out.push(
@@ -290,6 +306,8 @@ export function renderHtmlReport(m: ReportModel, generatedAtUs: number): string 
     }
   }
   out.push('</section>');
+
+  out.push(attemptsSection(m));
 
   // Durations.
   out.push('<section id="durations"><h2>Durations per state</h2>');

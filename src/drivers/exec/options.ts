@@ -1,4 +1,5 @@
 /** The exec driver's `strategy create` options (SPEC §7.2): the config is read and checked here. */
+import crypto from 'node:crypto';
 import path from 'node:path';
 import { UsageError } from '../../domain/errors.js';
 import type { ExtraArgs } from '../../domain/options.js';
@@ -25,6 +26,10 @@ export function execExtraArgs(input: DriverCreateInput): ExtraArgs {
   return {
     // The parsed config, not the path: editing the file later changes no strategy.
     exec_config: JSON.stringify(config),
+    // The file's own digest, as read at create: what a post-mortem matches against the file a
+    // person still has (`sha256sum FILE`; the text is the file's bytes, as YAML and JSON are UTF-8);
+    // the parsed config above would not hash the same.
+    exec_config_sha256: crypto.createHash('sha256').update(text).digest('hex'),
     exec_states: config.states.map((s) => s.state),
     log_dir: logDir,
   };
