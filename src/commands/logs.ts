@@ -131,7 +131,13 @@ function target(db: Db | null, ctx: Ctx, cloud: string, opts: LogsOptions, id: s
     t = { dir: path.join(found, logSlug(cloud)), states: allStates(), version: 2, since: null, earlier: true };
   } else {
     if (!db || !findSubcloud(db, cloud)) throw new OperationError(`Subcloud ${cloud} does not exist`);
-    if (!s) return null;
+    if (!s) {
+      // No strategy: no logs are current, but a state is still checked against every type's.
+      if (opts.state !== undefined && !allStates().includes(opts.state)) {
+        throw new UsageError(`invalid state '${opts.state}' for any strategy type: choose from ${quoteList(allStates())}`);
+      }
+      return null;
+    }
     const layout = layoutOf(s, ctx.dbPath);
     const since = layout.version === 1 ? parseTime(s.created_at) : null;
     t = { dir: cloudLogDir(layout, cloud), states: strategyStates(s), version: layout.version, since, earlier: false };
