@@ -116,6 +116,12 @@ describe('run logs belong to their strategy', () => {
     ]);
     expect(all).not.toContain('second');
     expect(dcmOk(['--db', f.db, 'strategy-step', 'logs', 's1', '--strategy', second, '--state', PRE]).stdout).toBe(`second: s1 ${PRE}\n`);
+    // An earlier strategy's logs are complete: --follow prints them and exits, though the current one has not ended.
+    withSql(f.db, (d) => d.prepare("UPDATE strategy SET state = 'applying'").run());
+    withSql(f.db, (d) => d.prepare("UPDATE strategy_step SET state = 'pre check'").run());
+    expect(dcmOk(['--db', f.db, 'strategy-step', 'logs', 's1', '--strategy', first, '--follow', '--state', PRE]).stdout).toBe(`first: s1 ${PRE}\n`);
+    withSql(f.db, (d) => d.prepare("UPDATE strategy_step SET state = 'complete'").run());
+    withSql(f.db, (d) => d.prepare("UPDATE strategy SET state = 'complete'").run());
     // An earlier strategy's subcloud may be gone since: its logs are still read.
     dcmOk(['--db', f.db, 'strategy', 'delete']);
     dcmOk(['--db', f.db, 'subcloud', 'delete', 'site 2']);
