@@ -92,7 +92,12 @@ export async function pruneLogs(ctx: Ctx, opts: PruneOptions): Promise<Outcome> 
       // The current strategy's runs write here, now or at its next apply.
       if (path.basename(folder) === current.strategy?.id) continue;
       if (!looksLikeStrategyFolder(folder)) continue;
-      const m = measure(folder);
+      let m: Omit<Found, 'dir'>;
+      try {
+        m = measure(folder);
+      } catch {
+        continue; // changing under us (a file gone as it was read) or unreadable: not provably old
+      }
       if (m.newest < cutoff) chosen.push({ dir: folder, ...m });
     }
   }

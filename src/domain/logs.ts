@@ -25,10 +25,10 @@ export interface LogRun {
 }
 
 /**
- * A name as one path component of layout 1, as strategies created before layout 2 write it. The encoding is injective (two
- * names never share a component) and its result is never `.`, `..`, hidden, or holds `/`: `%`,
- * `/` and control characters are percent-encoded (`a/b` → `a%2Fb`, `%` → `%25`), and so is a
- * leading `.` (`..` → `%2E.`). Everything else is kept, so most names read as they are.
+ * A name as one path component of layout 1 (strategies created before layout 2). The encoding is
+ * injective (two names never share a component) and its result is never `.`, `..`, hidden, or
+ * holds `/`: `%`, `/` and control characters are percent-encoded (`a/b` → `a%2Fb`, `%` → `%25`),
+ * and so is a leading `.` (`..` → `%2E.`). Everything else is kept, so most names read as they are.
  */
 export function logComponent(name: string): string {
   const safe = name.replace(/[%/\p{Cc}]/gu, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
@@ -37,9 +37,9 @@ export function logComponent(name: string): string {
 
 /**
  * A name as one path component of layout 2: no spaces, and of ASCII nothing but letters, digits,
- * `.`, `-`, `_` and `%`, so that a path can be typed or pasted into a shell as it is. A space is `-`, a `-`
- * is `_`; every other ASCII character but letters, digits and `.` is percent-encoded (`_` → `%5F`,
- * `%` → `%25`, `/` → `%2F`), and so is a leading `.`. Non-ASCII characters are kept (a name in
+ * `.`, `-`, `_` and `%`, so that a path can be typed or pasted into a shell as it is. A space is
+ * `-`, a `-` is `_`; every other ASCII character but letters, digits and `.` is percent-encoded
+ * (`_` → `%5F`, `%` → `%25`, `/` → `%2F`), and so is a leading `.`. Non-ASCII characters are kept (a name in
  * another script stays readable), except white space and invisible ones (NBSP, zero-width and
  * direction marks, C1 controls, BOM): their UTF-8 bytes are percent-encoded. The mapping is
  * injective (each output character decodes one way), so two names never share a file:
@@ -213,8 +213,9 @@ export function defaultLogDir(dbPath: string): string {
 }
 
 /**
- * Where a run's files go, without their ending (the log adds `.log`): `<cloud folder>/<attempt>-<state>`.
- * One function for the driver that writes them and the commands that read them.
+ * Where a run's files go, without their ending (the log adds `.log`):
+ * `<cloud folder>/<attempt>-<state>`. One function for the driver that writes them and the
+ * commands that read them.
  */
 export function runBase(layout: LogLayout, cloud: string, attempt: number, state: string): string {
   return path.join(cloudLogDir(layout, cloud), `${attempt}-${nameEncoder(layout.version)(state)}`);
@@ -235,7 +236,8 @@ export function logRuns(names: readonly string[], states: readonly string[], ver
     const m = LOG_NAME.exec(file);
     if (!m) continue;
     const known = byComponent.get(m[2]);
-    // A state the given ones lack (an earlier strategy's custom state) is named as it was, when the layout can tell.
+    // A state the given ones lack (an earlier strategy's custom state): named as it was, when the
+    // layout can tell.
     const name = known?.state ?? (version === 2 ? (unslug(m[2]) ?? m[2]) : m[2]);
     runs.push({ file, attempt: Number(m[1]), state: name, index: known?.index ?? -1 });
   }

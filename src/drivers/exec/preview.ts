@@ -42,7 +42,8 @@ export function previewRuns(config: ExecConfig, input: PreviewInput): RunPreview
     // The strategy's part of the id is its creation time's digits, unknown before create.
     const runId = `<strategy>${runIdOf({ ...req, campaign: '' })}`;
     // The strategy's folder (layout 2) is named by its id as well: unknown before create.
-    const base = runBase({ ...layoutOf({ created_at: '', extra: input.extra }, input.dbPath), strategy: '<strategy>' }, input.cloud, 1, spec.state);
+    const logs = { ...layoutOf({ created_at: '', extra: input.extra }, input.dbPath), strategy: '<strategy>' };
+    const base = runBase(logs, input.cloud, 1, spec.state);
     const env = runEnv(req, spec, values, { base, runId }, settings);
     return { state: spec.state, argv: runArgv(spec, values), cwd: runCwd(spec, values), env: Object.entries(env) };
   });
