@@ -25,6 +25,6 @@ dcm strategy-step history -f value -c cloud -c state -c attempt -c outcome | awk
 echo "== site03 as its fake site sees it:"
 cat "$FAKE_SITES/site03"
 echo "== the output of site03's runs (one log per run, under the database path + .logs):"
-for f in "$DCM_DB.logs/site03/"*.log; do printf '%s: %s\n' "$(basename "$f" .log)" "$(cat "$f")"; done
+dcm strategy-step logs site03
 [ "${KEEP:-}" = 1 ] && echo "== kept: $work"
 exit 0

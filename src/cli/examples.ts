@@ -124,6 +124,7 @@ export const EXAMPLES: Record<string, string[]> = {
     'dcm strategy-step logs subcloud7',
     'dcm strategy-step logs subcloud7 --state "pre check" --attempt 2',
     'dcm strategy-step logs subcloud7 --follow',
+    'dcm strategy-step logs subcloud7 --strategy 20261201175353123456',
   ],
   'strategy-config': ['dcm strategy-config list', 'dcm strategy-config show subcloud1'],
   'strategy-config update': [
@@ -133,9 +134,10 @@ export const EXAMPLES: Record<string, string[]> = {
   'strategy-config list': ['dcm strategy-config list', 'dcm strategy-config list -f json'],
   'strategy-config show': ['dcm strategy-config show', 'dcm strategy-config show subcloud1 -f value -c "max parallel workers"'],
   'strategy-config delete': ['dcm strategy-config delete subcloud1 --yes', 'dcm strategy-config delete RegionOne'],
-  db: ['dcm db check', 'dcm db backup fleet-$(date +%F).db'],
+  db: ['dcm db check', 'dcm db backup fleet-$(date +%F).db', 'dcm db prune-logs --older 30d'],
   'db check': ['dcm db check', 'dcm --db fleet.db db check || echo "restore a backup"'],
   'db backup': ['dcm db backup fleet-$(date +%F).db', 'dcm --db fleet.db db backup /backups/fleet.db'],
+  'db prune-logs': ['dcm db prune-logs --older 30d --dry-run', 'dcm db prune-logs --older 12h'],
   completion: [
     'source <(dcm completion bash)                          # this shell',
     'dcm completion bash > /etc/bash_completion.d/dcm       # every new shell',

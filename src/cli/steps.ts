@@ -39,7 +39,8 @@ export function registerSteps(program: Command, run: Runner): void {
     .option('--state <state>', 'only the runs of this state')
     .option('--attempt <n>', 'only this attempt', positiveInteger)
     .option('--follow', 'print new output as it is written, until the step ends')
-    .action((cloud: string, o: { state?: string; attempt?: number; follow?: boolean }) =>
+    .option('--strategy <id>', "an earlier (deleted) strategy's runs: its id (its log folder's name) or its created_at")
+    .action((cloud: string, o: { state?: string; attempt?: number; follow?: boolean; strategy?: string }) =>
       run(async (ctx) => ({ exitCode: await (await logs()).stepLogs(ctx, cloud, o, stdoutSink()) })),
     );
 }

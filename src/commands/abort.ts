@@ -37,7 +37,7 @@ export async function strategyAbort(ctx: RunCtx, type?: StrategyType): Promise<O
     } else {
       // The lock of an orchestrator that died goes with the abort it will never carry out.
       if (holder) releaseLock(db, holder.token);
-      const live = liveRuns(db, s);
+      const live = liveRuns(db, s, ctx.dbPath);
       interruptRunning(db, 'aborted while no orchestrator was running', live.map((l) => l.left.historyId));
       const n = abortInitialSteps(db) + abortMidStateSteps(db, live.map((l) => l.left.stepId));
       const to = live.length ? 'aborting' : 'aborted';

@@ -155,7 +155,7 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
     if (s.state !== 'initial') progress.note(`resuming the ${s.type} strategy (state ${s.state})`);
 
     for (const suffix of ['-wal', '-shm']) sidecars.set(ctx.dbPath + suffix, identity(ctx.dbPath + suffix));
-    driver = await createDriver(ctx.dbPath, s.extra);
+    driver = await createDriver(ctx.dbPath, s);
     const orchestrator = new Orchestrator(db, driver, progress, {
       type: s.type as StrategyType,
       states: statesOf(s.type as StrategyType, s.extra as { cert_file?: string | null; exec_states?: unknown }),

@@ -9,6 +9,7 @@ import type { Db } from '../store/open.js';
 import { leftRunning, type LeftRunRow } from '../store/runs.js';
 import { liveRunPid } from '../drivers/exec/liveness.js';
 import { getStrategy } from '../store/strategy.js';
+import { layoutOf } from '../domain/logs.js';
 import { withReadDb, type Ctx } from './context.js';
 
 export interface LiveRun {
@@ -17,12 +18,12 @@ export interface LiveRun {
 }
 
 /** The strategy's runs left `running` whose processes live (only the exec driver starts processes). */
-export function liveRuns(db: Db, strategy: { created_at: string; extra: Record<string, unknown> }): LiveRun[] {
+export function liveRuns(db: Db, strategy: { created_at: string; extra: Record<string, unknown> }, dbPath: string): LiveRun[] {
   if (strategy.extra.driver !== 'exec') return [];
-  const logDir = String(strategy.extra.log_dir);
+  const logs = layoutOf(strategy, dbPath);
   const out: LiveRun[] = [];
   for (const left of leftRunning(db)) {
-    const pid = liveRunPid(logDir, strategy.created_at, left);
+    const pid = liveRunPid(logs, strategy.created_at, left);
     if (pid !== null) out.push({ left, pid });
   }
   return out;
@@ -48,7 +49,7 @@ export async function waitForLiveRuns(ctx: Ctx, quiet: boolean): Promise<void> {
   const check = () =>
     withReadDb(ctx, [] as LiveRun[], (db) => {
       const s = getStrategy(db);
-      return s ? liveRuns(db, s) : [];
+      return s ? liveRuns(db, s, ctx.dbPath) : [];
     });
   let live = check();
   if (live.length && !quiet) process.stderr.write(`waiting for ${nameLive(live)} to end\n`);

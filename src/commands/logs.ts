@@ -1,7 +1,11 @@
 /**
- * `dcm strategy-step logs CLOUD [--state S] [--attempt N] [--follow]`: the output of the exec
- * driver's runs for one subcloud (SPEC §7.2), read from `DIR/<cloud>/<attempt>-<state>.log`, where
- * DIR is the strategy's log folder (`--log-dir` at create) or the database path + `.logs`.
+ * `dcm strategy-step logs CLOUD [--state S] [--attempt N] [--follow] [--strategy ID]`: the output
+ * of the exec driver's runs for one subcloud (SPEC §7.2), read from the strategy's log folder
+ * (`--log-dir` at create, or the database path + `.logs`) in the strategy's layout
+ * (domain/logs.ts): `DIR/<strategy id>/<cloud>/<attempt>-<state>.log`, or for a strategy created
+ * before that layout `DIR/<cloud>/…`, where only the files written since it was created are its.
+ * Only the current strategy's runs, unless `--strategy` names an earlier (deleted) one: its
+ * folder is kept, the record of what its runs printed.
  *
  * With `--follow`, new output is printed as it is written, and new runs as they start, until the
  * step has ended (complete, failed, aborted; or the strategy has ended, or is gone) and every log
@@ -10,8 +14,24 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { OperationError, UsageError, EXIT } from '../domain/errors.js';
-import { defaultLogDir, logComponent, logRuns, quoteList, runHeader, selectRuns, type LogRun } from '../domain/logs.js';
+import {
+  cloudLogDir,
+  defaultLogDir,
+  isStrategyFolderName,
+  layoutOf,
+  logRuns,
+  logSlug,
+  parseStrategyId,
+  quoteList,
+  runHeader,
+  selectRuns,
+  strategyIdOf,
+  strategyLogDir,
+  type LayoutVersion,
+  type LogRun,
+} from '../domain/logs.js';
 import { STEP_ENDED, STRATEGY_ENDED, STRATEGY_TYPES, statesOf, type StrategyType } from '../domain/types.js';
+import { parseTime } from '../store/clock.js';
 import { openDb, type Db } from '../store/open.js';
 import { findStep } from '../store/steps.js';
 import { getStrategy, type Strategy } from '../store/strategy.js';
@@ -31,6 +51,8 @@ export interface LogsOptions {
   state?: string;
   attempt?: number;
   follow?: boolean;
+  /** An earlier strategy's id (or created_at): its runs rather than the current strategy's. */
+  strategy?: string;
   /** How often `--follow` looks for new output and for the step's end. */
   pollMs?: number;
 }
@@ -60,25 +82,93 @@ function listNames(dir: string): string[] {
 interface Target {
   dir: string;
   states: string[];
+  version: LayoutVersion;
+  /** Layout 1: only logs written since then (epoch ms) are the strategy's; else null. */
+  since: number | null;
+  /** An earlier strategy's logs: nothing more will be written to them. */
+  earlier: boolean;
 }
 
-/** Check the cloud and `--state`, and find the subcloud's log folder. */
-function target(db: Db, ctx: Ctx, cloud: string, opts: LogsOptions): Target {
-  if (!findSubcloud(db, cloud)) throw new OperationError(`Subcloud ${cloud} does not exist`);
-  const s = getStrategy(db);
-  const logDir = typeof s?.extra.log_dir === 'string' && s.extra.log_dir ? s.extra.log_dir : defaultLogDir(ctx.dbPath);
-  const dir = path.join(path.resolve(logDir), logComponent(cloud));
-  const states = s ? strategyStates(s) : allStates();
-  if (opts.state !== undefined && !states.includes(opts.state)) {
-    // With no strategy, or one of a type this dcm has no states for, the states the logs hold count too.
-    const valid =
-      s && states.length ? states : [...new Set([...states, ...logRuns(listNames(dir), states).map((r) => r.state)])];
+/** The folders a strategy's logs may be in: the current strategy's, and the default. */
+function logFolders(ctx: Ctx, s: Strategy | undefined): string[] {
+  const dirs = [s ? layoutOf(s, ctx.dbPath).dir : null, path.resolve(defaultLogDir(ctx.dbPath))];
+  return [...new Set(dirs.filter((d): d is string => d !== null))];
+}
+
+/** Strategies with kept logs for this subcloud, newest first (their folders' names are their ids). */
+function earlierWithLogs(dirs: readonly string[], cloud: string): string[] {
+  const ids = dirs.flatMap((d) => listNames(d).filter((n) => isStrategyFolderName(n) && fs.existsSync(path.join(d, n, logSlug(cloud)))));
+  return [...new Set(ids)].sort().reverse();
+}
+
+function isDir(p: string): boolean {
+  try {
+    return fs.statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** `--strategy`: a usage error for what is not an id, before the file is read. */
+export function checkStrategyOption(text: string | undefined): string | undefined {
+  if (text === undefined) return undefined;
+  const id = parseStrategyId(text);
+  if (id === null) {
+    throw new UsageError(`invalid strategy id '${text}': give the id its log folder is named by (20 digits), or its created_at`);
+  }
+  return id;
+}
+
+/** Check the cloud and `--state`, and find the subcloud's log folder; null: no strategy to read. */
+function target(db: Db | null, ctx: Ctx, cloud: string, opts: LogsOptions, id: string | undefined): Target | null {
+  const s = db ? getStrategy(db) : undefined;
+  let t: Target;
+  if (id !== undefined && !(s && strategyIdOf(s.created_at) === id)) {
+    // An earlier strategy: its folder, wherever it was kept. Its subcloud may be gone since.
+    const dirs = logFolders(ctx, s);
+    const found = dirs.map((d) => strategyLogDir(d, id)).find(isDir);
+    if (!found) throw new OperationError(`no run logs of strategy ${id} (in ${dirs.join(' or ')})`);
+    t = { dir: path.join(found, logSlug(cloud)), states: allStates(), version: 2, since: null, earlier: true };
+  } else {
+    if (!db || !findSubcloud(db, cloud)) throw new OperationError(`Subcloud ${cloud} does not exist`);
+    if (!s) {
+      // No strategy: no logs are current, but a state is still checked against every type's.
+      if (opts.state !== undefined && !allStates().includes(opts.state)) {
+        throw new UsageError(`invalid state '${opts.state}' for any strategy type: choose from ${quoteList(allStates())}`);
+      }
+      return null;
+    }
+    const layout = layoutOf(s, ctx.dbPath);
+    const since = layout.version === 1 ? parseTime(s.created_at) : null;
+    t = { dir: cloudLogDir(layout, cloud), states: strategyStates(s), version: layout.version, since, earlier: false };
+  }
+  if (opts.state !== undefined && !t.states.includes(opts.state)) {
+    // An earlier strategy, or one of a type this dcm has no states for: the states its logs hold count too.
+    const known = !t.earlier && t.states.length > 0;
+    const valid = known ? t.states : [...new Set([...t.states, ...logRuns(listNames(t.dir), t.states, t.version).map((r) => r.state)])];
     if (!valid.includes(opts.state)) {
-      const which = s ? `for a ${s.type} strategy` : 'for any strategy type';
+      const which = known ? `for a ${s!.type} strategy` : 'for any strategy type';
       throw new UsageError(`invalid state '${opts.state}' ${which}: choose from ${quoteList(valid)}`);
     }
   }
-  return { dir, states };
+  return t;
+}
+
+/** The strategy's runs in the folder, filtered, in run order. */
+function runsOf(t: Target, opts: LogsOptions): LogRun[] {
+  let runs = logRuns(listNames(t.dir), t.states, t.version);
+  if (t.since !== null) {
+    // Layout 1: a log last written before the strategy was created is an earlier strategy's.
+    const since = t.since;
+    runs = runs.filter((r) => {
+      try {
+        return fs.statSync(path.join(t.dir, r.file)).mtimeMs >= since;
+      } catch {
+        return false;
+      }
+    });
+  }
+  return selectRuns(runs, opts);
 }
 
 /** Copy a log from `offset` to its current end; the new offset, or null when the reader is gone. */
@@ -149,18 +239,27 @@ function describeFilter(cloud: string, opts: LogsOptions): string {
 
 /** Prints the logs; returns the exit code (130/143 when `--follow` is stopped by a signal). */
 export async function stepLogs(ctx: Ctx, cloud: string, opts: LogsOptions, sink: LogSink): Promise<number> {
+  const id = checkStrategyOption(opts.strategy);
   const db = openDb(ctx.dbPath, { create: false });
-  if (!db) throw new OperationError(`Subcloud ${cloud} does not exist`);
-  let t: Target;
+  let t: Target | null;
   try {
-    t = target(db, ctx, cloud, opts);
+    t = target(db, ctx, cloud, opts, id);
   } catch (err) {
-    db.close();
+    db?.close();
     throw err;
   }
-  if (!opts.follow) {
-    db.close();
-    const runs = selectRuns(logRuns(listNames(t.dir), t.states), opts);
+  if (t === null) {
+    // No strategy: none is current, and an earlier one's logs are read by naming it.
+    const ids = earlierWithLogs(logFolders(ctx, undefined), cloud);
+    db?.close();
+    const hint = ids.length ? `; earlier strategies' are read with --strategy ID (${ids.slice(0, 3).join(', ')}${ids.length > 3 ? ', …' : ''})` : '';
+    sink.note(`no strategy, so no run logs for ${cloud}${hint}`);
+    return EXIT.ok;
+  }
+  // An earlier strategy's logs are complete: there is nothing to follow.
+  if (!opts.follow || t.earlier || !db) {
+    db?.close();
+    const runs = runsOf(t, opts);
     if (runs.length === 0) {
       sink.note(`no run logs ${describeFilter(cloud, opts)} (in ${t.dir})`);
       return EXIT.ok;
@@ -202,7 +301,7 @@ async function follow(db: Db, t: Target, cloud: string, opts: LogsOptions, sink:
     for (;;) {
       // The state first, then the logs: a run's output is complete before its step moves on.
       const over = stepOver(db, cloud);
-      const runs = selectRuns(logRuns(listNames(t.dir), t.states), opts);
+      const runs = runsOf(t, opts);
       for (const r of runs) {
         const file = path.join(t.dir, r.file);
         const known = offsets.get(r.file);

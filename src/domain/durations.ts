@@ -68,6 +68,22 @@ export function durationRangeOption(option: string, text: string): { min: number
   return { min, max };
 }
 
+/**
+ * An age option's value (`db prune-logs --older 30d`): a duration as elsewhere, or days (`7d`),
+ * which ages of kept files are counted in; `0` (any age) is allowed.
+ */
+export function ageOption(option: string, text: string): number {
+  const days = /^\s*(\d+(?:\.\d+)?)\s*d\s*$/.exec(text);
+  const asHours = days ? `${Number(days[1]) * 24}h` : text;
+  const problem = durationProblem(asHours);
+  if (problem !== null) {
+    const n = /^\s*(\d+(?:\.\d+)?)\s*$/.exec(text)?.[1];
+    const why = n !== undefined ? `give a unit: ${n}h, ${n}d` : problem.startsWith('use a number') ? 'use a number and a unit: 12h, 7d, 30m' : problem;
+    throw new UsageError(`Invalid ${option} value: ${text}. ${capital(why)}`);
+  }
+  return parseDuration(asHours)!;
+}
+
 function capital(s: string): string {
   return s[0].toUpperCase() + s.slice(1);
 }

@@ -5,6 +5,7 @@
  */
 import path from 'node:path';
 import { UsageError } from '../domain/errors.js';
+import { layoutOf } from '../domain/logs.js';
 import type { ExtraArgs } from '../domain/options.js';
 import type { StrategyType } from '../domain/types.js';
 import type { Driver } from './driver.js';
@@ -35,18 +36,24 @@ export interface DriverCreateInput {
   seed: number;
 }
 
+/** What a driver is made from: the strategy as stored. */
+export interface StoredStrategy {
+  created_at: string;
+  extra: ExtraArgs;
+}
+
 interface DriverModule {
   options: DriverOption[];
   /** Loaded only when a strategy is created: --help need not load a YAML parser. */
   extraArgs(input: DriverCreateInput): Promise<ExtraArgs>;
-  create(dbPath: string, extra: ExtraArgs): Promise<Driver>;
+  create(dbPath: string, strategy: StoredStrategy): Promise<Driver>;
 }
 
 const MODULES: Record<DriverName, DriverModule> = {
   sim: {
     options: SIM_OPTIONS,
     extraArgs: async (input) => (await import('./sim/options.js')).simExtraArgs(input),
-    async create(dbPath, extra) {
+    async create(dbPath, { extra }) {
       const { SimDriver, simSettings } = await import('./sim/index.js');
       return new SimDriver(dbPath, simSettings(extra));
     },
@@ -54,13 +61,15 @@ const MODULES: Record<DriverName, DriverModule> = {
   exec: {
     options: EXEC_OPTIONS,
     extraArgs: async (input) => (await import('./exec/options.js')).execExtraArgs(input),
-    async create(dbPath, extra) {
+    async create(dbPath, strategy) {
       const { ExecDriver } = await import('./exec/index.js');
       const { execConfigOf } = await import('./exec/options.js');
+      const extra = strategy.extra;
       return new ExecDriver({
         config: execConfigOf(extra),
-        // Always stored at create (absolute), the default included.
-        logDir: String(extra.log_dir),
+        // The folder is always stored at create (absolute), the default included; the layout is
+        // the one the strategy was created with.
+        logs: layoutOf(strategy, dbPath),
         dbPath: path.resolve(dbPath),
         sysadminPassword: typeof extra.sysadmin_password === 'string' ? extra.sysadmin_password : undefined,
       });
@@ -96,8 +105,9 @@ export async function driverExtraArgs(name: DriverName, input: DriverCreateInput
 }
 
 /** The strategy's driver; a strategy stored before drivers were named is a sim one. */
-export function createDriver(dbPath: string, extra: ExtraArgs): Promise<Driver> {
-  return MODULES[parseDriverName(typeof extra.driver === 'string' ? extra.driver : undefined)].create(dbPath, extra);
+export function createDriver(dbPath: string, strategy: StoredStrategy): Promise<Driver> {
+  const extra = strategy.extra;
+  return MODULES[parseDriverName(typeof extra.driver === 'string' ? extra.driver : undefined)].create(dbPath, strategy);
 }
 
 /**

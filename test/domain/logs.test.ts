@@ -40,6 +40,18 @@ describe('run logs: names and order', () => {
     ]);
   });
 
+  test('layout 2: runs are found under their slugs, in run order', () => {
+    const names = ['1-updating-patches.log', '1-pre-check.log', '2-updating-patches.log', '1-pre-check.status', '1-a%2Fb.log'];
+    expect(logRuns(names, PATCH, 2).map((r) => [r.attempt, r.state])).toEqual([
+      [1, 'pre check'],
+      [1, 'updating patches'],
+      [2, 'updating patches'],
+      [1, 'a/b'], // a state the type lacks, named as it was
+    ]);
+    // A layout-1 name is no layout-2 run of that state.
+    expect(logRuns(['1-pre check.log'], PATCH, 2)[0].index).toBe(-1);
+  });
+
   test('filters by state and attempt; header and quoting', () => {
     const runs = logRuns(['1-pre check.log', '1-updating patches.log', '2-updating patches.log'], PATCH);
     expect(selectRuns(runs, { state: 'updating patches' }).map((r) => r.attempt)).toEqual([1, 2]);

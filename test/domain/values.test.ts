@@ -1,6 +1,6 @@
 /** Values that slipped through before issue 7: names, durations, import headers (SPEC §2.1, §4). */
 import { describe, expect, test } from '@jest/globals';
-import { durationOption, durationRangeOption, parseDuration, MAX_DURATION_MS } from '../../src/domain/durations.js';
+import { ageOption, durationOption, durationRangeOption, parseDuration, MAX_DURATION_MS } from '../../src/domain/durations.js';
 import { checkGroupName, checkName, nameProblem } from '../../src/domain/inventory.js';
 import { duplicateColumns, parseImport } from '../../src/domain/importfile.js';
 
@@ -54,6 +54,17 @@ describe('durations', () => {
   test('a range needs MIN <= MAX and at most two parts', () => {
     expect(() => durationRangeOption('--sim-latency', '2s..1s')).toThrow(/MAX must not be less than MIN/);
     expect(() => durationRangeOption('--sim-latency', '1s..2s..3s')).toThrow(/MIN\[..MAX\]/);
+  });
+
+  test('an age (db prune-logs --older) takes days as well, and 0; its errors say so', () => {
+    expect(ageOption('--older', '7d')).toBe(7 * 24 * 3_600_000);
+    expect(ageOption('--older', '1.5d')).toBe(36 * 3_600_000);
+    expect(ageOption('--older', '12h')).toBe(12 * 3_600_000);
+    expect(ageOption('--older', '0')).toBe(0);
+    expect(ageOption('--older', '365d')).toBe(MAX_DURATION_MS);
+    expect(() => ageOption('--older', '366d')).toThrow('Invalid --older value: 366d. The longest is 8760h (365 days)');
+    expect(() => ageOption('--older', '7')).toThrow('Invalid --older value: 7. Give a unit: 7h, 7d');
+    expect(() => ageOption('--older', '7w')).toThrow('Invalid --older value: 7w. Use a number and a unit: 12h, 7d, 30m');
   });
 });
 

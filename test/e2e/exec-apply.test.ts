@@ -10,6 +10,7 @@ import { statesOf } from '../../src/domain/types.js';
 import { dcm, dcmOk } from '../helpers/cli.js';
 import { history, names, steps } from '../helpers/history.js';
 import { execFixture, overlapsPerCloud, peakConcurrent, type ExecFixture } from '../helpers/exec.js';
+import { runFiles, strategyId } from '../helpers/logs.js';
 
 const PATCH = statesOf('patch');
 let f: ExecFixture;
@@ -59,7 +60,8 @@ states:
     expect(vim.resumed).toBe(false);
 
     // Each run's output is in its own log file; the status beside it.
-    const base = path.join(`${f.db}.logs`, 's5', `1-${PATCH[2]}`);
+    const base = runFiles(f.db, 's5', 1, PATCH[2]);
+    expect(base).toBe(path.join(`${f.db}.logs`, strategyId(f.db), 's5', '1-creating-VIM-patch-strategy'));
     // Written by the run's wrapper: the exit status, then the run it is for.
     expect(fs.readFileSync(`${base}.status`, 'utf8').trim()).toMatch(/^0 \d+\/s5\/creating%20VIM%20patch%20strategy\/1$/);
     expect(history(f.db).every((h) => h.outcome === 'ok')).toBe(true);
@@ -94,13 +96,13 @@ states:
       DCM_ATTEMPT: '1',
       DCM_CLOUD: 's1',
       DCM_DB: path.resolve(f.db),
-      DCM_LOG: path.join(logs, 's1', '1-kube upgrade pre check.log'),
+      DCM_LOG: path.join(logs, strategyId(f.db), 's1', '1-kube-upgrade-pre-check.log'),
       DCM_OPT_ALARM_RESTRICTION_TYPE: 'strict',
       DCM_OPT_DEFAULT_INSTANCE_ACTION: 'migrate',
       DCM_OPT_MAX_PARALLEL_WORKERS: '3',
       DCM_OPT_STORAGE_APPLY_TYPE: 'serial',
       DCM_OPT_WORKER_APPLY_TYPE: 'serial',
-      DCM_PROGRESS: path.join(logs, 's1', '1-kube upgrade pre check.progress'),
+      DCM_PROGRESS: path.join(logs, strategyId(f.db), 's1', '1-kube-upgrade-pre-check.progress'),
       DCM_STAGE: '1',
       DCM_STATE: 'kube upgrade pre check',
       DCM_TYPE: 'kubernetes',

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { dcm, dcmOk, ROOT } from '../helpers/cli.js';
 import { steps, tempPerTest } from '../helpers/history.js';
+import { runFiles } from '../helpers/logs.js';
 
 const temp = tempPerTest();
 
@@ -21,7 +22,7 @@ test('examples/exec/rollout.sh: 40 fake sites patched by shell scripts, canary f
   expect(r.status).toBe(0);
   expect(r.stdout).toContain('strategy apply exited 0');
   expect(r.stdout).toContain('patches=PATCH_0001');
-  expect(r.stdout).toContain('1-updating patches: site03: patch PATCH_0001 applied');
+  expect(r.stdout).toContain('==> attempt 1, updating patches <==\nsite03: patch PATCH_0001 applied\n');
   expect(r.stderr).toMatch(/strategy complete: 40 complete in .*window 10\)/);
 }, 120_000);
 
@@ -45,7 +46,7 @@ test('examples/exec/ansible: each state runs the playbook limited to the subclou
   ]);
   // Limited to the subcloud: no other inventory host was touched.
   expect(fs.readdirSync(sites)).toEqual(['subcloud2']);
-  const log = fs.readFileSync(path.join(`${t.db}.logs`, 'subcloud2', '1-importing firmware.log'), 'utf8');
+  const log = fs.readFileSync(`${runFiles(t.db, 'subcloud2', 1, 'importing firmware')}.log`, 'utf8');
   expect(log).toMatch(/subcloud2 +: ok=2/);
 }, 120_000);
 
@@ -58,6 +59,6 @@ test('examples/exec/ansible: a failed task\'s message is the step\'s details', (
   expect(r.code).toBe(1);
   expect(steps(t.db).map((s) => [s.state, s.details])).toEqual([['failed', 'importing firmware: exit 2: site not ready: subcloud2 is marked broken']]);
   // What it replaced: the output's last line.
-  const log = fs.readFileSync(path.join(`${t.db}.logs`, 'subcloud2', '1-importing firmware.log'), 'utf8');
+  const log = fs.readFileSync(`${runFiles(t.db, 'subcloud2', 1, 'importing firmware')}.log`, 'utf8');
   expect(log.trim().split('\n').pop()).toMatch(/subcloud2 +: ok=0 +changed=0 +unreachable=0 +failed=1/);
 }, 120_000);

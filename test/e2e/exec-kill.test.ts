@@ -7,11 +7,11 @@
 import { afterEach, describe, expect, test } from '@jest/globals';
 import Database from 'better-sqlite3';
 import fs from 'node:fs';
-import path from 'node:path';
 import { statesOf } from '../../src/domain/types.js';
 import { dcm, dcmOk, sleep, waitFor } from '../helpers/cli.js';
 import { history, killLeftovers, names, spawnDcm, steps } from '../helpers/history.js';
 import { execFixture, overlapsPerCloud, peakConcurrent, type ExecFixture } from '../helpers/exec.js';
+import { runFiles } from '../helpers/logs.js';
 
 const PATCH = statesOf('patch');
 let f: ExecFixture;
@@ -141,7 +141,7 @@ states:
     await waitFor(() => startedRun(f.db) !== undefined, 20_000);
     first.child.kill('SIGKILL');
     await first.done;
-    const status = path.join(`${f.db}.logs`, 's1', '1-pre check.status');
+    const status = `${runFiles(f.db, 's1', 1, 'pre check')}.status`;
     await waitFor(() => fs.existsSync(status), 20_000);
     await sleep(100);
     const r = dcm(['--db', f.db, 'strategy', 'apply'], { env: f.env });

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { statesOf } from '../../src/domain/types.js';
 import { dcm, dcmOk, waitFor } from '../helpers/cli.js';
 import { history, killLeftovers, names, spawnDcm as spawnAttached, steps, strategyState } from '../helpers/history.js';
+import { runFiles } from '../helpers/logs.js';
 import {
   alive,
   holdWriteLock,
@@ -519,7 +520,7 @@ states:
     expect(r.code).toBe(1);
     const d = Object.fromEntries(steps(f.db).map((s) => [s.cloud, s.details]));
     expect(d).toEqual({ s1: 'pre check: exit 3: err-line', s2: 'pre check: exit 3: only-out' });
-    const log = fs.readFileSync(path.join(`${f.db}.logs`, 's1', '1-pre check.log'), 'utf8');
+    const log = fs.readFileSync(`${runFiles(f.db, 's1', 1, 'pre check')}.log`, 'utf8');
     expect(log).toBe('err-line\n\nout-line\n');
   });
 });

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { BIN, dcmOk } from '../helpers/cli.js';
 import { execFixture, type ExecFixture } from '../helpers/exec.js';
+import { runFiles } from '../helpers/logs.js';
 
 let f: ExecFixture;
 afterEach(() => f?.cleanup());
@@ -29,9 +30,9 @@ states:
     expect([r.status, r.stderr]).toEqual([0, '']);
     expect(fs.readFileSync(seen, 'utf8').trim()).toBe('0022');
     expect(fs.statSync(made).mode & 0o777).toBe(0o644);
-    const dir = path.join(`${f.db}.logs`, 's1');
-    const files = fs.readdirSync(dir).filter((n) => n.startsWith('1-pre check'));
-    expect(files.sort()).toEqual(['1-pre check.err', '1-pre check.log', '1-pre check.pid', '1-pre check.run', '1-pre check.status']);
+    const dir = path.dirname(runFiles(f.db, 's1', 1, 'pre check'));
+    const files = fs.readdirSync(dir).filter((n) => n.startsWith('1-pre-check'));
+    expect(files.sort()).toEqual(['1-pre-check.err', '1-pre-check.log', '1-pre-check.pid', '1-pre-check.run', '1-pre-check.status']);
     for (const n of files) expect([n, fs.statSync(path.join(dir, n)).mode & 0o777]).toEqual([n, 0o600]);
   });
 });

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { dcm, dcmOk } from '../helpers/cli.js';
 import { execFixture, type ExecFixture } from '../helpers/exec.js';
 import { history, steps } from '../helpers/history.js';
+import { strategyId } from '../helpers/logs.js';
 
 let f: ExecFixture;
 afterEach(() => f?.cleanup());
@@ -43,9 +44,10 @@ states:
     const logDir = `${f.db}.logs`;
     const logs = tree(logDir).filter((n) => n.endsWith('.log'));
     expect(logs).toHaveLength(PAIRS.length * 2);
-    // Nothing outside the log folder's own subclouds: no `..` climbed out, no hidden folder.
-    expect(tree(logDir).filter((n) => n.split('/')[0].startsWith('.'))).toEqual([]);
+    // Nothing outside the strategy's folder of subclouds: no `..` climbed out, nothing hidden.
+    expect(tree(logDir).filter((n) => n.split('/').some((part) => part.startsWith('.')))).toEqual([]);
     expect(fs.readdirSync(f.dir).filter((n) => !['dcm.db', 'dcm.db.logs', 'exec.yaml', 'step.sh'].includes(n))).toEqual([]);
+    expect(fs.readdirSync(logDir)).toEqual([strategyId(f.db)]);
 
     for (const cloud of PAIRS) {
       const out = dcm(['--db', f.db, 'strategy-step', 'logs', cloud]);

@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { BIN, dcm, dcmOk, tempDir, waitFor } from '../helpers/cli.js';
 import { expectErrorLine, withSql } from '../helpers/fleet.js';
+import { strategyId } from '../helpers/logs.js';
 
 const SECRET = 'Top-S3cret-\u00e9-pw';
 let t: ReturnType<typeof tempDir>;
@@ -54,14 +55,14 @@ describe('files that hold the password', () => {
     const holding = written.filter((w) => !w.isDir && fs.readFileSync(w.file).includes(SECRET));
     // The database, the backup, and the 4 prestage runs of each of the 2 subclouds' logs.
     expect(holding.map((w) => path.relative(t.dir, w.file)).sort()).toEqual(
-      expect.arrayContaining(['data/backup.db', 'data/fleet.db', 'data/fleet.db.logs/east-1/1-prestage-precheck.log']),
+      expect.arrayContaining(['data/backup.db', 'data/fleet.db', `data/fleet.db.logs/${strategyId(db)}/east_1/1-prestage_precheck.log`]),
     );
     expect(holding.length).toBe(2 + 8);
     expect(holding.filter((w) => w.mode !== 0o600)).toEqual([]);
     // Everything dcm wrote, password or not: files 0600, folders 0700.
     const logs = written.filter((w) => w.file.includes('.logs'));
     expect(logs.filter((w) => w.mode !== (w.isDir ? 0o700 : 0o600))).toEqual([]);
-    expect(logs.filter((w) => w.isDir).length).toBe(3); // the log folder and one per subcloud
+    expect(logs.filter((w) => w.isDir).length).toBe(4); // the log folder, the strategy's, and one per subcloud
   });
 });
 

@@ -1,7 +1,10 @@
 /**
  * `dcm strategy-step logs` end to end (SPEC §7.2): the run logs of a subcloud in run order, the
  * filters, the errors, the strategy's log folder, and `--follow` against a real writer process
- * and a step ended by another connection to the file.
+ * and a step ended by another connection to the file. The fixture's strategy (a sim one) stores
+ * no log layout, as one created by an earlier dcm: its logs are read in layout 1, `DIR/<cloud>`,
+ * where the tests write them; layout 2 (`DIR/<strategy id>/<cloud>`, every exec strategy created
+ * now) and `--strategy` are in logs-strategies.test.ts.
  */
 import { afterAll, afterEach, describe, expect, test } from '@jest/globals';
 import { spawn, spawnSync } from 'node:child_process';
@@ -120,7 +123,7 @@ describe('strategy-step logs', () => {
     expectRefused(empty.dir, ['--db', empty.db, 'strategy-step', 'logs', 's1'], 1, 'Subcloud s1 does not exist');
   });
 
-  test("the strategy's log folder (log_dir) is read when set; without a strategy, any type's state is valid", () => {
+  test("the strategy's log folder (log_dir) is read when set; without a strategy, none is read and any type's state is valid", () => {
     const t = fx.fresh();
     const elsewhere = fs.mkdtempSync(path.join(os.tmpdir(), 'dcm-logs-'));
     try {
@@ -129,7 +132,9 @@ describe('strategy-step logs', () => {
       withSql(t.db, (d) => d.prepare("UPDATE strategy SET extra_args = json_set(extra_args, '$.log_dir', ?)").run(elsewhere));
       expect(dcmOk(['--db', t.db, 'strategy-step', 'logs', 's1']).stdout).toBe('from the log dir\n');
       dcmOk(['--db', t.db, 'strategy', 'delete']);
-      expect(dcmOk(['--db', t.db, 'strategy-step', 'logs', 's1']).stdout).toBe('from the default dir\n');
+      // The logs of a deleted strategy are its own, read with --strategy (logs-strategies.test.ts).
+      const none = dcm(['--db', t.db, 'strategy-step', 'logs', 's1']);
+      expect(none).toMatchObject({ code: 0, stdout: '', stderr: 'dcm: no strategy, so no run logs for s1\n' });
       expect(dcm(['--db', t.db, 'strategy-step', 'logs', 's1', '--state', 'prestage-prepare']).code).toBe(0);
       expect(dcm(['--db', t.db, 'strategy-step', 'logs', 's1', '--state', 'nosuch']).stderr).toMatch(
         /^error: invalid state 'nosuch' for any strategy type: choose from 'pre check', .*'prestaging-images'\n$/,

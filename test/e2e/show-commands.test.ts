@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT } from '../helpers/cli.js';
 import { dcm, dcmOk, dirFingerprint, expectRefused, tempDir } from '../helpers/fleet.js';
+import { strategyId } from '../helpers/logs.js';
 
 const GOLDEN = path.join(ROOT, 'test', 'golden', 'show-commands.json.txt');
 const SECRET = 'S3cr3t!pw';
@@ -77,6 +78,7 @@ describe('strategy create --dry-run --show-commands', () => {
     dcmOk(create);
     const r = dcm(['--db', t.db, 'strategy', 'apply', '-q']);
     expect([r.code, r.stderr]).toEqual([0, '']);
+    const id = strategyId(t.db);
     const states = [...new Set(preview.map((p) => p.state))];
     expect(states).toHaveLength(5);
     for (const state of states) {
@@ -89,6 +91,8 @@ describe('strategy create --dry-run --show-commands', () => {
       expect(env.DCM_RUN_ID).toMatch(/^\d+\//);
       expect(env.DCM_RUN_ID.replace(/^\d+/, '<strategy>')).toBe(expected.DCM_RUN_ID);
       expect(env.DCM_FENCE).not.toBe('');
+      // The run files' folder is named by the strategy's id, unknown before create: `<strategy>` in the preview.
+      for (const k of ['DCM_LOG', 'DCM_NEXT', 'DCM_PROGRESS']) env[k] = env[k].replace(`/${id}/`, '/<strategy>/');
       for (const k of ['DCM_SYSADMIN_PASSWORD', 'DCM_RUN_ID', 'DCM_FENCE']) {
         delete env[k];
         delete expected[k];

@@ -12,6 +12,7 @@ import { statesOf } from '../../src/domain/types.js';
 import { BIN, dcm, dcmOk, tempDir, waitFor, type RunResult } from './cli.js';
 import { history, names, okRunProblems, spawnDcm, steps, strategyState } from './history.js';
 import { readRuns as readRunsAt, type Run } from './exec.js';
+import { strategyLayout } from './logs.js';
 import { runBase } from '../../src/domain/logs.js';
 import { judgeRuns, readStarts as readStartsAt, seamFixture, type SeamFixture } from './seams.js';
 
@@ -188,9 +189,9 @@ export function execProblems(runs: string, db: string, aborted = false): string[
  * is dcm's fault). Such an attempt runs again, as its retries say.
  */
 function finishedRuns(db: string): (r: Run) => boolean {
-  const logDir = path.join(path.dirname(db), 'logs');
+  const logs = strategyLayout(db);
   const timedOut = new Set(history(db).filter((h) => h.outcome === 'timeout').map((h) => `${h.cloud}/${h.state}/${h.attempt}`));
-  return (r) => !timedOut.has(`${r.cloud}/${r.state}/${r.attempt}`) || fs.existsSync(`${runBase(logDir, r.cloud, r.attempt, r.state)}.status`);
+  return (r) => !timedOut.has(`${r.cloud}/${r.state}/${r.attempt}`) || fs.existsSync(`${runBase(logs, r.cloud, r.attempt, r.state)}.status`);
 }
 
 /** What is wrong with the sim scenario's end: the simulated sites' verdict, one ok run per state. */

@@ -1,5 +1,6 @@
 /**
- * Where a run leaves its traces: `DIR/<cloud>/<attempt>-<state>.log` for its output, and beside it
+ * Where a run leaves its traces: `<attempt>-<state>.log` in its subcloud's folder of the
+ * strategy's log layout (domain/logs.ts) for its output, and beside it
  * `.pid` (written by the wrapper as its first act), `.status` (its exit status, written by the
  * wrapper as its last act) and `.next` (the run's `$DCM_NEXT`). A later apply reads these to learn
  * how a run ended while dcm was down.

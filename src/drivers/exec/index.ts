@@ -14,6 +14,7 @@ import path from 'node:path';
 import { formatDuration } from '../../domain/durations.js';
 import type { Adoption, Driver, LeftRun, OperationRequest, OperationResult, RunProcess } from '../driver.js';
 import type { ExecConfig, StateSpec } from './config.js';
+import type { LogLayout } from '../../domain/logs.js';
 import { abandonRun, abandonStart, lastLine, lastMatch, readClaim, readSmall, readStatus, readTaken, removeQuietly, runBase, type RunClaim, type RunStatus } from './files.js';
 import { runArgv, runCwd, runEnv, runValues } from './run-env.js';
 import { groupAlive, terminateGroup, terminatePids, terminateTagged, ticksNow, waitGroupGone } from './procs.js';
@@ -30,7 +31,8 @@ const DETAILS_LIMIT = 200;
 
 export interface ExecSettings {
   config: ExecConfig;
-  logDir: string;
+  /** Where the strategy's runs write: its folder, its layout, its id. */
+  logs: LogLayout;
   dbPath: string;
   sysadminPassword?: string;
 }
@@ -117,7 +119,7 @@ export class ExecDriver implements Driver {
     // Started after `start`'s first steps, which remove an earlier strategy's files at this path.
     const running = start(entry);
     const onProgress = req.onProgress;
-    const unwatch = onProgress ? watchProgress(`${runBase(this.settings.logDir, cloud, req.attempt, req.state)}.progress`, onProgress) : null;
+    const unwatch = onProgress ? watchProgress(`${runBase(this.settings.logs, cloud, req.attempt, req.state)}.progress`, onProgress) : null;
     const done = running.finally(() => {
       unwatch?.();
       if (this.live.get(cloud) === entry) this.live.delete(cloud);
@@ -127,7 +129,7 @@ export class ExecDriver implements Driver {
   }
 
   private async spawnRun(req: OperationRequest, spec: StateSpec, live: Live): Promise<OperationResult> {
-    const base = runBase(this.settings.logDir, req.cloud, req.attempt, req.state);
+    const base = runBase(this.settings.logs, req.cloud, req.attempt, req.state);
     const dir = path.dirname(base);
     let created = this.dirs.get(dir);
     if (created === undefined) {
@@ -255,7 +257,7 @@ export class ExecDriver implements Driver {
   adopt(left: LeftRun, req: OperationRequest): Adoption {
     const spec = this.specs.get(left.state);
     if (!spec) return { kind: 'interrupted' };
-    const base = runBase(this.settings.logDir, left.cloud, left.attempt, left.state);
+    const base = runBase(this.settings.logs, left.cloud, left.attempt, left.state);
     const runId = runIdOf(req);
     // No trace of the run at all: dcm stopped before its launcher started it. Claim it for nobody,
     // so that a launch message still on its way can never start it after all; it runs again.

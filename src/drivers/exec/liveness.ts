@@ -6,17 +6,17 @@
 import { readClaim } from './files.js';
 import { sameProcessAlive } from './procs.js';
 import { processesWithEnv } from '../../platform/proc.js';
-import { runBase } from '../../domain/logs.js';
+import { runBase, type LogLayout } from '../../domain/logs.js';
 import type { LeftRun } from '../driver.js';
 import { runIdOf } from './run-id.js';
 
 /** The pid to name for a run that still lives (its group leader, or a process of it), else null. */
-export function liveRunPid(logDir: string, campaign: string, left: LeftRun): number | null {
+export function liveRunPid(logs: LogLayout, campaign: string, left: LeftRun): number | null {
   const runId = runIdOf({ campaign, cloud: left.cloud, state: left.state, attempt: left.attempt });
   // Its processes carry its tag; a recorded pid alone may name an unrelated process by now.
   const tagged = processesWithEnv('DCM_RUN_ID', new Set([runId]), left.proc?.procStart ?? 0).get(runId);
   if (tagged?.length) return left.proc && tagged.includes(left.proc.pgid) ? left.proc.pgid : tagged[0];
-  const claim = readClaim(runBase(logDir, left.cloud, left.attempt, left.state), runId);
+  const claim = readClaim(runBase(logs, left.cloud, left.attempt, left.state), runId);
   // Claimed by a launcher that is still starting it.
   if (claim && 'launching' in claim && claim.launching > 0 && sameProcessAlive(claim.launching, null)) return claim.launching;
   return null;

@@ -3,13 +3,12 @@ import crypto from 'node:crypto';
 import path from 'node:path';
 import { UsageError } from '../../domain/errors.js';
 import type { ExtraArgs } from '../../domain/options.js';
-import { defaultLogDir } from '../../domain/logs.js';
+import { defaultLogDir, LOG_LAYOUT } from '../../domain/logs.js';
 import type { DriverCreateInput } from '../index.js';
 import { parseConfigText, resolveConfig, type ExecConfig } from './config.js';
 import { checkLogDir } from './logdir.js';
 import { checkTypeOptions } from './lint.js';
 import { readConfigFile } from './read-config.js';
-
 
 export function execExtraArgs(input: DriverCreateInput): ExtraArgs {
   const raw = input.raw as { execConfig?: string; logDir?: string };
@@ -32,6 +31,9 @@ export function execExtraArgs(input: DriverCreateInput): ExtraArgs {
     exec_config_sha256: crypto.createHash('sha256').update(text).digest('hex'),
     exec_states: config.states.map((s) => s.state),
     log_dir: logDir,
+    // The layout this strategy's runs write (domain/logs.ts): kept for its life, so that a later
+    // dcm with another layout still finds and adopts the runs this one leaves going.
+    log_layout: LOG_LAYOUT,
   };
 }
 

@@ -5,7 +5,7 @@
  * id (in DCM_RUN_ID) and the apply lock's token (DCM_FENCE). The sysadmin password is masked.
  */
 import type { ExtraArgs } from '../../domain/options.js';
-import { runBase } from '../../domain/logs.js';
+import { layoutOf, runBase } from '../../domain/logs.js';
 import type { StrategyType } from '../../domain/types.js';
 import type { ExecConfig } from './config.js';
 import { runIdOf } from './run-id.js';
@@ -41,7 +41,9 @@ export function previewRuns(config: ExecConfig, input: PreviewInput): RunPreview
     const values = runValues(req, settings);
     // The strategy's part of the id is its creation time's digits, unknown before create.
     const runId = `<strategy>${runIdOf({ ...req, campaign: '' })}`;
-    const base = runBase(String(input.extra.log_dir), input.cloud, 1, spec.state);
+    // The strategy's folder (layout 2) is named by its id as well: unknown before create.
+    const logs = { ...layoutOf({ created_at: '', extra: input.extra }, input.dbPath), strategy: '<strategy>' };
+    const base = runBase(logs, input.cloud, 1, spec.state);
     const env = runEnv(req, spec, values, { base, runId }, settings);
     return { state: spec.state, argv: runArgv(spec, values), cwd: runCwd(spec, values), env: Object.entries(env) };
   });

@@ -1,0 +1,30 @@
+/**
+ * Where a strategy's run logs are, read as dcm reads them: the layout stored with the strategy
+ * in the file (src/domain/logs.ts), so tests name a run's files the way the driver wrote them.
+ */
+import Database from 'better-sqlite3';
+import { layoutOf, runBase, strategyIdOf, type LogLayout } from '../../src/domain/logs.js';
+
+/** The current strategy's layout (its folder, version and id). */
+export function strategyLayout(db: string): LogLayout {
+  const d = new Database(db, { readonly: true });
+  try {
+    const row = d.prepare('SELECT created_at, extra_args FROM strategy').get() as { created_at: string; extra_args: string } | undefined;
+    if (!row) throw new Error(`no strategy in ${db}`);
+    return layoutOf({ created_at: row.created_at, extra: JSON.parse(row.extra_args) as Record<string, unknown> }, db);
+  } finally {
+    d.close();
+  }
+}
+
+/** The current strategy's id. */
+export function strategyId(db: string): string {
+  return strategyLayout(db).strategy;
+}
+
+/** A run's files without their ending (`.log`, `.status`, …), for the current strategy. */
+export function runFiles(db: string, cloud: string, attempt: number, state: string): string {
+  return runBase(strategyLayout(db), cloud, attempt, state);
+}
+
+export { strategyIdOf };
