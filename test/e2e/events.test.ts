@@ -12,6 +12,7 @@ import { dcm, dcmOk, waitFor } from '../helpers/cli.js';
 import { json, withSql } from '../helpers/fleet.js';
 import { killLeftovers, names, spawnDcm } from '../helpers/history.js';
 import { execFixture, type ExecFixture } from '../helpers/exec.js';
+import { pauseResizeResumeKill } from '../helpers/operator.js';
 import { openFile, outputPath, withChromium } from '../helpers/browser.js';
 
 let f: ExecFixture;
@@ -35,8 +36,6 @@ const as = (user: string) => ({ ...f.env, USER: user, DCM_HOST: HOST });
 /** The record; an empty one prints a row of `<none>`, as every empty list does. */
 const events = (): Event[] => json<Event[]>(dcmOk(['--db', f.db, 'strategy', 'events', '-f', 'json'])).filter((e) => e.event !== '<none>');
 const eventNames = () => events().map((e) => e.event);
-const runningWithPid = () =>
-  withSql(f.db, (d) => d.prepare("SELECT count(*) FROM step_history WHERE outcome = 'running' AND pid IS NOT NULL").pluck().get() as number);
 
 describe('the event record of a run with a pause, an update, a kill -9, an abort and a retry', () => {
   test('each event once, in order, with who; a refused command records nothing; the report marks them; delete removes them', async () => {
@@ -48,16 +47,7 @@ describe('the event record of a run with a pause, an update, a kill -9, an abort
     expect(dcmOk(['--db', f.db, 'strategy', 'events', '-f', 'value', '-c', 'event']).stdout).toBe('<none>\n');
 
     // First apply (bob): paused, resized and resumed by alice from another shell, then killed.
-    const first = spawnDcm(['--db', f.db, 'strategy', 'apply'], as('bob'));
-    await waitFor(() => runningWithPid() > 0 || first.child.exitCode !== null, 20_000, 5);
-    dcmOk(['--db', f.db, 'strategy', 'pause'], { env: as('alice') });
-    await waitFor(() => first.stderr().includes('paused: no new subcloud starts') || first.child.exitCode !== null, 10_000, 5);
-    dcmOk(['--db', f.db, 'strategy', 'update', '--max-parallel-subclouds', '2'], { env: as('alice') });
-    dcmOk(['--db', f.db, 'strategy', 'resume'], { env: as('alice') });
-    await waitFor(() => runningWithPid() > 0 || first.child.exitCode !== null, 20_000, 5);
-    expect(first.child.exitCode).toBeNull();
-    first.child.kill('SIGKILL');
-    expect((await first.done).signal).toBe('SIGKILL');
+    const firstPid = await pauseResizeResumeKill(f.db, as);
 
     // The re-apply (carol) takes the dead one's lock and adopts what it left; dave aborts it.
     const second = spawnDcm(['--db', f.db, 'strategy', 'apply'], as('carol'));
@@ -83,7 +73,6 @@ describe('the event record of a run with a pause, an update, a kill -9, an abort
     expect(third.code).toBe(0);
 
     const ev = events();
-    const firstPid = first.child.pid!;
     const secondPid = second.child.pid!;
     expect(ev.map((e) => [e.event, e.user])).toEqual([
       ['apply started', 'bob'],

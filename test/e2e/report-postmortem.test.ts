@@ -13,10 +13,11 @@ import { spawn, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { dcmOk, waitFor } from '../helpers/cli.js';
+import { dcmOk } from '../helpers/cli.js';
 import { json, withSql } from '../helpers/fleet.js';
 import { history, killLeftovers, names, spawnDcm, type HistoryRun } from '../helpers/history.js';
 import { execFixture, type ExecFixture } from '../helpers/exec.js';
+import { pauseResizeResumeKill } from '../helpers/operator.js';
 import { CHROMIUM, openFile, withChromium } from '../helpers/browser.js';
 
 interface Event {
@@ -49,7 +50,6 @@ let runs: HistoryRun[];
 
 const as = (user: string) => ({ ...f.env, USER: user, DCM_HOST: HOST });
 const events = (): Event[] => json<Event[]>(dcmOk(['--db', f.db, 'strategy', 'events', '-f', 'json'])).filter((e) => e.event !== '<none>');
-const running = () => withSql(f.db, (d) => d.prepare("SELECT count(*) FROM step_history WHERE outcome = 'running' AND pid IS NOT NULL").pluck().get() as number);
 /** The page's times are to the second. */
 const toSecond = (t: string) => t.slice(0, 19);
 
@@ -73,16 +73,7 @@ beforeAll(async () => {
   dcmOk(['--db', f.db, 'strategy', 'create', '--type', 'patch', '--patch-id', 'PATCH-7', '--max-parallel-subclouds', '1', '--driver', 'exec', '--exec-config', config]);
 
   // bob applies; alice pauses, widens the window and resumes from another shell; then apply is killed.
-  const first = spawnDcm(['--db', f.db, 'strategy', 'apply'], as('bob'));
-  await waitFor(() => running() > 0 || first.child.exitCode !== null, 60_000, 5);
-  dcmOk(['--db', f.db, 'strategy', 'pause'], { env: as('alice') });
-  await waitFor(() => first.stderr().includes('paused: no new subcloud starts') || first.child.exitCode !== null, 60_000, 5);
-  dcmOk(['--db', f.db, 'strategy', 'update', '--max-parallel-subclouds', '2'], { env: as('alice') });
-  dcmOk(['--db', f.db, 'strategy', 'resume'], { env: as('alice') });
-  await waitFor(() => running() > 0 || first.child.exitCode !== null, 60_000, 5);
-  expect(first.child.exitCode).toBeNull();
-  first.child.kill('SIGKILL');
-  expect((await first.done).signal).toBe('SIGKILL');
+  await pauseResizeResumeKill(f.db, as);
 
   // carol re-applies to the end: s2 fails both its runs of updating patches (the config's retry too).
   const second = spawnDcm(['--db', f.db, 'strategy', 'apply'], as('carol'));

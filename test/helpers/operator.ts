@@ -1,0 +1,31 @@
+/**
+ * An operator's moves against a running exec apply, as the event record's and the post-mortem
+ * report's tests make them: each from its own shell, as its own user.
+ */
+import { expect } from '@jest/globals';
+import { dcmOk, waitFor } from './cli.js';
+import { withSql } from './fleet.js';
+import { spawnDcm } from './history.js';
+
+/** Runs recorded going with their pid: the apply has a run out that a kill -9 leaves behind. */
+export const runningWithPid = (db: string): number =>
+  withSql(db, (d) => d.prepare("SELECT count(*) FROM step_history WHERE outcome = 'running' AND pid IS NOT NULL").pluck().get() as number);
+
+/**
+ * bob applies; alice pauses it (once the apply has said so), widens the window to 2 and resumes;
+ * once a run is going again the apply is killed with SIGKILL. Returns the killed apply's pid.
+ */
+export async function pauseResizeResumeKill(db: string, as: (user: string) => Record<string, string>): Promise<number> {
+  const first = spawnDcm(['--db', db, 'strategy', 'apply'], as('bob'));
+  const gone = () => first.child.exitCode !== null;
+  await waitFor(() => runningWithPid(db) > 0 || gone(), 60_000, 5);
+  dcmOk(['--db', db, 'strategy', 'pause'], { env: as('alice') });
+  await waitFor(() => first.stderr().includes('paused: no new subcloud starts') || gone(), 60_000, 5);
+  dcmOk(['--db', db, 'strategy', 'update', '--max-parallel-subclouds', '2'], { env: as('alice') });
+  dcmOk(['--db', db, 'strategy', 'resume'], { env: as('alice') });
+  await waitFor(() => runningWithPid(db) > 0 || gone(), 60_000, 5);
+  expect(first.child.exitCode).toBeNull();
+  first.child.kill('SIGKILL');
+  expect((await first.done).signal).toBe('SIGKILL');
+  return first.child.pid!;
+}
