@@ -5,7 +5,6 @@
  */
 import path from 'node:path';
 import { UsageError } from '../domain/errors.js';
-import { layoutOf } from '../domain/logs.js';
 import type { ExtraArgs } from '../domain/options.js';
 import type { StrategyType } from '../domain/types.js';
 import type { Driver } from './driver.js';
@@ -64,6 +63,8 @@ const MODULES: Record<DriverName, DriverModule> = {
     async create(dbPath, strategy) {
       const { ExecDriver } = await import('./exec/index.js');
       const { execConfigOf } = await import('./exec/options.js');
+      // Loaded here, not at the top: `--help` and the lists have no use for it.
+      const { layoutOf } = await import('../domain/logs.js');
       const extra = strategy.extra;
       return new ExecDriver({
         config: execConfigOf(extra),
