@@ -53,7 +53,9 @@ states:
     apply.child.kill('SIGINT');
     await waitFor(() => apply.stderr().includes('again to stop waiting'), 10_000, 10);
     apply.child.kill('SIGINT');
-    expect((await apply.done).code).toBe(130);
+    // How it ended, with its signal and its last words: a failure here must say what happened.
+    const end = await apply.done;
+    expect({ code: end.code, signal: end.signal, tail: end.code === 130 ? '' : end.stderr.slice(-2000) }).toEqual({ code: 130, signal: null, tail: '' });
     expect(f.readRuns().filter((r) => r.cloud === 'fails')).toHaveLength(1);
   });
 

@@ -1,13 +1,16 @@
 /**
  * The sim driver's sites live in their own file beside the database (`<database>.sites`): apply
- * writes them there, the database and its backups never hold them, and a database of the previous
- * schema (7, with its sim_site table) opens, migrates and applies.
+ * writes them there, the database and its backups never hold them, a database of the previous
+ * schema (7, with its sim_site table) opens, migrates and applies, and a sites file held busy by
+ * another process is waited for.
  */
 import { afterEach, expect, test } from '@jest/globals';
 import fs from 'node:fs';
 import path from 'node:path';
 import { dcm, dcmOk, tempDir, withSites, withSql } from '../helpers/fleet.js';
 import { SCHEMA_VERSION } from '../../src/store/migrations.js';
+import { spawnDcm } from '../helpers/history.js';
+import { holdWriteLock } from '../helpers/seams.js';
 
 let t: ReturnType<typeof tempDir>;
 afterEach(() => t.cleanup());
@@ -78,3 +81,27 @@ test('a database reached through a symlink has the sites file of the real one', 
   expect(fs.existsSync(`${link}.sites`)).toBe(false);
   expect(withSites(t.db, (d) => d.prepare('SELECT count(*) FROM sim_site').pluck().get())).toBe(1);
 });
+
+// An apply that takes a strategy over from a frozen one (SIGSTOP, a hung host) may find that one
+// holding the sites file's write lock. It waits for it, as for the database: before, it died at
+// start-up after the 5 s busy timeout (`error: database is locked`, exit 1).
+test("the sites file's write lock held by another process past the busy timeout: apply waits for it and completes", async () => {
+  t = tempDir();
+  dcmOk(['--db', t.db, 'subcloud', 'add', 's1', 's2']);
+  dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0', 's1']);
+  dcmOk(['--db', t.db, '-q', 'strategy', 'apply']);
+  dcmOk(['--db', t.db, 'strategy', 'delete']);
+  dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0']);
+  const h = holdWriteLock(`${t.db}.sites`, 10_000);
+  await h.held;
+  const apply = spawnDcm(['--db', t.db, 'strategy', 'apply']);
+  const r = await apply.done;
+  // The hold outlived the busy timeout of the apply's start (10 s against 5 s).
+  const released = await h.released;
+  expect({ code: r.code, stderr: r.code === 0 ? '' : r.stderr }).toEqual({ code: 0, stderr: '' });
+  expect(withSites(t.db, (d) => d.prepare('SELECT name, done FROM sim_site ORDER BY name').all())).toEqual([
+    { name: 's1', done: 4 },
+    { name: 's2', done: 4 },
+  ]);
+  expect(released).toBeGreaterThan(0);
+}, 120_000);

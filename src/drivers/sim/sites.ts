@@ -64,14 +64,19 @@ export class SiteBook {
       // WAL + NORMAL, as the database: a commit survives a kill -9 of the process.
       if (this.db.pragma('journal_mode', { simple: true }) !== 'wal') this.db.pragma('journal_mode = WAL');
       this.db.pragma('synchronous = NORMAL');
-      this.db
-        .transaction(() => {
-          const version = this.db.pragma('user_version', { simple: true }) as number;
-          if (version > SCHEMA_VERSION) throw new Error(`${file} was written by a newer dcm (sites schema version ${version})`);
-          this.db.exec(SCHEMA);
-          this.db.pragma(`user_version = ${SCHEMA_VERSION}`);
-        })
-        .immediate();
+      // The schema is written only when the file lacks it: an apply that takes the strategy over
+      // from a frozen one (SIGSTOP, a hung host) may find that one holding this file's write lock,
+      // and must wait for it at its first write, not die of it before it starts.
+      if ((this.db.pragma('user_version', { simple: true }) as number) !== SCHEMA_VERSION) {
+        this.db
+          .transaction(() => {
+            const version = this.db.pragma('user_version', { simple: true }) as number;
+            if (version > SCHEMA_VERSION) throw new Error(`${file} was written by a newer dcm (sites schema version ${version})`);
+            this.db.exec(SCHEMA);
+            this.db.pragma(`user_version = ${SCHEMA_VERSION}`);
+          })
+          .immediate();
+      }
     } catch (err) {
       this.db.close();
       throw err;
@@ -184,12 +189,16 @@ export class SiteBook {
   }
 
   close(): void {
-    if (this.db.open) {
-      try {
-        if (this.dirty.size) this.flushTx([...this.dirty.values()]);
-      } finally {
-        this.db.close();
-      }
+    if (!this.db.open) return;
+    try {
+      if (this.dirty.size) this.flushTx([...this.dirty.values()]);
+    } catch (err) {
+      // Still busy after the busy timeout: what is left is operations started and not finished
+      // (a finish is always awaited), which the orchestrator runs again as a new attempt; the
+      // site, not told they began, takes that attempt as the next state. Anything else is an error.
+      if ((err as { code?: string }).code !== 'SQLITE_BUSY') throw err;
+    } finally {
+      this.db.close();
     }
   }
 }
