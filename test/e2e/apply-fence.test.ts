@@ -7,9 +7,11 @@ import { describe, expect, test } from '@jest/globals';
 import { statesOf } from '../../src/domain/types.js';
 import { dcm, sleep, waitFor } from '../helpers/cli.js';
 import { withSql } from '../helpers/fleet.js';
+import { freezeBetweenWrites } from '../helpers/seams.js';
 import { createFleet, history, names, okRunProblems, spawnDcm, steps, strategyState, tempPerTest } from '../helpers/history.js';
 
 const PATCH = statesOf('patch');
+
 
 const temp = tempPerTest();
 
@@ -40,7 +42,7 @@ describe('apply: two orchestrators', () => {
     createFleet(t.db, clouds, ['--max-parallel-subclouds', '10', '--sim-latency', '100ms..300ms', '--sim-seed', '7']);
     const a = spawnDcm(['--db', t.db, 'strategy', 'apply'], { DCM_HOST: 'node-a' });
     await waitFor(() => history(t.db).filter((h) => h.outcome === 'ok').length >= 15, 20_000, 10);
-    a.child.kill('SIGSTOP');
+    await freezeBetweenWrites(a.child, [t.db, `${t.db}.sites`]);
     try {
       // Same host, fresh heartbeat: the holder is alive.
       const early = dcm(['--db', t.db, 'strategy', 'apply'], { env: { DCM_HOST: 'node-a' } });

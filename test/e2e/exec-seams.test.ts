@@ -15,6 +15,7 @@ import { history, killLeftovers, names, spawnDcm as spawnAttached, steps, strate
 import { runFiles } from '../helpers/logs.js';
 import {
   alive,
+  freezeBetweenWrites,
   holdWriteLock,
   judgeRuns,
   launcherPid,
@@ -177,7 +178,7 @@ states:
     await waitFor(started('s1'), 30_000, 5);
     // The orchestrator is stopped while `dcm strategy abort` commits and the other writer takes
     // the lock, so that it first sees the abort with the file held (as a slow poll would).
-    process.kill(apply.child.pid!, 'SIGSTOP');
+    await freezeBetweenWrites(apply.child, [f.db]);
     let h;
     try {
       dcmOk([...db(), 'strategy', 'abort']);

@@ -9,7 +9,7 @@ import Database from 'better-sqlite3';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ROOT, waitFor } from './cli.js';
+import { ROOT, sleep, waitFor } from './cli.js';
 import { execFixture, readRuns, type ExecFixture, type Run } from './exec.js';
 
 /**
@@ -318,6 +318,42 @@ export function holdWriteLock(db: string, ms: number, trigger?: string): Holder 
   const held = on('held');
   const released = on('released');
   return { child, ready, held, released };
+}
+
+/** Whether another process holds `file`'s write lock at this moment. */
+export function writeLocked(file: string): boolean {
+  const d = new Database(file, { timeout: 0, fileMustExist: true });
+  try {
+    d.exec('BEGIN IMMEDIATE');
+    d.exec('ROLLBACK');
+    return false;
+  } catch (err) {
+    if ((err as { code?: string }).code === 'SQLITE_BUSY') return true;
+    throw err;
+  } finally {
+    d.close();
+  }
+}
+
+const stopped = (pid: number) => {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
+  return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'T';
+};
+
+/**
+ * SIGSTOP an apply at a moment it holds none of `files`' write locks (the database; the simulated
+ * sites' file). Frozen inside a write, it would hold the database (which every other process
+ * rightly waits for, past any busy timeout) or the sites file (the far side, which a real frozen
+ * host could never lock) until it ran again: a test that then writes or takes over would wait on it.
+ */
+export async function freezeBetweenWrites(child: ChildProcess, files: readonly string[]): Promise<void> {
+  for (;;) {
+    child.kill('SIGSTOP');
+    await waitFor(() => stopped(child.pid!), 10_000, 1);
+    if (!files.some(writeLocked)) return;
+    child.kill('SIGCONT');
+    await sleep(10);
+  }
 }
 
 /** Wait for a line matching `re` in a growing text (a child's stderr). */
