@@ -13,8 +13,10 @@ export function onSignals(handler: (signal: NodeJS.Signals) => void): () => void
   listen(exitAtOnce, false);
   listen(listener, true);
   return () => {
-    listen(listener, false);
+    // The new listener first: with none at all, even for an instant, Node gives the signal back
+    // to its default action, and a second Ctrl-C landing then would kill dcm (exit by signal).
     listen(exitAtOnce, true);
+    listen(listener, false);
   };
 }
 
