@@ -10,7 +10,7 @@ import { afterEach, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs';
 import path from 'node:path';
 import { statesOf } from '../../src/domain/types.js';
-import { dcm, dcmOk, waitFor } from '../helpers/cli.js';
+import { dcm, dcmOk, sleep, waitFor } from '../helpers/cli.js';
 import { history, killLeftovers, names, spawnDcm as spawnAttached, steps, strategyState } from '../helpers/history.js';
 import { runFiles } from '../helpers/logs.js';
 import {
@@ -557,7 +557,13 @@ states:
           launcherKills++;
           break;
         }
-        const l = launcherPid(f, apply.child.pid);
+        // Right after a kill dcm has no launcher until its next run starts: wait for that one (a
+        // kill counted only when it hit, so that a slow machine does not run out of rollout first).
+        let l = launcherPid(f, apply.child.pid);
+        while (l === null && apply.child.exitCode === null && f.readStarts().length < N * PATCH.length) {
+          await sleep(3);
+          l = launcherPid(f, apply.child.pid);
+        }
         if (l !== null) {
           process.kill(l, 'SIGKILL');
           launcherKills++;
