@@ -10,6 +10,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
+import Database from 'better-sqlite3';
 import { measure } from './lib/proc.js';
 import { median, summary } from './lib/stats.js';
 import { dcmSetup, preparedStrategy, removeDb, writeFleetCsv } from './lib/fleet.js';
@@ -155,6 +156,71 @@ export async function controlLatency(ctx) {
       max: Math.max(...ms),
       target: { of: 'value', max: 1000 },
       limit: `median ${median(ms).toFixed(0)} ms, max ${Math.max(...ms).toFixed(0)} ms: the PRAGMA data_version poll (250 ms) plus the reads it triggers`,
+    };
+  });
+}
+
+/**
+ * Figure 9: how fast a running apply acts on a stop that comes from outside it, timed here rather
+ * than bounded in the e2e tests (which assert what happens, not how soon): an abort from another
+ * shell (commit to the orchestrator's note), the file removed under it and a step changed behind
+ * it (the change to the process's exit). A fresh apply of 200 subclouds (window 10, 50..100 ms) per
+ * try, each stop after a random 0.5..1 s of running.
+ */
+export async function stopLatency(ctx) {
+  const tries = ctx.reps.apply > 1 ? 10 : 3;
+  ctx.log(`figure 9: abort, file removed, step changed behind a running apply (${tries} tries each)`);
+  const lat = { abort: [], removed: [], changed: [] };
+  for (let i = 0; i < tries; i++) {
+    for (const what of Object.keys(lat)) {
+      const file = preparedStrategy(ctx, ctx.tmp, `stop-${what}`, 200, ['--sim-latency', '50ms..100ms', '--max-parallel-subclouds', '10']);
+      const child = spawn(node, [ctx.dcm, '--db', file, 'strategy', 'apply'], { stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      let noted = null;
+      child.stderr.setEncoding('utf8').on('data', (d) => {
+        stderr += d;
+        if (noted === null && stderr.includes('dcm: abort requested: ')) noted = Date.now() * 1000;
+      });
+      const closed = new Promise((r) => child.on('close', () => r(Date.now() * 1000)));
+      try {
+        await new Promise((r) => setTimeout(r, 500 + Math.random() * 500));
+        if (what === 'abort') {
+          const at = micros(JSON.parse(dcmSetup(ctx, ['--db', file, 'strategy', 'abort', '-f', 'json'])).updated_at);
+          await closed;
+          if (noted === null) throw new Error(`figure 9: the abort was never noted: ${stderr.slice(-300)}`);
+          lat.abort.push(noted - at);
+        } else {
+          let at;
+          if (what === 'removed') {
+            at = Date.now() * 1000;
+            fs.rmSync(file);
+          } else {
+            const d = new Database(file);
+            d.prepare("UPDATE strategy_step SET state = 'aborted' WHERE state NOT IN ('initial', 'complete', 'failed', 'aborted') AND id = (SELECT min(id) FROM strategy_step WHERE state NOT IN ('initial', 'complete', 'failed', 'aborted'))").run();
+            at = Date.now() * 1000;
+            d.close();
+          }
+          lat[what].push((await closed) - at);
+        }
+      } finally {
+        child.kill('SIGKILL');
+        await closed;
+        removeDb(file);
+      }
+    }
+  }
+  const said = { abort: 'from the commit of dcm strategy abort to the orchestrator\'s note', removed: 'from the file\'s removal to the exit of apply (1)', changed: 'from a step changed by another connection to the exit of apply (1)' };
+  return Object.entries(lat).map(([what, us]) => {
+    const ms = us.map((u) => u / 1000);
+    return {
+      id: `9-${what}`,
+      figure: what === 'abort' ? 'Noticed after abort' : what === 'removed' ? 'Exit after the file removed' : 'Exit after a step changed behind it',
+      what: `${said[what]}: 200 subclouds, window 10, sim 50..100 ms (${tries} tries)`,
+      unit: 'ms',
+      value: summary(ms, 1),
+      max: Math.max(...ms),
+      target: { of: 'value', max: what === 'abort' ? 1000 : 5000 },
+      limit: `median ${median(ms).toFixed(0)} ms, max ${Math.max(...ms).toFixed(0)} ms: ${what === 'abort' ? 'the PRAGMA data_version poll (250 ms)' : what === 'removed' ? "the file check (every 500 ms, with the poll)" : 'the next commit touching the step (its operation\'s end, up to the sim latency)'}`,
     };
   });
 }

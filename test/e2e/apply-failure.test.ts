@@ -138,9 +138,8 @@ describe('apply: failures', () => {
     const raw = new Database(db);
     raw.prepare("UPDATE strategy_step SET state = 'aborted' WHERE subcloud_id = (SELECT id FROM subcloud WHERE name = 's1')").run();
     raw.close();
-    const t0 = Date.now();
+    // How soon it exits is timed by the bench (figure 9-changed), not bounded here.
     const r = await apply.done;
-    expect(Date.now() - t0).toBeLessThan(5_000);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/\nerror: step of s1 is no longer in state kube upgrade pre check: it was changed by another process; [^\n]*\n$/);
     // Nothing was overwritten, and the file is left for a resume.

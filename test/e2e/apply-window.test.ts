@@ -33,8 +33,6 @@ function slowS1Seed(marginMs: number): number {
 
 const temp = tempPerTest();
 
-const ms = (us: number) => us / 1000;
-
 describe('apply: windows and stages (sim driver)', () => {
   test('window 2, s1 slow: s3 starts when s2 ends, s4 when s3 ends, while s1 still runs', () => {
     const t = temp();
@@ -52,10 +50,9 @@ describe('apply: windows and stages (sim driver)', () => {
     expect(s1.end - s1.start).toBeGreaterThan(s2.end - s2.start + (s3.end - s3.start) + (s4.end - s4.start));
     // s1 and s2 start together; then each start follows the end of the one before it, at once.
     expect(Math.max(s1.start, s2.start)).toBeLessThan(s2.end);
+    // (How soon after is the bench's figure 2: the gap between an end and the next start.)
     expect(s3.start).toBeGreaterThan(s2.end);
-    expect(ms(s3.start - s2.end)).toBeLessThan(200);
     expect(s4.start).toBeGreaterThan(s3.end);
-    expect(ms(s4.start - s3.end)).toBeLessThan(200);
     // ... while s1 still runs.
     expect(s1.end).toBeGreaterThan(s4.end);
     expect(peakInFlight(f.values())).toBe(2);

