@@ -9,10 +9,10 @@ import { afterEach, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs';
 import path from 'node:path';
 import { dcm, dcmOk, waitFor } from '../helpers/cli.js';
-import { json, withSql } from '../helpers/fleet.js';
+import { withSql } from '../helpers/fleet.js';
 import { killLeftovers, names, spawnDcm } from '../helpers/history.js';
 import { execFixture, type ExecFixture } from '../helpers/exec.js';
-import { pauseResizeResumeKill } from '../helpers/operator.js';
+import { OPS_HOST, pauseResizeResumeKill, recordedEvents } from '../helpers/operator.js';
 import { openFile, outputPath, withChromium } from '../helpers/browser.js';
 
 let f: ExecFixture;
@@ -21,20 +21,10 @@ afterEach(() => {
   f?.cleanup();
 });
 
-interface Event {
-  time: string;
-  event: string;
-  user: string;
-  host: string;
-  pid: number;
-  details: string;
-}
-
-const HOST = 'ops-host';
+const HOST = OPS_HOST;
 /** Each shell its user: the record must name who did what. */
 const as = (user: string) => ({ ...f.env, USER: user, DCM_HOST: HOST });
-/** The record; an empty one prints a row of `<none>`, as every empty list does. */
-const events = (): Event[] => json<Event[]>(dcmOk(['--db', f.db, 'strategy', 'events', '-f', 'json'])).filter((e) => e.event !== '<none>');
+const events = () => recordedEvents(f.db);
 const eventNames = () => events().map((e) => e.event);
 
 describe('the event record of a run with a pause, an update, a kill -9, an abort and a retry', () => {

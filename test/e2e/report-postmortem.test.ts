@@ -17,19 +17,10 @@ import { dcmOk } from '../helpers/cli.js';
 import { json, withSql } from '../helpers/fleet.js';
 import { history, killLeftovers, names, spawnDcm, type HistoryRun } from '../helpers/history.js';
 import { execFixture, type ExecFixture } from '../helpers/exec.js';
-import { pauseResizeResumeKill } from '../helpers/operator.js';
+import { OPS_HOST, pauseResizeResumeKill, recordedEvents, type RecordedEvent } from '../helpers/operator.js';
 import { CHROMIUM, openFile, withChromium } from '../helpers/browser.js';
 
-interface Event {
-  time: string;
-  event: string;
-  user: string;
-  host: string;
-  pid: number;
-  details: string;
-}
-
-const HOST = 'ops-host';
+const HOST = OPS_HOST;
 /** A run's reason as the page must show it: text, never markup. */
 const HOSTILE = 'site down: <img src=x onerror=alert(1)> & "more"';
 const BAD = ['failed', 'timeout', 'interrupted'];
@@ -45,11 +36,11 @@ exec ${step} "$@"
 let f: ExecFixture;
 let config: string;
 let html: string;
-let ev: Event[];
+let ev: RecordedEvent[];
 let runs: HistoryRun[];
 
 const as = (user: string) => ({ ...f.env, USER: user, DCM_HOST: HOST });
-const events = (): Event[] => json<Event[]>(dcmOk(['--db', f.db, 'strategy', 'events', '-f', 'json'])).filter((e) => e.event !== '<none>');
+const events = () => recordedEvents(f.db);
 /** The page's times are to the second. */
 const toSecond = (t: string) => t.slice(0, 19);
 

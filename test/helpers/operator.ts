@@ -4,8 +4,25 @@
  */
 import { expect } from '@jest/globals';
 import { dcmOk, waitFor } from './cli.js';
-import { withSql } from './fleet.js';
+import { json, withSql } from './fleet.js';
 import { spawnDcm } from './history.js';
+
+/** The host every operator's shell names (`DCM_HOST`): the record must say where each move came from. */
+export const OPS_HOST = 'ops-host';
+
+/** A row of `dcm strategy events -f json`. */
+export interface RecordedEvent {
+  time: string;
+  event: string;
+  user: string;
+  host: string;
+  pid: number;
+  details: string;
+}
+
+/** The event record; an empty one prints a row of `<none>`, as every empty list does. */
+export const recordedEvents = (db: string): RecordedEvent[] =>
+  json<RecordedEvent[]>(dcmOk(['--db', db, 'strategy', 'events', '-f', 'json'])).filter((e) => e.event !== '<none>');
 
 /** Runs recorded going with their pid: the apply has a run out that a kill -9 leaves behind. */
 export const runningWithPid = (db: string): number =>
