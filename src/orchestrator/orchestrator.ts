@@ -399,7 +399,7 @@ export class Orchestrator {
     // pause or an abort committed since the last poll stops it there, not up to a poll later.
     const opensNew = batch.some((t) => {
       const slot = this.slots.get(t.stepId)!;
-      return opensNewSubcloud(t, { started: slot.started, resumed: slot.step.state !== 'initial' && !slot.step.retried });
+      return opensNewSubcloud(t, { started: slot.started, resumed: resumedStep(slot.step) });
     });
     const procs = this.procs.list;
     const alone = batch.length === 0;
@@ -492,7 +492,7 @@ export class Orchestrator {
     const out: Transition[] = [];
     for (const t of batch) {
       const slot = this.slots.get(t.stepId)!;
-      const resumed = slot.step.state !== 'initial' && !slot.step.retried;
+      const resumed = resumedStep(slot.step);
       const verdict = stopRule(t, g, { started: slot.started, resumed });
       if (verdict === 'keep') out.push(t);
       else if (verdict === 'hold') this.release(t.stepId, slot.started);
@@ -738,7 +738,7 @@ export class Orchestrator {
       this.pending = this.pending.filter((t) => {
         if (over <= 0 || t.close !== undefined) return true;
         const slot = this.slots.get(t.stepId);
-        if (!slot || slot.started || (slot.step.state !== 'initial' && !slot.step.retried)) return true;
+        if (!slot || slot.started || resumedStep(slot.step)) return true;
         over--;
         this.release(t.stepId, false);
         return false;
@@ -848,4 +848,9 @@ class StopInFile extends Error {
   constructor() {
     super('a stop in the file, not seen yet');
   }
+}
+
+/** A step caught mid-state by an earlier apply (not one `strategy retry` reset): resumed, not new. */
+function resumedStep(step: CursorStep): boolean {
+  return step.state !== 'initial' && !step.retried;
 }
