@@ -237,24 +237,9 @@ export function timeoutExtraArgs(type: StrategyType, raw: RawDriverOptions): Ext
   return { state_timeout_ms: timeout };
 }
 
-/** Where typeExtraArgs keeps each type's options, by the flag that gave them, in the flags' order. */
-const STORED: Record<StrategyType, [key: string, flag: string][]> = {
-  patch: [['patch_id', '--patch-id']],
-  kubernetes: [['to_version', '--to-version']],
-  'kube-rootca-update': [['subject', '--subject'], ['expiry_date', '--expiry-date'], ['cert_file', '--cert-file']],
-  prestage: [['prestage_software_version', '--release'], ['for_install', '--for-install'], ['for_sw_deploy', '--for-sw-deploy']],
-  'sw-deploy': [
-    ['release_id', '--release-id'],
-    ['snapshot', '--snapshot'],
-    ['rollback', '--rollback'],
-    ['delete_option', '--delete'],
-    ['cleanup', '--cleanup'],
-    ['with_prestage', '--with-prestage'],
-    ['kube_upgrade', '--kube-upgrade'],
-  ],
-  firmware: [],
-  custom: [],
-};
+/** Where typeExtraArgs keeps an option: its name in snake case (`patchId` → `patch_id`), but for these. */
+const STORED_AS: Partial<Record<keyof RawTypeOptions, string>> = { release: 'prestage_software_version', delete: 'delete_option' };
+const storedKey = (key: keyof RawTypeOptions): string => STORED_AS[key] ?? key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 /**
  * A strategy's type options as stored, each by its flag (`--patch-id`, `P1`; `None` unset, `True`
@@ -264,7 +249,9 @@ const STORED: Record<StrategyType, [key: string, flag: string][]> = {
 export function shownTypeOptions(type: StrategyType, extra: ExtraArgs): [flag: string, value: string][] {
   const shown = (v: ExtraArgs[string] | undefined) =>
     v === null || v === undefined ? 'None' : typeof v === 'boolean' ? (v ? 'True' : 'False') : Array.isArray(v) ? v.join(', ') : String(v);
-  const out: [string, string][] = (STORED[type] ?? []).map(([key, flag]) => [flag, shown(extra[key])]);
+  const out: [string, string][] = ALLOWED[type]
+    .filter((key) => key !== 'sysadminPassword' && DEPRECATED[key] === undefined)
+    .map((key) => [FLAG[key], shown(extra[storedKey(key)])]);
   if (typeof extra.sysadmin_password === 'string') out.push(['--sysadmin-password', 'given (not shown)']);
   return out;
 }
