@@ -139,12 +139,24 @@ export async function subcloudAudit(ctx: RunCtx, input: AuditInput): Promise<Out
   };
 
   const limit = pLimit(parallel);
+  // Ctrl-C or SIGTERM: no site is asked any more, the audits in flight are stopped (their process
+  // groups ended), what was learnt is written, and the exit is 130 / 143.
+  const stop = new AbortController();
+  let stoppedBy: NodeJS.Signals | null = null;
+  const onSignal = (sig: NodeJS.Signals) => {
+    stoppedBy ??= sig;
+    // Queued sites see the stop when their turn comes (clearQueue would leave their promises pending).
+    stop.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   try {
     await Promise.all(
       targets.map((t) =>
         limit(async () => {
+          if (stop.signal.aborted) return;
           const f = fields.get(t.id)!;
-          const outcome = await auditor.audit({ cloud: t.name, subcloud: f.fields, labels: f.labels });
+          const outcome = await auditor.audit({ cloud: t.name, subcloud: f.fields, labels: f.labels, signal: stop.signal });
           done++;
           if (outcome.ok) {
             pending.push({ target: t, report: outcome.report });
@@ -156,17 +168,23 @@ export async function subcloudAudit(ctx: RunCtx, input: AuditInput): Promise<Out
     );
     write();
   } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
     await auditor.close();
   }
 
   changes.sort((a, b) => a.index - b.index);
   failures.sort((a, b) => a.index - b.index);
   const changed = new Set(changes.map((c) => c.index)).size;
-  const summary = `audited ${targets.length} subcloud(s): ${changed} changed, ${failures.length} failed`;
+  const asked = done;
+  const summary =
+    stoppedBy === null
+      ? `audited ${targets.length} subcloud(s): ${changed} changed, ${failures.length} failed`
+      : `stopped by ${stoppedBy}: audited ${asked} of ${targets.length} subcloud(s): ${changed} changed, ${failures.length} failed`;
   return {
     result: list(AUDIT_COLUMNS, changes.map((c) => c.row)),
     warnings: failures.map((f) => f.text),
     notes: [summary],
-    exitCode: failures.length ? 1 : 0,
+    exitCode: stoppedBy === 'SIGINT' ? 130 : stoppedBy === 'SIGTERM' ? 143 : failures.length ? 1 : 0,
   };
 }

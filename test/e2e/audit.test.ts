@@ -8,7 +8,7 @@
 import { afterEach, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs';
 import path from 'node:path';
-import { dcm, dcmOk } from '../helpers/cli.js';
+import { dcm, dcmOk, dcmSpawn, waitFor } from '../helpers/cli.js';
 import { execFixture, type ExecFixture } from '../helpers/exec.js';
 
 let f: ExecFixture;
@@ -135,6 +135,36 @@ audit:
     const r = dcm([...db(), 'subcloud', 'audit', 's1', '--driver', 'exec', '--exec-config', cfg], { env: f.env });
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('warning: s1: audit timed out after 300ms\n');
+    expect(f.leftovers()).toEqual([]);
+  });
+});
+
+describe('subcloud audit stopped by a signal', () => {
+  // Claim, README "Audits": Ctrl-C stops the audits in flight (their process groups gone), writes what was learnt, exits 130.
+  test('SIGINT: what answered is written, the rest is untouched, no process is left', async () => {
+    f = execFixture();
+    const started = path.join(f.dir, 'started');
+    const cfg = f.config(`
+audit:
+  run: |
+    echo $DCM_CLOUD >> ${started}; [ $DCM_CLOUD = fast ] || sleep 60; echo '{"software_version": "24.09"}'
+  kill_grace: 200ms
+`);
+    dcmOk([...db(), 'subcloud', 'add', 'fast', 'slow1', 'slow2', 'slow3', 'queued']);
+    const before = show('slow1');
+    const run = dcmSpawn([...db(), 'subcloud', 'audit', '--all', '--max-parallel', '3', '--driver', 'exec', '--exec-config', cfg, '-f', 'value'], f.env, { detached: true });
+    // fast, slow1 and slow2 start; fast answers and slow3 takes its slot; queued waits.
+    await waitFor(() => run.child.exitCode !== null || (fs.existsSync(started) && fs.readFileSync(started, 'utf8').trim().split('\n').length === 4), 60_000);
+    expect(run.child.exitCode).toBeNull();
+    run.child.kill('SIGINT');
+    const r = await run.done;
+    expect(r.code).toBe(130);
+    expect(r.stdout).toBe('fast software_version None 24.09\n');
+    expect(r.stderr).toContain('warning: slow1: audit stopped\n');
+    expect(r.stderr).toContain('stopped by SIGINT: audited 4 of 5 subcloud(s): 1 changed, 3 failed\n');
+    expect(fs.readFileSync(started, 'utf8').trim().split('\n').sort()).toEqual(['fast', 'slow1', 'slow2', 'slow3']);
+    expect(byName(list()).fast.software_version).toBe('24.09');
+    expect(show('slow1')).toEqual(before);
     expect(f.leftovers()).toEqual([]);
   });
 });
