@@ -134,11 +134,13 @@ export async function createAuditor(dbPath: string, name: DriverName, execConfig
     return new SimDriver(dbPath, simSettings({}));
   }
   if (!execConfig) throw new UsageError('--driver exec needs --exec-config FILE (a config with "audit")');
-  const [{ parseConfigText, resolveAuditConfig }, { readConfigFile }, { auditOnlyDriver }] = await Promise.all([
+  const [{ parseConfigText, resolveAuditConfig }, { readConfigFile }, { auditOnlyDriver }, { checkAuditAlone }] = await Promise.all([
     import('./exec/config.js'),
     import('./exec/read-config.js'),
     import('./exec/audit.js'),
+    import('./exec/lint.js'),
   ]);
   const spec = resolveAuditConfig(parseConfigText(readConfigFile(execConfig), execConfig), execConfig);
+  checkAuditAlone(spec, execConfig);
   return auditOnlyDriver(spec, { dbPath: path.resolve(dbPath) });
 }
