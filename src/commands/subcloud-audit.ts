@@ -102,6 +102,8 @@ export async function subcloudAudit(ctx: RunCtx, input: AuditInput): Promise<Out
   const targets: Target[] = (rows ?? []).map((r, index) => ({ index, id: r.id, name: r.name }));
   const fields = new Map((rows ?? []).map((r) => [r.id, { fields: fieldTexts(r), labels: readLabels(r.labels) }]));
   // The config is read (and checked) even for an empty selection: a bad file is said at once.
+  // Without a file there is no subcloud, and no sim site to open beside it.
+  if (rows === null && driverName === 'sim') return { result: list(AUDIT_COLUMNS, []), notes: ['audited 0 subcloud(s): 0 changed, 0 failed'] };
   const auditor = await createAuditor(ctx.dbPath, driverName, input.execConfig);
 
   const changes: { index: number; row: Value[] }[] = [];

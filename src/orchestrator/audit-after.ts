@@ -31,6 +31,8 @@ export function withAuditAfter(driver: Driver, opts: AuditAfterOptions): Driver 
     if (r.kind !== 'next') return r;
     const ends = r.next === 'complete' || (r.next === undefined && req.stateIndex === req.states.length - 1);
     if (!ends) return r;
+    // The step's details say what it waits for meanwhile (the live view, status).
+    req.onProgress?.('auditing the site');
     const outcome = await audit({
       cloud: req.cloud,
       type: req.type,

@@ -222,6 +222,32 @@ describe("apply's audit after each subcloud's last state (exec)", () => {
   });
 });
 
+describe("apply's audit, seen while it runs", () => {
+  // Claim, README "Audits": the audit is part of the last state's operation; meanwhile the step's details say it is auditing.
+  test('the step says "auditing the site" until the site answers, then completes', async () => {
+    f = execFixture();
+    const release = path.join(f.dir, 'release');
+    const cfg = f.config(`
+states:
+  "*": ["true"]
+audit:
+  run: |
+    while [ ! -f ${release} ]; do sleep 0.05; done; echo '{{"sync": {{"firmware": "in-sync"}}}}'
+`);
+    dcmOk([...db(), 'subcloud', 'add', 's1']);
+    dcmOk([...db(), 'strategy', 'create', '--type', 'firmware', '--driver', 'exec', '--exec-config', cfg]);
+    const run = dcmSpawn([...db(), 'strategy', 'apply'], f.env, { detached: true });
+    const step = () => (JSON.parse(dcmOk([...db(), 'strategy-step', 'list', '-f', 'json']).stdout) as Row[])[0];
+    await waitFor(() => run.child.exitCode !== null || step().details === 'auditing the site', 60_000, 100);
+    expect(step()).toMatchObject({ state: 'finishing fw update', details: 'auditing the site' });
+    fs.writeFileSync(release, '');
+    const r = await run.done;
+    expect(r.code).toBe(0);
+    expect(step()).toMatchObject({ state: 'complete', details: '' });
+    expect(show('s1').firmware_sync_status).toBe('in-sync');
+  });
+});
+
 describe('the sim’s sites answer audits from their own state', () => {
   // Claim, README "Audits": a simulated site keeps what its completed strategies left it at (the endpoint, sw-deploy's release) and reports it.
   test('subcloud audit after an apply without audit, and apply with --sim-audit', () => {
@@ -286,6 +312,15 @@ describe('bad input: one line, the documented exit code, the file unchanged', ()
     if (message) expect(lines[0]).toBe(message.replace(/NOAUDIT/, noAudit).replace(/BADAUDIT/, badAudit));
     expect(list()).toEqual(before);
     // No sites file for a refused sim audit either.
+    expect(fs.existsSync(`${f.db}.sites`)).toBe(false);
+  });
+
+  test('no file: nothing to audit, exit 0, and no file (nor sites file) is created', () => {
+    f = execFixture();
+    const r = dcm([...db(), 'subcloud', 'audit', '--all', '-f', 'json']);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual([{ name: '<none>', field: '<none>', before: '<none>', after: '<none>' }]);
+    expect(fs.existsSync(f.db)).toBe(false);
     expect(fs.existsSync(`${f.db}.sites`)).toBe(false);
   });
 
