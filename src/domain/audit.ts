@@ -87,8 +87,9 @@ export interface AuditChange {
   after: string;
 }
 
+/** As `subcloud show` prints it (dcmanager's spelling: `kube-rootca_sync_status`). */
 export function syncFieldName(e: Endpoint): string {
-  return `${e.replace('-', '_')}_sync_status`;
+  return `${e}_sync_status`;
 }
 
 /** What the report changes in the inventory, in `subcloud show`'s order of the fields. */

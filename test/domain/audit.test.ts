@@ -42,7 +42,7 @@ describe('auditChanges', () => {
     expect(changes).toEqual([
       { field: 'software_version', before: '22.12', after: '24.09' },
       { field: 'usm_sync_status', before: 'out-of-sync', after: 'in-sync' },
-      { field: 'kube_rootca_sync_status', before: 'unknown', after: 'out-of-sync' },
+      { field: 'kube-rootca_sync_status', before: 'unknown', after: 'out-of-sync' },
     ]);
     // A site that says nothing of a field leaves it as it is.
     expect(auditChanges(inventory(), {})).toEqual([]);

@@ -71,7 +71,7 @@ describe('subcloud audit (exec): the inventory takes what the sites report', () 
       { name: 'east1', field: 'software_version', before: '22.12', after: '24.09' },
       { name: 'east1', field: 'patching_sync_status', before: 'out-of-sync', after: 'in-sync' },
       { name: 'east1', field: 'usm_sync_status', before: 'out-of-sync', after: 'in-sync' },
-      { name: 'east1', field: 'kube_rootca_sync_status', before: 'out-of-sync', after: 'unknown' },
+      { name: 'east1', field: 'kube-rootca_sync_status', before: 'out-of-sync', after: 'unknown' },
       { name: 'east2', field: 'availability', before: 'online', after: 'offline' },
       { name: 'east2', field: 'firmware_sync_status', before: 'out-of-sync', after: 'in-sync' },
     ]);
