@@ -27,6 +27,8 @@ import { strategyNotFound, theStrategy } from './strategy.js';
 import { withReadDb, type Ctx } from './context.js';
 import type { CommandResult, Printable, StepLine } from './results.js';
 import { sleep } from '../platform/timers.js';
+import { gateText } from '../domain/stage-gates.js';
+import { listStageGates } from '../store/stage-gates.js';
 
 /** The record's fields, in order (documented in the README). */
 export const STATUS_FIELDS = [
@@ -45,6 +47,7 @@ export const STATUS_FIELDS = [
   'progress',
   'failures',
   'max failures',
+  'stage gates',
   'started_at',
   'elapsed',
   'eta',
@@ -106,6 +109,17 @@ function budgetText(stored: string | null, stopOnFailure: boolean, total: number
   if (limit === null) return null;
   if (!stored) return '1 (stop on failure)';
   return stored.endsWith('%') ? `${stored} (${limit} of ${total} steps)` : stored;
+}
+
+/**
+ * Each stage's gate and budget, and the gate's outcome so far, one line a stage (README "Stage
+ * gates"); None when every stage has the defaults (no budget of its own, gate none) and nothing
+ * happened at a gate.
+ */
+function stageGatesText(db: Db): string | null {
+  const rows = listStageGates(db);
+  if (rows.every((r) => r.gate === 'none' && r.max_failures === null && r.gate_state === null)) return null;
+  return rows.map((r) => gateText({ stage: r.stage, gate: r.gate, maxFailures: r.max_failures, state: r.gate_state, reason: r.gate_reason })).join('\n');
 }
 
 function orchestratorText(db: Db, nowMs: number): string | null {
@@ -172,6 +186,7 @@ export function statusRecord(db: Db, type: StrategyType | undefined, nowMs: numb
     progress: progress.length ? progress.map((p) => `${p.cloud}: ${p.details}`).join('\n') : null,
     failures: failures.length ? failures.map((f) => `${f.cloud}: ${f.details}`).join('\n') : null,
     'max failures': budgetText(s.max_failures, s.stop_on_failure, total),
+    'stage gates': stageGatesText(db),
     started_at: startedAt,
     elapsed,
     eta,

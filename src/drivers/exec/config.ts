@@ -33,11 +33,16 @@ export interface StateSpec {
 
 export interface ExecConfig {
   states: StateSpec[];
+  /** The stage gate's health command (`--stage-gate check`), run through /bin/sh -c between stages. */
+  gate_check?: string;
 }
 
 const KEYS = ['run', 'timeout', 'retries', 'backoff', 'kill_grace', 'env', 'cwd', 'reason'];
 
 type Entry = Record<string, unknown>;
+
+/** Top-level keys beside defaults and states: what dcm runs around the states (the stage gate's check). */
+const TOP_EXTRAS = ['gate_check'];
 
 /** Where parseConfigText keeps the file order of `states`. */
 const STATE_ORDER = '\u0000state order';
@@ -101,7 +106,8 @@ export function resolveConfig(doc: unknown, file: string, typeStates: readonly s
   };
   if (!isObject(doc)) bad('top level', 'expected a mapping with "states" (and optional "defaults")');
   const top = doc as Entry;
-  for (const k of Object.keys(top)) if (k !== 'defaults' && k !== 'states' && k !== STATE_ORDER) bad(k, 'unknown key: use defaults, states');
+  for (const k of Object.keys(top)) if (k !== 'defaults' && k !== 'states' && k !== STATE_ORDER && !TOP_EXTRAS.includes(k)) bad(k, 'unknown key: use defaults, states');
+  if ('gate_check' in top && (typeof top.gate_check !== 'string' || top.gate_check.trim() === '')) bad('gate_check', 'expected a command (a string)');
   const defaults = top.defaults ?? {};
   if (!isObject(defaults)) bad('defaults', 'expected a mapping');
   if (!isObject(top.states)) bad('states', 'expected a mapping of state name to command');
@@ -133,7 +139,7 @@ export function resolveConfig(doc: unknown, file: string, typeStates: readonly s
   // Every entry is checked, even one no state uses, and a bad default even when overridden.
   if ('*' in states) resolveEntry('*', 'state "*"', states['*'], defaults as Entry, base, bad);
   resolveEntry('defaults', 'defaults', { run: 'true' }, defaults as Entry, base, bad);
-  return { states: resolved };
+  return { states: resolved, ...(typeof top.gate_check === 'string' ? { gate_check: top.gate_check } : {}) };
 }
 
 function resolveEntry(
