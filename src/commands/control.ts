@@ -166,7 +166,7 @@ function updateStageGates(
   for (const g of rows) {
     if (gates.maxFailures !== undefined) changes.push({ name: `stage ${g.stage} max failures`, from: g.max_failures, to: gates.maxFailures });
     if (gates.gate !== undefined) changes.push({ name: `stage ${g.stage} gate`, from: g.gate, to: gates.gate });
-    if (gates.gateCheck !== undefined) changes.push({ name: `stage ${g.stage} gate check`, from: g.gate_check === null ? null : 'set', to: 'set' });
+    if (gates.gateCheck !== undefined) changes.push({ name: `stage ${g.stage} gate check`, from: g.gate_check, to: gates.gateCheck });
   }
   if (stage === undefined) for (const k of ended) notes.push(`stage ${k} has ended and keeps its gate`);
 }

@@ -119,7 +119,9 @@ function budgetText(stored: string | null, stopOnFailure: boolean, total: number
 function stageGatesText(db: Db): string | null {
   const rows = listStageGates(db);
   if (rows.every((r) => r.gate === 'none' && r.max_failures === null && r.gate_state === null)) return null;
-  return rows.map((r) => gateText({ stage: r.stage, gate: r.gate, maxFailures: r.max_failures, state: r.gate_state, reason: r.gate_reason })).join('\n');
+  return rows
+    .map((r, i) => gateText({ stage: r.stage, gate: r.gate, maxFailures: r.max_failures, state: r.gate_state, reason: r.gate_reason, last: i === rows.length - 1 }))
+    .join('\n');
 }
 
 function orchestratorText(db: Db, nowMs: number): string | null {

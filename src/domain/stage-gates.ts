@@ -155,8 +155,10 @@ export function checkOutcome(
 }
 
 /** A stage's gate and budget as `strategy status` shows them: `stage 1: pause, max failures 0: paused (...)`. */
-export function gateText(g: { stage: number; gate: string; maxFailures: string | null; state: string | null; reason: string | null }): string {
+export function gateText(g: { stage: number; gate: string; maxFailures: string | null; state: string | null; reason: string | null; last?: boolean }): string {
   const budget = g.maxFailures === null ? '' : `, max failures ${g.maxFailures}`;
+  // A gate is between two stages: the last stage's is never run (its budget still holds).
+  if (g.last && g.gate !== 'none' && g.state === null) return `stage ${g.stage}: ${g.gate} (last stage: no gate after it)${budget}`;
   const outcome = g.state === null ? '' : `: ${g.state}${g.reason ? ` (${g.reason})` : ''}`;
   return `stage ${g.stage}: ${g.gate}${budget}${outcome}`;
 }
