@@ -27,7 +27,7 @@ import { strategyNotFound, theStrategy } from './strategy.js';
 import { withReadDb, type Ctx } from './context.js';
 import type { CommandResult, Printable, StepLine } from './results.js';
 import { sleep } from '../platform/timers.js';
-import { gateText } from '../domain/stage-gates.js';
+import { gateLines } from '../domain/stage-gates.js';
 import { listStageGates } from '../store/stage-gates.js';
 
 /** The record's fields, in order (documented in the README). */
@@ -111,19 +111,6 @@ function budgetText(stored: string | null, stopOnFailure: boolean, total: number
   return stored.endsWith('%') ? `${stored} (${limit} of ${total} steps)` : stored;
 }
 
-/**
- * Each stage's gate and budget, and the gate's outcome so far, one line a stage (README "Stage
- * gates"); None when every stage has the defaults (no budget of its own, gate none) and nothing
- * happened at a gate.
- */
-function stageGatesText(db: Db): string | null {
-  const rows = listStageGates(db);
-  if (rows.every((r) => r.gate === 'none' && r.max_failures === null && r.gate_state === null)) return null;
-  return rows
-    .map((r, i) => gateText({ stage: r.stage, gate: r.gate, maxFailures: r.max_failures, state: r.gate_state, reason: r.gate_reason, last: i === rows.length - 1 }))
-    .join('\n');
-}
-
 function orchestratorText(db: Db, nowMs: number): string | null {
   const lock = readLock(db);
   if (!lock) return null;
@@ -188,7 +175,7 @@ export function statusRecord(db: Db, type: StrategyType | undefined, nowMs: numb
     progress: progress.length ? progress.map((p) => `${p.cloud}: ${p.details}`).join('\n') : null,
     failures: failures.length ? failures.map((f) => `${f.cloud}: ${f.details}`).join('\n') : null,
     'max failures': budgetText(s.max_failures, s.stop_on_failure, total),
-    'stage gates': stageGatesText(db),
+    'stage gates': gateLines(listStageGates(db))?.join('\n') ?? null,
     started_at: startedAt,
     elapsed,
     eta,

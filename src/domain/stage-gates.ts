@@ -162,3 +162,12 @@ export function gateText(g: { stage: number; gate: string; maxFailures: string |
   const outcome = g.state === null ? '' : `: ${g.state}${g.reason ? ` (${g.reason})` : ''}`;
   return `stage ${g.stage}: ${g.gate}${budget}${outcome}`;
 }
+
+/**
+ * Each stage's line (gateText), or null when every stage has the defaults (no budget of its own,
+ * gate none) and no gate ran: what status and the report show.
+ */
+export function gateLines(rows: readonly { stage: number; gate: string; max_failures: string | null; gate_state: string | null; gate_reason: string | null }[]): string[] | null {
+  if (rows.every((r) => r.gate === 'none' && r.max_failures === null && r.gate_state === null)) return null;
+  return rows.map((r, i) => gateText({ stage: r.stage, gate: r.gate, maxFailures: r.max_failures, state: r.gate_state, reason: r.gate_reason, last: i === rows.length - 1 }));
+}

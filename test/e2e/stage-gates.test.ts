@@ -181,6 +181,9 @@ describe('soak and check gates', () => {
     expect(gateEvents(t.db).map((d) => d.split(':').slice(0, 2).join(':'))).toEqual([
       'stage 1: checking', 'stage 1: paused', 'stage 1: promoted', 'stage 2: checking', 'stage 2: passed',
     ]);
+    // The report says each stage's gate and how it went (its event marks are the record's, above).
+    const html = dcmOk(['--db', t.db, 'strategy', 'report', '--html', '-']).stdout;
+    expect(html).toMatch(/<dd data-key="stage gates">stage 1: check: promoted \(stage 1 promoted by .*<br>stage 2: check: passed \(stage 2 gate check passed; stage 3 starts\)<br>stage 3: check \(last stage: no gate after it\)<\/dd>/);
   });
 
   test("check from the exec config's gate_check", async () => {
