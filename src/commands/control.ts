@@ -35,7 +35,7 @@ import { strategyNotFound, theStrategy } from './strategy.js';
 import { liveRuns, refuseWhileLive, waitForLiveRuns } from './live-runs.js';
 import type { Db } from '../store/open.js';
 import { formatStageGate, formatStageMaxFailures, parseStageGate, parseStageMaxFailures } from '../domain/stage-gates.js';
-import { listStageGates, setStageGates } from '../store/stage-gates.js';
+import { listStageGates, reopenGates, setStageGates } from '../store/stage-gates.js';
 
 /** Move the strategy from one of `from` to `to`, or say it cannot be `verb`ed. */
 function moveState(ctx: Ctx, type: StrategyType | undefined, from: readonly string[], to: string, verb: string, event: EventName): CommandResult {
@@ -215,6 +215,7 @@ export async function strategyRetry(ctx: Ctx, type: StrategyType | undefined, in
         if (to !== null && resetStep(db, c.id, c.state, to)) reset.push(`  ${c.cloud}: ${c.state} -> ${to}`);
       }
       if (reset.length === 0) throw new OperationError('Nothing to retry');
+      reopenGates(db);
       casStrategyState(db, RETRYABLE, 'initial');
       recordEvent(db, whoAmI(), EVENTS.retried, `${reset.length} step(s): ${reset.map((r) => r.trim()).join(', ')}`);
       const notes = [`retry reset ${reset.length} step${reset.length === 1 ? '' : 's'} (dcm strategy apply runs them):`, ...reset];

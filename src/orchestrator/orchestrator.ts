@@ -323,7 +323,10 @@ export class Orchestrator {
   /** The gate runner's view of this orchestrator (stage-gate.ts never sees the registry). */
   private stageGates(): StageGates {
     return new StageGates(this.db, {
-      paused: () => this.paused,
+      syncPaused: () => {
+        this.setPaused(strategyState(this.db) === 'paused');
+        return this.paused;
+      },
       ending: () => this.noNewSubclouds || this.fatal !== null || this.interruptedBy !== null || this.budgetSpent(),
       write: (fn) => this.committer.write(fn),
       pause: (reason) => {

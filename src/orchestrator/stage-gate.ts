@@ -22,8 +22,12 @@ import { setLongTimeout, type Timer } from '../platform/timers.js';
 import type { Actor } from '../platform/who.js';
 
 export interface GateHost {
-  /** The strategy is paused (by a gate or by the operator). */
-  paused(): boolean;
+  /**
+   * Whether the strategy is paused (by a gate or by the operator), as the file says; the
+   * orchestrator follows the file first. The file, not the poll: a resume committed between this
+   * process's own pause and the poll's next look would otherwise go unseen.
+   */
+  syncPaused(): boolean;
   /** An abort, a signal, a fatal error or the strategy's own budget: no gate runs, no stage starts. */
   ending(): boolean;
   /** The orchestrator's fenced write, retried while the file is busy. */
@@ -130,7 +134,7 @@ export class StageGates {
         notStarted: tally.initial,
         endedMs: tally.lastEnd === null ? null : parseTime(tally.lastEnd),
         dueMs: row.gate_due_at === null ? null : parseTime(row.gate_due_at),
-        paused: this.host.paused(),
+        paused: this.host.syncPaused(),
         nowMs: Date.now(),
       });
       if (action.kind === 'go') {

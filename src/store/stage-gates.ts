@@ -93,3 +93,16 @@ export function setGroupGateDefaults(db: Db, groupId: number, o: { maxFailures?:
      ON CONFLICT (group_id) DO UPDATE SET max_failures = coalesce(excluded.max_failures, max_failures), gate = coalesce(excluded.gate, gate)`,
   ).run(groupId, o.maxFailures ?? null, o.gate ?? null);
 }
+
+/**
+ * `strategy retry`: a stage it reopens (a step of it not ended again) goes through its gate again,
+ * and its budget counts again, as for a stage that never ended.
+ */
+export function reopenGates(db: Db): number {
+  return sql(
+    db,
+    `UPDATE strategy_stage SET gate_state = NULL, gate_reason = NULL, gate_at = NULL, gate_due_at = NULL
+     WHERE gate_state IS NOT NULL
+       AND stage IN (SELECT DISTINCT stage FROM strategy_step WHERE state NOT IN ('complete', 'failed', 'aborted'))`,
+  ).run().changes;
+}

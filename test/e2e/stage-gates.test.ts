@@ -124,6 +124,39 @@ states:
   });
 });
 
+describe('a held stage across Ctrl-C, abort and retry', () => {
+  test('Ctrl-C leaves it paused and held; the next apply waits for resume; retry reopens the stage, which its budget holds again', async () => {
+    const t = temp();
+    canaryAndFleet(t.db, ['c1', 'c2'], ['f1']);
+    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '10ms..30ms', '--stage-max-failures', '0', '--sim-fail', 'c1=pre check']);
+    const first = spawnDcm(['--db', t.db, 'strategy', 'apply']);
+    await waitFor(() => strategyState(t.db) === 'paused', 60_000, 20);
+    first.child.kill('SIGINT');
+    expect((await first.done).code).toBe(130);
+    expect(strategyState(t.db)).toBe('paused');
+    expect(stageRows(t.db)[0].gate_state).toBe('held');
+
+    // A second apply finds it held and paused: it waits (no step moves) until the abort.
+    const second = spawnDcm(['--db', t.db, 'strategy', 'apply']);
+    await waitFor(() => status(t.db).orchestrator !== null, 60_000, 20);
+    dcmOk(['--db', t.db, 'strategy', 'abort']);
+    expect((await second.done).code).toBe(3);
+    expect(steps(t.db).map((x) => [x.cloud, x.state])).toEqual([['c1', 'failed'], ['c2', 'aborted'], ['f1', 'aborted']]);
+    expect(history(t.db).map((h) => h.cloud)).toEqual(['c1']);
+
+    // Retry reopens stage 1: its gate is asked again, and its budget (c1 fails again) holds it again.
+    dcmOk(['--db', t.db, 'strategy', 'retry']);
+    expect(stageRows(t.db).map((r) => r.gate_state)).toEqual([null, null]);
+    const third = spawnDcm(['--db', t.db, 'strategy', 'apply']);
+    await waitFor(() => strategyState(t.db) === 'paused', 60_000, 20);
+    expect(steps(t.db).find((x) => x.cloud === 'f1')!.state).toBe('initial');
+    expect(gateEvents(t.db).filter((d) => d.startsWith('stage 1: held:')).length).toBe(2);
+    dcmOk(['--db', t.db, 'strategy', 'resume']);
+    expect((await third.done).code).toBe(1);
+    expect(steps(t.db).map((x) => [x.cloud, x.state])).toEqual([['c1', 'failed'], ['c2', 'complete'], ['f1', 'complete']]);
+  });
+});
+
 describe('soak and check gates', () => {
   test('soak: stage 2 starts no sooner than the soak after stage 1 ended, counted from the stored time across a kill -9 of apply', async () => {
     const t = temp();
