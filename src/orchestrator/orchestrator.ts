@@ -12,7 +12,7 @@
  * file), the deadlines (deadlines.ts), the requests from other shells (requests.ts), the runs an
  * earlier process left (adoption.ts), the processes runs started (run-processes.ts) and finishing
  * (finish.ts). A subcloud holds its slot from its first state to its end, and stage N+1 starts
- * when every subcloud of stage N has ended.
+ * when every subcloud of stage N has ended and stage N's gate has let it (stage-gate.ts).
  */
 import { formatDuration } from '../domain/durations.js';
 import { decideReport, failureLimit, gate, NO_NEW_SUBCLOUDS, opensNewSubcloud, stopRule, type Gate, type ReportResult } from '../domain/control.js';

@@ -106,7 +106,7 @@ export function resolveConfig(doc: unknown, file: string, typeStates: readonly s
   };
   if (!isObject(doc)) bad('top level', 'expected a mapping with "states" (and optional "defaults")');
   const top = doc as Entry;
-  for (const k of Object.keys(top)) if (k !== 'defaults' && k !== 'states' && k !== STATE_ORDER && !TOP_EXTRAS.includes(k)) bad(k, 'unknown key: use defaults, states');
+  for (const k of Object.keys(top)) if (k !== 'defaults' && k !== 'states' && k !== STATE_ORDER && !TOP_EXTRAS.includes(k)) bad(k, `unknown key: use defaults, states, ${TOP_EXTRAS.join(', ')}`);
   if ('gate_check' in top && (typeof top.gate_check !== 'string' || top.gate_check.trim() === '')) bad('gate_check', 'expected a command (a string)');
   const defaults = top.defaults ?? {};
   if (!isObject(defaults)) bad('defaults', 'expected a mapping');
