@@ -106,11 +106,13 @@ export type GateAction =
   | { kind: 'wait' }
   /** Soak until `dueMs` (written when the soak starts, so that a restart waits only the rest). */
   | { kind: 'soak'; dueMs: number; start: boolean }
-  | { kind: 'check' };
+  | { kind: 'check' }
+  /** Some of the stage has not started and nothing holds it (promoted, or its budget raised since): run the rest first. */
+  | { kind: 'again' };
 
 /** The decision after a stage's window has run (SPEC-style rules in the README's "Stage gates"). */
 export function afterStage(s: StageEnd): GateAction {
-  if (s.state === 'passed' || s.state === 'promoted') return { kind: 'go' };
+  if (s.state === 'passed' || s.state === 'promoted') return s.notStarted > 0 ? { kind: 'again' } : { kind: 'go' };
   // Paused by this gate and resumed since (while no apply ran, or just now): the operator promoted it.
   if (s.state === 'held' || s.state === 'paused') {
     return s.paused ? { kind: 'wait' } : { kind: 'go', record: { state: 'promoted', reason: `stage ${s.stage} promoted by \`dcm strategy resume\`` } };
@@ -124,6 +126,8 @@ export function afterStage(s: StageEnd): GateAction {
       reason: `stage ${s.stage}: ${s.failed} step(s) failed, more than its budget of ${s.limit} (--stage-max-failures)${left}; \`dcm strategy resume\` runs the rest of stage ${s.stage}${then}`,
     };
   }
+  // A window stops early only for a stop or the budget: with neither now, the rest of it runs first.
+  if (s.notStarted > 0) return { kind: 'again' };
   if (s.next === null || s.gate.kind === 'none') return { kind: 'go' };
   if (s.gate.kind === 'pause') {
     return { kind: 'pause', state: 'paused', reason: `stage ${s.stage} ended (gate pause); \`dcm strategy resume\` starts stage ${s.next}` };

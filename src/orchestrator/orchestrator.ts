@@ -260,6 +260,9 @@ export class Orchestrator {
         budget: (text) => this.setBudget(text, true),
         fail: (err) => this.fail(err),
         busy: (err) => this.committer.isBusy(err),
+        changed: () => {
+          if (this.stageBudget && this.gates?.refreshBudget(this.stageBudget)) this.window?.pump();
+        },
       },
       { pollMs: this.opts.pollMs, checkFile: this.opts.checkFile },
       snap,

@@ -46,8 +46,8 @@ export class StageBudget {
   constructor(
     readonly stage: number,
     private failed: number,
-    private readonly limit: number | null,
-    private readonly text: string | null,
+    private limit: number | null,
+    private text: string | null,
     /** Promoted by the operator after it was exceeded: it holds the stage no more. */
     private readonly promoted: boolean,
     private readonly note: (text: string) => void,
@@ -55,6 +55,16 @@ export class StageBudget {
 
   exceeded(): boolean {
     return !this.promoted && stageBudgetExceeded(this.failed, this.limit);
+  }
+
+  /** `strategy update` changed the stage's budget while it runs: it counts from now; true if it changed. */
+  setBudget(text: string | null, limit: number | null): boolean {
+    if (text === this.text && limit === this.limit) return false;
+    this.text = text;
+    this.limit = limit;
+    this.said = false;
+    this.note(`stage ${this.stage} failure budget: ${limit === null ? 'none' : `more than ${limit} failed step(s) hold it`} (${this.failed} failed so far)`);
+    return true;
   }
 
   /** A step of the stage failed (counted when decided, as the strategy's budget is). */
@@ -99,6 +109,13 @@ export class StageGates {
     const tally = stageTally(this.db, stage);
     const text = row?.max_failures ?? null;
     return new StageBudget(stage, tally.failed, stageFailureLimit(text, tally.total), text, row?.gate_state === 'promoted', (t) => this.host.note(t));
+  }
+
+  /** Another process committed (perhaps `strategy update` of the running stage's budget): true if it changed. */
+  refreshBudget(b: StageBudget): boolean {
+    const row = stageGate(this.db, b.stage);
+    const text = row?.max_failures ?? null;
+    return b.setBudget(text, stageFailureLimit(text, stageTally(this.db, b.stage).total));
   }
 
   /** Something the gate may wait for happened (resume, pause, abort, signal): look again. */
@@ -147,6 +164,7 @@ export class StageGates {
         }
         return 'go';
       }
+      if (action.kind === 'again') return 'again';
       if (action.kind === 'pause') {
         await this.record(stage, action.state, action.reason, null, true);
         this.host.pause(action.reason);

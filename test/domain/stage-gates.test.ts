@@ -110,6 +110,12 @@ describe('after a stage', () => {
     expect(afterStage(end({ gate: soak, nowMs: T0 + 61_000 }))).toMatchObject({ kind: 'go', record: { state: 'passed' } });
   });
 
+  test('some of the stage not started and nothing holds it (promoted, or its budget raised since): the rest runs first', () => {
+    expect(afterStage(end({ notStarted: 2, gate: { kind: 'pause' } }))).toEqual({ kind: 'again' });
+    expect(afterStage(end({ notStarted: 2, state: 'promoted', failed: 3, limit: 0 }))).toEqual({ kind: 'again' });
+    expect(afterStage(end({ notStarted: 2, failed: 1, limit: 1 }))).toEqual({ kind: 'again' });
+  });
+
   test('check: run it (again after a restart in the middle of it)', () => {
     expect(afterStage(end({ gate: { kind: 'check' } }))).toEqual({ kind: 'check' });
     expect(afterStage(end({ gate: { kind: 'check' }, state: 'checking' }))).toEqual({ kind: 'check' });

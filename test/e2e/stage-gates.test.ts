@@ -124,6 +124,34 @@ states:
   });
 });
 
+describe('the running stage follows strategy update', () => {
+  test("its budget raised while it runs: the first failure no longer holds it, the next one over the new budget does", async () => {
+    f = execFixture();
+    const fx = f;
+    canaryAndFleet(fx.db, names(4, 'c'), ['f1']);
+    const go = path.join(fx.dir, 'go');
+    // c1 waits for the test's go-ahead, then fails; c3 fails too; the rest succeed.
+    const cfg = fx.config(`
+states:
+  pre check:
+    run: if [ {cloud} = c1 ]; then while [ ! -e ${go} ]; do sleep 0.05; done; fi; STEP_EXIT=$(case {cloud} in c1|c3) echo 1;; *) echo 0;; esac) ${fx.step} {cloud}
+  "*": [${fx.step}, "{cloud}", "{state}"]
+`);
+    dcmOk(['--db', fx.db, 'strategy', 'create', '--type', 'patch', '--stage-max-failures', '0', '--driver', 'exec', '--exec-config', cfg]);
+    const apply = spawnDcm(['--db', fx.db, 'strategy', 'apply'], fx.env);
+    await waitFor(() => status(fx.db)['in flight'] === 1, 60_000, 20);
+    dcmOk(['--db', fx.db, 'strategy', 'update', '--stage', '1', '--stage-max-failures', '1']);
+    await waitFor(() => apply.stderr().includes('stage 1 failure budget: more than 1 failed step(s) hold it (0 failed so far)'), 60_000, 20);
+    fs.writeFileSync(go, '');
+    await waitFor(() => strategyState(fx.db) === 'paused', 60_000, 20);
+    expect(steps(fx.db).map((x) => [x.cloud, x.state])).toEqual([['c1', 'failed'], ['c2', 'complete'], ['c3', 'failed'], ['c4', 'initial'], ['f1', 'initial']]);
+    expect(gateEvents(fx.db)).toEqual([expect.stringMatching(/^stage 1: held: stage 1: 2 step\(s\) failed, more than its budget of 1 /)]);
+    expect(fx.readRuns().some((r) => r.cloud === 'c4' || r.cloud === 'f1')).toBe(false);
+    dcmOk(['--db', fx.db, 'strategy', 'abort']);
+    expect((await apply.done).code).toBe(3);
+  });
+});
+
 describe('a held stage across Ctrl-C, abort and retry', () => {
   test('Ctrl-C leaves it paused and held; the next apply waits for resume; retry reopens the stage, which its budget holds again', async () => {
     const t = temp();
