@@ -17,7 +17,7 @@ import type { Db } from '../store/open.js';
 import { parseTime, timeIn } from '../store/clock.js';
 import { recordEvent } from '../store/events.js';
 import { casStrategyState } from '../store/strategy.js';
-import { listStageGates, setGateState, stageCloudNames, stageGate, stageTally } from '../store/stage-gates.js';
+import { listStageGates, setGateState, stageCloudNames, stageGate, stagesWithSteps, stageTally } from '../store/stage-gates.js';
 import { setLongTimeout, type Timer } from '../platform/timers.js';
 import type { Actor } from '../platform/who.js';
 
@@ -97,7 +97,7 @@ export class StageGates {
    */
   stagesFrom(open: readonly number[]): number[] {
     const rows = listStageGates(this.db);
-    const all = [...new Set([...rows.map((r) => r.stage), ...open])].sort((a, b) => a - b);
+    const all = stagesWithSteps(this.db);
     const settled = new Set(rows.filter((r) => r.gate_state === 'passed' || r.gate_state === 'promoted' || (r.gate_state === null && r.gate === 'none' && r.max_failures === null)).map((r) => r.stage));
     const first = all.findIndex((st) => open.includes(st) || !settled.has(st));
     return first < 0 ? [] : all.slice(first);

@@ -69,6 +69,11 @@ export function stageTally(db: Db, stage: number): { total: number; failed: numb
   ).get(stage) as { total: number; failed: number; initial: number; lastEnd: string | null };
 }
 
+/** The stages that have steps, in order (a stage without any has no gate to go through). */
+export function stagesWithSteps(db: Db): number[] {
+  return sql(db, 'SELECT DISTINCT stage FROM strategy_step ORDER BY stage').pluck().all() as number[];
+}
+
 /** The names of a stage's subclouds, in step order (the check's DCM_STAGE_CLOUDS). */
 export function stageCloudNames(db: Db, stage: number): string[] {
   return sql(db, 'SELECT sc.name FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id WHERE st.stage = ? ORDER BY st.id')

@@ -276,6 +276,12 @@ describe('where the gates come from, and bad values', () => {
     dcmOk(['--db', t.db, 'strategy', 'update', '--stage-max-failures', '25%']);
     expect(stageRows(t.db).map((r) => [r.max_failures, r.gate])).toEqual([['25%', 'soak=10m'], ['25%', 'pause']]);
     expect(recordedEvents(t.db).map((e) => e.details)).toEqual(['stage 2 gate: none -> pause', 'stage 1 max failures: 0 -> 25%; stage 2 max failures: None -> 25%']);
+    // Every format of the status record carries it, one line a stage.
+    const lines = 'stage 1: soak=10m, max failures 25%\nstage 2: pause (last stage: no gate after it), max failures 25%';
+    expect(dcmOk(['--db', t.db, 'strategy', 'status', '-f', 'value', '-c', 'stage gates']).stdout).toBe(`${lines}\n`);
+    // YAML as cliff's PyYAML writes a multi-line string: quoted, a blank line for each line break.
+    expect(dcmOk(['--db', t.db, 'strategy', 'status', '-f', 'yaml', '-c', 'stage gates']).stdout).toBe(`stage gates: '${lines.replace('\n', '\n\n  ')}'\n`);
+    expect(dcmOk(['--db', t.db, 'strategy', 'status']).stdout).toMatch(/\| stage gates +\| stage 1: soak=10m, max failures 25% +\|/);
     dcmOk(['--db', t.db, 'strategy', 'delete', '--yes']);
     dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--stage-gate', 'none', '--stage-max-failures', '2']);
     expect(stageRows(t.db).map((r) => [r.max_failures, r.gate])).toEqual([['2', 'none'], ['2', 'none']]);
