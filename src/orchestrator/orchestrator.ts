@@ -300,7 +300,14 @@ export class Orchestrator {
       for (let again = open.includes(stage); ; again = true) {
         if (again) await this.runStage(stage, gates);
         if (this.interruptedBy || this.fatal) return;
-        const next = await gates.after(stage, stages[i + 1] ?? null);
+        let next;
+        try {
+          next = await gates.after(stage, stages[i + 1] ?? null);
+        } catch (err) {
+          // A gate's write refused by the fence, a file fault: as any of the orchestrator's writes.
+          this.fail(err as Error);
+          return;
+        }
         if (next !== 'again') break;
       }
     }
