@@ -34,7 +34,7 @@ import type { CommandResult, Outcome } from './results.js';
 import { strategyNotFound, theStrategy } from './strategy.js';
 import { liveRuns, refuseWhileLive, waitForLiveRuns } from './live-runs.js';
 import type { Db } from '../store/open.js';
-import { formatStageGate, formatStageMaxFailures, parseStageGate, parseStageMaxFailures } from '../domain/stage-gates.js';
+import { formatStageGate, formatStageMaxFailures, parseStageGate, parseStageMaxFailures, PENDING_GATES } from '../domain/stage-gates.js';
 import { listStageGates, reopenGates, setStageGates } from '../store/stage-gates.js';
 
 /** Move the strategy from one of `from` to `to`, or say it cannot be `verb`ed. */
@@ -154,9 +154,13 @@ function updateStageGates(
     const n = windows.length;
     throw new OperationError(`Strategy has no stage ${stage} (it has ${n === 1 ? 'stage 1' : `stages 1 to ${n}`})`);
   }
-  const ended = new Set(windows.filter((w) => w.ended).map((w) => w.stage));
+  const all = listStageGates(db);
+  // A stage whose steps have ended but whose gate is still going (a soak, a check, a pause) can be
+  // changed: its gate is what the update is for.
+  const atGate = new Set(all.filter((g) => g.gate_state !== null && PENDING_GATES.includes(g.gate_state)).map((g) => g.stage));
+  const ended = new Set(windows.filter((w) => w.ended && !atGate.has(w.stage)).map((w) => w.stage));
   if (stage !== undefined && ended.has(stage)) throw new OperationError(`Stage ${stage} has ended and cannot be updated`);
-  const rows = listStageGates(db).filter((g) => (stage === undefined ? !ended.has(g.stage) : g.stage === stage));
+  const rows = all.filter((g) => (stage === undefined ? !ended.has(g.stage) : g.stage === stage));
   for (const g of rows) {
     if ((gates.gate ?? g.gate) === 'check' && (gates.gateCheck ?? g.gate_check) === null) {
       throw new UsageError('--stage-gate check needs a command: --gate-check CMD, or gate_check in the exec config');

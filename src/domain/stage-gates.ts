@@ -76,6 +76,8 @@ export function stageBudgetExceeded(failed: number, limit: number | null): boole
  */
 export type GateState = 'soaking' | 'checking' | 'held' | 'paused' | 'passed' | 'promoted';
 export const GATE_STATES: readonly GateState[] = ['soaking', 'checking', 'held', 'paused', 'passed', 'promoted'];
+/** A gate still going: its stage has ended, the next has not started. */
+export const PENDING_GATES: readonly GateState[] = ['soaking', 'checking', 'held', 'paused'];
 
 export interface StageEnd {
   stage: number;
@@ -133,11 +135,12 @@ export function afterStage(s: StageEnd): GateAction {
     return { kind: 'pause', state: 'paused', reason: `stage ${s.stage} ended (gate pause); \`dcm strategy resume\` starts stage ${s.next}` };
   }
   if (s.gate.kind === 'soak') {
-    if (s.state === 'soaking' && s.dueMs !== null) {
-      return s.nowMs >= s.dueMs ? { kind: 'go', record: soakDone(s) } : { kind: 'soak', dueMs: s.dueMs, start: false };
-    }
-    const dueMs = (s.endedMs ?? s.nowMs) + s.gate.ms;
-    return s.nowMs >= dueMs ? { kind: 'go', record: soakDone(s) } : { kind: 'soak', dueMs, start: true };
+    // From the stage's stored end, so that a restart waits only the rest and a soak changed by
+    // `strategy update` while it runs counts from the same end; the stored due time is what status
+    // shows, written again when it changes.
+    const dueMs = s.endedMs !== null ? s.endedMs + s.gate.ms : (s.dueMs ?? s.nowMs + s.gate.ms);
+    if (s.nowMs >= dueMs) return { kind: 'go', record: soakDone(s) };
+    return { kind: 'soak', dueMs, start: s.state !== 'soaking' || s.dueMs !== dueMs };
   }
   return { kind: 'check' };
 }

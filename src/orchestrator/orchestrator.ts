@@ -262,6 +262,8 @@ export class Orchestrator {
         busy: (err) => this.committer.isBusy(err),
         changed: () => {
           if (this.stageBudget && this.gates?.refreshBudget(this.stageBudget)) this.window?.pump();
+          // A gate waiting out a soak looks again: `strategy update` may have changed it.
+          this.gates?.wake();
         },
       },
       { pollMs: this.opts.pollMs, checkFile: this.opts.checkFile },

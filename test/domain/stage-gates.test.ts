@@ -103,9 +103,13 @@ describe('after a stage', () => {
   test('soak: from the stage end; a restart waits only the rest; done once the time has come', () => {
     const soak = { kind: 'soak' as const, ms: 60_000 };
     expect(afterStage(end({ gate: soak, nowMs: T0 + 10_000 }))).toEqual({ kind: 'soak', dueMs: T0 + 60_000, start: true });
-    // The due time as stored wins (a restart, whatever the clock says of the stage's end).
+    // A restart: the rest of it, nothing written again.
     expect(afterStage(end({ gate: soak, state: 'soaking', dueMs: T0 + 60_000, nowMs: T0 + 59_999 }))).toEqual({ kind: 'soak', dueMs: T0 + 60_000, start: false });
     expect(afterStage(end({ gate: soak, state: 'soaking', dueMs: T0 + 60_000, nowMs: T0 + 60_000 }))).toMatchObject({ kind: 'go', record: { state: 'passed' } });
+    // The soak changed while it runs (strategy update): from the same end, the new due time written.
+    expect(afterStage(end({ gate: { kind: 'soak', ms: 120_000 }, state: 'soaking', dueMs: T0 + 60_000, nowMs: T0 + 30_000 }))).toEqual({ kind: 'soak', dueMs: T0 + 120_000, start: true });
+    expect(afterStage(end({ gate: { kind: 'soak', ms: 20_000 }, state: 'soaking', dueMs: T0 + 60_000, nowMs: T0 + 30_000 }))).toMatchObject({ kind: 'go', record: { state: 'passed' } });
+    expect(afterStage(end({ gate: { kind: 'none' }, state: 'soaking', dueMs: T0 + 60_000, nowMs: T0 + 30_000 }))).toEqual({ kind: 'go' });
     // Killed long enough ago that the soak is over before it was even written.
     expect(afterStage(end({ gate: soak, nowMs: T0 + 61_000 }))).toMatchObject({ kind: 'go', record: { state: 'passed' } });
   });

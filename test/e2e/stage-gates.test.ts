@@ -247,6 +247,52 @@ describe('soak and check gates', () => {
     expect(html).toMatch(/<dd data-key="stage gates">stage 1: check: promoted \(stage 1 promoted by .*<br>stage 2: check: passed \(stage 2 gate check passed; stage 3 starts\)<br>stage 3: check \(last stage: no gate after it\)<\/dd>/);
   });
 
+  test('a soak changed while it runs: update --stage 1 --stage-gate none ends it, the apply goes on at once', async () => {
+    const t = temp();
+    canaryAndFleet(t.db, ['c1'], ['f1']);
+    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '10ms..30ms', '--stage-gate', 'soak=8760h']);
+    const apply = spawnDcm(['--db', t.db, 'strategy', 'apply']);
+    await waitFor(() => stageRows(t.db)[0].gate_state === 'soaking', 60_000, 20);
+    // Its steps have ended, its gate has not: it can be changed.
+    dcmOk(['--db', t.db, 'strategy', 'update', '--stage', '1', '--stage-gate', 'none']);
+    const r = await apply.done;
+    expect(r.code).toBe(0);
+    expect(steps(t.db).map((x) => x.state)).toEqual(['complete', 'complete']);
+    expect(dcm(['--db', t.db, 'strategy', 'update', '--stage', '1', '--stage-gate', 'pause']).code).toBe(1);
+  });
+
+  test('Ctrl-C while a check runs stops it (its process group), leaves the gate checking; the next apply runs it again', async () => {
+    const t = temp();
+    canaryAndFleet(t.db, ['c1'], ['f1']);
+    const log = path.join(t.dir, 'checks.log');
+    const go = path.join(t.dir, 'go');
+    // The first run waits (for a file that never comes); the second finds it and passes.
+    const check = `echo "start $$" >> ${log}; while [ ! -e ${go} ]; do sleep 0.05; done; echo passed >> ${log}`;
+    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '10ms..30ms', '--stage-gate', 'check', '--gate-check', check]);
+    const first = spawnDcm(['--db', t.db, 'strategy', 'apply']);
+    await waitFor(() => fs.existsSync(log) && fs.readFileSync(log, 'utf8').includes('start'), 60_000, 20);
+    const pid = Number(/start (\d+)/.exec(fs.readFileSync(log, 'utf8'))![1]);
+    first.child.kill('SIGINT');
+    expect((await first.done).code).toBe(130);
+    // The check's shell is gone (or a zombie: nothing reaps it here).
+    await waitFor(() => {
+      try {
+        return fs.readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1].startsWith('Z');
+      } catch {
+        return true;
+      }
+    }, 60_000, 20);
+    expect(stageRows(t.db)[0].gate_state).toBe('checking');
+    expect(strategyState(t.db)).toBe('applying');
+    expect(steps(t.db).find((x) => x.cloud === 'f1')!.state).toBe('initial');
+
+    fs.writeFileSync(go, '');
+    const second = await spawnDcm(['--db', t.db, 'strategy', 'apply']).done;
+    expect(second.code).toBe(0);
+    expect(fs.readFileSync(log, 'utf8')).toMatch(/^start \d+\nstart \d+\npassed\n$/);
+    expect(stageRows(t.db)[0].gate_state).toBe('passed');
+  });
+
   test("check from the exec config's gate_check", async () => {
     f = execFixture();
     const fx = f;
