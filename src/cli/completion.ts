@@ -23,6 +23,8 @@ const VALUES: Record<string, readonly string[]> = {
   '--availability': ['online', 'offline'],
   '--state': allStepStates(),
   '--sync': ['all', ...ENDPOINTS].flatMap((e) => SYNC_STATUSES.map((s) => `${e}=${s}`)),
+  // soak takes any duration: one is offered to be edited.
+  '--stage-gate': ['none', 'pause', 'check', 'soak=30m'],
 };
 
 /** What completes where: one entry per command path ('' is the program). */

@@ -65,12 +65,14 @@ export const EXAMPLES: Record<string, string[]> = {
   'subcloud-group add': [
     'dcm subcloud-group add --name canary --max_parallel_subclouds 5',
     'dcm subcloud-group add --name edge --update_apply_type serial --description "one at a time"',
+    'dcm subcloud-group add --name canary --max_parallel_subclouds 1 --stage-max-failures 0 --stage-gate pause',
   ],
   'subcloud-group list': ['dcm subcloud-group list', 'dcm subcloud-group list -f value -c name'],
   'subcloud-group show': ['dcm subcloud-group show canary', 'dcm subcloud-group show 1'],
   'subcloud-group update': [
     'dcm subcloud-group update canary --max_parallel_subclouds 10',
     'dcm subcloud-group update 2 --name pilot',
+    'dcm subcloud-group update canary --stage-gate soak=30m',
   ],
   'subcloud-group delete': ['dcm subcloud-group delete canary', 'dcm subcloud-group delete 3 --yes'],
   'subcloud-group list-subclouds': ['dcm subcloud-group list-subclouds canary', 'dcm subcloud-group list-subclouds 1 -f json'],
@@ -83,6 +85,8 @@ export const EXAMPLES: Record<string, string[]> = {
     'dcm strategy create --type patch --dry-run',
     'dcm strategy create --type patch --stop-on-failure',
     'dcm strategy create --type patch --max-failures 5%',
+    'dcm strategy create --type patch --stage-max-failures 0 --stage-gate pause   # resume promotes each stage',
+    "dcm strategy create --type patch --stage-gate check --gate-check './healthy.sh \"$DCM_STAGE_CLOUDS\"'",
     'dcm strategy create --type patch subcloud1 subcloud7 subcloud9',
     'dcm strategy create --type kubernetes --to-version v1.29.2 --group canary',
     'dcm strategy create --type sw-deploy --release-id stx-10.0.1 --max-parallel-subclouds 50',
@@ -103,6 +107,7 @@ export const EXAMPLES: Record<string, string[]> = {
     'dcm strategy update --max-parallel-subclouds 50',
     'dcm strategy update --max-parallel-subclouds 5 --stage 2',
     'dcm strategy update --max-failures 5%',
+    'dcm strategy update --stage 2 --stage-gate soak=1h --stage-max-failures 10%',
   ],
   'strategy retry': [
     'dcm strategy retry && dcm strategy apply',

@@ -16,6 +16,8 @@ interface RawGroupOpts {
   updateApplyType?: ApplyType;
   max_parallel_subclouds?: number;
   maxParallelSubclouds?: number;
+  stageMaxFailures?: string;
+  stageGate?: string;
 }
 
 function groupOptions(cmd: Command): Command {
@@ -24,7 +26,10 @@ function groupOptions(cmd: Command): Command {
     .option('--update_apply_type <type>', 'parallel | serial', applyType)
     .addOption(new Option('--update-apply-type <type>').argParser(applyType).hideHelp())
     .option('--max_parallel_subclouds <n>', 'subclouds of this group in flight at once (1..5000)', groupMaxParallel)
-    .addOption(new Option('--max-parallel-subclouds <n>').argParser(groupMaxParallel).hideHelp());
+    .addOption(new Option('--max-parallel-subclouds <n>').argParser(groupMaxParallel).hideHelp())
+    // dcm's own (README "Stage gates"): the defaults of the stages this group makes.
+    .option('--stage-max-failures <N|P%>', "the default failure budget of this group's stage: more failed steps than this and it starts no more, the strategy pauses")
+    .option('--stage-gate <gate>', 'the default gate before the next stage: none | pause | soak=DURATION | check');
 }
 
 function input(o: RawGroupOpts): GroupInput {
@@ -33,6 +38,8 @@ function input(o: RawGroupOpts): GroupInput {
     description: o.description,
     updateApplyType: o.update_apply_type ?? o.updateApplyType,
     maxParallelSubclouds: o.max_parallel_subclouds ?? o.maxParallelSubclouds,
+    stageMaxFailures: o.stageMaxFailures,
+    stageGate: o.stageGate,
   };
 }
 

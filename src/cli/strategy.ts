@@ -26,7 +26,17 @@ interface CreateOpts extends RawTypeOptions, RawDriverOptions {
   sysadminPasswordFile?: string;
   label?: string[];
   requireAudit?: boolean;
+  stageMaxFailures?: string;
+  stageGate?: string;
+  gateCheck?: string;
 }
+
+/** The stage gate options (README "Stage gates"), the same at create and update. */
+const STAGE_GATE_OPTIONS: [string, string][] = [
+  ['--stage-max-failures <N|P%>', "each stage's own failure budget: once more than N of its steps (or P % of them) have failed, it starts no more and the strategy pauses (default: the group's, else none)"],
+  ['--stage-gate <gate>', "before the next stage starts: none | pause | soak=DURATION | check (default: the group's, else none)"],
+  ['--gate-check <cmd>', "the check gate's command (sh -c; DCM_STAGE, DCM_STAGE_CLOUDS): exit 0 starts the next stage, else the strategy pauses (default: the exec config's gate_check)"],
+];
 
 const TYPE_OPTIONS: [string, string][] = [
   ['--patch-id <id>', 'patch: the patch to apply'],
@@ -70,6 +80,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .option('--max-failures <N|P%>', 'start no new subcloud once N steps (or P % of the steps) have failed', maxFailures)
     .option('--force', 'include in-sync subclouds (kubernetes, kube-rootca-update)')
     .option('--require-audit', "fail a step whose site's audit (after its last state) disagrees or fails, instead of completing it with a warning");
+  for (const [flags, help] of STAGE_GATE_OPTIONS) create.option(flags, help);
   for (const [flags, help] of TYPE_OPTIONS) {
     const name = flags.split(' ')[0];
     // The password's file goes wherever the password does.
@@ -109,6 +120,9 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
           driverOptions: o,
           dryRun: o.dryRun,
           showCommands: o.showCommands,
+          stageMaxFailures: o.stageMaxFailures,
+          stageGate: o.stageGate,
+          gateCheck: o.gateCheck,
         });
         return { warnings, result };
       }),
@@ -167,20 +181,25 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
   withType(parent.command('resume'), false)
     .description('paused -> applying: the orchestrator goes on')
     .action((o: { type?: StrategyType }) => run(async (ctx) => (await control()).strategyResume(ctx, typeOf(o))));
-  withType(parent.command('update'), false)
-    .description('change the window (of every stage, or of stage K) or the failure budget; a running apply follows within 1 s')
+  const update = withType(parent.command('update'), false)
+    .description('change the window (of every stage, or of stage K), the failure budget or the stage gates; a running apply follows within 1 s')
     .addOption(new Option('--max-parallel-subclouds <n>', 'subclouds in flight at once').argParser(integer))
-    .addOption(new Option('--stage <k>', 'only this stage\'s window (refused for a stage that has ended)').argParser(integer))
-    .option('--max-failures <N|P%>', 'start no new subcloud once N steps (or P % of the steps) have failed', maxFailures)
-    .action((o: { type?: StrategyType; maxParallelSubclouds?: number; stage?: number; maxFailures?: string }) =>
+    .addOption(new Option('--stage <k>', 'only this stage\'s window or gate (refused for a stage that has ended)').argParser(integer))
+    .option('--max-failures <N|P%>', 'start no new subcloud once N steps (or P % of the steps) have failed', maxFailures);
+  for (const [flags, help] of STAGE_GATE_OPTIONS) update.option(flags, help);
+  update.action(
+    (o: { type?: StrategyType; maxParallelSubclouds?: number; stage?: number; maxFailures?: string; stageMaxFailures?: string; stageGate?: string; gateCheck?: string }) =>
       run(async (ctx) =>
         (await control()).strategyUpdate(ctx, typeOf(o), {
           maxParallelSubclouds: o.maxParallelSubclouds,
           stage: o.stage,
           maxFailures: o.maxFailures,
+          stageMaxFailures: o.stageMaxFailures,
+          stageGate: o.stageGate,
+          gateCheck: o.gateCheck,
         }),
       ),
-    );
+  );
   withType(parent.command('retry').argument('[cloud...]', 'only these subclouds'), false)
     .description('failed steps back to the state they failed in, aborted ones to initial; then apply')
     .option('--failed', 'only failed steps')

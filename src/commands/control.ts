@@ -33,6 +33,9 @@ import { immediate, withExistingWriteDb, type Ctx } from './context.js';
 import type { CommandResult, Outcome } from './results.js';
 import { strategyNotFound, theStrategy } from './strategy.js';
 import { liveRuns, refuseWhileLive, waitForLiveRuns } from './live-runs.js';
+import type { Db } from '../store/open.js';
+import { formatStageGate, formatStageMaxFailures, parseStageGate, parseStageMaxFailures, PENDING_GATES } from '../domain/stage-gates.js';
+import { listStageGates, reopenGates, setStageGates } from '../store/stage-gates.js';
 
 /** Move the strategy from one of `from` to `to`, or say it cannot be `verb`ed. */
 function moveState(ctx: Ctx, type: StrategyType | undefined, from: readonly string[], to: string, verb: string, event: EventName): CommandResult {
@@ -63,6 +66,10 @@ export interface UpdateInput {
   maxParallelSubclouds?: number;
   stage?: number;
   maxFailures?: string;
+  /** Stage gates (README "Stage gates"): of stage K, or of every stage not ended. */
+  stageMaxFailures?: string;
+  stageGate?: string;
+  gateCheck?: string;
 }
 
 /**
@@ -72,10 +79,11 @@ export interface UpdateInput {
  */
 export async function strategyUpdate(ctx: Ctx, type: StrategyType | undefined, input: UpdateInput): Promise<Outcome> {
   // Option values on their own first, before the file is read (SPEC §5).
-  if (input.stage !== undefined && input.maxParallelSubclouds === undefined) {
-    throw new UsageError('--stage needs --max-parallel-subclouds');
+  const gates = stageGateUpdate(input);
+  if (input.stage !== undefined && input.maxParallelSubclouds === undefined && !gates) {
+    throw new UsageError('--stage needs --max-parallel-subclouds, --stage-max-failures, --stage-gate or --gate-check');
   }
-  if (input.maxParallelSubclouds === undefined && input.maxFailures === undefined) {
+  if (input.maxParallelSubclouds === undefined && input.maxFailures === undefined && !gates) {
     throw new UsageError('give --max-parallel-subclouds N (with --stage K for one stage) or --max-failures N|P%');
   }
   if (input.stage !== undefined && input.stage < 1) throw new UsageError(`invalid --stage '${input.stage}': stages are 1, 2, 3, ...`);
@@ -110,12 +118,61 @@ export async function strategyUpdate(ctx: Ctx, type: StrategyType | undefined, i
         changes.push({ name: 'max failures', from: s.max_failures, to: budget });
         setMaxFailures(db, budget);
       }
+      if (gates) updateStageGates(db, input.stage, gates, changes, notes);
       touchStrategy(db);
       recordEvent(db, whoAmI(), EVENTS.updated, changeText(changes));
       return { result: { kind: 'strategy' as const, strategy: getStrategy(db)! }, notes };
     }),
   );
   return result ?? strategyNotFound(type);
+}
+
+/** The stage gate options of an update, checked on their own; undefined when none was given. */
+function stageGateUpdate(input: UpdateInput): { maxFailures?: string; gate?: string; gateCheck?: string } | undefined {
+  if (input.stageMaxFailures === undefined && input.stageGate === undefined && input.gateCheck === undefined) return undefined;
+  if (input.gateCheck !== undefined && input.gateCheck.trim() === '') throw new UsageError("option '--gate-check' is empty: give a command");
+  return {
+    maxFailures: input.stageMaxFailures === undefined ? undefined : formatStageMaxFailures(parseStageMaxFailures(input.stageMaxFailures)),
+    gate: input.stageGate === undefined ? undefined : formatStageGate(parseStageGate(input.stageGate)),
+    gateCheck: input.gateCheck,
+  };
+}
+
+/**
+ * Stage K's gate options, or those of every stage not ended (an ended stage keeps what it ran
+ * with, as its window does); a stage left with `check` and no command is refused.
+ */
+function updateStageGates(
+  db: Db,
+  stage: number | undefined,
+  gates: { maxFailures?: string; gate?: string; gateCheck?: string },
+  changes: { name: string; from: string | number | null; to: string | number | null }[],
+  notes: string[],
+): void {
+  const windows = stageWindows(db);
+  if (stage !== undefined && !windows.some((st) => st.stage === stage)) {
+    const n = windows.length;
+    throw new OperationError(`Strategy has no stage ${stage} (it has ${n === 1 ? 'stage 1' : `stages 1 to ${n}`})`);
+  }
+  const all = listStageGates(db);
+  // A stage whose steps have ended but whose gate is still going (a soak, a check, a pause) can be
+  // changed: its gate is what the update is for.
+  const atGate = new Set(all.filter((g) => g.gate_state !== null && PENDING_GATES.includes(g.gate_state)).map((g) => g.stage));
+  const ended = new Set(windows.filter((w) => w.ended && !atGate.has(w.stage)).map((w) => w.stage));
+  if (stage !== undefined && ended.has(stage)) throw new OperationError(`Stage ${stage} has ended and cannot be updated`);
+  const rows = all.filter((g) => (stage === undefined ? !ended.has(g.stage) : g.stage === stage));
+  for (const g of rows) {
+    if ((gates.gate ?? g.gate) === 'check' && (gates.gateCheck ?? g.gate_check) === null) {
+      throw new UsageError('--stage-gate check needs a command: --gate-check CMD, or gate_check in the exec config');
+    }
+  }
+  setStageGates(db, rows.map((g) => g.stage), gates);
+  for (const g of rows) {
+    if (gates.maxFailures !== undefined) changes.push({ name: `stage ${g.stage} max failures`, from: g.max_failures, to: gates.maxFailures });
+    if (gates.gate !== undefined) changes.push({ name: `stage ${g.stage} gate`, from: g.gate, to: gates.gate });
+    if (gates.gateCheck !== undefined) changes.push({ name: `stage ${g.stage} gate check`, from: g.gate_check, to: gates.gateCheck });
+  }
+  if (stage === undefined) for (const k of ended) notes.push(`stage ${k} has ended and keeps its gate`);
 }
 
 export interface RetryInput {
@@ -162,6 +219,7 @@ export async function strategyRetry(ctx: Ctx, type: StrategyType | undefined, in
         if (to !== null && resetStep(db, c.id, c.state, to)) reset.push(`  ${c.cloud}: ${c.state} -> ${to}`);
       }
       if (reset.length === 0) throw new OperationError('Nothing to retry');
+      reopenGates(db);
       casStrategyState(db, RETRYABLE, 'initial');
       recordEvent(db, whoAmI(), EVENTS.retried, `${reset.length} step(s): ${reset.map((r) => r.trim()).join(', ')}`);
       const notes = [`retry reset ${reset.length} step${reset.length === 1 ? '' : 's'} (dcm strategy apply runs them):`, ...reset];

@@ -15,13 +15,18 @@ import { listSubclouds } from '../store/subclouds.js';
 import { getStrategy } from '../store/strategy.js';
 import type { Db } from '../store/open.js';
 import { immediate, withReadDb, withWriteDb, type Ctx } from './context.js';
-import type { CommandResult, GroupRecord } from './results.js';
+import type { CommandResult, GroupRecord, Outcome } from './results.js';
+import { formatStageGate, formatStageMaxFailures, parseStageGate, parseStageMaxFailures } from '../domain/stage-gates.js';
+import { groupGateDefaults, setGroupGateDefaults } from '../store/stage-gates.js';
 
 export interface GroupInput {
   name?: string;
   description?: string;
   updateApplyType?: ApplyType;
   maxParallelSubclouds?: number;
+  /** The stage gate defaults of the group's stages (README "Stage gates"). */
+  stageMaxFailures?: string;
+  stageGate?: string;
 }
 
 function mustFind(db: Db, ref: string): GroupRow {
@@ -34,9 +39,10 @@ function notFound(ref: string): never {
   throw new OperationError(`Subcloud group ${ref} does not exist`);
 }
 
-export async function groupAdd(ctx: Ctx, input: GroupInput & { name: string }): Promise<CommandResult> {
+export async function groupAdd(ctx: Ctx, input: GroupInput & { name: string }): Promise<Outcome> {
   checkGroupName(input.name);
-  return withWriteDb(ctx, (db) =>
+  const gates = groupGateInput(input);
+  const result = withWriteDb(ctx, (db) =>
     immediate(db, () => {
       if (findGroup(db, input.name)) throw new OperationError(`Subcloud group ${input.name} already exists`);
       const id = insertGroup(db, {
@@ -45,9 +51,26 @@ export async function groupAdd(ctx: Ctx, input: GroupInput & { name: string }): 
         updateApplyType: input.updateApplyType ?? 'parallel',
         maxParallelSubclouds: input.maxParallelSubclouds ?? 2,
       });
-      return { kind: 'group', row: mustFind(db, String(id)) };
+      if (gates) setGroupGateDefaults(db, id, gates);
+      return { kind: 'group' as const, row: mustFind(db, String(id)) };
     }),
   );
+  return { result, notes: gates ? [gateNote(ctx, result.row.id, result.row.name)] : [] };
+}
+
+/** The stage gate options of a group, checked on their own; undefined when none was given. */
+function groupGateInput(input: GroupInput): { maxFailures?: string; gate?: string } | undefined {
+  if (input.stageMaxFailures === undefined && input.stageGate === undefined) return undefined;
+  return {
+    maxFailures: input.stageMaxFailures === undefined ? undefined : formatStageMaxFailures(parseStageMaxFailures(input.stageMaxFailures)),
+    gate: input.stageGate === undefined ? undefined : formatStageGate(parseStageGate(input.stageGate)),
+  };
+}
+
+/** The group's record is dcmanager's: its stage gate defaults are said on stderr. */
+function gateNote(ctx: Ctx, id: number, name: string): string {
+  const d = withReadDb(ctx, null, (db) => groupGateDefaults(db, id));
+  return `stage gate defaults of group ${name}: stage max failures ${d?.max_failures ?? 'none'}, stage gate ${d?.gate ?? 'none'} (a strategy created from now on takes them)`;
 }
 
 export async function groupList_(ctx: Ctx): Promise<CommandResult> {
@@ -81,16 +104,17 @@ export const DEFAULT_UNCREATED: GroupRecord = {
  * A strategy keeps the windows it was created with (strategy_stage): a group's new window
  * changes nothing of it, which is said rather than left to be found out (SPEC §4).
  */
-export async function groupUpdateWarned(ctx: Ctx, ref: string, input: GroupInput): Promise<{ result: CommandResult; warnings: string[] }> {
+export async function groupUpdateWarned(ctx: Ctx, ref: string, input: GroupInput): Promise<{ result: CommandResult; warnings: string[]; notes: string[] }> {
   const result = await groupUpdate(ctx, ref, input);
   const warnings: string[] = [];
+  const notes = groupGateInput(input) && result.kind === 'group' ? [gateNote(ctx, result.row.id, result.row.name)] : [];
   if (input.maxParallelSubclouds !== undefined && withReadDb(ctx, false, (db) => getStrategy(db) !== undefined)) {
     warnings.push(
       'the strategy keeps the windows it was created with; to change them while it exists: ' +
         'dcm strategy update --max-parallel-subclouds N [--stage K]',
     );
   }
-  return { result, warnings };
+  return { result, warnings, notes };
 }
 
 export async function groupUpdate(ctx: Ctx, ref: string, input: GroupInput): Promise<CommandResult> {
@@ -102,7 +126,8 @@ export async function groupUpdate(ctx: Ctx, ref: string, input: GroupInput): Pro
   if (input.description !== undefined) changes.description = input.description;
   if (input.updateApplyType !== undefined) changes.update_apply_type = input.updateApplyType;
   if (input.maxParallelSubclouds !== undefined) changes.max_parallel_subclouds = input.maxParallelSubclouds;
-  if (Object.keys(changes).length === 0) throw new OperationError('Nothing to update');
+  const gates = groupGateInput(input);
+  if (Object.keys(changes).length === 0 && !gates) throw new OperationError('Nothing to update');
   return withWriteDb(ctx, (db) =>
     immediate(db, () => {
       const g = mustFind(db, ref);
@@ -111,7 +136,8 @@ export async function groupUpdate(ctx: Ctx, ref: string, input: GroupInput): Pro
       }
       const clash = changes.name !== undefined ? findGroup(db, changes.name) : undefined;
       if (clash && clash.id !== g.id) throw new OperationError(`Subcloud group ${changes.name} already exists`);
-      updateGroup(db, g.id, changes);
+      if (Object.keys(changes).length) updateGroup(db, g.id, changes);
+      if (gates) setGroupGateDefaults(db, g.id, gates);
       return { kind: 'group', row: mustFind(db, String(g.id)) };
     }),
   );

@@ -12,6 +12,8 @@ import { listRuns } from '../store/report.js';
 import { listEvents } from '../store/events.js';
 import { listSteps } from '../store/steps.js';
 import { listStages } from '../store/strategy.js';
+import { listStageGates } from '../store/stage-gates.js';
+import { gateLines } from '../domain/stage-gates.js';
 import { show, type Result } from './plain-results.js';
 import type { Outcome } from './results.js';
 import { withReadDb, type Ctx } from './context.js';
@@ -60,6 +62,7 @@ function readInput(ctx: Ctx, type: StrategyType | undefined, nowUs: number): Rep
             typeOptions: shownTypeOptions(s.type as StrategyType, extra),
             targets: targetsOf(extra),
             execConfig: execConfigDigest(extra),
+            stageGates: gateLines(listStageGates(db)) ?? undefined,
           },
           states: statesOf(s.type as StrategyType, extra as { cert_file?: string | null }) ?? [],
           stages: listStages(db).map((st) => ({ stage: st.stage, window: st.max_parallel, group: st.group_name })),

@@ -27,6 +27,8 @@ import { strategyNotFound, theStrategy } from './strategy.js';
 import { withReadDb, type Ctx } from './context.js';
 import type { CommandResult, Printable, StepLine } from './results.js';
 import { sleep } from '../platform/timers.js';
+import { gateLines } from '../domain/stage-gates.js';
+import { listStageGates } from '../store/stage-gates.js';
 
 /** The record's fields, in order (documented in the README). */
 export const STATUS_FIELDS = [
@@ -45,6 +47,7 @@ export const STATUS_FIELDS = [
   'progress',
   'failures',
   'max failures',
+  'stage gates',
   'started_at',
   'elapsed',
   'eta',
@@ -172,6 +175,7 @@ export function statusRecord(db: Db, type: StrategyType | undefined, nowMs: numb
     progress: progress.length ? progress.map((p) => `${p.cloud}: ${p.details}`).join('\n') : null,
     failures: failures.length ? failures.map((f) => `${f.cloud}: ${f.details}`).join('\n') : null,
     'max failures': budgetText(s.max_failures, s.stop_on_failure, total),
+    'stage gates': gateLines(listStageGates(db))?.join('\n') ?? null,
     started_at: startedAt,
     elapsed,
     eta,

@@ -23,6 +23,8 @@ import type { Result } from './plain-results.js';
 import { logNameProblem } from '../domain/logs.js';
 import { quoteName } from '../domain/inventory.js';
 import type { LabelSelector } from '../domain/inventory.js';
+import { formatStageGate, formatStageMaxFailures, parseStageGate, parseStageMaxFailures } from '../domain/stage-gates.js';
+import { fillStageGates, listStageGates } from '../store/stage-gates.js';
 
 export interface CreateInput {
   type: StrategyType;
@@ -46,6 +48,10 @@ export interface CreateInput {
   dryRun?: boolean;
   /** With dryRun: instead of the plan, the runs of this subcloud (`true`: the plan's first). */
   showCommands?: string | true;
+  /** `--stage-max-failures N|P%`, `--stage-gate`, `--gate-check CMD`: every stage's (README "Stage gates"). */
+  stageMaxFailures?: string;
+  stageGate?: string;
+  gateCheck?: string;
 }
 
 
@@ -110,6 +116,7 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Comm
   if (maxFailures !== null && input.stopOnFailure) {
     throw new UsageError('--stop-on-failure is --max-failures 1: give one of them');
   }
+  const gates = stageGateOptions(input);
   const raw = input.driverOptions ?? {};
   const driverName = parseDriverName(raw.driver);
   if (input.showCommands !== undefined) {
@@ -131,6 +138,14 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Comm
   };
   Object.assign(driver, auditExtraArgs(driverName, driver, raw, Boolean(input.requireAudit)));
   const simFails = (driver.sim_fail as string[] | undefined) ?? [];
+  // The check command: the option's, else the exec config's `gate_check`.
+  const gateCheck = gates.gateCheck ?? configGateCheck(driver.exec_config);
+  if (gates.gate === 'check' && gateCheck === null) throw new UsageError(NO_CHECK);
+  const fillGates = (db: Db) => {
+    fillStageGates(db, { maxFailures: gates.maxFailures, gate: gates.gate, gateCheck });
+    // A group's default may be `check`: with no command anywhere it could never pass.
+    if (gateCheck === null && listStageGates(db).some((g) => g.gate === 'check')) throw new UsageError(NO_CHECK);
+  };
   // The range (check 3) is a value on its own too; only options that may not be combined (check 2,
   // reported after check 1) come before it.
   if (combines(req)) checkMaxParallel(input.type, req.maxParallelSubclouds);
@@ -189,6 +204,7 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Comm
         const p = plan(db);
         insertStrategy(db, record(db), p.stages);
         insertSteps(db, p.steps);
+        fillGates(db);
         return { kind: 'strategy', strategy: theStrategy(db) };
       }
       // The fleet or a group: planned as the subclouds are read, a page at a time, and the steps
@@ -223,12 +239,32 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Comm
         }
         if (r.done) {
           insertStages(db, r.value);
+          fillGates(db);
           break;
         }
       }
       return { kind: 'strategy', strategy: theStrategy(db) };
     }),
   );
+}
+
+const NO_CHECK = '--stage-gate check needs a command: --gate-check CMD, or gate_check in the exec config';
+
+/** The stage gate options, checked on their own (before the file is read) and as they are stored. */
+function stageGateOptions(input: CreateInput): { maxFailures: string | null; gate: string | null; gateCheck: string | null } {
+  if (input.gateCheck !== undefined && input.gateCheck.trim() === '') throw new UsageError("option '--gate-check' is empty: give a command");
+  return {
+    maxFailures: input.stageMaxFailures === undefined ? null : formatStageMaxFailures(parseStageMaxFailures(input.stageMaxFailures)),
+    gate: input.stageGate === undefined ? null : formatStageGate(parseStageGate(input.stageGate)),
+    gateCheck: input.gateCheck ?? null,
+  };
+}
+
+/** The exec config's `gate_check`, from the config as stored (JSON); null for the sim driver. */
+function configGateCheck(stored: unknown): string | null {
+  if (typeof stored !== 'string') return null;
+  const check = (JSON.parse(stored) as { gate_check?: unknown }).gate_check;
+  return typeof check === 'string' ? check : null;
 }
 
 /**

@@ -150,6 +150,8 @@ export interface GateInput {
   /** Steps failed so far and the failure budget (null: none). */
   failed: number;
   limit: number | null;
+  /** The running stage's own budget is exceeded (domain/stage-gates.ts): it starts no more subclouds. */
+  stageHeld?: boolean;
 }
 
 /** What may start now: the one stop rule, asked before every start and again at every commit. */
@@ -164,7 +166,7 @@ export interface Gate {
 
 export function gate(s: GateInput): Gate {
   const budgetSpent = s.limit !== null && s.failed >= s.limit;
-  const stopping = s.noNewSubclouds || s.noNewOperations || budgetSpent;
+  const stopping = s.noNewSubclouds || s.noNewOperations || budgetSpent || s.stageHeld === true;
   return { newSubclouds: !s.paused && !stopping, operations: !s.noNewOperations, stopping };
 }
 

@@ -15,6 +15,8 @@ export const EVENTS = {
   abortRequested: 'abort requested',
   aborted: 'aborted',
   retried: 'retried',
+  /** A stage's gate or budget: soaking, checking, held, paused, passed, promoted (README "Stage gates"). */
+  stageGate: 'stage gate',
 } as const;
 
 export type EventName = (typeof EVENTS)[keyof typeof EVENTS];

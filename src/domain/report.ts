@@ -56,6 +56,8 @@ export interface ReportInput {
     maxParallelSubclouds: number | null;
     driver: string;
     maxFailures?: string | null;
+    /** Each stage's gate, budget and the gate's outcome, as `strategy status` says them (none: all defaults). */
+    stageGates?: string[];
     /** The type options as stored, each by its flag (domain/options.ts shownTypeOptions). */
     typeOptions?: readonly [string, string][];
     /** How the subclouds were chosen at create (cloud names, group, labels, force), each by its flag. */

@@ -12,7 +12,7 @@
  * file), the deadlines (deadlines.ts), the requests from other shells (requests.ts), the runs an
  * earlier process left (adoption.ts), the processes runs started (run-processes.ts) and finishing
  * (finish.ts). A subcloud holds its slot from its first state to its end, and stage N+1 starts
- * when every subcloud of stage N has ended.
+ * when every subcloud of stage N has ended and stage N's gate has let it (stage-gate.ts).
  */
 import { formatDuration } from '../domain/durations.js';
 import { decideReport, failureLimit, gate, NO_NEW_SUBCLOUDS, opensNewSubcloud, stopRule, type Gate, type ReportResult } from '../domain/control.js';
@@ -47,6 +47,7 @@ import { setLongTimeout, type Timer } from '../platform/timers.js';
 import type { Actor } from '../platform/who.js';
 import { adoptedText, EVENTS } from '../domain/events.js';
 import { recordEvent } from '../store/events.js';
+import { StageGates, type StageBudget } from './stage-gate.js';
 
 export interface OrchestratorOptions {
   type: StrategyType;
@@ -170,6 +171,9 @@ export class Orchestrator {
   private windows = new Map<number, number>();
   /** The strategy-config options of each subcloud, read once when the run starts. */
   private config = new ConfigBook(undefined, []);
+  /** Stage gates (stage-gate.ts): the running stage's own budget, and the gate between stages. */
+  private gates: StageGates | null = null;
+  private stageBudget: StageBudget | null = null;
 
   constructor(
     private readonly db: Db,
@@ -256,6 +260,11 @@ export class Orchestrator {
         budget: (text) => this.setBudget(text, true),
         fail: (err) => this.fail(err),
         busy: (err) => this.committer.isBusy(err),
+        changed: () => {
+          if (this.stageBudget && this.gates?.refreshBudget(this.stageBudget)) this.window?.pump();
+          // A gate waiting out a soak looks again: `strategy update` may have changed it.
+          this.gates?.wake();
+        },
       },
       { pollMs: this.opts.pollMs, checkFile: this.opts.checkFile },
       snap,
@@ -270,6 +279,7 @@ export class Orchestrator {
     } finally {
       // Every way out (end, signal, fatal error) leaves no timer that would keep the process alive.
       this.requests.stop();
+      this.gates?.stop();
       this.drainTimer?.clear();
       this.deadlines.stop();
       for (const t of this.retryTimers) t.clear();
@@ -283,21 +293,64 @@ export class Orchestrator {
   }
 
   private async runStages(): Promise<void> {
-    for (const stage of openStages(this.db)) {
-      const size = this.windows.get(stage) ?? 1;
-      this.stage = stage;
-      this.progress.stageStarted?.(stage, size);
-      const cursor = new StageCursor(this.db, stage);
-      this.window = new StageWindow(size, {
-        fetch: (limit) => cursor.next(limit),
-        gate: () => this.gate(),
-        run: (step) => this.runSubcloud(step),
-        failed: (err) => this.fail(err),
-      });
-      await this.window.run();
-      this.window = null;
-      if (this.interruptedBy || this.fatal) return;
+    const gates = (this.gates = this.stageGates());
+    // Every stage from the first open one: a stage that ended while its gate was not passed yet
+    // (killed in a soak, at a pause) still has its gate to go through.
+    const open = openStages(this.db);
+    const stages = gates.stagesFrom(open);
+    for (const [i, stage] of stages.entries()) {
+      for (let again = open.includes(stage); ; again = true) {
+        if (again) await this.runStage(stage, gates);
+        if (this.interruptedBy || this.fatal) return;
+        let next;
+        try {
+          next = await gates.after(stage, stages[i + 1] ?? null);
+        } catch (err) {
+          // A gate's write refused by the fence, a file fault: as any of the orchestrator's writes.
+          this.fail(err as Error);
+          return;
+        }
+        if (next !== 'again') break;
+      }
     }
+  }
+
+  private async runStage(stage: number, gates: StageGates): Promise<void> {
+    const size = this.windows.get(stage) ?? 1;
+    this.stage = stage;
+    this.stageBudget = gates.budget(stage);
+    this.progress.stageStarted?.(stage, size);
+    const cursor = new StageCursor(this.db, stage);
+    this.window = new StageWindow(size, {
+      fetch: (limit) => cursor.next(limit),
+      gate: () => this.gate(),
+      run: (step) => this.runSubcloud(step),
+      failed: (err) => this.fail(err),
+    });
+    await this.window.run();
+    this.window = null;
+    this.stageBudget = null;
+  }
+
+  /** The gate runner's view of this orchestrator (stage-gate.ts never sees the registry). */
+  private stageGates(): StageGates {
+    return new StageGates(this.db, {
+      syncPaused: () => {
+        this.setPaused(strategyState(this.db) === 'paused');
+        return this.paused;
+      },
+      ending: () => this.noNewSubclouds || this.fatal !== null || this.interruptedBy !== null || this.budgetSpent(),
+      write: (fn) => this.committer.write(fn),
+      pause: (reason) => {
+        this.setPaused(true, true);
+        this.progress.note(`paused: ${reason}`);
+        // The poll learns the state this process wrote, so that a resume is told from it.
+        this.requests?.lookNow();
+      },
+      note: (text) => this.progress.note(text),
+      type: this.opts.type,
+      who: this.opts.who,
+    });
   }
 
   /** The one gate (domain/control.ts), asked before every start and at every commit. */
@@ -308,6 +361,7 @@ export class Orchestrator {
       noNewOperations: this.noNewOperations || this.fatal !== null,
       failed: this.failedCount,
       limit: this.failureLimit,
+      stageHeld: this.stageBudget?.exceeded() ?? false,
     });
   }
 
@@ -559,6 +613,7 @@ export class Orchestrator {
         // Counted when decided, so that starts queued in this very flush are held back (as
         // --stop-on-failure always did); the transition itself is committed with them.
         this.failedCount++;
+        this.stageBudget?.stepFailed(step.cloud);
         if (this.budgetSpent()) this.sayBudgetSpent(step.cloud);
       }
     }
@@ -708,6 +763,7 @@ export class Orchestrator {
     this.progress.initialAborted?.();
     this.progress.note(`abort requested: ${n} step(s) not started are aborted; ${this.slots.size} subcloud(s) in flight run to their end`);
     this.window?.pump();
+    this.gates?.wake();
   }
 
   /** Pause (no new subcloud; in flight run on) or resume; `quiet`: said by the caller. */
@@ -724,6 +780,7 @@ export class Orchestrator {
       } else this.progress.note('resumed');
     }
     this.window?.pump();
+    this.gates?.wake();
   }
 
   /** A stage's window changed: the running stage follows at once, a later one when it starts. */
@@ -783,6 +840,7 @@ export class Orchestrator {
     }, this.opts.drainMs ?? 60_000);
     this.drainTimer.unref();
     this.window?.pump();
+    this.gates?.wake();
   }
 
   /**
@@ -812,6 +870,7 @@ export class Orchestrator {
     this.noNewSubclouds = true;
     this.noNewOperations = true;
     this.stopNow();
+    this.gates?.wake();
   }
 
   // --- Finishing ---

@@ -26,6 +26,8 @@ export interface RequestHandlers {
   fail(err: Error): void;
   /** Whether `err` is a busy file (said once by the orchestrator): the change is asked again. */
   busy(err: unknown): boolean;
+  /** Another process committed something: what is not in the snapshot (the running stage's budget) is read again. */
+  changed?(): void;
 }
 
 export interface Snapshot {
@@ -79,6 +81,7 @@ export class ExternalRequests {
       const now = controlSnapshot(this.db);
       if (!now) return;
       this.compare(now);
+      this.handlers.changed?.();
     } catch (err) {
       // A busy file: the next poll looks again (data_version is read anew, so nothing is missed).
       if (faultOf(err) === 'busy' || this.handlers.busy(err)) {

@@ -230,6 +230,27 @@ export const MIGRATIONS: ((db: Database.Database) => void)[] = [
       );
     `);
   },
+  // 11 -> 12: stage gates (README "Stage gates"): each stage's own failure budget and the gate
+  // before the next stage, fixed at create (from the group's defaults or the create's options),
+  // and the gate's outcome as it went, so that a restarted apply goes on where the gate was (a soak
+  // waits only its rest). The groups' defaults sit in a table of their own: a group's record stays
+  // dcmanager's.
+  (db) => {
+    db.exec(`
+      ALTER TABLE strategy_stage ADD COLUMN max_failures TEXT;
+      ALTER TABLE strategy_stage ADD COLUMN gate TEXT NOT NULL DEFAULT 'none';
+      ALTER TABLE strategy_stage ADD COLUMN gate_check TEXT;
+      ALTER TABLE strategy_stage ADD COLUMN gate_state TEXT;
+      ALTER TABLE strategy_stage ADD COLUMN gate_reason TEXT;
+      ALTER TABLE strategy_stage ADD COLUMN gate_at TEXT;
+      ALTER TABLE strategy_stage ADD COLUMN gate_due_at TEXT;
+      CREATE TABLE subcloud_group_gate (
+        group_id INTEGER PRIMARY KEY REFERENCES subcloud_group(id) ON DELETE CASCADE,
+        max_failures TEXT,
+        gate TEXT
+      );
+    `);
+  },
 ];
 
 /**

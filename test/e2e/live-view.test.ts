@@ -87,14 +87,14 @@ describe('the live view in a terminal', () => {
     let all = '';
     await waitFor(() => (all = tmux('capture-pane', '-p', '-S', '-', '-t', 'watch')).includes('EXIT='), 60_000, 100);
     const lines = all.slice(0, all.indexOf('EXIT=')).trimEnd().split('\n');
-    const frame = lines.slice(-26);
+    const frame = lines.slice(-27);
     const border = /^\+-+\+-+\+$/;
-    expect([frame[0], frame[2], frame[25]].every((l) => border.test(l))).toBe(true);
+    expect([frame[0], frame[2], frame[26]].every((l) => border.test(l))).toBe(true);
     expect(frame[1]).toMatch(/^\| Field +\| Value +\|$/);
-    const names_ = frame.slice(3, 25).map((l) => /^\| ([^|]*?) *\|/.exec(l)?.[1]);
+    const names_ = frame.slice(3, 26).map((l) => /^\| ([^|]*?) *\|/.exec(l)?.[1]);
     expect(names_).toEqual([
       'strategy type', 'state', 'driver', 'stage', 'window', 'steps', 'initial', 'in progress', 'complete', 'failed',
-      'aborted', 'in flight', 'progress', 'failures', '', '', 'max failures', 'started_at', 'elapsed', 'eta', 'estimate from', 'orchestrator',
+      'aborted', 'in flight', 'progress', 'failures', '', '', 'max failures', 'stage gates', 'started_at', 'elapsed', 'eta', 'estimate from', 'orchestrator',
     ]);
     expect(frame[4]).toMatch(/^\| state +\| failed +\|$/);
     expect(all).toMatch(/\+\nEXIT=1\n/);

@@ -38,6 +38,8 @@ export function rolloutSection(m: ReportModel): string {
   rows.push(['max parallel subclouds', 'max parallel subclouds', esc(parts.join('; '))]);
   rows.push(['stop on failure', 'stop on failure', s.stopOnFailure ? 'yes' : 'no']);
   rows.push(['max failures', 'max failures', esc(s.maxFailures ?? 'None')]);
+  // Only when a stage has a gate or a budget of its own (README "Stage gates"): one line a stage.
+  if (s.stageGates?.length) rows.push(['stage gates', 'stage gates', s.stageGates.map(esc).join('<br>')]);
   rows.push(['created', 'created', esc(s.createdAt.slice(0, 19))]);
   const body = rows.map(([key, label, value]) => `<dt>${label}</dt><dd data-key="${esc(key)}">${value}</dd>`).join('');
   return `<section id="rollout"><h2>What was rolled out</h2><dl class="meta">${body}</dl></section>`;

@@ -39,6 +39,8 @@ export interface ExecConfig {
    * is `audit`; its timeout defaults to 1m, not the states' 1h.
    */
   audit?: StateSpec;
+  /** The stage gate's health command (`--stage-gate check`), run through /bin/sh -c between stages. */
+  gate_check?: string;
 }
 
 /** The keys an `audit` entry may have: a command's, without the retry and reason settings of a state. */
@@ -48,6 +50,9 @@ const AUDIT_TIMEOUT = '1m';
 const KEYS = ['run', 'timeout', 'retries', 'backoff', 'kill_grace', 'env', 'cwd', 'reason'];
 
 type Entry = Record<string, unknown>;
+
+/** Top-level keys beside defaults and states: what dcm runs around the states (the stage gate's check). */
+const TOP_EXTRAS = ['audit', 'gate_check'];
 
 /** Where parseConfigText keeps the file order of `states`. */
 const STATE_ORDER = '\u0000state order';
@@ -111,7 +116,8 @@ export function resolveConfig(doc: unknown, file: string, typeStates: readonly s
   };
   if (!isObject(doc)) bad('top level', 'expected a mapping with "states" (and optional "defaults")');
   const top = doc as Entry;
-  for (const k of Object.keys(top)) if (k !== 'defaults' && k !== 'states' && k !== 'audit' && k !== STATE_ORDER) bad(k, 'unknown key: use defaults, states, audit');
+  for (const k of Object.keys(top)) if (k !== 'defaults' && k !== 'states' && k !== STATE_ORDER && !TOP_EXTRAS.includes(k)) bad(k, `unknown key: use defaults, states, ${TOP_EXTRAS.join(', ')}`);
+  if ('gate_check' in top && (typeof top.gate_check !== 'string' || top.gate_check.trim() === '')) bad('gate_check', 'expected a command (a string)');
   const defaults = top.defaults ?? {};
   if (!isObject(defaults)) bad('defaults', 'expected a mapping');
   if (!isObject(top.states)) bad('states', 'expected a mapping of state name to command');
@@ -144,6 +150,7 @@ export function resolveConfig(doc: unknown, file: string, typeStates: readonly s
   if ('*' in states) resolveEntry('*', 'state "*"', states['*'], defaults as Entry, base, bad);
   resolveEntry('defaults', 'defaults', { run: 'true' }, defaults as Entry, base, bad);
   const config: ExecConfig = { states: resolved };
+  if (typeof top.gate_check === 'string') config.gate_check = top.gate_check;
   if (top.audit !== undefined) config.audit = resolveAudit(top.audit, defaults as Entry, base, bad);
   return config;
 }
@@ -158,7 +165,7 @@ export function resolveAuditConfig(doc: unknown, file: string): StateSpec {
   };
   if (!isObject(doc)) bad('top level', 'expected a mapping with "audit" (and optional "defaults")');
   const top = doc as Entry;
-  for (const k of Object.keys(top)) if (k !== 'defaults' && k !== 'states' && k !== 'audit' && k !== STATE_ORDER) bad(k, 'unknown key: use defaults, states, audit');
+  for (const k of Object.keys(top)) if (k !== 'defaults' && k !== 'states' && k !== STATE_ORDER && !TOP_EXTRAS.includes(k)) bad(k, `unknown key: use defaults, states, ${TOP_EXTRAS.join(', ')}`);
   if (top.audit === undefined) bad('audit', 'missing: give the command that prints the site\'s state as JSON');
   const defaults = top.defaults ?? {};
   if (!isObject(defaults)) bad('defaults', 'expected a mapping');

@@ -66,7 +66,14 @@ states:
     ['no run', 'states: {"*": {timeout: 1s}}\n', /state "\*": run: missing/],
     ['top-level typo', 'state: {"*": "true"}\n', /state: unknown key/],
     ['duplicate key', 'states:\n  "*": "true"\n  "*": "false"\n', /not valid YAML or JSON/],
+    ['gate_check not a command', 'gate_check: [a, b]\nstates: {"*": "true"}\n', /gate_check: expected a command \(a string\)/],
+    ['gate_check empty', 'gate_check: " "\nstates: {"*": "true"}\n', /gate_check: expected a command/],
   ];
+
+  test("gate_check (the stage gate's check) is kept as given; without it, none", () => {
+    expect(resolve('gate_check: ./healthy.sh "$DCM_STAGE_CLOUDS"\nstates: {"*": "true"}\n').gate_check).toBe('./healthy.sh "$DCM_STAGE_CLOUDS"');
+    expect('gate_check' in resolve('states: {"*": "true"}\n')).toBe(false);
+  });
   test.each(bad)('%s is a usage error naming where', (_n, text, message) => {
     let err: unknown;
     try {
