@@ -33,7 +33,17 @@ export interface StateSpec {
 
 export interface ExecConfig {
   states: StateSpec[];
+  /**
+   * `probe`: a command that exits 0 when the site answers (`dcm subcloud probe`, `strategy create
+   * --probe`), with a state's keys and placeholders; absent when the config has none.
+   */
+  probe?: StateSpec;
+  /** `defer_exit_codes`: a state's exit codes that defer its step rather than fail it (default [75]). */
+  deferExitCodes?: number[];
 }
+
+/** The top level's keys. */
+const TOP_KEYS = ['defaults', 'states', 'probe', 'defer_exit_codes'];
 
 const KEYS = ['run', 'timeout', 'retries', 'backoff', 'kill_grace', 'env', 'cwd', 'reason'];
 
@@ -101,7 +111,7 @@ export function resolveConfig(doc: unknown, file: string, typeStates: readonly s
   };
   if (!isObject(doc)) bad('top level', 'expected a mapping with "states" (and optional "defaults")');
   const top = doc as Entry;
-  for (const k of Object.keys(top)) if (k !== 'defaults' && k !== 'states' && k !== STATE_ORDER) bad(k, 'unknown key: use defaults, states');
+  for (const k of Object.keys(top)) if (!TOP_KEYS.includes(k) && k !== STATE_ORDER) bad(k, `unknown key: use ${TOP_KEYS.join(', ')}`);
   const defaults = top.defaults ?? {};
   if (!isObject(defaults)) bad('defaults', 'expected a mapping');
   if (!isObject(top.states)) bad('states', 'expected a mapping of state name to command');
@@ -133,7 +143,11 @@ export function resolveConfig(doc: unknown, file: string, typeStates: readonly s
   // Every entry is checked, even one no state uses, and a bad default even when overridden.
   if ('*' in states) resolveEntry('*', 'state "*"', states['*'], defaults as Entry, base, bad);
   resolveEntry('defaults', 'defaults', { run: 'true' }, defaults as Entry, base, bad);
-  return { states: resolved };
+  const out: ExecConfig = { states: resolved };
+  // Its own defaults apply as a state's do: a probe is one more command run against the site.
+  if (top.probe !== undefined) out.probe = resolveProbe(top, defaults as Entry, base, bad);
+  if (top.defer_exit_codes !== undefined) out.deferExitCodes = deferCodes(top.defer_exit_codes, bad);
+  return out;
 }
 
 function resolveEntry(
@@ -238,4 +252,40 @@ function resolveEntry(
   const spec: StateSpec = { state, run, timeoutMs, retries, backoffMinMs: backoff.min, backoffMaxMs: backoff.max, killGraceMs, env, cwd };
   if (reason !== undefined) spec.reason = reason;
   return spec;
+}
+
+/** `defer_exit_codes: [75, 69]`: exit codes (1..255) that mean "the site did not answer, try later". */
+function deferCodes(v: unknown, bad: (where: string, msg: string) => never): number[] {
+  const list = Array.isArray(v) ? v : [v];
+  if (list.length === 0) bad('defer_exit_codes', 'an empty list: leave the key out for the default [75]');
+  return list.map((c) => {
+    if (typeof c !== 'number' || !Number.isInteger(c) || c < 1 || c > 255) bad('defer_exit_codes', `bad exit code ${JSON.stringify(c)}: a whole number from 1 to 255`);
+    return c as number;
+  });
+}
+
+/** A probe that sets no timeout (nor its defaults) gives up after this: a site that answers, answers fast. */
+export const PROBE_TIMEOUT_MS = 30_000;
+
+function resolveProbe(top: Entry, defaults: Entry, base: string, bad: (where: string, msg: string) => never): ExecConfig['probe'] {
+  const spec = resolveEntry('probe', 'probe', top.probe, defaults, base, bad);
+  const own = isObject(top.probe) && 'timeout' in top.probe;
+  if (!own && defaults.timeout === undefined) spec.timeoutMs = PROBE_TIMEOUT_MS;
+  return spec;
+}
+
+/**
+ * The probe of a config file read for `dcm subcloud probe` (no strategy, so no type's states to
+ * check the file against): its `probe` entry resolved with the file's defaults; an error if none.
+ */
+export function probeOfConfig(doc: unknown, file: string): StateSpec {
+  const bad = (where: string, msg: string): never => {
+    throw new UsageError(`exec config ${file}: ${where}: ${msg}`);
+  };
+  if (!isObject(doc)) bad('top level', 'expected a mapping with "states" (and optional "defaults")');
+  const top = doc as Entry;
+  if (top.probe === undefined) bad('probe', 'missing: give the command that tells whether a site answers');
+  const defaults = top.defaults ?? {};
+  if (!isObject(defaults)) bad('defaults', 'expected a mapping');
+  return resolveProbe(top, defaults as Entry, path.dirname(path.resolve(file)), bad)!;
 }

@@ -3,6 +3,7 @@
  * and keep their own side of the update, so that a duplicate or out-of-order operation fails on
  * the subcloud exactly as in dcmanager's seed bug.
  */
+import { SIM_UNREACHABLE_LABEL, simUnreachable } from './unreachable.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import { sitesFileOf } from '../../platform/sites-file.js';
@@ -47,6 +48,9 @@ export class SimDriver implements Driver {
   }
 
   async run(req: OperationRequest): Promise<OperationResult> {
+    // A site marked unreachable (label sim_unreachable) answers nothing: its step is deferred. Asked
+    // at the first state only, where a site that is down is found, so that other states read no labels.
+    if (req.stateIndex === 0 && simUnreachable(req.labels)) return { kind: 'defer', reason: `no answer (label ${SIM_UNREACHABLE_LABEL})` };
     const sreq: SiteRequest = req;
     const admission = admit(this.book.get(req.cloud), sreq, this.owner);
     if (!admission.ok) return { kind: 'failed', reason: admission.reason };
