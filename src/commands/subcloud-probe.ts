@@ -82,16 +82,16 @@ export async function subcloudProbe(ctx: Ctx, input: ProbeInput): Promise<Outcom
   }
   const chosen = rows ?? [];
   const probed = await probeRows(prober, chosen, parallel);
-  if (probed.length) {
-    const before = new Map(chosen.map((r) => [r.id, r.availability]));
-    withWriteDb(ctx, (db) => immediate(db, () => recordAvailability(db, probedSites(probed), before)));
-  }
+  const table = list(
+    ['name', 'availability', 'detail'],
+    probed.map((p) => [p.name, p.result.answered ? 'online' : 'offline', p.result.detail || null]),
+  );
+  const before = new Map(chosen.map((r) => [r.id, r.availability]));
+  // The table is checked against -c inside the write: a bad column records nothing.
+  const result = probed.length ? withWriteDb(ctx, (db) => immediate(db, () => (recordAvailability(db, probedSites(probed), before), table))) : table;
   const silent = probed.filter((p) => !p.result.answered);
   return {
-    result: list(
-      ['name', 'availability', 'detail'],
-      probed.map((p) => [p.name, p.result.answered ? 'online' : 'offline', p.result.detail || null]),
-    ),
+    result,
     exitCode: silent.length ? EXIT.failed : EXIT.ok,
     warnings: silent.length ? [`${silent.length} of ${probed.length} subcloud(s) did not answer: ${silent.map((p) => p.name).join(', ')}`] : undefined,
   };
