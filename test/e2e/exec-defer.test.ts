@@ -143,6 +143,9 @@ describe('deferred steps (exit 75)', () => {
     await waitFor(() => withSql(f.db, (d) => d.prepare(`SELECT state FROM strategy_step st JOIN subcloud s ON s.id = st.subcloud_id WHERE s.name = 's1'`).pluck().get() === 'deferred'));
     process.kill(first.child.pid!, 'SIGKILL');
     await first.done;
+    // Counted apart from failed while it waits.
+    const status = JSON.parse(dcmOk([...db(), 'strategy', 'status', '-f', 'json']).stdout) as Record<string, unknown>;
+    expect(status).toMatchObject({ deferred: 1, failed: 0 });
     const due = withSql(f.db, (d) => d.prepare(`SELECT retry_at FROM step_history ORDER BY id LIMIT 1`).pluck().get() as string);
     expect(due).not.toBeNull();
     const r = dcm([...db(), 'strategy', 'apply'], { env: f.env });
@@ -153,6 +156,26 @@ describe('deferred steps (exit 75)', () => {
     expect(s1[1].start / 1e6).toBeGreaterThanOrEqual(parseTime(due));
     expect(overlapsPerCloud(f.readRuns())).toEqual([]);
     expect(strategyState(f.db)).toBe('complete');
+  });
+});
+
+describe('deferred steps and control', () => {
+  // Claim, README "Sites that answer": an abort ends deferred steps `aborted`; none is tried again.
+  test('abort while a step is deferred: it ends aborted, not tried again, and the apply ends', async () => {
+    f = execFixture();
+    dcmOk([...db(), 'subcloud', 'add', ...names(4)]);
+    const cfg = config({ DEFER_ALWAYS: 's1', STEP_MIN_MS: '100', STEP_MAX_MS: '100' });
+    dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1',
+      '--driver', 'exec', '--exec-config', cfg, '--defer-delay', '1h']);
+    const apply = dcmSpawn([...db(), 'strategy', 'apply'], f.env, { detached: true });
+    const s1State = () => withSql(f.db, (d) => d.prepare(`SELECT st.state FROM strategy_step st JOIN subcloud s ON s.id = st.subcloud_id WHERE s.name = 's1'`).pluck().get());
+    await waitFor(() => s1State() === 'deferred');
+    dcmOk([...db(), 'strategy', 'abort']);
+    const r = await apply.done;
+    expect(r.code).toBe(3);
+    expect(stepOf('s1')).toMatchObject({ state: 'aborted', details: 'aborted while deferred (the site had not answered)' });
+    expect(f.readRuns().filter((x) => x.cloud === 's1')).toHaveLength(1);
+    expect(strategyState(f.db)).toBe('aborted');
   });
 });
 
