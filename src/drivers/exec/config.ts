@@ -123,7 +123,7 @@ export function resolveConfig(doc: unknown, file: string, typeStates: readonly s
     if (names.includes('*')) bad('states: "*"', 'not allowed with --type custom: name every state');
     if (names.length === 0) bad('states', 'a custom type needs at least one state');
     for (const n of names) {
-      if (n === 'complete' || n === 'initial' || n === 'failed' || n === 'aborted') bad(`state "${n}"`, 'a reserved step state');
+      if (n === 'complete' || n === 'initial' || n === 'failed' || n === 'aborted' || n === 'deferred') bad(`state "${n}"`, 'a reserved step state');
       // Checked as subcloud names are; and a name must fit in its run files' names.
       const problem = nameProblem(n) ?? logNameProblem('state', n);
       if (problem) bad(`state ${quoteName(n)}`, problem);
