@@ -1,5 +1,5 @@
 /** Commander wiring of `dcm subcloud …`. */
-import { Option, type Command } from 'commander';
+import { Option, type Command } from './commander.js';
 import { parseLabelSelector, parseSubcloudFields, quoteName, UNTRACKED_FIELDS, type RawSubcloudFields } from '../domain/inventory.js';
 import { collect, integer } from './parsers.js';
 import { UsageError } from '../domain/errors.js';

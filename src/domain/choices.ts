@@ -2,9 +2,8 @@
  * Values that must come from a fixed set (SPEC §4 "Visibility"): a value outside it is an error
  * that says what is valid, never an empty result. Pure.
  */
-import { STEP_DEFERRED } from './deferral.js';
 import { UsageError } from './errors.js';
-import { STEP_ABORTED, STEP_COMPLETE, STEP_FAILED, STEP_INITIAL, STRATEGY_TYPES, statesOf } from './types.js';
+import { STEP_ABORTED, STEP_COMPLETE, STEP_DEFERRED, STEP_FAILED, STEP_INITIAL, STRATEGY_TYPES, statesOf } from './types.js';
 
 /** Every state a step of any built-in type can be in: the common ones first, then each type's. */
 export function allStepStates(): string[] {

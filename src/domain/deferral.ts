@@ -12,7 +12,7 @@ import { durationProblem, formatDuration, parseDuration } from './durations.js';
 import { UsageError } from './errors.js';
 
 /** The step state of a subcloud waiting to be tried again: not ended, counted apart from failed. */
-export const STEP_DEFERRED = 'deferred';
+export { STEP_DEFERRED } from './types.js';
 
 /** sysexits.h EX_TEMPFAIL: "temporary failure; the user is invited to retry". */
 export const EX_TEMPFAIL = 75;

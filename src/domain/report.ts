@@ -6,7 +6,7 @@
  * site's attempts and each stage's window over time (report-windows.ts). Pure: rows and the time
  * of the report in, a model out; the HTML is drawn from it by src/cli/output/report-html.ts.
  */
-import { STEP_DEFERRED } from './deferral.js';
+import { STEP_DEFERRED } from './types.js';
 import { STEP_ABORTED, STEP_COMPLETE, STEP_FAILED, STEP_INITIAL } from './types.js';
 import { failedRuns, siteAttempts, type FailedRun, type SiteAttempts } from './report-runs.js';
 import { maxParallelHistory, stageWindowSpans, type WindowSpan } from './report-windows.js';
