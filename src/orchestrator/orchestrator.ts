@@ -205,7 +205,9 @@ export class Orchestrator {
     const first = firstStartedAt(this.db);
     this.firstStartedMs = first === null ? undefined : Math.min(started, parseTime(first));
     this.config = new ConfigBook(getDefaultConfig(this.db), subcloudOptions(this.db));
-    this.deferrals = new Deferrals(this.db, this.opts.extra, this.firstStartedMs ?? started, (step) => this.window?.add(step));
+    this.deferrals = new Deferrals(this.db, this.opts.extra, this.firstStartedMs ?? started, (step) => {
+      if (step.stage === this.stage) this.window?.add(step);
+    });
     this.budgets = retryBudgets(this.db);
     // Each adopted run's worker is made once, here: the request the driver keeps (its abort signal
     // above all) is that worker's, so a second Ctrl-C or a fatal stop reaches the run through it.
@@ -305,6 +307,8 @@ export class Orchestrator {
       });
       await this.window.run();
       this.window = null;
+      // Ended with steps still deferred only when nothing new may start: they stay so in the file.
+      this.deferrals?.clear();
       if (this.interruptedBy || this.fatal) return;
     }
   }

@@ -69,6 +69,8 @@ describe('deferred steps (exit 75)', () => {
     const r = dcm([...db(), 'strategy', 'apply'], { env: f.env });
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('strategy failed');
+    // Each deferral is a transition of its own in apply's output.
+    expect(r.stderr).toMatch(/ s1: deferred \(pre check: exit 75: site s1 does not answer; deferred \(1\), tried again in 150ms\)\n/);
 
     const runs = f.readRuns();
     // The window holds whatever was retried, by the commands' own log.
@@ -176,6 +178,34 @@ describe('deferred steps and control', () => {
     expect(stepOf('s1')).toMatchObject({ state: 'aborted', details: 'aborted while deferred (the site had not answered)' });
     expect(f.readRuns().filter((x) => x.cloud === 's1')).toHaveLength(1);
     expect(strategyState(f.db)).toBe('aborted');
+  });
+});
+
+describe('deferred steps and pause', () => {
+  // Claim, README "Sites that answer": a deferred step whose time has come is not tried while paused; resume lets it go on.
+  test('pause holds a deferred step past its time; it is tried once resumed', async () => {
+    f = execFixture();
+    dcmOk([...db(), 'subcloud', 'add', ...names(3)]);
+    const cfg = config({ DEFER_ONCE: 's1', STEP_MIN_MS: '50', STEP_MAX_MS: '50' });
+    dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1',
+      '--driver', 'exec', '--exec-config', cfg, '--defer-delay', '500ms']);
+    const apply = dcmSpawn([...db(), 'strategy', 'apply'], f.env, { detached: true });
+    const row = () => withSql(f.db, (d) => d.prepare(`SELECT st.state, (SELECT retry_at FROM step_history h WHERE h.step_id = st.id ORDER BY h.id LIMIT 1) AS due
+      FROM strategy_step st JOIN subcloud s ON s.id = st.subcloud_id WHERE s.name = 's1'`).get() as { state: string; due: string | null });
+    await waitFor(() => row().state === 'deferred');
+    dcmOk([...db(), 'strategy', 'pause']);
+    const due = parseTime(row().due!);
+    // Its time has passed while paused, and the subcloud in flight has ended.
+    await waitFor(() => Date.now() > due + 300 && (JSON.parse(dcmOk([...db(), 'strategy', 'status', '-f', 'json']).stdout) as Record<string, number>)['in flight'] === 0);
+    expect(row().state).toBe('deferred');
+    const resumedAt = Date.now();
+    dcmOk([...db(), 'strategy', 'resume']);
+    const r = await apply.done;
+    expect(r.code).toBe(0);
+    const s1 = f.readRuns().filter((x) => x.cloud === 's1');
+    expect(s1.map((x) => x.attempt).slice(0, 2)).toEqual([1, 2]);
+    expect(s1[1].start / 1e6).toBeGreaterThanOrEqual(resumedAt);
+    expect(peakConcurrent(f.readRuns())).toBe(1);
   });
 });
 
