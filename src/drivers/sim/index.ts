@@ -1,9 +1,9 @@
 /**
  * The `sim` driver: simulated subclouds that take time, fail when told to (or at a seeded rate),
  * and keep their own side of the update, so that a duplicate or out-of-order operation fails on
- * the subcloud exactly as in dcmanager's seed bug.
+ * the subcloud exactly as in dcmanager's seed bug. A site labelled `sim_unreachable` does not
+ * answer at all (./unreachable.ts): its step is deferred.
  */
-import { SIM_UNREACHABLE_LABEL, simUnreachable } from './unreachable.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import { sitesFileOf } from '../../platform/sites-file.js';
@@ -11,6 +11,7 @@ import type { Driver, OperationRequest, OperationResult } from '../driver.js';
 import { admit, finish, type SiteRequest } from './site.js';
 import { SiteBook } from './sites.js';
 import { drawFor } from './random.js';
+import { SIM_UNREACHABLE_LABEL, simUnreachable } from './unreachable.js';
 import { setLongTimeout, type Timer } from '../../platform/timers.js';
 
 
