@@ -662,7 +662,8 @@ export class Orchestrator {
       fence: this.opts.fenceToken,
       extra: this.opts.extra,
       options: this.config.optionsFor(step.subcloudId),
-      // Read from the file only by a driver that asks (exec's placeholders): the sim never does.
+      // Read from the file only by a driver that asks (exec's placeholders; the sim, for its
+      // sim_unreachable label, at a step's first state only), once per subcloud in flight.
       get subcloud() {
         return fields(step).fields;
       },
