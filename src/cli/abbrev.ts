@@ -37,6 +37,15 @@ function shortTakesValue(cmd: Command, ch: string): boolean | undefined {
 /** Options dcm adds that begin with one of dcmanager's client's options. */
 const DCM_EXTENSIONS = new Set(['--sysadmin-password-file']);
 
+/**
+ * Options of dcm's own added after scripts were written for dcm as it was (the rollout's gates,
+ * probes and audits): they take no prefix an older option had, so `--g canary` still means
+ * `--group` beside `--gate-check`, and `--re` is ambiguous as it was.
+ */
+const LATER_OPTIONS = new Set([
+  '--gate-check', '--stage-gate', '--stage-max-failures', '--probe', '--skip-unreachable', '--defer-delay', '--defer-until', '--require-audit', '--sim-audit',
+]);
+
 /** The option `name` stands for on `cmd`: itself, the one it is a unique prefix of, or undefined. */
 export function resolveLong(cmd: Command, name: string): Spelling | undefined {
   const all = spellingsOf(cmd);
@@ -55,9 +64,11 @@ export function resolveLong(cmd: Command, name: string): Spelling | undefined {
   // dcm's own longer spelling of one of dcmanager's options (`--sysadmin-password-file` beside
   // `--sysadmin-password`) takes no prefix from it: a script written for dcmanager's client, which
   // has only the shorter option, means that one by `--sysadmin`.
-  const theirs = shown.filter((c) => !(DCM_EXTENSIONS.has(c) && shown.some((o) => o !== c && c.startsWith(o))));
+  const older = shown.filter((c) => !LATER_OPTIONS.has(c));
+  const candidates = older.length > 0 ? older : shown;
+  const theirs = candidates.filter((c) => !(DCM_EXTENSIONS.has(c) && candidates.some((o) => o !== c && c.startsWith(o))));
   if (theirs.length === 1) return matches.find((s) => s.long === theirs[0]);
-  throw new UsageError(`ambiguous option: ${name} could match ${shown.join(', ')}`);
+  throw new UsageError(`ambiguous option: ${name} could match ${candidates.join(', ')}`);
 }
 
 function subcommand(cmd: Command, word: string): Command | undefined {

@@ -54,6 +54,11 @@ export const EXAMPLES: Record<string, string[]> = {
   'subcloud manage': ['dcm subcloud manage subcloud1', 'dcm subcloud manage lab1 --force'],
   'subcloud unmanage': ['dcm subcloud unmanage subcloud1', 'dcm subcloud unmanage 8 --yes'],
   'subcloud errors': ['dcm subcloud errors subcloud7'],
+  'subcloud probe': [
+    'dcm subcloud probe --all',
+    'dcm subcloud probe --group canary --driver exec --exec-config rollout.yaml --max-parallel 50',
+    'dcm subcloud probe subcloud1 subcloud7 -f value -c name -c availability',
+  ],
   'subcloud prestage': [
     'dcm subcloud prestage subcloud1 --release 24.09 --sysadmin-password "$PW"',
     'dcm subcloud prestage subcloud1 --for-sw-deploy --driver exec --exec-config prestage.yaml',
@@ -92,6 +97,7 @@ export const EXAMPLES: Record<string, string[]> = {
     'dcm strategy create --type sw-deploy --release-id stx-10.0.1 --max-parallel-subclouds 50',
     'dcm strategy create --type patch --sim-latency 50ms..2s --sim-fail subcloud7="applying VIM patch strategy"',
     'dcm strategy create --type sw-deploy --release-id stx-10.0.1 --driver exec --exec-config sites.yaml --require-audit',
+    'dcm strategy create --type patch --driver exec --exec-config rollout.yaml --probe --skip-unreachable --defer-delay 2m --defer-until 4h',
   ],
   'strategy show': ['dcm strategy show', 'dcm strategy show --type patch -f json'],
   'strategy apply': [

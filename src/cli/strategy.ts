@@ -29,6 +29,10 @@ interface CreateOpts extends RawTypeOptions, RawDriverOptions {
   stageMaxFailures?: string;
   stageGate?: string;
   gateCheck?: string;
+  probe?: boolean;
+  skipUnreachable?: boolean;
+  deferDelay?: string;
+  deferUntil?: string;
 }
 
 /** The stage gate options (README "Stage gates"), the same at create and update. */
@@ -94,6 +98,10 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
   }
   create
     .option('--state-timeout <duration>', "fail a state operation that takes longer (default per type; exec: the config's timeout)")
+    .option('--probe', 'probe the chosen subclouds first (subcloud probe); refuse if one does not answer')
+    .option('--skip-unreachable', 'with --probe: leave out the subclouds that do not answer (recorded offline), listed on stderr')
+    .option('--defer-delay <duration>', 'a subcloud whose state exits 75 (does not answer) is deferred and tried again after this (default 60s)')
+    .option('--defer-until <duration|time>', "deferred subclouds fail unreachable after this: a duration from the apply's start, or an ISO time (default: once the rest of their stage is done)")
     .option('--dry-run', 'every check, then the plan (stages, windows, steps, estimated duration); nothing written')
     .option('--show-commands [cloud]', "with --dry-run and --driver exec: instead of the plan, each state's argv, cwd and environment for this subcloud (default: the plan's first); the sysadmin password masked")
     .action((clouds: string[], o: CreateOpts) =>
@@ -123,6 +131,11 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
           stageMaxFailures: o.stageMaxFailures,
           stageGate: o.stageGate,
           gateCheck: o.gateCheck,
+          probe: o.probe,
+          skipUnreachable: o.skipUnreachable,
+          deferDelay: o.deferDelay,
+          deferUntil: o.deferUntil,
+          warn: (text: string) => warnings.push(text),
         });
         return { warnings, result };
       }),

@@ -1,7 +1,7 @@
 /** Commander wiring of `dcm subcloud …`. */
-import type { Command } from 'commander';
+import { Option, type Command } from './commander.js';
 import { parseLabelSelector, parseSubcloudFields, quoteName, UNTRACKED_FIELDS, type RawSubcloudFields } from '../domain/inventory.js';
-import { collect } from './parsers.js';
+import { collect, integer } from './parsers.js';
 import { UsageError } from '../domain/errors.js';
 import { DRIVER_NAMES, driverOptions } from '../drivers/index.js';
 import type { Runner } from './runner.js';
@@ -127,6 +127,17 @@ export function registerSubcloud(program: Command, run: Runner): void {
     .argument('<subcloud>', 'name or id')
     .description("the details of the subcloud's last failed operation (from the step history)")
     .action((ref: string) => run(async (ctx) => ({ text: await (await ops()).subcloudErrors(ctx, ref) })));
+  sc.command('probe')
+    .argument('[name...]', 'name or id')
+    .option('--group <group>', "this group's subclouds")
+    .option('--all', 'every subcloud')
+    .addOption(new Option('--max-parallel <n>', 'probes at once (default 20)').argParser(integer))
+    .option('--driver <name>', `who asks the sites: ${DRIVER_NAMES.join(' | ')} (default sim)`)
+    .option('--exec-config <file>', "exec driver: the config whose probe command asks a site (exit 0: it answers)")
+    .description('ask each site whether it answers; records availability online or offline (exit 1 if one did not answer)')
+    .action((names: string[], o: { group?: string; all?: boolean; maxParallel?: number; driver?: string; execConfig?: string }) =>
+      run(async (ctx) => (await import('../commands/subcloud-probe.js')).subcloudProbe(ctx, { names, ...o })),
+    );
   const prestage = sc
     .command('prestage')
     .argument('<subcloud>', 'name or id')

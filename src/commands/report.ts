@@ -124,6 +124,7 @@ export async function strategyReport(ctx: Ctx, type: StrategyType | undefined, f
     ['steps', model.steps],
     ['complete', model.counts.complete],
     ['failed', model.counts.failed],
+    ['deferred', model.counts.deferred],
     ['aborted', model.counts.aborted],
     ['stages', model.stages.length],
   ]);

@@ -42,6 +42,7 @@ export const STATUS_FIELDS = [
   'in progress',
   'complete',
   'failed',
+  'deferred',
   'aborted',
   'in flight',
   'progress',
@@ -91,7 +92,8 @@ export function estimateLeft(
   for (const c of counts) {
     if (c.state === 'complete' || c.state === 'failed' || c.state === 'aborted') continue;
     const e = stageOf(c.stage);
-    if (c.state === 'initial') {
+    // A deferred step runs its state again from the start: as one not started yet.
+    if (c.state === 'initial' || c.state === 'deferred') {
       e.notStarted += c.n;
       continue;
     }
@@ -125,7 +127,7 @@ export function statusRecord(db: Db, type: StrategyType | undefined, nowMs: numb
   const stageRows = listStages(db);
   const windows = new Map(stageRows.map((r) => [r.stage, r.max_parallel]));
   const counts = stageStateCounts(db);
-  const perState = { initial: 0, 'in progress': 0, complete: 0, failed: 0, aborted: 0 };
+  const perState = { initial: 0, 'in progress': 0, complete: 0, failed: 0, deferred: 0, aborted: 0 };
   let total = 0;
   const open = new Set<number>();
   const stagesWithSteps = new Set<number>();
@@ -170,6 +172,7 @@ export function statusRecord(db: Db, type: StrategyType | undefined, nowMs: numb
     'in progress': perState['in progress'],
     complete: perState.complete,
     failed: perState.failed,
+    deferred: perState.deferred,
     aborted: perState.aborted,
     'in flight': running,
     progress: progress.length ? progress.map((p) => `${p.cloud}: ${p.details}`).join('\n') : null,

@@ -25,6 +25,10 @@ import { quoteName } from '../domain/inventory.js';
 import type { LabelSelector } from '../domain/inventory.js';
 import { formatStageGate, formatStageMaxFailures, parseStageGate, parseStageMaxFailures } from '../domain/stage-gates.js';
 import { fillStageGates, listStageGates } from '../store/stage-gates.js';
+import { parseDeferDelay, parseDeferUntil } from '../domain/deferral.js';
+import { findSubcloud, type SubcloudRow } from '../store/subclouds.js';
+import type { Probed } from './subcloud-probe.js';
+import { recordAvailability } from '../store/availability.js';
 
 export interface CreateInput {
   type: StrategyType;
@@ -52,6 +56,15 @@ export interface CreateInput {
   stageMaxFailures?: string;
   stageGate?: string;
   gateCheck?: string;
+  /** `--probe`: the chosen subclouds are probed first; one that does not answer refuses the create... */
+  probe?: boolean;
+  /** ...unless `--skip-unreachable`: it is recorded offline, so left out, and named in a warning. */
+  skipUnreachable?: boolean;
+  /** `--defer-delay`, `--defer-until` (domain/deferral.ts). */
+  deferDelay?: string;
+  deferUntil?: string;
+  /** Said on stderr once the command succeeded. */
+  warn?: (text: string) => void;
 }
 
 
@@ -119,6 +132,8 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Comm
   const gates = stageGateOptions(input);
   const raw = input.driverOptions ?? {};
   const driverName = parseDriverName(raw.driver);
+  if (input.skipUnreachable && !input.probe) throw new UsageError('--skip-unreachable needs --probe: only a probe tells which subclouds do not answer');
+  const deferExtra = deferExtraArgs(input);
   if (input.showCommands !== undefined) {
     if (!input.dryRun) throw new UsageError('--show-commands needs --dry-run: it shows what would run, and creates nothing');
     if (driverName !== 'exec') throw new UsageError('--show-commands needs --driver exec: the sim driver runs no command');
@@ -193,13 +208,17 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Comm
       maxParallelSubclouds: shown.maxParallelSubclouds,
       stopOnFailure: Boolean(input.stopOnFailure),
       maxFailures,
-      extra: { ...extra, ...driver, cloud_name: req.cloudName, ...(req.cloudNames ? { cloud_names: req.cloudNames } : {}), group: req.groupName, ...(labels ? { labels: Object.entries(labels).map(([k, v]) => `${k}=${v ?? ''}`) } : {}), force: req.force },
+      extra: { ...extra, ...driver, ...deferExtra, cloud_name: req.cloudName, ...(req.cloudNames ? { cloud_names: req.cloudNames } : {}), group: req.groupName, ...(labels ? { labels: Object.entries(labels).map(([k, v]) => `${k}=${v ?? ''}`) } : {}), force: req.force },
     };
   };
   const named = Boolean(req.cloudName || req.cloudNames?.length);
+  // Probed before the write (a probe may take its timeout): the subclouds the plan would take now.
+  const offline = input.probe ? await probeForCreate(ctx, { ...extra, ...driver }, plan, Boolean(input.skipUnreachable), input.warn) : [];
 
   return withWriteDb(ctx, (db) =>
     immediate(db, () => {
+      // Left out as dcmanager leaves out an offline subcloud: recorded so, with the strategy.
+      if (offline.length) recordAvailability(db, offline.map((p) => ({ id: p.id, answered: false })), new Map());
       if (named) {
         const p = plan(db);
         insertStrategy(db, record(db), p.stages);
@@ -303,4 +322,42 @@ export async function strategyDelete(ctx: Ctx, type?: StrategyType, opts: { wait
     return { kind: 'strategy' as const, strategy: { ...s, state: 'deleting', updated_at: now() } };
   });
   return result ?? strategyNotFound(type);
+}
+
+/** `--defer-delay`, `--defer-until` as stored with the strategy (its extra args); checked as usage. */
+function deferExtraArgs(input: CreateInput): ExtraArgs {
+  const out: ExtraArgs = {};
+  if (input.deferDelay !== undefined) out.defer_delay_ms = parseDeferDelay(input.deferDelay);
+  if (input.deferUntil !== undefined) {
+    parseDeferUntil(input.deferUntil);
+    out.defer_until = input.deferUntil.trim();
+  }
+  return out;
+}
+
+/**
+ * `strategy create --probe`: probe the subclouds the plan takes now. None silent: nothing to do.
+ * Some silent: refused, naming them, unless `skip` (they are returned, to be recorded offline in the
+ * create's own transaction, which then plans without them).
+ */
+async function probeForCreate(
+  ctx: Ctx,
+  extra: ExtraArgs,
+  plan: (db: Db) => { steps: readonly PlannedStep[] },
+  skip: boolean,
+  warn?: (text: string) => void,
+): Promise<Probed[]> {
+  const rows = withReadDb(ctx, [] as SubcloudRow[], (db) =>
+    db.transaction(() => plan(db).steps.map((st) => findSubcloud(db, st.name)!)).deferred(),
+  );
+  const [{ proberOfStrategy }, { probeRows, DEFAULT_PROBE_PARALLEL }] = await Promise.all([import('../drivers/probe.js'), import('./subcloud-probe.js')]);
+  const probed = await probeRows(await proberOfStrategy(extra, ctx.dbPath), rows, DEFAULT_PROBE_PARALLEL);
+  const silent = probed.filter((p) => !p.result.answered);
+  if (silent.length === 0) return [];
+  const named = silent.map((p) => `${p.name} (${p.result.detail || 'no answer'})`).join(', ');
+  if (!skip) {
+    throw new OperationError(`${silent.length} subcloud(s) did not answer the probe: ${named}; nothing created (--skip-unreachable leaves them out)`);
+  }
+  warn?.(`left out ${silent.length} subcloud(s) that did not answer the probe (recorded offline): ${named}`);
+  return silent;
 }

@@ -3,11 +3,11 @@
  * that says what is valid, never an empty result. Pure.
  */
 import { UsageError } from './errors.js';
-import { STEP_ABORTED, STEP_COMPLETE, STEP_FAILED, STEP_INITIAL, STRATEGY_TYPES, statesOf } from './types.js';
+import { STEP_ABORTED, STEP_COMPLETE, STEP_DEFERRED, STEP_FAILED, STEP_INITIAL, STRATEGY_TYPES, statesOf } from './types.js';
 
 /** Every state a step of any built-in type can be in: the common ones first, then each type's. */
 export function allStepStates(): string[] {
-  const out = [STEP_INITIAL, STEP_COMPLETE, STEP_FAILED, STEP_ABORTED];
+  const out = [STEP_INITIAL, STEP_COMPLETE, STEP_FAILED, STEP_ABORTED, STEP_DEFERRED];
   for (const t of STRATEGY_TYPES) {
     for (const s of statesOf(t, { cert_file: 'x' })) if (!out.includes(s)) out.push(s);
   }

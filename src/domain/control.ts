@@ -93,6 +93,8 @@ export type ReportResult =
   | { kind: 'next'; next?: string; details?: string; audit?: AuditReport }
   | { kind: 'failed'; reason: string; timeout?: boolean; audit?: AuditReport }
   | { kind: 'retry'; reason: string; outcome: 'failed' | 'timeout' | 'interrupted'; delayMs: number }
+  /** The site did not answer (exit 75): tried again later, or failed unreachable (domain/deferral.ts). */
+  | { kind: 'defer'; reason: string }
   | { kind: 'timeout' };
 
 /** What a report means for the step that ran `state`. */
@@ -100,7 +102,9 @@ export type Decision =
   | { kind: 'advance'; to: string; details: string; ended: boolean }
   | { kind: 'fail'; details: string; reason: string; outcome: 'failed' | 'timeout' }
   /** The same state runs again, as a new attempt, after `delayMs` (a driver's own retry). */
-  | { kind: 'again'; details: string; reason: string; outcome: 'failed' | 'timeout' | 'interrupted'; delayMs: number };
+  | { kind: 'again'; details: string; reason: string; outcome: 'failed' | 'timeout' | 'interrupted'; delayMs: number }
+  /** The site did not answer: the orchestrator's deferrals decide when, or whether, it is tried again. */
+  | { kind: 'defer'; reason: string };
 
 /**
  * Decide what a report means (SPEC §3, §6): the next state (the type's next one, or the one the
@@ -114,6 +118,7 @@ export function decideReport(
   timeoutMs: number,
 ): Decision {
   const index = states.indexOf(state);
+  if (result.kind === 'defer') return { kind: 'defer', reason: result.reason };
   if (result.kind === 'retry') {
     return {
       kind: 'again',
@@ -221,7 +226,7 @@ export function endOfRun(r: {
   failedSeen: boolean;
 }): { state: 'complete' | 'failed' | 'aborted' | null; exit: number } {
   if (r.signal) return { state: null, exit: r.signal === 'SIGTERM' ? EXIT.sigterm : EXIT.sigint };
-  const state = r.aborting ? 'aborted' : r.counts.failed || r.failedSeen || r.counts.initial ? 'failed' : 'complete';
+  const state = r.aborting ? 'aborted' : r.counts.failed || r.failedSeen || r.counts.initial || r.counts.deferred ? 'failed' : 'complete';
   return { state, exit: exitForState(state) };
 }
 

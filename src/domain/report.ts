@@ -6,6 +6,7 @@
  * site's attempts and each stage's window over time (report-windows.ts). Pure: rows and the time
  * of the report in, a model out; the HTML is drawn from it by src/cli/output/report-html.ts.
  */
+import { STEP_DEFERRED } from './types.js';
 import { STEP_ABORTED, STEP_COMPLETE, STEP_FAILED, STEP_INITIAL } from './types.js';
 import { failedRuns, siteAttempts, type FailedRun, type SiteAttempts } from './report-runs.js';
 import { maxParallelHistory, stageWindowSpans, type WindowSpan } from './report-windows.js';
@@ -173,10 +174,12 @@ const SLICES = 240;
 /** The bucket a step's final state falls in for counts: initial, in progress, or how it ended. */
 export function stepBucket(state: string): string {
   if (state === STEP_INITIAL || state === STEP_COMPLETE || state === STEP_FAILED || state === STEP_ABORTED) return state;
+  // Waiting to be tried again (its site did not answer): counted apart from failed and from in flight.
+  if (state === STEP_DEFERRED) return state;
   return 'in progress';
 }
 
-const WORST = [STEP_FAILED, STEP_ABORTED, 'in progress', STEP_INITIAL, STEP_COMPLETE];
+const WORST = [STEP_FAILED, STEP_ABORTED, STEP_DEFERRED, 'in progress', STEP_INITIAL, STEP_COMPLETE];
 
 function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return 0;
@@ -297,7 +300,7 @@ export function buildReport(input: ReportInput): ReportModel {
     if (!list) runsOf.set(r.stepId, (list = []));
     list.push(r);
   }
-  const counts: Record<string, number> = { initial: 0, 'in progress': 0, complete: 0, failed: 0, aborted: 0 };
+  const counts: Record<string, number> = { initial: 0, 'in progress': 0, complete: 0, failed: 0, deferred: 0, aborted: 0 };
   for (const s of input.steps) counts[stepBucket(s.state)]++;
 
   const stepsOf = new Map<number, ReportStep[]>();
@@ -320,7 +323,7 @@ export function buildReport(input: ReportInput): ReportModel {
     const steps = stepsOf.get(st.stage) ?? [];
     let a: number | null = null;
     let b: number | null = null;
-    const stageCounts: Record<string, number> = { initial: 0, 'in progress': 0, complete: 0, failed: 0, aborted: 0 };
+    const stageCounts: Record<string, number> = { initial: 0, 'in progress': 0, complete: 0, failed: 0, deferred: 0, aborted: 0 };
     for (const s of steps) {
       stageCounts[stepBucket(s.state)]++;
       for (const r of runsOf.get(s.id) ?? []) {

@@ -104,3 +104,11 @@ export function advance(
 export function fail(step: StepRef, state: string, details: string, close: Closing, observed?: AuditReport): Transition {
   return make(step, state, 'failed', details, close, undefined, undefined, undefined, true, observed);
 }
+
+/**
+ * The site did not answer: the run closes (its `retryAt` says when the next try is due, so that a
+ * resume waits it out) and the step is `deferred`, giving up its slot until then.
+ */
+export function defer(step: StepRef, state: string, details: string, close: Closing): Transition {
+  return make(step, state, 'deferred', details, close, undefined, undefined, undefined, false);
+}

@@ -36,6 +36,8 @@ export const STEP_INITIAL = 'initial';
 export const STEP_COMPLETE = 'complete';
 export const STEP_FAILED = 'failed';
 export const STEP_ABORTED = 'aborted';
+/** A step whose site did not answer, waiting to be tried again (domain/deferral.ts): not ended. */
+export const STEP_DEFERRED = 'deferred';
 export const STEP_ENDED: readonly string[] = [STEP_COMPLETE, STEP_FAILED, STEP_ABORTED];
 
 export interface TypeInfo {

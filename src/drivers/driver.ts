@@ -63,7 +63,12 @@ export type OperationResult =
    * This run ended without a result to act on: run the same state again, as a new attempt (its own
    * history row), after `delayMs`. `outcome` is how this run's history row ends.
    */
-  | { kind: 'retry'; reason: string; outcome: 'failed' | 'timeout' | 'interrupted'; delayMs: number };
+  | { kind: 'retry'; reason: string; outcome: 'failed' | 'timeout' | 'interrupted'; delayMs: number }
+  /**
+   * The site did not answer (exit 75, EX_TEMPFAIL): the step is deferred, its slot goes to the next
+   * site, and the state runs again later as a new attempt, until the strategy's deadline.
+   */
+  | { kind: 'defer'; reason: string };
 
 /** A run left `running` in the history by an orchestrator that is gone. */
 export interface LeftRun {

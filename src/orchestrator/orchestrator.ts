@@ -16,7 +16,11 @@
  */
 import { formatDuration } from '../domain/durations.js';
 import { decideReport, failureLimit, gate, NO_NEW_SUBCLOUDS, opensNewSubcloud, stopRule, type Gate, type ReportResult } from '../domain/control.js';
-import { advance, closing, fail, runAgain, startRun, type Transition } from '../domain/transition.js';
+import { advance, closing, defer, fail, runAgain, startRun, type Transition } from '../domain/transition.js';
+import { STEP_DEFERRED } from '../domain/deferral.js';
+import { formatTimestamp } from '../domain/time.js';
+import { abortDeferredSteps, DEFERRED_RUN_PREFIX } from '../store/deferrals.js';
+import { Deferrals } from './deferrals.js';
 import { TYPES, type StrategyType } from '../domain/types.js';
 import type { Driver, OperationRequest, OperationResult } from '../drivers/driver.js';
 import { readLabels, type Labels } from '../domain/inventory.js';
@@ -174,6 +178,8 @@ export class Orchestrator {
   /** Stage gates (stage-gate.ts): the running stage's own budget, and the gate between stages. */
   private gates: StageGates | null = null;
   private stageBudget: StageBudget | null = null;
+  /** Steps whose site did not answer, waiting for their next try (deferrals.ts); made by run(). */
+  private deferrals: Deferrals | null = null;
 
   constructor(
     private readonly db: Db,
@@ -203,6 +209,9 @@ export class Orchestrator {
     const first = firstStartedAt(this.db);
     this.firstStartedMs = first === null ? undefined : Math.min(started, parseTime(first));
     this.config = new ConfigBook(getDefaultConfig(this.db), subcloudOptions(this.db));
+    this.deferrals = new Deferrals(this.db, this.opts.extra, this.firstStartedMs ?? started, (step) => {
+      if (step.stage === this.stage) this.window?.add(step);
+    });
     this.budgets = retryBudgets(this.db);
     // Each adopted run's worker is made once, here: the request the driver keeps (its abort signal
     // above all) is that worker's, so a second Ctrl-C or a fatal stop reaches the run through it.
@@ -284,6 +293,7 @@ export class Orchestrator {
       this.deadlines.stop();
       for (const t of this.retryTimers) t.clear();
       this.retryTimers.clear();
+      this.deferrals?.clear();
       this.procs.stop();
       this.details.stop();
       this.stopped = true;
@@ -326,10 +336,13 @@ export class Orchestrator {
       gate: () => this.gate(),
       run: (step) => this.runSubcloud(step),
       failed: (err) => this.fail(err),
+      deferred: () => this.deferrals?.waiting ?? 0,
     });
     await this.window.run();
     this.window = null;
     this.stageBudget = null;
+    // Ended with steps still deferred only when nothing new may start: they stay so in the file.
+    this.deferrals?.clear();
   }
 
   /** The gate runner's view of this orchestrator (stage-gate.ts never sees the registry). */
@@ -385,6 +398,13 @@ export class Orchestrator {
         worker.startedMs = Date.now();
         this.workers.set(step.id, worker);
         this.awaitResult(worker, adopted.result);
+        return;
+      }
+      if (step.state === STEP_DEFERRED) {
+        // Deferred by this process or an earlier one: tried again once due, from the file's record.
+        const d = this.deferrals!.resumeOf(step);
+        if (d && 'state' in d) this.queue(startRun(step, STEP_DEFERRED, d.state, this.nextAttempt(step.id, d.state)));
+        else this.release(step.id, true);
         return;
       }
       const first = step.state === 'initial' ? this.opts.states[0] : step.state;
@@ -530,7 +550,11 @@ export class Orchestrator {
       slot.step.state = t.to;
       if (t.startAttempt !== undefined) this.start(slot.step, t.to, t.startAttempt, t.historyId!);
       else if (t.retryInMs !== undefined) this.retryLater(slot.step, t.to, t.retryInMs);
-      else this.release(t.stepId, true);
+      else {
+        this.release(t.stepId, true);
+        // Its slot is free for the next site: it waits for its next try, apart.
+        if (t.to === STEP_DEFERRED) this.deferrals!.committed(slot.step);
+      }
     }
   }
 
@@ -598,6 +622,17 @@ export class Orchestrator {
         }
         const close = closing(w.historyId, d.outcome, r.finishedAt, d.reason, undefined, retryAt);
         this.pending.push(runAgain(step, state, d.details, close, d.delayMs));
+      } else if (d.kind === 'defer') {
+        const dd = this.deferrals!.decide(step, state, d.reason);
+        if (dd.kind === 'defer') {
+          const close = closing(w.historyId, 'failed', r.finishedAt, `${DEFERRED_RUN_PREFIX}${d.reason}`, durationMs, formatTimestamp(dd.dueMs * 1000));
+          this.pending.push(defer(step, state, dd.details, close));
+        } else {
+          this.pending.push(fail(step, state, dd.details, closing(w.historyId, 'failed', r.finishedAt, dd.reason, durationMs)));
+          this.failedSeen = true;
+          this.failedCount++;
+          if (this.budgetSpent()) this.sayBudgetSpent(step.cloud);
+        }
       } else if (d.kind === 'advance') {
         const close = closing(w.historyId, 'ok', r.finishedAt, d.details, durationMs);
         // A custom type has no endpoint nor prestage status to bring up to date.
@@ -684,7 +719,8 @@ export class Orchestrator {
       fence: this.opts.fenceToken,
       extra: this.opts.extra,
       options: this.config.optionsFor(step.subcloudId),
-      // Read from the file only by a driver that asks (exec's placeholders): the sim never does.
+      // Read from the file only by a driver that asks (exec's placeholders; the sim, for its
+      // sim_unreachable label, at a step's first state only), once per subcloud in flight.
       get subcloud() {
         return fields(step).fields;
       },
@@ -752,13 +788,15 @@ export class Orchestrator {
   /** The abort's write: the strategy to `aborting`, every step not started `aborted`. */
   private abortWrite(): number {
     casStrategyState(this.db, ['abort requested'], 'aborting');
-    return abortInitialSteps(this.db);
+    return abortInitialSteps(this.db) + abortDeferredSteps(this.db);
   }
 
   /** The abort committed: start nothing new, let the rest run to its end. */
   private aborted(n: number): void {
     this.aborting = true;
     this.noNewSubclouds = true;
+    // Deferred steps were aborted by the abort's write: none is tried again.
+    this.deferrals?.clear();
     if (this.paused) this.setPaused(false, true);
     this.progress.initialAborted?.();
     this.progress.note(`abort requested: ${n} step(s) not started are aborted; ${this.slots.size} subcloud(s) in flight run to their end`);
@@ -833,6 +871,8 @@ export class Orchestrator {
     // Retries waiting out their backoff will not run in this process: their subclouds end here.
     for (const t of this.retryTimers) t.clear();
     this.retryTimers.clear();
+    // Deferred steps stay deferred in the file: the next apply tries them when due.
+    this.deferrals?.clear();
     for (const [id, slot] of [...this.slots]) if (slot.started && !this.workers.has(id) && !this.pending.some((p) => p.stepId === id)) this.release(id, true);
     this.drainTimer = setLongTimeout(() => {
       this.progress.warn(`gave up waiting after ${formatDuration(this.opts.drainMs ?? 60_000)}`);
@@ -913,5 +953,5 @@ class StopInFile extends Error {
 
 /** A step caught mid-state by an earlier apply (not one `strategy retry` reset): resumed, not new. */
 function resumedStep(step: CursorStep): boolean {
-  return step.state !== 'initial' && !step.retried;
+  return step.state !== 'initial' && step.state !== STEP_DEFERRED && !step.retried;
 }

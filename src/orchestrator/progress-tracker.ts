@@ -35,7 +35,7 @@ export interface Snapshot {
   total: number;
   /** Steps ended (complete, failed, aborted), whenever they ended. */
   ended: number;
-  counts: { initial: number; inProgress: number; complete: number; failed: number; aborted: number };
+  counts: { initial: number; inProgress: number; complete: number; failed: number; deferred: number; aborted: number };
   /** Steps in progress by the state they are in, in the type's order. */
   byState: [string, number][];
   inFlight: number;
@@ -156,11 +156,11 @@ export class ProgressTracker {
   snapshot(nowMs: number): Snapshot {
     const info = this.info;
     const states = info?.states ?? [];
-    const counts = { initial: 0, inProgress: 0, complete: 0, failed: 0, aborted: 0 };
+    const counts = { initial: 0, inProgress: 0, complete: 0, failed: 0, deferred: 0, aborted: 0 };
     const inState = new Map<string, number>();
     for (const c of this.stageCounts.values()) {
       for (const [state, n] of c) {
-        if (state === 'initial' || state === 'complete' || state === 'failed' || state === 'aborted') counts[state] += n;
+        if (state === 'initial' || state === 'complete' || state === 'failed' || state === 'deferred' || state === 'aborted') counts[state] += n;
         else {
           counts.inProgress += n;
           inState.set(state, (inState.get(state) ?? 0) + n);
@@ -173,8 +173,8 @@ export class ProgressTracker {
     for (const l of this.live.values()) if (l.startedMs !== null) inFlight++;
     const runMs = info ? Math.max(0, nowMs - info.startedMs) : 0;
     const elapsedMs = info ? Math.max(0, nowMs - Math.min(info.startedMs, info.firstStartedMs ?? info.startedMs)) : 0;
-    const total = counts.initial + counts.inProgress + counts.complete + counts.failed + counts.aborted;
-    const eta = this.estimate(nowMs, counts.initial + counts.inProgress === 0);
+    const total = counts.initial + counts.inProgress + counts.complete + counts.failed + counts.deferred + counts.aborted;
+    const eta = this.estimate(nowMs, counts.initial + counts.inProgress + counts.deferred === 0);
     return {
       type: info?.type ?? '',
       state: this.aborting ? 'aborting' : this.isPaused ? 'paused' : 'applying',

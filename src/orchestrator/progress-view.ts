@@ -29,7 +29,9 @@ function rate(s: Snapshot): string {
 
 function countsText(s: Snapshot): string {
   const c = s.counts;
-  return `${c.complete} complete, ${c.failed} failed, ${c.aborted} aborted, ${c.inProgress} in progress, ${c.initial} initial`;
+  // Deferred only when there are some: most rollouts never defer a step.
+  const deferred = c.deferred ? `, ${c.deferred} deferred` : '';
+  return `${c.complete} complete, ${c.failed} failed${deferred}, ${c.aborted} aborted, ${c.inProgress} in progress, ${c.initial} initial`;
 }
 
 /** Cut a line to the width (a terminal wraps a line that fills the last column). */

@@ -156,9 +156,10 @@ export class LineProgress implements ProgressSink {
       if (this.opts.verbose) this.write(`${e.at} ${e.cloud}: ${e.to} again (attempt ${e.attempt ?? '?'})\n`);
       return;
     }
-    const why = e.details && (e.to === 'failed' || e.to === 'aborted') ? ` (${e.details})` : '';
+    // A deferral is said as a failure is, with why: a site that does not answer is news at 3 a.m.
+    const why = e.details && (e.to === 'failed' || e.to === 'aborted' || e.to === 'deferred') ? ` (${e.details})` : '';
     if (this.opts.verbose) this.write(`${e.at} ${e.cloud}: ${e.from} -> ${e.to}${why}\n`);
-    else if (e.to === 'complete' || e.to === 'failed' || e.to === 'aborted') this.write(`${e.at} ${e.cloud}: ${e.to}${why}\n`);
+    else if (e.to === 'complete' || e.to === 'failed' || e.to === 'aborted' || e.to === 'deferred') this.write(`${e.at} ${e.cloud}: ${e.to}${why}\n`);
   }
 
   /** With -v, each progress line a run reported (at most one a second per subcloud). */

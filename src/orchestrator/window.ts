@@ -28,13 +28,21 @@ export interface WindowHost {
   run(step: CursorStep): Promise<boolean>;
   /** Feeding or running failed (a read of the file): the apply cannot go on. */
   failed(err: Error): void;
+  /**
+   * Deferred steps of this stage waiting for their next try (they hold no slot): the stage does not
+   * end while there are some, unless nothing new may start any more.
+   */
+  deferred?(): number;
 }
 
 /** Steps read ahead of need: enough for a window refilling, few enough to stay small. */
 const READ_AHEAD_MAX = 256;
 
-/** A step caught mid-state by the last process goes on as it was (it is in flight); the rest are new. */
-const kindOf = (s: CursorStep): 'new' | 'resumed' => (s.state !== 'initial' && !s.retried ? 'resumed' : 'new');
+/**
+ * A step caught mid-state by the last process goes on as it was (it is in flight); the rest are
+ * new. A deferred step is new too: it holds no slot, and a pause or an abort holds it back.
+ */
+const kindOf = (s: CursorStep): 'new' | 'resumed' => (s.state !== 'initial' && s.state !== 'deferred' && !s.retried ? 'resumed' : 'new');
 
 interface Waiter {
   step: CursorStep;
@@ -125,9 +133,26 @@ export class StageWindow {
     }
   }
 
+  /**
+   * A deferred step's next try is due: it waits at the gate for a slot, in step order, beside the
+   * limiter's tasks rather than behind the steps it has read ahead (the slots, `taken`, bound the
+   * window either way).
+   */
+  add(step: CursorStep): void {
+    if (this.finished || !this.done) return;
+    this.outstanding++;
+    this.task(step)
+      .catch((err: unknown) => this.host.failed(err as Error))
+      .finally(() => {
+        this.outstanding--;
+        this.pump();
+      });
+  }
+
   private checkEnd(g: Gate): void {
     if (this.finished || !this.done) return;
-    if (this.outstanding === 0 && (this.exhausted || (g.stopping && this.sawNew))) {
+    const deferred = g.stopping ? 0 : (this.host.deferred?.() ?? 0);
+    if (this.outstanding === 0 && deferred === 0 && (this.exhausted || (g.stopping && this.sawNew))) {
       this.finished = true;
       this.done();
     }

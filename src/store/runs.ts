@@ -2,6 +2,7 @@
  * Runs in the step history as the exec driver needs them: the process of a run, runs left
  * `running` by an orchestrator that is gone, and what a run's command may name of its subcloud.
  */
+import { DEFERRED_RUN_PREFIX } from './deferrals.js';
 import type { Db } from './open.js';
 import { sql } from './statements.js';
 import { now, parseTime } from './clock.js';
@@ -110,18 +111,19 @@ export interface RetryBudget {
 export function retryBudgets(db: Db): Map<string, RetryBudget> {
   const rows = db
     .prepare(
-      `SELECT h.step_id AS stepId, h.state, h.outcome, h.retry_at AS retryAt
+      `SELECT h.step_id AS stepId, h.state, h.outcome, h.retry_at AS retryAt, h.details LIKE ? || '%' AS deferral
        FROM step_history h JOIN strategy_step st ON st.id = h.step_id AND st.state = h.state
        WHERE st.state NOT IN ('initial', 'complete', 'failed', 'aborted')
        ORDER BY h.step_id, h.attempt DESC, h.id DESC`,
     )
-    .all() as { stepId: number; state: string; outcome: string; retryAt: string | null }[];
+    .all(DEFERRED_RUN_PREFIX) as { stepId: number; state: string; outcome: string; retryAt: string | null; deferral: number }[];
   const out = new Map<string, RetryBudget>();
   const closed = new Set<string>();
   const latestSeen = new Set<string>();
   for (const r of rows) {
     const key = `${r.stepId}\u0000${r.state}`;
-    if (closed.has(key) || r.outcome === 'running') continue;
+    // A deferral (its site did not answer) spends none of the state's retries, and its wait is over.
+    if (closed.has(key) || r.outcome === 'running' || r.deferral === 1) continue;
     let b = out.get(key);
     if (!b) out.set(key, (b = { failures: 0, dueMs: null }));
     const latest = !latestSeen.has(key);

@@ -55,6 +55,11 @@ describe('exact spellings and values are left alone', () => {
     expect(expand(['sw-deploy-strategy', 'create', '--release-id', 'r', '--with-prestage', '--sysadmin', 'pw'])).toContain('--sysadmin-password');
     expect(expand(['sw-deploy-strategy', 'create', '--release-id', 'r', '--with-prestage', '--sysadmin-password-f', 'f'])).toContain('--sysadmin-password-file');
   });
+  test("the rollout's later options (gates, probes, audits) take no prefix an older option had", () => {
+    expect(expand(['strategy', 'create', '--type', 'patch', '--g', 'canary'])).toEqual(['strategy', 'create', '--type', 'patch', '--group', 'canary']);
+    expect(expand(['strategy', 'create', '--type', 'patch', '--ga', 'true'])).toEqual(['strategy', 'create', '--type', 'patch', '--gate-check', 'true']);
+    expect(expand(['strategy', 'create', '--type', 'patch', '--pro'])).toEqual(['strategy', 'create', '--type', 'patch', '--probe']);
+  });
   test('a subcloud named like a verb is an argument, not a subcommand', () => {
     expect(expand(['subcloud', 'show', 'list', '--det'])).toEqual(['subcloud', 'show', 'list', '--detail']);
   });

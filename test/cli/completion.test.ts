@@ -81,6 +81,11 @@ describe('bash', () => {
       'prestaging-images',
     ]);
     expect(complete('strategy-step', 'list', '--state', 'fa')).toEqual(['failed']);
+    // Sites that answer (issue 18): the deferred step state, subcloud probe and create's options.
+    expect(complete('strategy-step', 'list', '--state', 'def')).toEqual(['deferred']);
+    expect(complete('subcloud', 'probe', '--max-p')).toEqual(['--max-parallel']);
+    expect(complete('strategy', 'create', '--defer-')).toEqual(['--defer-delay', '--defer-until']);
+    expect(complete('strategy', 'create', '--skip')).toEqual(['--skip-unreachable']);
   });
 
   test('works in a shell with set -u (nounset)', () => {

@@ -190,7 +190,7 @@ describe('values outside a fixed set', () => {
     const { db } = fx.withStrategy.fresh();
     for (const extra of [[], ['--watch']]) {
       const r = await run(['--db', db, 'strategy-step', 'list', '--state', 'faild', ...extra]);
-      expectErrorLine(r, 2, /^invalid --state 'faild' \(did you mean 'failed'\?\); valid states: 'initial', 'complete', 'failed', 'aborted', 'pre check', .*'prestaging-images'$/);
+      expectErrorLine(r, 2, /^invalid --state 'faild' \(did you mean 'failed'\?\); valid states: 'initial', 'complete', 'failed', 'aborted', 'deferred', 'pre check', .*'prestaging-images'$/);
     }
     // A state of any type is valid, and on a missing file too.
     expect((await run(['--db', db, 'strategy-step', 'list', '--state', 'prestage-prepare'])).code).toBe(0);

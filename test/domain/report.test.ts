@@ -38,7 +38,7 @@ describe('buildReport', () => {
     const c = walk(3, 's3', 1, 2, [1]);
     c.step.state = 'b';
     const m = buildReport(input([a.step, b.step, c.step], [...a.runs, ...b.runs, ...c.runs]));
-    expect(m.counts).toEqual({ initial: 0, 'in progress': 1, complete: 1, failed: 1, aborted: 0 });
+    expect(m.counts).toEqual({ initial: 0, 'in progress': 1, complete: 1, failed: 1, deferred: 0, aborted: 0 });
     expect(m.stages[0].perLane).toBe(1);
     expect(m.stages[0].lanes.map((l) => [l.label, l.count, l.finalState, l.segments.length])).toEqual([
       ['s1', 1, 'complete', 3],

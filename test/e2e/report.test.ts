@@ -69,6 +69,7 @@ describe('a report of a real apply', () => {
       steps: 64,
       complete: 62,
       failed: 2,
+      deferred: 0,
       aborted: 0,
       stages: 2,
     });

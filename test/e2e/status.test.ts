@@ -13,7 +13,7 @@ type Status = Record<string, string | number | null>;
 
 const FIELDS = [
   'strategy type', 'state', 'driver', 'stage', 'window', 'steps', 'initial', 'in progress', 'complete', 'failed',
-  'aborted', 'in flight', 'progress', 'failures', 'max failures', 'stage gates', 'started_at', 'elapsed', 'eta', 'estimate from', 'orchestrator',
+  'deferred', 'aborted', 'in flight', 'progress', 'failures', 'max failures', 'stage gates', 'started_at', 'elapsed', 'eta', 'estimate from', 'orchestrator',
 ];
 
 function status(db: string): Status {
@@ -23,7 +23,7 @@ function status(db: string): Status {
   return JSON.parse(r.stdout) as Status;
 }
 
-const sum = (s: Status) => ['initial', 'in progress', 'complete', 'failed', 'aborted'].reduce((a, k) => a + (s[k] as number), 0);
+const sum = (s: Status) => ['initial', 'in progress', 'complete', 'failed', 'deferred', 'aborted'].reduce((a, k) => a + (s[k] as number), 0);
 
 describe('strategy status', () => {
   test('before, while and after applying: counts, stage and window, in flight, ETA, orchestrator', async () => {
@@ -66,7 +66,7 @@ describe('strategy status', () => {
     const after = status(t.db);
     expect(after).toMatchObject({
       state: 'failed', stage: '1 of 1', window: 6, steps: 60, initial: 0, 'in progress': 0, complete: 59, failed: 1,
-      aborted: 0, 'in flight': 0, failures: 's3: pre check: injected failure', eta: null, orchestrator: null,
+      deferred: 0, aborted: 0, 'in flight': 0, failures: 's3: pre check: injected failure', eta: null, orchestrator: null,
     });
     expect(after.elapsed).toMatch(/^\d/);
 

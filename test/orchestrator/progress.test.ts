@@ -55,7 +55,7 @@ describe('ProgressTracker', () => {
     t.transition(ev('s2', 'a', 'failed', { details: 'a: boom', durationMs: 100 }), 100);
     t.transition(ev('s3', 'initial', 'a', { attempt: 1 }), 100);
     let s = t.snapshot(100);
-    expect(s.counts).toEqual({ initial: 1, inProgress: 2, complete: 0, failed: 1, aborted: 0 });
+    expect(s.counts).toEqual({ initial: 1, inProgress: 2, complete: 0, failed: 1, deferred: 0, aborted: 0 });
     expect(s.byState).toEqual([['a', 1], ['b', 1]]);
     expect([s.inFlight, s.total, s.ended, s.stage, s.window]).toEqual([2, 4, 1, 1, 2]);
     expect(s.failures).toEqual([{ cloud: 's2', details: 'a: boom' }]);

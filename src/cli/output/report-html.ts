@@ -13,6 +13,7 @@ const OUTCOME_COLOR: Record<string, string> = { failed: '#d64541', timeout: '#e8
 const FINAL_COLOR: Record<string, string> = {
   complete: '#3c9d5d',
   failed: '#d64541',
+  deferred: '#e0a030',
   aborted: '#8a8f94',
   'in progress': '#4a8fd9',
   initial: '#d5d9de',
@@ -242,6 +243,8 @@ export function renderHtmlReport(m: ReportModel, generatedAtUs: number): string 
   out.push(card('steps', m.steps));
   out.push(card('complete', m.counts.complete));
   out.push(card('failed', m.counts.failed, m.counts.failed > 0));
+  // Only when there are some: most strategies never defer a step.
+  if (m.counts.deferred) out.push(card('deferred', m.counts.deferred));
   out.push(card('aborted', m.counts.aborted));
   out.push(card('in progress', m.counts['in progress']));
   out.push(card('initial', m.counts.initial));
@@ -262,7 +265,7 @@ export function renderHtmlReport(m: ReportModel, generatedAtUs: number): string 
   for (const st of m.stages) {
     const span = st.startUs !== null && st.endUs !== null ? fmtMs((st.endUs - st.startUs) / 1000) : 'not started';
     const lanesNote = st.perLane > 1 ? ` · ${st.lanes.length} lanes of up to ${st.perLane} subclouds (colour: the state that took most of their time; shade: how busy; red marks: failures)` : '';
-    const counts = (['complete', 'failed', 'aborted', 'in progress', 'initial'] as const)
+    const counts = (['complete', 'failed', 'deferred', 'aborted', 'in progress', 'initial'] as const)
       .filter((k) => st.counts[k])
       .map((k) => `${st.counts[k]} ${k}`)
       .join(', ');

@@ -41,18 +41,25 @@ export interface ExecConfig {
   audit?: StateSpec;
   /** The stage gate's health command (`--stage-gate check`), run through /bin/sh -c between stages. */
   gate_check?: string;
+  /**
+   * `probe`: a command that exits 0 when the site answers (`dcm subcloud probe`, `strategy create
+   * --probe`), with a state's keys and placeholders; absent when the config has none.
+   */
+  probe?: StateSpec;
+  /** `defer_exit_codes`: a state's exit codes that defer its step rather than fail it (default [75]). */
+  deferExitCodes?: number[];
 }
 
 /** The keys an `audit` entry may have: a command's, without the retry and reason settings of a state. */
 const AUDIT_KEYS = ['run', 'timeout', 'kill_grace', 'env', 'cwd'];
 const AUDIT_TIMEOUT = '1m';
 
+/** The top level's keys. */
+const TOP_KEYS = ['defaults', 'states', 'probe', 'defer_exit_codes', 'audit', 'gate_check'];
+
 const KEYS = ['run', 'timeout', 'retries', 'backoff', 'kill_grace', 'env', 'cwd', 'reason'];
 
 type Entry = Record<string, unknown>;
-
-/** Top-level keys beside defaults and states: what dcm runs around the states (the stage gate's check). */
-const TOP_EXTRAS = ['audit', 'gate_check'];
 
 /** Where parseConfigText keeps the file order of `states`. */
 const STATE_ORDER = '\u0000state order';
@@ -116,7 +123,7 @@ export function resolveConfig(doc: unknown, file: string, typeStates: readonly s
   };
   if (!isObject(doc)) bad('top level', 'expected a mapping with "states" (and optional "defaults")');
   const top = doc as Entry;
-  for (const k of Object.keys(top)) if (k !== 'defaults' && k !== 'states' && k !== STATE_ORDER && !TOP_EXTRAS.includes(k)) bad(k, `unknown key: use defaults, states, ${TOP_EXTRAS.join(', ')}`);
+  for (const k of Object.keys(top)) if (!TOP_KEYS.includes(k) && k !== STATE_ORDER) bad(k, `unknown key: use ${TOP_KEYS.join(', ')}`);
   if ('gate_check' in top && (typeof top.gate_check !== 'string' || top.gate_check.trim() === '')) bad('gate_check', 'expected a command (a string)');
   const defaults = top.defaults ?? {};
   if (!isObject(defaults)) bad('defaults', 'expected a mapping');
@@ -129,7 +136,7 @@ export function resolveConfig(doc: unknown, file: string, typeStates: readonly s
     if (names.includes('*')) bad('states: "*"', 'not allowed with --type custom: name every state');
     if (names.length === 0) bad('states', 'a custom type needs at least one state');
     for (const n of names) {
-      if (n === 'complete' || n === 'initial' || n === 'failed' || n === 'aborted') bad(`state "${n}"`, 'a reserved step state');
+      if (n === 'complete' || n === 'initial' || n === 'failed' || n === 'aborted' || n === 'deferred') bad(`state "${n}"`, 'a reserved step state');
       // Checked as subcloud names are; and a name must fit in its run files' names.
       const problem = nameProblem(n) ?? logNameProblem('state', n);
       if (problem) bad(`state ${quoteName(n)}`, problem);
@@ -152,6 +159,9 @@ export function resolveConfig(doc: unknown, file: string, typeStates: readonly s
   const config: ExecConfig = { states: resolved };
   if (typeof top.gate_check === 'string') config.gate_check = top.gate_check;
   if (top.audit !== undefined) config.audit = resolveAudit(top.audit, defaults as Entry, base, bad);
+  // Its own defaults apply as a state's do: a probe is one more command run against the site.
+  if (top.probe !== undefined) config.probe = resolveProbe(top, defaults as Entry, base, bad);
+  if (top.defer_exit_codes !== undefined) config.deferExitCodes = deferCodes(top.defer_exit_codes, bad);
   return config;
 }
 
@@ -165,7 +175,7 @@ export function resolveAuditConfig(doc: unknown, file: string): StateSpec {
   };
   if (!isObject(doc)) bad('top level', 'expected a mapping with "audit" (and optional "defaults")');
   const top = doc as Entry;
-  for (const k of Object.keys(top)) if (k !== 'defaults' && k !== 'states' && k !== STATE_ORDER && !TOP_EXTRAS.includes(k)) bad(k, `unknown key: use defaults, states, ${TOP_EXTRAS.join(', ')}`);
+  for (const k of Object.keys(top)) if (!TOP_KEYS.includes(k) && k !== STATE_ORDER) bad(k, `unknown key: use ${TOP_KEYS.join(', ')}`);
   if (top.audit === undefined) bad('audit', 'missing: give the command that prints the site\'s state as JSON');
   const defaults = top.defaults ?? {};
   if (!isObject(defaults)) bad('defaults', 'expected a mapping');
@@ -284,4 +294,40 @@ function resolveEntry(
   const spec: StateSpec = { state, run, timeoutMs, retries, backoffMinMs: backoff.min, backoffMaxMs: backoff.max, killGraceMs, env, cwd };
   if (reason !== undefined) spec.reason = reason;
   return spec;
+}
+
+/** `defer_exit_codes: [75, 69]`: exit codes (1..255) that mean "the site did not answer, try later". */
+function deferCodes(v: unknown, bad: (where: string, msg: string) => never): number[] {
+  const list = Array.isArray(v) ? v : [v];
+  if (list.length === 0) bad('defer_exit_codes', 'an empty list: leave the key out for the default [75]');
+  return list.map((c) => {
+    if (typeof c !== 'number' || !Number.isInteger(c) || c < 1 || c > 255) bad('defer_exit_codes', `bad exit code ${JSON.stringify(c)}: a whole number from 1 to 255`);
+    return c as number;
+  });
+}
+
+/** A probe that sets no timeout (nor its defaults) gives up after this: a site that answers, answers fast. */
+export const PROBE_TIMEOUT_MS = 30_000;
+
+function resolveProbe(top: Entry, defaults: Entry, base: string, bad: (where: string, msg: string) => never): ExecConfig['probe'] {
+  const spec = resolveEntry('probe', 'probe', top.probe, defaults, base, bad);
+  const own = isObject(top.probe) && 'timeout' in top.probe;
+  if (!own && defaults.timeout === undefined) spec.timeoutMs = PROBE_TIMEOUT_MS;
+  return spec;
+}
+
+/**
+ * The probe of a config file read for `dcm subcloud probe` (no strategy, so no type's states to
+ * check the file against): its `probe` entry resolved with the file's defaults; an error if none.
+ */
+export function probeOfConfig(doc: unknown, file: string): StateSpec {
+  const bad = (where: string, msg: string): never => {
+    throw new UsageError(`exec config ${file}: ${where}: ${msg}`);
+  };
+  if (!isObject(doc)) bad('top level', 'expected a mapping with "states" (and optional "defaults")');
+  const top = doc as Entry;
+  if (top.probe === undefined) bad('probe', 'missing: give the command that tells whether a site answers');
+  const defaults = top.defaults ?? {};
+  if (!isObject(defaults)) bad('defaults', 'expected a mapping');
+  return resolveProbe(top, defaults as Entry, path.dirname(path.resolve(file)), bad)!;
 }

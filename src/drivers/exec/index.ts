@@ -26,6 +26,7 @@ import { PRIVATE_DIR } from '../../platform/private.js';
 import { runIdOf } from './run-id.js';
 import { TagScans } from './tag-scans.js';
 import { watchProgress } from './progress-file.js';
+import { EX_TEMPFAIL } from '../../domain/deferral.js';
 
 /** Reasons and details are kept short: `<state>: <reason>` fits in 200 characters. */
 const DETAILS_LIMIT = 200;
@@ -247,6 +248,13 @@ export class ExecDriver implements Driver {
 
   /** How a run that ended with `code` ends the state. */
   private outcome(req: OperationRequest, spec: StateSpec, base: string, code: number): OperationResult {
+    if (code !== 0 && (this.settings.config.deferExitCodes ?? [EX_TEMPFAIL]).includes(code)) {
+      // "Not now": the step is deferred (domain/deferral.ts), never retried here nor failed.
+      const line = lastLine(`${base}.err`) || lastLine(`${base}.log`);
+      const reason = line ? `exit ${code}: ${line}` : `exit ${code}`;
+      const max = DETAILS_LIMIT - req.state.length - 2;
+      return { kind: 'defer', reason: reason.length > max ? `${reason.slice(0, max - 1)}…` : reason };
+    }
     if (code !== 0) {
       // SPEC §7.2: the last non-empty line of stderr, else of stdout (the log holds both); with a
       // `reason` pattern, its last match in the log first (Ansible prints a failure's reason on

@@ -1,7 +1,8 @@
 /**
  * The `sim` driver: simulated subclouds that take time, fail when told to (or at a seeded rate),
  * and keep their own side of the update, so that a duplicate or out-of-order operation fails on
- * the subcloud exactly as in dcmanager's seed bug.
+ * the subcloud exactly as in dcmanager's seed bug. A site labelled `sim_unreachable` does not
+ * answer at all (./unreachable.ts): its step is deferred.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -12,6 +13,7 @@ import { targetVersion, type AuditReport } from '../../domain/audit.js';
 import { ENDPOINTS, TYPES, type Endpoint, type SyncStatus } from '../../domain/types.js';
 import { SiteBook } from './sites.js';
 import { drawFor } from './random.js';
+import { SIM_UNREACHABLE_LABEL, simUnreachable } from './unreachable.js';
 import { setLongTimeout, type Timer } from '../../platform/timers.js';
 
 
@@ -49,6 +51,9 @@ export class SimDriver implements Driver {
   }
 
   async run(req: OperationRequest): Promise<OperationResult> {
+    // A site marked unreachable (label sim_unreachable) answers nothing: its step is deferred. Asked
+    // at the first state only, where a site that is down is found, so that other states read no labels.
+    if (req.stateIndex === 0 && simUnreachable(req.labels)) return { kind: 'defer', reason: `no answer (label ${SIM_UNREACHABLE_LABEL})` };
     const sreq: SiteRequest = req;
     const admission = admit(this.book.get(req.cloud), sreq, this.owner);
     if (!admission.ok) return { kind: 'failed', reason: admission.reason };

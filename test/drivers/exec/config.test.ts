@@ -68,6 +68,9 @@ states:
     ['duplicate key', 'states:\n  "*": "true"\n  "*": "false"\n', /not valid YAML or JSON/],
     ['gate_check not a command', 'gate_check: [a, b]\nstates: {"*": "true"}\n', /gate_check: expected a command \(a string\)/],
     ['gate_check empty', 'gate_check: " "\nstates: {"*": "true"}\n', /gate_check: expected a command/],
+    ['defer code out of range', 'defer_exit_codes: [75, 300]\nstates: {"*": "true"}\n', /defer_exit_codes: bad exit code 300/],
+    ['empty defer codes', 'defer_exit_codes: []\nstates: {"*": "true"}\n', /defer_exit_codes: an empty list/],
+    ['probe with a bad key', 'probe: {run: "true", retry: 1}\nstates: {"*": "true"}\n', /probe: retry: unknown key/],
   ];
 
   test("gate_check (the stage gate's check) is kept as given; without it, none", () => {
@@ -83,6 +86,23 @@ states:
     }
     expect(err).toBeInstanceOf(UsageError);
     expect((err as Error).message).toMatch(message);
+  });
+});
+
+describe('probe and defer_exit_codes (issue 18, sites that answer)', () => {
+  // Claim, README "Sites that answer": `probe` takes a state's keys and the defaults, with a 30s timeout of its own; defer_exit_codes.
+  test('probe resolved with the defaults (a timeout of 30s unless one is set); defer_exit_codes kept', () => {
+    const c = resolve(`
+defaults: {env: {A: "1"}}
+probe: ping -c1 {oam_floating_ip}
+defer_exit_codes: [75, 69]
+states: {"*": "true"}
+`);
+    expect(c.probe).toMatchObject({ state: 'probe', run: 'ping -c1 {oam_floating_ip}', timeoutMs: 30_000, env: { A: '1' } });
+    expect(c.deferExitCodes).toEqual([75, 69]);
+    expect(resolve('probe: {run: "true", timeout: 5s}\nstates: {"*": "true"}\n').probe!.timeoutMs).toBe(5000);
+    // None given: no probe, and the default codes (75) are the driver's.
+    expect(resolve('states: {"*": "true"}\n')).toEqual({ states: expect.any(Array) });
   });
 });
 
