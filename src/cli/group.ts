@@ -16,6 +16,8 @@ interface RawGroupOpts {
   updateApplyType?: ApplyType;
   max_parallel_subclouds?: number;
   maxParallelSubclouds?: number;
+  maintenanceWindow?: string;
+  maintenanceTz?: string;
 }
 
 function groupOptions(cmd: Command): Command {
@@ -24,7 +26,14 @@ function groupOptions(cmd: Command): Command {
     .option('--update_apply_type <type>', 'parallel | serial', applyType)
     .addOption(new Option('--update-apply-type <type>').argParser(applyType).hideHelp())
     .option('--max_parallel_subclouds <n>', 'subclouds of this group in flight at once (1..5000)', groupMaxParallel)
-    .addOption(new Option('--max-parallel-subclouds <n>').argParser(groupMaxParallel).hideHelp());
+    .addOption(new Option('--max-parallel-subclouds <n>').argParser(groupMaxParallel).hideHelp())
+    // dcm's own (dcmanager has no such option): the group's subclouds start only inside it. Checked
+    // by the command module (domain/maintenance.ts is not loaded for --help).
+    .option(
+      '--maintenance-window <spans>',
+      'start this group\'s subclouds only inside: "Sat 22:00-Sun 06:00", "22:00-06:00", several comma-separated, or none',
+    )
+    .option('--maintenance-tz <zone>', 'IANA time zone of the maintenance window (default: UTC)');
 }
 
 function input(o: RawGroupOpts): GroupInput {
@@ -33,6 +42,8 @@ function input(o: RawGroupOpts): GroupInput {
     description: o.description,
     updateApplyType: o.update_apply_type ?? o.updateApplyType,
     maxParallelSubclouds: o.max_parallel_subclouds ?? o.maxParallelSubclouds,
+    maintenanceWindow: o.maintenanceWindow,
+    maintenanceTz: o.maintenanceTz,
   };
 }
 

@@ -1,6 +1,7 @@
 /** `dcm subcloud-group …`: groups decide the stages and windows of a strategy. */
 import { OperationError } from '../domain/errors.js';
 import { checkGroupName } from '../domain/inventory.js';
+import { checkTimeZone, parseMaintenanceWindow } from '../domain/maintenance.js';
 import type { ApplyType } from '../domain/types.js';
 import {
   countSubcloudsInGroup,
@@ -22,6 +23,10 @@ export interface GroupInput {
   description?: string;
   updateApplyType?: ApplyType;
   maxParallelSubclouds?: number;
+  /** As typed: checked and normalised here (domain/maintenance.ts); `none` clears it. */
+  maintenanceWindow?: string;
+  /** An IANA zone, checked here. */
+  maintenanceTz?: string;
 }
 
 function mustFind(db: Db, ref: string): GroupRow {
@@ -34,8 +39,16 @@ function notFound(ref: string): never {
   throw new OperationError(`Subcloud group ${ref} does not exist`);
 }
 
+/** The window's stored text (null: none) and zone, checked before the file is opened: bad ones are usage errors. */
+function windowOf(input: GroupInput): { window: string | null | undefined; tz: string | undefined } {
+  const text = input.maintenanceWindow;
+  const window = text === undefined ? undefined : text.trim().toLowerCase() === 'none' ? null : parseMaintenanceWindow(text).text;
+  return { window, tz: input.maintenanceTz === undefined ? undefined : checkTimeZone(input.maintenanceTz) };
+}
+
 export async function groupAdd(ctx: Ctx, input: GroupInput & { name: string }): Promise<CommandResult> {
   checkGroupName(input.name);
+  const mw = windowOf(input);
   return withWriteDb(ctx, (db) =>
     immediate(db, () => {
       if (findGroup(db, input.name)) throw new OperationError(`Subcloud group ${input.name} already exists`);
@@ -44,6 +57,8 @@ export async function groupAdd(ctx: Ctx, input: GroupInput & { name: string }): 
         description: input.description ?? 'No description provided',
         updateApplyType: input.updateApplyType ?? 'parallel',
         maxParallelSubclouds: input.maxParallelSubclouds ?? 2,
+        maintenanceWindow: mw.window ?? null,
+        maintenanceTz: mw.tz ?? null,
       });
       return { kind: 'group', row: mustFind(db, String(id)) };
     }),
@@ -73,6 +88,8 @@ export const DEFAULT_UNCREATED: GroupRecord = {
   description: 'Default Subcloud Group',
   update_apply_type: 'parallel',
   max_parallel_subclouds: 2,
+  maintenance_window: null,
+  maintenance_tz: null,
   created_at: null,
   updated_at: null,
 };
@@ -90,6 +107,13 @@ export async function groupUpdateWarned(ctx: Ctx, ref: string, input: GroupInput
         'dcm strategy update --max-parallel-subclouds N [--stage K]',
     );
   }
+  if (
+    (input.maintenanceWindow !== undefined || input.maintenanceTz !== undefined) &&
+    withReadDb(ctx, false, (db) => ['applying', 'paused', 'abort requested', 'aborting'].includes(getStrategy(db)?.state ?? ''))
+  ) {
+    // The orchestrator reads the windows once, as it starts.
+    warnings.push('a running `dcm strategy apply` keeps the maintenance windows it started with; the next apply (or resume by apply) reads the new one');
+  }
   return { result, warnings };
 }
 
@@ -102,6 +126,9 @@ export async function groupUpdate(ctx: Ctx, ref: string, input: GroupInput): Pro
   if (input.description !== undefined) changes.description = input.description;
   if (input.updateApplyType !== undefined) changes.update_apply_type = input.updateApplyType;
   if (input.maxParallelSubclouds !== undefined) changes.max_parallel_subclouds = input.maxParallelSubclouds;
+  const mw = windowOf(input);
+  if (mw.window !== undefined) changes.maintenance_window = mw.window;
+  if (mw.tz !== undefined) changes.maintenance_tz = mw.tz;
   if (Object.keys(changes).length === 0) throw new OperationError('Nothing to update');
   return withWriteDb(ctx, (db) =>
     immediate(db, () => {

@@ -24,12 +24,15 @@ test('a database of schema 7 (sim_site in it) opens, migrates and applies; the s
   dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0']);
   // Back to schema 7 by hand: 7 -> 8 only dropped sim_site (as migration 0 made it, with 2 -> 3's
   // options column), 8 -> 9 only added step_history.retry_at, 9 -> 10 only created
-  // subcloud_label, 10 -> 11 only created strategy_event. Its rows: a subcloud of an earlier
+  // subcloud_label, 10 -> 11 only created strategy_event, 11 -> 12 only added subcloud_group's
+  // maintenance_window and maintenance_tz. Its rows: a subcloud of an earlier
   // campaign that has left the fleet. (A later migration is undone here too: the schema version
   // is checked first.)
-  expect(SCHEMA_VERSION).toBe(11);
+  expect(SCHEMA_VERSION).toBe(12);
   withSql(t.db, (d) => {
-    d.exec(`DROP TABLE strategy_event;
+    d.exec(`ALTER TABLE subcloud_group DROP COLUMN maintenance_window;
+            ALTER TABLE subcloud_group DROP COLUMN maintenance_tz;
+            DROP TABLE strategy_event;
             DROP TABLE subcloud_label;
             ALTER TABLE step_history DROP COLUMN retry_at;
             CREATE TABLE sim_site (name TEXT PRIMARY KEY, campaign TEXT NOT NULL, done INTEGER NOT NULL,
