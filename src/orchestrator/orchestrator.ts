@@ -40,6 +40,7 @@ import { RunDetails, type DetailsLine } from './run-details.js';
 import { Deadlines } from './deadlines.js';
 import { ExternalRequests } from './requests.js';
 import { StageWindow } from './window.js';
+import { MaintenanceWait } from './maintenance-wait.js';
 import { Committer, BUSY_RETRY_MS } from './committer.js';
 import { adoptLeftRuns, type Adopted } from './adoption.js';
 import type { CommitHooks, CostCounters } from './test-hooks.js';
@@ -77,6 +78,8 @@ export interface OrchestratorOptions {
   counters?: CostCounters | null;
   /** Who runs this apply, for the event record (none: nothing is recorded). */
   who?: Actor;
+  /** The clock maintenance windows are decided by (test-hooks.ts `windowClock`); Date.now if absent. */
+  windowClock?: () => number;
 }
 
 /** One entry of the registry: the operation running for a subcloud, tagged with its state. */
@@ -170,6 +173,8 @@ export class Orchestrator {
   private windows = new Map<number, number>();
   /** The strategy-config options of each subcloud, read once when the run starts. */
   private config = new ConfigBook(undefined, []);
+  /** The groups' maintenance windows (null: no group has one). */
+  private maintenance: MaintenanceWait | null = null;
 
   constructor(
     private readonly db: Db,
@@ -200,6 +205,7 @@ export class Orchestrator {
     this.firstStartedMs = first === null ? undefined : Math.min(started, parseTime(first));
     this.config = new ConfigBook(getDefaultConfig(this.db), subcloudOptions(this.db));
     this.budgets = retryBudgets(this.db);
+    this.maintenance = MaintenanceWait.load(this.db, this.opts.windowClock ?? Date.now);
     // Each adopted run's worker is made once, here: the request the driver keeps (its abort signal
     // above all) is that worker's, so a second Ctrl-C or a fatal stop reaches the run through it.
     const left = adoptLeftRuns(this.db, this.driver, (step, l) => {
@@ -293,6 +299,7 @@ export class Orchestrator {
         gate: () => this.gate(),
         run: (step) => this.runSubcloud(step),
         failed: (err) => this.fail(err),
+        hold: this.maintenance ? (step) => this.maintenance!.decide(step.subcloudId, (line) => this.progress.note(line)) : undefined,
       });
       await this.window.run();
       this.window = null;
