@@ -53,8 +53,9 @@ export function dryRunView(db: Db | null, plan: Plan, type: StrategyType, extra:
     if (means && parts) {
       // A stage some of whose subclouds wait for their maintenance window: the wait is in its time.
       ms = estimateWindowedStageMs(means, st.window, parts, total);
-      const first = Math.min(...parts.map((p) => p.opensAt(total)));
-      if (first > total) opens = ` (window opens ${new Date(windows!.nowMs + first).toISOString()})`;
+      // The last window the stage waits for, from its start: when its last subclouds may go.
+      const last = Math.max(...parts.map((p) => p.opensAt(total)));
+      if (last > total) opens = ` (window opens ${new Date(windows!.nowMs + last).toISOString()})`;
     } else if (means) ms = estimateStageMs(means, { window: st.window, notStarted: names.length, inFlight: [] }, sds);
     if (ms !== null) total += ms;
     const text = ms === null ? 'unknown' : Number.isFinite(ms) ? formatSpan(ms) + opens : 'unknown';

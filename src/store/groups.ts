@@ -102,3 +102,16 @@ export function subcloudGroupsOf(db: Db, groupIds: readonly number[]): Map<numbe
   for (const r of rows) out.set(r.id, r.group_id);
   return out;
 }
+
+/** Steps not started (`initial`) of the strategy, by the group of their subcloud, for these groups. */
+export function initialStepsByGroup(db: Db, groupIds: readonly number[]): Map<number, number> {
+  const out = new Map<number, number>();
+  if (groupIds.length === 0) return out;
+  const rows = sql(
+    db,
+    `SELECT sc.group_id AS id, count(*) AS n FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
+     WHERE st.state = 'initial' AND sc.group_id IN (${groupIds.map(() => '?').join(', ')}) GROUP BY sc.group_id`,
+  ).all(...groupIds) as { id: number; n: number }[];
+  for (const r of rows) out.set(r.id, r.n);
+  return out;
+}

@@ -13,7 +13,7 @@ type Status = Record<string, string | number | null>;
 
 const FIELDS = [
   'strategy type', 'state', 'driver', 'stage', 'window', 'steps', 'initial', 'in progress', 'complete', 'failed',
-  'aborted', 'in flight', 'progress', 'failures', 'max failures', 'started_at', 'elapsed', 'eta', 'estimate from', 'orchestrator',
+  'aborted', 'in flight', 'progress', 'failures', 'max failures', 'started_at', 'elapsed', 'eta', 'estimate from', 'orchestrator', 'maintenance',
 ];
 
 function status(db: string): Status {
