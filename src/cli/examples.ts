@@ -60,12 +60,15 @@ export const EXAMPLES: Record<string, string[]> = {
   'subcloud-group add': [
     'dcm subcloud-group add --name canary --max_parallel_subclouds 5',
     'dcm subcloud-group add --name edge --update_apply_type serial --description "one at a time"',
+    'dcm subcloud-group add --name fleet --maintenance-window "22:00-06:00"',
   ],
   'subcloud-group list': ['dcm subcloud-group list', 'dcm subcloud-group list -f value -c name'],
   'subcloud-group show': ['dcm subcloud-group show canary', 'dcm subcloud-group show 1'],
   'subcloud-group update': [
     'dcm subcloud-group update canary --max_parallel_subclouds 10',
     'dcm subcloud-group update 2 --name pilot',
+    'dcm subcloud-group update canary --maintenance-window "Sat 22:00-Sun 06:00" --maintenance-tz Europe/Berlin',
+    'dcm subcloud-group update canary --maintenance-window none',
   ],
   'subcloud-group delete': ['dcm subcloud-group delete canary', 'dcm subcloud-group delete 3 --yes'],
   'subcloud-group list-subclouds': ['dcm subcloud-group list-subclouds canary', 'dcm subcloud-group list-subclouds 1 -f json'],
