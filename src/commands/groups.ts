@@ -111,8 +111,8 @@ export async function groupUpdateWarned(ctx: Ctx, ref: string, input: GroupInput
     (input.maintenanceWindow !== undefined || input.maintenanceTz !== undefined) &&
     withReadDb(ctx, false, (db) => ['applying', 'paused', 'abort requested', 'aborting'].includes(getStrategy(db)?.state ?? ''))
   ) {
-    // The orchestrator reads the windows once, as it starts.
-    warnings.push('a running `dcm strategy apply` keeps the maintenance windows it started with; the next apply (or resume by apply) reads the new one');
+    // The orchestrator reads the windows as it starts and on resume, never polls them.
+    warnings.push('a running `dcm strategy apply` reads the maintenance windows as it starts and on `dcm strategy resume`: pause and resume it to have this one count');
   }
   return { result, warnings };
 }

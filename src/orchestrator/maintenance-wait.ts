@@ -32,13 +32,17 @@ export class MaintenanceWait {
     private readonly clock: () => number,
   ) {}
 
-  /** Null: no group has a window, no subcloud ever waits. */
-  static load(db: Db, clock: () => number): MaintenanceWait | null {
+  /**
+   * Null: no group has a window, no subcloud ever waits. Read again (`before`: what was read last),
+   * a group said to wait is still said to open when it does.
+   */
+  static load(db: Db, clock: () => number, before: MaintenanceWait | null = null): MaintenanceWait | null {
     const rows = groupsWithWindows(db);
     if (rows.length === 0) return null;
     const groups = new Map<number, GroupWindow>();
     for (const r of rows) {
-      groups.set(r.id, { name: r.name, window: parseMaintenanceWindow(r.maintenance_window), tz: r.maintenance_tz ?? 'UTC', closedUntil: 0, said: 0 });
+      const said = before?.groups.get(r.id)?.said ?? 0;
+      groups.set(r.id, { name: r.name, window: parseMaintenanceWindow(r.maintenance_window), tz: r.maintenance_tz ?? 'UTC', closedUntil: 0, said });
     }
     return new MaintenanceWait(groups, subcloudGroupsOf(db, [...groups.keys()]), clock);
   }

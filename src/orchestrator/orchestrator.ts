@@ -299,7 +299,7 @@ export class Orchestrator {
         gate: () => this.gate(),
         run: (step) => this.runSubcloud(step),
         failed: (err) => this.fail(err),
-        hold: this.maintenance ? (step) => this.maintenance!.decide(step.subcloudId, (line) => this.progress.note(line)) : undefined,
+        hold: (step) => this.maintenance?.decide(step.subcloudId, (line) => this.progress.note(line)) ?? null,
       });
       await this.window.run();
       this.window = null;
@@ -728,7 +728,23 @@ export class Orchestrator {
         );
       } else this.progress.note('resumed');
     }
+    if (!on) this.reloadWindows();
     this.window?.pump();
+  }
+
+  /**
+   * On resume, the groups' maintenance windows are read again (an operator who changed one while
+   * the apply waited pauses and resumes to have it count), and the subclouds set aside are asked
+   * again. Only then: the windows are not polled.
+   */
+  private reloadWindows(): void {
+    try {
+      this.maintenance = MaintenanceWait.load(this.db, this.opts.windowClock ?? Date.now, this.maintenance);
+    } catch (err) {
+      if (!this.committer.isBusy(err)) throw err;
+      // A busy file keeps the windows read before.
+    }
+    this.window?.recheckAside();
   }
 
   /** A stage's window changed: the running stage follows at once, a later one when it starts. */

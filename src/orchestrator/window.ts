@@ -145,6 +145,11 @@ export class StageWindow {
       });
   }
 
+  /** The windows may have changed: every subcloud set aside is asked again at the next pump. */
+  recheckAside(): void {
+    for (const a of this.asideSteps) a.dueMs = 0;
+  }
+
   /** Set a subcloud aside until its window opens (`inMs` from now). */
   private setAside(step: CursorStep, inMs: number): void {
     this.asideSteps.push({ step, dueMs: Date.now() + inMs });

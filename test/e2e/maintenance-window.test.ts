@@ -131,6 +131,26 @@ describe('apply with maintenance windows (exec driver, one stage of named subclo
     expect(overlapsPerCloud(runs)).toEqual([]);
   });
 
+  test('a window changed while the apply waits counts once the apply is paused and resumed', async () => {
+    f = execFixture();
+    const env = { ...f.env, ...hooks('2026-12-01T12:00:00Z') };
+    dcmOk([...db(), 'subcloud-group', 'add', '--name', 'night', '--maintenance-window', 'Sat 22:00-Sun 06:00']);
+    dcmOk([...db(), 'subcloud', 'add', 'w1', 'w2', '--group', 'night']);
+    dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--driver', 'exec', '--exec-config', execConfig(10)]);
+    const apply = spawnDcm([...db(), 'strategy', 'apply'], env);
+    await waitFor(() => /group night waits for its maintenance window/.test(apply.stderr()), 60_000);
+    const upd = dcmOk([...db(), 'subcloud-group', 'update', 'night', '--maintenance-window', 'Tue 11:00-Tue 13:00', '-f', 'value', '-c', 'maintenance window']);
+    expect(upd.stdout).toBe('Tue 11:00-Tue 13:00\n');
+    expect(upd.stderr).toBe('warning: a running `dcm strategy apply` reads the maintenance windows as it starts and on `dcm strategy resume`: pause and resume it to have this one count\n');
+    dcmOk([...db(), 'strategy', 'pause']);
+    await waitFor(() => /dcm: paused/.test(apply.stderr()), 60_000);
+    dcmOk([...db(), 'strategy', 'resume']);
+    const r = await apply.done;
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain('group night: maintenance window Tue 11:00-Tue 13:00 (UTC) is open, its subclouds start');
+    expect(f.readRuns()).toHaveLength(2 * PATCH.length);
+  });
+
   test('a window that opens during the apply: the apply sleeps until then, and its subclouds start only from then', async () => {
     f = execFixture();
     // Eight seconds before Saturday 22:00 UTC.
