@@ -299,7 +299,12 @@ export class Orchestrator {
         gate: () => this.gate(),
         run: (step) => this.runSubcloud(step),
         failed: (err) => this.fail(err),
-        hold: (step) => this.maintenance?.decide(step.subcloudId, (line) => this.progress.note(line)) ?? null,
+        hold: (step) =>
+          this.maintenance?.decide(
+            step.subcloudId,
+            (line) => this.progress.note(line),
+            (group, text) => this.progress.windowWait?.(group, text),
+          ) ?? null,
       });
       await this.window.run();
       this.window = null;
