@@ -81,6 +81,31 @@ describe('subcloud-group --maintenance-window / --maintenance-tz', () => {
   });
 });
 
+describe('strategy create --dry-run with maintenance windows', () => {
+  test('a later stage waits for its window: its estimate counts the wait from its own start, and says when it opens', () => {
+    f = execFixture();
+    dcmOk([...db(), 'subcloud', 'add', 'd1', 'd2', 'd3']);
+    dcmOk([...db(), 'subcloud-group', 'add', '--name', 'night', '--maintenance-window', 'Sat 22:00-Sun 06:00']);
+    dcmOk([...db(), 'subcloud', 'add', 'w1', 'w2', '--group', 'night']);
+    const plan = (iso: string) =>
+      json<{ stage: number | string; 'estimated duration': string }[]>(
+        dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--sim-latency', '1s', '--dry-run', '-f', 'json'], { env: hooks(iso) }),
+      ).map((r) => [r.stage, r['estimated duration']]);
+    expect(PATCH).toHaveLength(5);
+    const waves = '10s';
+    // An hour before the window: stage 1 takes two waves of 5 states of 1 s; stage 2 waits for the rest of the hour.
+    expect(plan('2026-12-05T21:00:00Z')).toEqual([
+      [1, waves],
+      // From 10 s: the wait to 3600 s, then one wave of 5 s.
+      [2, '59m55s (window opens 2026-12-05T22:00:00.000Z)'],
+      ['total', '1h00m'],
+    ]);
+    // Inside the window: no wait. (And nothing was written: no strategy.)
+    expect(plan('2026-12-05T23:00:00Z')).toEqual([[1, waves], [2, '5.0s'], ['total', '15s']]);
+    expect(dcm([...db(), 'strategy', 'show']).code).toBe(1);
+  });
+});
+
 describe('apply with maintenance windows (exec driver, one stage of named subclouds, window 2)', () => {
   test('windows past and future: their subclouds do not start, the others do, in slots of 2; the apply waits; status says until when; abort ends it at once', async () => {
     f = execFixture();
