@@ -67,6 +67,8 @@ export class StageWindow {
   private finished = false;
   /** Subclouds set aside until their maintenance window opens, and when (Date.now() ms) the earliest one is due. */
   private asideSteps: { step: CursorStep; dueMs: number }[] = [];
+  /** The earliest `dueMs` of those: before it, a pump need not look at them (a pump per subcloud that ends). */
+  private asideEarliest = Infinity;
   private asideTimer: Timer | null = null;
   private asideTimerDue = Infinity;
 
@@ -148,11 +150,14 @@ export class StageWindow {
   /** The windows may have changed: every subcloud set aside is asked again at the next pump. */
   recheckAside(): void {
     for (const a of this.asideSteps) a.dueMs = 0;
+    this.asideEarliest = 0;
   }
 
   /** Set a subcloud aside until its window opens (`inMs` from now). */
   private setAside(step: CursorStep, inMs: number): void {
-    this.asideSteps.push({ step, dueMs: Date.now() + inMs });
+    const dueMs = Date.now() + inMs;
+    this.asideSteps.push({ step, dueMs });
+    this.asideEarliest = Math.min(this.asideEarliest, dueMs);
   }
 
   /**
@@ -161,12 +166,17 @@ export class StageWindow {
    * as they are in the file for the next apply.
    */
   private bringBack(g: Gate): void {
-    if (this.asideSteps.length === 0) return this.armAside(Infinity);
+    if (this.asideSteps.length === 0) {
+      this.asideEarliest = Infinity;
+      return this.armAside(Infinity);
+    }
     if (g.stopping) {
       this.asideSteps = [];
+      this.asideEarliest = Infinity;
       return this.armAside(Infinity);
     }
     const nowMs = Date.now();
+    if (nowMs < this.asideEarliest) return this.armAside(this.asideEarliest);
     let earliest = Infinity;
     const keep: { step: CursorStep; dueMs: number }[] = [];
     const back: CursorStep[] = [];
@@ -183,6 +193,7 @@ export class StageWindow {
       earliest = Math.min(earliest, a.dueMs);
     }
     this.asideSteps = keep;
+    this.asideEarliest = earliest;
     back.sort((a, b) => a.id - b.id);
     for (const step of back) this.submit(step);
     this.armAside(earliest);
