@@ -39,6 +39,11 @@ export const EXAMPLES: Record<string, string[]> = {
     'dcm subcloud inventory --ansible > inventory.yaml',
     'dcm subcloud inventory --ansible --group canary --label rack=r12',
   ],
+  'subcloud audit': [
+    'dcm subcloud audit --all',
+    'dcm subcloud audit --group canary --driver exec --exec-config sites.yaml --max-parallel 50',
+    'dcm subcloud audit subcloud1 subcloud2 --driver exec --exec-config sites.yaml -f json',
+  ],
   'subcloud show': ['dcm subcloud show subcloud1', 'dcm subcloud show subcloud1 -f json'],
   'subcloud update': [
     'dcm subcloud update subcloud1 subcloud2 --group canary',
@@ -85,6 +90,7 @@ export const EXAMPLES: Record<string, string[]> = {
     'dcm strategy create --type kubernetes --to-version v1.29.2 --group canary',
     'dcm strategy create --type sw-deploy --release-id stx-10.0.1 --max-parallel-subclouds 50',
     'dcm strategy create --type patch --sim-latency 50ms..2s --sim-fail subcloud7="applying VIM patch strategy"',
+    'dcm strategy create --type sw-deploy --release-id stx-10.0.1 --driver exec --exec-config sites.yaml --require-audit',
   ],
   'strategy show': ['dcm strategy show', 'dcm strategy show --type patch -f json'],
   'strategy apply': [

@@ -25,6 +25,7 @@ interface CreateOpts extends RawTypeOptions, RawDriverOptions {
   showCommands?: string | true;
   sysadminPasswordFile?: string;
   label?: string[];
+  requireAudit?: boolean;
 }
 
 const TYPE_OPTIONS: [string, string][] = [
@@ -67,7 +68,8 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .addOption(new Option('--max-parallel-subclouds <n>', 'subclouds in flight at once').argParser(integer))
     .option('--stop-on-failure', 'start no new subcloud after a failure (--max-failures 1)')
     .option('--max-failures <N|P%>', 'start no new subcloud once N steps (or P % of the steps) have failed', maxFailures)
-    .option('--force', 'include in-sync subclouds (kubernetes, kube-rootca-update)');
+    .option('--force', 'include in-sync subclouds (kubernetes, kube-rootca-update)')
+    .option('--require-audit', "fail a step whose site's audit (after its last state) disagrees or fails, instead of completing it with a warning");
   for (const [flags, help] of TYPE_OPTIONS) {
     const name = flags.split(' ')[0];
     // The password's file goes wherever the password does.
@@ -102,6 +104,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
           stopOnFailure: o.stopOnFailure,
           maxFailures: o.maxFailures,
           force: o.force,
+          requireAudit: o.requireAudit,
           typeOptions: { ...o, sysadminPassword: password as string | undefined },
           driverOptions: o,
           dryRun: o.dryRun,

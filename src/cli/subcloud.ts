@@ -104,6 +104,25 @@ export function registerSubcloud(program: Command, run: Runner): void {
         return (await ops()).subcloudSetManagement(ctx, ref, 'unmanaged');
       }),
     );
+  sc.command('audit')
+    .argument('[name...]', 'the subclouds to audit (name or id)')
+    .option('--group <group>', "every subcloud of this group")
+    .option('--all', 'every subcloud')
+    .option('--max-parallel <n>', 'sites audited at once (default 20)')
+    .option('--driver <name>', `who asks the sites: ${DRIVER_NAMES.join(' | ')} (default sim)`)
+    .option('--exec-config <file>', 'exec driver: the config whose "audit" command prints a site\'s state as JSON')
+    .description("ask each site what it is (software version, sync statuses, availability) and make the inventory say so; prints what changed")
+    .action((names: string[], o: { group?: string; all?: boolean; maxParallel?: string; driver?: string; execConfig?: string }) =>
+      run(async (ctx) => {
+        const { auditProgress } = await import('./audit-progress.js');
+        const progress = auditProgress(process.stderr, ctx.quiet);
+        try {
+          return await (await import('../commands/subcloud-audit.js')).subcloudAudit(ctx, { names, ...o, onProgress: progress.update });
+        } finally {
+          progress.done();
+        }
+      }),
+    );
   sc.command('errors')
     .argument('<subcloud>', 'name or id')
     .description("the details of the subcloud's last failed operation (from the step history)")

@@ -8,6 +8,7 @@ import v8 from 'node:v8';
 import { DcmError } from '../domain/errors.js';
 import { applyFaultError } from '../store/faults.js';
 import { createDriver } from '../drivers/index.js';
+import { withAuditAfter } from '../orchestrator/audit-after.js';
 import type { Driver } from '../drivers/driver.js';
 import { strategyNotFound, theStrategy } from './strategy.js';
 import type { Outcome } from './results.js';
@@ -155,7 +156,8 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
     if (s.state !== 'initial') progress.note(`resuming the ${s.type} strategy (state ${s.state})`);
 
     for (const suffix of ['-wal', '-shm']) sidecars.set(ctx.dbPath + suffix, identity(ctx.dbPath + suffix));
-    driver = await createDriver(ctx.dbPath, s);
+    // The site's audit after each subcloud's last state, when the strategy was created with one.
+    driver = withAuditAfter(await createDriver(ctx.dbPath, s), { type: s.type as StrategyType, extra: s.extra });
     const orchestrator = new Orchestrator(db, driver, progress, {
       type: s.type as StrategyType,
       states: statesOf(s.type as StrategyType, s.extra as { cert_file?: string | null; exec_states?: unknown }),

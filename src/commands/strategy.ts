@@ -3,7 +3,7 @@ import path from 'node:path';
 import { OperationError, UsageError } from '../domain/errors.js';
 import { formatMaxFailures, parseMaxFailures } from '../domain/control.js';
 import { checkCombination, checkMaxParallel, planSteps, planStepsInOrder, type PlannedStep } from '../domain/planning.js';
-import { timeoutExtraArgs, typeExtraArgs, type RawDriverOptions, type RawTypeOptions } from '../domain/options.js';
+import { timeoutExtraArgs, typeExtraArgs, type ExtraArgs, type RawDriverOptions, type RawTypeOptions } from '../domain/options.js';
 import { driverExtraArgs, loadPreview, parseDriverName } from '../drivers/index.js';
 import { STRATEGY_ENDED, statesOf, type ApplyType, type StrategyType } from '../domain/types.js';
 import { findGroup, listGroups } from '../store/groups.js';
@@ -38,6 +38,8 @@ export interface CreateInput {
   /** `--max-failures N|P%`. */
   maxFailures?: string;
   force?: boolean;
+  /** `--require-audit`: a step whose site's audit disagrees (or fails) ends failed, not complete. */
+  requireAudit?: boolean;
   typeOptions?: RawTypeOptions;
   driverOptions?: RawDriverOptions;
   /** Every check, then the plan, and nothing written. */
@@ -73,6 +75,20 @@ function checkLogFolders(clouds: readonly string[]): void {
     const problem = logNameProblem('cloud', cloud);
     if (problem) throw new OperationError(`subcloud ${quoteName(cloud)} cannot be run by the exec driver: ${problem}`);
   }
+}
+
+/**
+ * Whether apply audits each site after its last state (`audit_after`), and whether a site that
+ * disagrees fails its step (`require_audit`): stored with the strategy, as its driver's options
+ * are. An exec config audits when it has `audit`; the sim with `--sim-audit` or `--require-audit`.
+ */
+function auditExtraArgs(driverName: string, driver: ExtraArgs, raw: RawDriverOptions, requireAudit: boolean): ExtraArgs {
+  const hasAudit =
+    driverName === 'exec'
+      ? (JSON.parse(String(driver.exec_config)) as { audit?: unknown }).audit !== undefined
+      : Boolean((raw as { simAudit?: boolean }).simAudit) || requireAudit;
+  if (requireAudit && !hasAudit) throw new UsageError('--require-audit needs an audit: add "audit" to the exec config');
+  return hasAudit ? { audit_after: true, require_audit: requireAudit } : {};
 }
 
 export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<CommandResult | Result> {
@@ -113,6 +129,7 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Comm
     })),
     ...timeoutExtraArgs(input.type, raw),
   };
+  Object.assign(driver, auditExtraArgs(driverName, driver, raw, Boolean(input.requireAudit)));
   const simFails = (driver.sim_fail as string[] | undefined) ?? [];
   // The range (check 3) is a value on its own too; only options that may not be combined (check 2,
   // reported after check 1) come before it.

@@ -3,6 +3,7 @@
  * budget, which strategy states each control command accepts, what a retry does to a step, and
  * what a driver's report means for a step. No SQLite, no clock, no process.
  */
+import type { AuditReport } from './audit.js';
 import { formatDuration } from './durations.js';
 import { EXIT, OperationError, UsageError } from './errors.js';
 
@@ -89,8 +90,8 @@ export function retryTarget(
 
 /** A driver's answer, or the orchestrator's own timeout. */
 export type ReportResult =
-  | { kind: 'next'; next?: string; details?: string }
-  | { kind: 'failed'; reason: string; timeout?: boolean }
+  | { kind: 'next'; next?: string; details?: string; audit?: AuditReport }
+  | { kind: 'failed'; reason: string; timeout?: boolean; audit?: AuditReport }
   | { kind: 'retry'; reason: string; outcome: 'failed' | 'timeout' | 'interrupted'; delayMs: number }
   | { kind: 'timeout' };
 

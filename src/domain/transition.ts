@@ -4,6 +4,7 @@
  * retries, advances or fails a step writes the same fields (SPEC §1 "durable before visible").
  */
 import type { Endpoint } from './types.js';
+import type { AuditReport } from './audit.js';
 
 export type RunOutcome = 'ok' | 'failed' | 'timeout' | 'skipped' | 'interrupted';
 
@@ -25,6 +26,8 @@ export interface Transition {
   /** Ends the step: the subcloud's endpoint becomes in-sync (prestage: prestage status complete). */
   completes?: { endpoint: Endpoint | null };
   ended: boolean;
+  /** What the site said in its audit after its last state: the subcloud row takes it (after `completes`). */
+  observed?: AuditReport;
 }
 
 /** The step a transition is about, as the orchestrator holds it. */
@@ -62,8 +65,9 @@ function make(
   startAttempt: number | undefined,
   completes: { endpoint: Endpoint | null } | undefined,
   ended: boolean,
+  observed?: AuditReport,
 ): Transition {
-  return { stepId: step.id, subcloudId: step.subcloudId, cloud: step.cloud, from, to, details, close, retryInMs, startAttempt, historyId: undefined, completes, ended };
+  return { stepId: step.id, subcloudId: step.subcloudId, cloud: step.cloud, from, to, details, close, retryInMs, startAttempt, historyId: undefined, completes, ended, observed };
 }
 
 /** How a run closed, with every field in the same order (see `make`). */
@@ -90,12 +94,13 @@ export function advance(
   close: Closing,
   startAttempt: number | undefined,
   completes: { endpoint: Endpoint | null } | undefined,
+  observed?: AuditReport,
 ): Transition {
   const ended = to === 'complete';
-  return make(step, state, to, details, close, undefined, ended ? undefined : startAttempt, completes, ended);
+  return make(step, state, to, details, close, undefined, ended ? undefined : startAttempt, completes, ended, observed);
 }
 
-/** The run closed failed (or timed out): the step is `failed`. */
-export function fail(step: StepRef, state: string, details: string, close: Closing): Transition {
-  return make(step, state, 'failed', details, close, undefined, undefined, undefined, true);
+/** The run closed failed (or timed out): the step is `failed` (`observed`: an audit that disagreed). */
+export function fail(step: StepRef, state: string, details: string, close: Closing, observed?: AuditReport): Transition {
+  return make(step, state, 'failed', details, close, undefined, undefined, undefined, true, observed);
 }

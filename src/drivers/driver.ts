@@ -4,6 +4,7 @@
  */
 import type { ExtraArgs } from '../domain/options.js';
 import type { StrategyType } from '../domain/types.js';
+import type { AuditReport } from '../domain/audit.js';
 import type { RunProcess } from '../platform/proc.js';
 
 // A driver reports the process a run started (the store records it): the type is platform's.
@@ -52,9 +53,12 @@ export interface OperationRequest {
 }
 
 export type OperationResult =
-  /** Done: go on to `next` (default: the following state; `complete` to skip to the end). */
-  | { kind: 'next'; next?: string; details?: string }
-  | { kind: 'failed'; reason: string; timeout?: boolean }
+  /**
+   * Done: go on to `next` (default: the following state; `complete` to skip to the end). `audit`:
+   * what the site said when audited after its last state (the subcloud row takes it).
+   */
+  | { kind: 'next'; next?: string; details?: string; audit?: AuditReport }
+  | { kind: 'failed'; reason: string; timeout?: boolean; audit?: AuditReport }
   /**
    * This run ended without a result to act on: run the same state again, as a new attempt (its own
    * history row), after `delayMs`. `outcome` is how this run's history row ends.
@@ -77,8 +81,28 @@ export interface LeftRun {
  */
 export type Adoption = { kind: 'interrupted' } | { kind: 'wait'; result: Promise<OperationResult> };
 
+/** One site to audit: its name, its fields and labels (for placeholders), and a way to stop. */
+export interface AuditRequest {
+  cloud: string;
+  type?: StrategyType;
+  subcloud: Record<string, string | null>;
+  labels: Readonly<Record<string, string>>;
+  /** The strategy's extra args (type options for placeholders), when audited by an apply. */
+  extra?: ExtraArgs;
+  stage?: number;
+  signal?: AbortSignal;
+}
+
+/** What an audit of one site gave: the site's report, or why there is none. */
+export type AuditOutcome = { ok: true; report: AuditReport } | { ok: false; reason: string };
+
 export interface Driver {
   run(req: OperationRequest): Promise<OperationResult>;
+  /**
+   * Ask the site what it is (software version, sync statuses, availability). Absent when the
+   * driver has no audit (an exec config without `audit`).
+   */
+  audit?(req: AuditRequest): Promise<AuditOutcome>;
   /**
    * Called for each run a previous orchestrator left `running`, before anything starts. Without
    * it, every such run is interrupted and runs again.

@@ -119,3 +119,28 @@ export async function loadPreview(): Promise<(extra: ExtraArgs, input: Omit<Prev
   const [{ previewRuns }, { execConfigOf }] = await Promise.all([import('./exec/preview.js'), import('./exec/options.js')]);
   return (extra, input) => previewRuns(execConfigOf(extra), { ...input, extra });
 }
+
+/** A driver that audits sites, for `subcloud audit`: the sim's sites, or an exec config's `audit`. */
+export type Auditor = Driver & { audit: NonNullable<Driver['audit']> };
+
+/**
+ * The auditor `subcloud audit --driver NAME [--exec-config FILE]` asks. The exec config is read
+ * and checked here (a usage error naming the file and the key); only its `audit` is used.
+ */
+export async function createAuditor(dbPath: string, name: DriverName, execConfig: string | undefined): Promise<Auditor> {
+  if (name === 'sim') {
+    if (execConfig !== undefined) throw new UsageError('--exec-config is an option of the exec driver, not of --driver sim');
+    const { SimDriver, simSettings } = await import('./sim/index.js');
+    return new SimDriver(dbPath, simSettings({}));
+  }
+  if (!execConfig) throw new UsageError('--driver exec needs --exec-config FILE (a config with "audit")');
+  const [{ parseConfigText, resolveAuditConfig }, { readConfigFile }, { auditOnlyDriver }, { checkAuditAlone }] = await Promise.all([
+    import('./exec/config.js'),
+    import('./exec/read-config.js'),
+    import('./exec/audit.js'),
+    import('./exec/lint.js'),
+  ]);
+  const spec = resolveAuditConfig(parseConfigText(readConfigFile(execConfig), execConfig), execConfig);
+  checkAuditAlone(spec, execConfig);
+  return auditOnlyDriver(spec, { dbPath: path.resolve(dbPath) });
+}

@@ -561,10 +561,12 @@ export class Orchestrator {
         // A custom type has no endpoint nor prestage status to bring up to date.
         const completes = d.ended && this.opts.type !== 'custom' ? { endpoint: TYPES[this.opts.type].endpoint } : undefined;
         const startAttempt = d.ended ? undefined : this.nextAttempt(step.id, d.to);
-        this.pending.push(advance(step, state, d.to, d.details, close, startAttempt, completes));
+        // The site's audit after its last state (audit-after.ts), which the subcloud row takes.
+        const observed = r.result.kind === 'next' ? r.result.audit : undefined;
+        this.pending.push(advance(step, state, d.to, d.details, close, startAttempt, completes, observed));
       } else {
         const close = closing(w.historyId, d.outcome, r.finishedAt, d.reason, durationMs);
-        this.pending.push(fail(step, state, d.details, close));
+        this.pending.push(fail(step, state, d.details, close, r.result.kind === 'failed' ? r.result.audit : undefined));
         this.failedSeen = true;
         // Counted when decided, so that starts queued in this very flush are held back (as
         // --stop-on-failure always did); the transition itself is committed with them.

@@ -5,7 +5,7 @@
 import type Database from 'better-sqlite3';
 import type { Db } from './open.js';
 import { now } from './clock.js';
-import { SYNC_COLUMN } from './subclouds.js';
+import { SYNC_COLUMN, updateSubcloud } from './subclouds.js';
 import type { Endpoint } from '../domain/types.js';
 import type { Transition } from '../domain/transition.js';
 import { DurationTally } from '../domain/estimate.js';
@@ -63,7 +63,11 @@ export class TransitionWriter {
    * `type`: the strategy type whose duration statistics ok runs are added to (none without it).
    * `guard` runs first in every commit's transaction: the orchestrator's fence (SPEC §2.1).
    */
-  constructor(db: Db, type?: string, guard: () => void = () => {}) {
+  constructor(
+    private readonly db: Db,
+    type?: string,
+    guard: () => void = () => {},
+  ) {
     this.update = db.prepare(
       `UPDATE strategy_step SET state = @to, details = @details, attempt = COALESCE(@attempt, attempt),
          started_at = COALESCE(started_at, @now), finished_at = CASE WHEN @ended THEN @now ELSE NULL END,
@@ -131,6 +135,11 @@ export class TransitionWriter {
       t.historyId = Number(this.openRun.run(t.stepId, t.to, t.startAttempt, at).lastInsertRowid);
     }
     if (t.completes) this.sync.get(t.completes.endpoint)!.run(at, t.subcloudId);
+    // The site's own word, after what completion assumes: the inventory follows what it reports.
+    if (t.observed) {
+      const o = t.observed;
+      updateSubcloud(this.db, t.subcloudId, { software_version: o.software_version, availability: o.availability, sync: o.sync });
+    }
   }
 }
 

@@ -55,7 +55,9 @@ describe('bash', () => {
 
   test('options of the command, global ones too', () => {
     expect(complete('strategy', 'create', '--stop')).toEqual(['--stop-on-failure']);
-    expect(complete('strategy', 'create', '--sim-')).toEqual(['--sim-latency', '--sim-fail-rate', '--sim-seed', '--sim-fail']);
+    expect(complete('strategy', 'create', '--sim-')).toEqual(['--sim-latency', '--sim-fail-rate', '--sim-seed', '--sim-fail', '--sim-audit']);
+    expect(complete('strategy', 'create', '--require-')).toEqual(['--require-audit']);
+    expect(complete('subcloud', 'audit', '--max-p')).toEqual(['--max-parallel']);
     expect(complete('subcloud', 'list', '--fo')).toEqual(['--format']);
     // An alias has only its own type's options.
     expect(complete('patch-strategy', 'create', '--pa')).toEqual(['--patch-id']);

@@ -33,7 +33,17 @@ export interface StateSpec {
 
 export interface ExecConfig {
   states: StateSpec[];
+  /**
+   * The site's audit (top-level `audit`): a command that prints the site's state as JSON
+   * (domain/audit.ts), run after each subcloud's last state and by `subcloud audit`. Its `state`
+   * is `audit`; its timeout defaults to 1m, not the states' 1h.
+   */
+  audit?: StateSpec;
 }
+
+/** The keys an `audit` entry may have: a command's, without the retry and reason settings of a state. */
+const AUDIT_KEYS = ['run', 'timeout', 'kill_grace', 'env', 'cwd'];
+const AUDIT_TIMEOUT = '1m';
 
 const KEYS = ['run', 'timeout', 'retries', 'backoff', 'kill_grace', 'env', 'cwd', 'reason'];
 
@@ -101,7 +111,7 @@ export function resolveConfig(doc: unknown, file: string, typeStates: readonly s
   };
   if (!isObject(doc)) bad('top level', 'expected a mapping with "states" (and optional "defaults")');
   const top = doc as Entry;
-  for (const k of Object.keys(top)) if (k !== 'defaults' && k !== 'states' && k !== STATE_ORDER) bad(k, 'unknown key: use defaults, states');
+  for (const k of Object.keys(top)) if (k !== 'defaults' && k !== 'states' && k !== 'audit' && k !== STATE_ORDER) bad(k, 'unknown key: use defaults, states, audit');
   const defaults = top.defaults ?? {};
   if (!isObject(defaults)) bad('defaults', 'expected a mapping');
   if (!isObject(top.states)) bad('states', 'expected a mapping of state name to command');
@@ -133,7 +143,36 @@ export function resolveConfig(doc: unknown, file: string, typeStates: readonly s
   // Every entry is checked, even one no state uses, and a bad default even when overridden.
   if ('*' in states) resolveEntry('*', 'state "*"', states['*'], defaults as Entry, base, bad);
   resolveEntry('defaults', 'defaults', { run: 'true' }, defaults as Entry, base, bad);
-  return { states: resolved };
+  const config: ExecConfig = { states: resolved };
+  if (top.audit !== undefined) config.audit = resolveAudit(top.audit, defaults as Entry, base, bad);
+  return config;
+}
+
+/**
+ * The audit alone, for `subcloud audit --exec-config FILE`: a file with `audit` (and `defaults`);
+ * its `states`, if any, are a strategy's business and are not checked here.
+ */
+export function resolveAuditConfig(doc: unknown, file: string): StateSpec {
+  const bad = (where: string, msg: string): never => {
+    throw new UsageError(`exec config ${file}: ${where}: ${msg}`);
+  };
+  if (!isObject(doc)) bad('top level', 'expected a mapping with "audit" (and optional "defaults")');
+  const top = doc as Entry;
+  for (const k of Object.keys(top)) if (k !== 'defaults' && k !== 'states' && k !== 'audit' && k !== STATE_ORDER) bad(k, 'unknown key: use defaults, states, audit');
+  if (top.audit === undefined) bad('audit', 'missing: give the command that prints the site\'s state as JSON');
+  const defaults = top.defaults ?? {};
+  if (!isObject(defaults)) bad('defaults', 'expected a mapping');
+  return resolveAudit(top.audit, defaults as Entry, path.dirname(path.resolve(file)), bad);
+}
+
+/** `audit`: a command or a mapping of AUDIT_KEYS; the defaults' env, cwd and kill_grace apply. */
+function resolveAudit(raw: unknown, defaults: Entry, base: string, bad: (where: string, msg: string) => never): StateSpec {
+  if (isObject(raw)) for (const k of Object.keys(raw)) if (!AUDIT_KEYS.includes(k)) bad(`audit: ${k}`, `unknown key; use ${AUDIT_KEYS.join(', ')}`);
+  // A state's timeout (1h by default) is no audit's: an audit that hangs holds the subcloud's slot.
+  const own: Entry = {};
+  for (const k of ['env', 'cwd', 'kill_grace']) if (k in defaults) own[k] = defaults[k];
+  own.timeout = AUDIT_TIMEOUT;
+  return resolveEntry('audit', 'audit', raw, own, base, bad);
 }
 
 function resolveEntry(

@@ -12,7 +12,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { formatDuration } from '../../domain/durations.js';
-import type { Adoption, Driver, LeftRun, OperationRequest, OperationResult, RunProcess } from '../driver.js';
+import type { Adoption, AuditOutcome, AuditRequest, Driver, LeftRun, OperationRequest, OperationResult, RunProcess } from '../driver.js';
+import { runAudit } from './audit.js';
 import type { ExecConfig, StateSpec } from './config.js';
 import type { LogLayout } from '../../domain/logs.js';
 import { abandonRun, abandonStart, lastLine, lastMatch, readClaim, readSmall, readStatus, readTaken, removeQuietly, runBase, type RunClaim, type RunStatus } from './files.js';
@@ -79,10 +80,27 @@ export class ExecDriver implements Driver {
   /** One /proc scan for the runs that end in the same turn (tag-scans.ts). */
   private readonly scans = new TagScans();
 
+  /** The config's `audit`, when it has one (else the driver has no audit at all). */
+  readonly audit?: (req: AuditRequest) => Promise<AuditOutcome>;
+  /** Audits in flight: close() stops them and waits for them. */
+  private readonly audits = new Map<AbortController, Promise<AuditOutcome>>();
+
   constructor(private readonly settings: ExecSettings) {
     this.specs = new Map(settings.config.states.map((s) => [s.state, s]));
     this.baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DCM_')));
     this.launcher = new Launcher(this.baseEnv);
+    const spec = settings.config.audit;
+    if (spec) this.audit = (req) => this.runAudit(spec, req);
+  }
+
+  private runAudit(spec: StateSpec, req: AuditRequest): Promise<AuditOutcome> {
+    if (this.closing) return Promise.resolve({ ok: false, reason: 'audit: the exec driver is closed' });
+    const stop = new AbortController();
+    req.signal?.addEventListener('abort', () => stop.abort(), { once: true });
+    if (req.signal?.aborted) stop.abort();
+    const p = runAudit(spec, { ...req, signal: stop.signal }, { dbPath: this.settings.dbPath, sysadminPassword: this.settings.sysadminPassword }, this.baseEnv);
+    this.audits.set(stop, p);
+    return p.finally(() => this.audits.delete(stop));
   }
 
   private spec(state: string): StateSpec {
@@ -332,6 +350,9 @@ export class ExecDriver implements Driver {
 
   async close(): Promise<void> {
     this.closing = true;
+    const audits = [...this.audits.entries()];
+    for (const [stop] of audits) stop.abort();
+    await Promise.all(audits.map(([, p]) => p));
     const pending = [...this.live.values()];
     // By their tag only: an adopted run's recorded group id may not be the run's any more.
     await Promise.all(

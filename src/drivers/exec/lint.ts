@@ -20,18 +20,34 @@ function textsOf(spec: ExecConfig['states'][number]): [string, string][] {
  * the type not given; a key absent: not an option of the type). The first problem is the error.
  */
 export function checkTypeOptions(config: ExecConfig, file: string, type: StrategyType, typeOptions: ExtraArgs): void {
-  for (const spec of config.states) {
+  // The audit runs for the strategy too (after each subcloud's last state), with its options.
+  for (const spec of config.audit ? [...config.states, config.audit] : config.states) {
     for (const [where, text] of textsOf(spec)) {
       for (const name of placeholdersIn(text)) {
         const key = TYPE_OPTION_KEYS[name];
         if (key === undefined) continue;
-        const at = `exec config ${file}: state "${spec.state}": ${where}`;
+        const at = `exec config ${file}: ${spec === config.audit ? 'audit' : `state "${spec.state}"`}: ${where}`;
         if (!(key in typeOptions)) throw new UsageError(`${at}: {${name}} is not an option of strategy type ${type}`);
         const v = typeOptions[key];
         if (v === null || v === undefined || v === '') {
           throw new UsageError(`${at}: {${name}} is used but the strategy has no --${name.replace(/_/g, '-')}: give it, or read $DCM_ARG_${name.toUpperCase()}, set only when given`);
         }
       }
+    }
+  }
+}
+
+/**
+ * `subcloud audit` runs the audit for no strategy: a type option it names would be an empty
+ * string on every site. Refused, pointing at the variable that is set only when apply runs it.
+ */
+export function checkAuditAlone(spec: ExecConfig['states'][number], file: string): void {
+  for (const [where, text] of textsOf(spec)) {
+    for (const name of placeholdersIn(text)) {
+      if (TYPE_OPTION_KEYS[name] === undefined) continue;
+      throw new UsageError(
+        `exec config ${file}: audit: ${where}: {${name}} is a strategy's option, and subcloud audit runs for none: read $DCM_ARG_${name.toUpperCase()}, set only when apply runs the audit`,
+      );
     }
   }
 }

@@ -6,8 +6,10 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import { sitesFileOf } from '../../platform/sites-file.js';
-import type { Driver, OperationRequest, OperationResult } from '../driver.js';
-import { admit, finish, type SiteRequest } from './site.js';
+import type { AuditOutcome, AuditRequest, Driver, OperationRequest, OperationResult } from '../driver.js';
+import { admit, completed, finish, type Site, type SiteRequest } from './site.js';
+import { targetVersion, type AuditReport } from '../../domain/audit.js';
+import { ENDPOINTS, TYPES, type Endpoint, type SyncStatus } from '../../domain/types.js';
 import { SiteBook } from './sites.js';
 import { drawFor } from './random.js';
 import { setLongTimeout, type Timer } from '../../platform/timers.js';
@@ -61,8 +63,12 @@ export class SimDriver implements Driver {
 
     // The site may have been changed meanwhile only by this operation: it is busy.
     const site = this.book.get(req.cloud)!;
-    const last = fails || req.stateIndex === req.states.length - 1;
-    if (!(await this.book.finish(finish(site, sreq, !fails || admission.replay, admission.replay), this.owner, last))) {
+    const final = req.stateIndex === req.states.length - 1;
+    const last = fails || final;
+    let after = finish(site, sreq, !fails || admission.replay, admission.replay);
+    // The site's side of a completed update, which its audit answers from.
+    if (final && (!fails || admission.replay)) after = completed(after, TYPES[req.type].endpoint, targetVersion(req.type, req.extra));
+    if (!(await this.book.finish(after, this.owner, last))) {
       return { kind: 'failed', reason: 'the subcloud was taken over by another orchestrator' };
     }
     if (fails && !admission.replay) {
@@ -72,6 +78,29 @@ export class SimDriver implements Driver {
       };
     }
     return { kind: 'next' };
+  }
+
+  /**
+   * A simulated site answers its audit from its own record (what its completed strategies left it
+   * at) over what the inventory said of it: every endpoint and its software version. A site the
+   * inventory has offline does not answer, as a real one would not.
+   */
+  async audit(req: AuditRequest): Promise<AuditOutcome> {
+    await this.sleep(0);
+    const f = req.subcloud;
+    if (f.availability === 'offline') return { ok: false, reason: 'audit: the site does not answer (it is offline)' };
+    const site: Site | undefined = this.book.get(req.cloud);
+    const sync: Partial<Record<Endpoint, SyncStatus>> = {};
+    for (const e of ENDPOINTS) {
+      const own = site?.sync?.[e];
+      const listed = f[`${e.replace('-', '_')}_sync_status`];
+      const v = own ?? listed;
+      if (v) sync[e] = v as SyncStatus;
+    }
+    const report: AuditReport = { availability: 'online', sync };
+    const version = site?.softwareVersion ?? f.software_version;
+    if (version) report.software_version = version;
+    return { ok: true, report };
   }
 
   /** Options objects are shared per strategy-config row: their JSON is made once per row. */

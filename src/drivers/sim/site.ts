@@ -9,7 +9,7 @@
  * `unexpected state <vim state>`. An operation left running by a process that died may run again:
  * dcmanager's states are re-entrant.
  */
-import { roleOf } from '../../domain/types.js';
+import { roleOf, type Endpoint, type SyncStatus } from '../../domain/types.js';
 
 export interface Site {
   name: string;
@@ -20,6 +20,13 @@ export interface Site {
   busyOwner: string | null;
   /** The strategy-config options (JSON) the site last received, so a test can see them. */
   options?: string | null;
+  /**
+   * What the site's completed strategies left it at, kept across strategies and answered by its
+   * audit: the endpoints they brought in-sync and the software version a sw-deploy installed.
+   * Absent: the site is as the inventory describes it.
+   */
+  softwareVersion?: string | null;
+  sync?: Partial<Record<Endpoint, SyncStatus>> | null;
 }
 
 export interface SiteRequest {
@@ -42,7 +49,10 @@ export type Admission = { ok: true; site: Site; replay: boolean } | { ok: false;
 
 /** May this operation start on this site? `owner` is the token of the calling process. */
 export function admit(current: Site | undefined, req: SiteRequest, owner: string): Admission {
-  let site = current && current.campaign === req.campaign ? current : freshSite(req.cloud, req.campaign);
+  let site =
+    current && current.campaign === req.campaign
+      ? current
+      : { ...freshSite(req.cloud, req.campaign), softwareVersion: current?.softwareVersion ?? null, sync: current?.sync ?? null };
   // Another operation of this very process is still running on the subcloud: the seed's race.
   if (site.busyState !== null && site.busyOwner === owner) {
     return { ok: false, reason: `unexpected state ${label(site)}` };
@@ -79,4 +89,13 @@ export function finish(site: Site, req: SiteRequest, ok: boolean, replay: boolea
   if (!ok) return { ...site, busyState: null, busyOwner: null, vim: rollbackVim(site) };
   const vim = role === 'vim-create' ? 'ready-to-apply' : role === 'vim-apply' ? 'applied' : site.vim;
   return { ...site, done: req.stateIndex, vim, busyState: null, busyOwner: null };
+}
+
+/** The site's last state completed: its endpoint is in-sync, and a sw-deploy's release installed. */
+export function completed(site: Site, endpoint: Endpoint | null, target: string | null): Site {
+  return {
+    ...site,
+    sync: endpoint ? { ...(site.sync ?? {}), [endpoint]: 'in-sync' } : (site.sync ?? null),
+    softwareVersion: target ?? site.softwareVersion ?? null,
+  };
 }

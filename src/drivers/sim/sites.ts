@@ -27,10 +27,17 @@ const SCHEMA = `
     vim TEXT NOT NULL,
     busy_state TEXT,
     busy_owner TEXT,
-    options TEXT
+    options TEXT,
+    software_version TEXT,
+    sync TEXT
   );
 `;
-const SCHEMA_VERSION = 1;
+/** 2 added what the site's strategies left it at (software_version, sync: JSON), for its audit. */
+const SCHEMA_VERSION = 2;
+const UPGRADE_1_TO_2 = `
+  ALTER TABLE sim_site ADD COLUMN software_version TEXT;
+  ALTER TABLE sim_site ADD COLUMN sync TEXT;
+`;
 
 
 interface Finish {
@@ -40,6 +47,12 @@ interface Finish {
   last: boolean;
   resolve: (kept: boolean) => void;
   reject: (err: Error) => void;
+}
+
+/** A site's fields as the statements bind them (better-sqlite3 refuses undefined and objects). */
+function bind(s: Site): Omit<Site, 'sync'> & { softwareVersion: string | null; syncJson: string | null } {
+  const { sync, ...rest } = s;
+  return { ...rest, softwareVersion: s.softwareVersion ?? null, syncJson: sync ? JSON.stringify(sync) : null };
 }
 
 export class SiteBook {
@@ -72,7 +85,12 @@ export class SiteBook {
           .transaction(() => {
             const version = this.db.pragma('user_version', { simple: true }) as number;
             if (version > SCHEMA_VERSION) throw new Error(`${file} was written by a newer dcm (sites schema version ${version})`);
-            this.db.exec(SCHEMA);
+            // A file of schema 1 (or a table the store's migration 7 → 8 made in its shape) gains
+            // the new columns; a new file gets the whole table.
+            const hasTable = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sim_site'").get() !== undefined;
+            const hasSync = hasTable && (this.db.prepare('PRAGMA table_info(sim_site)').all() as { name: string }[]).some((c) => c.name === 'sync');
+            if (hasTable && !hasSync) this.db.exec(UPGRADE_1_TO_2);
+            else this.db.exec(SCHEMA);
             this.db.pragma(`user_version = ${SCHEMA_VERSION}`);
           })
           .immediate();
@@ -83,20 +101,22 @@ export class SiteBook {
     }
     this.selectOne = this.db.prepare('SELECT * FROM sim_site WHERE name = ?');
     this.upsert = this.db.prepare(
-      `INSERT INTO sim_site (name, campaign, done, vim, busy_state, busy_owner, options)
-       VALUES (@name, @campaign, @done, @vim, @busyState, @busyOwner, @options)
+      `INSERT INTO sim_site (name, campaign, done, vim, busy_state, busy_owner, options, software_version, sync)
+       VALUES (@name, @campaign, @done, @vim, @busyState, @busyOwner, @options, @softwareVersion, @syncJson)
        ON CONFLICT(name) DO UPDATE SET campaign = excluded.campaign, done = excluded.done, vim = excluded.vim,
-         busy_state = excluded.busy_state, busy_owner = excluded.busy_owner, options = excluded.options`,
+         busy_state = excluded.busy_state, busy_owner = excluded.busy_owner, options = excluded.options,
+         software_version = excluded.software_version, sync = excluded.sync`,
     );
     // A site taken over by another orchestrator (this one was stopped, and the lock went to
     // another) no longer runs this process's operation: its late finish is refused by the site.
     this.finishRun = this.db.prepare(
-      `UPDATE sim_site SET campaign = @campaign, done = @done, vim = @vim, busy_state = NULL, busy_owner = NULL
+      `UPDATE sim_site SET campaign = @campaign, done = @done, vim = @vim, busy_state = NULL, busy_owner = NULL,
+         software_version = @softwareVersion, sync = @syncJson
        WHERE name = @name AND busy_owner = @owner`,
     );
     const tx = this.db.transaction((sites: Site[], finishes: { site: Site; owner: string }[]) => {
-      for (const s of sites) this.upsert.run({ ...s, options: s.options ?? null });
-      return finishes.map((f) => this.finishRun.run({ ...f.site, owner: f.owner }).changes === 1);
+      for (const s of sites) this.upsert.run({ ...bind(s), options: s.options ?? null });
+      return finishes.map((f) => this.finishRun.run({ ...bind(f.site), owner: f.owner }).changes === 1);
     });
     this.flushTx = (sites: Site[], finishes: { site: Site; owner: string }[] = []) => tx.immediate(sites, finishes);
   }
@@ -117,6 +137,8 @@ export class SiteBook {
       busy_state: string | null;
       busy_owner: string | null;
       options: string | null;
+      software_version: string | null;
+      sync: string | null;
     };
     const r = this.selectOne.get(name) as Row | undefined;
     if (!r) return undefined;
@@ -128,6 +150,8 @@ export class SiteBook {
       busyState: r.busy_state,
       busyOwner: r.busy_owner,
       options: r.options,
+      softwareVersion: r.software_version,
+      sync: r.sync ? (JSON.parse(r.sync) as Site['sync']) : null,
     };
     this.cache.set(name, site);
     return site;
