@@ -155,6 +155,22 @@ describe('apply with maintenance windows (exec driver, one stage of named subclo
     expect(overlapsPerCloud(runs)).toEqual([]);
   });
 
+  test('Ctrl-C while waiting for a window: exit 130, the waiting subclouds stay initial for the next apply', async () => {
+    f = execFixture();
+    const env = { ...f.env, ...hooks('2026-12-01T12:00:00Z') };
+    dcmOk([...db(), 'subcloud-group', 'add', '--name', 'night', '--maintenance-window', 'Sat 22:00-Sun 06:00']);
+    dcmOk([...db(), 'subcloud', 'add', 'w1', 'w2', '--group', 'night']);
+    dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--driver', 'exec', '--exec-config', execConfig(10)]);
+    const apply = spawnDcm([...db(), 'strategy', 'apply'], env);
+    await waitFor(() => /group night waits for its maintenance window/.test(apply.stderr()), 60_000);
+    apply.child.kill('SIGINT');
+    const r = await apply.done;
+    expect(r.code).toBe(130);
+    expect(statusField('state', env)).toBe('applying');
+    expect([stateOf('w1'), stateOf('w2')]).toEqual(['initial', 'initial']);
+    expect(f.readRuns()).toEqual([]);
+  });
+
   test('a window changed while the apply waits counts once the apply is paused and resumed', async () => {
     f = execFixture();
     const env = { ...f.env, ...hooks('2026-12-01T12:00:00Z') };
