@@ -44,6 +44,13 @@ export interface WindowHost {
 /** Steps read ahead of need: enough for a window refilling, few enough to stay small. */
 const READ_AHEAD_MAX = 256;
 
+/**
+ * Subclouds set aside for their maintenance window before the cursor stops reading past them: the
+ * others of a stage behind up to this many waiting ones still start, and the process holds no
+ * more than this many more steps, whatever the stage (a stage of one group waits as a whole).
+ */
+const ASIDE_MAX = 4096;
+
 /** A step caught mid-state by the last process goes on as it was (it is in flight); the rest are new. */
 const kindOf = (s: CursorStep): 'new' | 'resumed' => (s.state !== 'initial' && !s.retried ? 'resumed' : 'new');
 
@@ -122,7 +129,8 @@ export class StageWindow {
   private feed(g: Gate): void {
     // Once stopping, only steps caught mid-state may still start; the cursor reads them first, so
     // the first new one read says there are no more (a stopped stage is not read to its end).
-    while (!this.exhausted && !(g.stopping && this.sawNew) && this.outstanding < this.limit.concurrency + READ_AHEAD_MAX) {
+    const aside = Math.max(0, this.asideSteps.length - ASIDE_MAX);
+    while (!this.exhausted && !(g.stopping && this.sawNew) && this.outstanding + aside < this.limit.concurrency + READ_AHEAD_MAX) {
       const want = Math.min(READ_AHEAD_MAX, this.limit.concurrency);
       const more = this.host.fetch(want);
       if (more.length < want) this.exhausted = true;

@@ -216,6 +216,25 @@ describe('StageWindow: subclouds waiting for their maintenance window', () => {
     await run;
   });
 
+  test('the steps read stay bounded however many wait: the cursor stops a few thousand past the window', async () => {
+    const steps = Array.from({ length: 20_000 }, (_, i) => step(i + 1));
+    let read = 0;
+    const h = host(steps);
+    const fetch = h.host.fetch;
+    const win = new StageWindow(2, { ...h.host, fetch: (n: number) => { const out = fetch(n); read += out.length; return out; }, hold: () => 3_600_000 });
+    const run = win.run();
+    // Until every step read is set aside and none is with the limiter: the window has nothing left to do.
+    const inside = win as unknown as { asideSteps: unknown[]; outstanding: number };
+    for (let i = 0; i < 100_000 && !(read > 0 && inside.asideSteps.length === read && inside.outstanding === 0); i++) await tick();
+    expect(inside.asideSteps.length).toBe(read);
+    expect(h.started).toEqual([]);
+    expect(read).toBeGreaterThan(4096);
+    expect(read).toBeLessThan(5000);
+    h.gate.stopping = true;
+    win.pump();
+    await run;
+  });
+
   test('a stop lets them go: the stage ends without them, and no timer is left', async () => {
     const { h, win } = withHold(3, 3_600_000);
     const run = win.run();
