@@ -18,6 +18,8 @@ interface RawGroupOpts {
   maxParallelSubclouds?: number;
   stageMaxFailures?: string;
   stageGate?: string;
+  maintenanceWindow?: string;
+  maintenanceTz?: string;
 }
 
 function groupOptions(cmd: Command): Command {
@@ -29,7 +31,14 @@ function groupOptions(cmd: Command): Command {
     .addOption(new Option('--max-parallel-subclouds <n>').argParser(groupMaxParallel).hideHelp())
     // dcm's own (README "Stage gates"): the defaults of the stages this group makes.
     .option('--stage-max-failures <N|P%>', "the default failure budget of this group's stage: more failed steps than this and it starts no more, the strategy pauses")
-    .option('--stage-gate <gate>', 'the default gate before the next stage: none | pause | soak=DURATION | check');
+    .option('--stage-gate <gate>', 'the default gate before the next stage: none | pause | soak=DURATION | check')
+    // dcm's own (dcmanager has no such option): the group's subclouds start only inside it. Checked
+    // by the command module (domain/maintenance.ts is not loaded for --help).
+    .option(
+      '--maintenance-window <spans>',
+      'start this group\'s subclouds only inside: "Sat 22:00-Sun 06:00", "22:00-06:00", several comma-separated, or none',
+    )
+    .option('--maintenance-tz <zone>', 'IANA time zone of the maintenance window (default: UTC)');
 }
 
 function input(o: RawGroupOpts): GroupInput {
@@ -40,6 +49,8 @@ function input(o: RawGroupOpts): GroupInput {
     maxParallelSubclouds: o.max_parallel_subclouds ?? o.maxParallelSubclouds,
     stageMaxFailures: o.stageMaxFailures,
     stageGate: o.stageGate,
+    maintenanceWindow: o.maintenanceWindow,
+    maintenanceTz: o.maintenanceTz,
   };
 }
 

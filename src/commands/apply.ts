@@ -17,7 +17,7 @@ import { ApplyLock, takeoverNote } from '../orchestrator/lock.js';
 import { Orchestrator } from '../orchestrator/orchestrator.js';
 import { makeProgress } from '../orchestrator/progress-choose.js';
 import type { TrackerInputs } from '../orchestrator/progress-tracker.js';
-import { commitHooks, costCounters } from '../orchestrator/test-hooks.js';
+import { commitHooks, costCounters, windowClock } from '../orchestrator/test-hooks.js';
 import { durationStats, observedDurations } from '../store/durations.js';
 import { simLatencyMidpoint } from '../domain/estimate.js';
 import { onSignals } from '../orchestrator/signals.js';
@@ -172,6 +172,7 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
       fenceToken: lock.token,
       hooks,
       counters: cost?.counters,
+      windowClock: windowClock(process.env),
       checkFile,
       file: ctx.dbPath,
       who,

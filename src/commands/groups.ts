@@ -1,6 +1,7 @@
 /** `dcm subcloud-group …`: groups decide the stages and windows of a strategy. */
 import { OperationError } from '../domain/errors.js';
 import { checkGroupName } from '../domain/inventory.js';
+import { checkTimeZone, parseMaintenanceWindow } from '../domain/maintenance.js';
 import type { ApplyType } from '../domain/types.js';
 import {
   countSubcloudsInGroup,
@@ -27,6 +28,10 @@ export interface GroupInput {
   /** The stage gate defaults of the group's stages (README "Stage gates"). */
   stageMaxFailures?: string;
   stageGate?: string;
+  /** As typed: checked and normalised here (domain/maintenance.ts); `none` clears it. */
+  maintenanceWindow?: string;
+  /** An IANA zone, checked here. */
+  maintenanceTz?: string;
 }
 
 function mustFind(db: Db, ref: string): GroupRow {
@@ -39,9 +44,17 @@ function notFound(ref: string): never {
   throw new OperationError(`Subcloud group ${ref} does not exist`);
 }
 
+/** The window's stored text (null: none) and zone, checked before the file is opened: bad ones are usage errors. */
+function windowOf(input: GroupInput): { window: string | null | undefined; tz: string | undefined } {
+  const text = input.maintenanceWindow;
+  const window = text === undefined ? undefined : text.trim().toLowerCase() === 'none' ? null : parseMaintenanceWindow(text).text;
+  return { window, tz: input.maintenanceTz === undefined ? undefined : checkTimeZone(input.maintenanceTz) };
+}
+
 export async function groupAdd(ctx: Ctx, input: GroupInput & { name: string }): Promise<Outcome> {
   checkGroupName(input.name);
   const gates = groupGateInput(input);
+  const mw = windowOf(input);
   const result = withWriteDb(ctx, (db) =>
     immediate(db, () => {
       if (findGroup(db, input.name)) throw new OperationError(`Subcloud group ${input.name} already exists`);
@@ -50,6 +63,8 @@ export async function groupAdd(ctx: Ctx, input: GroupInput & { name: string }): 
         description: input.description ?? 'No description provided',
         updateApplyType: input.updateApplyType ?? 'parallel',
         maxParallelSubclouds: input.maxParallelSubclouds ?? 2,
+        maintenanceWindow: mw.window ?? null,
+        maintenanceTz: mw.tz ?? null,
       });
       if (gates) setGroupGateDefaults(db, id, gates);
       return { kind: 'group' as const, row: mustFind(db, String(id)) };
@@ -96,6 +111,8 @@ export const DEFAULT_UNCREATED: GroupRecord = {
   description: 'Default Subcloud Group',
   update_apply_type: 'parallel',
   max_parallel_subclouds: 2,
+  maintenance_window: null,
+  maintenance_tz: null,
   created_at: null,
   updated_at: null,
 };
@@ -114,6 +131,13 @@ export async function groupUpdateWarned(ctx: Ctx, ref: string, input: GroupInput
         'dcm strategy update --max-parallel-subclouds N [--stage K]',
     );
   }
+  if (
+    (input.maintenanceWindow !== undefined || input.maintenanceTz !== undefined) &&
+    withReadDb(ctx, false, (db) => ['applying', 'paused', 'abort requested', 'aborting'].includes(getStrategy(db)?.state ?? ''))
+  ) {
+    // The orchestrator reads the windows as it starts and on resume, never polls them.
+    warnings.push('a running `dcm strategy apply` reads the maintenance windows as it starts and on `dcm strategy resume`: pause and resume it to have this one count');
+  }
   return { result, warnings, notes };
 }
 
@@ -127,6 +151,9 @@ export async function groupUpdate(ctx: Ctx, ref: string, input: GroupInput): Pro
   if (input.updateApplyType !== undefined) changes.update_apply_type = input.updateApplyType;
   if (input.maxParallelSubclouds !== undefined) changes.max_parallel_subclouds = input.maxParallelSubclouds;
   const gates = groupGateInput(input);
+  const mw = windowOf(input);
+  if (mw.window !== undefined) changes.maintenance_window = mw.window;
+  if (mw.tz !== undefined) changes.maintenance_tz = mw.tz;
   if (Object.keys(changes).length === 0 && !gates) throw new OperationError('Nothing to update');
   return withWriteDb(ctx, (db) =>
     immediate(db, () => {

@@ -29,6 +29,9 @@ import type { CommandResult, Printable, StepLine } from './results.js';
 import { sleep } from '../platform/timers.js';
 import { gateLines } from '../domain/stage-gates.js';
 import { listStageGates } from '../store/stage-gates.js';
+import { isOpen, nextOpening, parseMaintenanceWindow, windowLabel } from '../domain/maintenance.js';
+import { groupsWithWindows, initialStepsByGroup } from '../store/groups.js';
+import { windowClock } from '../orchestrator/test-hooks.js';
 
 /** The record's fields, in order (documented in the README). */
 export const STATUS_FIELDS = [
@@ -54,6 +57,7 @@ export const STATUS_FIELDS = [
   'eta',
   'estimate from',
   'orchestrator',
+  'maintenance',
 ] as const;
 
 /** How many of the latest failures (and of the progress lines of runs in flight) the record names. */
@@ -121,6 +125,36 @@ function orchestratorText(db: Db, nowMs: number): string | null {
   return `pid ${lock.pid} on ${lock.host}, heartbeat ${age} ago${alive ? '' : ' (gone)'}`;
 }
 
+/** The window clock (test-hooks.ts), made once per process: a test's clock runs on between frames. */
+let windowNow: (() => number) | null = null;
+
+/**
+ * The groups whose subclouds not started have a maintenance window: each closed one waits, with
+ * when it opens (ISO, UTC), each open one says so. Null when no such group has a step left.
+ */
+function maintenanceText(db: Db): string | null {
+  const groups = groupsWithWindows(db);
+  if (groups.length === 0) return null;
+  const waiting = initialStepsByGroup(db, groups.map((g) => g.id));
+  if (waiting.size === 0) return null;
+  windowNow ??= windowClock(process.env);
+  const now = new Date(windowNow());
+  const lines: string[] = [];
+  for (const g of groups) {
+    const n = waiting.get(g.id);
+    if (!n) continue;
+    const w = parseMaintenanceWindow(g.maintenance_window);
+    const tz = g.maintenance_tz ?? 'UTC';
+    const label = windowLabel(w.text, tz);
+    lines.push(
+      isOpen(w, tz, now)
+        ? `${g.name}: ${n} subcloud(s) to start, maintenance window ${label} open`
+        : `${g.name}: ${n} subcloud(s) wait for maintenance window ${label}, opens ${nextOpening(w, tz, now).toISOString()}`,
+    );
+  }
+  return lines.join('\n');
+}
+
 /** The status record of the strategy (of `type` if given). */
 export function statusRecord(db: Db, type: StrategyType | undefined, nowMs: number): { record: ShowResult; state: string } {
   const s = theStrategy(db, type);
@@ -184,6 +218,7 @@ export function statusRecord(db: Db, type: StrategyType | undefined, nowMs: numb
     eta,
     'estimate from': source,
     orchestrator: orchestratorText(db, nowMs),
+    maintenance: ended ? null : maintenanceText(db),
   };
   return { record: show(STATUS_FIELDS.map((f) => [f, values[f]])), state: s.state };
 }

@@ -261,3 +261,47 @@ export function formatSpan(ms: number): string {
   const m = Math.round(s / 60);
   return `${Math.floor(m / 60)}h${String(m % 60).padStart(2, '0')}m`;
 }
+
+/** The subclouds of a stage that share a maintenance window (a group), for the windowed estimate. */
+export interface WindowedPart {
+  count: number;
+  /** The earliest time, at or after `atMs` (ms from now), its subclouds may start their first state. */
+  opensAt: (atMs: number) => number;
+}
+
+/**
+ * One stage not started, some of whose subclouds may have to wait for their group's maintenance
+ * window: the orchestrator's model again, with the waits. At each free slot the subcloud that can
+ * start soonest takes it (one whose window is closed gives its place to one that may start, in
+ * step order among equals); a window closing on a subcloud in flight does not stop it. Returns
+ * when the stage ends, in ms from `startMs` (itself ms from now).
+ */
+export function estimateWindowedStageMs(means: readonly number[], window: number, parts: readonly WindowedPart[], startMs: number): number {
+  const w = Math.max(1, Math.floor(window) || 1);
+  const total = means.reduce((a, b) => a + b, 0);
+  const left = parts.map((p) => p.count);
+  let n = left.reduce((a, b) => a + b, 0);
+  const heap = new MinHeap();
+  for (let i = 0; i < Math.min(w, n); i++) heap.push(startMs);
+  let end = startMs;
+  while (n > 0) {
+    const free = heap.pop();
+    let best = -1;
+    let bestAt = Infinity;
+    for (let k = 0; k < parts.length && bestAt > free; k++) {
+      if (left[k] === 0) continue;
+      const at = Math.max(free, parts[k].opensAt(free));
+      if (at < bestAt) {
+        best = k;
+        bestAt = at;
+      }
+    }
+    if (best < 0 || !Number.isFinite(bestAt)) return Infinity;
+    left[best]--;
+    n--;
+    const done = bestAt + total;
+    if (done > end) end = done;
+    heap.push(done);
+  }
+  return end - startMs;
+}

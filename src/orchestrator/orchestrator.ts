@@ -44,6 +44,7 @@ import { RunDetails, type DetailsLine } from './run-details.js';
 import { Deadlines } from './deadlines.js';
 import { ExternalRequests } from './requests.js';
 import { StageWindow } from './window.js';
+import { MaintenanceWait } from './maintenance-wait.js';
 import { Committer, BUSY_RETRY_MS } from './committer.js';
 import { adoptLeftRuns, type Adopted } from './adoption.js';
 import type { CommitHooks, CostCounters } from './test-hooks.js';
@@ -82,6 +83,8 @@ export interface OrchestratorOptions {
   counters?: CostCounters | null;
   /** Who runs this apply, for the event record (none: nothing is recorded). */
   who?: Actor;
+  /** The clock maintenance windows are decided by (test-hooks.ts `windowClock`); Date.now if absent. */
+  windowClock?: () => number;
 }
 
 /** One entry of the registry: the operation running for a subcloud, tagged with its state. */
@@ -180,6 +183,8 @@ export class Orchestrator {
   private stageBudget: StageBudget | null = null;
   /** Steps whose site did not answer, waiting for their next try (deferrals.ts); made by run(). */
   private deferrals: Deferrals | null = null;
+  /** The groups' maintenance windows (null: no group has one). */
+  private maintenance: MaintenanceWait | null = null;
 
   constructor(
     private readonly db: Db,
@@ -213,6 +218,7 @@ export class Orchestrator {
       if (step.stage === this.stage) this.window?.add(step);
     });
     this.budgets = retryBudgets(this.db);
+    this.maintenance = MaintenanceWait.load(this.db, this.opts.windowClock ?? Date.now);
     // Each adopted run's worker is made once, here: the request the driver keeps (its abort signal
     // above all) is that worker's, so a second Ctrl-C or a fatal stop reaches the run through it.
     const left = adoptLeftRuns(this.db, this.driver, (step, l) => {
@@ -337,6 +343,12 @@ export class Orchestrator {
       run: (step) => this.runSubcloud(step),
       failed: (err) => this.fail(err),
       deferred: () => this.deferrals?.waiting ?? 0,
+      hold: (step) =>
+        this.maintenance?.decide(
+          step.subcloudId,
+          (line) => this.progress.note(line),
+          (group, text) => this.progress.windowWait?.(group, text),
+        ) ?? null,
     });
     await this.window.run();
     this.window = null;
@@ -817,8 +829,24 @@ export class Orchestrator {
         );
       } else this.progress.note('resumed');
     }
+    if (!on) this.reloadWindows();
     this.window?.pump();
     this.gates?.wake();
+  }
+
+  /**
+   * On resume, the groups' maintenance windows are read again (an operator who changed one while
+   * the apply waited pauses and resumes to have it count), and the subclouds set aside are asked
+   * again. Only then: the windows are not polled.
+   */
+  private reloadWindows(): void {
+    try {
+      this.maintenance = MaintenanceWait.load(this.db, this.opts.windowClock ?? Date.now, this.maintenance);
+    } catch (err) {
+      if (!this.committer.isBusy(err)) throw err;
+      // A busy file keeps the windows read before.
+    }
+    this.window?.recheckAside();
   }
 
   /** A stage's window changed: the running stage follows at once, a later one when it starts. */

@@ -76,6 +76,11 @@ export class LiveProgress implements ProgressSink {
     this.dirty = true;
   }
 
+  windowWait(group: string, text: string | null): void {
+    this.tracker.windowWait(group, text);
+    this.dirty = true;
+  }
+
   windowChanged(stage: number, window: number): void {
     this.tracker.windowChanged(stage, window);
     this.dirty = true;

@@ -49,6 +49,8 @@ export interface Snapshot {
   failures: { cloud: string; details: string }[];
   /** The latest progress lines of subclouds in flight (their runs' own word), newest last. */
   progress: { cloud: string; details: string }[];
+  /** Groups whose subclouds wait for their maintenance window: `night Sat 22:00-Sun 06:00 (UTC) opens <ISO>`. */
+  windowWaits: string[];
 }
 
 interface Live {
@@ -76,6 +78,7 @@ export class ProgressTracker {
   private endedThisRun = 0;
   private aborting = false;
   private isPaused = false;
+  private readonly windowWaits = new Map<string, string>();
   private eta: { at: number; ms: number | null; source: EstimateSource } | null = null;
 
   constructor(private readonly inputs: TrackerInputs = {}) {
@@ -100,6 +103,11 @@ export class ProgressTracker {
     this.eta = null;
   }
 
+  windowWait(group: string, text: string | null): void {
+    if (text === null) this.windowWaits.delete(group);
+    else this.windowWaits.set(group, text);
+  }
+
   windowChanged(stage: number, window: number): void {
     this.windows.set(stage, window);
     this.eta = null;
@@ -107,6 +115,8 @@ export class ProgressTracker {
 
   initialAborted(): void {
     this.aborting = true;
+    // The subclouds that waited for a window are aborted with the rest: none waits any more.
+    this.windowWaits.clear();
     for (const counts of this.stageCounts.values()) {
       const n = counts.get('initial') ?? 0;
       counts.set('initial', 0);
@@ -192,6 +202,7 @@ export class ProgressTracker {
       etaSource: eta.source,
       failures: [...this.failures],
       progress: [...this.progress].slice(-LATEST_PROGRESS).map(([cloud, details]) => ({ cloud, details })),
+      windowWaits: [...this.windowWaits.values()],
     };
   }
 

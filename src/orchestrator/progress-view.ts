@@ -58,6 +58,10 @@ export function liveLines(s: Snapshot, width: number): string[] {
     lines.push('latest progress:');
     for (const p of s.progress) lines.push(`  ${p.cloud}: ${p.details}`);
   }
+  if (s.windowWaits.length) {
+    lines.push('waiting for maintenance window:');
+    for (const w of s.windowWaits) lines.push(`  ${w}`);
+  }
   if (s.failures.length) {
     lines.push('latest failures:');
     for (const f of s.failures) lines.push(`  ${f.cloud}: ${f.details}`);

@@ -67,6 +67,8 @@ export interface ProgressSink {
   paused?(on: boolean): void;
   /** A stage's window was changed while it runs (`strategy update`). */
   windowChanged?(stage: number, window: number): void;
+  /** A group's subclouds wait for its maintenance window (`text`: the window and its opening), or no longer (null). */
+  windowWait?(group: string, text: string | null): void;
   transition(e: TransitionEvent): void;
   /** A run in flight reported how far it is: its step's details, now committed. */
   details?(cloud: string, text: string): void;
@@ -136,6 +138,10 @@ export class LineProgress implements ProgressSink {
 
   windowChanged(stage: number, window: number): void {
     this.tracker.windowChanged(stage, window);
+  }
+
+  windowWait(group: string, text: string | null): void {
+    this.tracker.windowWait(group, text);
   }
 
   initialAborted(): void {

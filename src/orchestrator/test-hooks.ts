@@ -7,6 +7,9 @@
  *                                               connection (a real write lock) for S seconds
  *   DCM_TEST_HOOKS=1 DCM_COUNTERS=FILE          write the apply's exact cost (commits,
  *                                               transitions, statements) to FILE as JSON
+ *   DCM_TEST_HOOKS=1 DCM_TEST_CLOCK=ISO         maintenance windows are decided by a clock that
+ *                                               reads ISO as the process starts and runs on
+ *                                               from there (apply, strategy status)
  *
  * Either variable without DCM_TEST_HOOKS=1 is a usage error, so a stray export in an operator's
  * shell can never kill a real rollout.
@@ -27,7 +30,7 @@ export function commitHooks(env: NodeJS.ProcessEnv, file: string): CommitHooks |
   const crash = env.DCM_CRASH_AFTER_COMMIT;
   const busy = env.DCM_BUSY_AT_COMMIT;
   if (env.DCM_TEST_HOOKS !== '1') {
-    const name = ['DCM_CRASH_AFTER_COMMIT', 'DCM_BUSY_AT_COMMIT', 'DCM_COUNTERS'].find((n) => env[n] !== undefined);
+    const name = ['DCM_CRASH_AFTER_COMMIT', 'DCM_BUSY_AT_COMMIT', 'DCM_COUNTERS', 'DCM_TEST_CLOCK'].find((n) => env[n] !== undefined);
     if (name) throw new UsageError(`${name} is a test hook: it needs DCM_TEST_HOOKS=1`);
   }
   if (crash === undefined && busy === undefined) return null;
@@ -117,4 +120,20 @@ export function costCounters(env: NodeJS.ProcessEnv, db: { prepare: (...a: never
     return pragma(...args);
   };
   return { counters, file };
+}
+
+/**
+ * The clock maintenance windows are decided by: the real one, or (`DCM_TEST_HOOKS=1
+ * DCM_TEST_CLOCK=ISO`) one set to ISO now and running on at the real pace, so that a test shows
+ * a window that opens in a few seconds without waiting for Saturday. A clock that stood still
+ * would never reach the opening its timer waits for.
+ */
+export function windowClock(env: NodeJS.ProcessEnv): () => number {
+  const at = env.DCM_TEST_CLOCK;
+  if (at === undefined) return Date.now;
+  if (env.DCM_TEST_HOOKS !== '1') throw new UsageError('DCM_TEST_CLOCK is a test hook: it needs DCM_TEST_HOOKS=1');
+  const start = Date.parse(at);
+  if (!Number.isFinite(start)) throw new UsageError(`invalid DCM_TEST_CLOCK '${at}': give an ISO time, e.g. 2026-12-05T21:59:55Z`);
+  const offset = start - Date.now();
+  return () => Date.now() + offset;
 }

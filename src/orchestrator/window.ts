@@ -10,12 +10,18 @@
  * alone would let the tasks already running go on), and a subcloud held back keeps its place in
  * step order for when the gate opens again.
  *
+ * A subcloud not yet started whose maintenance window is closed (`hold`) is set aside instead, off
+ * the limiter, so it holds neither a slot nor a place the others of its stage need; it goes back to
+ * the limiter when a timer says its window opens (or at any pump after that). The stage ends only
+ * once those set aside have run too, or when nothing new may start any more (a stop).
+ *
  * It never sees the registry of workers: it asks its owner to run a subcloud and learns when the
  * subcloud has ended (or was held back before it started).
  */
 import pLimit, { type LimitFunction } from 'p-limit';
 import { mayTakeSlot, type Gate } from '../domain/control.js';
 import type { CursorStep } from '../store/cursor.js';
+import { setLongTimeout, type Timer } from '../platform/timers.js';
 
 export interface WindowHost {
   /** Up to `limit` more of the stage's open steps, in order; fewer once there are no more. */
@@ -29,6 +35,11 @@ export interface WindowHost {
   /** Feeding or running failed (a read of the file): the apply cannot go on. */
   failed(err: Error): void;
   /**
+   * A subcloud about to start its first state: null when it may, else the milliseconds until it
+   * may (its maintenance window opens). Absent: none ever waits.
+   */
+  hold?(step: CursorStep): number | null;
+  /**
    * Deferred steps of this stage waiting for their next try (they hold no slot): the stage does not
    * end while there are some, unless nothing new may start any more.
    */
@@ -37,6 +48,13 @@ export interface WindowHost {
 
 /** Steps read ahead of need: enough for a window refilling, few enough to stay small. */
 const READ_AHEAD_MAX = 256;
+
+/**
+ * Subclouds set aside for their maintenance window before the cursor stops reading past them: the
+ * others of a stage behind up to this many waiting ones still start, and the process holds no
+ * more than this many more steps, whatever the stage (a stage of one group waits as a whole).
+ */
+const ASIDE_MAX = 4096;
 
 /**
  * A step caught mid-state by the last process goes on as it was (it is in flight); the rest are
@@ -62,6 +80,12 @@ export class StageWindow {
   private sawNew = false;
   private done: (() => void) | null = null;
   private finished = false;
+  /** Subclouds set aside until their maintenance window opens, and when (Date.now() ms) the earliest one is due. */
+  private asideSteps: { step: CursorStep; dueMs: number }[] = [];
+  /** The earliest `dueMs` of those: before it, a pump need not look at them (a pump per subcloud that ends). */
+  private asideEarliest = Infinity;
+  private asideTimer: Timer | null = null;
+  private asideTimerDue = Infinity;
 
   constructor(
     size: number,
@@ -102,6 +126,7 @@ export class StageWindow {
     this.waiters = [];
     for (const w of waiting) w.wake();
     try {
+      this.bringBack(g);
       this.feed(g);
     } catch (err) {
       this.host.failed(err as Error);
@@ -112,25 +137,30 @@ export class StageWindow {
   private feed(g: Gate): void {
     // Once stopping, only steps caught mid-state may still start; the cursor reads them first, so
     // the first new one read says there are no more (a stopped stage is not read to its end).
-    while (!this.exhausted && !(g.stopping && this.sawNew) && this.outstanding < this.limit.concurrency + READ_AHEAD_MAX) {
+    const aside = Math.max(0, this.asideSteps.length - ASIDE_MAX);
+    while (!this.exhausted && !(g.stopping && this.sawNew) && this.outstanding + aside < this.limit.concurrency + READ_AHEAD_MAX) {
       const want = Math.min(READ_AHEAD_MAX, this.limit.concurrency);
       const more = this.host.fetch(want);
       if (more.length < want) this.exhausted = true;
       for (const step of more) {
         if (kindOf(step) === 'new') this.sawNew = true;
-        this.outstanding++;
-        this.limit(() => this.task(step))
-          .catch((err: unknown) => {
-            // A queued task dropped by a hard stop is not an error.
-            if ((err as Error)?.name !== 'AbortError') this.host.failed(err as Error);
-          })
-          .finally(() => {
-            this.outstanding--;
-            this.pump();
-          });
+        this.submit(step);
       }
       if (more.length === 0) break;
     }
+  }
+
+  private submit(step: CursorStep): void {
+    this.outstanding++;
+    this.limit(() => this.task(step))
+      .catch((err: unknown) => {
+        // A queued task dropped by a hard stop is not an error.
+        if ((err as Error)?.name !== 'AbortError') this.host.failed(err as Error);
+      })
+      .finally(() => {
+        this.outstanding--;
+        this.pump();
+      });
   }
 
   /**
@@ -149,11 +179,77 @@ export class StageWindow {
       });
   }
 
+  /** The windows may have changed: every subcloud set aside is asked again at the next pump. */
+  recheckAside(): void {
+    for (const a of this.asideSteps) a.dueMs = 0;
+    this.asideEarliest = 0;
+  }
+
+  /** Set a subcloud aside until its window opens (`inMs` from now). */
+  private setAside(step: CursorStep, inMs: number): void {
+    const dueMs = Date.now() + inMs;
+    this.asideSteps.push({ step, dueMs });
+    this.asideEarliest = Math.min(this.asideEarliest, dueMs);
+  }
+
+  /**
+   * Those set aside whose window has opened go back to the limiter, in step order; the rest wait
+   * for one timer, at the earliest opening. Once nothing new may start they are let go: they stay
+   * as they are in the file for the next apply.
+   */
+  private bringBack(g: Gate): void {
+    if (this.asideSteps.length === 0) {
+      this.asideEarliest = Infinity;
+      return this.armAside(Infinity);
+    }
+    if (g.stopping) {
+      this.asideSteps = [];
+      this.asideEarliest = Infinity;
+      return this.armAside(Infinity);
+    }
+    const nowMs = Date.now();
+    if (nowMs < this.asideEarliest) return this.armAside(this.asideEarliest);
+    let earliest = Infinity;
+    const keep: { step: CursorStep; dueMs: number }[] = [];
+    const back: CursorStep[] = [];
+    for (const a of this.asideSteps) {
+      if (a.dueMs <= nowMs) {
+        const inMs = this.host.hold?.(a.step) ?? null;
+        if (inMs === null) {
+          back.push(a.step);
+          continue;
+        }
+        a.dueMs = nowMs + inMs;
+      }
+      keep.push(a);
+      earliest = Math.min(earliest, a.dueMs);
+    }
+    this.asideSteps = keep;
+    this.asideEarliest = earliest;
+    back.sort((a, b) => a.id - b.id);
+    for (const step of back) this.submit(step);
+    this.armAside(earliest);
+  }
+
+  private armAside(dueMs: number): void {
+    if (dueMs === this.asideTimerDue) return;
+    this.asideTimer?.clear();
+    this.asideTimer = null;
+    this.asideTimerDue = dueMs;
+    if (dueMs === Infinity) return;
+    this.asideTimer = setLongTimeout(() => {
+      this.asideTimer = null;
+      this.asideTimerDue = Infinity;
+      this.pump();
+    }, Math.max(0, dueMs - Date.now()));
+  }
+
   private checkEnd(g: Gate): void {
     if (this.finished || !this.done) return;
     const deferred = g.stopping ? 0 : (this.host.deferred?.() ?? 0);
-    if (this.outstanding === 0 && deferred === 0 && (this.exhausted || (g.stopping && this.sawNew))) {
+    if (this.outstanding === 0 && deferred === 0 && this.asideSteps.length === 0 && (this.exhausted || (g.stopping && this.sawNew))) {
       this.finished = true;
+      this.armAside(Infinity);
       this.done();
     }
   }
@@ -164,7 +260,14 @@ export class StageWindow {
     for (;;) {
       for (;;) {
         const g = this.host.gate();
-        if (mayTakeSlot(g, kind, this.taken, this.limit.concurrency)) break;
+        if (mayTakeSlot(g, kind, this.taken, this.limit.concurrency)) {
+          // Its first state only inside its maintenance window: else aside, giving its place up. A
+          // deferred step has started its first state already: its next try is no first start.
+          const inMs = kind === 'new' && step.state !== 'deferred' ? (this.host.hold?.(step) ?? null) : null;
+          if (inMs === null) break;
+          this.setAside(step, inMs);
+          return;
+        }
         // It can never start in this run (a stop): it stays as it is in the file.
         if (kind === 'new' ? g.stopping : !g.operations) return;
         await new Promise<void>((wake) => this.wait({ step, wake }));

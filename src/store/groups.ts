@@ -10,6 +10,10 @@ export interface GroupRow {
   description: string | null;
   update_apply_type: ApplyType;
   max_parallel_subclouds: number;
+  /** Normalised text (domain/maintenance.ts), or null: no window, a subcloud starts whenever its turn comes. */
+  maintenance_window: string | null;
+  /** The window's IANA zone; null: UTC. */
+  maintenance_tz: string | null;
   created_at: string;
   updated_at: string | null;
 }
@@ -27,21 +31,35 @@ export function findGroup(db: Db, ref: string): GroupRow | undefined {
 
 export function insertGroup(
   db: Db,
-  g: { name: string; description: string | null; updateApplyType: ApplyType; maxParallelSubclouds: number },
+  g: {
+    name: string;
+    description: string | null;
+    updateApplyType: ApplyType;
+    maxParallelSubclouds: number;
+    maintenanceWindow?: string | null;
+    maintenanceTz?: string | null;
+  },
 ): number {
   const r = sql(
     db,
-    `INSERT INTO subcloud_group (name, description, update_apply_type, max_parallel_subclouds, created_at)
-     VALUES (?, ?, ?, ?, ?)`,
+    `INSERT INTO subcloud_group (name, description, update_apply_type, max_parallel_subclouds, maintenance_window, maintenance_tz, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?)`,
   )
-    .run(g.name, g.description, g.updateApplyType, g.maxParallelSubclouds, now());
+    .run(g.name, g.description, g.updateApplyType, g.maxParallelSubclouds, g.maintenanceWindow ?? null, g.maintenanceTz ?? null, now());
   return Number(r.lastInsertRowid);
 }
 
 export function updateGroup(
   db: Db,
   id: number,
-  changes: Partial<{ name: string; description: string; update_apply_type: ApplyType; max_parallel_subclouds: number }>,
+  changes: Partial<{
+    name: string;
+    description: string;
+    update_apply_type: ApplyType;
+    max_parallel_subclouds: number;
+    maintenance_window: string | null;
+    maintenance_tz: string | null;
+  }>,
 ): void {
   const keys = Object.keys(changes) as (keyof typeof changes)[];
   const sets = keys.map((k) => `${k} = @${k}`).join(', ');
@@ -58,4 +76,42 @@ export function deleteGroup(db: Db, id: number): void {
 
 export function countSubcloudsInGroup(db: Db, id: number): number {
   return (sql(db, 'SELECT count(*) AS n FROM subcloud WHERE group_id = ?').get(id) as { n: number }).n;
+}
+
+/** A group's maintenance window, as the orchestrator and `strategy status` read it. */
+export interface GroupWindowRow {
+  id: number;
+  name: string;
+  maintenance_window: string;
+  maintenance_tz: string | null;
+}
+
+/** The groups that have a maintenance window (most files: none). */
+export function groupsWithWindows(db: Db): GroupWindowRow[] {
+  return sql(db, 'SELECT id, name, maintenance_window, maintenance_tz FROM subcloud_group WHERE maintenance_window IS NOT NULL ORDER BY id').all() as GroupWindowRow[];
+}
+
+/** The subclouds of these groups, by id: the group each is in. */
+export function subcloudGroupsOf(db: Db, groupIds: readonly number[]): Map<number, number> {
+  const out = new Map<number, number>();
+  if (groupIds.length === 0) return out;
+  const rows = sql(db, `SELECT id, group_id FROM subcloud WHERE group_id IN (${groupIds.map(() => '?').join(', ')})`).all(...groupIds) as {
+    id: number;
+    group_id: number;
+  }[];
+  for (const r of rows) out.set(r.id, r.group_id);
+  return out;
+}
+
+/** Steps not started (`initial`) of the strategy, by the group of their subcloud, for these groups. */
+export function initialStepsByGroup(db: Db, groupIds: readonly number[]): Map<number, number> {
+  const out = new Map<number, number>();
+  if (groupIds.length === 0) return out;
+  const rows = sql(
+    db,
+    `SELECT sc.group_id AS id, count(*) AS n FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
+     WHERE st.state = 'initial' AND sc.group_id IN (${groupIds.map(() => '?').join(', ')}) GROUP BY sc.group_id`,
+  ).all(...groupIds) as { id: number; n: number }[];
+  for (const r of rows) out.set(r.id, r.n);
+  return out;
 }

@@ -251,6 +251,15 @@ export const MIGRATIONS: ((db: Database.Database) => void)[] = [
       );
     `);
   },
+  // 12 -> 13: a group's maintenance window (`subcloud-group update --maintenance-window`), its text as
+  // normalised by domain/maintenance.ts, and its IANA zone (none: UTC). A subcloud of the group
+  // starts its first state only inside it.
+  (db) => {
+    db.exec(`
+      ALTER TABLE subcloud_group ADD COLUMN maintenance_window TEXT;
+      ALTER TABLE subcloud_group ADD COLUMN maintenance_tz TEXT;
+    `);
+  },
 ];
 
 /**

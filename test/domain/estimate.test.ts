@@ -5,6 +5,7 @@ import {
   addSample,
   estimateRemainingMs,
   estimateStageMs,
+  estimateWindowedStageMs,
   expectedMaxZ,
   meanMs,
   simLatencyMidpoint,
@@ -125,4 +126,25 @@ test('the sim latency midpoint comes from the extra args of a sim strategy only'
   expect(simLatencyMidpoint({ driver: 'sim', sim_latency_min_ms: 200, sim_latency_max_ms: 1000 })).toBe(600);
   expect(simLatencyMidpoint({ driver: 'exec' })).toBeNull();
   expect(simLatencyMidpoint({})).toBeNull();
+});
+
+describe('estimateWindowedStageMs: waits for maintenance windows', () => {
+  const means = [100, 100];
+  const now = (at: number) => at;
+  // A window that opens 10 s from now (and stays open).
+  const later = (at: number) => Math.max(at, 10_000);
+
+  test('no wait: the sliding window of the plain estimate', () => {
+    expect(estimateWindowedStageMs(means, 2, [{ count: 4, opensAt: now }], 0)).toBe(400);
+  });
+
+  test('subclouds that wait give their slots to the others, then start when the window opens', () => {
+    // 2 waiting first in step order, 4 that may start: those run 2 waves (400 ms), the 2 from 10 s.
+    expect(estimateWindowedStageMs(means, 2, [{ count: 2, opensAt: later }, { count: 4, opensAt: now }], 0)).toBe(10_200);
+  });
+
+  test('from a stage start later than now, and a window already open by then', () => {
+    expect(estimateWindowedStageMs(means, 1, [{ count: 2, opensAt: later }], 20_000)).toBe(400);
+    expect(estimateWindowedStageMs(means, 1, [{ count: 2, opensAt: later }], 5_000)).toBe(5_400);
+  });
 });

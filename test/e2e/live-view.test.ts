@@ -87,14 +87,15 @@ describe('the live view in a terminal', () => {
     let all = '';
     await waitFor(() => (all = tmux('capture-pane', '-p', '-S', '-', '-t', 'watch')).includes('EXIT='), 60_000, 100);
     const lines = all.slice(0, all.indexOf('EXIT=')).trimEnd().split('\n');
-    const frame = lines.slice(-28);
+    const frame = lines.slice(-29);
     const border = /^\+-+\+-+\+$/;
-    expect([frame[0], frame[2], frame[27]].every((l) => border.test(l))).toBe(true);
+    expect([frame[0], frame[2], frame[28]].every((l) => border.test(l))).toBe(true);
     expect(frame[1]).toMatch(/^\| Field +\| Value +\|$/);
-    const names_ = frame.slice(3, 27).map((l) => /^\| ([^|]*?) *\|/.exec(l)?.[1]);
+    const names_ = frame.slice(3, 28).map((l) => /^\| ([^|]*?) *\|/.exec(l)?.[1]);
     expect(names_).toEqual([
       'strategy type', 'state', 'driver', 'stage', 'window', 'steps', 'initial', 'in progress', 'complete', 'failed',
       'deferred', 'aborted', 'in flight', 'progress', 'failures', '', '', 'max failures', 'stage gates', 'started_at', 'elapsed', 'eta', 'estimate from', 'orchestrator',
+      'maintenance',
     ]);
     expect(frame[4]).toMatch(/^\| state +\| failed +\|$/);
     expect(all).toMatch(/\+\nEXIT=1\n/);

@@ -25,11 +25,14 @@ test('a database of schema 7 (sim_site in it) opens, migrates and applies; the s
   // Back to schema 7 by hand: 7 -> 8 only dropped sim_site (as migration 0 made it, with 2 -> 3's
   // options column), 8 -> 9 only added step_history.retry_at, 9 -> 10 only created
   // subcloud_label, 10 -> 11 only created strategy_event, 11 -> 12 only added the stage gate
-  // columns and subcloud_group_gate. Its rows: a subcloud of an earlier campaign that has left the
-  // fleet. (A later migration is undone here too: the schema version is checked first.)
-  expect(SCHEMA_VERSION).toBe(12);
+  // columns and subcloud_group_gate, 12 -> 13 only added subcloud_group's maintenance_window and
+  // maintenance_tz. Its rows: a subcloud of an earlier campaign that has left the fleet. (A later
+  // migration is undone here too: the schema version is checked first.)
+  expect(SCHEMA_VERSION).toBe(13);
   withSql(t.db, (d) => {
-    d.exec(`DROP TABLE subcloud_group_gate;
+    d.exec(`ALTER TABLE subcloud_group DROP COLUMN maintenance_window;
+            ALTER TABLE subcloud_group DROP COLUMN maintenance_tz;
+            DROP TABLE subcloud_group_gate;
             ${['max_failures', 'gate', 'gate_check', 'gate_state', 'gate_reason', 'gate_at', 'gate_due_at'].map((c) => `ALTER TABLE strategy_stage DROP COLUMN ${c};`).join('\n')}
             DROP TABLE strategy_event;
             DROP TABLE subcloud_label;

@@ -47,6 +47,22 @@ describe('ProgressTracker', () => {
     expect(liveLines(t.snapshot(20), 120)).not.toContain('latest progress:');
   });
 
+  test('groups waiting for their maintenance window show under "waiting for maintenance window" until it opens, or an abort', () => {
+    const t = started(3);
+    t.windowWait('night', 'night Sat 22:00-Sun 06:00 (UTC) opens 2026-12-05T22:00:00.000Z');
+    t.windowWait('edge', 'edge 22:00-06:00 (Europe/Berlin) opens 2026-12-01T21:00:00.000Z');
+    const lines = liveLines(t.snapshot(10), 120);
+    expect(lines.slice(lines.indexOf('waiting for maintenance window:'))).toEqual([
+      'waiting for maintenance window:',
+      '  night Sat 22:00-Sun 06:00 (UTC) opens 2026-12-05T22:00:00.000Z',
+      '  edge 22:00-06:00 (Europe/Berlin) opens 2026-12-01T21:00:00.000Z',
+    ]);
+    t.windowWait('night', null);
+    expect(t.snapshot(20).windowWaits).toEqual(['edge 22:00-06:00 (Europe/Berlin) opens 2026-12-01T21:00:00.000Z']);
+    t.initialAborted();
+    expect(liveLines(t.snapshot(30), 120)).not.toContain('waiting for maintenance window:');
+  });
+
   test('counts per state, in flight, failures and an ETA from the durations seen', () => {
     const t = started(4);
     t.transition(ev('s1', 'initial', 'a', { attempt: 1 }), 0);

@@ -3,6 +3,7 @@ import { describe, expect, test } from '@jest/globals';
 import { StageWindow } from '../../src/orchestrator/window.js';
 import type { Gate } from '../../src/domain/control.js';
 import type { CursorStep } from '../../src/store/cursor.js';
+import { waitFor } from '../helpers/cli.js';
 
 const step = (id: number, state = 'initial', retried = false): CursorStep => ({ id, subcloudId: id, cloud: `s${id}`, stage: 1, state, attempt: 0, retried });
 
@@ -166,5 +167,85 @@ describe('StageWindow', () => {
     } finally {
       process.off('unhandledRejection', onUnhandled);
     }
+  });
+});
+
+describe('StageWindow: subclouds waiting for their maintenance window', () => {
+  /** Steps 1 and 2 wait (for `inMs`) while `closed`; the others may start. */
+  function withHold(n: number, inMs: number) {
+    const h = host(Array.from({ length: n }, (_, i) => step(i + 1)));
+    const state = { closed: true, asked: 0 };
+    const hold = (s: CursorStep) => {
+      state.asked++;
+      return state.closed && s.id <= 2 ? inMs : null;
+    };
+    return { h, state, win: new StageWindow(2, { ...h.host, hold }) };
+  }
+
+  test('they give up their places: the others start in their slots; they start once asked again after the window opened; the stage waits for them', async () => {
+    const { h, state, win } = withHold(5, 3_600_000);
+    let done = false;
+    const run = win.run().then(() => (done = true));
+    await tick();
+    expect(h.started).toEqual([3, 4]);
+    while (h.running.size) await endAll(h);
+    expect(h.started).toEqual([3, 4, 5]);
+    expect(done).toBe(false);
+    // An hour away: the timer is not due, so they are not asked again unless told the windows changed.
+    state.closed = false;
+    win.recheckAside();
+    win.pump();
+    await tick();
+    expect(h.started).toEqual([3, 4, 5, 1, 2]);
+    expect(h.peak()).toBeLessThanOrEqual(2);
+    while (h.running.size) await endAll(h);
+    await run;
+    expect(done).toBe(true);
+  });
+
+  test('a timer brings them back when their window opens, without a pump from outside', async () => {
+    const { h, state, win } = withHold(3, 30);
+    const run = win.run();
+    await tick();
+    expect(h.started).toEqual([3]);
+    await endAll(h);
+    state.closed = false;
+    await waitFor(() => h.started.length === 3, 30_000, 5);
+    expect(h.started).toEqual([3, 1, 2]);
+    while (h.running.size) await endAll(h);
+    await run;
+  });
+
+  test('the steps read stay bounded however many wait: the cursor stops a few thousand past the window', async () => {
+    const steps = Array.from({ length: 20_000 }, (_, i) => step(i + 1));
+    let read = 0;
+    const h = host(steps);
+    const fetch = h.host.fetch;
+    const win = new StageWindow(2, { ...h.host, fetch: (n: number) => { const out = fetch(n); read += out.length; return out; }, hold: () => 3_600_000 });
+    const run = win.run();
+    // Until every step read is set aside and none is with the limiter: the window has nothing left to do.
+    const inside = win as unknown as { asideSteps: unknown[]; outstanding: number };
+    for (let i = 0; i < 100_000 && !(read > 0 && inside.asideSteps.length === read && inside.outstanding === 0); i++) await tick();
+    expect(inside.asideSteps.length).toBe(read);
+    expect(h.started).toEqual([]);
+    expect(read).toBeGreaterThan(4096);
+    expect(read).toBeLessThan(5000);
+    h.gate.stopping = true;
+    win.pump();
+    await run;
+  });
+
+  test('a stop lets them go: the stage ends without them, and no timer is left', async () => {
+    const { h, win } = withHold(3, 3_600_000);
+    const run = win.run();
+    await tick();
+    await endAll(h);
+    h.gate.stopping = true;
+    h.gate.newSubclouds = false;
+    win.pump();
+    await run;
+    expect(h.started).toEqual([3]);
+    // The timer waiting for their window is cleared (it would keep the process alive for an hour).
+    expect((win as unknown as { asideTimer: unknown }).asideTimer).toBeNull();
   });
 });

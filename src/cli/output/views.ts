@@ -104,6 +104,14 @@ function groupShow(g: GroupRecord): Table {
     ['max parallel subclouds', g.max_parallel_subclouds],
     ['created_at', g.created_at],
     ['updated_at', g.updated_at],
+    // dcm's own fields, printed only for a group that has a window: without one, exactly what
+    // dcmanager's client shows.
+    ...(g.maintenance_window
+      ? ([
+          ['maintenance window', g.maintenance_window],
+          ['maintenance tz', g.maintenance_tz ?? 'UTC'],
+        ] as [string, Value][])
+      : []),
   ]);
 }
 
@@ -197,7 +205,13 @@ export function toTable(r: Printable, opts: ViewOptions): Table | null {
     case 'subcloud':
       return subcloudShow(r.row, r.detail, r.regionName, r.prestageSoftwareVersion ?? null);
     case 'groups':
-      return list(['id', 'name', 'description'], r.rows.map((g) => [g.id, g.name, g.description]));
+      // The window is dcm's own column, there only when some group has one (dcmanager's three otherwise).
+      return r.rows.some((g) => g.maintenance_window)
+        ? list(
+            ['id', 'name', 'description', 'maintenance window'],
+            r.rows.map((g) => [g.id, g.name, g.description, g.maintenance_window ? `${g.maintenance_window} (${g.maintenance_tz ?? 'UTC'})` : null]),
+          )
+        : list(['id', 'name', 'description'], r.rows.map((g) => [g.id, g.name, g.description]));
     case 'group':
       return groupShow(r.row);
     case 'strategy':
