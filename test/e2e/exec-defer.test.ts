@@ -117,6 +117,41 @@ describe('deferred steps (exit 75)', () => {
     expect(peakConcurrent(f.readRuns())).toBeLessThanOrEqual(2);
   });
 
+  // Claim, README "Sites that answer": with `defer_on_timeout: true`, a site that does not answer
+  // in time (its state runs past its timeout) is deferred as exit 75 is, and fails `unreachable`
+  // at the deadline; its hanging runs are killed (no process left) and its slot goes on meanwhile.
+  test('defer_on_timeout: a site that times out is deferred, retried, and failed at the deadline', () => {
+    f = execFixture();
+    dcmOk([...db(), 'subcloud', 'add', ...names(4)]);
+    const hangs = path.join(f.dir, 'hangs.log');
+    const site = path.join(f.dir, 'hang.sh');
+    fs.writeFileSync(site, `#!/bin/sh
+case " $HANG " in *" $DCM_CLOUD "*) echo "$DCM_CLOUD $DCM_ATTEMPT" >> ${hangs}; exec sleep 60;; esac
+exec ${f.step} "$@"
+`, { mode: 0o755 });
+    const cfg = f.config(`
+defaults:
+  timeout: 30s
+  env: {STEP_MIN_MS: "60", STEP_MAX_MS: "120", HANG: "s1"}
+defer_on_timeout: true
+states:
+  pre check: {run: [${site}], timeout: 700ms, kill_grace: 200ms}
+  "*": [${f.step}]
+`);
+    dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '2',
+      '--driver', 'exec', '--exec-config', cfg, '--defer-delay', '100ms', '--defer-until', '3s']);
+    const r = dcm([...db(), 'strategy', 'apply'], { env: f.env });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/ s1: deferred \(pre check: timed out after 700ms; deferred \(1\), tried again in 100ms\)\n/);
+    expect(stepOf('s1')).toMatchObject({ state: 'failed', details: expect.stringMatching(/^pre check: unreachable: timed out after 700ms \(\d+ tries; the --defer-until deadline is reached\)/) });
+    const tries = fs.readFileSync(hangs, 'utf8').trim().split('\n');
+    expect(tries.length).toBeGreaterThan(1);
+    expect(tries).toEqual(tries.map((_, i) => `s1 ${i + 1}`));
+    for (const c of ['s2', 's3', 's4']) expect(stepOf(c).state).toBe('complete');
+    expect(peakConcurrent(f.readRuns())).toBeLessThanOrEqual(2);
+    expect(f.leftovers()).toEqual([]);
+  });
+
   // Claim, README "Sites that answer": without --defer-until, a deferred step fails once the rest of its stage is done.
   test('no deadline: the site that never answers fails once its stage has nothing else to do', () => {
     f = execFixture();

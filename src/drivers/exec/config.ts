@@ -48,6 +48,11 @@ export interface ExecConfig {
   probe?: StateSpec;
   /** `defer_exit_codes`: a state's exit codes that defer its step rather than fail it (default [75]). */
   deferExitCodes?: number[];
+  /**
+   * `defer_on_timeout: true`: a state that runs past its timeout defers its step as exit 75 does (a
+   * site that does not answer in time), instead of spending its retries and failing.
+   */
+  deferOnTimeout?: boolean;
 }
 
 /** The keys an `audit` entry may have: a command's, without the retry and reason settings of a state. */
@@ -55,7 +60,7 @@ const AUDIT_KEYS = ['run', 'timeout', 'kill_grace', 'env', 'cwd'];
 const AUDIT_TIMEOUT = '1m';
 
 /** The top level's keys. */
-const TOP_KEYS = ['defaults', 'states', 'probe', 'defer_exit_codes', 'audit', 'gate_check'];
+const TOP_KEYS = ['defaults', 'states', 'probe', 'defer_exit_codes', 'defer_on_timeout', 'audit', 'gate_check'];
 
 const KEYS = ['run', 'timeout', 'retries', 'backoff', 'kill_grace', 'env', 'cwd', 'reason'];
 
@@ -162,6 +167,10 @@ export function resolveConfig(doc: unknown, file: string, typeStates: readonly s
   // Its own defaults apply as a state's do: a probe is one more command run against the site.
   if (top.probe !== undefined) config.probe = resolveProbe(top, defaults as Entry, base, bad);
   if (top.defer_exit_codes !== undefined) config.deferExitCodes = deferCodes(top.defer_exit_codes, bad);
+  if (top.defer_on_timeout !== undefined) {
+    if (typeof top.defer_on_timeout !== 'boolean') bad('defer_on_timeout', `expected true or false, not ${JSON.stringify(top.defer_on_timeout)}`);
+    if (top.defer_on_timeout) config.deferOnTimeout = true;
+  }
   return config;
 }
 

@@ -272,6 +272,8 @@ export class ExecDriver implements Driver {
   private failure(req: OperationRequest, spec: StateSpec, reason: string, outcome: 'failed' | 'timeout', retry = true): OperationResult {
     const max = DETAILS_LIMIT - req.state.length - 2;
     const short = reason.length > max ? `${reason.slice(0, max - 1)}…` : reason;
+    // `defer_on_timeout`: no answer in time is "not now", as exit 75 is (domain/deferral.ts).
+    if (outcome === 'timeout' && this.settings.config.deferOnTimeout) return { kind: 'defer', reason: short };
     const failures = req.failures ?? 0;
     if (retry && failures < spec.retries) {
       const delayMs = Math.min(spec.backoffMaxMs, spec.backoffMinMs * 2 ** failures);

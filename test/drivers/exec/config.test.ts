@@ -70,6 +70,7 @@ states:
     ['gate_check empty', 'gate_check: " "\nstates: {"*": "true"}\n', /gate_check: expected a command/],
     ['defer code out of range', 'defer_exit_codes: [75, 300]\nstates: {"*": "true"}\n', /defer_exit_codes: bad exit code 300/],
     ['empty defer codes', 'defer_exit_codes: []\nstates: {"*": "true"}\n', /defer_exit_codes: an empty list/],
+    ['defer_on_timeout not a boolean', 'defer_on_timeout: yes please\nstates: {"*": "true"}\n', /defer_on_timeout: expected true or false/],
     ['probe with a bad key', 'probe: {run: "true", retry: 1}\nstates: {"*": "true"}\n', /probe: retry: unknown key/],
   ];
 
