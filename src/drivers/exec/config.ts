@@ -175,21 +175,31 @@ export function resolveConfig(doc: unknown, file: string, typeStates: readonly s
 }
 
 /**
- * The audit alone, for `subcloud audit --exec-config FILE`: a file with `audit` (and `defaults`);
- * its `states`, if any, are a strategy's business and are not checked here.
+ * One command of a config file read by a command that has no strategy (`subcloud audit`,
+ * `subcloud probe`): its entry resolved with the file's defaults; an error if the file has none.
+ * The file's `states`, if any, are a strategy's business and are not checked here.
  */
-export function resolveAuditConfig(doc: unknown, file: string): StateSpec {
+function commandOfConfig(doc: unknown, file: string, key: 'audit' | 'probe', missing: string): StateSpec {
   const bad = (where: string, msg: string): never => {
     throw new UsageError(`exec config ${file}: ${where}: ${msg}`);
   };
-  if (!isObject(doc)) bad('top level', 'expected a mapping with "audit" (and optional "defaults")');
+  if (!isObject(doc)) bad('top level', `expected a mapping with "${key}" (and optional "defaults")`);
   const top = doc as Entry;
   for (const k of Object.keys(top)) if (!TOP_KEYS.includes(k) && k !== STATE_ORDER) bad(k, `unknown key: use ${TOP_KEYS.join(', ')}`);
-  if (top.audit === undefined) bad('audit', 'missing: give the command that prints the site\'s state as JSON');
+  if (top[key] === undefined) bad(key, `missing: ${missing}`);
   const defaults = top.defaults ?? {};
   if (!isObject(defaults)) bad('defaults', 'expected a mapping');
-  return resolveAudit(top.audit, defaults as Entry, path.dirname(path.resolve(file)), bad);
+  const base = path.dirname(path.resolve(file));
+  return key === 'audit' ? resolveAudit(top.audit, defaults as Entry, base, bad) : resolveProbe(top, defaults as Entry, base, bad)!;
 }
+
+/** The audit alone, for `subcloud audit --exec-config FILE`. */
+export const resolveAuditConfig = (doc: unknown, file: string): StateSpec =>
+  commandOfConfig(doc, file, 'audit', "give the command that prints the site's state as JSON");
+
+/** The probe alone, for `subcloud probe --driver exec --exec-config FILE`. */
+export const probeOfConfig = (doc: unknown, file: string): StateSpec =>
+  commandOfConfig(doc, file, 'probe', 'give the command that tells whether a site answers');
 
 /** `audit`: a command or a mapping of AUDIT_KEYS; the defaults' env, cwd and kill_grace apply. */
 function resolveAudit(raw: unknown, defaults: Entry, base: string, bad: (where: string, msg: string) => never): StateSpec {
@@ -323,20 +333,4 @@ function resolveProbe(top: Entry, defaults: Entry, base: string, bad: (where: st
   const own = isObject(top.probe) && 'timeout' in top.probe;
   if (!own && defaults.timeout === undefined) spec.timeoutMs = PROBE_TIMEOUT_MS;
   return spec;
-}
-
-/**
- * The probe of a config file read for `dcm subcloud probe` (no strategy, so no type's states to
- * check the file against): its `probe` entry resolved with the file's defaults; an error if none.
- */
-export function probeOfConfig(doc: unknown, file: string): StateSpec {
-  const bad = (where: string, msg: string): never => {
-    throw new UsageError(`exec config ${file}: ${where}: ${msg}`);
-  };
-  if (!isObject(doc)) bad('top level', 'expected a mapping with "states" (and optional "defaults")');
-  const top = doc as Entry;
-  if (top.probe === undefined) bad('probe', 'missing: give the command that tells whether a site answers');
-  const defaults = top.defaults ?? {};
-  if (!isObject(defaults)) bad('defaults', 'expected a mapping');
-  return resolveProbe(top, defaults as Entry, path.dirname(path.resolve(file)), bad)!;
 }
