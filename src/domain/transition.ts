@@ -19,7 +19,11 @@ export interface Transition {
   close?: Closing;
   /** The same state runs again after this delay (a retry): the subcloud keeps its slot. */
   retryInMs?: number;
-  /** Set when an operation for `to` starts right after the commit: its attempt number. */
+  /**
+   * Set when an operation for `to` starts right after the commit: its attempt number, or
+   * NEXT_ATTEMPT for the one after the history's last, which the commit reads in its own
+   * transaction and writes here.
+   */
   startAttempt?: number;
   /** Filled in by commit: the history row opened for that operation. */
   historyId?: number;
@@ -74,6 +78,13 @@ function make(
 export function closing(historyId: number, outcome: RunOutcome, finishedAt: string, details: string, durationMs?: number, retryAt?: string): Closing {
   return { historyId, outcome, finishedAt, details, durationMs, retryAt };
 }
+
+/**
+ * The attempt after those the history holds for the state, counted by the commit in its own
+ * transaction: no read of its own before each start (each an autocommit read, with a WAL read
+ * lock taken and dropped), and none of every step's attempts held for the whole run.
+ */
+export const NEXT_ATTEMPT = 0;
 
 /** Run `state` (the subcloud's first operation in this run, or a retry after its backoff) as `attempt`. */
 export function startRun(step: StepRef, from: string, state: string, attempt: number): Transition {

@@ -113,6 +113,13 @@ export interface Driver {
    * it, every such run is interrupted and runs again.
    */
   adopt?(left: LeftRun, req: OperationRequest): Adoption;
+  /**
+   * The only label keys this driver reads from a request's `labels` (the sim's `sim_unreachable`):
+   * the orchestrator then reads which subclouds have one once, as the apply starts (and on
+   * resume), instead of a subcloud's row at each first state. Absent: any label may be read (the
+   * exec driver's `DCM_LABEL_*`).
+   */
+  readonly labelKeys?: readonly string[];
   /** The driver enforces its own per-state timeouts: the orchestrator sets none. */
   readonly ownsTimeouts?: boolean;
   /** Stop whatever is pending, wait until every process it started is gone, let go of resources. */

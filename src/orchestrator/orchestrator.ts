@@ -16,7 +16,7 @@
  */
 import { formatDuration } from '../domain/durations.js';
 import { decideReport, failureLimit, gate, NO_NEW_SUBCLOUDS, opensNewSubcloud, stopRule, type Gate, type ReportResult } from '../domain/control.js';
-import { advance, closing, defer, fail, runAgain, startRun, type Transition } from '../domain/transition.js';
+import { advance, closing, defer, fail, NEXT_ATTEMPT, runAgain, startRun, type Transition } from '../domain/transition.js';
 import { STEP_DEFERRED } from '../domain/deferral.js';
 import { formatTimestamp } from '../domain/time.js';
 import { abortDeferredSteps, DEFERRED_RUN_PREFIX } from '../store/deferrals.js';
@@ -25,14 +25,14 @@ import { TYPES, type StrategyType } from '../domain/types.js';
 import type { Driver, OperationRequest, OperationResult } from '../drivers/driver.js';
 import { readLabels, type Labels } from '../domain/inventory.js';
 import { fieldTexts } from '../domain/fields.js';
-import { subcloudById } from '../store/subclouds.js';
+import { subcloudById, subcloudsLabelled } from '../store/subclouds.js';
 import { interruptedLast, recordRunDetails, recordRunProcesses, retryBudgets, type RetryBudget, type RunDetailsRow } from '../store/runs.js';
 import type { ExtraArgs } from '../domain/options.js';
 import { now, parseTime, timeIn } from '../store/clock.js';
 import type { Db } from '../store/open.js';
 import { casStrategyState, controlSnapshot, strategyState } from '../store/strategy.js';
 import { abortInitialSteps, interruptRuns } from '../store/transitions.js';
-import { attemptsOf, failedAndTotal, openStages, StageCursor, type CursorStep } from '../store/cursor.js';
+import { failedAndTotal, openStages, StageCursor, type CursorStep } from '../store/cursor.js';
 import { applyFaultError, faultOf } from '../store/faults.js';
 import { ConfigBook } from '../domain/strategy-config.js';
 import { getDefaultConfig, subcloudOptions } from '../store/strategy-config.js';
@@ -53,6 +53,9 @@ import type { Actor } from '../platform/who.js';
 import { adoptedText, EVENTS } from '../domain/events.js';
 import { recordEvent } from '../store/events.js';
 import { StageGates, type StageBudget } from './stage-gate.js';
+
+/** The labels of a subcloud that has none the driver reads. */
+const NO_LABELS: Labels = Object.freeze({});
 
 export interface OrchestratorOptions {
   type: StrategyType;
@@ -132,7 +135,6 @@ export class Orchestrator {
   /** The commit being made opens a new subcloud (its fence then reads the file's state). */
   private opensNew = false;
   private nextOpId = 1;
-  private attemptsOf: (stepId: number, state: string) => number = () => 0;
   /** (step, state) whose last run was cut off: its next run is told so (DCM_RESUMED). */
   private resumed = new Set<string>();
   /** Retries used by each (step, state) in flight, and a backoff a resumed one must still wait out (from the history). */
@@ -214,6 +216,7 @@ export class Orchestrator {
     const first = firstStartedAt(this.db);
     this.firstStartedMs = first === null ? undefined : Math.min(started, parseTime(first));
     this.config = new ConfigBook(getDefaultConfig(this.db), subcloudOptions(this.db));
+    this.readLabelled();
     this.deferrals = new Deferrals(this.db, this.opts.extra, this.firstStartedMs ?? started, (step) => {
       if (step.stage === this.stage) this.window?.add(step);
     });
@@ -239,7 +242,6 @@ export class Orchestrator {
         recordEvent(this.db, who, EVENTS.runsAdopted, adoptedText(left.adopted.size, left.interrupted.length));
       }
     });
-    this.attemptsOf = attemptsOf(this.db);
     this.resumed = interruptedLast(this.db);
     // Counts, not steps: the steps themselves are read a window at a time (store/cursor.ts).
     const { failed, total } = failedAndTotal(this.db);
@@ -415,7 +417,7 @@ export class Orchestrator {
       if (step.state === STEP_DEFERRED) {
         // Deferred by this process or an earlier one: tried again once due, from the file's record.
         const d = this.deferrals!.resumeOf(step);
-        if (d && 'state' in d) this.queue(startRun(step, STEP_DEFERRED, d.state, this.nextAttempt(step.id, d.state)));
+        if (d && 'state' in d) this.queue(startRun(step, STEP_DEFERRED, d.state, NEXT_ATTEMPT));
         else this.release(step.id, true);
         return;
       }
@@ -427,17 +429,8 @@ export class Orchestrator {
         this.retryLater(step, first, due - Date.now());
         return;
       }
-      this.queue(startRun(step, step.state, first, this.nextAttempt(step.id, first)));
+      this.queue(startRun(step, step.state, first, NEXT_ATTEMPT));
     });
-  }
-
-  /**
-   * Attempts already made come from the history (one indexed read per start, rather than a map of
-   * every step's attempts held for the whole run); within one process a state starts at most once
-   * per entry.
-   */
-  private nextAttempt(stepId: number, state: string): number {
-    return this.attemptsOf(stepId, state) + 1;
   }
 
   private queue(t: Transition): void {
@@ -649,7 +642,7 @@ export class Orchestrator {
         const close = closing(w.historyId, 'ok', r.finishedAt, d.details, durationMs);
         // A custom type has no endpoint nor prestage status to bring up to date.
         const completes = d.ended && this.opts.type !== 'custom' ? { endpoint: TYPES[this.opts.type].endpoint } : undefined;
-        const startAttempt = d.ended ? undefined : this.nextAttempt(step.id, d.to);
+        const startAttempt = d.ended ? undefined : NEXT_ATTEMPT;
         // The site's audit after its last state (audit-after.ts), which the subcloud row takes.
         const observed = r.result.kind === 'next' ? r.result.audit : undefined;
         this.pending.push(advance(step, state, d.to, d.details, close, startAttempt, completes, observed));
@@ -717,6 +710,7 @@ export class Orchestrator {
     const { step, state, attempt, historyId } = worker;
     const key = keyOf(step.id, state);
     const fields = (s: CursorStep) => this.subcloudFields(s);
+    const labelled = this.labelled;
     return {
       cloud: step.cloud,
       type: this.opts.type,
@@ -732,12 +726,13 @@ export class Orchestrator {
       extra: this.opts.extra,
       options: this.config.optionsFor(step.subcloudId),
       // Read from the file only by a driver that asks (exec's placeholders; the sim, for its
-      // sim_unreachable label, at a step's first state only), once per subcloud in flight.
+      // sim_unreachable label, at a step's first state, only for a subcloud that has it), once per
+      // subcloud in flight.
       get subcloud() {
         return fields(step).fields;
       },
       get labels() {
-        return fields(step).labels;
+        return labelled && !labelled.has(step.subcloudId) ? NO_LABELS : fields(step).labels;
       },
       get signal() {
         if (!worker.controller) {
@@ -758,6 +753,17 @@ export class Orchestrator {
     };
   }
 
+  /**
+   * The subclouds with a label the driver reads (its `labelKeys`), read as the apply starts and on
+   * resume: any other subcloud's labels are none, without a read of its row at its first state.
+   * Null: the driver may read any label (from the row, as its fields).
+   */
+  private labelled: Set<number> | null = null;
+  private readLabelled(): void {
+    const keys = this.driver.labelKeys;
+    this.labelled = keys ? subcloudsLabelled(this.db, keys) : null;
+  }
+
   /** A subcloud's fields, read once per subcloud in flight rather than once per state. */
   private readonly fields = new Map<number, { fields: Record<string, string | null>; labels: Labels }>();
   private subcloudFields(step: CursorStep): { fields: Record<string, string | null>; labels: Labels } {
@@ -775,7 +781,7 @@ export class Orchestrator {
   private retryLater(step: CursorStep, state: string, delayMs: number): void {
     const t = setLongTimeout(() => {
       this.retryTimers.delete(t);
-      this.queue(startRun(step, state, state, this.nextAttempt(step.id, state)));
+      this.queue(startRun(step, state, state, NEXT_ATTEMPT));
     }, delayMs);
     this.retryTimers.add(t);
   }
@@ -842,6 +848,7 @@ export class Orchestrator {
   private reloadWindows(): void {
     try {
       this.maintenance = MaintenanceWait.load(this.db, this.opts.windowClock ?? Date.now, this.maintenance);
+      this.readLabelled();
     } catch (err) {
       if (!this.committer.isBusy(err)) throw err;
       // A busy file keeps the windows read before.

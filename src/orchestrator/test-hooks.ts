@@ -90,17 +90,25 @@ export interface CostCounters {
   statements: number;
   /** Steps' details written from runs' progress lines (each a row changed). */
   details: number;
+  /**
+   * Reads outside any transaction (each takes and drops a WAL read lock of its own): a few per
+   * apply and per poll, never one per subcloud started.
+   */
+  autocommitReads: number;
 }
 
 /**
  * Counters for this apply, or null when not asked for. Statements are counted by wrapping the
  * connection's `prepare` (only then: no cost otherwise); commits and transitions by the committer.
  */
-export function costCounters(env: NodeJS.ProcessEnv, db: { prepare: (...a: never[]) => unknown; pragma: (...a: never[]) => unknown }): { counters: CostCounters; file: string } | null {
+export function costCounters(
+  env: NodeJS.ProcessEnv,
+  db: { prepare: (...a: never[]) => unknown; pragma: (...a: never[]) => unknown; readonly inTransaction: boolean },
+): { counters: CostCounters; file: string } | null {
   const file = env.DCM_COUNTERS;
   // Refused without DCM_TEST_HOOKS=1 by commitHooks, before the file is read.
   if (file === undefined || env.DCM_TEST_HOOKS !== '1') return null;
-  const counters: CostCounters = { commits: 0, transitions: 0, statements: 0, details: 0 };
+  const counters: CostCounters = { commits: 0, transitions: 0, statements: 0, details: 0, autocommitReads: 0 };
   const prepare = db.prepare.bind(db) as (...a: unknown[]) => Record<string, unknown>;
   (db as { prepare: unknown }).prepare = (...args: unknown[]) => {
     const stmt = prepare(...args);
@@ -109,6 +117,7 @@ export function costCounters(env: NodeJS.ProcessEnv, db: { prepare: (...a: never
       if (typeof f !== 'function') continue;
       stmt[m] = (...a: unknown[]) => {
         counters.statements++;
+        if (m !== 'run' && !db.inTransaction) counters.autocommitReads++;
         return f.apply(stmt, a);
       };
     }

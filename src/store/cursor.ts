@@ -73,12 +73,6 @@ export function openStages(db: Db): number[] {
     .all() as number[];
 }
 
-/** Attempts already made of one state of one step: its next run is this + 1. */
-export function attemptsOf(db: Db): (stepId: number, state: string) => number {
-  const stmt = db.prepare('SELECT max(attempt) FROM step_history WHERE step_id = ? AND state = ?').pluck();
-  return (stepId, state) => (stmt.get(stepId, state) as number | null) ?? 0;
-}
-
 /** How many steps have failed (the failure budget counts them) and how many there are. */
 export function failedAndTotal(db: Db): { failed: number; total: number } {
   return db

@@ -301,6 +301,13 @@ export function changeLabels(db: Db, subcloudId: number, changes: LabelChanges):
   }
 }
 
+/** The subclouds with a label of one of these keys (a driver's `labelKeys`). */
+export function subcloudsLabelled(db: Db, keys: readonly string[]): Set<number> {
+  if (keys.length === 0) return new Set();
+  const ids = sql(db, `SELECT DISTINCT subcloud_id FROM subcloud_label WHERE key IN (${keys.map(() => '?').join(', ')})`).pluck().all(...keys) as number[];
+  return new Set(ids);
+}
+
 export function labelsOf(db: Db, subcloudId: number): Labels {
   const rows = sql(db, 'SELECT key, value FROM subcloud_label WHERE subcloud_id = ? ORDER BY key').raw(true).all(subcloudId) as [string, string][];
   return Object.fromEntries(rows);

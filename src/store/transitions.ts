@@ -7,7 +7,7 @@ import type { Db } from './open.js';
 import { now } from './clock.js';
 import { SYNC_COLUMN, updateSubcloud } from './subclouds.js';
 import type { Endpoint } from '../domain/types.js';
-import type { Transition } from '../domain/transition.js';
+import { NEXT_ATTEMPT, type Transition } from '../domain/transition.js';
 import { DurationTally } from '../domain/estimate.js';
 import { recordDurations } from './durations.js';
 
@@ -55,6 +55,7 @@ export class TransitionWriter {
   private readonly update;
   private readonly closeRun;
   private readonly openRun;
+  private readonly attempts;
   private readonly sync: Map<Endpoint | null, Database.Statement<[string, number]>>;
   /** Commit `batch` in one transaction; `before` runs first inside it (other writes of the same turn). */
   readonly commit: (batch: Transition[], before?: () => void) => void;
@@ -80,6 +81,7 @@ export class TransitionWriter {
     this.openRun = db.prepare(
       `INSERT INTO step_history (step_id, state, attempt, started_at, outcome) VALUES (?, ?, ?, ?, 'running')`,
     );
+    this.attempts = db.prepare('SELECT coalesce(max(attempt), 0) FROM step_history WHERE step_id = ? AND state = ?').pluck();
     this.sync = new Map();
     this.sync.set(null, db.prepare<[string, number]>(`UPDATE subcloud SET prestage_status = 'complete', updated_at = ? WHERE id = ?`));
     for (const [e, col] of Object.entries(SYNC_COLUMN)) {
@@ -110,6 +112,9 @@ export class TransitionWriter {
 
   private apply(t: Transition): void {
     const at = now();
+    // Read in this transaction, before the step's row takes it (a rolled-back batch reads it again
+    // to the same number: the rows it opened are gone with it).
+    if (t.startAttempt === NEXT_ATTEMPT) t.startAttempt = (this.attempts.get(t.stepId, t.to) as number) + 1;
     if (t.close) {
       const c = t.close;
       const r = this.closeRun.run(c.outcome, c.finishedAt, c.details.slice(0, DETAILS_MAX), c.retryAt ?? null, c.historyId);

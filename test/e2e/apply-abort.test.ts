@@ -66,9 +66,11 @@ describe('apply: abort', () => {
 
   test('an apply killed while aborting is resumed by apply: the in-flight ones end, exit 3', async () => {
     const t = temp();
-    createFleet(t.db, names(30), ['--max-parallel-subclouds', '5', '--sim-latency', '100ms..200ms']);
+    // Operations of 0.5..1 s: the subclouds in flight when the abort is noticed have seconds of
+    // states left, so the kill comes while they run on, however loaded the machine.
+    createFleet(t.db, names(30), ['--max-parallel-subclouds', '5', '--sim-latency', '500ms..1s']);
     const apply = spawnDcm(['--db', t.db, 'strategy', 'apply', '-v']);
-    await waitFor(() => (apply.stderr().match(/ -> /g) ?? []).length >= 8, 20_000, 5);
+    await waitFor(() => (apply.stderr().match(/ -> /g) ?? []).length >= 8, 30_000, 5);
     expect(dcm(['--db', t.db, 'strategy', 'abort']).code).toBe(0);
     await waitFor(() => apply.stderr().includes('dcm: abort requested: '), 5_000, 5);
     apply.child.kill('SIGKILL');

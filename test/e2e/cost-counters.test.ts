@@ -17,6 +17,7 @@ interface Counters {
   commits: number;
   transitions: number;
   statements: number;
+  autocommitReads: number;
 }
 
 function applyCounted(n: number, window: number, extra: string[] = []): Counters {
@@ -39,6 +40,10 @@ describe('cost counters of a zero-latency apply', () => {
     // Each transition: its guarded step update, the close of its run, the open of the next, the
     // attempt read; plus a few per commit (the fence, the duration statistics) and per subcloud.
     expect(c.statements / c.transitions).toBeLessThanOrEqual(5);
+    // Reads in the loop are inside the batch's transaction (the next attempt's number) or made
+    // once (the labels a driver reads): outside one, only those of the start and of the request
+    // polls. One per start would be 2,000 here, one per subcloud 400.
+    expect(c.autocommitReads).toBeLessThan(n / 2);
   });
 
   test('the counts grow with the fleet, not faster: per transition they do not rise from 100 to 400 subclouds', () => {
@@ -46,6 +51,9 @@ describe('cost counters of a zero-latency apply', () => {
     const big = applyCounted(400, 100);
     expect(big.transitions).toBe(4 * small.transitions);
     expect(big.statements / big.transitions).toBeLessThanOrEqual((small.statements / small.transitions) * 1.1);
+    // 300 more subclouds: a read outside a transaction per subcloud (or per start) would add 300
+    // (1,500); the polls of a slower run add a couple every quarter second.
+    expect(big.autocommitReads - small.autocommitReads).toBeLessThan(300 / 2);
   });
 
   test('DCM_COUNTERS without DCM_TEST_HOOKS is a usage error, and nothing is applied', () => {

@@ -63,7 +63,7 @@ describe('RunDetails: the pace of details writes', () => {
 });
 
 function counters(): CostCounters {
-  return { commits: 0, transitions: 0, statements: 0, details: 0 };
+  return { commits: 0, transitions: 0, statements: 0, details: 0, autocommitReads: 0 };
 }
 
 describe('Orchestrator: progress lines as details', () => {

@@ -11,6 +11,7 @@ import type { AuditOutcome, AuditRequest, Driver } from '../driver.js';
 import type { StateSpec } from './config.js';
 import { runArgv, runCwd, runEnv, runValues, type RunSettings } from './run-env.js';
 import { terminateGroup } from './procs.js';
+import { setLongTimeout } from '../../platform/timers.js';
 
 /** The placeholders' values and environment of an audit: a run whose state is `audit`. */
 function auditRun(spec: StateSpec, req: AuditRequest, settings: RunSettings) {
@@ -62,7 +63,7 @@ export function runAudit(spec: StateSpec, req: AuditRequest, settings: RunSettin
       // The whole group, as a state's run is stopped: SIGTERM, SIGKILL after kill_grace.
       if (pid !== undefined) void terminateGroup(pid, spec.killGraceMs);
     };
-    const timer = setTimeout(() => stop(`audit timed out after ${formatDuration(spec.timeoutMs)}`), spec.timeoutMs);
+    const timer = setLongTimeout(() => stop(`audit timed out after ${formatDuration(spec.timeoutMs)}`), spec.timeoutMs);
     const onAbort = () => stop('audit stopped');
     req.signal?.addEventListener('abort', onAbort, { once: true });
     if (req.signal?.aborted) onAbort();
@@ -75,7 +76,7 @@ export function runAudit(spec: StateSpec, req: AuditRequest, settings: RunSettin
       err = (err + d).slice(-4096);
     });
     const done = (code: number | null, signal: NodeJS.Signals | null, spawnError?: Error) => {
-      clearTimeout(timer);
+      timer.clear();
       req.signal?.removeEventListener('abort', onAbort);
       const finish = (outcome: AuditOutcome) => {
         // Whatever the leader did, nothing of the group outlives the audit.

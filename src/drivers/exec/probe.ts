@@ -9,6 +9,7 @@ import type { StateSpec } from './config.js';
 import { runArgv, runCwd, runEnv, runValues, type RunRequest } from './run-env.js';
 import { formatDuration } from '../../domain/durations.js';
 import type { ProbeResult, ProbeSite } from '../probe.js';
+import { setLongTimeout } from '../../platform/timers.js';
 
 /** Output kept per probe, for its last line: a probe that talks a lot is cut, not buffered whole. */
 const OUTPUT_KEPT = 8192;
@@ -40,7 +41,7 @@ export function execProber(spec: StateSpec, dbPath: string): (site: ProbeSite) =
       }
       child.stdout!.on('data', keep);
       child.stderr!.on('data', keep);
-      const timer = setTimeout(() => {
+      const timer = setLongTimeout(() => {
         timedOut = true;
         try {
           process.kill(-child.pid!, 'SIGKILL');
@@ -49,11 +50,11 @@ export function execProber(spec: StateSpec, dbPath: string): (site: ProbeSite) =
         }
       }, spec.timeoutMs);
       child.on('error', (err) => {
-        clearTimeout(timer);
+        timer.clear();
         resolve({ answered: false, detail: `cannot run the probe: ${err.message}` });
       });
       child.on('close', (code, signal) => {
-        clearTimeout(timer);
+        timer.clear();
         const line = lastLine(out);
         if (timedOut) resolve({ answered: false, detail: `no answer within ${formatDuration(spec.timeoutMs)}` });
         else if (code === 0) resolve({ answered: true, detail: line });

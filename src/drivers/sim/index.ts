@@ -41,6 +41,8 @@ export class SimDriver implements Driver {
   /** This process's token: a site busy with this owner is busy for real. */
   private readonly owner = `${os.hostname()}:${process.pid}:${Date.now()}`;
   private readonly timers = new Set<Timer | NodeJS.Immediate>();
+  /** The one label it reads: a subcloud without it is never read for its labels. */
+  readonly labelKeys = [SIM_UNREACHABLE_LABEL];
 
   /** `dbFile`: the database the strategy is in; the sites are in their own file beside it. */
   constructor(
