@@ -56,6 +56,7 @@ export function withAuditAfter(driver: Driver, opts: AuditAfterOptions): Driver 
   const wrapped: Driver = {
     run: async (req) => after(req, await driver.run(req)),
     audit,
+    labelKeys: driver.labelKeys,
     ownsTimeouts: driver.ownsTimeouts,
     close: () => driver.close(),
   };

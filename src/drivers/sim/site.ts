@@ -37,8 +37,10 @@ export interface SiteRequest {
   attempt: number;
 }
 
-export function freshSite(name: string, campaign: string): Site {
-  return { name, campaign, done: -1, vim: 'none', busyState: null, busyOwner: null };
+/** A site a strategy reaches for the first time; what earlier strategies left it at (`was`) stays. */
+export function freshSite(name: string, campaign: string, was?: Site): Site {
+  // Every field, always: one object shape for every site (see transition.ts's `make`).
+  return { name, campaign, done: -1, vim: 'none', busyState: null, busyOwner: null, options: null, softwareVersion: was?.softwareVersion ?? null, sync: was?.sync ?? null };
 }
 
 function label(site: Site): string {
@@ -49,10 +51,7 @@ export type Admission = { ok: true; site: Site; replay: boolean } | { ok: false;
 
 /** May this operation start on this site? `owner` is the token of the calling process. */
 export function admit(current: Site | undefined, req: SiteRequest, owner: string): Admission {
-  let site =
-    current && current.campaign === req.campaign
-      ? current
-      : { ...freshSite(req.cloud, req.campaign), softwareVersion: current?.softwareVersion ?? null, sync: current?.sync ?? null };
+  let site = current && current.campaign === req.campaign ? current : freshSite(req.cloud, req.campaign, current);
   // Another operation of this very process is still running on the subcloud: the seed's race.
   if (site.busyState !== null && site.busyOwner === owner) {
     return { ok: false, reason: `unexpected state ${label(site)}` };

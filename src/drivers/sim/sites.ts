@@ -49,10 +49,23 @@ interface Finish {
   reject: (err: Error) => void;
 }
 
-/** A site's fields as the statements bind them (better-sqlite3 refuses undefined and objects). */
-function bind(s: Site): Omit<Site, 'sync'> & { softwareVersion: string | null; syncJson: string | null } {
-  const { sync, ...rest } = s;
-  return { ...rest, softwareVersion: s.softwareVersion ?? null, syncJson: sync ? JSON.stringify(sync) : null };
+/**
+ * A site's fields as the statements bind them (better-sqlite3 refuses undefined and objects), as
+ * one flat object made field by field: this runs for every simulated operation, twice.
+ */
+function bind(s: Site, owner: string | null) {
+  return {
+    name: s.name,
+    campaign: s.campaign,
+    done: s.done,
+    vim: s.vim,
+    busyState: s.busyState,
+    busyOwner: s.busyOwner,
+    options: s.options ?? null,
+    softwareVersion: s.softwareVersion ?? null,
+    syncJson: s.sync ? JSON.stringify(s.sync) : null,
+    owner,
+  };
 }
 
 export class SiteBook {
@@ -115,8 +128,8 @@ export class SiteBook {
        WHERE name = @name AND busy_owner = @owner`,
     );
     const tx = this.db.transaction((sites: Site[], finishes: { site: Site; owner: string }[]) => {
-      for (const s of sites) this.upsert.run({ ...bind(s), options: s.options ?? null });
-      return finishes.map((f) => this.finishRun.run({ ...bind(f.site), owner: f.owner }).changes === 1);
+      for (const s of sites) this.upsert.run(bind(s, null));
+      return finishes.map((f) => this.finishRun.run(bind(f.site, f.owner)).changes === 1);
     });
     this.flushTx = (sites: Site[], finishes: { site: Site; owner: string }[] = []) => tx.immediate(sites, finishes);
   }
