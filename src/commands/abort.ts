@@ -3,6 +3,7 @@ import { OperationError } from '../domain/errors.js';
 import type { StrategyType } from '../domain/types.js';
 import { casStrategyState, getStrategy } from '../store/strategy.js';
 import { abortInitialSteps, abortMidStateSteps, interruptRunning } from '../store/transitions.js';
+import { abortDeferredSteps } from '../store/deferrals.js';
 import { releaseLock, readLock } from '../store/lock.js';
 import { holderAlive } from '../orchestrator/lock.js';
 import { EVENTS } from '../domain/events.js';
@@ -39,7 +40,8 @@ export async function strategyAbort(ctx: RunCtx, type?: StrategyType): Promise<O
       if (holder) releaseLock(db, holder.token);
       const live = liveRuns(db, s, ctx.dbPath);
       interruptRunning(db, 'aborted while no orchestrator was running', live.map((l) => l.left.historyId));
-      const n = abortInitialSteps(db) + abortMidStateSteps(db, live.map((l) => l.left.stepId));
+      // A deferred step ends as a live orchestrator's abort ends it, not as one caught mid-state.
+      const n = abortInitialSteps(db) + abortDeferredSteps(db) + abortMidStateSteps(db, live.map((l) => l.left.stepId));
       const to = live.length ? 'aborting' : 'aborted';
       casStrategyState(db, abortable, to);
       recordEvent(

@@ -10,19 +10,22 @@ import { EXIT, OperationError, UsageError } from './errors.js';
 /** `--max-failures N|P%`: a count of failed steps, or a share of the strategy's steps. */
 export type MaxFailures = { count: number } | { percent: number };
 
-/** Parse `3` or `5%` (also `2.5%`). Anything else is a usage error. */
-export function parseMaxFailures(text: string): MaxFailures {
+/** A failure budget as written, `3` or `5%` (also `2.5%`), before its option's bounds; null when neither. */
+export function readFailureBudget(text: string): MaxFailures | null {
   const t = text.trim();
   const pct = /^(\d+(?:\.\d+)?)%$/.exec(t);
-  if (pct) {
-    const percent = Number(pct[1]);
-    if (percent > 0 && percent <= 100) return { percent };
+  if (pct) return { percent: Number(pct[1]) };
+  return /^\d+$/.test(t) && Number.isSafeInteger(Number(t)) ? { count: Number(t) } : null;
+}
+
+/** Parse `--max-failures`: 1 or more, or above 0% and at most 100%. Anything else is a usage error. */
+export function parseMaxFailures(text: string): MaxFailures {
+  const m = readFailureBudget(text);
+  if (m && 'percent' in m) {
+    if (m.percent > 0 && m.percent <= 100) return m;
     throw new UsageError(`invalid --max-failures '${text}': a percentage must be above 0% and at most 100%`);
   }
-  if (/^\d+$/.test(t)) {
-    const count = Number(t);
-    if (count >= 1 && Number.isSafeInteger(count)) return { count };
-  }
+  if (m && m.count >= 1) return m;
   throw new UsageError(`invalid --max-failures '${text}': give a number of failed steps (1 or more) or a percentage (5%)`);
 }
 

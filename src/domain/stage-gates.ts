@@ -8,6 +8,7 @@
  */
 import { durationProblem, formatDuration, parseDuration } from './durations.js';
 import { UsageError } from './errors.js';
+import { formatMaxFailures, readFailureBudget, type MaxFailures } from './control.js';
 
 export type StageGate = { kind: 'none' } | { kind: 'pause' } | { kind: 'soak'; ms: number } | { kind: 'check' };
 
@@ -32,24 +33,19 @@ export function formatStageGate(g: StageGate): string {
   return g.kind === 'soak' ? `soak=${formatDuration(g.ms)}` : g.kind;
 }
 
-/** `--stage-max-failures N|P%`: unlike `--max-failures`, 0 is allowed (any failure exceeds it). */
-export type StageMaxFailures = { count: number } | { percent: number };
-
-export function parseStageMaxFailures(text: string): StageMaxFailures {
-  const t = text.trim();
-  const pct = /^(\d+(?:\.\d+)?)%$/.exec(t);
-  if (pct) {
-    const percent = Number(pct[1]);
-    if (percent <= 100) return { percent };
+/** `--stage-max-failures N|P%`, read as `--max-failures` is, but 0 is allowed (any failure exceeds it). */
+export function parseStageMaxFailures(text: string): MaxFailures {
+  const m = readFailureBudget(text);
+  if (m && 'percent' in m) {
+    if (m.percent <= 100) return m;
     throw new UsageError(`invalid --stage-max-failures '${text}': a percentage must be at most 100%`);
   }
-  if (/^\d+$/.test(t) && Number.isSafeInteger(Number(t))) return { count: Number(t) };
+  if (m) return m;
   throw new UsageError(`invalid --stage-max-failures '${text}': give a number of failed steps (0 or more) or a percentage of the stage's steps (25%)`);
 }
 
-export function formatStageMaxFailures(m: StageMaxFailures): string {
-  return 'count' in m ? String(m.count) : `${m.percent}%`;
-}
+/** As it is stored and shown, as `--max-failures` is: `0`, `25%`. */
+export const formatStageMaxFailures = formatMaxFailures;
 
 /**
  * The number of failed steps a stage may have, or null for no budget of its own. A percentage is

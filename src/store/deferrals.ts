@@ -4,7 +4,8 @@
  * from the file, neither forgetting the step nor trying it before its time.
  */
 import type { Db } from './open.js';
-import { now, parseTime } from './clock.js';
+import { parseTime } from './clock.js';
+import { abortStepsIn } from './transitions.js';
 
 /** What a deferred step's history says: the state to run again, when, and how often it was deferred. */
 export interface DeferredRun {
@@ -44,12 +45,4 @@ export function othersLeftInStage(db: Db, stage: number, stepId: number): boolea
 }
 
 /** The abort's write for deferred steps: they end `aborted` (they hold no slot and run nothing). */
-export function abortDeferredSteps(db: Db): number {
-  const at = now();
-  return db
-    .prepare(
-      `UPDATE strategy_step SET state = 'aborted', details = 'aborted while deferred (the site had not answered)', finished_at = ?, updated_at = ?
-       WHERE state = 'deferred'`,
-    )
-    .run(at, at).changes;
-}
+export const abortDeferredSteps = (db: Db): number => abortStepsIn(db, 'deferred', 'aborted while deferred (the site had not answered)');

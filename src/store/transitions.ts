@@ -148,16 +148,16 @@ export class TransitionWriter {
   }
 }
 
-/** Steps never started become `aborted` (abort); returns how many. */
-export function abortInitialSteps(db: Db): number {
+/** Steps in `state`, which run nothing, become `aborted` with these details (abort); returns how many. */
+export function abortStepsIn(db: Db, state: 'initial' | 'deferred', details: string): number {
   const at = now();
   return db
-    .prepare(
-      `UPDATE strategy_step SET state = 'aborted', details = 'aborted before start', finished_at = ?, updated_at = ?
-       WHERE state = 'initial'`,
-    )
-    .run(at, at).changes;
+    .prepare(`UPDATE strategy_step SET state = 'aborted', details = ?, finished_at = ?, updated_at = ? WHERE state = ?`)
+    .run(details, at, at, state).changes;
 }
+
+/** Steps never started become `aborted` (abort); returns how many. */
+export const abortInitialSteps = (db: Db): number => abortStepsIn(db, 'initial', 'aborted before start');
 
 /**
  * Steps caught mid-state by an abort with no orchestrator running: aborted, naming the state;

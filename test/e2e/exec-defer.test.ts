@@ -217,6 +217,25 @@ describe('deferred steps and control', () => {
   });
 });
 
+describe('deferred steps and an abort with no orchestrator', () => {
+  // Claim, README "Sites that answer": an abort made while no apply runs ends a deferred step as a
+  // live apply's abort does, not as a step caught mid-state.
+  test('apply killed while a step is deferred, then abort: it ends aborted while deferred', async () => {
+    f = execFixture();
+    dcmOk([...db(), 'subcloud', 'add', ...names(3)]);
+    const cfg = config({ DEFER_ALWAYS: 's1', STEP_MIN_MS: '100', STEP_MAX_MS: '100' });
+    dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1',
+      '--driver', 'exec', '--exec-config', cfg, '--defer-delay', '1h']);
+    const apply = dcmSpawn([...db(), 'strategy', 'apply'], f.env, { detached: true });
+    await waitFor(() => stepOf('s1').state === 'deferred');
+    process.kill(apply.child.pid!, 'SIGKILL');
+    await apply.done;
+    dcmOk([...db(), 'strategy', 'abort']);
+    expect(stepOf('s1')).toMatchObject({ state: 'aborted', details: 'aborted while deferred (the site had not answered)' });
+    expect(f.readRuns().filter((x) => x.cloud === 's1')).toHaveLength(1);
+  });
+});
+
 describe('deferred steps and pause', () => {
   // Claim, README "Sites that answer": a deferred step whose time has come is not tried while paused; resume lets it go on.
   test('pause holds a deferred step past its time; it is tried once resumed', async () => {
