@@ -14,7 +14,7 @@ import { afterStage, checkOutcome, parseStageGate, stageBudgetExceeded, stageFai
 import { formatDuration } from '../domain/durations.js';
 import { EVENTS } from '../domain/events.js';
 import type { Db } from '../store/open.js';
-import { parseTime, timeIn } from '../store/clock.js';
+import { parseTime, timeAt } from '../store/clock.js';
 import { recordEvent } from '../store/events.js';
 import { casStrategyState } from '../store/strategy.js';
 import { listStageGates, setGateState, stageCloudNames, stageGate, stagesWithSteps, stageTally } from '../store/stage-gates.js';
@@ -177,7 +177,9 @@ export class StageGates {
       if (action.kind === 'soak') {
         if (action.start) {
           const text = `stage ${stage} ended: soaking ${formatDuration(action.dueMs - (tally.lastEnd === null ? Date.now() : parseTime(tally.lastEnd)))} before stage ${next}`;
-          await this.record(stage, 'soaking', text, timeIn(action.dueMs - Date.now()));
+          // The due time exactly as computed: a restart compares it with its own and must find it equal,
+          // or it would record the soak's start a second time.
+          await this.record(stage, 'soaking', text, timeAt(action.dueMs));
           this.host.note(`${text} (${formatDuration(Math.max(0, action.dueMs - Date.now()))} left)`);
         }
         await this.sleep(Math.max(0, action.dueMs - Date.now()));

@@ -21,6 +21,14 @@ export function parseTime(text: string): number {
   return Date.parse(`${text.replace(' ', 'T').slice(0, 23)}Z`);
 }
 
+/**
+ * An epoch-ms time as the store writes times; `parseTime` reads back exactly the same ms, so a
+ * stored deadline compares equal to the one it was written from (timeIn's clock is not Date.now's).
+ */
+export function timeAt(epochMs: number): string {
+  return formatTimestamp(Math.floor(epochMs) * 1000);
+}
+
 /** `ms` from now, as the store writes times. */
 export function timeIn(ms: number): string {
   return formatTimestamp(Math.floor((performance.timeOrigin + performance.now() + ms) * 1000));
