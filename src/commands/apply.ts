@@ -206,7 +206,7 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
     }
     db.close();
     if (fileGone) removeOwnSidecars(sidecars);
-    if (cost) fs.writeFileSync(cost.file, `${JSON.stringify(cost.counters)}\n`);
+    if (cost) fs.writeFileSync(cost.file, `${JSON.stringify({ ...cost.counters, driver: driver?.costs?.() ?? {} })}\n`);
     removeSignals?.();
   }
 }

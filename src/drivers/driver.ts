@@ -120,6 +120,11 @@ export interface Driver {
    * exec driver's `DCM_LABEL_*`).
    */
   readonly labelKeys?: readonly string[];
+  /**
+   * What the driver's own work cost so far, counted exactly (runs started, passes over /proc):
+   * written with the apply's counters (`DCM_COUNTERS`), for the cost tests.
+   */
+  costs?(): Record<string, number>;
   /** The driver enforces its own per-state timeouts: the orchestrator sets none. */
   readonly ownsTimeouts?: boolean;
   /** Stop whatever is pending, wait until every process it started is gone, let go of resources. */

@@ -60,6 +60,7 @@ export function withAuditAfter(driver: Driver, opts: AuditAfterOptions): Driver 
     ownsTimeouts: driver.ownsTimeouts,
     close: () => driver.close(),
   };
+  if (driver.costs) wrapped.costs = driver.costs.bind(driver);
   if (driver.adopt) {
     const adopt = driver.adopt.bind(driver);
     wrapped.adopt = (left: LeftRun, req: OperationRequest): Adoption => {

@@ -28,13 +28,37 @@ export interface ProcStat {
   starttime: number;
 }
 
+let passes = 0;
+
+/** Passes over every process in /proc this process has made (for the cost counters): each costs a stat read per process. */
+export function procPasses(): number {
+  return passes;
+}
+
+/** Counts a pass over /proc (readdir and a stat per process), wherever it is made. */
+export function countPass(): void {
+  passes++;
+}
+
+/** One buffer for every stat read: a scan reads hundreds, and each fresh buffer was garbage. */
+const STAT_BUF = Buffer.allocUnsafe(4096);
+
 /** Fields of /proc/<pid>/stat, or null when it cannot be read (gone, or no /proc here). */
 export function readStat(pid: number | string): ProcStat | null {
+  // open, read, close: readFileSync would add an fstat and a buffer per call.
   let text: string;
+  let fd: number;
   try {
-    text = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
+    fd = fs.openSync(`/proc/${pid}/stat`, 'r');
   } catch {
     return null;
+  }
+  try {
+    text = STAT_BUF.toString('latin1', 0, fs.readSync(fd, STAT_BUF, 0, STAT_BUF.length, null));
+  } catch {
+    return null;
+  } finally {
+    fs.closeSync(fd);
   }
   // The command name (field 2) may hold spaces and parentheses: count fields after the last ')'.
   const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
@@ -78,20 +102,39 @@ export function bootId(): string | null {
  * the few that are new.
  */
 export function processesWithEnv(name: string, values: ReadonlySet<string>, since = 0): Map<string, number[]> {
-  const out = new Map<string, number[]>();
-  if (values.size === 0) return out;
+  return scanProcesses(name, values, since, new Set()).tagged;
+}
+
+/**
+ * One pass over /proc for two questions at once: the live processes whose environment holds
+ * `NAME=value` for one of `values` (started at or after `since`), and the live members of each
+ * process group in `groups` (a zombie is no member: see isZombie). The exec driver asks both when
+ * runs end, and a pass costs a stat read per process on the machine.
+ */
+export function scanProcesses(
+  name: string,
+  values: ReadonlySet<string>,
+  since: number,
+  groups: ReadonlySet<number>,
+): { tagged: Map<string, number[]>; members: Map<number, number[]> } {
+  const tagged = new Map<string, number[]>();
+  const members = new Map<number, number[]>();
+  if (values.size === 0 && groups.size === 0) return { tagged, members };
   let entries: string[];
   try {
     entries = fs.readdirSync('/proc');
   } catch {
-    return out;
+    return { tagged, members };
   }
+  passes++;
   const prefix = Buffer.from(`${name}=`);
   for (const e of entries) {
     const c = e.charCodeAt(0);
     if (c < 48 || c > 57 || Number(e) === process.pid) continue;
     const s = readStat(e);
-    if (!s || isZombie(s) || s.starttime < since) continue;
+    if (!s || isZombie(s)) continue;
+    if (groups.has(s.pgrp)) push(members, s.pgrp, Number(e));
+    if (values.size === 0 || s.starttime < since) continue;
     let env: Buffer;
     try {
       env = fs.readFileSync(`/proc/${e}/environ`);
@@ -103,10 +146,13 @@ export function processesWithEnv(name: string, values: ReadonlySet<string>, sinc
     if (at < 0) continue;
     const end = env.indexOf(0, at);
     const value = env.toString('utf8', at + prefix.length, end < 0 ? env.length : end);
-    if (!values.has(value)) continue;
-    const list = out.get(value);
-    if (list) list.push(Number(e));
-    else out.set(value, [Number(e)]);
+    if (values.has(value)) push(tagged, value, Number(e));
   }
-  return out;
+  return { tagged, members };
+}
+
+function push<K>(map: Map<K, number[]>, key: K, pid: number): void {
+  const list = map.get(key);
+  if (list) list.push(pid);
+  else map.set(key, [pid]);
 }

@@ -18,6 +18,8 @@ interface Counters {
   transitions: number;
   statements: number;
   autocommitReads: number;
+  /** The driver's own (the exec driver's runs and passes over /proc). */
+  driver: Record<string, number>;
 }
 
 function applyCounted(n: number, window: number, extra: string[] = []): Counters {
@@ -54,6 +56,24 @@ describe('cost counters of a zero-latency apply', () => {
     // 300 more subclouds: a read outside a transaction per subcloud (or per start) would add 300
     // (1,500); the polls of a slower run add a couple every quarter second.
     expect(big.autocommitReads - small.autocommitReads).toBeLessThan(300 / 2);
+  });
+
+  test('exec driver: one run launched per state, and no more passes over /proc than runs (runs that end together share one)', () => {
+    t = tempDir('dcm-cost-');
+    const n = 40;
+    const cfg = path.join(t.dir, 'true.yaml');
+    fs.writeFileSync(cfg, 'states:\n  "*": [/bin/true]\n');
+    dcmOk(['--db', t.db, 'subcloud', 'add', ...names(n)]);
+    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '10', '--driver', 'exec', '--exec-config', cfg]);
+    const file = path.join(t.dir, 'counters.json');
+    dcmOk(['--db', t.db, '-q', 'strategy', 'apply'], { env: { DCM_TEST_HOOKS: '1', DCM_COUNTERS: file } });
+    const c = JSON.parse(fs.readFileSync(file, 'utf8')) as Counters;
+    expect(c.driver.runs).toBe(n * 5);
+    // Each ended run asks whether its group is gone (a stderr `tee` left as a zombie keeps the
+    // kernel's answer yes, so /proc decides) and what carries its DCM_RUN_ID: one shared pass
+    // answers both. A pass of each per run would be 400 here.
+    expect(c.driver.procPasses).toBeLessThanOrEqual(c.driver.runs);
+    expect(c.driver.procPasses).toBeGreaterThan(0);
   });
 
   test('DCM_COUNTERS without DCM_TEST_HOOKS is a usage error, and nothing is applied', () => {

@@ -18,9 +18,9 @@ import type { ExecConfig, StateSpec } from './config.js';
 import type { LogLayout } from '../../domain/logs.js';
 import { abandonRun, abandonStart, lastLine, lastMatch, readClaim, readSmall, readStatus, readTaken, removeQuietly, runBase, type RunClaim, type RunStatus } from './files.js';
 import { runArgv, runCwd, runEnv, runValues } from './run-env.js';
-import { groupAlive, terminateGroup, terminatePids, terminateTagged, ticksNow, waitGroupGone } from './procs.js';
+import { terminateGroup, terminatePids, terminateTagged, ticksNow, waitGroupGone } from './procs.js';
 import { Launcher, type Exited } from './launch.js';
-import { processesWithEnv } from '../../platform/proc.js';
+import { processesWithEnv, procPasses } from '../../platform/proc.js';
 import { setLongTimeout, sleep } from '../../platform/timers.js';
 import { PRIVATE_DIR } from '../../platform/private.js';
 import { runIdOf } from './run-id.js';
@@ -108,6 +108,10 @@ export class ExecDriver implements Driver {
     const s = this.specs.get(state);
     if (!s) throw new Error(`the exec config has no command for state '${state}'`);
     return s;
+  }
+
+  costs(): Record<string, number> {
+    return { runs: this.launcher.launched, procPasses: procPasses() };
   }
 
   run(req: OperationRequest): Promise<OperationResult> {
@@ -234,8 +238,16 @@ export class ExecDriver implements Driver {
    * the last of stderr gets a moment), then its processes that left the group, found by DCM_RUN_ID.
    */
   private async cleanLeftovers(pgid: number, runId: string, since: number, graceMs: number): Promise<void> {
-    if (groupAlive(pgid) && !(await waitGroupGone(pgid, DRAIN_MS))) await terminateGroup(pgid, graceMs);
-    const escaped = await this.scans.find(runId, since);
+    // One pass (shared with the runs that end in the same turn) tells both; in the usual case the
+    // group is gone and nothing carries the tag, and the run costs no other look at /proc.
+    const found = await this.scans.find(runId, since, pgid);
+    if (!found.group.length) {
+      if (found.tagged.length) await terminatePids(found.tagged, graceMs);
+      return;
+    }
+    if (!(await waitGroupGone(pgid, DRAIN_MS))) await terminateGroup(pgid, graceMs);
+    // Looked for afresh: a member may have left the group while it drained.
+    const escaped = (await this.scans.find(runId, since)).tagged;
     if (escaped.length) await terminatePids(escaped, graceMs);
   }
 

@@ -37,6 +37,11 @@ export class Launcher {
 
   constructor(private readonly env: NodeJS.ProcessEnv) {}
 
+  /** Runs asked of a launcher so far (for the cost counters). */
+  get launched(): number {
+    return this.nextId - 1;
+  }
+
   private ensure(): ChildProcess {
     if (this.child) return this.child;
     // Its own process group: a Ctrl-C at the terminal reaches dcm only, and a kill -9 of dcm

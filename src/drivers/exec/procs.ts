@@ -3,7 +3,7 @@
  * (a zombie counts as gone, see platform/proc.ts): `kill(-pgid, 0)` alone would keep succeeding.
  */
 import fs from 'node:fs';
-import { isZombie, readStat } from '../../platform/proc.js';
+import { countPass, isZombie, readStat } from '../../platform/proc.js';
 import { sleep } from '../../platform/timers.js';
 
 /** A process's start time in clock ticks since boot, or null when it is gone. */
@@ -27,6 +27,7 @@ export function groupMembers(pgid: number, first = false): number[] {
   } catch {
     return out;
   }
+  countPass();
   for (const e of entries) {
     const c = e.charCodeAt(0);
     if (c < 48 || c > 57) continue;

@@ -1,26 +1,38 @@
 /**
- * The search of /proc for a run's processes by their DCM_RUN_ID, shared by the runs that end in
- * the same turn of the event loop: every run that ends is looked for (its processes may have left
- * its group), and a scan reads every process's stat, so one scan for all of them rather than one
- * each (at 50 runs in flight the machine has hundreds of processes).
+ * The search of /proc when runs end, shared by the runs that end in the same turn of the event
+ * loop. Each ended run asks two things: is its process group gone (a `tee` finishing stderr may
+ * still be there, or be a zombie that only process 1 reaps: a zombie counts as gone), and which
+ * processes carry its DCM_RUN_ID (they may have left its group). A pass reads every process's stat,
+ * so one pass answers every question of the turn rather than one or more per run (at 50 runs in
+ * flight the machine has hundreds of processes).
  */
-import { processesWithEnv } from '../../platform/proc.js';
+import { scanProcesses } from '../../platform/proc.js';
+
+export interface RunProcesses {
+  /** Live members of the run's process group (none when it was not asked or the group is gone). */
+  group: number[];
+  /** Live processes carrying the run's DCM_RUN_ID, in or out of its group. */
+  tagged: number[];
+}
 
 interface Ask {
+  runId: string;
   since: number;
-  resolve: (pids: number[]) => void;
+  pgid: number | null;
+  resolve: (found: RunProcesses) => void;
 }
 
 export class TagScans {
-  private asks = new Map<string, Ask[]>();
+  private asks: Ask[] = [];
   private scheduled = false;
 
-  /** The live processes carrying `runId`, started at or after `since` (ticks), at the next scan. */
-  find(runId: string, since: number): Promise<number[]> {
+  /**
+   * The live processes carrying `runId`, started at or after `since` (ticks), and with `pgid` the
+   * live members of that group, at the next pass.
+   */
+  find(runId: string, since: number, pgid: number | null = null): Promise<RunProcesses> {
     return new Promise((resolve) => {
-      const list = this.asks.get(runId);
-      if (list) list.push({ since, resolve });
-      else this.asks.set(runId, [{ since, resolve }]);
+      this.asks.push({ runId, since, pgid, resolve });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => this.scan());
@@ -31,10 +43,27 @@ export class TagScans {
   private scan(): void {
     this.scheduled = false;
     const asks = this.asks;
-    this.asks = new Map();
+    this.asks = [];
     let since = Infinity;
-    for (const list of asks.values()) for (const a of list) since = Math.min(since, a.since);
-    const found = processesWithEnv('DCM_RUN_ID', new Set(asks.keys()), Number.isFinite(since) ? since : 0);
-    for (const [runId, list] of asks) for (const a of list) a.resolve(found.get(runId) ?? []);
+    const groups = new Set<number>();
+    for (const a of asks) {
+      since = Math.min(since, a.since);
+      // kill(-pgid, 0) failing proves the group empty without a look at /proc.
+      if (a.pgid !== null && a.pgid > 0 && groupExists(a.pgid)) groups.add(a.pgid);
+    }
+    const found = scanProcesses('DCM_RUN_ID', new Set(asks.map((a) => a.runId)), Number.isFinite(since) ? since : 0, groups);
+    for (const a of asks) {
+      a.resolve({ group: a.pgid === null ? [] : (found.members.get(a.pgid) ?? []), tagged: found.tagged.get(a.runId) ?? [] });
+    }
+  }
+}
+
+/** Whether the kernel has any process (a zombie too) in the group; EPERM: someone else's group, not ours. */
+function groupExists(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
   }
 }
