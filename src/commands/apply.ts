@@ -23,6 +23,7 @@ import { simLatencyMidpoint } from '../domain/estimate.js';
 import { onSignals } from '../orchestrator/signals.js';
 import { EVENTS } from '../domain/events.js';
 import { whoAmI } from '../platform/who.js';
+import { WINDOW_PAGE_CACHE } from '../platform/sqlite-cache.js';
 import { recordEvent } from '../store/events.js';
 
 /** A strategy left in one of these by a process that is gone is taken up again (paused: waiting for resume). */
@@ -115,6 +116,7 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
   // SPEC §2: every connection waits at least 5 s for another writer; past that the orchestrator
   // says so once and tries again (committer.ts), never dying of SQLITE_BUSY.
   db.pragma('busy_timeout = 5000');
+  db.pragma(WINDOW_PAGE_CACHE);
   const checkFile = fileWatch(ctx.dbPath);
   const lock = new ApplyLock(db, ctx.dbPath);
   let locked = false;

@@ -9,6 +9,7 @@
  */
 import type DatabaseT from 'better-sqlite3';
 import { requireCjs } from '../../platform/cjs.js';
+import { WINDOW_PAGE_CACHE } from '../../platform/sqlite-cache.js';
 
 // Through require: see platform/cjs.ts.
 const Database = requireCjs('better-sqlite3') as typeof DatabaseT;
@@ -87,6 +88,7 @@ export class SiteBook {
       // Only another apply's sim driver writes here (one that took the strategy over): a wait of
       // 5 s, as everywhere in dcm, and a busy flush is kept and retried at a later tick.
       this.db.pragma('busy_timeout = 5000');
+      this.db.pragma(WINDOW_PAGE_CACHE);
       // WAL + NORMAL, as the database: a commit survives a kill -9 of the process.
       if (this.db.pragma('journal_mode', { simple: true }) !== 'wal') this.db.pragma('journal_mode = WAL');
       this.db.pragma('synchronous = NORMAL');
