@@ -2,29 +2,19 @@
  * The one exit point: parse argv, run the command, print its result on stdout, and map every
  * error to one `error: <message>` line on stderr and an exit code (SPEC §8).
  */
-import { Command, CommanderError } from './commander.js';
-import { createRequire } from 'node:module';
+import { CommanderError, type Command } from './commander.js';
 import { DcmError, EXIT } from '../domain/errors.js';
 import { resolveDbPath } from '../store/path.js';
-import { addGlobalOptions, addGlobalOptionsEverywhere, readGlobals, type GlobalOptions } from './globals.js';
+import { readGlobals, type GlobalOptions } from './globals.js';
 import { confirmIfRequired, type ConfirmIo } from './confirm.js';
 import { wantColor, type OutputOptions } from './output/options.js';
 import type { Printable } from './output/views.js';
 import type { Outcome } from '../commands/results.js';
 import type { RunCtx } from './runner.js';
 import type { Runner } from './runner.js';
-import { registerSubcloud } from './subcloud.js';
-import { registerGroup } from './group.js';
-import { registerStrategy } from './strategy.js';
-import { registerSteps } from './steps.js';
-import { registerStrategyConfig } from './strategy-config.js';
-import { registerDb } from './db.js';
-import { registerCompletion } from './completion.js';
-import { registerAlarm } from './alarm.js';
-import { addExamples, addExamplesTo, examplesText } from './examples.js';
+import { examplesText } from './examples.js';
+import { buildProgram, finishCommands } from './program.js';
 import { expandAbbreviations } from './abbrev.js';
-
-const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
 
 function isOutcome(x: Printable | Outcome): x is Outcome {
   return !('kind' in x);
@@ -34,67 +24,6 @@ export interface Io {
   stdout: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
   stderr: NodeJS.WritableStream;
   stdin?: ConfirmIo['stdin'];
-}
-
-/**
- * The program: every command, its options, and (unless `lazy`) the global options and Examples
- * block on every command. `lazy` leaves those two to `finishCommands`, which adds them only where
- * the command line can lead: 137 commands with 16 global options each are 2,000 option objects and
- * their listeners, a third of a short command's start-up, and a command line uses a handful.
- */
-export function buildProgram(run: Runner, io?: Io, lazy = false): Command {
-  const program = new Command('dcm')
-    .description('Orchestrate software updates across a fleet of subclouds, dcmanager style')
-    .version(version, '--version')
-    .exitOverride()
-    // Each command parses its own options first, so an option value that starts with a dash
-    // (`--description "-first rack"`) is never read as a global option.
-    .enablePositionalOptions()
-    .configureOutput({
-      outputError: () => {},
-      // Help and version go to main's streams, never straight to the process's.
-      writeOut: (s) => void (io ?? process).stdout.write(s),
-      writeErr: (s) => void (io ?? process).stderr.write(s),
-    })
-    .showSuggestionAfterError(true);
-  addGlobalOptions(program, true);
-  registerSubcloud(program, run);
-  registerGroup(program, run);
-  registerStrategy(program, run);
-  registerSteps(program, run);
-  registerStrategyConfig(program, run);
-  registerDb(program, run);
-  registerCompletion(program, run);
-  registerAlarm(program, run);
-  // Last: every command registered above takes the global and formatter options, and gets its
-  // Examples block.
-  if (!lazy) {
-    addGlobalOptionsEverywhere(program);
-    addExamples(program);
-  }
-  return program;
-}
-
-/**
- * The global options and Examples of a lazy program, on every command `words` may name: each word
- * that is the name (or alias) of a subcommand of a command already reached reaches it too. Words
- * are not told apart from option values here (`-c strategy` reaches `strategy`), so this reaches
- * more commands than the parse will take, never fewer: whatever path commander and
- * expandAbbreviations follow, its commands have their options.
- */
-export function finishCommands(program: Command, words: readonly string[]): void {
-  const reached = new Set<Command>([program]);
-  for (const w of words) {
-    if (w === '--') break;
-    for (const cmd of [...reached]) {
-      const sub = cmd.commands.find((c) => c.name() === w || c.aliases().includes(w));
-      if (sub && !reached.has(sub)) {
-        reached.add(sub);
-        addGlobalOptions(sub, false);
-      }
-    }
-  }
-  for (const cmd of reached) addExamplesTo(cmd);
 }
 
 function outputOptions(g: GlobalOptions, io: Io): OutputOptions {
@@ -123,7 +52,8 @@ export async function main(argv: string[], io: Io = { stdout: process.stdout, st
       const res = await fn(ctx!);
       outcome = isOutcome(res) ? res : { result: res };
     };
-    const program = buildProgram(run, io, true);
+    // Only the commands the line can name are built (program.ts): `help` and typos get them all.
+    const program = await buildProgram(run, io, true, argv);
     program.hook('preAction', async (_program, action) => {
       const g = readGlobals(action);
       const o = outputOptions(g, io);

@@ -5,11 +5,11 @@
  * rewritten. test/e2e/dcmanager-script.test.ts runs them through the built binary.
  */
 import { describe, expect, test } from '@jest/globals';
-import { buildProgram } from '../../src/cli/main.js';
+import { buildProgram } from '../../src/cli/program.js';
 import { expandAbbreviations } from '../../src/cli/abbrev.js';
 import { UsageError } from '../../src/domain/errors.js';
 
-const program = buildProgram(async () => {});
+const program = await buildProgram(async () => {});
 const expand = (s: string[]) => expandAbbreviations(program, s);
 
 describe('unique prefixes are spelled out', () => {

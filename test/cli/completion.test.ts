@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { buildProgram } from '../../src/cli/main.js';
+import { buildProgram } from '../../src/cli/program.js';
 import { completionTree } from '../../src/cli/completion.js';
 import { dcm, sleep, tempDir } from '../helpers/cli.js';
 
@@ -104,8 +104,8 @@ COMP_WORDS=(dcm strategy ''); COMP_CWORD=2; COMPREPLY=(); _dcm; printf '%s\\n' "
 });
 
 describe('the tree it is generated from', () => {
-  test('every command of the program is in it, with its options', () => {
-    const nodes = completionTree(buildProgram(async () => {}));
+  test('every command of the program is in it, with its options', async () => {
+    const nodes = completionTree(await buildProgram(async () => {}));
     const byPath = new Map(nodes.map((n) => [n.path, n]));
     expect(byPath.get('')!.commands).toEqual(expect.arrayContaining(['subcloud', 'strategy', 'strategy-step', 'completion']));
     expect(byPath.get('strategy create')!.takesValue).toEqual(expect.arrayContaining(['--type', '--sim-fail', '--db', '-f']));

@@ -4,9 +4,11 @@
  */
 import { describe, expect, test } from '@jest/globals';
 import type { Command } from 'commander';
-import { buildProgram } from '../../src/cli/main.js';
+import { buildProgram } from '../../src/cli/program.js';
 import { commandPath } from '../../src/cli/examples.js';
 import { dcm } from '../helpers/cli.js';
+
+const program = await buildProgram(async () => {});
 
 function allCommands(): Command[] {
   const out: Command[] = [];
@@ -14,7 +16,7 @@ function allCommands(): Command[] {
     out.push(c);
     c.commands.forEach(visit);
   };
-  visit(buildProgram(async () => {}));
+  visit(program);
   return out;
 }
 

@@ -14,7 +14,7 @@ import path from 'node:path';
 import fc from 'fast-check';
 import type { Command, Option } from 'commander';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { buildProgram } from '../../src/cli/main.js';
+import { buildProgram } from '../../src/cli/program.js';
 import { BIN, dcmOk, tempDir, type RunResult } from '../helpers/cli.js';
 import { dirFingerprint } from '../helpers/fleet.js';
 import { run as runInProcess } from '../helpers/inprocess.js';
@@ -50,7 +50,7 @@ function leaves(cmd: Command, prefix: string[] = []): Spec[] {
   return out;
 }
 
-const SPECS = leaves(buildProgram(async () => {}));
+const SPECS = leaves(await buildProgram(async () => {}));
 
 const TRICKY = [
   '', '-', '--', '-x', '--nope', '--db', '-f', '-c', '0', '-1', '1', '2', '3', '5000', '5001', '251',
