@@ -70,10 +70,11 @@ export class TransitionWriter {
     guard: () => void = () => {},
   ) {
     this.update = db.prepare(
-      `UPDATE strategy_step SET state = @to, details = @details, attempt = COALESCE(@attempt, attempt),
-         started_at = COALESCE(started_at, @now), finished_at = CASE WHEN @ended THEN @now ELSE NULL END,
-         updated_at = @now
-       WHERE id = @id AND state = @from`,
+      // Positional (to, details, attempt, now, ended, now, now, id, from): binding by name looks
+      // every parameter up on an object, once per transition.
+      `UPDATE strategy_step SET state = ?, details = ?, attempt = COALESCE(?, attempt),
+         started_at = COALESCE(started_at, ?), finished_at = CASE WHEN ? THEN ? ELSE NULL END, updated_at = ?
+       WHERE id = ? AND state = ?`,
     );
     this.closeRun = db.prepare(
       `UPDATE step_history SET outcome = ?, finished_at = ?, details = ?, retry_at = ? WHERE id = ? AND outcome = 'running'`,
@@ -120,15 +121,7 @@ export class TransitionWriter {
       const r = this.closeRun.run(c.outcome, c.finishedAt, c.details.slice(0, DETAILS_MAX), c.retryAt ?? null, c.historyId);
       if (r.changes !== 1) throw new Error(`history row ${t.close.historyId} of ${t.cloud} is not running`);
     }
-    const r = this.update.run({
-      id: t.stepId,
-      from: t.from,
-      to: t.to,
-      details: t.details.slice(0, DETAILS_MAX),
-      attempt: t.startAttempt ?? null,
-      ended: t.ended ? 1 : 0,
-      now: at,
-    });
+    const r = this.update.run(t.to, t.details.slice(0, DETAILS_MAX), t.startAttempt ?? null, at, t.ended ? 1 : 0, at, at, t.stepId, t.from);
     if (r.changes !== 1) {
       // Someone else changed the step: stop rather than run a state twice. Nothing of this batch
       // is committed, and the strategy stays `applying` for `dcm strategy apply` to resume.

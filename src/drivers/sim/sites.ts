@@ -54,20 +54,16 @@ interface Finish {
  * A site's fields as the statements bind them (better-sqlite3 refuses undefined and objects), as
  * one flat object made field by field: this runs for every simulated operation, twice.
  */
-function bind(s: Site, owner: string | null) {
-  return {
-    name: s.name,
-    campaign: s.campaign,
-    done: s.done,
-    vim: s.vim,
-    busyState: s.busyState,
-    busyOwner: s.busyOwner,
-    options: s.options ?? null,
-    softwareVersion: s.softwareVersion ?? null,
-    syncJson: s.sync ? JSON.stringify(s.sync) : null,
-    owner,
-  };
+/**
+ * A site's columns in the order of the upsert's `?`s (name, campaign, done, vim, busy_state,
+ * busy_owner, options, software_version, sync). Positional: binding by name looks every
+ * parameter up on an object, which was a visible part of figure 1's CPU.
+ */
+function row(s: Site): [string, string, number, string, string | null, string | null, string | null, string | null, string | null] {
+  return [s.name, s.campaign, s.done, s.vim, s.busyState, s.busyOwner, s.options ?? null, s.softwareVersion ?? null, syncJson(s)];
 }
+
+const syncJson = (s: Site): string | null => (s.sync ? JSON.stringify(s.sync) : null);
 
 export class SiteBook {
   private readonly db: DatabaseT.Database;
@@ -117,7 +113,7 @@ export class SiteBook {
     this.selectOne = this.db.prepare('SELECT * FROM sim_site WHERE name = ?');
     this.upsert = this.db.prepare(
       `INSERT INTO sim_site (name, campaign, done, vim, busy_state, busy_owner, options, software_version, sync)
-       VALUES (@name, @campaign, @done, @vim, @busyState, @busyOwner, @options, @softwareVersion, @syncJson)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT(name) DO UPDATE SET campaign = excluded.campaign, done = excluded.done, vim = excluded.vim,
          busy_state = excluded.busy_state, busy_owner = excluded.busy_owner, options = excluded.options,
          software_version = excluded.software_version, sync = excluded.sync`,
@@ -125,13 +121,14 @@ export class SiteBook {
     // A site taken over by another orchestrator (this one was stopped, and the lock went to
     // another) no longer runs this process's operation: its late finish is refused by the site.
     this.finishRun = this.db.prepare(
-      `UPDATE sim_site SET campaign = @campaign, done = @done, vim = @vim, busy_state = NULL, busy_owner = NULL,
-         software_version = @softwareVersion, sync = @syncJson
-       WHERE name = @name AND busy_owner = @owner`,
+      `UPDATE sim_site SET campaign = ?, done = ?, vim = ?, busy_state = NULL, busy_owner = NULL, software_version = ?, sync = ?
+       WHERE name = ? AND busy_owner = ?`,
     );
     const tx = this.db.transaction((sites: Site[], finishes: { site: Site; owner: string }[]) => {
-      for (const s of sites) this.upsert.run(bind(s, null));
-      return finishes.map((f) => this.finishRun.run(bind(f.site, f.owner)).changes === 1);
+      for (const s of sites) this.upsert.run(...row(s));
+      return finishes.map(
+        ({ site: s, owner }) => this.finishRun.run(s.campaign, s.done, s.vim, s.softwareVersion ?? null, syncJson(s), s.name, owner).changes === 1,
+      );
     });
     this.flushTx = (sites: Site[], finishes: { site: Site; owner: string }[] = []) => tx.immediate(sites, finishes);
   }
