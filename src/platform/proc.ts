@@ -126,7 +126,7 @@ export function scanProcesses(
   } catch {
     return { tagged, members };
   }
-  passes++;
+  countPass();
   const prefix = Buffer.from(`${name}=`);
   for (const e of entries) {
     const c = e.charCodeAt(0);

@@ -197,17 +197,22 @@ states:
   });
 });
 
+/** `n` subclouds one at a time, s1's site never answering (deferred for an hour); the apply, once s1 is deferred. */
+async function applyUntilS1Deferred(n: number): Promise<ReturnType<typeof dcmSpawn>> {
+  f = execFixture();
+  dcmOk([...db(), 'subcloud', 'add', ...names(n)]);
+  const cfg = config({ DEFER_ALWAYS: 's1', STEP_MIN_MS: '100', STEP_MAX_MS: '100' });
+  dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1',
+    '--driver', 'exec', '--exec-config', cfg, '--defer-delay', '1h']);
+  const apply = dcmSpawn([...db(), 'strategy', 'apply'], f.env, { detached: true });
+  await waitFor(() => stepOf('s1').state === 'deferred');
+  return apply;
+}
+
 describe('deferred steps and control', () => {
   // Claim, README "Sites that answer": an abort ends deferred steps `aborted`; none is tried again.
   test('abort while a step is deferred: it ends aborted, not tried again, and the apply ends', async () => {
-    f = execFixture();
-    dcmOk([...db(), 'subcloud', 'add', ...names(4)]);
-    const cfg = config({ DEFER_ALWAYS: 's1', STEP_MIN_MS: '100', STEP_MAX_MS: '100' });
-    dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1',
-      '--driver', 'exec', '--exec-config', cfg, '--defer-delay', '1h']);
-    const apply = dcmSpawn([...db(), 'strategy', 'apply'], f.env, { detached: true });
-    const s1State = () => withSql(f.db, (d) => d.prepare(`SELECT st.state FROM strategy_step st JOIN subcloud s ON s.id = st.subcloud_id WHERE s.name = 's1'`).pluck().get());
-    await waitFor(() => s1State() === 'deferred');
+    const apply = await applyUntilS1Deferred(4);
     dcmOk([...db(), 'strategy', 'abort']);
     const r = await apply.done;
     expect(r.code).toBe(3);
@@ -221,13 +226,7 @@ describe('deferred steps and an abort with no orchestrator', () => {
   // Claim, README "Sites that answer": an abort made while no apply runs ends a deferred step as a
   // live apply's abort does, not as a step caught mid-state.
   test('apply killed while a step is deferred, then abort: it ends aborted while deferred', async () => {
-    f = execFixture();
-    dcmOk([...db(), 'subcloud', 'add', ...names(3)]);
-    const cfg = config({ DEFER_ALWAYS: 's1', STEP_MIN_MS: '100', STEP_MAX_MS: '100' });
-    dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1',
-      '--driver', 'exec', '--exec-config', cfg, '--defer-delay', '1h']);
-    const apply = dcmSpawn([...db(), 'strategy', 'apply'], f.env, { detached: true });
-    await waitFor(() => stepOf('s1').state === 'deferred');
+    const apply = await applyUntilS1Deferred(3);
     process.kill(apply.child.pid!, 'SIGKILL');
     await apply.done;
     dcmOk([...db(), 'strategy', 'abort']);

@@ -51,13 +51,10 @@ interface Finish {
 }
 
 /**
- * A site's fields as the statements bind them (better-sqlite3 refuses undefined and objects), as
- * one flat object made field by field: this runs for every simulated operation, twice.
- */
-/**
  * A site's columns in the order of the upsert's `?`s (name, campaign, done, vim, busy_state,
- * busy_owner, options, software_version, sync). Positional: binding by name looks every
- * parameter up on an object, which was a visible part of figure 1's CPU.
+ * busy_owner, options, software_version, sync), with no undefined or object (better-sqlite3
+ * refuses them). Positional: this runs for every simulated operation, and binding by name looks
+ * every parameter up on an object, which was a visible part of figure 1's CPU.
  */
 function row(s: Site): [string, string, number, string, string | null, string | null, string | null, string | null, string | null] {
   return [s.name, s.campaign, s.done, s.vim, s.busyState, s.busyOwner, s.options ?? null, s.softwareVersion ?? null, syncJson(s)];
