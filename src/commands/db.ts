@@ -15,6 +15,9 @@ import { checkDbPath, type Db } from '../store/open.js';
 import { canWriteIn, inspectDbPath } from '../store/path.js';
 import { publish, type Ctx } from './context.js';
 import { PRIVATE_FILE } from '../platform/private.js';
+import { isPgUrl, shownUrl } from '../domain/db-url.js';
+import { checkPgDatabase } from '../store/pg/check.js';
+import { withServerFaults } from '../store/pg/faults.js';
 
 /** The existing database, opened without migrating or writing; an error when there is none. */
 function openExisting(ctx: Ctx): Db {
@@ -28,6 +31,11 @@ function openExisting(ctx: Ctx): Db {
 
 /** `ok` and exit 0, or what is wrong, one problem a row, and exit 1. */
 export async function dbCheck(ctx: Ctx): Promise<Outcome> {
+  if (isPgUrl(ctx.dbPath)) {
+    const problems = withServerFaults(ctx.dbPath, () => checkPgDatabase(ctx.dbPath));
+    const ok = problems.length === 1 && problems[0] === 'ok';
+    return { result: list(['integrity check'], problems.map((p) => [p])), exitCode: ok ? 0 : 1 };
+  }
   const db = openExisting(ctx);
   let problems: string[];
   try {
@@ -47,6 +55,10 @@ export async function dbCheck(ctx: Ctx): Promise<Outcome> {
  * name and linked into place complete, so a full disk or a kill leaves no half backup at `file`.
  */
 export async function dbBackup(ctx: Ctx, file: string): Promise<Result> {
+  if (isPgUrl(ctx.dbPath)) {
+    // The server's own tool copies a database consistently while an apply writes to it.
+    throw new UsageError(`db backup copies a database file; for ${shownUrl(ctx.dbPath)} use the server's pg_dump (pg_dump -Fc -f ${file || 'dcm.dump'} '<address>')`);
+  }
   if (file === '' || file.endsWith('/')) throw new UsageError(`give the backup a file name${file ? `, not the directory ${file}` : ''}`);
   let target: ReturnType<typeof inspectDbPath>;
   try {

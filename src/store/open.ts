@@ -14,6 +14,8 @@ import { fileFault, withFileFaults } from './faults.js';
 import { refuseOrphanWal } from './leftovers.js';
 import { canWriteIn, inspectDbPath, type DbPath } from './path.js';
 import { APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION } from './migrations.js';
+import { isPgUrl } from '../domain/db-url.js';
+import { openPgDb } from './pg/open.js';
 
 export type Db = DatabaseT.Database;
 
@@ -68,8 +70,12 @@ export interface OpenOptions {
   write?: boolean;
 }
 
-/** Open the file, or return null when it is missing and `create` is false. */
+/**
+ * Open the file, or return null when it is missing and `create` is false. A PostgreSQL address
+ * opens that database instead (store/pg/open.ts), with the same face.
+ */
 export function openDb(file: string, opts: OpenOptions): Db | null {
+  if (isPgUrl(file)) return openPgDb(file, { create: opts.create }) as unknown as Db | null;
   const p = checkPath(file, !opts.create, opts.create || opts.write === true);
   if (!p) return null;
   let db: Db;
