@@ -2,13 +2,12 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { OperationError } from '../domain/errors.js';
-import { withFileFaults } from '../store/faults.js';
+import { withFileFaults, withServerFaults } from '../store/faults.js';
 import { removeStaleTemps, tempName } from '../store/leftovers.js';
 import { checkDbPath, openDb, type Db } from '../store/open.js';
 import { inspectDbPath } from '../store/path.js';
 import { PRIVATE_FILE } from '../platform/private.js';
 import { isPgUrl } from '../domain/db-url.js';
-import { withServerFaults } from '../store/pg/faults.js';
 import type { RowStream } from './results.js';
 
 export interface Ctx {
@@ -169,7 +168,7 @@ export function openReader(dbPath: string): Db | null {
   return openDb(dbPath, { create: false });
 }
 
-/** A store's faults as the user's errors: a file's (store/faults.ts) or a server's (store/pg/faults.ts). */
+/** A store's faults as the user's errors: a file's or a server's (store/faults.ts). */
 export function withStoreFaults<T>(dbPath: string, fn: () => T): T {
   return isPgUrl(dbPath) ? withServerFaults(dbPath, fn) : withFileFaults(dbPath, fn);
 }

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { OperationError, UsageError } from '../domain/errors.js';
 import { list, show, type Result } from './plain-results.js';
 import type { Outcome } from './results.js';
-import { fileFault } from '../store/faults.js';
+import { fileFault, withServerFaults } from '../store/faults.js';
 import { tempName } from '../store/leftovers.js';
 import { backupTo, integrityCheck, openForMaintenance } from '../store/maintenance.js';
 import { checkDbPath, type Db } from '../store/open.js';
@@ -16,8 +16,6 @@ import { canWriteIn, inspectDbPath } from '../store/path.js';
 import { publish, type Ctx } from './context.js';
 import { PRIVATE_FILE } from '../platform/private.js';
 import { isPgUrl, shownUrl } from '../domain/db-url.js';
-import { checkPgDatabase } from '../store/pg/check.js';
-import { withServerFaults } from '../store/pg/faults.js';
 
 /** The existing database, opened without migrating or writing; an error when there is none. */
 function openExisting(ctx: Ctx): Db {
@@ -32,6 +30,7 @@ function openExisting(ctx: Ctx): Db {
 /** `ok` and exit 0, or what is wrong, one problem a row, and exit 1. */
 export async function dbCheck(ctx: Ctx): Promise<Outcome> {
   if (isPgUrl(ctx.dbPath)) {
+    const { checkPgDatabase } = await import('../store/pg/check.js');
     const problems = withServerFaults(ctx.dbPath, () => checkPgDatabase(ctx.dbPath));
     const ok = problems.length === 1 && problems[0] === 'ok';
     return { result: list(['integrity check'], problems.map((p) => [p])), exitCode: ok ? 0 : 1 };

@@ -246,11 +246,12 @@ export class PgDatabase {
   private within<R>(mode: 'deferred' | 'immediate', fn: () => R): R {
     if (this.depth > 0) {
       const sp = `dcm_sp${++this.savepoints}`;
-      this.send({ text: `SAVEPOINT ${sp}` });
+      const made = this.send({ text: `SAVEPOINT ${sp}` });
       this.depth++;
       try {
         const r = fn();
-        this.send({ text: `RELEASE SAVEPOINT ${sp}` });
+        // Sent now: a write of the savepoint's part that fails fails it here, where SQLite's would.
+        this.query({ text: `RELEASE SAVEPOINT ${sp}` });
         return r;
       } catch (err) {
         try {
@@ -259,8 +260,12 @@ export class PgDatabase {
         } catch {
           // The transaction failed: rolling back to the savepoint still undoes it.
         }
-        this.query({ text: `ROLLBACK TO SAVEPOINT ${sp}` });
-        this.send({ text: `RELEASE SAVEPOINT ${sp}` });
+        // A savepoint never made (what went before it failed, a busy lock say) has nothing to
+        // undo: the transaction is failed, and the error is the one that failed it.
+        if (made.result) {
+          this.query({ text: `ROLLBACK TO SAVEPOINT ${sp}` });
+          this.send({ text: `RELEASE SAVEPOINT ${sp}` });
+        }
         throw err;
       } finally {
         this.depth--;

@@ -44,16 +44,7 @@ export class PgError extends Error {
 // 0, as SQLite gives them.
 const WORKER = `
 const { workerData } = require('node:worker_threads');
-const pg = require(workerData.pg);
-pg.types.setTypeParser(20, (v) => Number(v));
-pg.types.setTypeParser(1700, (v) => Number(v));
-pg.types.setTypeParser(16, (v) => (v === 't' ? 1 : 0));
 const { port, flag, url } = workerData;
-const client = new pg.Client(url ? { connectionString: url } : {});
-let broken = null;
-client.on('error', (err) => { broken = err; });
-// A connection that fails is every request's answer, never an unhandled rejection.
-const ready = client.connect().then(() => client.query('SET client_min_messages = warning')).catch((err) => { broken = err; });
 function answer(msg) {
   port.postMessage(msg);
   Atomics.store(flag, 0, 1);
@@ -62,6 +53,21 @@ function answer(msg) {
 function failure(err) {
   return { error: { message: err.message, code: err.code } };
 }
+try {
+  serve(require(workerData.pg));
+} catch (err) {
+  // The client cannot even load: that is every request's answer, not a caller left waiting.
+  port.on('message', () => answer(failure(err)));
+}
+function serve(pg) {
+pg.types.setTypeParser(20, (v) => Number(v));
+pg.types.setTypeParser(1700, (v) => Number(v));
+pg.types.setTypeParser(16, (v) => (v === 't' ? 1 : 0));
+const client = new pg.Client(url ? { connectionString: url } : {});
+let broken = null;
+client.on('error', (err) => { broken = err; });
+// A connection that fails is every request's answer, never an unhandled rejection.
+const ready = client.connect().then(() => client.query('SET client_min_messages = warning')).catch((err) => { broken = err; });
 port.on('message', async (req) => {
   if (req.close) {
     await client.end().catch(() => {});
@@ -82,6 +88,7 @@ port.on('message', async (req) => {
     answer(failure(err));
   }
 });
+}
 `;
 
 export class SyncPg {

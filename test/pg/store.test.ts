@@ -5,6 +5,7 @@
  * is not there named in one line, and writers that take turns as SQLite's do.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import fs from 'node:fs';
 import { dcm, dcmOk, tempDir } from '../helpers/cli.js';
 import { SyncPg } from '../../src/platform/pg-sync.js';
 import { SCHEMA_VERSION } from '../../src/store/migrations.js';
@@ -106,6 +107,37 @@ describe('data_version on PostgreSQL: moves when another connection\'s write com
       a.close();
       b.close();
     }
+  });
+});
+
+describe('db check and db backup on PostgreSQL', () => {
+  test('check: ok on a sound database; a missing table and rows that do not tie together are named, exit 1', () => {
+    const ok = dcm(['--db', t.db, 'db', 'check', '-f', 'value']);
+    expect({ code: ok.code, out: ok.stdout }).toEqual({ code: 0, out: 'ok\n' });
+    // Two runs of one step both running: what the orchestrator never leaves.
+    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', 'pg1', '--sim-latency', '0']);
+    conn.query(`INSERT INTO step_history (step_id, state, attempt, started_at, outcome)
+                SELECT id, 'pre check', a, '2026-01-01 00:00:00.000000', 'running' FROM strategy_step, generate_series(1, 2) a`);
+    conn.query('ALTER TABLE state_duration RENAME TO state_duration_gone');
+    try {
+      const bad = dcm(['--db', t.db, 'db', 'check', '-f', 'value']);
+      expect(bad.code).toBe(1);
+      expect(bad.stdout).toBe('table state_duration is missing\n');
+      conn.query('ALTER TABLE state_duration_gone RENAME TO state_duration');
+      const runs = dcm(['--db', t.db, 'db', 'check', '-f', 'value']);
+      expect({ code: runs.code, out: runs.stdout }).toEqual({ code: 1, out: '1 step(s) with more than one running operation\n' });
+    } finally {
+      conn.query(`DELETE FROM step_history`);
+      dcmOk(['--db', t.db, 'strategy', 'delete']);
+    }
+  });
+
+  test('backup says to use pg_dump (exit 2) and writes nothing', () => {
+    const file = `${t.dir}/copy.dump`;
+    const r = dcm(['--db', t.db, 'db', 'backup', file]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^error: db backup copies a database file; for postgresql:\/\/.* use the server's pg_dump \(pg_dump -Fc -f .*copy\.dump '<address>'\)\n$/);
+    expect(fs.existsSync(file)).toBe(false);
   });
 });
 
