@@ -36,15 +36,21 @@ function asStoreError(err: unknown): unknown {
 
 type Params = unknown[];
 
-/** The commit counter of a versioned database: a row of dcm_meta, moved inside each write. */
-const BUMP_VERSION = `UPDATE dcm_meta SET value = (value::bigint + 1)::text WHERE key = 'data_version'`;
-const READ_VERSION = `SELECT value::bigint FROM dcm_meta WHERE key = 'data_version'`;
-
-/**
- * The tables whose rows get their id from the database: an INSERT into one returns the id it was
- * given, as SQLite's lastInsertRowid tells (RETURNING is added here, not written in the store).
- */
-const IDENTITY_TABLES = new Set(['subcloud_group', 'subcloud', 'strategy_step', 'step_history', 'strategy_event']);
+/** What a database's schema tells the adapter (the store's: store/pg/schema.ts). */
+export interface PgSchemaOptions {
+  /** The advisory lock immediate transactions take (the store's by default). */
+  writerLock?: number;
+  /**
+   * The tables whose rows get their id from the database: an INSERT into one returns the id it was
+   * given, as SQLite's lastInsertRowid tells (RETURNING is added here, not written in the store).
+   */
+  identityTables?: ReadonlySet<string>;
+  /**
+   * A commit counter: `bump` runs inside every immediate transaction, so the counter moves exactly
+   * when the commit is seen; `read` (one number) answers the `data_version` pragma.
+   */
+  version?: { bump: string; read: string };
+}
 
 export class PgStatement {
   private plucked = false;
@@ -60,7 +66,7 @@ export class PgStatement {
   ) {
     const t = toPg(source);
     const into = /^\s*INSERT\s+INTO\s+(\w+)/i.exec(source)?.[1];
-    this.returnsId = into !== undefined && IDENTITY_TABLES.has(into) && !/\bRETURNING\b/i.test(source);
+    this.returnsId = into !== undefined && db.identityTables.has(into) && !/\bRETURNING\b/i.test(source);
     this.text = this.returnsId ? `${t.text} RETURNING id` : t.text;
     this.names = t.names;
     this.reader = /^\s*(SELECT|WITH|VALUES)\b/i.test(source) || /\bRETURNING\b/i.test(source);
@@ -159,21 +165,17 @@ export class PgDatabase {
   private readonly conn: SyncPg;
 
   private readonly writerLock: number;
-  private readonly versioned: boolean;
+  private readonly version: { bump: string; read: string } | undefined;
+  readonly identityTables: ReadonlySet<string>;
 
-  /**
-   * `writerLock`: the advisory lock immediate transactions take (the store's by default).
-   * `versioned`: every immediate transaction also moves a commit counter (dcm_meta's
-   * `data_version` row), in the transaction, so that it moves exactly when the commit is seen; the
-   * `data_version` pragma reads it.
-   */
   constructor(
     readonly name: string,
     url: string,
-    opts: { writerLock?: number; versioned?: boolean } = {},
+    opts: PgSchemaOptions = {},
   ) {
     this.writerLock = opts.writerLock ?? WRITER_LOCK;
-    this.versioned = opts.versioned ?? false;
+    this.version = opts.version;
+    this.identityTables = opts.identityTables ?? new Set();
     this.conn = new SyncPg(url);
   }
 
@@ -279,7 +281,7 @@ export class PgDatabase {
     } else this.send({ text: 'BEGIN ISOLATION LEVEL REPEATABLE READ' });
     try {
       const r = fn();
-      if (mode === 'immediate' && this.versioned) this.send({ text: BUMP_VERSION });
+      if (mode === 'immediate' && this.version) this.send({ text: this.version.bump });
       this.query({ text: 'COMMIT' });
       return r;
     } catch (err) {
@@ -298,7 +300,7 @@ export class PgDatabase {
   /**
    * The pragmas dcm reads or sets, as PostgreSQL has them. The file's settings (journal, cache,
    * synchronous) have no meaning here; `data_version` (has anyone committed since?) is the commit
-   * counter of a versioned database, which moves with every writer's commit, this one's included
+   * counter (PgSchemaOptions.version), which moves with every writer's commit, this one's included
    * (SQLite's leaves out the connection's own: here a reader may look once more than it needs).
    */
   pragma(text: string, opts: { simple?: boolean } = {}): unknown {
@@ -317,8 +319,8 @@ export class PgDatabase {
       case 'journal_mode':
         return simple('wal');
       case 'data_version': {
-        if (!this.versioned) throw new PgError('PRAGMA data_version needs a versioned database', undefined);
-        const rows = this.query({ text: READ_VERSION, array: true }).rows as number[][];
+        if (!this.version) throw new PgError('PRAGMA data_version needs a commit counter (PgSchemaOptions.version)', undefined);
+        const rows = this.query({ text: this.version.read, array: true }).rows as number[][];
         return simple(rows[0]?.[0] ?? 0);
       }
       case 'quick_check':

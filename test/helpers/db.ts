@@ -8,11 +8,12 @@ import fs from 'node:fs';
 import Database from 'better-sqlite3';
 import { PgDatabase } from '../../src/platform/pg-database.js';
 import { isPgUrl } from '../../src/domain/db-url.js';
+import { PG_STORE } from '../../src/store/pg/schema.js';
 
 export function openTestDb(db: string, opts: Database.Options = {}): Database.Database {
   if (!isPgUrl(db)) return new Database(db, opts);
   // Versioned as dcm's own connections are: a test's tweak wakes an orchestrator as a command's does.
-  const pg = new PgDatabase(db, db, { versioned: true });
+  const pg = new PgDatabase(db, db, PG_STORE);
   if (opts.timeout !== undefined) pg.pragma(`busy_timeout = ${opts.timeout}`);
   return pg as unknown as Database.Database;
 }

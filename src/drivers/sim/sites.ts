@@ -21,9 +21,7 @@ import type { Site } from './site.js';
  * which the store's migration 7 → 8 moved into this file (it creates the table the same way when it
  * moves rows before the driver ever ran).
  */
-const SCHEMA = `
-  CREATE TABLE IF NOT EXISTS sim_site (
-    name TEXT PRIMARY KEY,
+const SITE_COLUMNS = `
     campaign TEXT NOT NULL,
     done INTEGER NOT NULL,
     vim TEXT NOT NULL,
@@ -31,9 +29,8 @@ const SCHEMA = `
     busy_owner TEXT,
     options TEXT,
     software_version TEXT,
-    sync TEXT
-  );
-`;
+    sync TEXT`;
+const SCHEMA = `CREATE TABLE IF NOT EXISTS sim_site (name TEXT PRIMARY KEY, ${SITE_COLUMNS});`;
 /** 2 added what the site's strategies left it at (software_version, sync: JSON), for its audit. */
 const SCHEMA_VERSION = 2;
 /**
@@ -42,17 +39,7 @@ const SCHEMA_VERSION = 2;
  */
 const PG_SCHEMA = `
   CREATE SCHEMA IF NOT EXISTS dcm_sim;
-  CREATE TABLE IF NOT EXISTS dcm_sim.sim_site (
-    name TEXT COLLATE "C" PRIMARY KEY,
-    campaign TEXT NOT NULL,
-    done INTEGER NOT NULL,
-    vim TEXT NOT NULL,
-    busy_state TEXT,
-    busy_owner TEXT,
-    options TEXT,
-    software_version TEXT,
-    sync TEXT
-  );
+  CREATE TABLE IF NOT EXISTS dcm_sim.sim_site (name TEXT COLLATE "C" PRIMARY KEY, ${SITE_COLUMNS});
   SET search_path TO dcm_sim;
 `;
 /** "SIM1": the advisory lock the sites' writers take turns on (the store's is "DCM1"). */

@@ -8,13 +8,13 @@ import { OperationError } from '../../domain/errors.js';
 import { shownUrl } from '../../domain/db-url.js';
 import { PgDatabase } from '../../platform/pg-database.js';
 import { SCHEMA_VERSION } from '../migrations.js';
-import { PG_SCHEMA } from './schema.js';
+import { PG_SCHEMA, PG_STORE } from './schema.js';
 
 const TABLES = [...PG_SCHEMA.matchAll(/CREATE TABLE (\w+)/g)].map((m) => m[1]);
 
 /** ['ok'], or the problems found, one per line. */
 export function checkPgDatabase(url: string): string[] {
-  const db = new PgDatabase(shownUrl(url), url);
+  const db = new PgDatabase(shownUrl(url), url, PG_STORE);
   try {
     const q = <T>(text: string) => db.query({ text }).rows as T[];
     const present = new Set(q<{ t: string }>(`SELECT tablename AS t FROM pg_tables WHERE schemaname = current_schema()`).map((r) => r.t));

@@ -8,7 +8,7 @@ import { OperationError } from '../../domain/errors.js';
 import { SCHEMA_VERSION } from '../migrations.js';
 import { PgDatabase } from '../../platform/pg-database.js';
 import { shownUrl } from '../../domain/db-url.js';
-import { PG_MIGRATIONS, PG_SCHEMA, pgSeeds } from './schema.js';
+import { PG_MIGRATIONS, PG_SCHEMA, PG_STORE, pgSeeds } from './schema.js';
 
 export { isPgUrl, shownUrl } from '../../domain/db-url.js';
 
@@ -21,7 +21,7 @@ export function openPgDb(url: string, opts: PgOpenOptions): PgDatabase | null {
   const shown = shownUrl(url);
   let db: PgDatabase;
   try {
-    db = new PgDatabase(shown, url, { versioned: true });
+    db = new PgDatabase(shown, url, PG_STORE);
   } catch (err) {
     throw new OperationError(`cannot open database ${shown}: ${(err as Error).message}`);
   }

@@ -10,6 +10,7 @@
  * holds the schema version (SQLite's application_id and user_version).
  */
 import { now } from '../clock.js';
+import type { PgSchemaOptions } from '../../platform/pg-database.js';
 
 const T = 'TEXT COLLATE "C"';
 
@@ -181,3 +182,15 @@ export function pgSeeds(): { text: string; values?: unknown[] }[] {
 
 /** Steps from a version to the next, indexed by the version they start from (none yet past the first). */
 export const PG_MIGRATIONS: Record<number, string> = {};
+
+/**
+ * What the adapter needs to know of this schema: the tables with identities, and the commit
+ * counter that is `PRAGMA data_version` here (a dcm_meta row, moved by every write).
+ */
+export const PG_STORE: PgSchemaOptions = {
+  identityTables: new Set(['subcloud_group', 'subcloud', 'strategy_step', 'step_history', 'strategy_event']),
+  version: {
+    bump: `UPDATE dcm_meta SET value = (value::bigint + 1)::text WHERE key = 'data_version'`,
+    read: `SELECT value::bigint FROM dcm_meta WHERE key = 'data_version'`,
+  },
+};
