@@ -6,6 +6,8 @@ export default {
   transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }] },
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   testMatch: ['<rootDir>/test/**/*.test.ts'],
+  // Tests of the PostgreSQL store alone: the PostgreSQL pass runs them (jest.pg.config.js).
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/pg/'],
   testTimeout: 120000,
   maxWorkers: 2,
 };

@@ -5,6 +5,7 @@
 import { CommanderError, type Command } from './commander.js';
 import { DcmError, EXIT } from '../domain/errors.js';
 import { resolveDbPath } from '../store/path.js';
+import { isPgUrl } from '../domain/db-url.js';
 import { readGlobals, type GlobalOptions } from './globals.js';
 import { confirmIfRequired, type ConfirmIo } from './confirm.js';
 import { wantColor, type OutputOptions } from './output/options.js';
@@ -62,8 +63,11 @@ export async function main(argv: string[], io: Io = { stdout: process.stdout, st
       // commits (exit 2, file unchanged). Only -c and shell can make a result unprintable: other
       // commands neither load the renderers here nor prepare their output twice.
       const prepare = g.columns.length > 0 || g.format === 'shell' ? (await import('./output/render.js')).prepare : null;
+      const dbPath = resolveDbPath(g.db);
+      // A database on a server: its backend's modules are loaded for it alone (store/open.ts).
+      if (isPgUrl(dbPath)) await (await import('../store/open.js')).loadPgBackend();
       ctx = {
-        dbPath: resolveDbPath(g.db),
+        dbPath,
         quiet: g.quiet,
         checkResult: prepare ? (r) => void prepare(r as Printable, o) : undefined,
         confirm: (yes) => confirmIfRequired(yes, { stdin: io.stdin ?? process.stdin, stderr: io.stderr }),

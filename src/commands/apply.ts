@@ -2,6 +2,7 @@
 import { OperationError } from '../domain/errors.js';
 import { STRATEGY_RUNNING, statesOf, TYPES, type StrategyType } from '../domain/types.js';
 import { openDb, type Db } from '../store/open.js';
+import { isPgUrl } from '../domain/db-url.js';
 import { casStrategyState } from '../store/strategy.js';
 import fs from 'node:fs';
 import v8 from 'node:v8';
@@ -12,7 +13,7 @@ import { withAuditAfter } from '../orchestrator/audit-after.js';
 import type { Driver } from '../drivers/driver.js';
 import { strategyNotFound, theStrategy } from './strategy.js';
 import type { Outcome } from './results.js';
-import type { RunCtx } from './context.js';
+import { withStoreFaults, type RunCtx } from './context.js';
 import { ApplyLock, takeoverNote } from '../orchestrator/lock.js';
 import { Orchestrator } from '../orchestrator/orchestrator.js';
 import { makeProgress } from '../orchestrator/progress-choose.js';
@@ -110,14 +111,16 @@ function estimateInputs(db: Db, type: string, extra: Record<string, unknown>): T
 export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: ApplyOptions = {}): Promise<Outcome> {
   // Test hooks are checked before the file is read: a stray variable is a usage error.
   const hooks = commitHooks(process.env, ctx.dbPath);
-  const db = openDb(ctx.dbPath, { create: false, write: true });
+  const onServer = isPgUrl(ctx.dbPath);
+  const db = withStoreFaults(ctx.dbPath, () => openDb(ctx.dbPath, { create: false, write: true }));
   if (!db) strategyNotFound(type);
   const cost = costCounters(process.env, db);
   // SPEC §2: every connection waits at least 5 s for another writer; past that the orchestrator
   // says so once and tries again (committer.ts), never dying of SQLITE_BUSY.
   db.pragma('busy_timeout = 5000');
   db.pragma(WINDOW_PAGE_CACHE);
-  const checkFile = fileWatch(ctx.dbPath);
+  // A database on a server has no path to be removed or replaced under the apply.
+  const checkFile = onServer ? () => {} : fileWatch(ctx.dbPath);
   const lock = new ApplyLock(db, ctx.dbPath);
   let locked = false;
   let driver: Driver | null = null;
@@ -157,7 +160,7 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
     }
     if (s.state !== 'initial') progress.note(`resuming the ${s.type} strategy (state ${s.state})`);
 
-    for (const suffix of ['-wal', '-shm']) sidecars.set(ctx.dbPath + suffix, identity(ctx.dbPath + suffix));
+    if (!onServer) for (const suffix of ['-wal', '-shm']) sidecars.set(ctx.dbPath + suffix, identity(ctx.dbPath + suffix));
     // The site's audit after each subcloud's last state, when the strategy was created with one.
     driver = withAuditAfter(await createDriver(ctx.dbPath, s), { type: s.type as StrategyType, extra: s.extra });
     const orchestrator = new Orchestrator(db, driver, progress, {

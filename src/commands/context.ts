@@ -2,11 +2,12 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { OperationError } from '../domain/errors.js';
-import { withFileFaults } from '../store/faults.js';
+import { withFileFaults, withServerFaults } from '../store/faults.js';
 import { removeStaleTemps, tempName } from '../store/leftovers.js';
 import { checkDbPath, openDb, type Db } from '../store/open.js';
 import { inspectDbPath } from '../store/path.js';
 import { PRIVATE_FILE } from '../platform/private.js';
+import { isPgUrl } from '../domain/db-url.js';
 import type { RowStream } from './results.js';
 
 export interface Ctx {
@@ -35,6 +36,7 @@ export interface RunCtx extends Ctx {
  * meanwhile is never overwritten or removed (the command then runs again, on that file).
  */
 export function withWriteDb<T>(ctx: Ctx, fn: (db: Db) => T): T {
+  if (isPgUrl(ctx.dbPath)) return withServerFaults(ctx.dbPath, () => runInTransaction(openDb(ctx.dbPath, { create: true })!, ctx, fn));
   return withFileFaults(ctx.dbPath, () => {
     for (;;) {
       const p = inspectDbPath(ctx.dbPath);
@@ -102,6 +104,12 @@ function runInTransaction<T>(db: Db, ctx: Ctx, fn: (db: Db) => T): T {
  * IMMEDIATE transaction, its result checked before the commit; null when there is no file.
  */
 export function withExistingWriteDb<T>(ctx: Ctx, fn: (db: Db) => T): T | null {
+  if (isPgUrl(ctx.dbPath)) {
+    return withServerFaults(ctx.dbPath, () => {
+      const db = openDb(ctx.dbPath, { create: false });
+      return db ? runInTransaction(db, ctx, fn) : null;
+    });
+  }
   return withFileFaults(ctx.dbPath, () => {
     removeStaleTemps(inspectDbPath(ctx.dbPath).real);
     const db = openDb(ctx.dbPath, { create: false, write: true });
@@ -111,9 +119,8 @@ export function withExistingWriteDb<T>(ctx: Ctx, fn: (db: Db) => T): T | null {
 
 /** Run `fn` on the file, or return `empty` when the file does not exist (nothing is created). */
 export function withReadDb<T>(ctx: Ctx, empty: T, fn: (db: Db) => T): T {
-  return withFileFaults(ctx.dbPath, () => {
-    removeStaleTemps(inspectDbPath(ctx.dbPath).real);
-    const db = openDb(ctx.dbPath, { create: false });
+  return withStoreFaults(ctx.dbPath, () => {
+    const db = openReader(ctx.dbPath);
     if (!db) return empty;
     try {
       return fn(db);
@@ -135,16 +142,13 @@ export function readRows<T>(ctx: Ctx, fn: (db: Db) => Iterable<T>): RowStream<T>
   return {
     streamed: true,
     *[Symbol.iterator]() {
-      const db = withFileFaults(ctx.dbPath, () => {
-        removeStaleTemps(inspectDbPath(ctx.dbPath).real);
-        return openDb(ctx.dbPath, { create: false });
-      });
+      const db = withStoreFaults(ctx.dbPath, () => openReader(ctx.dbPath));
       if (!db) return;
       let it: Iterator<T> | undefined;
       try {
-        it = withFileFaults(ctx.dbPath, () => fn(db)[Symbol.iterator]());
+        it = withStoreFaults(ctx.dbPath, () => fn(db)[Symbol.iterator]());
         for (;;) {
-          const next = withFileFaults(ctx.dbPath, () => it!.next());
+          const next = withStoreFaults(ctx.dbPath, () => it!.next());
           if (next.done) return;
           yield next.value;
         }
@@ -155,6 +159,18 @@ export function readRows<T>(ctx: Ctx, fn: (db: Db) => Iterable<T>): RowStream<T>
       }
     },
   };
+}
+
+/** A reader's connection to the database, or null when there is none (no file, no dcm schema). */
+export function openReader(dbPath: string): Db | null {
+  if (isPgUrl(dbPath)) return openDb(dbPath, { create: false });
+  removeStaleTemps(inspectDbPath(dbPath).real);
+  return openDb(dbPath, { create: false });
+}
+
+/** A store's faults as the user's errors: a file's or a server's (store/faults.ts). */
+export function withStoreFaults<T>(dbPath: string, fn: () => T): T {
+  return isPgUrl(dbPath) ? withServerFaults(dbPath, fn) : withFileFaults(dbPath, fn);
 }
 
 /** One read-modify-write: BEGIN IMMEDIATE, so a concurrent writer waits instead of failing. */

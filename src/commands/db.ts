@@ -8,13 +8,14 @@ import path from 'node:path';
 import { OperationError, UsageError } from '../domain/errors.js';
 import { list, show, type Result } from './plain-results.js';
 import type { Outcome } from './results.js';
-import { fileFault } from '../store/faults.js';
+import { fileFault, withServerFaults } from '../store/faults.js';
 import { tempName } from '../store/leftovers.js';
 import { backupTo, integrityCheck, openForMaintenance } from '../store/maintenance.js';
 import { checkDbPath, type Db } from '../store/open.js';
 import { canWriteIn, inspectDbPath } from '../store/path.js';
 import { publish, type Ctx } from './context.js';
 import { PRIVATE_FILE } from '../platform/private.js';
+import { isPgUrl, shownUrl } from '../domain/db-url.js';
 
 /** The existing database, opened without migrating or writing; an error when there is none. */
 function openExisting(ctx: Ctx): Db {
@@ -28,6 +29,12 @@ function openExisting(ctx: Ctx): Db {
 
 /** `ok` and exit 0, or what is wrong, one problem a row, and exit 1. */
 export async function dbCheck(ctx: Ctx): Promise<Outcome> {
+  if (isPgUrl(ctx.dbPath)) {
+    const { checkPgDatabase } = await import('../store/pg/check.js');
+    const problems = withServerFaults(ctx.dbPath, () => checkPgDatabase(ctx.dbPath));
+    const ok = problems.length === 1 && problems[0] === 'ok';
+    return { result: list(['integrity check'], problems.map((p) => [p])), exitCode: ok ? 0 : 1 };
+  }
   const db = openExisting(ctx);
   let problems: string[];
   try {
@@ -47,6 +54,10 @@ export async function dbCheck(ctx: Ctx): Promise<Outcome> {
  * name and linked into place complete, so a full disk or a kill leaves no half backup at `file`.
  */
 export async function dbBackup(ctx: Ctx, file: string): Promise<Result> {
+  if (isPgUrl(ctx.dbPath)) {
+    // The server's own tool copies a database consistently while an apply writes to it.
+    throw new UsageError(`db backup copies a database file; for ${shownUrl(ctx.dbPath)} use the server's pg_dump (pg_dump -Fc -f ${file || 'dcm.dump'} '<address>')`);
+  }
   if (file === '' || file.endsWith('/')) throw new UsageError(`give the backup a file name${file ? `, not the directory ${file}` : ''}`);
   let target: ReturnType<typeof inspectDbPath>;
   try {

@@ -12,6 +12,7 @@
  *   strategy has a folder of its own, kept after `strategy delete`: the logs are its record.
  */
 import path from 'node:path';
+import { isPgUrl, pgDatabaseName } from './db-url.js';
 
 /** A run's log as found in the subcloud's folder. */
 export interface LogRun {
@@ -207,8 +208,14 @@ export function logNameProblem(kind: 'cloud' | 'state', name: string, version: L
   return `${what} would be ${bytes} bytes, over the file system's limit of ${MAX_NAME_BYTES}`;
 }
 
-/** The folder of run logs when the strategy names none: beside the database. */
+/**
+ * The folder of run logs when the strategy names none: beside the database file; for a database
+ * on a PostgreSQL server, `<database name>.logs` in the folder the strategy is created in (create
+ * stores it resolved, so every later command finds it wherever it runs). The logs of a run stay
+ * on the host that ran it.
+ */
 export function defaultLogDir(dbPath: string): string {
+  if (isPgUrl(dbPath)) return `${(pgDatabaseName(dbPath) ?? 'dcm').replace(/[/\\]/g, '_')}.logs`;
   return `${dbPath}.logs`;
 }
 

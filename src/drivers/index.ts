@@ -4,6 +4,7 @@
  * args) and their help; apply asks here for the strategy's driver.
  */
 import path from 'node:path';
+import { isPgUrl } from '../domain/db-url.js';
 import { UsageError } from '../domain/errors.js';
 import type { ExtraArgs } from '../domain/options.js';
 import type { StrategyType } from '../domain/types.js';
@@ -71,7 +72,7 @@ const MODULES: Record<DriverName, DriverModule> = {
         // The folder is always stored at create (absolute), the default included; the layout is
         // the one the strategy was created with.
         logs: layoutOf(strategy, dbPath),
-        dbPath: path.resolve(dbPath),
+        dbPath: absoluteDb(dbPath),
         sysadminPassword: typeof extra.sysadmin_password === 'string' ? extra.sysadmin_password : undefined,
       });
     },
@@ -106,6 +107,11 @@ export async function driverExtraArgs(name: DriverName, input: DriverCreateInput
 }
 
 /** The strategy's driver; a strategy stored before drivers were named is a sim one. */
+/** The database as a run's `{db}` and DCM_DB name it: a file's absolute path, or the server's address as given. */
+function absoluteDb(dbPath: string): string {
+  return isPgUrl(dbPath) ? dbPath : path.resolve(dbPath);
+}
+
 export function createDriver(dbPath: string, strategy: StoredStrategy): Promise<Driver> {
   const extra = strategy.extra;
   return MODULES[parseDriverName(typeof extra.driver === 'string' ? extra.driver : undefined)].create(dbPath, strategy);
@@ -142,5 +148,5 @@ export async function createAuditor(dbPath: string, name: DriverName, execConfig
   ]);
   const spec = resolveAuditConfig(parseConfigText(readConfigFile(execConfig), execConfig), execConfig);
   checkAuditAlone(spec, execConfig);
-  return auditOnlyDriver(spec, { dbPath: path.resolve(dbPath) });
+  return auditOnlyDriver(spec, { dbPath: absoluteDb(dbPath) });
 }

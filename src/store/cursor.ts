@@ -35,7 +35,7 @@ export class StageCursor {
   ) {
     this.mid = db.prepare(
       `SELECT ${COLUMNS},
-         coalesce((SELECT h.outcome IN ('failed', 'timeout') AND h.retry_at IS NULL FROM step_history h WHERE h.step_id = st.id ORDER BY h.id DESC LIMIT 1), 0) AS retried
+         coalesce((SELECT CASE WHEN h.outcome IN ('failed', 'timeout') AND h.retry_at IS NULL THEN 1 ELSE 0 END FROM step_history h WHERE h.step_id = st.id ORDER BY h.id DESC LIMIT 1), 0) AS retried
        FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
        WHERE st.stage = ? AND st.id > ? AND st.state NOT IN ('initial', 'complete', 'failed', 'aborted')
        ORDER BY st.id LIMIT ?`,
@@ -76,7 +76,7 @@ export function openStages(db: Db): number[] {
 /** How many steps have failed (the failure budget counts them) and how many there are. */
 export function failedAndTotal(db: Db): { failed: number; total: number } {
   return db
-    .prepare(`SELECT coalesce(sum(state = 'failed'), 0) AS failed, count(*) AS total FROM strategy_step`)
+    .prepare(`SELECT coalesce(sum(CASE WHEN state = 'failed' THEN 1 ELSE 0 END), 0) AS failed, count(*) AS total FROM strategy_step`)
     .get() as { failed: number; total: number };
 }
 

@@ -31,11 +31,11 @@ export function recordDurations(db: Db, type: string, tally: DurationTally): voi
   if (tally.size === 0) return;
   const stmt = sql(
     db,
-    `INSERT INTO state_duration (type, state, count, sum_ms, sumsq_ms, min_ms, max_ms, updated_at)
+    `INSERT INTO state_duration AS d (type, state, count, sum_ms, sumsq_ms, min_ms, max_ms, updated_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT (type, state) DO UPDATE SET count = count + excluded.count, sum_ms = sum_ms + excluded.sum_ms,
-       sumsq_ms = sumsq_ms + excluded.sumsq_ms, min_ms = min(min_ms, excluded.min_ms),
-       max_ms = max(max_ms, excluded.max_ms), updated_at = excluded.updated_at`,
+     ON CONFLICT (type, state) DO UPDATE SET count = d.count + excluded.count, sum_ms = d.sum_ms + excluded.sum_ms,
+       sumsq_ms = d.sumsq_ms + excluded.sumsq_ms, min_ms = min(d.min_ms, excluded.min_ms),
+       max_ms = max(d.max_ms, excluded.max_ms), updated_at = excluded.updated_at`,
   );
   const at = now();
   for (const [state, s] of tally.byState) stmt.run(type, state, s.count, s.sumMs, s.sumSqMs, s.minMs, s.maxMs, at);
@@ -55,7 +55,7 @@ export function observedDurations(db: Db): Map<string, DurationStat> {
     `SELECT state, count(*) AS count, coalesce(sum(d), 0) AS sum_ms, coalesce(sum(d * d), 0) AS sumsq_ms,
        min(d) AS min_ms, max(d) AS max_ms
      FROM (SELECT state, max(0, (julianday(finished_at) - julianday(started_at)) * 86400000.0) AS d
-           FROM step_history WHERE outcome = 'ok' AND finished_at IS NOT NULL)
+           FROM step_history WHERE outcome = 'ok' AND finished_at IS NOT NULL) AS ok
      GROUP BY state`,
   ).all() as StatRow[];
   return toMap(rows);

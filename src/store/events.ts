@@ -20,12 +20,12 @@ export interface EventRow {
 export function recordEvent(db: Db, who: Actor, event: string, details = ''): void {
   sql(
     db,
-    `INSERT INTO strategy_event (strategy_id, at, event, user, host, pid, details)
+    `INSERT INTO strategy_event (strategy_id, at, event, "user", host, pid, details)
      SELECT id, ?, ?, ?, ?, ?, ? FROM strategy WHERE id = 1`,
   ).run(now(), event, who.user, who.host, who.pid, details);
 }
 
 /** The record in the order it was written. */
 export function listEvents(db: Db): EventRow[] {
-  return sql(db, 'SELECT at, event, user, host, pid, details FROM strategy_event ORDER BY id').all() as EventRow[];
+  return sql(db, 'SELECT at, event, "user", host, pid, details FROM strategy_event ORDER BY id').all() as EventRow[];
 }

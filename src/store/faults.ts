@@ -7,6 +7,7 @@
 import path from 'node:path';
 import { DcmError, OperationError } from '../domain/errors.js';
 import { canWriteIn } from './path.js';
+import { shownUrl } from '../domain/db-url.js';
 
 type Coded = { code?: unknown; message?: unknown };
 
@@ -82,4 +83,26 @@ export function faultOf(err: unknown): Fault | null {
 export function applyFaultError(err: unknown, file: string): DcmError | null {
   const fault = faultOf(err);
   return fault && fault !== 'busy' ? fileFault(err, file, 'dcm strategy apply resumes') : null;
+}
+
+/*
+ * A PostgreSQL server's failure (store/pg/), in one line naming the database by its address
+ * without the password: the server's own message, or the connection's. A busy database (a lock
+ * not had within the wait) keeps SQLite's code, which the callers handle their own way.
+ */
+// Told by name: the client's modules (platform/pg-sync.ts) are loaded only for a server.
+const isPgError = (err: unknown): err is Error & { code?: string } => (err as Error | null)?.name === 'PgError';
+
+export function serverFault(err: unknown, url: string): DcmError | null {
+  if (!isPgError(err) || err.code === 'SQLITE_BUSY') return null;
+  if (err.code === '53100') return new OperationError(`disk full on the server of ${shownUrl(url)}: nothing committed was lost; free space, then run the command again`);
+  return new OperationError(`database ${shownUrl(url)}: ${err.message.split('\n')[0]}`);
+}
+
+export function withServerFaults<T>(url: string, fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    throw serverFault(err, url) ?? err;
+  }
 }

@@ -14,6 +14,7 @@ import { fileFault, withFileFaults } from './faults.js';
 import { refuseOrphanWal } from './leftovers.js';
 import { canWriteIn, inspectDbPath, type DbPath } from './path.js';
 import { APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION } from './migrations.js';
+import { isPgUrl } from '../domain/db-url.js';
 
 export type Db = DatabaseT.Database;
 
@@ -68,8 +69,26 @@ export interface OpenOptions {
   write?: boolean;
 }
 
-/** Open the file, or return null when it is missing and `create` is false. */
+let openPg: ((url: string, opts: { create: boolean }) => Db | null) | null = null;
+
+/**
+ * The PostgreSQL backend (store/pg/), loaded only for a database on a server: its modules would
+ * otherwise be part of every command's start-up. The CLI loads it before it runs a command there.
+ */
+export async function loadPgBackend(): Promise<void> {
+  const { openPgDb } = await import('./pg/open.js');
+  openPg = (url, opts) => openPgDb(url, opts) as unknown as Db | null;
+}
+
+/**
+ * Open the file, or return null when it is missing and `create` is false. A PostgreSQL address
+ * opens that database instead (store/pg/open.ts, once loadPgBackend has loaded it), with the same face.
+ */
 export function openDb(file: string, opts: OpenOptions): Db | null {
+  if (isPgUrl(file)) {
+    if (!openPg) throw new Error('the PostgreSQL backend is not loaded (store/open.ts: loadPgBackend)');
+    return openPg(file, { create: opts.create });
+  }
   const p = checkPath(file, !opts.create, opts.create || opts.write === true);
   if (!p) return null;
   let db: Db;

@@ -63,7 +63,7 @@ export function setGateState(db: Db, stage: number, state: GateState, reason: st
 export function stageTally(db: Db, stage: number): { total: number; failed: number; initial: number; lastEnd: string | null } {
   return sql(
     db,
-    `SELECT count(*) AS total, coalesce(sum(state = 'failed'), 0) AS failed, coalesce(sum(state = 'initial'), 0) AS initial,
+    `SELECT count(*) AS total, coalesce(sum(CASE WHEN state = 'failed' THEN 1 ELSE 0 END), 0) AS failed, coalesce(sum(CASE WHEN state = 'initial' THEN 1 ELSE 0 END), 0) AS initial,
        max(finished_at) AS lastEnd
      FROM strategy_step WHERE stage = ?`,
   ).get(stage) as { total: number; failed: number; initial: number; lastEnd: string | null };
@@ -94,8 +94,8 @@ export function groupGateDefaults(db: Db, groupId: number): GroupGateDefaults | 
 export function setGroupGateDefaults(db: Db, groupId: number, o: { maxFailures?: string; gate?: string }): void {
   sql(
     db,
-    `INSERT INTO subcloud_group_gate (group_id, max_failures, gate) VALUES (?, ?, ?)
-     ON CONFLICT (group_id) DO UPDATE SET max_failures = coalesce(excluded.max_failures, max_failures), gate = coalesce(excluded.gate, gate)`,
+    `INSERT INTO subcloud_group_gate AS g (group_id, max_failures, gate) VALUES (?, ?, ?)
+     ON CONFLICT (group_id) DO UPDATE SET max_failures = coalesce(excluded.max_failures, g.max_failures), gate = coalesce(excluded.gate, g.gate)`,
   ).run(groupId, o.maxFailures ?? null, o.gate ?? null);
 }
 

@@ -55,7 +55,7 @@ export class TransitionWriter {
   private readonly update;
   private readonly closeRun;
   private readonly openRun;
-  private readonly attempts;
+  private readonly lastAttempts;
   private readonly sync: Map<Endpoint | null, Database.Statement<[string, number]>>;
   /** Commit `batch` in one transaction; `before` runs first inside it (other writes of the same turn). */
   readonly commit: (batch: Transition[], before?: () => void) => void;
@@ -82,7 +82,9 @@ export class TransitionWriter {
     this.openRun = db.prepare(
       `INSERT INTO step_history (step_id, state, attempt, started_at, outcome) VALUES (?, ?, ?, ?, 'running')`,
     );
-    this.attempts = db.prepare('SELECT coalesce(max(attempt), 0) FROM step_history WHERE step_id = ? AND state = ?').pluck();
+    this.lastAttempts = db
+      .prepare('SELECT step_id, state, max(attempt) FROM step_history WHERE step_id IN (SELECT value FROM json_each(?)) GROUP BY step_id, state')
+      .raw();
     this.sync = new Map();
     this.sync.set(null, db.prepare<[string, number]>(`UPDATE subcloud SET prestage_status = 'complete', updated_at = ? WHERE id = ?`));
     for (const [e, col] of Object.entries(SYNC_COLUMN)) {
@@ -91,7 +93,11 @@ export class TransitionWriter {
     const tx = db.transaction((batch: Transition[], before?: () => void) => {
       guard();
       before?.();
-      for (const t of batch) this.apply(t);
+      // Every write of the batch first, then what each one changed: on PostgreSQL the writes go to
+      // the server together (platform/pg-database.ts), and a stale step rolls the batch back either way.
+      this.numberAttempts(batch);
+      const written = batch.map((t) => this.apply(t));
+      for (let i = 0; i < batch.length; i++) this.verify(batch[i], written[i]);
       // One upsert per state per batch, in the batch's own transaction.
       if (type === undefined) return;
       const tally = new DurationTally();
@@ -111,34 +117,67 @@ export class TransitionWriter {
     };
   }
 
-  private apply(t: Transition): void {
+  /**
+   * The runs the batch starts as the next attempt get their number: one after the history's last
+   * run of that step and state, read for the whole batch at once in its own transaction (a
+   * rolled-back batch reads them again to the same numbers: the rows it opened are gone with it).
+   */
+  private numberAttempts(batch: Transition[]): void {
+    const ids = new Set<number>();
+    for (const t of batch) if (t.startAttempt === NEXT_ATTEMPT) ids.add(t.stepId);
+    if (ids.size === 0) return;
+    const last = new Map<string, number>();
+    for (const [id, state, n] of this.lastAttempts.all(JSON.stringify([...ids])) as [number, string, number][]) last.set(`${id}\n${state}`, n);
+    // In batch order, as if each start read the history after the writes before it: a second
+    // start of the same step and state in one batch follows the first.
+    for (const t of batch) {
+      if (t.startAttempt === undefined) continue;
+      const key = `${t.stepId}\n${t.to}`;
+      const before = last.get(key) ?? 0;
+      if (t.startAttempt === NEXT_ATTEMPT) t.startAttempt = before + 1;
+      last.set(key, Math.max(before, t.startAttempt));
+    }
+  }
+
+  private apply(t: Transition): Written {
     const at = now();
-    // Read in this transaction, before the step's row takes it (a rolled-back batch reads it again
-    // to the same number: the rows it opened are gone with it).
-    if (t.startAttempt === NEXT_ATTEMPT) t.startAttempt = (this.attempts.get(t.stepId, t.to) as number) + 1;
+    let closed: RunResult | undefined;
     if (t.close) {
       const c = t.close;
-      const r = this.closeRun.run(c.outcome, c.finishedAt, c.details.slice(0, DETAILS_MAX), c.retryAt ?? null, c.historyId);
-      if (r.changes !== 1) throw new Error(`history row ${t.close.historyId} of ${t.cloud} is not running`);
+      closed = this.closeRun.run(c.outcome, c.finishedAt, c.details.slice(0, DETAILS_MAX), c.retryAt ?? null, c.historyId);
     }
-    const r = this.update.run(t.to, t.details.slice(0, DETAILS_MAX), t.startAttempt ?? null, at, t.ended ? 1 : 0, at, at, t.stepId, t.from);
-    if (r.changes !== 1) {
-      // Someone else changed the step: stop rather than run a state twice. Nothing of this batch
-      // is committed, and the strategy stays `applying` for `dcm strategy apply` to resume.
-      throw new StaleStepError(
-        `step of ${t.cloud} is no longer in state ${t.from}: it was changed by another process; stopped, the strategy stays applying`,
-      );
-    }
-    if (t.startAttempt !== undefined) {
-      t.historyId = Number(this.openRun.run(t.stepId, t.to, t.startAttempt, at).lastInsertRowid);
-    }
+    const updated = this.update.run(t.to, t.details.slice(0, DETAILS_MAX), t.startAttempt ?? null, at, t.ended ? 1 : 0, at, at, t.stepId, t.from);
+    const opened = t.startAttempt !== undefined ? this.openRun.run(t.stepId, t.to, t.startAttempt, at) : undefined;
     if (t.completes) this.sync.get(t.completes.endpoint)!.run(at, t.subcloudId);
     // The site's own word, after what completion assumes: the inventory follows what it reports.
     if (t.observed) {
       const o = t.observed;
       updateSubcloud(this.db, t.subcloudId, { software_version: o.software_version, availability: o.availability, sync: o.sync });
     }
+    return { closed, updated, opened };
   }
+
+  /** What the transition's writes changed: exactly its run and its step, or the batch is stale. */
+  private verify(t: Transition, w: Written): void {
+    if (w.closed && w.closed.changes !== 1) throw new Error(`history row ${t.close!.historyId} of ${t.cloud} is not running`);
+    if (w.updated.changes !== 1) {
+      // Someone else changed the step: stop rather than run a state twice. Nothing of this batch
+      // is committed, and the strategy stays `applying` for `dcm strategy apply` to resume.
+      throw new StaleStepError(
+        `step of ${t.cloud} is no longer in state ${t.from}: it was changed by another process; stopped, the strategy stays applying`,
+      );
+    }
+    if (w.opened) t.historyId = Number(w.opened.lastInsertRowid);
+  }
+}
+
+type RunResult = Database.RunResult;
+
+/** The results of one transition's writes, read once the batch's writes are all made. */
+interface Written {
+  closed: RunResult | undefined;
+  updated: RunResult;
+  opened: RunResult | undefined;
 }
 
 /** Steps in `state`, which run nothing, become `aborted` with these details (abort); returns how many. */

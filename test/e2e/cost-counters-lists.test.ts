@@ -76,14 +76,18 @@ describe('modules loaded', () => {
     const mods = modulesLoaded(t.dir, ['--help']);
     expect(mods.filter((m) => /better-sqlite3|chalk|string-width|dist\/store\/(?!path\.js)|dist\/cli\/output\/(render|table|stream)/.test(m))).toEqual([]);
     // 42: the program's builder has a module of its own (cli/program.ts), so that a list loads
-    // only the commands it names.
-    expect(mods.length).toBeLessThanOrEqual(42);
+    // only the commands it names. 43: what a --db names, a file or a server (domain/db-url.ts);
+    // the PostgreSQL backend itself is loaded only for a server.
+    expect(mods.length).toBeLessThanOrEqual(43);
+    expect(mods.filter((m) => /dist\/(store\/pg|platform\/pg-)|node_modules\/pg\//.test(m))).toEqual([]);
   });
 
   test('strategy-step list -f json: SQLite and the streamed formats, no table layout, no chalk', () => {
     const mods = modulesLoaded(t.dir, ['--db', t.db, 'strategy-step', 'list', '-f', 'json']);
     expect(mods.filter((m) => /chalk|string-width|dist\/cli\/output\/(render|table)\.js/.test(m))).toEqual([]);
     expect(mods).toContain('node_modules/better-sqlite3/lib/index.js');
+    // A file's list loads none of the PostgreSQL backend.
+    expect(mods.filter((m) => /dist\/(store\/pg|platform\/pg-)|node_modules\/pg\//.test(m))).toEqual([]);
     // Only the strategy-step commands are built (cli/program.ts): with every command's module it
     // was 81.
     expect(mods.filter((m) => /dist\/cli\/(subcloud|group|strategy|strategy-config|db|completion|alarm)\.js/.test(m))).toEqual([]);

@@ -39,9 +39,10 @@ describe('cost counters of a zero-latency apply', () => {
     // Batched: one commit carries the transitions of a whole event-loop turn. A commit per
     // transition (or more) would be 2,400 and fail here.
     expect(c.commits).toBeLessThanOrEqual(c.transitions / 4);
-    // Each transition: its guarded step update, the close of its run, the open of the next, the
-    // attempt read; plus a few per commit (the fence, the duration statistics) and per subcloud.
-    expect(c.statements / c.transitions).toBeLessThanOrEqual(5);
+    // Each transition: its guarded step update, the close of its run, the open of the next; plus a
+    // few per commit (the fence, the next attempts' numbers, the duration statistics) and per
+    // subcloud. 2.9 here; an attempt read per start, as before the batch read them all, was 3.7.
+    expect(c.statements / c.transitions).toBeLessThanOrEqual(3.25);
     // Reads in the loop are inside the batch's transaction (the next attempt's number) or made
     // once (the labels a driver reads): outside one, only those of the start and of the request
     // polls. One per start would be 2,000 here, one per subcloud 400.

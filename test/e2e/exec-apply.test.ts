@@ -7,7 +7,10 @@ import { afterEach, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs';
 import path from 'node:path';
 import { statesOf } from '../../src/domain/types.js';
-import { dcm, dcmOk } from '../helpers/cli.js';
+import { dcm, dcmOk, ROOT } from '../helpers/cli.js';
+import { isPgUrl } from '../../src/domain/db-url.js';
+import { storeState } from '../helpers/db.js';
+import { defaultLogDir } from '../../src/domain/logs.js';
 import { history, names, steps } from '../helpers/history.js';
 import { execFixture, overlapsPerCloud, peakConcurrent, type ExecFixture } from '../helpers/exec.js';
 import { runFiles, strategyId } from '../helpers/logs.js';
@@ -55,13 +58,13 @@ states:
     const pre = runs.find((x) => x.cloud === 's3' && x.state === 'pre check')!;
     expect(pre.args).toBe(`s3 it's here; $(touch pwned) site-s3 PATCH-7 1 east`);
     const vim = runs.find((x) => x.cloud === 's5' && x.state === PATCH[2])!;
-    expect(vim.args).toBe(`s5 ${PATCH[2]} patch 1 ${path.resolve(f.db)}`);
+    expect(vim.args).toBe(`s5 ${PATCH[2]} patch 1 ${isPgUrl(f.db) ? f.db : path.resolve(f.db)}`);
     expect(vim.attempt).toBe(1);
     expect(vim.resumed).toBe(false);
 
     // Each run's output is in its own log file; the status beside it.
     const base = runFiles(f.db, 's5', 1, PATCH[2]);
-    expect(base).toBe(path.join(`${f.db}.logs`, strategyId(f.db), 's5', '1-creating-VIM-patch-strategy'));
+    expect(base).toBe(path.join(path.resolve(ROOT, defaultLogDir(f.db)), strategyId(f.db), 's5', '1-creating-VIM-patch-strategy'));
     // Written by the run's wrapper: the exit status, then the run it is for.
     expect(fs.readFileSync(`${base}.status`, 'utf8').trim()).toMatch(/^0 \d+\/s5\/creating%20VIM%20patch%20strategy\/1$/);
     expect(history(f.db).every((h) => h.outcome === 'ok')).toBe(true);
@@ -95,7 +98,7 @@ states:
       DCM_ARG_TO_VERSION: 'v1.29.2',
       DCM_ATTEMPT: '1',
       DCM_CLOUD: 's1',
-      DCM_DB: path.resolve(f.db),
+      DCM_DB: isPgUrl(f.db) ? f.db : path.resolve(f.db),
       DCM_LOG: path.join(logs, strategyId(f.db), 's1', '1-kube-upgrade-pre-check.log'),
       DCM_OPT_ALARM_RESTRICTION_TYPE: 'strict',
       DCM_OPT_DEFAULT_INSTANCE_ACTION: 'migrate',
@@ -232,7 +235,7 @@ describe('exec driver: bad configs are refused at create, nothing written', () =
   test.each(cases)('%s', (_name, text, extra, message) => {
     f = execFixture();
     dcmOk([...db(), 'subcloud', 'add', 's1']);
-    const before = fs.readFileSync(f.db);
+    const before = storeState(f.db);
     const cfg = f.config(text);
     const args = extra.length ? extra : ['--type', 'patch'];
     const r = dcm([...db(), 'strategy', 'create', ...args, '--driver', 'exec', '--exec-config', cfg]);
@@ -240,14 +243,14 @@ describe('exec driver: bad configs are refused at create, nothing written', () =
     expect(r.stderr).toMatch(/^error: /);
     expect(r.stderr).toMatch(message);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
-    expect(fs.readFileSync(f.db).equals(before)).toBe(true);
+    expect(storeState(f.db)).toBe(before);
   });
 
   test('--sim-* with exec, --exec-config with sim, custom with sim, exec without a config: usage errors', () => {
     f = execFixture();
     dcmOk([...db(), 'subcloud', 'add', 's1']);
     const cfg = f.config('states:\n  "*": "true"\n');
-    const before = fs.readFileSync(f.db);
+    const before = storeState(f.db);
     for (const [args, message] of [
       [['--type', 'patch', '--driver', 'exec', '--exec-config', cfg, '--sim-latency', '1s'], /--sim-latency is an option of the sim driver/],
       [['--type', 'patch', '--exec-config', cfg], /--exec-config is an option of the exec driver/],
@@ -260,7 +263,7 @@ describe('exec driver: bad configs are refused at create, nothing written', () =
       const r = dcm([...db(), 'strategy', 'create', ...args]);
       expect([r.code, r.stderr]).toEqual([2, expect.stringMatching(message)]);
     }
-    expect(fs.readFileSync(f.db).equals(before)).toBe(true);
+    expect(storeState(f.db)).toBe(before);
   });
 
   // Claim, README "Running real updates", the config: the parsed config is stored with the strategy; editing the file later changes no strategy.

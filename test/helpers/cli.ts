@@ -6,6 +6,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freshPgDatabase, pgTestUrl } from './pg-databases.js';
+import { notePgDatabase } from './db.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const BIN = path.join(ROOT, 'bin', 'dcm.js');
@@ -17,10 +19,24 @@ export interface RunResult {
   stderr: string;
 }
 
-/** A fresh temporary directory, removed by `cleanup()`. */
+/**
+ * A fresh temporary directory, removed by `cleanup()`, and where the test's database is: a file in
+ * it, or in the PostgreSQL pass (jest.pg.config.js) a database of its own on the pass's server.
+ */
 export function tempDir(prefix = 'dcm-test-'): { dir: string; db: string; cleanup: () => void } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-  return { dir, db: path.join(dir, 'dcm.db'), cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
+  const removeDir = () => fs.rmSync(dir, { recursive: true, force: true });
+  if (!pgTestUrl()) return { dir, db: path.join(dir, 'dcm.db'), cleanup: removeDir };
+  const pg = freshPgDatabase();
+  notePgDatabase(dir, pg.url);
+  return {
+    dir,
+    db: pg.url,
+    cleanup: () => {
+      removeDir();
+      pg.drop();
+    },
+  };
 }
 
 /** Run dcm synchronously. `env` is added to a clean copy of the environment (no DCM_DB). */

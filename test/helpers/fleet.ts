@@ -6,7 +6,9 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { openTestDb, openTestSites, pgDatabaseOf, pgDigest } from './db.js';
+import { isPgUrl } from '../../src/domain/db-url.js';
 import { afterAll, beforeAll, expect } from '@jest/globals';
 import { sitesFileOf } from '../../src/platform/sites-file.js';
 import { dcm, dcmOk, tempDir, type RunResult } from './cli.js';
@@ -19,9 +21,14 @@ export function fileHash(file: string): string | null {
   return createHash('sha256').update(fs.readFileSync(file)).digest('hex');
 }
 
-/** Names and hashes of every file in a directory (catches a created file, or a stray -wal). */
+/**
+ * Names and hashes of every file in a directory (catches a created file, or a stray -wal); in the
+ * PostgreSQL pass, the digest of the folder's database on the server too.
+ */
 export function dirFingerprint(dir: string): Record<string, string | null> {
   const out: Record<string, string | null> = {};
+  const pg = pgDatabaseOf(dir);
+  if (pg) out['<database on the server>'] = pgDigest(pg);
   for (const name of fs.readdirSync(dir).sort()) {
     const p = path.join(dir, name);
     const st = fs.statSync(p);
@@ -61,7 +68,7 @@ export function expectRefused(
 
 /** Open the file with better-sqlite3 for a look or a tweak the CLI does not offer. */
 export function withSql<T>(db: string, fn: (d: Database.Database) => T, create = false): T {
-  const d = new Database(db, { fileMustExist: !create });
+  const d = openTestDb(db, { fileMustExist: !create });
   try {
     return fn(d);
   } finally {
@@ -71,7 +78,13 @@ export function withSql<T>(db: string, fn: (d: Database.Database) => T, create =
 
 /** Open the sim driver's sites file beside the database `db` (read-only: a look at the far side). */
 export function withSites<T>(db: string, fn: (d: Database.Database) => T): T {
-  return withSql(sitesFileOf(fs.realpathSync(db)), fn);
+  if (!isPgUrl(db)) return withSql(sitesFileOf(fs.realpathSync(db)), fn);
+  const d = openTestSites(db);
+  try {
+    return fn(d);
+  } finally {
+    d.close();
+  }
 }
 
 /** The windows recorded for the stages of the strategy: [stage, max_parallel]. */

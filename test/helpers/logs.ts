@@ -2,12 +2,12 @@
  * Where a strategy's run logs are, read as dcm reads them: the layout stored with the strategy
  * in the file (src/domain/logs.ts), so tests name a run's files the way the driver wrote them.
  */
-import Database from 'better-sqlite3';
+import { openTestDb } from './db.js';
 import { layoutOf, runBase, strategyIdOf, type LogLayout } from '../../src/domain/logs.js';
 
 /** The current strategy's layout (its folder, version and id). */
 export function strategyLayout(db: string): LogLayout {
-  const d = new Database(db, { readonly: true });
+  const d = openTestDb(db, { readonly: true });
   try {
     const row = d.prepare('SELECT created_at, extra_args FROM strategy').get() as { created_at: string; extra_args: string } | undefined;
     if (!row) throw new Error(`no strategy in ${db}`);

@@ -10,6 +10,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT, sleep, waitFor } from './cli.js';
+import { openTestDb } from './db.js';
 import { execFixture, readRuns, type ExecFixture, type Run } from './exec.js';
 
 /**
@@ -184,7 +185,7 @@ export const nowNs = (): number => Date.now() * 1e6;
 
 /** History rows still `running`, with the process recorded for them. */
 export function runningRows(db: string): { cloud: string; state: string; attempt: number; pid: number | null; pgid: number | null }[] {
-  const d = new Database(db, { readonly: true, timeout: 10_000 });
+  const d = openTestDb(db, { readonly: true, timeout: 10_000 });
   try {
     return d
       .prepare(
@@ -198,7 +199,7 @@ export function runningRows(db: string): { cloud: string; state: string; attempt
 }
 
 export function sql<T>(db: string, fn: (d: Database.Database) => T): T {
-  const d = new Database(db, { timeout: 10_000 });
+  const d = openTestDb(db, { timeout: 10_000 });
   try {
     return fn(d);
   } finally {

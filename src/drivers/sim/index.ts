@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import { sitesFileOf } from '../../platform/sites-file.js';
+import { isPgUrl } from '../../domain/db-url.js';
 import type { AuditOutcome, AuditRequest, Driver, OperationRequest, OperationResult } from '../driver.js';
 import { admit, completed, finish, type Site, type SiteRequest } from './site.js';
 import { targetVersion, type AuditReport } from '../../domain/audit.js';
@@ -49,7 +50,7 @@ export class SimDriver implements Driver {
     dbFile: string,
     private readonly settings: SimSettings,
   ) {
-    this.book = new SiteBook(sitesFileOf(fs.realpathSync(dbFile)));
+    this.book = new SiteBook(isPgUrl(dbFile) ? { pg: dbFile } : { file: sitesFileOf(fs.realpathSync(dbFile)) });
   }
 
   async run(req: OperationRequest): Promise<OperationResult> {

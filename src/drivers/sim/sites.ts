@@ -10,6 +10,7 @@
 import type DatabaseT from 'better-sqlite3';
 import { requireCjs } from '../../platform/cjs.js';
 import { WINDOW_PAGE_CACHE } from '../../platform/sqlite-cache.js';
+import { PgDatabase } from '../../platform/pg-database.js';
 
 // Through require: see platform/cjs.ts.
 const Database = requireCjs('better-sqlite3') as typeof DatabaseT;
@@ -20,9 +21,7 @@ import type { Site } from './site.js';
  * which the store's migration 7 → 8 moved into this file (it creates the table the same way when it
  * moves rows before the driver ever ran).
  */
-const SCHEMA = `
-  CREATE TABLE IF NOT EXISTS sim_site (
-    name TEXT PRIMARY KEY,
+const SITE_COLUMNS = `
     campaign TEXT NOT NULL,
     done INTEGER NOT NULL,
     vim TEXT NOT NULL,
@@ -30,11 +29,21 @@ const SCHEMA = `
     busy_owner TEXT,
     options TEXT,
     software_version TEXT,
-    sync TEXT
-  );
-`;
+    sync TEXT`;
+const SCHEMA = `CREATE TABLE IF NOT EXISTS sim_site (name TEXT PRIMARY KEY, ${SITE_COLUMNS});`;
 /** 2 added what the site's strategies left it at (software_version, sync: JSON), for its audit. */
 const SCHEMA_VERSION = 2;
+/**
+ * On PostgreSQL the sites are a schema of their own in the store's database (never the store's
+ * tables), at the current shape; a later shape adds its step here.
+ */
+const PG_SCHEMA = `
+  CREATE SCHEMA IF NOT EXISTS dcm_sim;
+  CREATE TABLE IF NOT EXISTS dcm_sim.sim_site (name TEXT COLLATE "C" PRIMARY KEY, ${SITE_COLUMNS});
+  SET search_path TO dcm_sim;
+`;
+/** "SIM1": the advisory lock the sites' writers take turns on (the store's is "DCM1"). */
+const SITES_WRITER_LOCK = 0x53494d31;
 const UPGRADE_1_TO_2 = `
   ALTER TABLE sim_site ADD COLUMN software_version TEXT;
   ALTER TABLE sim_site ADD COLUMN sync TEXT;
@@ -74,39 +83,21 @@ export class SiteBook {
   private readonly finishRun;
   private readonly flushTx;
 
-  /** `file`: the sites file (created with its schema when missing). */
-  constructor(file: string) {
-    this.db = new Database(file);
-    try {
-      // Only another apply's sim driver writes here (one that took the strategy over): a wait of
-      // 5 s, as everywhere in dcm, and a busy flush is kept and retried at a later tick.
-      this.db.pragma('busy_timeout = 5000');
-      this.db.pragma(WINDOW_PAGE_CACHE);
-      // WAL + NORMAL, as the database: a commit survives a kill -9 of the process.
-      if (this.db.pragma('journal_mode', { simple: true }) !== 'wal') this.db.pragma('journal_mode = WAL');
-      this.db.pragma('synchronous = NORMAL');
-      // The schema is written only when the file lacks it: an apply that takes the strategy over
-      // from a frozen one (SIGSTOP, a hung host) may find that one holding this file's write lock,
-      // and must wait for it at its first write, not die of it before it starts.
-      if ((this.db.pragma('user_version', { simple: true }) as number) !== SCHEMA_VERSION) {
-        this.db
-          .transaction(() => {
-            const version = this.db.pragma('user_version', { simple: true }) as number;
-            if (version > SCHEMA_VERSION) throw new Error(`${file} was written by a newer dcm (sites schema version ${version})`);
-            // A file of schema 1 (or a table the store's migration 7 → 8 made in its shape) gains
-            // the new columns; a new file gets the whole table.
-            const hasTable = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sim_site'").get() !== undefined;
-            const hasSync = hasTable && (this.db.prepare('PRAGMA table_info(sim_site)').all() as { name: string }[]).some((c) => c.name === 'sync');
-            if (hasTable && !hasSync) this.db.exec(UPGRADE_1_TO_2);
-            else this.db.exec(SCHEMA);
-            this.db.pragma(`user_version = ${SCHEMA_VERSION}`);
-          })
-          .immediate();
+  /** `where`: the sites file (created with its schema when missing), or the store's PostgreSQL database. */
+  constructor(where: { file: string } | { pg: string }) {
+    if ('pg' in where) {
+      // Its writers take a lock of their own: a site shares no lock with the store.
+      const pg = new PgDatabase('the simulated sites', where.pg, { writerLock: SITES_WRITER_LOCK });
+      try {
+        pg.pragma('busy_timeout = 5000');
+        pg.transaction(() => pg.exec(PG_SCHEMA)).immediate();
+      } catch (err) {
+        pg.close();
+        throw err;
       }
-    } catch (err) {
-      this.db.close();
-      throw err;
-    }
+      // The same face as better-sqlite3's (platform/pg-database.ts), for the statements below.
+      this.db = pg as unknown as DatabaseT.Database;
+    } else this.db = this.openFile(where.file);
     this.selectOne = this.db.prepare('SELECT * FROM sim_site WHERE name = ?');
     this.upsert = this.db.prepare(
       `INSERT INTO sim_site (name, campaign, done, vim, busy_state, busy_owner, options, software_version, sync)
@@ -123,11 +114,46 @@ export class SiteBook {
     );
     const tx = this.db.transaction((sites: Site[], finishes: { site: Site; owner: string }[]) => {
       for (const s of sites) this.upsert.run(...row(s));
-      return finishes.map(
-        ({ site: s, owner }) => this.finishRun.run(s.campaign, s.done, s.vim, s.softwareVersion ?? null, syncJson(s), s.name, owner).changes === 1,
+      // Every write first, then what each finish changed: on PostgreSQL they go to the server together.
+      const results = finishes.map(({ site: s, owner }) =>
+        this.finishRun.run(s.campaign, s.done, s.vim, s.softwareVersion ?? null, syncJson(s), s.name, owner),
       );
+      return results.map((r) => r.changes === 1);
     });
     this.flushTx = (sites: Site[], finishes: { site: Site; owner: string }[] = []) => tx.immediate(sites, finishes);
+  }
+
+  private openFile(file: string): DatabaseT.Database {
+    const db = new Database(file);
+    try {
+      // Only another apply's sim driver writes here (one that took the strategy over): a wait of
+      // 5 s, as everywhere in dcm, and a busy flush is kept and retried at a later tick.
+      db.pragma('busy_timeout = 5000');
+      db.pragma(WINDOW_PAGE_CACHE);
+      // WAL + NORMAL, as the database: a commit survives a kill -9 of the process.
+      if (db.pragma('journal_mode', { simple: true }) !== 'wal') db.pragma('journal_mode = WAL');
+      db.pragma('synchronous = NORMAL');
+      // The schema is written only when the file lacks it: an apply that takes the strategy over
+      // from a frozen one (SIGSTOP, a hung host) may find that one holding this file's write lock,
+      // and must wait for it at its first write, not die of it before it starts.
+      if ((db.pragma('user_version', { simple: true }) as number) !== SCHEMA_VERSION) {
+        db.transaction(() => {
+            const version = db.pragma('user_version', { simple: true }) as number;
+            if (version > SCHEMA_VERSION) throw new Error(`${file} was written by a newer dcm (sites schema version ${version})`);
+            // A file of schema 1 (or a table the store's migration 7 → 8 made in its shape) gains
+            // the new columns; a new file gets the whole table.
+            const hasTable = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sim_site'").get() !== undefined;
+            const hasSync = hasTable && (db.prepare('PRAGMA table_info(sim_site)').all() as { name: string }[]).some((c) => c.name === 'sync');
+            if (hasTable && !hasSync) db.exec(UPGRADE_1_TO_2);
+            else db.exec(SCHEMA);
+            db.pragma(`user_version = ${SCHEMA_VERSION}`);
+          }).immediate();
+      }
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+    return db;
   }
 
   /**

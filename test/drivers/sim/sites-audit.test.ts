@@ -23,11 +23,11 @@ describe('sim sites: what an audit answers from', () => {
     raw.prepare("INSERT INTO sim_site VALUES ('a', 'c1', 4, 'applied', NULL, NULL, NULL)").run();
     raw.pragma('user_version = 1');
     raw.close();
-    const book = new SiteBook(file);
+    const book = new SiteBook({ file });
     expect(book.get('a')).toMatchObject({ name: 'a', campaign: 'c1', done: 4, vim: 'applied', softwareVersion: null, sync: null });
     book.set({ ...book.get('a')!, softwareVersion: '24.09', sync: { usm: 'in-sync' } });
     book.close();
-    const again = new SiteBook(file);
+    const again = new SiteBook({ file });
     expect(again.get('a')).toMatchObject({ softwareVersion: '24.09', sync: { usm: 'in-sync' } });
     again.close();
     const check = new Database(file, { readonly: true });

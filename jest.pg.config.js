@@ -1,0 +1,48 @@
+/**
+ * The PostgreSQL pass: the tests whose subject is the store, run again with every database on a
+ * throw-away PostgreSQL server (test/pg/global-setup.ts) instead of in a file. One switch, the same
+ * tests: test/helpers/cli.ts's tempDir hands out the server's databases. Tests of what only a file
+ * has (its path, its -wal, its faults, a reader's snapshot) are not in the list.
+ */
+import base from './jest.config.js';
+
+const STORE = ['test/pg/**/*.test.ts'];
+const BOTH = [
+  ...STORE,
+  // Inventory, planning and the commands around a strategy.
+  'test/e2e/inventory.test.ts',
+  'test/e2e/labels.test.ts',
+  'test/e2e/planning.test.ts',
+  'test/e2e/strategy-config.test.ts',
+  'test/e2e/output.test.ts',
+  'test/e2e/errors.test.ts',
+  'test/e2e/dcmanager-compat.test.ts',
+  'test/e2e/dcmanager-round2.test.ts',
+  // The orchestrator on the store: windows, control from other shells, races, readers, the fence.
+  'test/e2e/apply-window.test.ts',
+  'test/e2e/stop-exact.test.ts',
+  'test/e2e/control-commands.test.ts',
+  'test/e2e/control-apply.test.ts',
+  'test/e2e/control-race.test.ts',
+  'test/e2e/apply-race.test.ts',
+  'test/e2e/apply-readers.test.ts',
+  'test/e2e/stage-gates.test.ts',
+  'test/e2e/exec-defer.test.ts',
+  'test/e2e/exec-apply.test.ts',
+  'test/e2e/audit.test.ts',
+  // What is read back: status, report, events; and the cost counters (commits, statements).
+  'test/e2e/status.test.ts',
+  'test/e2e/report.test.ts',
+  'test/e2e/events.test.ts',
+  'test/e2e/cost-counters.test.ts',
+];
+
+export default {
+  ...base,
+  // DCM_TEST_PG_QUICK=1: the store's own tests only (.ci/run, on the Node versions after the first:
+  // the PostgreSQL code is JavaScript over node-postgres, and the whole pass runs on Node 20).
+  testMatch: (process.env.DCM_TEST_PG_QUICK === '1' ? STORE : BOTH).map((p) => `<rootDir>/${p}`),
+  testPathIgnorePatterns: ['/node_modules/'],
+  globalSetup: '<rootDir>/test/pg/global-setup.ts',
+  globalTeardown: '<rootDir>/test/pg/global-teardown.ts',
+};

@@ -1,0 +1,341 @@
+/**
+ * A PostgreSQL database with the face of a better-sqlite3 one, for the part of that face dcm uses:
+ * `prepare` (run / get / all / iterate, pluck, raw), `transaction` (deferred / immediate, nested as
+ * savepoints), `exec`, `pragma` (the few dcm asks) and `close`. The store's modules take either
+ * without knowing which; what the SQL says differently is rewritten by the dialect.
+ *
+ * Writers take turns, as SQLite's do: an immediate transaction holds a transaction-level advisory
+ * lock, so that dcm's check-then-write transactions (the apply lock's fence, the window's count)
+ * see every earlier commit and no other writer between. A deferred transaction reads one snapshot
+ * (REPEATABLE READ), as a SQLite read transaction does, and takes no lock.
+ */
+import { PgError, SyncPg, type PgQuery, type PgResult } from './pg-sync.js';
+import { toPg } from './pg-dialect.js';
+
+/** The advisory lock every dcm writer of one database takes ("DCM1", as the SQLite file's mark). */
+const WRITER_LOCK = 0x44434d31;
+
+/**
+ * PostgreSQL's errors under the codes the store already tells apart: a lock not had within the
+ * wait (lock_timeout) is SQLite's busy; a unique key is a unique constraint.
+ */
+function asStoreError(err: unknown): unknown {
+  if (!(err instanceof PgError)) return err;
+  const code =
+    err.code === '55P03' || err.code === '40P01' || err.code === '40001'
+      ? 'SQLITE_BUSY'
+      : err.code === '23505'
+        ? 'SQLITE_CONSTRAINT_UNIQUE'
+        : err.code?.startsWith('23')
+          ? 'SQLITE_CONSTRAINT'
+          : err.code;
+  const e = new PgError(err.message, code);
+  e.stack = err.stack;
+  return e;
+}
+
+type Params = unknown[];
+
+/** What a database's schema tells the adapter (the store's: store/pg/schema.ts). */
+export interface PgSchemaOptions {
+  /** The advisory lock immediate transactions take (the store's by default). */
+  writerLock?: number;
+  /**
+   * The tables whose rows get their id from the database: an INSERT into one returns the id it was
+   * given, as SQLite's lastInsertRowid tells (RETURNING is added here, not written in the store).
+   */
+  identityTables?: ReadonlySet<string>;
+  /**
+   * A commit counter: `bump` runs inside every immediate transaction, so the counter moves exactly
+   * when the commit is seen; `read` (one number) answers the `data_version` pragma.
+   */
+  version?: { bump: string; read: string };
+}
+
+export class PgStatement {
+  private plucked = false;
+  private rawRows = false;
+  readonly reader: boolean;
+  private readonly text: string;
+  private readonly names: string[];
+  private readonly returnsId: boolean;
+
+  constructor(
+    private readonly db: PgDatabase,
+    readonly source: string,
+  ) {
+    const t = toPg(source);
+    const into = /^\s*INSERT\s+INTO\s+(\w+)/i.exec(source)?.[1];
+    this.returnsId = into !== undefined && db.identityTables.has(into) && !/\bRETURNING\b/i.test(source);
+    this.text = this.returnsId ? `${t.text} RETURNING id` : t.text;
+    this.names = t.names;
+    this.reader = /^\s*(SELECT|WITH|VALUES)\b/i.test(source) || /\bRETURNING\b/i.test(source);
+  }
+
+  pluck(on = true): this {
+    this.plucked = on;
+    if (on) this.rawRows = false;
+    return this;
+  }
+
+  raw(on = true): this {
+    this.rawRows = on;
+    if (on) this.plucked = false;
+    return this;
+  }
+
+  /**
+   * Inside a transaction the write is sent with the next statement that needs an answer (or the
+   * commit), and its result is read only when asked for: a batch of writes is one round trip.
+   */
+  run(...params: Params): { changes: number; lastInsertRowid: number } {
+    const q = this.query(params);
+    const slot = this.db.send(this.returnsId ? { ...q, array: true } : q);
+    const result = (): PgResult => {
+      if (!slot.result) this.db.flush();
+      if (!slot.result) throw new PgError('the statement was not run: its transaction failed before it', undefined);
+      return slot.result;
+    };
+    const returnsId = this.returnsId;
+    return {
+      get changes() {
+        return result().rowCount;
+      },
+      get lastInsertRowid() {
+        const rows = result().rows;
+        return returnsId ? ((rows[rows.length - 1] as number[] | undefined)?.[0] ?? 0) : 0;
+      },
+    };
+  }
+
+  get(...params: Params): unknown {
+    return this.shape(this.db.query(this.query(params)).rows)[0];
+  }
+
+  all(...params: Params): unknown[] {
+    return this.shape(this.db.query(this.query(params)).rows);
+  }
+
+  iterate(...params: Params): IterableIterator<unknown> {
+    return this.all(...params)[Symbol.iterator]();
+  }
+
+  /** The query for the worker: bound parameters, rows as arrays when they are plucked or raw. */
+  query(params: Params): PgQuery {
+    return { text: this.text, values: this.bind(params), array: this.plucked || this.rawRows, name: this.db.statementName(this.text) };
+  }
+
+  private shape(rows: unknown[]): unknown[] {
+    return this.plucked ? rows.map((r) => (r as unknown[])[0]) : rows;
+  }
+
+  private bind(params: Params): unknown[] {
+    // better-sqlite3's forms: run(a, b), run([a, b]), run({ name: … }).
+    const flat = params.length === 1 && Array.isArray(params[0]) ? (params[0] as unknown[]) : params;
+    if (this.names.length === 0) return flat.map(value);
+    const named = (flat[0] ?? {}) as Record<string, unknown>;
+    return this.names.map((n) => {
+      if (!(n in named)) throw new RangeError(`Missing named parameter "${n}"`);
+      return value(named[n]);
+    });
+  }
+}
+
+/** SQLite binds what it is given; PostgreSQL needs text for text, and has no undefined. */
+function value(v: unknown): unknown {
+  if (v === undefined) return null;
+  if (typeof v === 'bigint') return v.toString();
+  return v;
+}
+
+export interface TransactionFn<A extends unknown[], R> {
+  (...args: A): R;
+  deferred(...args: A): R;
+  immediate(...args: A): R;
+  exclusive(...args: A): R;
+}
+
+export class PgDatabase {
+  readonly memory = false;
+  open = true;
+  private depth = 0;
+  private savepoints = 0;
+  private queue: { q: PgQuery; slot: { result?: PgResult } }[] = [];
+  private readonly names = new Map<string, string>();
+  private readonly conn: SyncPg;
+
+  private readonly writerLock: number;
+  private readonly version: { bump: string; read: string } | undefined;
+  readonly identityTables: ReadonlySet<string>;
+
+  constructor(
+    readonly name: string,
+    url: string,
+    opts: PgSchemaOptions = {},
+  ) {
+    this.writerLock = opts.writerLock ?? WRITER_LOCK;
+    this.version = opts.version;
+    this.identityTables = opts.identityTables ?? new Set();
+    this.conn = new SyncPg(url);
+  }
+
+  /**
+   * The server-side name of a prepared statement's text: parsed and planned once per connection,
+   * then only bound and run (most of a short statement's cost on the server).
+   */
+  statementName(text: string): string {
+    let name = this.names.get(text);
+    if (!name) this.names.set(text, (name = `dcm${this.names.size + 1}`));
+    return name;
+  }
+
+  get inTransaction(): boolean {
+    return this.depth > 0;
+  }
+
+  /** Run `q` now, after the writes still waiting to be sent, in the same round trip. */
+  query(q: PgQuery): PgResult {
+    const slot = this.send(q);
+    this.flush();
+    return slot.result!;
+  }
+
+  /**
+   * Queue `q`: outside a transaction it is sent at once; inside one, with the next statement that
+   * needs an answer. An error of a queued statement is thrown by that statement (the transaction
+   * is then failed, as in SQLite, whichever statement reports it).
+   */
+  send(q: PgQuery): { result?: PgResult } {
+    const slot: { result?: PgResult } = {};
+    this.queue.push({ q, slot });
+    if (this.depth === 0) this.flush();
+    return slot;
+  }
+
+  /** Send what is queued, in one round trip. */
+  flush(): void {
+    if (this.queue.length === 0) return;
+    const items = this.queue;
+    this.queue = [];
+    let results: PgResult[];
+    try {
+      results = this.conn.many(items.map((i) => i.q));
+    } catch (err) {
+      throw asStoreError(err);
+    }
+    items.forEach((item, i) => (item.slot.result = results[i]));
+  }
+
+  prepare(source: string): PgStatement {
+    return new PgStatement(this, source);
+  }
+
+  /** Statements with no parameters, several at once (PostgreSQL's simple protocol); run now. */
+  exec(text: string): this {
+    this.query({ text });
+    return this;
+  }
+
+  transaction<A extends unknown[], R>(fn: (...args: A) => R): TransactionFn<A, R> {
+    const run = (mode: 'deferred' | 'immediate') => (...args: A): R => this.within(mode, () => fn(...args));
+    const tx = run('deferred') as TransactionFn<A, R>;
+    tx.deferred = run('deferred');
+    tx.immediate = run('immediate');
+    tx.exclusive = run('immediate');
+    return tx;
+  }
+
+  private within<R>(mode: 'deferred' | 'immediate', fn: () => R): R {
+    if (this.depth > 0) {
+      const sp = `dcm_sp${++this.savepoints}`;
+      const made = this.send({ text: `SAVEPOINT ${sp}` });
+      this.depth++;
+      try {
+        const r = fn();
+        // Sent now: a write of the savepoint's part that fails fails it here, where SQLite's would.
+        this.query({ text: `RELEASE SAVEPOINT ${sp}` });
+        return r;
+      } catch (err) {
+        try {
+          // What the savepoint's part queued runs, then is undone with it.
+          this.flush();
+        } catch {
+          // The transaction failed: rolling back to the savepoint still undoes it.
+        }
+        // A savepoint never made (what went before it failed, a busy lock say) has nothing to
+        // undo: the transaction is failed, and the error is the one that failed it.
+        if (made.result) {
+          this.query({ text: `ROLLBACK TO SAVEPOINT ${sp}` });
+          this.send({ text: `RELEASE SAVEPOINT ${sp}` });
+        }
+        throw err;
+      } finally {
+        this.depth--;
+      }
+    }
+    // Sent with the transaction's first statement that needs an answer.
+    this.depth = 1;
+    if (mode === 'immediate') {
+      this.send({ text: 'BEGIN' });
+      this.send({ text: 'SELECT pg_advisory_xact_lock($1)', values: [this.writerLock] });
+    } else this.send({ text: 'BEGIN ISOLATION LEVEL REPEATABLE READ' });
+    try {
+      const r = fn();
+      if (mode === 'immediate' && this.version) this.send({ text: this.version.bump });
+      this.query({ text: 'COMMIT' });
+      return r;
+    } catch (err) {
+      this.queue = [];
+      try {
+        this.query({ text: 'ROLLBACK' });
+      } catch {
+        // The connection is gone: the server rolled the transaction back itself.
+      }
+      throw err;
+    } finally {
+      this.depth = 0;
+    }
+  }
+
+  /**
+   * The pragmas dcm reads or sets, as PostgreSQL has them. The file's settings (journal, cache,
+   * synchronous) have no meaning here; `data_version` (has anyone committed since?) is the commit
+   * counter (PgSchemaOptions.version), which moves with every writer's commit, this one's included
+   * (SQLite's leaves out the connection's own: here a reader may look once more than it needs).
+   */
+  pragma(text: string, opts: { simple?: boolean } = {}): unknown {
+    const m = /^\s*(\w+)\s*(?:=\s*(.+?)\s*)?(?:\((.*)\))?\s*$/.exec(text);
+    const name = m?.[1].toLowerCase() ?? text;
+    const set = m?.[2];
+    const simple = (v: unknown) => (opts.simple ? v : [{ [name]: v }]);
+    switch (name) {
+      case 'busy_timeout':
+        if (set !== undefined) this.query({ text: `SET lock_timeout = ${Number(set)}` });
+        return simple(Number(set ?? 0));
+      case 'cache_size':
+      case 'synchronous':
+      case 'foreign_keys':
+        return simple(set === undefined ? 0 : Number(set));
+      case 'journal_mode':
+        return simple('wal');
+      case 'data_version': {
+        if (!this.version) throw new PgError('PRAGMA data_version needs a commit counter (PgSchemaOptions.version)', undefined);
+        const rows = this.query({ text: this.version.read, array: true }).rows as number[][];
+        return simple(rows[0]?.[0] ?? 0);
+      }
+      case 'quick_check':
+      case 'integrity_check':
+        return opts.simple ? 'ok' : [{ [name]: 'ok' }];
+      default:
+        throw new PgError(`PRAGMA ${name} has no PostgreSQL equivalent in dcm`, undefined);
+    }
+  }
+
+  close(): this {
+    if (this.open) {
+      this.open = false;
+      this.conn.close();
+    }
+    return this;
+  }
+}

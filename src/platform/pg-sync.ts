@@ -1,0 +1,163 @@
+/**
+ * A synchronous PostgreSQL connection. dcm's store is synchronous (better-sqlite3 answers a query
+ * before the next line runs, and every transaction of the orchestrator is written so), while every
+ * PostgreSQL client for Node is asynchronous. The connection lives in a worker thread running
+ * node-postgres (`pg`); the caller posts a request and blocks on a shared word until the worker
+ * has answered, then takes the answer off the port (`receiveMessageOnPort`, which needs no turn of
+ * the event loop). The cost is a thread hop per round trip, about the price of the round trip
+ * itself on a local socket; a batch (`many`) pays it once.
+ *
+ * When the worker cannot answer (the server went away, the worker died) the caller gets an error,
+ * never a hang: the worker posts every failure, and a wait that outlives `timeoutMs` gives up.
+ */
+import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
+import { requireCjs } from './cjs.js';
+
+export interface PgQuery {
+  text: string;
+  values?: readonly unknown[];
+  /** Rows as arrays of column values, in the order of the select list. */
+  array?: boolean;
+  /** A server-side prepared statement's name: parsed once per connection, then only bound. */
+  name?: string;
+}
+
+export interface PgResult {
+  rows: unknown[];
+  rowCount: number;
+}
+
+/** What the server (or the connection) said, with PostgreSQL's SQLSTATE as `code` when it has one. */
+export class PgError extends Error {
+  constructor(
+    message: string,
+    readonly code: string | undefined,
+  ) {
+    super(message);
+    this.name = 'PgError';
+  }
+}
+
+// The worker's code. It is CommonJS evaluated from a string, so that it runs the same from the
+// built files and under the test runner's TypeScript transform; `pg` is required by the absolute
+// path resolved here. int8 (count(*), sum) and numeric come back as numbers, and booleans as 1 or
+// 0, as SQLite gives them.
+const WORKER = `
+const { workerData } = require('node:worker_threads');
+const { port, flag, url } = workerData;
+function answer(msg) {
+  port.postMessage(msg);
+  Atomics.store(flag, 0, 1);
+  Atomics.notify(flag, 0);
+}
+function failure(err) {
+  return { error: { message: err.message, code: err.code } };
+}
+try {
+  serve(require(workerData.pg));
+} catch (err) {
+  // The client cannot even load: that is every request's answer, not a caller left waiting.
+  port.on('message', () => answer(failure(err)));
+}
+function serve(pg) {
+pg.types.setTypeParser(20, (v) => Number(v));
+pg.types.setTypeParser(1700, (v) => Number(v));
+pg.types.setTypeParser(16, (v) => (v === 't' ? 1 : 0));
+const client = new pg.Client(url ? { connectionString: url } : {});
+let broken = null;
+client.on('error', (err) => { broken = err; });
+// A connection that fails is every request's answer, never an unhandled rejection.
+const ready = client.connect().then(() => client.query('SET client_min_messages = warning')).catch((err) => { broken = err; });
+port.on('message', async (req) => {
+  if (req.close) {
+    await client.end().catch(() => {});
+    answer({ results: [] });
+    port.close();
+    return;
+  }
+  try {
+    await ready;
+    if (broken) throw broken;
+    const results = [];
+    for (const q of req.queries) {
+      const r = await client.query({ name: q.name, text: q.text, values: q.values, rowMode: q.array ? 'array' : undefined });
+      results.push({ rows: r.rows, rowCount: r.rowCount ?? 0 });
+    }
+    answer({ results });
+  } catch (err) {
+    answer(failure(err));
+  }
+});
+}
+`;
+
+export class SyncPg {
+  private readonly worker: Worker;
+  private readonly port: MessagePort;
+  private readonly flag = new Int32Array(new SharedArrayBuffer(4));
+  private closed = false;
+
+  constructor(
+    url: string | undefined,
+    private readonly timeoutMs = 60_000,
+  ) {
+    const { port1, port2 } = new MessageChannel();
+    this.port = port1;
+    this.worker = new Worker(WORKER, {
+      eval: true,
+      workerData: { port: port2, flag: this.flag, url, pg: requireCjs.resolve('pg') },
+      transferList: [port2],
+    });
+    // The worker must not keep a finished command alive, nor its port.
+    this.worker.unref();
+    // Its failures reach the caller as answers; an 'error' event left unheard would end the process.
+    this.worker.on('error', () => {});
+    this.port.unref();
+    // Connect now: a wrong address is the first query's error.
+    this.many([{ text: 'SELECT 1' }]);
+  }
+
+  query(text: string, values?: readonly unknown[], array = false): PgResult {
+    return this.many([{ text, values, array }])[0];
+  }
+
+  /** Several queries in one round trip to the worker, in order; the first failure stops the rest. */
+  many(queries: readonly PgQuery[]): PgResult[] {
+    if (this.closed) throw new PgError('the PostgreSQL connection is closed', undefined);
+    const reply = this.call({ queries: queries.map((q) => ({ ...q, values: q.values ? [...q.values] : undefined })) });
+    if (reply.error) throw new PgError(reply.error.message, reply.error.code);
+    return reply.results;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      this.call({ close: true }, 5_000);
+    } catch {
+      // Closing a connection that is already gone.
+    }
+    void this.worker.terminate();
+  }
+
+  private call(req: object, timeoutMs = this.timeoutMs): { results: PgResult[]; error?: { message: string; code?: string } } {
+    Atomics.store(this.flag, 0, 0);
+    this.port.postMessage(req);
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const left = deadline - Date.now();
+      if (left <= 0 || Atomics.wait(this.flag, 0, 0, Math.min(left, 1000)) === 'timed-out') {
+        const msg = receiveMessageOnPort(this.port);
+        if (msg) return msg.message;
+        if (Date.now() >= deadline) {
+          this.closed = true;
+          void this.worker.terminate();
+          throw new PgError(`PostgreSQL did not answer within ${Math.round(timeoutMs / 1000)} s`, undefined);
+        }
+        continue;
+      }
+      const msg = receiveMessageOnPort(this.port);
+      if (msg) return msg.message;
+    }
+  }
+}

@@ -1,0 +1,81 @@
+/**
+ * Opening a dcm database on a PostgreSQL server (`--db postgresql://…`, or `postgres://`): the
+ * connection, the refusal of a database that is not dcm's or is newer, and the schema written on
+ * the first write. libpq's PG* variables fill in what the address leaves out (node-postgres reads
+ * them as libpq does), so `--db postgresql:///dcm` with PGHOST and PGUSER set works.
+ */
+import { OperationError } from '../../domain/errors.js';
+import { SCHEMA_VERSION } from '../migrations.js';
+import { PgDatabase } from '../../platform/pg-database.js';
+import { shownUrl } from '../../domain/db-url.js';
+import { PG_MIGRATIONS, PG_SCHEMA, PG_STORE, pgSeeds } from './schema.js';
+
+export { isPgUrl, shownUrl } from '../../domain/db-url.js';
+
+export interface PgOpenOptions {
+  create: boolean;
+}
+
+/** Open the database; null when it has no dcm schema yet and the caller only reads. */
+export function openPgDb(url: string, opts: PgOpenOptions): PgDatabase | null {
+  const shown = shownUrl(url);
+  let db: PgDatabase;
+  try {
+    db = new PgDatabase(shown, url, PG_STORE);
+  } catch (err) {
+    throw new OperationError(`cannot open database ${shown}: ${(err as Error).message}`);
+  }
+  try {
+    // As a file's busy timeout (store/open.ts): wait up to 10 s for another writer, then say busy.
+    db.pragma('busy_timeout = 10000');
+    let version = schemaVersion(db, shown);
+    if (version === 0 && !opts.create) {
+      db.close();
+      return null;
+    }
+    if (version > SCHEMA_VERSION) {
+      throw new OperationError(`${shown} was written by a newer dcm (schema version ${version}; this dcm knows up to ${SCHEMA_VERSION})`);
+    }
+    if (version < SCHEMA_VERSION) {
+      db.transaction(() => {
+        // Read again under the writers' lock: another dcm may have written the schema meanwhile.
+        version = schemaVersion(db, shown);
+        if (version === 0) {
+          db.exec(PG_SCHEMA);
+          for (const q of pgSeeds()) db.query(q);
+          db.query({
+            text: `INSERT INTO dcm_meta (key, value) VALUES ('application', 'dcm'), ('schema_version', $1), ('data_version', '0')`,
+            values: [String(SCHEMA_VERSION)],
+          });
+          return;
+        }
+        for (let v = version; v < SCHEMA_VERSION; v++) db.exec(PG_MIGRATIONS[v]);
+        db.query({ text: `UPDATE dcm_meta SET value = $1 WHERE key = 'schema_version'`, values: [String(SCHEMA_VERSION)] });
+      }).immediate();
+    }
+    return db;
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+}
+
+/**
+ * The schema version dcm wrote in this database, 0 when it holds no dcm schema. Tables of someone
+ * else's in the schema dcm would use (search_path's first) make it not a dcm database.
+ */
+function schemaVersion(db: PgDatabase, shown: string): number {
+  const rows = db.query({
+    text: `SELECT (SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()) AS tables,
+                  to_regclass('dcm_meta') IS NOT NULL AS marked`,
+  }).rows as { tables: number; marked: boolean }[];
+  const { tables, marked } = rows[0];
+  if (!marked) {
+    if (tables > 0) throw new OperationError(`${shown} is not a dcm database (it holds other tables)`);
+    return 0;
+  }
+  const meta = db.query({ text: `SELECT key, value FROM dcm_meta` }).rows as { key: string; value: string }[];
+  const get = (k: string) => meta.find((r) => r.key === k)?.value;
+  if (get('application') !== 'dcm') throw new OperationError(`${shown} is not a dcm database`);
+  return Number(get('schema_version'));
+}

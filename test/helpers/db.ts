@@ -1,0 +1,60 @@
+/**
+ * A test's own look into the database, whichever store it is on: better-sqlite3 on a file, or the
+ * same face over a PostgreSQL database in the PostgreSQL pass (src/platform/pg-database.ts), so a
+ * test's SQL for a look or a tweak the CLI does not offer runs on both.
+ */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import Database from 'better-sqlite3';
+import { PgDatabase } from '../../src/platform/pg-database.js';
+import { isPgUrl } from '../../src/domain/db-url.js';
+import { PG_STORE } from '../../src/store/pg/schema.js';
+
+export function openTestDb(db: string, opts: Database.Options = {}): Database.Database {
+  if (!isPgUrl(db)) return new Database(db, opts);
+  // Versioned as dcm's own connections are: a test's tweak wakes an orchestrator as a command's does.
+  const pg = new PgDatabase(db, db, PG_STORE);
+  if (opts.timeout !== undefined) pg.pragma(`busy_timeout = ${opts.timeout}`);
+  return pg as unknown as Database.Database;
+}
+
+/** The sim driver's sites on PostgreSQL: their own schema in the store's database. */
+export function openTestSites(db: string): Database.Database {
+  const pg = new PgDatabase(db, db);
+  pg.exec('SET search_path TO dcm_sim');
+  return pg as unknown as Database.Database;
+}
+
+/**
+ * A digest of everything a PostgreSQL database holds for dcm (the store's tables and the sim's
+ * sites), row by row: a refused command must leave it as it was, as it leaves a file byte for byte.
+ */
+export function pgDigest(db: string): string {
+  const pg = new PgDatabase(db, db);
+  try {
+    const tables = pg.query({
+      text: `SELECT schemaname || '.' || tablename AS t FROM pg_tables WHERE schemaname IN ('public', 'dcm_sim') ORDER BY 1`,
+    }).rows as { t: string }[];
+    const h = createHash('sha256');
+    for (const { t } of tables) h.update(t).update(JSON.stringify(pg.query({ text: `SELECT * FROM ${t} ORDER BY 1`, array: true }).rows));
+    return h.digest('hex');
+  } finally {
+    pg.close();
+  }
+}
+
+/** What the database holds, as one digest: the file's bytes, or the server database's rows. */
+export function storeState(db: string): string {
+  return isPgUrl(db) ? pgDigest(db) : createHash('sha256').update(fs.readFileSync(db)).digest('hex');
+}
+
+const pgOfDir = new Map<string, string>();
+
+/** tempDir's record of which database belongs to a test's folder in the PostgreSQL pass. */
+export function notePgDatabase(dir: string, url: string): void {
+  pgOfDir.set(dir, url);
+}
+
+export function pgDatabaseOf(dir: string): string | undefined {
+  return pgOfDir.get(dir);
+}

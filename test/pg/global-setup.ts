@@ -1,0 +1,80 @@
+/**
+ * The PostgreSQL pass of the suite (jest.pg.config.js): one throw-away cluster for the whole run,
+ * its address handed to every test process as DCM_TEST_PG_URL; test/helpers/cli.ts's tempDir then
+ * gives each test a database of its own on it instead of a file.
+ *
+ * The cluster: initdb in a temporary folder, a server on a Unix socket in that folder only (no TCP
+ * port), trust authentication for one superuser, stopped and removed at the end. As root (CI), the
+ * server runs as the `postgres` user that Debian's package creates, since PostgreSQL refuses to
+ * run as root. (All in this one module: jest loads a global setup without the suite's module map.)
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+interface Cluster {
+  /** The superuser's address of the `postgres` database. */
+  url: string;
+  dir: string;
+  stop: () => void;
+}
+
+/** Where initdb and pg_ctl are: PG_BINDIR, else pg_config's, else Debian's newest. */
+export function pgBinDir(): string | null {
+  if (process.env.PG_BINDIR) return process.env.PG_BINDIR;
+  const r = spawnSync('pg_config', ['--bindir'], { encoding: 'utf8' });
+  const fromConfig = r.status === 0 ? r.stdout.trim() : '';
+  if (fromConfig && fs.existsSync(path.join(fromConfig, 'initdb'))) return fromConfig;
+  const debian = '/usr/lib/postgresql';
+  if (!fs.existsSync(debian)) return null;
+  const versions = fs.readdirSync(debian).filter((v) => fs.existsSync(path.join(debian, v, 'bin', 'initdb')));
+  versions.sort((a, b) => Number(b) - Number(a));
+  return versions.length ? path.join(debian, versions[0], 'bin') : null;
+}
+
+export function startCluster(): Cluster {
+  const bin = pgBinDir();
+  if (!bin) throw new Error('PostgreSQL server binaries not found (install Debian\'s postgresql; .ci/run does)');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcm-pg-'));
+  const asRoot = process.getuid?.() === 0;
+  // Run as postgres when root: the folder is theirs, the commands through setpriv.
+  const run = (cmd: string, args: string[]) => {
+    const argv = asRoot ? ['setpriv', '--reuid=postgres', '--regid=postgres', '--init-groups', '--', cmd, ...args] : [cmd, ...args];
+    execFileSync(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], cwd: dir });
+  };
+  if (asRoot) execFileSync('chown', ['postgres:postgres', dir]);
+  const data = path.join(dir, 'data');
+  const port = String(20000 + (process.pid % 20000));
+  run(path.join(bin, 'initdb'), ['-D', data, '-U', 'dcm_test', '-A', 'trust', '--locale=C', '-E', 'UTF8', '--no-sync']);
+  // fsync off: a test cluster needs no durability against power loss, and a busy CI disk is slow.
+  run(path.join(bin, 'pg_ctl'), [
+    '-D', data, '-l', path.join(dir, 'server.log'), '-w', '-t', '60',
+    '-o', `-k ${dir} -p ${port} -c listen_addresses= -c fsync=off -c max_connections=300`,
+    'start',
+  ]);
+  const url = `postgresql://dcm_test@/postgres?host=${encodeURIComponent(dir)}&port=${port}`;
+  return {
+    url,
+    dir,
+    stop: () => {
+      try {
+        run(path.join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop']);
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  };
+}
+
+
+declare global {
+  var dcmPgCluster: Cluster | undefined;
+}
+
+export default function setup(): void {
+  if (process.env.DCM_TEST_PG_URL) return; // a server of the caller's
+  const cluster = startCluster();
+  globalThis.dcmPgCluster = cluster;
+  process.env.DCM_TEST_PG_URL = cluster.url;
+}

@@ -1,0 +1,168 @@
+/**
+ * The store on a PostgreSQL server (`--db postgresql://…`), run by the PostgreSQL pass only
+ * (jest.pg.config.js): the schema written on the first write and not by a reader, a database that
+ * is not dcm's or is newer refused with nothing changed, the password never shown, a server that
+ * is not there named in one line, and writers that take turns as SQLite's do.
+ */
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import fs from 'node:fs';
+import { dcm, dcmOk, tempDir } from '../helpers/cli.js';
+import { SyncPg } from '../../src/platform/pg-sync.js';
+import { SCHEMA_VERSION } from '../../src/store/migrations.js';
+import { openPgDb } from '../../src/store/pg/open.js';
+
+let t: ReturnType<typeof tempDir>;
+let conn: SyncPg;
+
+const tables = () => (conn.query(`SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1`).rows as { tablename: string }[]).map((r) => r.tablename);
+
+beforeAll(() => {
+  t = tempDir();
+  conn = new SyncPg(t.db);
+});
+afterAll(() => {
+  conn.close();
+  t.cleanup();
+});
+
+describe('a dcm database on PostgreSQL', () => {
+  test('a reader of an empty database prints the empty result and writes nothing', () => {
+    const r = dcm(['--db', t.db, 'subcloud', 'list', '--format', 'json']);
+    expect(r.code).toBe(0);
+    // dcmanager's empty list: one row of <none>.
+    expect(JSON.parse(r.stdout)).toMatchObject([{ name: '<none>' }]);
+    expect(tables()).toEqual([]);
+  });
+
+  test('the first write makes the schema: marked as dcm\'s, at this version, with the Default group', () => {
+    dcmOk(['--db', t.db, 'subcloud', 'add', 'pg1', '--management', 'managed', '--availability', 'online']);
+    expect(tables()).toContain('subcloud');
+    const meta = conn.query(`SELECT key, value FROM dcm_meta ORDER BY key`).rows;
+    expect(meta).toEqual([
+      { key: 'application', value: 'dcm' },
+      { key: 'data_version', value: expect.stringMatching(/^\d+$/) },
+      { key: 'schema_version', value: String(SCHEMA_VERSION) },
+    ]);
+    const groups = JSON.parse(dcmOk(['--db', t.db, 'subcloud-group', 'list', '--format', 'json']).stdout);
+    expect(groups.map((g: { name: string }) => g.name)).toEqual(['Default']);
+    // A new group after the seeded one gets the next number, as in a file.
+    dcmOk(['--db', t.db, 'subcloud-group', 'add', '--name', 'g2']);
+    const again = JSON.parse(dcmOk(['--db', t.db, 'subcloud-group', 'list', '--format', 'json']).stdout);
+    expect(again.map((g: { id: number }) => g.id)).toEqual([1, 2]);
+  });
+
+  test('a newer schema is refused, and nothing is written', () => {
+    conn.query(`UPDATE dcm_meta SET value = $1 WHERE key = 'schema_version'`, [String(SCHEMA_VERSION + 1)]);
+    try {
+      const r = dcm(['--db', t.db, 'subcloud', 'add', 'pg2']);
+      expect(r.code).toBe(1);
+      expect(r.stderr.trim()).toMatch(new RegExp(`written by a newer dcm \\(schema version ${SCHEMA_VERSION + 1}; this dcm knows up to ${SCHEMA_VERSION}\\)$`));
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      expect(conn.query(`SELECT name FROM subcloud ORDER BY id`).rows).toEqual([{ name: 'pg1' }]);
+    } finally {
+      conn.query(`UPDATE dcm_meta SET value = $1 WHERE key = 'schema_version'`, [String(SCHEMA_VERSION)]);
+    }
+  });
+
+  test('writers take turns: one holding the writers\' lock makes another wait, then say the database is busy', () => {
+    const other = new SyncPg(t.db);
+    try {
+      // The lock every dcm writer takes (platform/pg-database.ts), held by another connection.
+      other.many([{ text: 'BEGIN' }, { text: 'SELECT pg_advisory_xact_lock($1)', values: [0x44434d31] }]);
+      const r = dcm(['--db', t.db, 'subcloud', 'add', 'pg3']);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/\(the database is busy\)\n$/);
+      other.query('ROLLBACK');
+      expect(conn.query(`SELECT count(*) AS n FROM subcloud WHERE name = 'pg3'`).rows).toEqual([{ n: 0 }]);
+      dcmOk(['--db', t.db, 'subcloud', 'add', 'pg3']);
+    } finally {
+      other.close();
+    }
+  });
+});
+
+describe('data_version on PostgreSQL: moves when another connection\'s write commits, not before', () => {
+  test('a reader sees the same number during the write and a new one after its commit', () => {
+    const a = openPgDb(t.db, { create: true })!;
+    const b = openPgDb(t.db, { create: false })!;
+    try {
+      const before = b.pragma('data_version', { simple: true });
+      a.transaction(() => {
+        a.prepare(`UPDATE subcloud SET description = ? WHERE name = ?`).run('moved', 'pg1');
+        // Written, not committed: nothing to read yet, so nothing to wake a reader for.
+        expect(b.pragma('data_version', { simple: true })).toBe(before);
+      }).immediate();
+      const after = b.pragma('data_version', { simple: true });
+      expect(after).not.toBe(before);
+      expect(b.prepare(`SELECT description FROM subcloud WHERE name = ?`).pluck().get('pg1')).toBe('moved');
+      // A rolled-back write moves nothing.
+      expect(() =>
+        a.transaction(() => {
+          a.prepare(`UPDATE subcloud SET description = ? WHERE name = ?`).run('undone', 'pg1');
+          throw new Error('changed my mind');
+        }).immediate(),
+      ).toThrow('changed my mind');
+      expect(b.pragma('data_version', { simple: true })).toBe(after);
+    } finally {
+      a.close();
+      b.close();
+    }
+  });
+});
+
+describe('db check and db backup on PostgreSQL', () => {
+  test('check: ok on a sound database; a missing table and rows that do not tie together are named, exit 1', () => {
+    const ok = dcm(['--db', t.db, 'db', 'check', '-f', 'value']);
+    expect({ code: ok.code, out: ok.stdout }).toEqual({ code: 0, out: 'ok\n' });
+    // Two runs of one step both running: what the orchestrator never leaves.
+    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', 'pg1', '--sim-latency', '0']);
+    conn.query(`INSERT INTO step_history (step_id, state, attempt, started_at, outcome)
+                SELECT id, 'pre check', a, '2026-01-01 00:00:00.000000', 'running' FROM strategy_step, generate_series(1, 2) a`);
+    conn.query('ALTER TABLE state_duration RENAME TO state_duration_gone');
+    try {
+      const bad = dcm(['--db', t.db, 'db', 'check', '-f', 'value']);
+      expect(bad.code).toBe(1);
+      expect(bad.stdout).toBe('table state_duration is missing\n');
+      conn.query('ALTER TABLE state_duration_gone RENAME TO state_duration');
+      const runs = dcm(['--db', t.db, 'db', 'check', '-f', 'value']);
+      expect({ code: runs.code, out: runs.stdout }).toEqual({ code: 1, out: '1 step(s) with more than one running operation\n' });
+    } finally {
+      conn.query(`DELETE FROM step_history`);
+      dcmOk(['--db', t.db, 'strategy', 'delete']);
+    }
+  });
+
+  test('backup says to use pg_dump (exit 2) and writes nothing', () => {
+    const file = `${t.dir}/copy.dump`;
+    const r = dcm(['--db', t.db, 'db', 'backup', file]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^error: db backup copies a database file; for postgresql:\/\/.* use the server's pg_dump \(pg_dump -Fc -f .*copy\.dump '<address>'\)\n$/);
+    expect(fs.existsSync(file)).toBe(false);
+  });
+});
+
+describe('what is not a dcm database, or not there', () => {
+  test('a database holding other tables is refused, and left as it was', () => {
+    const foreign = tempDir();
+    const c = new SyncPg(foreign.db);
+    try {
+      c.query('CREATE TABLE orders (id int)');
+      const r = dcm(['--db', foreign.db, 'subcloud', 'add', 'x']);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/is not a dcm database \(it holds other tables\)\n$/);
+      expect((c.query(`SELECT tablename FROM pg_tables WHERE schemaname = 'public'`).rows as unknown[]).length).toBe(1);
+    } finally {
+      c.close();
+      foreign.cleanup();
+    }
+  });
+
+  test('a server that is not there: one line naming the database, without its password', () => {
+    const url = 'postgresql://someone:s3cret@/dcm?host=/nonexistent-dir';
+    const r = dcm(['--db', url, 'subcloud', 'list']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).not.toContain('s3cret');
+    expect(r.stderr).toMatch(/^error: cannot open database postgresql:\/\/someone:\*\*\*@\/dcm\?host=\/nonexistent-dir: .*ENOENT/);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+  });
+});
