@@ -163,8 +163,7 @@ export function readRows<T>(ctx: Ctx, fn: (db: Db) => Iterable<T>): RowStream<T>
 
 /** A reader's connection to the database, or null when there is none (no file, no dcm schema). */
 export function openReader(dbPath: string): Db | null {
-  if (isPgUrl(dbPath)) return openDb(dbPath, { create: false });
-  removeStaleTemps(inspectDbPath(dbPath).real);
+  if (!isPgUrl(dbPath)) removeStaleTemps(inspectDbPath(dbPath).real);
   return openDb(dbPath, { create: false });
 }
 

@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freshPgDatabase, pgTestUrl } from './pg-databases.js';
+import { defaultLogDir } from '../../src/domain/logs.js';
 import { notePgDatabase } from './db.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -34,6 +35,8 @@ export function tempDir(prefix = 'dcm-test-'): { dir: string; db: string; cleanu
     db: pg.url,
     cleanup: () => {
       removeDir();
+      // The exec driver's default log folder for a server's database: in the folder dcm ran in.
+      fs.rmSync(path.resolve(ROOT, defaultLogDir(pg.url)), { recursive: true, force: true });
       pg.drop();
     },
   };

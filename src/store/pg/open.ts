@@ -10,8 +10,6 @@ import { PgDatabase } from '../../platform/pg-database.js';
 import { shownUrl } from '../../domain/db-url.js';
 import { PG_MIGRATIONS, PG_SCHEMA, PG_STORE, pgSeeds } from './schema.js';
 
-export { isPgUrl, shownUrl } from '../../domain/db-url.js';
-
 export interface PgOpenOptions {
   create: boolean;
 }
