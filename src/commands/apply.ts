@@ -210,7 +210,7 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
       lease.startHeartbeat(
         (lost) => orchestrator.stopWith(lost),
         (err) => orchestrator.writeFailed(err),
-        (taken) => orchestrator.takenOver(taken),
+        (taken) => orchestrator.beat(taken),
       );
     } else {
       lock.startHeartbeat(

@@ -53,7 +53,7 @@ import { hostName, type Actor } from '../platform/who.js';
 import { adoptedText, EVENTS } from '../domain/events.js';
 import { recordEvent } from '../store/events.js';
 import { StageGates, type StageBudget } from './stage-gate.js';
-import { LostLeaseError, type TakenOver, type WorkerLease } from './workers.js';
+import { liveWorkers, LostLeaseError, type TakenOver, type WorkerLease } from './workers.js';
 import { claimSteps, inFlightElsewhere, leadWorker, stageElsewhere, type ClaimAsk, type Refusal } from '../store/workers.js';
 
 /** How soon a worker whose claims found the stage's window full (across workers) asks again. */
@@ -293,6 +293,7 @@ export class Orchestrator {
       firstStartedMs: this.firstStartedMs,
       stateTimeoutMs: this.opts.stateTimeoutMs,
     });
+    this.showFleet();
     if (snap.state === 'abort requested' || snap.state === 'aborting') await this.committer.write(() => this.abortWrite());
     if (snap.state === 'abort requested' || snap.state === 'aborting') this.aborted(0);
     if (snap.state === 'paused') this.setPaused(true);
@@ -372,6 +373,30 @@ export class Orchestrator {
       },
       only,
     );
+  }
+
+  /** This worker's lease was renewed: what it took over is taken in, and the views see the fleet. */
+  beat(taken: readonly TakenOver[]): void {
+    if (taken.length) this.takenOver(taken);
+    this.showFleet();
+  }
+
+  /**
+   * One of several workers: the progress views count every worker's steps, not only this one's
+   * (read with each heartbeat, a few statements every few seconds).
+   */
+  private showFleet(): void {
+    if (!this.shared || this.stopped || this.fatal || !this.progress.fleet) return;
+    try {
+      this.progress.fleet({
+        workers: liveWorkers(this.db).length,
+        inFlightElsewhere: inFlightElsewhere(this.db, this.shared.id),
+        counts: stageStateCounts(this.db),
+      });
+    } catch (err) {
+      // A view is not worth a stop: a busy store shows the fleet at the next beat.
+      if (!this.committer.isBusy(err)) this.fail(err as Error);
+    }
   }
 
   /**

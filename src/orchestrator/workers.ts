@@ -18,7 +18,7 @@ import { processAlive } from '../platform/proc.js';
 import { hostName } from '../platform/who.js';
 import { setLongInterval, type Timer } from '../platform/timers.js';
 import type { Db } from '../store/open.js';
-import { addWorker, beatWorker, holdsWorker, leaveWorker, listWorkers, takeOver, type WorkerRow } from '../store/workers.js';
+import { addWorker, beatWorker, holdsWorker, leaveWorker, listWorkers, storeClockMs, takeOver, type WorkerRow } from '../store/workers.js';
 import { processStart } from './lock.js';
 
 /** A worker not heard from for this long is gone (`apply --lease`). */
@@ -57,14 +57,16 @@ export class WorkerLease {
   ) {}
 
   /**
-   * Join in one transaction with `also` (the apply's start and its record): the workers that are
-   * gone are taken over first, and the steps left with a run still `running` and no worker (an
+   * Join in one transaction with `also` (the apply's start and its record): then the workers that
+   * are gone are taken over, and the steps left with a run still `running` and no worker (an
    * apply of one orchestrator that was killed) become this one's, to adopt.
    */
-  join(also?: (taken: TakenOver[]) => void): TakenOver[] {
+  join(also?: () => void): TakenOver[] {
     return this.db
       .transaction(() => {
         this.id = addWorker(this.db, { host: this.host, pid: this.pid, procStart: processStart(this.pid), token: this.token, leaseMs: this.leaseMs, maxLocal: this.maxLocal });
+        // The start first, then the takeovers: the event record says so in that order, as for a file's lock.
+        also?.();
         const taken = this.takeOverGone();
         this.db
           .prepare(
@@ -72,7 +74,6 @@ export class WorkerLease {
                AND EXISTS (SELECT 1 FROM step_history h WHERE h.step_id = strategy_step.id AND h.outcome = 'running')`,
           )
           .run(this.id);
-        also?.(taken);
         return taken;
       })
       .immediate();
@@ -90,9 +91,10 @@ export class WorkerLease {
 
   /**
    * Renew the lease well within it, and take over the workers that are gone. `onLost`: this row is
-   * gone; `onTaken`: workers were taken over (their subclouds are free, or this worker's to adopt).
+   * gone; `onBeat`: the lease was renewed, with the workers this beat took over (their subclouds
+   * are free, or this worker's to adopt), if any.
    */
-  startHeartbeat(onLost: (err: LostLeaseError) => void, onError: (err: Error) => void, onTaken: (taken: TakenOver[]) => void): void {
+  startHeartbeat(onLost: (err: LostLeaseError) => void, onError: (err: Error) => void, onBeat: (taken: TakenOver[]) => void): void {
     this.timer = setLongInterval(() => {
       try {
         // A beat that finds the row gone is rolled back: a worker taken over commits nothing at all.
@@ -102,7 +104,7 @@ export class WorkerLease {
             return this.takeOverGone();
           })
           .immediate();
-        if (taken.length) onTaken(taken);
+        onBeat(taken);
       } catch (err) {
         if (err instanceof LostLeaseError) {
           this.stopHeartbeat();
@@ -141,7 +143,7 @@ export class WorkerLease {
   /** Inside a transaction: every other worker that is gone is taken over by this one. */
   private takeOverGone(): TakenOver[] {
     const out: TakenOver[] = [];
-    const nowMs = Date.now();
+    const nowMs = storeClockMs(this.db);
     const rows = listWorkers(this.db);
     // Hosts with a worker still heard from: a worker gone there is theirs to take over, since
     // only they can see its runs and adopt them rather than run them again.
@@ -162,7 +164,7 @@ export class WorkerLease {
 }
 
 /** The workers not gone, as seen from this host: an abort from any shell leaves the strategy to them. */
-export function liveWorkers(db: Db, nowMs = Date.now(), host = hostName()): WorkerRow[] {
+export function liveWorkers(db: Db, nowMs = storeClockMs(db), host = hostName()): WorkerRow[] {
   return listWorkers(db).filter((w) => goneWhy(w, nowMs, host) === null);
 }
 
@@ -171,7 +173,7 @@ export function heartbeatMs(leaseMs: number): number {
   return Math.max(50, Math.min(5_000, Math.floor(leaseMs / 3)));
 }
 
-/** Why worker `w` is gone (null: it is not). Its lease decides; on its own host, its process too. */
+/** Why worker `w` is gone (null: it is not). Its lease decides (`nowMs` on the store's clock); on its own host, its process too. */
 export function goneWhy(w: WorkerRow, nowMs: number, host: string): string | null {
   const age = nowMs - w.heartbeat_ms;
   if (age > w.lease_ms) return `its lease ran out (heartbeat ${(age / 1000).toFixed(1)} s old, lease ${(w.lease_ms / 1000).toFixed(1)} s)`;

@@ -12,6 +12,7 @@
 import type { Db } from './open.js';
 import { sql } from './statements.js';
 import { now } from './clock.js';
+import { isPgUrl } from '../domain/db-url.js';
 
 export interface WorkerRow {
   id: number;
@@ -42,6 +43,16 @@ const LIVE_OWNER = `EXISTS (SELECT 1 FROM apply_worker w WHERE w.id = st.owner)`
 
 const COLUMNS = 'id, host, pid, proc_start, token, started_at, heartbeat_at, heartbeat_ms, lease_ms, max_local';
 
+/**
+ * The clock leases are judged by (ms): the database server's, one clock for workers on every host,
+ * so that a host whose own clock is off neither takes a live worker over nor keeps a dead one. A
+ * file has one host, and its clock.
+ */
+export function storeClockMs(db: Db): number {
+  if (!isPgUrl(db.name)) return Date.now();
+  return Number(sql(db, 'SELECT CAST(extract(epoch FROM clock_timestamp()) * 1000 AS bigint)').pluck().get());
+}
+
 export function addWorker(db: Db, w: NewWorker): number {
   const at = now();
   return sql(
@@ -50,7 +61,7 @@ export function addWorker(db: Db, w: NewWorker): number {
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
   )
     .pluck()
-    .get(w.host, w.pid, w.procStart, w.token, at, at, Date.now(), w.leaseMs, w.maxLocal) as number;
+    .get(w.host, w.pid, w.procStart, w.token, at, at, storeClockMs(db), w.leaseMs, w.maxLocal) as number;
 }
 
 export function listWorkers(db: Db): WorkerRow[] {
@@ -64,7 +75,7 @@ export function holdsWorker(db: Db, id: number, token: string): boolean {
 
 /** Renew the lease; false once the row is gone (another worker took this one's subclouds over). */
 export function beatWorker(db: Db, id: number, token: string): boolean {
-  return sql(db, 'UPDATE apply_worker SET heartbeat_at = ?, heartbeat_ms = ? WHERE id = ? AND token = ?').run(now(), Date.now(), id, token).changes === 1;
+  return sql(db, 'UPDATE apply_worker SET heartbeat_at = ?, heartbeat_ms = ? WHERE id = ? AND token = ?').run(now(), storeClockMs(db), id, token).changes === 1;
 }
 
 /**

@@ -12,6 +12,9 @@ import { dcm, dcmOk, dcmSpawn, sleep, waitFor, type RunResult } from '../helpers
 import { execFixture, overlapsPerCloud, peakConcurrent, type ExecFixture } from '../helpers/exec.js';
 import { SyncPg } from '../../src/platform/pg-sync.js';
 
+/** Debian's libfaketime (package faketime; .ci/run installs it): a process with its wall clock moved. */
+const FAKETIME_LIB = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
+
 let f: ExecFixture | null = null;
 const children: { child: { pid?: number; kill: (s: NodeJS.Signals) => boolean } }[] = [];
 
@@ -48,8 +51,10 @@ function storeRows(db: string): Record<string, unknown[]> {
   return out;
 }
 
+/** A worker with a 2 s lease; quiet unless it is asked for progress lines. */
 function worker(db: string, env: Record<string, string>, ...args: string[]) {
-  const w = dcmSpawn(['--db', db, 'strategy', 'apply', '-q', '--lease', '2s', ...args], env, { detached: true });
+  const quiet = args.includes('--progress-interval') ? [] : ['-q'];
+  const w = dcmSpawn(['--db', db, 'strategy', 'apply', ...quiet, '--lease', '2s', ...args], env, { detached: true });
   children.push(w);
   return w;
 }
@@ -58,6 +63,9 @@ function setup(db: string, n: number, window: number, yaml: string, fx: ExecFixt
   dcmOk(['--db', db, 'subcloud', 'add', ...names(n)]);
   dcmOk(['--db', db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', String(window), '--driver', 'exec', '--exec-config', fx.config(yaml), ...more]);
 }
+
+/** The process is stopped (SIGSTOP): its state in /proc is T. */
+const stopped = (pid: number) => fs.readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').startsWith('T');
 
 const stepStates = (db: string) => query<{ state: string; n: number }>(db, 'SELECT state, count(*) AS n FROM strategy_step GROUP BY state ORDER BY state');
 
@@ -76,15 +84,15 @@ describe('several workers on one strategy', () => {
     expect(dcm(['--db', file, 'strategy', 'apply', '--lease', '10ms']).code).toBe(2);
   });
 
-  test('three workers share the stage window (counted across them), --max-local caps one, and each ends as the strategy does', async () => {
+  test('three workers share the stage window (counted across them), --max-local caps one, the views count them, and each ends as the strategy does', async () => {
     f = execFixture();
     const fx = f;
     setup(fx.db, 150, 12, `
-defaults: {env: {STEP_MIN_MS: "40", STEP_MAX_MS: "120"}}
+defaults: {env: {STEP_MIN_MS: "100", STEP_MAX_MS: "200"}}
 states:
   "*": [${fx.step}, "{cloud}", "{state}"]
 `, fx);
-    const a = worker(fx.db, fx.env);
+    const a = worker(fx.db, fx.env, '--progress-interval', '500ms');
     const b = worker(fx.db, fx.env);
     const c = worker(fx.db, fx.env, '--max-local', '2');
     // While they run, the status lists every worker.
@@ -93,6 +101,9 @@ states:
     expect(status.orchestrator).toMatch(/^3 worker\(s\):\n.* pid \d+, heartbeat .* ago, \d+ in flight, \d+ done\n/);
     const ends = await Promise.all([a.done, b.done, c.done]);
     expect(ends.map((e) => e.code)).toEqual([0, 0, 0]);
+    // The progress lines count every worker's steps and the workers (from a's heartbeats).
+    expect(ends[0].stderr).toMatch(/progress: stage 1 of 1 \(window 12\): \d+\/150 done .*, 3 workers: \d+ in flight here, \d+ elsewhere, /);
+    expect(ends[0].stderr).toMatch(/\nstrategy complete: 150 complete in /);
     expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: 150 }]);
     const runs = fx.readRuns();
     expect(runs).toHaveLength(150 * 5);
@@ -105,7 +116,12 @@ states:
     expect(query(fx.db, 'SELECT * FROM apply_worker')).toEqual([]);
   }, 180_000);
 
-  test('a worker frozen past its lease is taken over; woken, it writes nothing more (row by row) and exits 4', async () => {
+  // Frozen between two transactions, or inside one (a test hook stops it there, holding the
+  // writers' lock): the server ends a session idle in a transaction, so the lock goes with it.
+  test.each([
+    ['between two transactions', {}],
+    ["inside a transaction, holding the writers' lock", { DCM_TEST_HOOKS: '1', DCM_STOP_IN_COMMIT: '8' }],
+  ])('a worker frozen past its lease %s is taken over; woken, it writes nothing more (row by row) and exits 4', async (_when, hook) => {
     f = execFixture();
     const fx = f;
     setup(fx.db, 40, 8, `
@@ -113,12 +129,15 @@ defaults: {env: {STEP_MIN_MS: "100", STEP_MAX_MS: "300"}}
 states:
   "*": [${fx.step}, "{cloud}", "{state}"]
 `, fx);
-    const frozen = worker(fx.db, fx.env);
-    await waitFor(() => fx.readRuns().length >= 3, 60_000);
-    frozen.child.kill('SIGSTOP');
+    const frozen = worker(fx.db, { ...fx.env, ...hook });
+    if ('DCM_STOP_IN_COMMIT' in hook) await waitFor(() => stopped(frozen.child.pid!), 60_000);
+    else {
+      await waitFor(() => fx.readRuns().length >= 3, 60_000);
+      frozen.child.kill('SIGSTOP');
+    }
     const other = worker(fx.db, fx.env);
     const end = await other.done;
-    expect(end.code).toBe(0);
+    expect([end.code, end.stderr]).toEqual([0, '']);
     expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: 40 }]);
     const before = storeRows(fx.db);
     frozen.child.kill('SIGCONT');
@@ -177,7 +196,34 @@ states:
     fs.rmSync(logs, { recursive: true, force: true });
     const r = dcm(['--db', fx.db, 'strategy-step', 'logs', 's001'], { env: { DCM_HOST: 'host-c' } });
     expect(r.code).toBe(0);
-    expect(r.stderr).toMatch(/^no run logs for s001 \(in .*\); its runs ran on host-a \(\d+\), host-b \(\d+\): their logs are there\n$/);
+    expect(r.stderr).toMatch(/^dcm: no run logs for s001 \(in .*\); its runs ran on host-a \(\d+\), host-b \(\d+\): their logs are there\n$/);
+  }, 180_000);
+
+  test('a host whose clock is 10 minutes ahead takes no live worker over: leases are judged by the database server clock', async () => {
+    f = execFixture();
+    const fx = f;
+    setup(fx.db, 24, 4, `
+defaults: {env: {STEP_MIN_MS: "100", STEP_MAX_MS: "200"}}
+states:
+  "*": [${fx.step}, "{cloud}", "{state}"]
+`, fx);
+    const a = worker(fx.db, { ...fx.env, DCM_HOST: 'host-a' });
+    await waitFor(() => fx.readRuns().length >= 2, 60_000);
+    // libfaketime moves host-b's wall clock (Date.now, its commands' clock too), not its timers.
+    const ahead = { LD_PRELOAD: FAKETIME_LIB, FAKETIME: '+600s', FAKETIME_DONT_FAKE_MONOTONIC: '1', DCM_HOST: 'host-b' };
+    const b = worker(fx.db, { ...fx.env, ...ahead });
+    const ends = await Promise.all([a.done, b.done]);
+    expect(ends.map((e) => [e.code, e.stderr])).toEqual([
+      [0, ''],
+      [0, ''],
+    ]);
+    expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: 24 }]);
+    expect(query(fx.db, `SELECT event FROM strategy_event WHERE event = 'worker taken over'`)).toEqual([]);
+    // Both took part; every state ran once (times in host-b's runs are 10 minutes ahead: no overlap check).
+    expect(query<{ n: number }>(fx.db, 'SELECT count(DISTINCT owner) AS n FROM strategy_step')[0].n).toBe(2);
+    const runs = fx.readRuns();
+    expect(new Set(runs.map((r) => `${r.cloud}|${r.state}`)).size).toBe(runs.length);
+    expect(runs).toHaveLength(24 * 5);
   }, 180_000);
 
   test('three workers, kill -9 or SIGSTOP past the lease of a random one 30 times: no overlap, nothing completed twice, the window held, all complete', async () => {
