@@ -123,6 +123,17 @@ export function takeOver(db: Db, gone: WorkerRow, taker: number, adopt: boolean,
   return { adopted, interrupted };
 }
 
+/**
+ * The share of a window a worker without `--max-local` takes: what the capped workers (`caps`,
+ * every worker's cap or null, this one's included) leave, divided among the uncapped, rounded up,
+ * and at least one. A share only spreads the work: the window itself is counted apart.
+ */
+export function shareOfWindow(window: number, caps: readonly (number | null)[]): number {
+  const capped = caps.reduce<number>((sum, c) => sum + (c === null ? 0 : Math.min(c, window)), 0);
+  const uncapped = Math.max(1, caps.filter((c) => c === null).length);
+  return Math.max(1, Math.ceil((window - capped) / uncapped));
+}
+
 /** What a worker asks to claim: a step as it last read it. */
 export interface ClaimAsk {
   id: number;
@@ -161,8 +172,7 @@ export function claimSteps(db: Db, me: number, maxLocal: number | null, asks: re
       const window = (sql(db, 'SELECT max_parallel FROM strategy_stage WHERE stage = ?').pluck().get(stage) as number | undefined) ?? 1;
       // Without a cap of its own a worker takes its share of the window, so that every worker
       // runs some of the fleet rather than the first to refill taking it all.
-      const workers = sql(db, 'SELECT count(*) FROM apply_worker').pluck().get() as number;
-      const cap = maxLocal ?? Math.ceil(window / Math.max(1, workers));
+      const cap = maxLocal ?? shareOfWindow(window, sql(db, 'SELECT max_local FROM apply_worker').pluck().all() as (number | null)[]);
       room.set(stage, (r = { free: window - c.total, mine: c.mine, cap }));
     }
     return r;

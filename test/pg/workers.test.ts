@@ -116,6 +116,45 @@ states:
     expect(query(fx.db, 'SELECT * FROM apply_worker')).toEqual([]);
   }, 180_000);
 
+  test('pause, update, resume and abort from another shell reach every worker; each ends as the strategy does', async () => {
+    f = execFixture();
+    const fx = f;
+    setup(fx.db, 80, 8, `
+defaults: {env: {STEP_MIN_MS: "150", STEP_MAX_MS: "300"}}
+states:
+  "*": [${fx.step}, "{cloud}", "{state}"]
+`, fx);
+    const a = worker(fx.db, fx.env);
+    const b = worker(fx.db, fx.env);
+    await waitFor(() => fx.readRuns().length >= 10 && query<{ n: number }>(fx.db, 'SELECT count(*) AS n FROM apply_worker')[0].n === 2, 60_000);
+    const midState = () => query<{ n: number }>(fx.db, `SELECT count(*) AS n FROM strategy_step WHERE state NOT IN ('initial', 'complete', 'failed', 'aborted')`)[0].n;
+    dcmOk(['--db', fx.db, 'strategy', 'pause']);
+    // Paused: both finish what they hold, start nothing new, and stay.
+    await waitFor(() => midState() === 0, 60_000);
+    expect([a.child.exitCode, b.child.exitCode]).toEqual([null, null]);
+    const left = query<{ n: number }>(fx.db, `SELECT count(*) AS n FROM strategy_step WHERE state = 'initial'`)[0].n;
+    expect(left).toBeGreaterThan(0);
+    dcmOk(['--db', fx.db, 'strategy', 'update', '--max-parallel-subclouds', '3']);
+    const resumedNs = Date.now() * 1e6;
+    dcmOk(['--db', fx.db, 'strategy', 'resume']);
+    await waitFor(() => query<{ n: number }>(fx.db, `SELECT count(*) AS n FROM strategy_step WHERE state = 'initial'`)[0].n <= left - 4, 60_000);
+    dcmOk(['--db', fx.db, 'strategy', 'abort']);
+    const ends = await Promise.all([a.done, b.done]);
+    expect(ends.map((e) => [e.code, e.stderr])).toEqual([
+      [3, ''],
+      [3, ''],
+    ]);
+    const states = stepStates(fx.db);
+    expect(states.map((x) => x.state)).toEqual(['aborted', 'complete']);
+    const runs = fx.readRuns();
+    // After the resume the new window held across both workers, by the commands' own log.
+    expect(peakConcurrent(runs.filter((r) => r.start >= resumedNs))).toBeLessThanOrEqual(3);
+    expect(overlapsPerCloud(runs)).toEqual([]);
+    // Every subcloud that started ran to its end: 5 runs each, the aborted ones none.
+    expect(runs).toHaveLength(states.find((x) => x.state === 'complete')!.n * 5);
+    expect(fx.leftovers()).toEqual([]);
+  }, 180_000);
+
   // Frozen between two transactions, or inside one (a test hook stops it there, holding the
   // writers' lock): the server ends a session idle in a transaction, so the lock goes with it.
   test.each([

@@ -10,7 +10,7 @@ import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
 import Database from 'better-sqlite3';
 import { openDb, type Db } from '../../src/store/open.js';
 import { APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION } from '../../src/store/migrations.js';
-import { addWorker, claimSteps, listWorkers, stageElsewhere, takeOver, workerStatuses } from '../../src/store/workers.js';
+import { addWorker, claimSteps, listWorkers, shareOfWindow, stageElsewhere, takeOver, workerStatuses } from '../../src/store/workers.js';
 import { dcmOk } from '../helpers/cli.js';
 import path from 'node:path';
 import fs from 'node:fs';
@@ -62,6 +62,16 @@ describe('claims', () => {
     // Its first operation commits with the claim: then it is in flight, seen from the other worker.
     setStep(d, 'installing license', me);
     expect(stageElsewhere(db, other, 1)).toEqual({ othersInFlight: 3, open: 6 });
+  });
+
+  test('a share is what the capped workers leave of the window, among the uncapped, rounded up, at least one', () => {
+    expect(shareOfWindow(12, [null, null, null])).toBe(4);
+    // --max-local 2 on one of three: the other two share the 10 it leaves, and the window is used.
+    expect(shareOfWindow(12, [null, null, 2])).toBe(5);
+    expect(shareOfWindow(10, [null, null, null])).toBe(4);
+    // Caps past the window count as the window; capped workers that take it all leave one each.
+    expect(shareOfWindow(8, [null, 50])).toBe(1);
+    expect(shareOfWindow(8, [null])).toBe(8);
   });
 
   test('a step another live worker holds, or that moved on since it was read, is refused as taken; a gone worker\'s is free', () => {
