@@ -21,7 +21,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { analyseHistory, parseTime } from './lib/schedule.js';
+import { analyseHistory, meanInFlight, parseTime } from './lib/schedule.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DCM = path.join(ROOT, 'bin', 'dcm.js');
@@ -31,13 +31,13 @@ if (!admin) {
   console.error('usage: node bench/workers.js POSTGRESQL_URL [reps]');
   process.exit(2);
 }
+// BENCH_ONLY=fig1,lat,take runs only those parts.
+const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',')) : null;
+const wanted = (part) => !only || only.has(part);
 const { SyncPg } = await import(path.join(ROOT, 'dist', 'platform', 'pg-sync.js'));
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dcm-bench-workers-'));
-const urlOf = (name) => {
-  const u = new URL(admin);
-  u.pathname = `/${name}`;
-  return u.toString();
-};
+// Not `new URL`: libpq's socket form (`postgresql://user@/db?host=/dir`) has no host for it.
+const urlOf = (name) => admin.replace(/^(postgres(?:ql)?:\/\/[^/?#]*)(\/[^?#]*)?/, `$1/${name}`);
 
 function sqlOn(url, text, values = []) {
   const pg = new SyncPg(url);
@@ -103,6 +103,7 @@ function completeCount(db) {
 }
 
 // --- Figure 1's work with 1, 2, 4 workers, and SQLite with one ---
+if (wanted('fig1')) {
 const FIG1 = prepare('dcmbench_fig1', 10_000, ['--sim-latency', '0', '--max-parallel-subclouds', '500']);
 const sqliteFile = path.join(tmp, 'fig1.db');
 dcmSetup(sqliteFile, ['subcloud', 'add', ...Array.from({ length: 10_000 }, (_, i) => `subcloud${i + 1}`)]);
@@ -133,21 +134,30 @@ for (const n of [1, 2, 4]) {
   );
 }
 
+}
+
 // --- Latency-bound: 3 workers against the ideal ---
+if (wanted('lat')) {
 const LAT = prepare('dcmbench_lat', 2_000, ['--sim-latency', '20ms..60ms', '--max-parallel-subclouds', '200', '--sim-seed', '1']);
 const ratios = [];
 for (let r = 0; r < reps; r++) {
   const db = fresh('dcmbench_work', LAT);
-  const res = await workers(db, 3).all;
+  const res = await workers(db, Number(process.env.BENCH_LAT_WORKERS ?? 3)).all;
   if (completeCount(db) !== 2_000 || res.ends.some((e) => e.code !== 0)) throw new Error(`latency-bound: ${JSON.stringify(res.ends)}`);
   const rows = sqlOn(db, 'SELECT step_id AS "stepId", state, started_at, finished_at FROM step_history ORDER BY id');
   const a = analyseHistory(rows, 200);
   ratios.push(a.makespan / a.ideal);
-  console.log(`latency-bound round ${r + 1}: makespan ${(a.makespan / 1000).toFixed(3)} s, ideal ${(a.ideal / 1000).toFixed(3)} s, ratio ${(a.makespan / a.ideal).toFixed(3)}`);
+  console.log(
+    `latency-bound round ${r + 1}: makespan ${(a.makespan / 1000).toFixed(3)} s, ideal ${(a.ideal / 1000).toFixed(3)} s, ` +
+      `ratio ${(a.makespan / a.ideal).toFixed(3)}, mean in flight ${meanInFlight(rows).toFixed(0)} of 200, ${res.commits} commits`,
+  );
 }
-console.log(`\nlatency-bound (2,000, 20–60 ms, window 200), 3 workers: makespan / ideal ${span(ratios, 3)}`);
+console.log(`\nlatency-bound (2,000, 20–60 ms, window 200), ${process.env.BENCH_LAT_WORKERS ?? 3} worker(s): makespan / ideal ${span(ratios, 3)}`);
+
+}
 
 // --- Takeover after kill -9 ---
+if (wanted('take')) {
 const TAKE = prepare('dcmbench_take', 400, ['--sim-latency', '200ms..400ms', '--max-parallel-subclouds', '40']);
 for (const where of ['two hosts', 'one host']) {
   const delays = [];
@@ -179,6 +189,7 @@ for (const where of ['two hosts', 'one host']) {
     console.log(`takeover (${where}) round ${r + 1}: ${held.length} subclouds held; first claim ${((first - expiry) / 1000).toFixed(2)} s after ${where === 'two hosts' ? 'its lease ran out' : 'the kill'}${last.length ? ' (its row was still there!)' : ''}`);
   }
   console.log(`takeover, ${where}: ${span(delays, 2)} s from ${where === 'two hosts' ? 'lease expiry (5 s lease, heartbeat every 1.67 s)' : 'the kill (seen by the pid)'} to the first claim`);
+}
 }
 for (const name of ['dcmbench_work', 'dcmbench_fig1', 'dcmbench_lat', 'dcmbench_take']) sqlOn(admin, `DROP DATABASE IF EXISTS ${name}`);
 fs.rmSync(tmp, { recursive: true, force: true });

@@ -54,7 +54,7 @@ import { adoptedText, EVENTS } from '../domain/events.js';
 import { recordEvent } from '../store/events.js';
 import { StageGates, type StageBudget } from './stage-gate.js';
 import { liveWorkers, LostLeaseError, type TakenOver, type WorkerLease } from './workers.js';
-import { claimSteps, inFlightElsewhere, leadWorker, stageElsewhere, type ClaimAsk, type Refusal } from '../store/workers.js';
+import { claimSteps, inFlightElsewhere, leadWorker, shareOfWindow, stageElsewhere, type ClaimAsk, type Refusal } from '../store/workers.js';
 
 /** How soon a worker whose claims found the stage's window full (across workers) asks again. */
 const CLAIM_RETRY_MS = 250;
@@ -213,6 +213,8 @@ export class Orchestrator {
   private readonly mine = new Set<number>();
   /** The stage's window is full across the workers: no subcloud takes a slot until this clears. */
   private claimBlocked = false;
+  /** Each live worker's `--max-local` (null: none), as the last heartbeat read them: the share's input. */
+  private liveCaps: (number | null)[] = [null];
   private claimTimer: Timer | null = null;
   private cursor: StageCursor | null = null;
   /** Wakes a worker waiting for the others (a stage's end, the strategy's end). */
@@ -382,14 +384,17 @@ export class Orchestrator {
   }
 
   /**
-   * One of several workers: the progress views count every worker's steps, not only this one's
-   * (read with each heartbeat, a few statements every few seconds).
+   * One of several workers: its share of the window follows the workers there are, and the
+   * progress views count every worker's steps, not only this one's (read with each heartbeat, a
+   * few statements every few seconds).
    */
   private showFleet(): void {
-    if (!this.shared || this.stopped || this.fatal || !this.progress.fleet) return;
+    if (!this.shared || this.stopped || this.fatal) return;
     try {
-      this.progress.fleet({
-        workers: liveWorkers(this.db).length,
+      const live = liveWorkers(this.db);
+      this.followShare(live.map((w) => w.max_local));
+      this.progress.fleet?.({
+        workers: live.length,
         inFlightElsewhere: inFlightElsewhere(this.db, this.shared.id),
         counts: stageStateCounts(this.db),
       });
@@ -410,15 +415,16 @@ export class Orchestrator {
         `took over the worker pid ${t.worker.pid} on ${t.worker.host} (${t.why}): ${t.adopted} run(s) adopted, ${t.interrupted} interrupted to run again`,
       );
     }
-    // Runs closed as interrupted (their worker was on another host) run again told so (DCM_RESUMED).
-    if (taken.some((t) => t.interrupted > 0)) {
+    // Runs closed as interrupted run again told so (DCM_RESUMED), once the stage is read again.
+    const readAgain = () => {
       try {
         for (const key of interruptedLast(this.db)) this.resumed.add(key);
       } catch (err) {
         this.fail(err as Error);
         return;
       }
-    }
+      this.rescan();
+    };
     if (taken.some((t) => t.adopted > 0)) {
       try {
         const left = this.adoptLeft();
@@ -427,16 +433,19 @@ export class Orchestrator {
           if (a.step.stage === this.stage) this.window?.add(a.step);
         }
         if (left.interrupted.length) {
+          // Cut off (their process is gone): closed first, so that the next start of their state
+          // is not refused for a run still `running`.
           void this.committer
             .write(() => interruptRuns(this.db, left.interrupted, 'its worker stopped while this operation ran'))
-            .catch((err: Error) => this.fail(err));
+            .then(readAgain, (err: Error) => this.fail(err));
+          return;
         }
       } catch (err) {
         this.fail(err as Error);
         return;
       }
     }
-    this.rescan();
+    readAgain();
   }
 
   /** The strategy's failed steps as the store has them, every worker's: the budget counts them all. */
@@ -552,10 +561,20 @@ export class Orchestrator {
     await this.window.run();
   }
 
-  /** The window this process fills: the stage's, or less for a worker with `--max-local`. */
+  /**
+   * The window this process fills: the stage's, or for one of several workers its `--max-local`
+   * or its share (store/workers.ts), so that it does not ask for claims it would be refused.
+   */
   private localWindow(size: number): number {
-    const cap = this.shared?.maxLocal ?? null;
-    return cap === null ? size : Math.min(size, cap);
+    if (!this.shared) return size;
+    return Math.min(size, this.shared.maxLocal ?? shareOfWindow(size, this.liveCaps));
+  }
+
+  /** The live workers changed (a heartbeat saw them): the window this worker fills follows its share. */
+  private followShare(caps: (number | null)[]): void {
+    if (caps.length === this.liveCaps.length && caps.every((c, i) => c === this.liveCaps[i])) return;
+    this.liveCaps = caps;
+    if (this.stage !== null && this.window) this.window.resize(this.localWindow(this.windows.get(this.stage) ?? 1));
   }
 
   /** The stage's window is full across the workers: no subcloud takes a slot here until a look later. */
@@ -567,6 +586,12 @@ export class Orchestrator {
       this.claimBlocked = false;
       this.window?.pump();
     }, CLAIM_RETRY_MS);
+  }
+
+  private unblockClaims(): void {
+    this.claimTimer?.clear();
+    this.claimTimer = null;
+    this.claimBlocked = false;
   }
 
   /** The gate runner's view of this orchestrator (stage-gate.ts never sees the registry). */
@@ -1042,7 +1067,9 @@ export class Orchestrator {
     this.fields.delete(stepId);
     if (ended) {
       this.fences.delete(stepId);
-      this.mine.delete(stepId);
+      // A subcloud of this worker ended: a slot is free (of its share, of the window), so claims
+      // refused as full may be asked again now rather than after CLAIM_RETRY_MS.
+      if (this.mine.delete(stepId) && this.claimBlocked) this.unblockClaims();
     }
     // A retry budget is for one run of the subcloud through this entry of its states.
     for (const state of this.opts.states) this.budgets.delete(keyOf(stepId, state));

@@ -187,10 +187,15 @@ export class StageWindow {
   /**
    * Read the stage again from its start (the owner's fetch starts over): steps another worker let
    * go of are found without waiting for this pass to end. Those already taken are the owner's to skip.
+   * What was read ahead and waits in the limiter's queue (never started) is dropped, to be read
+   * again in order: else the steps let go, caught mid-state, would queue behind a read-ahead of
+   * new ones and wait for it to drain before they take a slot.
    */
   rescan(): void {
     if (this.finished || !this.done) return;
+    this.limit.clearQueue();
     this.exhausted = false;
+    this.sawNew = false;
     this.pump();
   }
 
