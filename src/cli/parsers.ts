@@ -49,6 +49,13 @@ export const progressInterval = (v: string): number => {
   return ms;
 };
 
+/** `apply --lease`: a duration with a unit, at least 1 s (a lease shorter than a heartbeat or two is always lost). */
+export const lease = (v: string): number => {
+  const ms = parseDuration(v, { unitRequired: true });
+  if (ms === null || ms < 1000) throw new InvalidArgumentError(`give a duration with a unit, 1s or more: 30s, 2m (got '${v}')`);
+  return ms;
+};
+
 /** `--max-failures N|P%`: checked here, kept as text (`3`, `5%`). */
 export const maxFailures = (v: string): string => {
   try {

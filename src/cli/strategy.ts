@@ -7,7 +7,7 @@ const applyCommand = () => import('../commands/apply.js');
 const abortCommand = () => import('../commands/abort.js');
 import { deprecationNotices, typeOptionFlags, type RawDriverOptions, type RawTypeOptions } from '../domain/options.js';
 import { STRATEGY_TYPES, TYPES, type ApplyType, type StrategyType } from '../domain/types.js';
-import { applyType, collect, integer, maxFailures, progressInterval, strategyType } from './parsers.js';
+import { applyType, collect, integer, lease, maxFailures, positiveInteger, progressInterval, strategyType } from './parsers.js';
 import { DRIVER_NAMES, driverOptions } from '../drivers/index.js';
 import type { Runner } from './runner.js';
 import { YES_HELP } from './confirm.js';
@@ -149,10 +149,17 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .option('--yes', YES_HELP)
     .option('-v, --verbose', 'one progress line per step transition')
     .option('--progress-interval <duration>', 'off a terminal, a summary line this often (default 10s; 0s: none)', progressInterval)
-    .action((o: { type?: StrategyType; yes?: boolean; verbose?: boolean; progressInterval?: number }) =>
+    .option('--max-local <n>', 'PostgreSQL store: at most N subclouds in flight in this worker (the stage window counts all workers)', positiveInteger)
+    .option('--lease <duration>', "PostgreSQL store: how long this worker may go unheard before the others take its subclouds over (default 30s)", lease)
+    .action((o: { type?: StrategyType; yes?: boolean; verbose?: boolean; progressInterval?: number; maxLocal?: number; lease?: number }) =>
       run(async (ctx) => {
         await ctx.confirm(o.yes);
-        return (await applyCommand()).strategyApply(ctx, typeOf(o), { verbose: o.verbose, progressIntervalMs: o.progressInterval });
+        return (await applyCommand()).strategyApply(ctx, typeOf(o), {
+          verbose: o.verbose,
+          progressIntervalMs: o.progressInterval,
+          maxLocal: o.maxLocal,
+          leaseMs: o.lease,
+        });
       }),
     );
   withType(parent.command('status'), false)

@@ -6,6 +6,7 @@ import { abortInitialSteps, abortMidStateSteps, interruptRunning } from '../stor
 import { abortDeferredSteps } from '../store/deferrals.js';
 import { releaseLock, readLock } from '../store/lock.js';
 import { holderAlive } from '../orchestrator/lock.js';
+import { liveWorkers } from '../orchestrator/workers.js';
 import { EVENTS } from '../domain/events.js';
 import { whoAmI } from '../platform/who.js';
 import { recordEvent } from '../store/events.js';
@@ -27,14 +28,19 @@ export async function strategyAbort(ctx: RunCtx, type?: StrategyType): Promise<O
   const result = withExistingWriteDb(ctx, (db) => {
     const s = theStrategy(db, type);
     const holder = readLock(db);
-    const running = holder !== undefined && holderAlive(holder);
+    // On a PostgreSQL store the strategy's workers (orchestrator/workers.ts) carry an abort out.
+    const workers = liveWorkers(db);
+    const running = (holder !== undefined && holderAlive(holder)) || workers.length > 0;
     // A paused strategy is aborted as an applying one is (SPEC §4 "Control while applying"); one
     // left aborting by an abort that had to leave a live run is finished by a later abort.
     const abortable = ['applying', 'paused'];
     if (!abortable.includes(s.state)) throw new OperationError(`Strategy in state ${s.state} cannot be aborted`);
     if (running) {
       casStrategyState(db, abortable, 'abort requested');
-      recordEvent(db, whoAmI(), EVENTS.abortRequested, `${s.state} -> abort requested: the orchestrator (pid ${holder.pid} on ${holder.host}) carries it out`);
+      const by = workers.length
+        ? `its ${workers.length} worker(s) (${workers.map((w) => `pid ${w.pid} on ${w.host}`).join(', ')}) carry it out`
+        : `the orchestrator (pid ${holder!.pid} on ${holder!.host}) carries it out`;
+      recordEvent(db, whoAmI(), EVENTS.abortRequested, `${s.state} -> abort requested: ${by}`);
     } else {
       // The lock of an orchestrator that died goes with the abort it will never carry out.
       if (holder) releaseLock(db, holder.token);

@@ -1,5 +1,5 @@
 /** `dcm strategy apply`: the orchestrator (src/orchestrator) run as a service of this command. */
-import { OperationError } from '../domain/errors.js';
+import { OperationError, UsageError } from '../domain/errors.js';
 import { STRATEGY_RUNNING, statesOf, TYPES, type StrategyType } from '../domain/types.js';
 import { openDb, type Db } from '../store/open.js';
 import { isPgUrl } from '../domain/db-url.js';
@@ -15,6 +15,8 @@ import { strategyNotFound, theStrategy } from './strategy.js';
 import type { Outcome } from './results.js';
 import { withStoreFaults, type RunCtx } from './context.js';
 import { ApplyLock, takeoverNote } from '../orchestrator/lock.js';
+import { LEASE_MS, WorkerLease } from '../orchestrator/workers.js';
+import { workerTakenText } from '../domain/events.js';
 import { Orchestrator } from '../orchestrator/orchestrator.js';
 import { makeProgress } from '../orchestrator/progress-choose.js';
 import type { TrackerInputs } from '../orchestrator/progress-tracker.js';
@@ -95,8 +97,12 @@ function checkIntact(db: Db, file: string): void {
   }
 }
 
-/** How apply shows its progress (SPEC §4 "Visibility"). */
+/** How apply shows its progress (SPEC §4 "Visibility"), and how it takes part with other workers. */
 export interface ApplyOptions {
+  /** `--max-local N`: at most N subclouds in flight in this worker (a PostgreSQL store). */
+  maxLocal?: number;
+  /** `--lease SECONDS` as milliseconds: how long this worker may go unheard before others take its subclouds over. */
+  leaseMs?: number;
   /** One line per transition (off the live view). */
   verbose?: boolean;
   /** A summary line this often off a terminal (default 10 s; 0: none). */
@@ -112,6 +118,9 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
   // Test hooks are checked before the file is read: a stray variable is a usage error.
   const hooks = commitHooks(process.env, ctx.dbPath);
   const onServer = isPgUrl(ctx.dbPath);
+  if (!onServer && (opts.maxLocal !== undefined || opts.leaseMs !== undefined)) {
+    throw new UsageError(`${opts.maxLocal !== undefined ? '--max-local' : '--lease'} needs a PostgreSQL store: a file has one orchestrator`);
+  }
   const db = withStoreFaults(ctx.dbPath, () => openDb(ctx.dbPath, { create: false, write: true }));
   if (!db) strategyNotFound(type);
   const cost = costCounters(process.env, db);
@@ -121,11 +130,16 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
   db.pragma(WINDOW_PAGE_CACHE);
   // A database on a server has no path to be removed or replaced under the apply.
   const checkFile = onServer ? () => {} : fileWatch(ctx.dbPath);
+  // On a server each apply is one of the strategy's workers (orchestrator/workers.ts); a file has
+  // one orchestrator, under the apply lock.
+  const lease = onServer ? new WorkerLease(db, opts.leaseMs ?? LEASE_MS, opts.maxLocal ?? null) : null;
   const lock = new ApplyLock(db, ctx.dbPath);
+  const holder = lease ?? lock;
   let locked = false;
   let driver: Driver | null = null;
   let fileGone = false;
   let removeSignals: (() => void) | null = null;
+  let orchestratorRef: Orchestrator | null = null;
   const sidecars = new Map<string, { dev: number; ino: number } | null>();
   try {
     checkIntact(db, ctx.dbPath);
@@ -143,21 +157,29 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
     if (first.state !== 'initial' && !RESUMABLE.includes(first.state)) {
       throw new OperationError(`Strategy in state ${first.state} cannot be applied`);
     }
-    const who = { ...whoAmI(), host: lock.host, pid: lock.pid };
+    const who = { ...whoAmI(), host: holder.host, pid: holder.pid };
+    if (lease) lease.record = (t) => recordEvent(db, who, EVENTS.workerTakenOver, workerTakenText(t));
     let s = first;
-    // The lock, the start and their record in one transaction: a refused start takes no lock and records nothing.
-    const { tookOverFrom } = lock.acquire((holder) => {
+    const start = () => {
       s = theStrategy(db, type);
       if (s.state === 'initial') {
         if (!casStrategyState(db, ['initial'], 'applying')) throw new OperationError(`Strategy in state ${theStrategy(db).state} cannot be applied`);
       } else if (!RESUMABLE.includes(s.state)) throw new OperationError(`Strategy in state ${s.state} cannot be applied`);
       recordEvent(db, who, EVENTS.applyStarted, s.state === 'initial' ? 'initial -> applying' : `resuming (state ${s.state})`);
-      if (holder) recordEvent(db, who, EVENTS.lockTakenOver, takeoverNote(holder, Date.now(), lock.host));
-    });
-    locked = true;
-    if (tookOverFrom) {
-      progress.note(takeoverNote(tookOverFrom, Date.now(), lock.host));
+    };
+    // The lock (or the worker's row), the start and their record in one transaction: a refused
+    // start takes no lock and records nothing.
+    if (lease) {
+      const taken = lease.join(start);
+      for (const t of taken) progress.note(`took over the worker pid ${t.worker.pid} on ${t.worker.host} (${t.why})`);
+    } else {
+      const { tookOverFrom } = lock.acquire((holder) => {
+        start();
+        if (holder) recordEvent(db, who, EVENTS.lockTakenOver, takeoverNote(holder, Date.now(), lock.host));
+      });
+      if (tookOverFrom) progress.note(takeoverNote(tookOverFrom, Date.now(), lock.host));
     }
+    locked = true;
     if (s.state !== 'initial') progress.note(`resuming the ${s.type} strategy (state ${s.state})`);
 
     if (!onServer) for (const suffix of ['-wal', '-shm']) sidecars.set(ctx.dbPath + suffix, identity(ctx.dbPath + suffix));
@@ -173,8 +195,9 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
       // setTimeout takes as 1 ms: every operation would time out).
       stateTimeoutMs: Number(s.extra.state_timeout_ms) || TYPES[s.type as StrategyType].defaultStateTimeoutMs,
       drainMs: drainMs(process.env.DCM_DRAIN_MS),
-      fence: () => lock.check(),
-      fenceToken: lock.token,
+      fence: () => holder.check(),
+      fenceToken: holder.token,
+      shared: lease,
       hooks,
       counters: cost?.counters,
       windowClock: windowClock(process.env),
@@ -183,10 +206,19 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
       who,
     });
     // Lost: stop at once and write nothing more (no drain, no finish: they would write).
-    lock.startHeartbeat(
-      (lost) => orchestrator.stopWith(lost),
-      (err) => orchestrator.writeFailed(err),
-    );
+    if (lease) {
+      lease.startHeartbeat(
+        (lost) => orchestrator.stopWith(lost),
+        (err) => orchestrator.writeFailed(err),
+        (taken) => orchestrator.beat(taken),
+      );
+    } else {
+      lock.startHeartbeat(
+        (lost) => orchestrator.stopWith(lost),
+        (err) => orchestrator.writeFailed(err),
+      );
+    }
+    orchestratorRef = orchestrator;
     // The apply's live data is a window's worth (steps are read from the file a window at a
     // time); what grows is garbage, which V8 lets the old generation reach a multiple of what the
     // last full GC kept. A smaller growing factor keeps a long apply's peak near its live data
@@ -201,11 +233,15 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
     fileGone = err instanceof FileGoneError;
     throw err;
   } finally {
-    // Waits until every process the driver started is gone: dcm never leaves one behind.
-    await driver?.close();
+    // Waits until every process the driver started is gone: dcm never leaves one behind, but the
+    // runs a worker taken over leaves to the worker that adopted them.
+    await driver?.close({ leaveRunning: orchestratorRef?.leftGoing ?? false });
     // Let go of the lock, unless the path now names another file: that one is not ours to write.
     try {
-      if (locked && !fileGone) lock.release();
+      if (locked && !fileGone) {
+        if (lease) lease.leave();
+        else lock.release();
+      }
     } catch {
       // A full or busy file: the lock of a process that is gone is taken over by the next apply.
     }

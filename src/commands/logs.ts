@@ -36,6 +36,8 @@ import { openDb, type Db } from '../store/open.js';
 import { findStep } from '../store/steps.js';
 import { getStrategy, type Strategy } from '../store/strategy.js';
 import { findSubcloud } from '../store/subclouds.js';
+import { runHostsElsewhere } from '../store/runs.js';
+import { hostName } from '../platform/who.js';
 import { onSignals } from '../orchestrator/signals.js';
 import { setLongTimeout } from '../platform/timers.js';
 import type { Ctx } from './context.js';
@@ -261,7 +263,7 @@ export async function stepLogs(ctx: Ctx, cloud: string, opts: LogsOptions, sink:
     db?.close();
     const runs = runsOf(t, opts);
     if (runs.length === 0) {
-      sink.note(`no run logs ${describeFilter(cloud, opts)} (in ${t.dir})`);
+      sink.note(`no run logs ${describeFilter(cloud, opts)} (in ${t.dir})${elsewhere(ctx, cloud, t)}`);
       return EXIT.ok;
     }
     const printer = new Printer(sink, runs.length > 1);
@@ -272,7 +274,23 @@ export async function stepLogs(ctx: Ctx, cloud: string, opts: LogsOptions, sink:
     return EXIT.ok;
   }
   try {
-    return await follow(db, t, cloud, opts, sink);
+    return await follow(ctx, db, t, cloud, opts, sink);
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Where the subcloud's runs ran when it was not here (several workers on a PostgreSQL store): each
+ * host keeps the logs of the runs it started.
+ */
+function elsewhere(ctx: Ctx, cloud: string, t: Target): string {
+  if (t.earlier) return '';
+  const db = openDb(ctx.dbPath, { create: false });
+  if (!db) return '';
+  try {
+    const hosts = runHostsElsewhere(db, cloud, hostName());
+    return hosts.length ? `; its runs ran on ${hosts.map((h) => `${h.host} (${h.n})`).join(', ')}: their logs are there` : '';
   } finally {
     db.close();
   }
@@ -286,7 +304,7 @@ function stepOver(db: Db, cloud: string): boolean {
   return !step || STEP_ENDED.includes(step.state);
 }
 
-async function follow(db: Db, t: Target, cloud: string, opts: LogsOptions, sink: LogSink): Promise<number> {
+async function follow(ctx: Ctx, db: Db, t: Target, cloud: string, opts: LogsOptions, sink: LogSink): Promise<number> {
   const pollMs = opts.pollMs ?? 200;
   // One run named by --state and --attempt needs no headers; anything else may grow to several.
   const printer = new Printer(sink, !(opts.state !== undefined && opts.attempt !== undefined));
@@ -319,7 +337,7 @@ async function follow(db: Db, t: Target, cloud: string, opts: LogsOptions, sink:
       }
       if (signal) return signal === 'SIGTERM' ? EXIT.sigterm : EXIT.sigint;
       if (over) {
-        if (offsets.size === 0) sink.note(`no run logs ${describeFilter(cloud, opts)} (in ${t.dir})`);
+        if (offsets.size === 0) sink.note(`no run logs ${describeFilter(cloud, opts)} (in ${t.dir})${elsewhere(ctx, cloud, t)}`);
         return EXIT.ok;
       }
       await new Promise<void>((resolve) => {

@@ -22,6 +22,7 @@ import { firstStartedAt, latestFailures, latestProgress, runningOps, stageStateC
 import { getStrategy, listStages, type Strategy } from '../store/strategy.js';
 import { listStepColumns } from '../store/steps.js';
 import { holderAlive } from '../orchestrator/lock.js';
+import { storeClockMs, workerStatuses } from '../store/workers.js';
 import { show, type Result, type ShowResult, type Value } from './plain-results.js';
 import { strategyNotFound, theStrategy } from './strategy.js';
 import { withReadDb, type Ctx } from './context.js';
@@ -117,7 +118,22 @@ function budgetText(stored: string | null, stopOnFailure: boolean, total: number
   return stored.endsWith('%') ? `${stored} (${limit} of ${total} steps)` : stored;
 }
 
+/**
+ * The apply lock's holder; on a PostgreSQL store, the strategy's workers instead (one line each:
+ * host, pid, heartbeat age, subclouds in flight and ended).
+ */
 function orchestratorText(db: Db, nowMs: number): string | null {
+  const workers = workerStatuses(db);
+  if (workers.length) {
+    // Heartbeats are on the store's clock, not this host's.
+    const clock = storeClockMs(db);
+    const lines = workers.map((w) => {
+      const age = Math.max(0, clock - w.heartbeatMs);
+      const gone = age > w.leaseMs ? ' (lease ran out)' : '';
+      return `${w.host} pid ${w.pid}, heartbeat ${formatSpan(age)} ago${gone}, ${w.inFlight} in flight, ${w.done} done`;
+    });
+    return [`${workers.length} worker(s):`, ...lines].join('\n');
+  }
   const lock = readLock(db);
   if (!lock) return null;
   const age = formatSpan(Math.max(0, nowMs - lock.heartbeat_ms));

@@ -8,6 +8,8 @@ export const EVENTS = {
   applyStarted: 'apply started',
   applyEnded: 'apply ended',
   lockTakenOver: 'lock taken over',
+  /** One of several workers took over one that was gone (orchestrator/workers.ts). */
+  workerTakenOver: 'worker taken over',
   runsAdopted: 'runs adopted',
   paused: 'paused',
   resumed: 'resumed',
@@ -22,6 +24,11 @@ export const EVENTS = {
 export type EventName = (typeof EVENTS)[keyof typeof EVENTS];
 
 export const EVENT_COLUMNS = ['time', 'event', 'user', 'host', 'pid', 'details'];
+
+/** A worker taken over: who it was, why it was taken for gone, what became of its runs. */
+export function workerTakenText(t: { worker: { pid: number; host: string }; why: string; adopted: number; interrupted: number }): string {
+  return `pid ${t.worker.pid} on ${t.worker.host}: ${t.why}; ${t.adopted} run(s) adopted, ${t.interrupted} interrupted`;
+}
 
 const shown = (v: string | number | null) => (v === null ? 'None' : String(v));
 

@@ -127,6 +127,10 @@ export interface Driver {
   costs?(): Record<string, number>;
   /** The driver enforces its own per-state timeouts: the orchestrator sets none. */
   readonly ownsTimeouts?: boolean;
-  /** Stop whatever is pending, wait until every process it started is gone, let go of resources. */
-  close(): Promise<void>;
+  /**
+   * Stop whatever is pending, wait until every process it started is gone, let go of resources.
+   * `leaveRunning`: a worker whose subclouds were taken over (orchestrator/workers.ts) leaves the
+   * runs it did not abort to the worker that adopted them; only the aborted ones are stopped.
+   */
+  close(opts?: { leaveRunning?: boolean }): Promise<void>;
 }

@@ -27,8 +27,10 @@ export function adoptLeftRuns(
   db: Db,
   driver: Driver,
   request: (step: CursorStep, left: LeftRunRow) => OperationRequest,
+  /** One of several workers: only the runs of the steps it holds, but those it already waits for. */
+  only?: { owner: number; skip: (stepId: number) => boolean },
 ): LeftRuns {
-  const left = leftRunning(db);
+  const left = only ? leftRunning(db, only.owner).filter((l) => !only.skip(l.stepId)) : leftRunning(db);
   const byId = stepsByIds(db, left.map((l) => l.stepId));
   const out: LeftRuns = { adopted: new Map(), interrupted: [] };
   for (const l of left) {

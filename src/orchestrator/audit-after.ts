@@ -58,7 +58,7 @@ export function withAuditAfter(driver: Driver, opts: AuditAfterOptions): Driver 
     audit,
     labelKeys: driver.labelKeys,
     ownsTimeouts: driver.ownsTimeouts,
-    close: () => driver.close(),
+    close: (opts) => driver.close(opts),
   };
   if (driver.costs) wrapped.costs = driver.costs.bind(driver);
   if (driver.adopt) {

@@ -22,15 +22,24 @@ export class Committer {
   /** Commits made so far (the hooks' N counts from 1). */
   private count = 0;
 
+  private readonly fence: () => void;
+
   constructor(
     private readonly db: Db,
     type: string,
-    private readonly fence: () => void,
+    fence: () => void,
     private readonly warn: (text: string) => void,
     private readonly hooks: CommitHooks | null = null,
     private readonly counters: CostCounters | null = null,
   ) {
-    this.writer = new TransitionWriter(db, type, fence);
+    // The fence opens every transaction of the orchestrator: where a test hook acts inside one.
+    this.fence = hooks
+      ? () => {
+          fence();
+          hooks.inCommit(this.count + 1);
+        }
+      : fence;
+    this.writer = new TransitionWriter(db, type, this.fence);
   }
 
   /**

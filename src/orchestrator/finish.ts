@@ -3,7 +3,7 @@
  * fenced transaction, then the closing summary. It gets the history rows of the operations still
  * out (abandoned by a second signal), never the registry itself.
  */
-import { endOfRun } from '../domain/control.js';
+import { endOfRun, exitForState } from '../domain/control.js';
 import { STRATEGY_RUNNING } from '../domain/types.js';
 import type { Db } from '../store/open.js';
 import { failedSteps } from '../store/status.js';
@@ -29,6 +29,8 @@ export interface RunEnd {
   maxWindow: number;
   /** Who ran the apply: its end goes to the event record in the same transaction. */
   who?: Actor;
+  /** One of several workers (workers.ts): the strategy may have been ended by another one already. */
+  shared?: boolean;
 }
 
 /**
@@ -42,8 +44,17 @@ export async function finishRun(db: Db, write: <T>(fn: () => T) => Promise<T>, p
     counts: countStepStates(db),
     failedSeen: end.failedSeen,
   });
-  const final = ending.state;
+  let final = ending.state;
+  let exit = ending.exit;
   const counts = await write(() => {
+    const was = strategyState(db) ?? null;
+    if (end.shared && final !== null && was !== null && !STRATEGY_RUNNING.includes(was)) {
+      // Another worker wrote the end first: this one ends as the strategy did.
+      final = was as typeof final;
+      exit = exitForState(was);
+      if (end.who) recordEvent(db, end.who, EVENTS.applyEnded, applyEndText(final, 'applying', null, exit));
+      return countStepStates(db);
+    }
     // Operations abandoned by a second signal (or the drain's bound) will run again on resume;
     // until then the history says they were interrupted rather than still running. Only this
     // process's own runs, and only while it holds the lock (the fence).
@@ -54,7 +65,7 @@ export async function finishRun(db: Db, write: <T>(fn: () => T) => Promise<T>, p
     if (final !== null && !casStrategyState(db, STRATEGY_RUNNING, final)) {
       throw new Error(`the strategy was changed by another process while applying (it is now ${strategyState(db)})`);
     }
-    if (end.who) recordEvent(db, end.who, EVENTS.applyEnded, applyEndText(final, end.paused ? 'paused' : 'applying', end.signal, ending.exit));
+    if (end.who) recordEvent(db, end.who, EVENTS.applyEnded, applyEndText(final, end.paused ? 'paused' : 'applying', end.signal, exit));
     return countStepStates(db);
   });
   progress.summary({
@@ -66,5 +77,5 @@ export async function finishRun(db: Db, write: <T>(fn: () => T) => Promise<T>, p
     maxWindow: end.maxWindow,
     ...failedSteps(db, SUMMARY_FAILURES),
   });
-  return ending.exit;
+  return exit;
 }

@@ -26,7 +26,7 @@ import type { Driver, OperationRequest, OperationResult } from '../drivers/drive
 import { readLabels, type Labels } from '../domain/inventory.js';
 import { fieldTexts } from '../domain/fields.js';
 import { subcloudById, subcloudsLabelled } from '../store/subclouds.js';
-import { interruptedLast, recordRunDetails, recordRunProcesses, retryBudgets, type RetryBudget, type RunDetailsRow } from '../store/runs.js';
+import { interruptedLast, recordRunDetails, recordRunProcesses, retryBudgets, runsStillRunning, type RetryBudget, type RunDetailsRow } from '../store/runs.js';
 import type { ExtraArgs } from '../domain/options.js';
 import { now, parseTime, timeIn } from '../store/clock.js';
 import type { Db } from '../store/open.js';
@@ -49,10 +49,15 @@ import { Committer, BUSY_RETRY_MS } from './committer.js';
 import { adoptLeftRuns, type Adopted } from './adoption.js';
 import type { CommitHooks, CostCounters } from './test-hooks.js';
 import { setLongTimeout, type Timer } from '../platform/timers.js';
-import type { Actor } from '../platform/who.js';
+import { hostName, type Actor } from '../platform/who.js';
 import { adoptedText, EVENTS } from '../domain/events.js';
 import { recordEvent } from '../store/events.js';
 import { StageGates, type StageBudget } from './stage-gate.js';
+import { liveWorkers, LostLeaseError, type TakenOver, type WorkerLease } from './workers.js';
+import { claimSteps, inFlightElsewhere, leadWorker, shareOfWindow, stageElsewhere, type ClaimAsk, type Refusal } from '../store/workers.js';
+
+/** How soon a worker whose claims found the stage's window full (across workers) asks again. */
+const CLAIM_RETRY_MS = 250;
 
 /** The labels of a subcloud that has none the driver reads. */
 const NO_LABELS: Labels = Object.freeze({});
@@ -88,6 +93,13 @@ export interface OrchestratorOptions {
   who?: Actor;
   /** The clock maintenance windows are decided by (test-hooks.ts `windowClock`); Date.now if absent. */
   windowClock?: () => number;
+  /**
+   * One of several workers on the strategy (a PostgreSQL store, workers.ts): each subcloud is
+   * claimed in the commit of its first operation here, within its stage's window counted across
+   * all workers; a stage ends when every worker's subclouds of it have ended. Absent: the one
+   * orchestrator of its file.
+   */
+  shared?: WorkerLease | null;
 }
 
 /** One entry of the registry: the operation running for a subcloud, tagged with its state. */
@@ -125,6 +137,8 @@ interface Slot {
 const keyOf = (stepId: number, state: string) => `${stepId}\u0000${state}`;
 
 export class Orchestrator {
+  /** This machine's name, recorded with each run's process: its log is on that host. */
+  private readonly host = hostName();
   /** The registry (SPEC §1): created, read and changed here only. Never handed to anyone. */
   private readonly workers = new Map<number, Worker>();
   private readonly slots = new Map<number, Slot>();
@@ -188,15 +202,41 @@ export class Orchestrator {
   /** The groups' maintenance windows (null: no group has one). */
   private maintenance: MaintenanceWait | null = null;
 
+  // --- One of several workers (opts.shared); unused otherwise ---
+  private readonly shared: WorkerLease | null;
+  /** The claims the commit being made asks for, and what it was granted (step -> its fence). */
+  private claiming: ClaimAsk[] = [];
+  private granted = new Map<number, number>();
+  /** Each claimed step's claim count, for its runs' DCM_FENCE. */
+  private fences = new Map<number, number>();
+  /** The steps this worker holds, claimed or adopted: their next operations need no claim. */
+  private readonly mine = new Set<number>();
+  /** The stage's window is full across the workers: no subcloud takes a slot until this clears. */
+  private claimBlocked = false;
+  /** Each live worker's `--max-local` (null: none), as the last heartbeat read them: the share's input. */
+  private liveCaps: (number | null)[] = [null];
+  private claimTimer: Timer | null = null;
+  private cursor: StageCursor | null = null;
+  /** Wakes a worker waiting for the others (a stage's end, the strategy's end). */
+  private sharedWake: (() => void) | null = null;
+
   constructor(
     private readonly db: Db,
     private readonly driver: Driver,
     private readonly progress: ProgressSink,
     private readonly opts: OrchestratorOptions,
   ) {
+    this.shared = opts.shared ?? null;
     const fence = () => {
       opts.fence?.();
       if (this.opensNew && NO_NEW_SUBCLOUDS.includes(strategyState(db) ?? '')) throw new StopInFile();
+      if (this.claiming.length) {
+        // One of several workers: the subclouds this commit starts are claimed in it, or none is.
+        if (strategyState(db) !== 'applying') throw new StopInFile();
+        const r = claimSteps(db, this.shared!.id, this.shared!.maxLocal, this.claiming);
+        if (r.refused.size) throw new ClaimsRefused(r.refused);
+        this.granted = r.granted;
+      }
     };
     this.committer = new Committer(db, opts.type, fence, (t) => progress.warn(t), opts.hooks ?? null, opts.counters ?? null);
     this.deadlines = new Deadlines(
@@ -224,11 +264,7 @@ export class Orchestrator {
     this.maintenance = MaintenanceWait.load(this.db, this.opts.windowClock ?? Date.now);
     // Each adopted run's worker is made once, here: the request the driver keeps (its abort signal
     // above all) is that worker's, so a second Ctrl-C or a fatal stop reaches the run through it.
-    const left = adoptLeftRuns(this.db, this.driver, (step, l) => {
-      const worker = this.newWorker(step, l.state, l.attempt, l.historyId);
-      this.adoptedWorkers.set(step.id, worker);
-      return this.request(worker);
-    });
+    const left = this.adoptLeft();
     this.adopted = left.adopted;
     if (left.adopted.size) {
       this.progress.note(`resuming: ${left.adopted.size} run(s) left by the last apply are still going or ended meanwhile; they are not run again`);
@@ -259,6 +295,7 @@ export class Orchestrator {
       firstStartedMs: this.firstStartedMs,
       stateTimeoutMs: this.opts.stateTimeoutMs,
     });
+    this.showFleet();
     if (snap.state === 'abort requested' || snap.state === 'aborting') await this.committer.write(() => this.abortWrite());
     if (snap.state === 'abort requested' || snap.state === 'aborting') this.aborted(0);
     if (snap.state === 'paused') this.setPaused(true);
@@ -277,7 +314,16 @@ export class Orchestrator {
         budget: (text) => this.setBudget(text, true),
         fail: (err) => this.fail(err),
         busy: (err) => this.committer.isBusy(err),
+        ended: () => {
+          // Another worker wrote the strategy's end: nothing more starts here, and this one ends too.
+          this.noNewSubclouds = true;
+          this.noNewOperations = true;
+          this.window?.pump();
+          this.sharedWake?.();
+        },
         changed: () => {
+          // One of several workers: the failures the others committed count toward the budget.
+          if (this.shared) this.countFailuresElsewhere();
           if (this.stageBudget && this.gates?.refreshBudget(this.stageBudget)) this.window?.pump();
           // A gate waiting out a soak looks again: `strategy update` may have changed it.
           this.gates?.wake();
@@ -289,7 +335,7 @@ export class Orchestrator {
     this.requests.start();
     const stopped = new Promise<void>((resolve) => (this.hardStop = resolve));
     try {
-      await Promise.race([this.runStages(), stopped]);
+      await Promise.race([this.runAll(), stopped]);
       // Stopped without waiting (a second Ctrl-C): answers already received are still committed,
       // under the same stop rule (nothing new starts). The operations still out run again on resume.
       if (this.interruptedBy && !this.fatal) await this.finalFlush();
@@ -299,6 +345,7 @@ export class Orchestrator {
       this.gates?.stop();
       this.drainTimer?.clear();
       this.deadlines.stop();
+      this.claimTimer?.clear();
       for (const t of this.retryTimers) t.clear();
       this.retryTimers.clear();
       this.deferrals?.clear();
@@ -308,6 +355,147 @@ export class Orchestrator {
     }
     if (this.fatal) throw this.fatal;
     return await this.finish(started);
+  }
+
+  /**
+   * Runs an earlier orchestrator left going, each with the worker made for it once, here: the
+   * request the driver keeps (its abort signal above all) is that worker's, so a second Ctrl-C or
+   * a fatal stop reaches the run through it. One of several workers adopts only the runs of the
+   * steps it holds (workers.ts gave it those of a worker gone from its host), and not twice.
+   */
+  private adoptLeft(): ReturnType<typeof adoptLeftRuns> {
+    const only = this.shared ? { owner: this.shared.id, skip: (id: number) => this.slots.has(id) || this.adopted.has(id) } : undefined;
+    return adoptLeftRuns(
+      this.db,
+      this.driver,
+      (step, l) => {
+        const worker = this.newWorker(step, l.state, l.attempt, l.historyId);
+        this.adoptedWorkers.set(step.id, worker);
+        return this.request(worker);
+      },
+      only,
+    );
+  }
+
+  /** This worker's lease was renewed: what it took over is taken in, and the views see the fleet. */
+  beat(taken: readonly TakenOver[]): void {
+    if (taken.length) this.takenOver(taken);
+    this.showFleet();
+  }
+
+  /**
+   * One of several workers: its share of the window follows the workers there are, and the
+   * progress views count every worker's steps, not only this one's (read with each heartbeat, a
+   * few statements every few seconds).
+   */
+  private showFleet(): void {
+    if (!this.shared || this.stopped || this.fatal) return;
+    try {
+      const live = liveWorkers(this.db);
+      this.followShare(live.map((w) => w.max_local));
+      this.progress.fleet?.({
+        workers: live.length,
+        inFlightElsewhere: inFlightElsewhere(this.db, this.shared.id),
+        counts: stageStateCounts(this.db),
+      });
+    } catch (err) {
+      // A view is not worth a stop: a busy store shows the fleet at the next beat.
+      if (!this.committer.isBusy(err)) this.fail(err as Error);
+    }
+  }
+
+  /**
+   * Workers were taken over by this one's heartbeat (workers.ts): the runs it now holds are
+   * adopted, those cut off are closed, and the running stage is read again for what was let go.
+   */
+  takenOver(taken: readonly TakenOver[]): void {
+    if (this.stopped || this.fatal) return;
+    for (const t of taken) {
+      this.progress.note(
+        `took over the worker pid ${t.worker.pid} on ${t.worker.host} (${t.why}): ${t.adopted} run(s) adopted, ${t.interrupted} interrupted to run again`,
+      );
+    }
+    // Runs closed as interrupted run again told so (DCM_RESUMED), once the stage is read again.
+    const readAgain = () => {
+      try {
+        for (const key of interruptedLast(this.db)) this.resumed.add(key);
+      } catch (err) {
+        this.fail(err as Error);
+        return;
+      }
+      this.rescan();
+    };
+    if (taken.some((t) => t.adopted > 0)) {
+      try {
+        const left = this.adoptLeft();
+        for (const [id, a] of left.adopted) {
+          this.adopted.set(id, a);
+          if (a.step.stage === this.stage) this.window?.add(a.step);
+        }
+        if (left.interrupted.length) {
+          // Cut off (their process is gone): closed first, so that the next start of their state
+          // is not refused for a run still `running`.
+          void this.committer
+            .write(() => interruptRuns(this.db, left.interrupted, 'its worker stopped while this operation ran'))
+            .then(readAgain, (err: Error) => this.fail(err));
+          return;
+        }
+      } catch (err) {
+        this.fail(err as Error);
+        return;
+      }
+    }
+    readAgain();
+  }
+
+  /** The strategy's failed steps as the store has them, every worker's: the budget counts them all. */
+  private countFailuresElsewhere(): void {
+    const { failed } = failedAndTotal(this.db);
+    if (failed <= this.failedCount) return;
+    this.failedCount = failed;
+    this.failedSeen = true;
+    if (this.budgetSpent()) this.sayBudgetSpent('a step of another worker');
+    this.window?.pump();
+  }
+
+  /** Read the running stage again (another worker let steps go), and wake a wait for the others. */
+  private rescan(): void {
+    this.cursor?.rewind();
+    this.window?.rescan();
+    this.sharedWake?.();
+  }
+
+  /** Wait a poll's length, or until woken (a takeover, a stop). */
+  private waitForOthers(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const t = setLongTimeout(done, this.opts.pollMs ?? 250);
+      const self = this;
+      function done(): void {
+        t.clear();
+        if (self.sharedWake === done) self.sharedWake = null;
+        resolve();
+      }
+      this.sharedWake = done;
+    });
+  }
+
+  /**
+   * One of several workers ends the strategy only once no other worker has a subcloud in flight:
+   * until then the end is not decided (their failures count, an abort waits for them).
+   */
+  private async othersDone(): Promise<void> {
+    if (!this.shared) return;
+    while (!this.interruptedBy && !this.fatal && inFlightElsewhere(this.db, this.shared.id) > 0) await this.waitForOthers();
+  }
+
+  /** The stages to their end; one of several workers goes round again for steps a worker gone let go of. */
+  private async runAll(): Promise<void> {
+    for (;;) {
+      await this.runStages();
+      if (!this.shared) return;
+      await this.othersDone();
+      if (this.interruptedBy || this.fatal || this.gate().stopping || openStages(this.db).length === 0) return;
+    }
   }
 
   private async runStages(): Promise<void> {
@@ -338,9 +526,27 @@ export class Orchestrator {
     this.stage = stage;
     this.stageBudget = gates.budget(stage);
     this.progress.stageStarted?.(stage, size);
-    const cursor = new StageCursor(this.db, stage);
-    this.window = new StageWindow(size, {
+    for (;;) {
+      await this.runStagePass(stage, size);
+      // One of several workers: the stage ends when every worker's subclouds of it have ended.
+      // Those another worker let go of (it was taken over) are this pass's to find.
+      if (!this.shared || this.interruptedBy || this.fatal || this.gate().stopping) break;
+      if (stageElsewhere(this.db, this.shared.id, stage).open === 0) break;
+      await this.waitForOthers();
+    }
+    this.window = null;
+    this.cursor = null;
+    this.stageBudget = null;
+    // Ended with steps still deferred only when nothing new may start: they stay so in the file.
+    this.deferrals?.clear();
+  }
+
+  /** One pass of a window over the stage's open steps (the only one, but for one of several workers). */
+  private async runStagePass(stage: number, size: number): Promise<void> {
+    const cursor = (this.cursor = new StageCursor(this.db, stage, this.shared?.id));
+    this.window = new StageWindow(this.localWindow(this.windows.get(stage) ?? size), {
       fetch: (limit) => cursor.next(limit),
+      blocked: () => this.claimBlocked,
       gate: () => this.gate(),
       run: (step) => this.runSubcloud(step),
       failed: (err) => this.fail(err),
@@ -353,10 +559,39 @@ export class Orchestrator {
         ) ?? null,
     });
     await this.window.run();
-    this.window = null;
-    this.stageBudget = null;
-    // Ended with steps still deferred only when nothing new may start: they stay so in the file.
-    this.deferrals?.clear();
+  }
+
+  /**
+   * The window this process fills: the stage's, or for one of several workers its `--max-local`
+   * or its share (store/workers.ts), so that it does not ask for claims it would be refused.
+   */
+  private localWindow(size: number): number {
+    if (!this.shared) return size;
+    return Math.min(size, this.shared.maxLocal ?? shareOfWindow(size, this.liveCaps));
+  }
+
+  /** The live workers changed (a heartbeat saw them): the window this worker fills follows its share. */
+  private followShare(caps: (number | null)[]): void {
+    if (caps.length === this.liveCaps.length && caps.every((c, i) => c === this.liveCaps[i])) return;
+    this.liveCaps = caps;
+    if (this.stage !== null && this.window) this.window.resize(this.localWindow(this.windows.get(this.stage) ?? 1));
+  }
+
+  /** The stage's window is full across the workers: no subcloud takes a slot here until a look later. */
+  private blockClaims(): void {
+    this.claimBlocked = true;
+    if (this.claimTimer) return;
+    this.claimTimer = setLongTimeout(() => {
+      this.claimTimer = null;
+      this.claimBlocked = false;
+      this.window?.pump();
+    }, CLAIM_RETRY_MS);
+  }
+
+  private unblockClaims(): void {
+    this.claimTimer?.clear();
+    this.claimTimer = null;
+    this.claimBlocked = false;
   }
 
   /** The gate runner's view of this orchestrator (stage-gate.ts never sees the registry). */
@@ -377,6 +612,7 @@ export class Orchestrator {
       note: (text) => this.progress.note(text),
       type: this.opts.type,
       who: this.opts.who,
+      leads: this.shared ? () => leadWorker(this.db) === this.shared!.id : undefined,
     });
   }
 
@@ -398,6 +634,8 @@ export class Orchestrator {
 
   /** Resolves true when the subcloud has ended, false when it was held back before it started. */
   private runSubcloud(step: CursorStep): Promise<boolean> {
+    // One of several workers reads its stage again (a rescan): a subcloud it runs already is skipped.
+    if (this.slots.has(step.id)) return Promise.resolve(true);
     return new Promise<boolean>((release) => {
       this.slots.set(step.id, { step, release, started: false });
       this.peak = Math.max(this.peak, this.slots.size);
@@ -407,6 +645,7 @@ export class Orchestrator {
         // Still going (or ended while no dcm ran): wait for it, never start it again.
         this.adopted.delete(step.id);
         this.slots.get(step.id)!.started = true;
+        if (this.shared) this.mine.add(step.id);
         const worker = this.adoptedWorkers.get(step.id)!;
         this.adoptedWorkers.delete(step.id);
         worker.startedMs = Date.now();
@@ -492,19 +731,30 @@ export class Orchestrator {
     const also =
       procs.length || rows.length
         ? () => {
-            if (procs.length) recordRunProcesses(this.db, procs);
+            if (procs.length) recordRunProcesses(this.db, procs, this.host);
             if (rows.length) written = recordRunDetails(this.db, rows);
           }
         : undefined;
     try {
       this.procs.stop();
       this.opensNew = opensNew;
+      // One of several workers claims each subcloud in the commit of its first operation here.
+      if (this.shared) this.claiming = this.claimsOf(batch);
+      this.granted = new Map();
       try {
         this.committer.tryCommit(batch, also);
       } finally {
         this.opensNew = false;
+        this.claiming = [];
       }
     } catch (err) {
+      if (err instanceof ClaimsRefused) {
+        // Nothing was written: the refused subclouds are let go of (another worker has one, or the
+        // stage's window is full across the workers: it waits in its place), and the rest goes again.
+        this.pending = batch.filter((t) => !err.refused.has(t.stepId)).concat(this.pending);
+        for (const [stepId, why] of err.refused) this.refused(stepId, why);
+        return this.commitPending(lookAgain);
+      }
       if (err instanceof StopInFile) {
         // Nothing was written: the stop is carried out now (its handler runs), and the batch is
         // tried once more under the stop rule anew, its new subclouds held back. Should the stop's
@@ -518,10 +768,32 @@ export class Orchestrator {
       this.pending = batch.concat(this.pending);
       return false;
     }
+    for (const [stepId, fence] of this.granted) {
+      this.fences.set(stepId, fence);
+      this.mine.add(stepId);
+    }
     if (procs.length) this.procs.recorded();
     if (lines.length) this.detailsCommitted(lines, alone && !procsDue, written);
     this.committed(batch);
     return true;
+  }
+
+  /** The subclouds whose first operation here a batch opens: each is claimed in its commit. */
+  private claimsOf(batch: readonly Transition[]): ClaimAsk[] {
+    const out: ClaimAsk[] = [];
+    for (const t of batch) {
+      const slot = this.slots.get(t.stepId)!;
+      if (!this.mine.has(t.stepId)) out.push({ id: t.stepId, stage: slot.step.stage, state: slot.step.state });
+    }
+    return out;
+  }
+
+  /** A claim refused: `taken` is another worker's subcloud (ended, for this pass); `full` waits in its place. */
+  private refused(stepId: number, why: Refusal): void {
+    if (why === 'full') {
+      this.blockClaims();
+      this.release(stepId, false);
+    } else this.release(stepId, true);
   }
 
   private detailsRow(l: DetailsLine): RunDetailsRow {
@@ -722,7 +994,7 @@ export class Orchestrator {
       failures: this.budgets.get(key)?.failures ?? 0,
       stage: step.stage,
       campaign: this.opts.campaign,
-      fence: this.opts.fenceToken,
+      fence: this.shared ? this.shared.fenceOf(this.fences.get(step.id) ?? 0) : this.opts.fenceToken,
       extra: this.opts.extra,
       options: this.config.optionsFor(step.subcloudId),
       // Read from the file only by a driver that asks (exec's placeholders; the sim, for its
@@ -793,6 +1065,12 @@ export class Orchestrator {
 
   private release(stepId: number, ended: boolean): void {
     this.fields.delete(stepId);
+    if (ended) {
+      this.fences.delete(stepId);
+      // A subcloud of this worker ended: a slot is free (of its share, of the window), so claims
+      // refused as full may be asked again now rather than after CLAIM_RETRY_MS.
+      if (this.mine.delete(stepId) && this.claimBlocked) this.unblockClaims();
+    }
     // A retry budget is for one run of the subcloud through this entry of its states.
     for (const state of this.opts.states) this.budgets.delete(keyOf(stepId, state));
     const slot = this.slots.get(stepId);
@@ -865,7 +1143,7 @@ export class Orchestrator {
     // First starts the larger window let in but not yet committed do not happen: their subclouds
     // go back to their place, until no more than `size` run (SPEC §4: a smaller window starts
     // none until fewer than N are in flight).
-    let over = this.window.running - size;
+    let over = this.window.running - this.localWindow(size);
     if (over > 0) {
       this.pending = this.pending.filter((t) => {
         if (over <= 0 || t.close !== undefined) return true;
@@ -876,7 +1154,7 @@ export class Orchestrator {
         return false;
       });
     }
-    this.window.resize(size);
+    this.window.resize(this.localWindow(size));
   }
 
   /** The failure budget, from the file (at start, or changed by `strategy update`). */
@@ -916,6 +1194,7 @@ export class Orchestrator {
     this.drainTimer.unref();
     this.window?.pump();
     this.gates?.wake();
+    this.sharedWake?.();
   }
 
   /**
@@ -944,9 +1223,32 @@ export class Orchestrator {
     this.fatal = applyFaultError(err, this.opts.file ?? 'the database') ?? err;
     this.noNewSubclouds = true;
     this.noNewOperations = true;
-    this.stopNow();
+    if (err instanceof LostLeaseError) this.letGo();
+    else this.stopNow();
     this.gates?.wake();
+    this.sharedWake?.();
   }
+
+  /**
+   * This worker was taken over (workers.ts): its runs another worker adopted on this host (their
+   * history rows still `running`) are theirs now and go on; those closed as interrupted, to run
+   * again elsewhere, are stopped. A read only: this worker writes nothing more.
+   */
+  private letGo(): void {
+    let going: Set<number>;
+    try {
+      going = new Set(runsStillRunning(this.db, [...this.workers.values()].map((w) => w.historyId)));
+    } catch {
+      going = new Set();
+    }
+    this.leftGoing = going.size > 0;
+    for (const w of this.workers.values()) if (!going.has(w.historyId)) this.abandon(w);
+    this.window?.pump();
+    this.hardStop?.();
+  }
+
+  /** Runs were left to the worker that took this one over: the driver must not stop them as it closes. */
+  leftGoing = false;
 
   // --- Finishing ---
 
@@ -963,6 +1265,7 @@ export class Orchestrator {
       peakInFlight: this.peak,
       maxWindow: this.maxWindow,
       who: this.opts.who,
+      shared: this.shared !== null,
     });
   }
 }
@@ -977,6 +1280,13 @@ function stageCounts(rows: { stage: number; state: string; n: number }[], window
     e.counts[r.state] = (e.counts[r.state] ?? 0) + r.n;
   }
   return [...out.values()].filter((e) => Object.keys(e.counts).length).sort((a, b) => a.stage - b.stage);
+}
+
+/** One of several workers: claims of this commit were refused (store/workers.ts); rolled back. */
+class ClaimsRefused extends Error {
+  constructor(readonly refused: Map<number, Refusal>) {
+    super('claims refused');
+  }
 }
 
 /** A commit found the strategy paused or aborted in the file before the poll did: rolled back. */

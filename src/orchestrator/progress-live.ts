@@ -7,7 +7,7 @@
 import { createLogUpdate } from 'log-update';
 import { ProgressTracker, type TrackerInputs } from './progress-tracker.js';
 import { closingSummary, liveLines } from './progress-view.js';
-import type { ApplyInfo, ProgressSink, Summary, TransitionEvent } from './progress.js';
+import type { ApplyInfo, Fleet, ProgressSink, Summary, TransitionEvent } from './progress.js';
 
 /** 10 redraws a second at most (SPEC §4). */
 export const REDRAW_MS = 100;
@@ -83,6 +83,11 @@ export class LiveProgress implements ProgressSink {
 
   windowChanged(stage: number, window: number): void {
     this.tracker.windowChanged(stage, window);
+    this.dirty = true;
+  }
+
+  fleet(f: Fleet): void {
+    this.tracker.fleet(f);
     this.dirty = true;
   }
 

@@ -13,7 +13,7 @@ import {
   type EstimateSource,
   type StageLeft,
 } from '../domain/estimate.js';
-import type { ApplyInfo, TransitionEvent } from './progress.js';
+import type { ApplyInfo, Fleet, TransitionEvent } from './progress.js';
 
 /** What an estimate can start from before this run has seen durations of its own. */
 export interface TrackerInputs {
@@ -39,6 +39,10 @@ export interface Snapshot {
   /** Steps in progress by the state they are in, in the type's order. */
   byState: [string, number][];
   inFlight: number;
+  /** Live workers on the strategy, this one included (1: this one alone). */
+  workers: number;
+  /** Steps in flight with the other workers. */
+  inFlightElsewhere: number;
   /** Steps ended per second by this run. */
   rate: number;
   /** Since the strategy's first step started (not reset by a resume). */
@@ -80,6 +84,8 @@ export class ProgressTracker {
   private isPaused = false;
   private readonly windowWaits = new Map<string, string>();
   private eta: { at: number; ms: number | null; source: EstimateSource } | null = null;
+  private workers = 1;
+  private inFlightElsewhere = 0;
 
   constructor(private readonly inputs: TrackerInputs = {}) {
     for (const [state, s] of inputs.observed ?? []) this.seen.set(state, { ...s });
@@ -156,6 +162,22 @@ export class ProgressTracker {
     }
   }
 
+  /**
+   * One of several workers: the store's counts replace those kept from this worker's own
+   * transitions (which miss the others'); this worker's next transitions move them on from there.
+   */
+  fleet(f: Fleet): void {
+    this.workers = f.workers;
+    this.inFlightElsewhere = f.inFlightElsewhere;
+    for (const counts of this.stageCounts.values()) counts.clear();
+    for (const r of f.counts) {
+      let counts = this.stageCounts.get(r.stage);
+      if (!counts) this.stageCounts.set(r.stage, (counts = new Map()));
+      counts.set(r.state, r.n);
+    }
+    this.eta = null;
+  }
+
   /** A run in flight reported progress: its subcloud's details. */
   details(cloud: string, text: string): void {
     if (!this.live.has(cloud)) return;
@@ -196,6 +218,8 @@ export class ProgressTracker {
       counts,
       byState,
       inFlight,
+      workers: this.workers,
+      inFlightElsewhere: this.inFlightElsewhere,
       rate: runMs > 0 ? (this.endedThisRun * 1000) / runMs : 0,
       elapsedMs,
       etaMs: eta.ms,

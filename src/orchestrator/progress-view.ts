@@ -23,6 +23,12 @@ function stageText(s: Snapshot): string {
   return `stage ${s.stage} of ${s.stages} (window ${s.window ?? '?'})`;
 }
 
+/** In flight: this worker's, and with several workers the others' and how many they are. */
+function inFlightText(s: Snapshot): string {
+  if (s.workers <= 1) return `${s.inFlight} in flight`;
+  return `${s.workers} workers: ${s.inFlight} in flight here, ${s.inFlightElsewhere} elsewhere`;
+}
+
 function rate(s: Snapshot): string {
   return `${s.rate >= 10 ? Math.round(s.rate) : s.rate.toFixed(1)}/s`;
 }
@@ -53,7 +59,7 @@ export function liveLines(s: Snapshot, width: number): string[] {
   ];
   // Always this line, even empty: a frame that never loses lines is redrawn cleanly.
   lines.push(`in progress: ${s.byState.length ? s.byState.map(([state, n]) => `${state} ${n}`).join(', ') : 'none'}`);
-  lines.push(`${s.inFlight} in flight, ${rate(s)}, elapsed ${formatSpan(s.elapsedMs)}${eta(s)}`);
+  lines.push(`${inFlightText(s)}, ${rate(s)}, elapsed ${formatSpan(s.elapsedMs)}${eta(s)}`);
   if (s.progress.length) {
     lines.push('latest progress:');
     for (const p of s.progress) lines.push(`  ${p.cloud}: ${p.details}`);
@@ -73,7 +79,7 @@ export function liveLines(s: Snapshot, width: number): string[] {
 export function periodicLine(s: Snapshot): string {
   return (
     `progress: ${stageText(s)}: ${s.ended}/${s.total} done (${countsText(s)}), ` +
-    `${s.inFlight} in flight, ${rate(s)}, elapsed ${formatSpan(s.elapsedMs)}${eta(s)}`
+    `${inFlightText(s)}, ${rate(s)}, elapsed ${formatSpan(s.elapsedMs)}${eta(s)}`
   );
 }
 

@@ -42,6 +42,16 @@ export interface ApplyInfo {
   stateTimeoutMs: number;
 }
 
+/** What the other workers of a strategy do, as a worker's heartbeat reads it from the store. */
+export interface Fleet {
+  /** Live workers, this one included. */
+  workers: number;
+  /** Steps in flight with the other workers. */
+  inFlightElsewhere: number;
+  /** Every step's stage and state, counted: the other workers' transitions reach no view here. */
+  counts: { stage: number; state: string; n: number }[];
+}
+
 export interface Summary {
   state: string;
   counts: Record<string, number>;
@@ -70,6 +80,8 @@ export interface ProgressSink {
   /** A group's subclouds wait for its maintenance window (`text`: the window and its opening), or no longer (null). */
   windowWait?(group: string, text: string | null): void;
   transition(e: TransitionEvent): void;
+  /** One of several workers: every worker's steps as the store has them, and how many workers there are. */
+  fleet?(f: Fleet): void;
   /** A run in flight reported how far it is: its step's details, now committed. */
   details?(cloud: string, text: string): void;
   /** Something worth knowing (a resume, an abort noticed); silenced by -q. */
@@ -142,6 +154,10 @@ export class LineProgress implements ProgressSink {
 
   windowWait(group: string, text: string | null): void {
     this.tracker.windowWait(group, text);
+  }
+
+  fleet(f: Fleet): void {
+    this.tracker.fleet(f);
   }
 
   initialAborted(): void {

@@ -13,6 +13,9 @@ import type { Db } from '../store/open.js';
 import { faultOf } from '../store/faults.js';
 import { controlSnapshot } from '../store/strategy.js';
 
+/** The states a strategy ends in. */
+const ENDED: readonly string[] = ['complete', 'failed', 'aborted'];
+
 export interface RequestHandlers {
   /** The strategy is `abort requested`. */
   abort(): void;
@@ -26,6 +29,8 @@ export interface RequestHandlers {
   fail(err: Error): void;
   /** Whether `err` is a busy file (said once by the orchestrator): the change is asked again. */
   busy(err: unknown): boolean;
+  /** Another worker of the strategy ended it (orchestrator/workers.ts): this one starts nothing more. */
+  ended?(state: string): void;
   /** Another process committed something: what is not in the snapshot (the running stage's budget) is read again. */
   changed?(): void;
 }
@@ -105,7 +110,9 @@ export class ExternalRequests {
       last.maxFailures = now.maxFailures;
     }
     if (now.state !== last.state) {
-      if (now.state === 'abort requested') this.handlers.abort();
+      // 'aborting': another worker of the strategy carried the abort out first (orchestrator/workers.ts).
+      if (now.state === 'abort requested' || now.state === 'aborting') this.handlers.abort();
+      else if (ENDED.includes(now.state)) this.handlers.ended?.(now.state);
       else if (now.state === 'paused') this.handlers.pause(true);
       else if (now.state === 'applying' && last.state === 'paused') this.handlers.pause(false);
       last.state = now.state;

@@ -37,7 +37,15 @@ export interface GateHost {
   note(text: string): void;
   type: string;
   who?: Actor;
+  /**
+   * One of several workers (workers.ts): whether this one runs the gates now. The others wait for
+   * what it records, so that a soak is started and a check run once, whatever the workers.
+   */
+  leads?(): boolean;
 }
+
+/** How often a worker that does not run the gates looks at what the one that does has recorded. */
+const FOLLOW_MS = 250;
 
 /** A stage's own failure budget while its window runs. */
 export class StageBudget {
@@ -154,6 +162,13 @@ export class StageGates {
         paused: this.host.syncPaused(),
         nowMs: Date.now(),
       });
+      if (this.host.leads && !this.host.leads()) {
+        // Only what is settled in the record moves this worker on; the rest is the leader's to do.
+        if (action.kind === 'go' && !action.record) return 'go';
+        if (action.kind === 'again') return 'again';
+        await this.sleep(FOLLOW_MS);
+        continue;
+      }
       if (action.kind === 'go') {
         if (action.record) {
           const { state, reason } = action.record;

@@ -5,6 +5,8 @@
  *   DCM_TEST_HOOKS=1 DCM_CRASH_AFTER_COMMIT=N   SIGKILL this process right after its Nth commit
  *   DCM_TEST_HOOKS=1 DCM_BUSY_AT_COMMIT=N:S     the Nth commit finds the file held by another
  *                                               connection (a real write lock) for S seconds
+ *   DCM_TEST_HOOKS=1 DCM_STOP_IN_COMMIT=N       SIGSTOP this process inside its Nth commit's
+ *                                               transaction (its locks held, the fence checked)
  *   DCM_TEST_HOOKS=1 DCM_COUNTERS=FILE          write the apply's exact cost (commits,
  *                                               transitions, statements) to FILE as JSON
  *   DCM_TEST_HOOKS=1 DCM_TEST_CLOCK=ISO         maintenance windows are decided by a clock that
@@ -22,6 +24,8 @@ const require = createRequire(import.meta.url);
 
 export interface CommitHooks {
   beforeCommit(n: number): void;
+  /** Inside the Nth commit's transaction, once its fence is checked. */
+  inCommit(n: number): void;
   afterCommit(n: number): void;
 }
 
@@ -29,12 +33,14 @@ export interface CommitHooks {
 export function commitHooks(env: NodeJS.ProcessEnv, file: string): CommitHooks | null {
   const crash = env.DCM_CRASH_AFTER_COMMIT;
   const busy = env.DCM_BUSY_AT_COMMIT;
+  const stop = env.DCM_STOP_IN_COMMIT;
   if (env.DCM_TEST_HOOKS !== '1') {
-    const name = ['DCM_CRASH_AFTER_COMMIT', 'DCM_BUSY_AT_COMMIT', 'DCM_COUNTERS', 'DCM_TEST_CLOCK'].find((n) => env[n] !== undefined);
+    const name = ['DCM_CRASH_AFTER_COMMIT', 'DCM_BUSY_AT_COMMIT', 'DCM_STOP_IN_COMMIT', 'DCM_COUNTERS', 'DCM_TEST_CLOCK'].find((n) => env[n] !== undefined);
     if (name) throw new UsageError(`${name} is a test hook: it needs DCM_TEST_HOOKS=1`);
   }
-  if (crash === undefined && busy === undefined) return null;
+  if (crash === undefined && busy === undefined && stop === undefined) return null;
   const crashAt = crash === undefined ? null : positive(crash, 'DCM_CRASH_AFTER_COMMIT');
+  const stopAt = stop === undefined ? null : positive(stop, 'DCM_STOP_IN_COMMIT');
   let busyAt: number | null = null;
   let busyMs = 0;
   if (busy !== undefined) {
@@ -46,6 +52,9 @@ export function commitHooks(env: NodeJS.ProcessEnv, file: string): CommitHooks |
   return {
     beforeCommit(n) {
       if (n === busyAt) holdWriteLock(file, busyMs);
+    },
+    inCommit(n) {
+      if (n === stopAt) process.kill(process.pid, 'SIGSTOP');
     },
     afterCommit(n) {
       if (n === crashAt) process.kill(process.pid, 'SIGKILL');

@@ -44,6 +44,11 @@ export interface WindowHost {
    * end while there are some, unless nothing new may start any more.
    */
   deferred?(): number;
+  /**
+   * No subcloud may take a slot for now, whatever this window's room: the stage's window across
+   * several workers is full (orchestrator/workers.ts). The owner pumps when that may have changed.
+   */
+  blocked?(): boolean;
 }
 
 /** Steps read ahead of need: enough for a window refilling, few enough to stay small. */
@@ -179,6 +184,21 @@ export class StageWindow {
       });
   }
 
+  /**
+   * Read the stage again from its start (the owner's fetch starts over): steps another worker let
+   * go of are found without waiting for this pass to end. Those already taken are the owner's to skip.
+   * What was read ahead and waits in the limiter's queue (never started) is dropped, to be read
+   * again in order: else the steps let go, caught mid-state, would queue behind a read-ahead of
+   * new ones and wait for it to drain before they take a slot.
+   */
+  rescan(): void {
+    if (this.finished || !this.done) return;
+    this.limit.clearQueue();
+    this.exhausted = false;
+    this.sawNew = false;
+    this.pump();
+  }
+
   /** The windows may have changed: every subcloud set aside is asked again at the next pump. */
   recheckAside(): void {
     for (const a of this.asideSteps) a.dueMs = 0;
@@ -260,7 +280,7 @@ export class StageWindow {
     for (;;) {
       for (;;) {
         const g = this.host.gate();
-        if (mayTakeSlot(g, kind, this.taken, this.limit.concurrency)) {
+        if (!this.host.blocked?.() && mayTakeSlot(g, kind, this.taken, this.limit.concurrency)) {
           // Its first state only inside its maintenance window: else aside, giving its place up. A
           // deferred step has started its first state already: its next try is no first start.
           const inMs = kind === 'new' && step.state !== 'deferred' ? (this.host.hold?.(step) ?? null) : null;

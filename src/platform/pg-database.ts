@@ -9,7 +9,7 @@
  * see every earlier commit and no other writer between. A deferred transaction reads one snapshot
  * (REPEATABLE READ), as a SQLite read transaction does, and takes no lock.
  */
-import { PgError, SyncPg, type PgQuery, type PgResult } from './pg-sync.js';
+import { connectionLost, PgError, SyncPg, type PgQuery, type PgResult } from './pg-sync.js';
 import { toPg } from './pg-dialect.js';
 
 /** The advisory lock every dcm writer of one database takes ("DCM1", as the SQLite file's mark). */
@@ -21,8 +21,10 @@ const WRITER_LOCK = 0x44434d31;
  */
 function asStoreError(err: unknown): unknown {
   if (!(err instanceof PgError)) return err;
+  // A lost connection is busy too: nothing of the transaction was committed, and the next try
+  // (the orchestrator's committer waits and tries again) runs on a new connection.
   const code =
-    err.code === '55P03' || err.code === '40P01' || err.code === '40001'
+    err.code === '55P03' || err.code === '40P01' || err.code === '40001' || connectionLost(err)
       ? 'SQLITE_BUSY'
       : err.code === '23505'
         ? 'SQLITE_CONSTRAINT_UNIQUE'
@@ -162,7 +164,11 @@ export class PgDatabase {
   private savepoints = 0;
   private queue: { q: PgQuery; slot: { result?: PgResult } }[] = [];
   private readonly names = new Map<string, string>();
-  private readonly conn: SyncPg;
+  private conn: SyncPg;
+  /** The connection failed: the next transaction (or statement outside one) opens a new one. */
+  private lost = false;
+  /** lock_timeout as last set (`busy_timeout`), set again on a new connection. */
+  private lockTimeoutMs: number | null = null;
 
   private readonly writerLock: number;
   private readonly version: { bump: string; read: string } | undefined;
@@ -170,7 +176,7 @@ export class PgDatabase {
 
   constructor(
     readonly name: string,
-    url: string,
+    private readonly url: string,
     opts: PgSchemaOptions = {},
   ) {
     this.writerLock = opts.writerLock ?? WRITER_LOCK;
@@ -206,6 +212,7 @@ export class PgDatabase {
    * is then failed, as in SQLite, whichever statement reports it).
    */
   send(q: PgQuery): { result?: PgResult } {
+    if (this.depth === 0) this.reconnectIfLost();
     const slot: { result?: PgResult } = {};
     this.queue.push({ q, slot });
     if (this.depth === 0) this.flush();
@@ -221,6 +228,7 @@ export class PgDatabase {
     try {
       results = this.conn.many(items.map((i) => i.q));
     } catch (err) {
+      if (connectionLost(err)) this.lost = true;
       throw asStoreError(err);
     }
     items.forEach((item, i) => (item.slot.result = results[i]));
@@ -274,6 +282,7 @@ export class PgDatabase {
       }
     }
     // Sent with the transaction's first statement that needs an answer.
+    this.reconnectIfLost();
     this.depth = 1;
     if (mode === 'immediate') {
       this.send({ text: 'BEGIN' });
@@ -310,7 +319,10 @@ export class PgDatabase {
     const simple = (v: unknown) => (opts.simple ? v : [{ [name]: v }]);
     switch (name) {
       case 'busy_timeout':
-        if (set !== undefined) this.query({ text: `SET lock_timeout = ${Number(set)}` });
+        if (set !== undefined) {
+          this.lockTimeoutMs = Number(set);
+          this.query({ text: `SET lock_timeout = ${this.lockTimeoutMs}` });
+        }
         return simple(Number(set ?? 0));
       case 'cache_size':
       case 'synchronous':
@@ -329,6 +341,27 @@ export class PgDatabase {
       default:
         throw new PgError(`PRAGMA ${name} has no PostgreSQL equivalent in dcm`, undefined);
     }
+  }
+
+  /**
+   * Only between transactions: a transaction whose connection failed has failed (the server rolled
+   * it back), and none of its statements may run on another connection, outside it.
+   */
+  private reconnectIfLost(): void {
+    if (!this.lost || !this.open) return;
+    try {
+      this.conn.close();
+    } catch {
+      // Already gone.
+    }
+    try {
+      this.conn = new SyncPg(this.url);
+    } catch (err) {
+      // Still unreachable: this try fails as busy, and the next one connects again.
+      throw asStoreError(err);
+    }
+    this.lost = false;
+    if (this.lockTimeoutMs !== null) this.conn.query(`SET lock_timeout = ${this.lockTimeoutMs}`);
   }
 
   close(): this {

@@ -67,7 +67,12 @@ const client = new pg.Client(url ? { connectionString: url } : {});
 let broken = null;
 client.on('error', (err) => { broken = err; });
 // A connection that fails is every request's answer, never an unhandled rejection.
-const ready = client.connect().then(() => client.query('SET client_min_messages = warning')).catch((err) => { broken = err; });
+// A transaction left open by a process that stopped (SIGSTOP, a frozen host) would hold its
+// locks, the writers' one among them, for ever: the server ends such a session instead.
+const ready = client
+  .connect()
+  .then(() => client.query('SET client_min_messages = warning; SET idle_in_transaction_session_timeout = ' + workerData.idleMs))
+  .catch((err) => { broken = err; });
 port.on('message', async (req) => {
   if (req.close) {
     await client.end().catch(() => {});
@@ -91,6 +96,26 @@ port.on('message', async (req) => {
 }
 `;
 
+/**
+ * How long the server lets a session sit in a transaction with no statement running. dcm's
+ * transactions never wait on anything but the server (the store is synchronous), so only a
+ * stopped process leaves one open that long; its locks then go before a writer waiting for them
+ * gives up (busy_timeout, 10 s).
+ */
+export const IDLE_IN_TRANSACTION_MS = 5_000;
+
+/**
+ * The connection is gone (the server ended the session, restarted, or cannot be reached): a new
+ * one may work where this one cannot. SQLSTATE class 08, the server's shutdowns, the idle
+ * transaction's end; node's socket errors; the client's own words for a closed connection.
+ */
+export function connectionLost(err: unknown): boolean {
+  const e = err as { code?: string; message?: string } | null;
+  const code = e?.code ?? '';
+  if (code.startsWith('08') || ['57P01', '57P02', '57P03', '25P03', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOENT', 'ETIMEDOUT'].includes(code)) return true;
+  return /Connection terminated|connection error and is not queryable|not queryable|did not answer within/i.test(e?.message ?? '');
+}
+
 export class SyncPg {
   private readonly worker: Worker;
   private readonly port: MessagePort;
@@ -105,7 +130,7 @@ export class SyncPg {
     this.port = port1;
     this.worker = new Worker(WORKER, {
       eval: true,
-      workerData: { port: port2, flag: this.flag, url, pg: requireCjs.resolve('pg') },
+      workerData: { port: port2, flag: this.flag, url, pg: requireCjs.resolve('pg'), idleMs: IDLE_IN_TRANSACTION_MS },
       transferList: [port2],
     });
     // The worker must not keep a finished command alive, nor its port.
@@ -113,8 +138,14 @@ export class SyncPg {
     // Its failures reach the caller as answers; an 'error' event left unheard would end the process.
     this.worker.on('error', () => {});
     this.port.unref();
-    // Connect now: a wrong address is the first query's error.
-    this.many([{ text: 'SELECT 1' }]);
+    // Connect now: a wrong address is the first query's error, and leaves no thread behind.
+    try {
+      this.many([{ text: 'SELECT 1' }]);
+    } catch (err) {
+      this.closed = true;
+      void this.worker.terminate();
+      throw err;
+    }
   }
 
   query(text: string, values?: readonly unknown[], array = false): PgResult {

@@ -29,23 +29,32 @@ export class StageCursor {
   private readonly mid;
   private readonly initial;
 
+  /** `owner`: one of several workers (orchestrator/workers.ts) reads only the steps no other live worker holds. */
   constructor(
     db: Db,
     private readonly stage: number,
+    private readonly owner?: number,
   ) {
+    const mine = owner === undefined ? '' : ' AND (st.owner IS NULL OR st.owner = ? OR NOT EXISTS (SELECT 1 FROM apply_worker w WHERE w.id = st.owner))';
     this.mid = db.prepare(
       `SELECT ${COLUMNS},
          coalesce((SELECT CASE WHEN h.outcome IN ('failed', 'timeout') AND h.retry_at IS NULL THEN 1 ELSE 0 END FROM step_history h WHERE h.step_id = st.id ORDER BY h.id DESC LIMIT 1), 0) AS retried
        FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
-       WHERE st.stage = ? AND st.id > ? AND st.state NOT IN ('initial', 'complete', 'failed', 'aborted')
+       WHERE st.stage = ? AND st.id > ? AND st.state NOT IN ('initial', 'complete', 'failed', 'aborted')${mine}
        ORDER BY st.id LIMIT ?`,
     );
     this.initial = db.prepare(
       `SELECT ${COLUMNS}, 0 AS retried
        FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
-       WHERE st.stage = ? AND st.id > ? AND st.state = 'initial'
+       WHERE st.stage = ? AND st.id > ? AND st.state = 'initial'${mine}
        ORDER BY st.id LIMIT ?`,
     );
+  }
+
+  /** Read from the start again (a worker looking for steps another one let go of). */
+  rewind(): void {
+    this.phase = 'mid';
+    this.after = 0;
   }
 
   /** Up to `limit` more steps; fewer (or none) once the stage has no more. */
@@ -53,7 +62,8 @@ export class StageCursor {
     const out: CursorStep[] = [];
     while (out.length < limit && this.phase !== 'done') {
       const stmt = this.phase === 'mid' ? this.mid : this.initial;
-      const rows = stmt.all(this.stage, this.after, limit - out.length) as (ApplyStep & { retried: number })[];
+      const args = this.owner === undefined ? [this.stage, this.after, limit - out.length] : [this.stage, this.after, this.owner, limit - out.length];
+      const rows = stmt.all(...args) as (ApplyStep & { retried: number })[];
       for (const r of rows) out.push({ ...r, retried: r.retried === 1 });
       if (rows.length) this.after = rows[rows.length - 1].id;
       if (out.length < limit) {

@@ -9,6 +9,30 @@ import { now } from './clock.js';
 /** "DCM1" as a 32-bit integer: tells a dcm file from any other SQLite file. */
 export const APPLICATION_ID = 0x44434d31;
 
+/** Version 13 -> 14, in SQL both backends take (store/pg/schema.ts runs it too). */
+export const WORKERS_MIGRATION = `
+  CREATE TABLE apply_worker (
+    id INTEGER PRIMARY KEY,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    proc_start TEXT,
+    token TEXT NOT NULL UNIQUE,
+    started_at TEXT NOT NULL,
+    heartbeat_at TEXT NOT NULL,
+    heartbeat_ms BIGINT NOT NULL,
+    lease_ms INTEGER NOT NULL,
+    max_local INTEGER,
+    done INTEGER NOT NULL DEFAULT 0
+  );
+  ALTER TABLE strategy_step ADD COLUMN owner INTEGER;
+  ALTER TABLE strategy_step ADD COLUMN fence INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE step_history ADD COLUMN host TEXT;
+  CREATE INDEX strategy_step_owner_idx ON strategy_step(owner) WHERE owner IS NOT NULL;
+  UPDATE step_history SET outcome = 'interrupted', details = 'closed by the upgrade to one running operation per step'
+    WHERE outcome = 'running' AND id NOT IN (SELECT max(id) FROM step_history WHERE outcome = 'running' GROUP BY step_id);
+  CREATE UNIQUE INDEX step_history_one_running ON step_history(step_id) WHERE outcome = 'running';
+`;
+
 export const MIGRATIONS: ((db: Database.Database) => void)[] = [
   // 0 -> 1
   (db) => {
@@ -260,6 +284,13 @@ export const MIGRATIONS: ((db: Database.Database) => void)[] = [
       ALTER TABLE subcloud_group ADD COLUMN maintenance_tz TEXT;
     `);
   },
+  // 13 -> 14: several orchestrators on one strategy (a PostgreSQL store; README "Several hosts").
+  // Each is a row of apply_worker, holding a lease; a step names the worker that claimed it and
+  // counts its claims (the fence its runs are given); a run's process names its host (its log is
+  // there). One `running` operation per step at most is
+  // the database's own rule now: should a file hold more (it never should), all but the latest are
+  // closed as interrupted first, so that the index can be made.
+  (db) => db.exec(WORKERS_MIGRATION),
 ];
 
 /**

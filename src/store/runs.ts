@@ -18,15 +18,18 @@ export interface LeftRunRow {
   proc: RunProcess | null;
 }
 
-/** History rows still `running`: their orchestrator died (or was stopped) while they ran. */
-export function leftRunning(db: Db): LeftRunRow[] {
+/**
+ * History rows still `running`: their orchestrator died (or was stopped) while they ran. With
+ * `owner` (one of several workers, orchestrator/workers.ts): only those of the steps it holds.
+ */
+export function leftRunning(db: Db, owner?: number): LeftRunRow[] {
   const rows = db
     .prepare(
       `SELECT h.id, h.step_id, sc.name AS cloud, h.state, h.attempt, h.started_at, h.pid, h.pgid, h.proc_start
        FROM step_history h JOIN strategy_step st ON st.id = h.step_id JOIN subcloud sc ON sc.id = st.subcloud_id
-       WHERE h.outcome = 'running' ORDER BY h.id`,
+       WHERE h.outcome = 'running'${owner === undefined ? '' : ' AND st.owner = ?'} ORDER BY h.id`,
     )
-    .all() as {
+    .all(...(owner === undefined ? [] : [owner])) as {
     id: number;
     step_id: number;
     cloud: string;
@@ -48,10 +51,27 @@ export function leftRunning(db: Db): LeftRunRow[] {
   }));
 }
 
+/** Of these history rows, those still `running`. */
+export function runsStillRunning(db: Db, historyIds: readonly number[]): number[] {
+  if (historyIds.length === 0) return [];
+  return sql(db, `SELECT id FROM step_history WHERE outcome = 'running' AND id IN (SELECT value FROM json_each(?))`)
+    .pluck()
+    .all(JSON.stringify(historyIds)) as number[];
+}
+
 /** The processes runs started, by history row (inside the caller's transaction). */
-export function recordRunProcesses(db: Db, procs: readonly [number, RunProcess][]): void {
-  const stmt = sql(db, 'UPDATE step_history SET pid = ?, pgid = ?, proc_start = ? WHERE id = ?');
-  for (const [historyId, p] of procs) stmt.run(p.pid, p.pgid, p.procStart, historyId);
+export function recordRunProcesses(db: Db, procs: readonly [number, RunProcess][], host: string): void {
+  const stmt = sql(db, 'UPDATE step_history SET pid = ?, pgid = ?, proc_start = ?, host = ? WHERE id = ?');
+  for (const [historyId, p] of procs) stmt.run(p.pid, p.pgid, p.procStart, host, historyId);
+}
+
+/** The hosts other than `host` where runs of the subcloud ran (their logs are there), with how many. */
+export function runHostsElsewhere(db: Db, cloud: string, host: string): { host: string; n: number }[] {
+  return sql(
+    db,
+    `SELECT h.host, count(*) AS n FROM step_history h JOIN strategy_step st ON st.id = h.step_id JOIN subcloud sc ON sc.id = st.subcloud_id
+     WHERE sc.name = ? AND h.host IS NOT NULL AND h.host != ? GROUP BY h.host ORDER BY h.host`,
+  ).all(cloud, host) as { host: string; n: number }[];
 }
 
 /** A run's progress line for its step's details (orchestrator/run-details.ts). */

@@ -18,6 +18,9 @@ export class StaleStepError extends Error {
   readonly code = 'DCM_STALE_STEP';
 }
 
+const staleStep = (cloud: string, what: string) =>
+  new StaleStepError(`step of ${cloud} ${what}: it was changed by another process; stopped, the strategy stays applying`);
+
 export interface ApplyStep {
   id: number;
   subcloudId: number;
@@ -112,9 +115,26 @@ export class TransitionWriter {
       } catch (err) {
         // Rolled back: the history rows it opened do not exist; a retry opens them anew.
         for (const t of batch) t.historyId = undefined;
-        throw err;
+        throw this.explain(err, batch);
       }
     };
+  }
+
+  /**
+   * A run opened for a step that already has one `running` is refused by the database itself
+   * (one running operation per step, a unique index), before the batch's checks are reached: said
+   * as what it is, a step another process changed, read after the rollback.
+   */
+  private explain(err: unknown, batch: readonly Transition[]): unknown {
+    if ((err as { code?: string })?.code !== 'SQLITE_CONSTRAINT_UNIQUE') return err;
+    const stateOf = this.db.prepare('SELECT state FROM strategy_step WHERE id = ?').pluck();
+    const running = this.db.prepare(`SELECT 1 FROM step_history WHERE step_id = ? AND outcome = 'running'`).pluck();
+    for (const t of batch) {
+      if (t.startAttempt === undefined) continue;
+      if (stateOf.get(t.stepId) !== t.from) return staleStep(t.cloud, `is no longer in state ${t.from}`);
+      if (!t.close && running.get(t.stepId) !== undefined) return staleStep(t.cloud, 'already has an operation running');
+    }
+    return err;
   }
 
   /**
@@ -163,9 +183,7 @@ export class TransitionWriter {
     if (w.updated.changes !== 1) {
       // Someone else changed the step: stop rather than run a state twice. Nothing of this batch
       // is committed, and the strategy stays `applying` for `dcm strategy apply` to resume.
-      throw new StaleStepError(
-        `step of ${t.cloud} is no longer in state ${t.from}: it was changed by another process; stopped, the strategy stays applying`,
-      );
+      throw staleStep(t.cloud, `is no longer in state ${t.from}`);
     }
     if (w.opened) t.historyId = Number(w.opened.lastInsertRowid);
   }

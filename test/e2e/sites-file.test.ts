@@ -26,11 +26,18 @@ test('a database of schema 7 (sim_site in it) opens, migrates and applies; the s
   // options column), 8 -> 9 only added step_history.retry_at, 9 -> 10 only created
   // subcloud_label, 10 -> 11 only created strategy_event, 11 -> 12 only added the stage gate
   // columns and subcloud_group_gate, 12 -> 13 only added subcloud_group's maintenance_window and
-  // maintenance_tz. Its rows: a subcloud of an earlier campaign that has left the fleet. (A later
+  // maintenance_tz, 13 -> 14 only added apply_worker, the steps' owner and fence, the runs' host
+  // and two indexes. Its rows: a subcloud of an earlier campaign that has left the fleet. (A later
   // migration is undone here too: the schema version is checked first.)
-  expect(SCHEMA_VERSION).toBe(13);
+  expect(SCHEMA_VERSION).toBe(14);
   withSql(t.db, (d) => {
-    d.exec(`ALTER TABLE subcloud_group DROP COLUMN maintenance_window;
+    d.exec(`DROP INDEX step_history_one_running;
+            DROP INDEX strategy_step_owner_idx;
+            DROP TABLE apply_worker;
+            ALTER TABLE strategy_step DROP COLUMN owner;
+            ALTER TABLE strategy_step DROP COLUMN fence;
+            ALTER TABLE step_history DROP COLUMN host;
+            ALTER TABLE subcloud_group DROP COLUMN maintenance_window;
             ALTER TABLE subcloud_group DROP COLUMN maintenance_tz;
             DROP TABLE subcloud_group_gate;
             ${['max_failures', 'gate', 'gate_check', 'gate_state', 'gate_reason', 'gate_at', 'gate_due_at'].map((c) => `ALTER TABLE strategy_stage DROP COLUMN ${c};`).join('\n')}

@@ -2,6 +2,7 @@
  * `strategy status [--watch]` and `strategy-step list --watch` (SPEC §4 "Visibility"): the record
  * before, during and after an apply, read by another process; --watch ends with apply's exit code.
  */
+import { isPgUrl } from '../../src/domain/db-url.js';
 import { describe, expect, test } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
 import { BIN, dcm, waitFor } from '../helpers/cli.js';
@@ -59,7 +60,12 @@ describe('strategy status', () => {
     expect(during.elapsed).toMatch(/^\d/);
     expect(during.eta).toMatch(/^\d+(\.\d)?(ms|s)$|^\d+m\d\ds$/);
     expect(during['estimate from']).toBe('this strategy');
-    expect(during.orchestrator).toMatch(new RegExp(`^pid ${apply.child.pid} on \\S+, heartbeat \\S+ ago$`));
+    // A PostgreSQL store names the strategy's workers (README "Several hosts").
+    expect(during.orchestrator).toMatch(
+      isPgUrl(t.db)
+        ? new RegExp(`^1 worker\\(s\\):\\n\\S+ pid ${apply.child.pid}, heartbeat \\S+ ago, \\d+ in flight, \\d+ done$`)
+        : new RegExp(`^pid ${apply.child.pid} on \\S+, heartbeat \\S+ ago$`),
+    );
 
     const r = await apply.done;
     expect(r.code).toBe(1);

@@ -63,6 +63,19 @@ describe('ProgressTracker', () => {
     expect(liveLines(t.snapshot(30), 120)).not.toContain('waiting for maintenance window:');
   });
 
+  test('one of several workers: the store counts replace its own, its next transitions move on from them, and the view counts workers', () => {
+    const t = started(10);
+    t.transition(ev('s1', 'initial', 'a', { attempt: 1 }), 0);
+    expect(liveLines(t.snapshot(10), 120)[4]).toMatch(/^1 in flight, /);
+    // Two other workers completed 4 and hold 3 in flight; this one holds s1.
+    t.fleet({ workers: 3, inFlightElsewhere: 3, counts: [{ stage: 1, state: 'initial', n: 2 }, { stage: 1, state: 'a', n: 4 }, { stage: 1, state: 'complete', n: 4 }] });
+    t.transition(ev('s1', 'a', 'b', { attempt: 1, durationMs: 10 }), 10);
+    const s = t.snapshot(20);
+    expect([s.total, s.ended, s.counts.initial, s.counts.inProgress, s.byState]).toEqual([10, 4, 2, 4, [['a', 3], ['b', 1]]]);
+    expect(liveLines(s, 120)[4]).toMatch(/^3 workers: 1 in flight here, 3 elsewhere, /);
+    expect(periodicLine(s)).toMatch(/: 4\/10 done \(4 complete, .*\), 3 workers: 1 in flight here, 3 elsewhere, /);
+  });
+
   test('counts per state, in flight, failures and an ETA from the durations seen', () => {
     const t = started(4);
     t.transition(ev('s1', 'initial', 'a', { attempt: 1 }), 0);

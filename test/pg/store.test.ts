@@ -67,7 +67,9 @@ describe('a dcm database on PostgreSQL', () => {
   test('writers take turns: one holding the writers\' lock makes another wait, then say the database is busy', () => {
     const other = new SyncPg(t.db);
     try {
-      // The lock every dcm writer takes (platform/pg-database.ts), held by another connection.
+      // The lock every dcm writer takes (platform/pg-database.ts), held by another connection
+      // (one that is not dcm's, which the server lets sit in its transaction).
+      other.query('SET idle_in_transaction_session_timeout = 0');
       other.many([{ text: 'BEGIN' }, { text: 'SELECT pg_advisory_xact_lock($1)', values: [0x44434d31] }]);
       const r = dcm(['--db', t.db, 'subcloud', 'add', 'pg3']);
       expect(r.code).toBe(1);
@@ -77,6 +79,37 @@ describe('a dcm database on PostgreSQL', () => {
       dcmOk(['--db', t.db, 'subcloud', 'add', 'pg3']);
     } finally {
       other.close();
+    }
+  });
+});
+
+describe('a lost connection', () => {
+  test('the transaction it cut fails as busy, with nothing committed and nothing run outside it; the next one runs on a new connection, its lock_timeout set again', () => {
+    const db = openPgDb(t.db, { create: false })!;
+    try {
+      db.pragma('busy_timeout = 1234');
+      const pid = db.prepare('SELECT pg_backend_pid()').pluck().get() as number;
+      let err: unknown = null;
+      try {
+        db.transaction(() => {
+          db.prepare(`UPDATE subcloud SET description = ? WHERE name = ?`).run('cut', 'pg1');
+          // The server ends this session mid-transaction (as it does one idle in a transaction).
+          conn.query('SELECT pg_terminate_backend($1)', [pid]);
+          db.prepare(`UPDATE subcloud SET location = ? WHERE name = ?`).run('cut', 'pg1');
+          db.prepare('SELECT 1').get();
+        }).immediate();
+      } catch (e) {
+        err = e;
+      }
+      expect((err as { code?: string }).code).toBe('SQLITE_BUSY');
+      expect(conn.query(`SELECT count(*) AS n FROM subcloud WHERE description = 'cut' OR location = 'cut'`).rows).toEqual([{ n: 0 }]);
+      // The next transaction: a new session, with the setting the store gave the first.
+      const again = db.transaction(() => [db.prepare('SELECT pg_backend_pid()').pluck().get(), db.prepare(`SELECT current_setting('lock_timeout')`).pluck().get()]).immediate();
+      expect(again[0]).not.toBe(pid);
+      expect(again[1]).toBe('1234ms');
+      expect(db.prepare(`SELECT current_setting('idle_in_transaction_session_timeout')`).pluck().get()).toBe('5s');
+    } finally {
+      db.close();
     }
   });
 });
@@ -114,8 +147,10 @@ describe('db check and db backup on PostgreSQL', () => {
   test('check: ok on a sound database; a missing table and rows that do not tie together are named, exit 1', () => {
     const ok = dcm(['--db', t.db, 'db', 'check', '-f', 'value']);
     expect({ code: ok.code, out: ok.stdout }).toEqual({ code: 0, out: 'ok\n' });
-    // Two runs of one step both running: what the orchestrator never leaves.
+    // Two runs of one step both running: what the orchestrator never leaves, and the database
+    // itself refuses while its partial unique index is there (a damaged one has lost it).
     dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', 'pg1', '--sim-latency', '0']);
+    conn.query('DROP INDEX step_history_one_running');
     conn.query(`INSERT INTO step_history (step_id, state, attempt, started_at, outcome)
                 SELECT id, 'pre check', a, '2026-01-01 00:00:00.000000', 'running' FROM strategy_step, generate_series(1, 2) a`);
     conn.query('ALTER TABLE state_duration RENAME TO state_duration_gone');
@@ -128,6 +163,7 @@ describe('db check and db backup on PostgreSQL', () => {
       expect({ code: runs.code, out: runs.stdout }).toEqual({ code: 1, out: '1 step(s) with more than one running operation\n' });
     } finally {
       conn.query(`DELETE FROM step_history`);
+      conn.query(`CREATE UNIQUE INDEX step_history_one_running ON step_history (step_id) WHERE outcome = 'running'`);
       dcmOk(['--db', t.db, 'strategy', 'delete']);
     }
   });

@@ -45,6 +45,8 @@ interface Live {
   runId: string;
   since: number;
   done: Promise<unknown>;
+  /** The run's abort signal: aborted, it is being stopped. */
+  signal: AbortSignal;
 }
 
 /** A run known by its files and its processes rather than by a launcher's answers. */
@@ -137,7 +139,7 @@ export class ExecDriver implements Driver {
     start: (entry: Live) => Promise<OperationResult>,
   ): Promise<OperationResult> {
     const cloud = req.cloud;
-    const entry: Live = { pgid, graceMs: spec.killGraceMs, runId, since, done: Promise.resolve() };
+    const entry: Live = { pgid, graceMs: spec.killGraceMs, runId, since, done: Promise.resolve(), signal: req.signal };
     this.live.set(cloud, entry);
     // Started after `start`'s first steps, which remove an earlier strategy's files at this path.
     const running = start(entry);
@@ -370,12 +372,13 @@ export class ExecDriver implements Driver {
     }
   }
 
-  async close(): Promise<void> {
+  async close(opts: { leaveRunning?: boolean } = {}): Promise<void> {
     this.closing = true;
     const audits = [...this.audits.entries()];
     for (const [stop] of audits) stop.abort();
     await Promise.all(audits.map(([, p]) => p));
-    const pending = [...this.live.values()];
+    // Left to the worker that adopted them: they go on, their launcher with them.
+    const pending = [...this.live.values()].filter((l) => !opts.leaveRunning || l.signal.aborted);
     // By their tag only: an adopted run's recorded group id may not be the run's any more.
     await Promise.all(
       pending.map((l) => terminateTagged(() => processesWithEnv('DCM_RUN_ID', new Set([l.runId]), l.since).get(l.runId) ?? [], l.graceMs)),

@@ -8,9 +8,9 @@ import { OperationError } from '../../domain/errors.js';
 import { shownUrl } from '../../domain/db-url.js';
 import { PgDatabase } from '../../platform/pg-database.js';
 import { SCHEMA_VERSION } from '../migrations.js';
-import { PG_SCHEMA, PG_STORE } from './schema.js';
+import { PG_MIGRATIONS, PG_SCHEMA, PG_STORE } from './schema.js';
 
-const TABLES = [...PG_SCHEMA.matchAll(/CREATE TABLE (\w+)/g)].map((m) => m[1]);
+const TABLES = [PG_SCHEMA, ...Object.values(PG_MIGRATIONS)].flatMap((text) => [...text.matchAll(/CREATE TABLE (\w+)/g)].map((m) => m[1]));
 
 /** ['ok'], or the problems found, one per line. */
 export function checkPgDatabase(url: string): string[] {

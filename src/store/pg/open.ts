@@ -8,7 +8,7 @@ import { OperationError } from '../../domain/errors.js';
 import { SCHEMA_VERSION } from '../migrations.js';
 import { PgDatabase } from '../../platform/pg-database.js';
 import { shownUrl } from '../../domain/db-url.js';
-import { PG_MIGRATIONS, PG_SCHEMA, PG_STORE, pgSeeds } from './schema.js';
+import { PG_FIRST_VERSION, PG_MIGRATIONS, PG_SCHEMA, PG_STORE, pgSeeds } from './schema.js';
 
 export interface PgOpenOptions {
   create: boolean;
@@ -39,13 +39,14 @@ export function openPgDb(url: string, opts: PgOpenOptions): PgDatabase | null {
         // Read again under the writers' lock: another dcm may have written the schema meanwhile.
         version = schemaVersion(db, shown);
         if (version === 0) {
+          // The first schema on PostgreSQL, then the same steps an older database takes.
           db.exec(PG_SCHEMA);
           for (const q of pgSeeds()) db.query(q);
           db.query({
             text: `INSERT INTO dcm_meta (key, value) VALUES ('application', 'dcm'), ('schema_version', $1), ('data_version', '0')`,
-            values: [String(SCHEMA_VERSION)],
+            values: [String(PG_FIRST_VERSION)],
           });
-          return;
+          version = PG_FIRST_VERSION;
         }
         for (let v = version; v < SCHEMA_VERSION; v++) db.exec(PG_MIGRATIONS[v]);
         db.query({ text: `UPDATE dcm_meta SET value = $1 WHERE key = 'schema_version'`, values: [String(SCHEMA_VERSION)] });

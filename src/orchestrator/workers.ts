@@ -1,0 +1,185 @@
+/**
+ * One of several orchestrators applying one strategy on a PostgreSQL store (README "Several
+ * hosts"). In place of the one-per-file apply lock, each `apply` joins as a worker: a row holding
+ * a lease, renewed by its heartbeat, checked first in every transaction it makes (the fence), so
+ * that a worker whose row is gone writes nothing more and stops with exit 4.
+ *
+ * A worker is gone once its lease has run out (killed, its host down, frozen past the lease), or,
+ * seen from its own host, once its process is no longer running. Whoever sees that first, in its
+ * heartbeat or as it joins, takes it over in one transaction: its row goes and its subclouds are
+ * free for any worker to claim. Its runs still going are adopted where they can be seen (a taker
+ * on the same host waits for them through their pid files, as a restarted apply does); from
+ * another host they are closed `interrupted` and run again as the next attempt, with
+ * DCM_RESUMED=1 and a new DCM_FENCE, so that the site can refuse the old one.
+ */
+import crypto from 'node:crypto';
+import { DcmError, EXIT } from '../domain/errors.js';
+import { processAlive } from '../platform/proc.js';
+import { hostName } from '../platform/who.js';
+import { setLongInterval, type Timer } from '../platform/timers.js';
+import type { Db } from '../store/open.js';
+import { addWorker, beatWorker, holdsWorker, leaveWorker, listWorkers, storeClockMs, takeOver, type WorkerRow } from '../store/workers.js';
+import { processStart } from './lock.js';
+
+/** A worker not heard from for this long is gone (`apply --lease`). */
+export const LEASE_MS = 30_000;
+
+/** This worker's row is gone: another worker took its subclouds over. It writes nothing more. */
+export class LostLeaseError extends DcmError {
+  readonly code = 'DCM_LOST_LEASE';
+  constructor(leaseMs: number) {
+    super(`lost this worker's lease (not renewed within ${Math.round(leaseMs / 1000)} s): its subclouds were taken over by another worker`, EXIT.locked);
+  }
+}
+
+/** A worker taken over: who it was, and what became of its runs. */
+export interface TakenOver {
+  worker: WorkerRow;
+  why: string;
+  adopted: number;
+  interrupted: number;
+}
+
+export class WorkerLease {
+  readonly host = hostName();
+  readonly pid = process.pid;
+  readonly token = crypto.randomBytes(12).toString('hex');
+  /** The row's id, once joined: the steps this worker claims name it. */
+  id = 0;
+  private timer: Timer | null = null;
+  /** Records a takeover in the event record, in the transaction that makes it. */
+  record: ((t: TakenOver) => void) | null = null;
+
+  constructor(
+    private readonly db: Db,
+    readonly leaseMs: number,
+    readonly maxLocal: number | null,
+  ) {}
+
+  /**
+   * Join in one transaction with `also` (the apply's start and its record): then the workers that
+   * are gone are taken over, and the steps left with a run still `running` and no worker (an
+   * apply of one orchestrator that was killed) become this one's, to adopt.
+   */
+  join(also?: () => void): TakenOver[] {
+    return this.db
+      .transaction(() => {
+        this.id = addWorker(this.db, { host: this.host, pid: this.pid, procStart: processStart(this.pid), token: this.token, leaseMs: this.leaseMs, maxLocal: this.maxLocal });
+        // The start first, then the takeovers: the event record says so in that order, as for a file's lock.
+        also?.();
+        const taken = this.takeOverGone();
+        this.db
+          .prepare(
+            `UPDATE strategy_step SET owner = ? WHERE owner IS NULL
+               AND EXISTS (SELECT 1 FROM step_history h WHERE h.step_id = strategy_step.id AND h.outcome = 'running')`,
+          )
+          .run(this.id);
+        return taken;
+      })
+      .immediate();
+  }
+
+  /** The fence: inside every transaction of this worker; throws once its row is gone. */
+  check(): void {
+    if (!holdsWorker(this.db, this.id, this.token)) throw new LostLeaseError(this.leaseMs);
+  }
+
+  /** The DCM_FENCE of a run: this worker, and how many times its step was claimed. */
+  fenceOf(claims: number): string {
+    return `${this.token}.${claims}`;
+  }
+
+  /**
+   * Renew the lease well within it, and take over the workers that are gone. `onLost`: this row is
+   * gone; `onBeat`: the lease was renewed, with the workers this beat took over (their subclouds
+   * are free, or this worker's to adopt), if any.
+   */
+  startHeartbeat(onLost: (err: LostLeaseError) => void, onError: (err: Error) => void, onBeat: (taken: TakenOver[]) => void): void {
+    this.timer = setLongInterval(() => {
+      try {
+        // A beat that finds the row gone is rolled back: a worker taken over commits nothing at all.
+        const taken = this.db
+          .transaction(() => {
+            if (!beatWorker(this.db, this.id, this.token)) throw new LostLeaseError(this.leaseMs);
+            return this.takeOverGone();
+          })
+          .immediate();
+        onBeat(taken);
+      } catch (err) {
+        if (err instanceof LostLeaseError) {
+          this.stopHeartbeat();
+          onLost(err);
+          return;
+        }
+        // A busy store or a lost connection: the next beat tries again; the orchestrator's own writes say what is wrong.
+        onError(err as Error);
+      }
+    }, heartbeatMs(this.leaseMs));
+    this.timer.unref();
+  }
+
+  stopHeartbeat(): void {
+    this.timer?.clear();
+    this.timer = null;
+  }
+
+  /** Leave: the row goes and the subclouds this worker still held are free (only if still its own). */
+  leave(): void {
+    this.stopHeartbeat();
+    if (!this.db.open || !this.id) return;
+    try {
+      this.db
+        .transaction(() => {
+          if (!holdsWorker(this.db, this.id, this.token)) throw new LostLeaseError(this.leaseMs);
+          leaveWorker(this.db, this.id);
+        })
+        .immediate();
+    } catch (err) {
+      // Taken over already: nothing of this worker is left to remove, and nothing is committed.
+      if (!(err instanceof LostLeaseError)) throw err;
+    }
+  }
+
+  /** Inside a transaction: every other worker that is gone is taken over by this one. */
+  private takeOverGone(): TakenOver[] {
+    const out: TakenOver[] = [];
+    const nowMs = storeClockMs(this.db);
+    const rows = listWorkers(this.db);
+    // Hosts with a worker still heard from: a worker gone there is theirs to take over, since
+    // only they can see its runs and adopt them rather than run them again.
+    const heardOn = (host: string, except: number) => rows.some((o) => o.id !== except && o.host === host && nowMs - o.heartbeat_ms <= o.lease_ms);
+    for (const w of rows) {
+      if (w.id === this.id) continue;
+      const why = goneWhy(w, nowMs, this.host);
+      if (!why) continue;
+      const sameHost = w.host === this.host;
+      if (!sameHost && heardOn(w.host, w.id)) continue;
+      const r = takeOver(this.db, w, this.id, sameHost, `its worker (pid ${w.pid} on ${w.host}) is gone: ${why}`);
+      const t = { worker: w, why, ...r };
+      this.record?.(t);
+      out.push(t);
+    }
+    return out;
+  }
+}
+
+/** The workers not gone, as seen from this host: an abort from any shell leaves the strategy to them. */
+export function liveWorkers(db: Db, nowMs = storeClockMs(db), host = hostName()): WorkerRow[] {
+  return listWorkers(db).filter((w) => goneWhy(w, nowMs, host) === null);
+}
+
+/** How often the lease is renewed: a third of it, at most every 5 s. */
+export function heartbeatMs(leaseMs: number): number {
+  return Math.max(50, Math.min(5_000, Math.floor(leaseMs / 3)));
+}
+
+/** Why worker `w` is gone (null: it is not). Its lease decides (`nowMs` on the store's clock); on its own host, its process too. */
+export function goneWhy(w: WorkerRow, nowMs: number, host: string): string | null {
+  const age = nowMs - w.heartbeat_ms;
+  if (age > w.lease_ms) return `its lease ran out (heartbeat ${(age / 1000).toFixed(1)} s old, lease ${(w.lease_ms / 1000).toFixed(1)} s)`;
+  if (w.host !== host) return null;
+  if (!processAlive(w.pid)) return 'no longer running';
+  const start = processStart(w.pid);
+  if (w.proc_start && start && start !== w.proc_start) return `pid ${w.pid} is now another process`;
+  return null;
+}

@@ -1,0 +1,246 @@
+/**
+ * Several orchestrators on one strategy (a PostgreSQL store): the workers' rows and the steps they
+ * claim. A worker is a row of apply_worker holding a lease (its heartbeat, renewed well within
+ * `lease_ms`); a step it claims names it (`owner`) and counts its claims (`fence`, handed to the
+ * step's runs as part of DCM_FENCE). Every statement here runs inside a writer's transaction, which
+ * on PostgreSQL holds the store's writer lock: the counts and the claims of one transaction cannot
+ * interleave with another worker's.
+ *
+ * A step is in flight while a live worker owns it and it is mid-state (not initial, not ended, not
+ * waiting as deferred): what the stage's window counts, across all workers.
+ */
+import type { Db } from './open.js';
+import { sql } from './statements.js';
+import { now } from './clock.js';
+import { isPgUrl } from '../domain/db-url.js';
+
+export interface WorkerRow {
+  id: number;
+  host: string;
+  pid: number;
+  proc_start: string | null;
+  token: string;
+  started_at: string;
+  heartbeat_at: string;
+  heartbeat_ms: number;
+  lease_ms: number;
+  max_local: number | null;
+}
+
+export interface NewWorker {
+  host: string;
+  pid: number;
+  procStart: string | null;
+  token: string;
+  leaseMs: number;
+  maxLocal: number | null;
+}
+
+/** The states in which a step holds a slot: what the windows count. */
+const IN_FLIGHT = `st.state NOT IN ('initial', 'complete', 'failed', 'aborted', 'deferred')`;
+/** The step's owner is a worker that still holds its row. */
+const LIVE_OWNER = `EXISTS (SELECT 1 FROM apply_worker w WHERE w.id = st.owner)`;
+
+const COLUMNS = 'id, host, pid, proc_start, token, started_at, heartbeat_at, heartbeat_ms, lease_ms, max_local';
+
+/**
+ * The clock leases are judged by (ms): the database server's, one clock for workers on every host,
+ * so that a host whose own clock is off neither takes a live worker over nor keeps a dead one. A
+ * file has one host, and its clock.
+ */
+export function storeClockMs(db: Db): number {
+  if (!isPgUrl(db.name)) return Date.now();
+  return Number(sql(db, 'SELECT CAST(extract(epoch FROM clock_timestamp()) * 1000 AS bigint)').pluck().get());
+}
+
+export function addWorker(db: Db, w: NewWorker): number {
+  const at = now();
+  return sql(
+    db,
+    `INSERT INTO apply_worker (host, pid, proc_start, token, started_at, heartbeat_at, heartbeat_ms, lease_ms, max_local)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+  )
+    .pluck()
+    .get(w.host, w.pid, w.procStart, w.token, at, at, storeClockMs(db), w.leaseMs, w.maxLocal) as number;
+}
+
+export function listWorkers(db: Db): WorkerRow[] {
+  return sql(db, `SELECT ${COLUMNS} FROM apply_worker ORDER BY id`).all() as WorkerRow[];
+}
+
+/** The fence of a worker's transaction: true while its row is there, with its token. */
+export function holdsWorker(db: Db, id: number, token: string): boolean {
+  return sql(db, 'SELECT 1 FROM apply_worker WHERE id = ? AND token = ?').pluck().get(id, token) !== undefined;
+}
+
+/** Renew the lease; false once the row is gone (another worker took this one's subclouds over). */
+export function beatWorker(db: Db, id: number, token: string): boolean {
+  return sql(db, 'UPDATE apply_worker SET heartbeat_at = ?, heartbeat_ms = ? WHERE id = ? AND token = ?').run(now(), storeClockMs(db), id, token).changes === 1;
+}
+
+/**
+ * A worker leaves, having waited for every run it started to be gone: a run its history still
+ * calls `running` (it stopped on a fault before it could say) is closed interrupted, to run again
+ * as the next attempt; then the worker goes.
+ */
+export function leaveWorker(db: Db, id: number): void {
+  sql(
+    db,
+    `UPDATE step_history SET outcome = 'interrupted', finished_at = ?, details = 'its worker stopped while this operation ran'
+     WHERE outcome = 'running' AND step_id IN (SELECT id FROM strategy_step WHERE owner = ?)`,
+  ).run(now(), id);
+  removeWorker(db, id);
+}
+
+/** A worker leaves (or is taken over): its row goes, and the steps it held that have not ended are nobody's. */
+export function removeWorker(db: Db, id: number): void {
+  sql(db, `UPDATE strategy_step SET owner = NULL WHERE owner = ? AND state NOT IN ('complete', 'failed', 'aborted')`).run(id);
+  sql(db, 'DELETE FROM apply_worker WHERE id = ?').run(id);
+}
+
+/**
+ * A worker that is gone, taken over by `taker`. Its runs still `running` are either kept for the
+ * taker to adopt (`adopt`: the taker is on the same host, where their processes can be seen and
+ * waited for), their steps then the taker's; or closed as interrupted (another host: nothing here
+ * can see them), to run again as their next attempt. Returns how many of each.
+ */
+export function takeOver(db: Db, gone: WorkerRow, taker: number, adopt: boolean, reason: string): { adopted: number; interrupted: number } {
+  let adopted = 0;
+  let interrupted = 0;
+  if (adopt) {
+    adopted = sql(
+      db,
+      `UPDATE strategy_step SET owner = ? WHERE owner = ? AND EXISTS (SELECT 1 FROM step_history h WHERE h.step_id = strategy_step.id AND h.outcome = 'running')`,
+    ).run(taker, gone.id).changes;
+  } else {
+    interrupted = sql(
+      db,
+      `UPDATE step_history SET outcome = 'interrupted', finished_at = ?, details = ?
+       WHERE outcome = 'running' AND step_id IN (SELECT id FROM strategy_step WHERE owner = ?)`,
+    ).run(now(), reason, gone.id).changes;
+  }
+  removeWorker(db, gone.id);
+  return { adopted, interrupted };
+}
+
+/**
+ * The share of a window a worker without `--max-local` takes: what the capped workers (`caps`,
+ * every worker's cap or null, this one's included) leave, divided among the uncapped, rounded up,
+ * and at least one. A share only spreads the work: the window itself is counted apart.
+ */
+export function shareOfWindow(window: number, caps: readonly (number | null)[]): number {
+  const capped = caps.reduce<number>((sum, c) => sum + (c === null ? 0 : Math.min(c, window)), 0);
+  const uncapped = Math.max(1, caps.filter((c) => c === null).length);
+  return Math.max(1, Math.ceil((window - capped) / uncapped));
+}
+
+/** What a worker asks to claim: a step as it last read it. */
+export interface ClaimAsk {
+  id: number;
+  stage: number;
+  state: string;
+}
+
+/** Why a claim was refused: another worker has the step (or it moved on), or no slot is free. */
+export type Refusal = 'taken' | 'full';
+
+/**
+ * Claim steps for worker `me` in this transaction, in the order asked: each is granted while its
+ * stage's window (across all workers) and this worker's cap (`maxLocal`, else its share of the
+ * window among the workers) have room. Nothing is
+ * written unless every ask is granted: the caller drops the refused and tries again, so that a
+ * batch's transitions and its claims commit together. Returns each granted step's new fence.
+ */
+export function claimSteps(db: Db, me: number, maxLocal: number | null, asks: readonly ClaimAsk[]): { granted: Map<number, number>; refused: Map<number, Refusal> } {
+  const refused = new Map<number, Refusal>();
+  const granted = new Map<number, number>();
+  if (asks.length === 0) return { granted, refused };
+  const rows = sql(
+    db,
+    `SELECT st.id, st.state, st.owner, st.fence, ${LIVE_OWNER} AS live FROM strategy_step st WHERE st.id IN (SELECT value FROM json_each(?))`,
+  ).all(JSON.stringify(asks.map((a) => a.id))) as { id: number; state: string; owner: number | null; fence: number; live: number | boolean }[];
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  const room = new Map<number, { free: number; mine: number; cap: number }>();
+  const roomOf = (stage: number) => {
+    let r = room.get(stage);
+    if (!r) {
+      const c = sql(
+        db,
+        `SELECT coalesce(sum(CASE WHEN st.owner = ? THEN 1 ELSE 0 END), 0) AS mine, count(*) AS total
+         FROM strategy_step st WHERE st.stage = ? AND st.owner IS NOT NULL AND ${IN_FLIGHT} AND ${LIVE_OWNER}`,
+      ).get(me, stage) as { mine: number; total: number };
+      const window = (sql(db, 'SELECT max_parallel FROM strategy_stage WHERE stage = ?').pluck().get(stage) as number | undefined) ?? 1;
+      // Without a cap of its own a worker takes its share of the window, so that every worker
+      // runs some of the fleet rather than the first to refill taking it all.
+      const cap = maxLocal ?? shareOfWindow(window, sql(db, 'SELECT max_local FROM apply_worker').pluck().all() as (number | null)[]);
+      room.set(stage, (r = { free: window - c.total, mine: c.mine, cap }));
+    }
+    return r;
+  };
+  for (const a of asks) {
+    const row = byId.get(a.id);
+    const live = row ? row.live === true || row.live === 1 : false;
+    if (!row || row.state !== a.state || (row.owner !== null && row.owner !== me && live)) {
+      refused.set(a.id, 'taken');
+      continue;
+    }
+    const r = roomOf(a.stage);
+    // A step of this worker's already counted (caught mid-state, put back by a takeover) takes no second slot.
+    const counted = row.owner === me && a.state !== 'initial' && a.state !== 'deferred' ? 1 : 0;
+    if (r.free + counted <= 0 || r.mine - counted >= r.cap) {
+      refused.set(a.id, 'full');
+      continue;
+    }
+    r.free -= 1 - counted;
+    r.mine += 1 - counted;
+    granted.set(a.id, row.fence + 1);
+  }
+  if (refused.size) return { granted: new Map(), refused };
+  sql(db, 'UPDATE strategy_step SET owner = ?, fence = fence + 1 WHERE id IN (SELECT value FROM json_each(?))').run(me, JSON.stringify([...granted.keys()]));
+  return { granted, refused };
+}
+
+/** Steps of the stage in flight with other live workers, and whether the stage has any step not ended. */
+export function stageElsewhere(db: Db, me: number, stage: number): { othersInFlight: number; open: number } {
+  return sql(
+    db,
+    `SELECT coalesce(sum(CASE WHEN st.owner IS NOT NULL AND st.owner != ? AND ${IN_FLIGHT} AND ${LIVE_OWNER} THEN 1 ELSE 0 END), 0) AS othersInFlight,
+            coalesce(sum(CASE WHEN st.state NOT IN ('complete', 'failed', 'aborted') THEN 1 ELSE 0 END), 0) AS open
+     FROM strategy_step st WHERE st.stage = ?`,
+  ).get(me, stage) as { othersInFlight: number; open: number };
+}
+
+/** Steps in flight with other live workers, in any stage (the strategy ends once there are none). */
+export function inFlightElsewhere(db: Db, me: number): number {
+  return sql(
+    db,
+    `SELECT count(*) FROM strategy_step st WHERE st.owner IS NOT NULL AND st.owner != ? AND st.state NOT IN ('complete', 'failed', 'aborted') AND ${LIVE_OWNER}`,
+  )
+    .pluck()
+    .get(me) as number;
+}
+
+/** The worker that runs the stage gates: the longest joined of those still there. */
+export function leadWorker(db: Db): number | null {
+  return (sql(db, 'SELECT min(id) FROM apply_worker').pluck().get() as number | null) ?? null;
+}
+
+/** Each worker as `strategy status` shows it: its subclouds in flight and those it ended. */
+export interface WorkerStatus {
+  host: string;
+  pid: number;
+  heartbeatMs: number;
+  leaseMs: number;
+  inFlight: number;
+  done: number;
+}
+
+export function workerStatuses(db: Db): WorkerStatus[] {
+  return sql(
+    db,
+    `SELECT w.host, w.pid, w.heartbeat_ms AS heartbeatMs, w.lease_ms AS leaseMs,
+            (SELECT count(*) FROM strategy_step st WHERE st.owner = w.id AND ${IN_FLIGHT}) AS inFlight,
+            (SELECT count(*) FROM strategy_step st WHERE st.owner = w.id AND st.state IN ('complete', 'failed', 'aborted')) AS done
+     FROM apply_worker w ORDER BY w.id`,
+  ).all() as WorkerStatus[];
+}

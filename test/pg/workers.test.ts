@@ -1,0 +1,337 @@
+/**
+ * Several orchestrators on one strategy (README "Several hosts"; orchestrator/workers.ts), on the
+ * PostgreSQL pass's server: workers that share the stage's window, one frozen past its lease that
+ * wakes to find its subclouds taken (it writes nothing and exits 4), a host killed for good whose
+ * run is run again once elsewhere with DCM_RESUMED=1 and a new DCM_FENCE, and three workers under
+ * kill -9 and SIGSTOP at random with the exec driver's own log as the judge.
+ */
+import { afterEach, describe, expect, test } from '@jest/globals';
+import fs from 'node:fs';
+import path from 'node:path';
+import { dcm, dcmOk, dcmSpawn, sleep, waitFor, type RunResult } from '../helpers/cli.js';
+import { execFixture, overlapsPerCloud, peakConcurrent, type ExecFixture } from '../helpers/exec.js';
+import { SyncPg } from '../../src/platform/pg-sync.js';
+
+/** Debian's libfaketime (package faketime; .ci/run installs it): a process with its wall clock moved. */
+const FAKETIME_LIB = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
+
+let f: ExecFixture | null = null;
+const children: { child: { pid?: number; kill: (s: NodeJS.Signals) => boolean } }[] = [];
+
+afterEach(() => {
+  for (const c of children.splice(0)) {
+    try {
+      c.child.kill('SIGCONT');
+      c.child.kill('SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+  f?.cleanup();
+  f = null;
+});
+
+const names = (n: number, prefix = 's') => Array.from({ length: n }, (_, i) => `${prefix}${String(i + 1).padStart(3, '0')}`);
+
+function query<T>(db: string, text: string, values: unknown[] = []): T[] {
+  const pg = new SyncPg(db);
+  try {
+    return pg.query(text, values).rows as T[];
+  } finally {
+    pg.close();
+  }
+}
+
+/** Every row of the store's own tables (not the sim's far side), table by table. */
+function storeRows(db: string): Record<string, unknown[]> {
+  const out: Record<string, unknown[]> = {};
+  for (const { t } of query<{ t: string }>(db, `SELECT tablename AS t FROM pg_tables WHERE schemaname = 'public' ORDER BY 1`)) {
+    out[t] = query(db, `SELECT * FROM ${t} ORDER BY 1`);
+  }
+  return out;
+}
+
+/** A worker with a 2 s lease; quiet unless it is asked for progress lines. */
+function worker(db: string, env: Record<string, string>, ...args: string[]) {
+  const quiet = args.includes('--progress-interval') ? [] : ['-q'];
+  const w = dcmSpawn(['--db', db, 'strategy', 'apply', ...quiet, '--lease', '2s', ...args], env, { detached: true });
+  children.push(w);
+  return w;
+}
+
+function setup(db: string, n: number, window: number, yaml: string, fx: ExecFixture, ...more: string[]): void {
+  dcmOk(['--db', db, 'subcloud', 'add', ...names(n)]);
+  dcmOk(['--db', db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', String(window), '--driver', 'exec', '--exec-config', fx.config(yaml), ...more]);
+}
+
+/** The process is stopped (SIGSTOP): its state in /proc is T. */
+const stopped = (pid: number) => fs.readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').startsWith('T');
+
+const stepStates = (db: string) => query<{ state: string; n: number }>(db, 'SELECT state, count(*) AS n FROM strategy_step GROUP BY state ORDER BY state');
+
+describe('several workers on one strategy', () => {
+  test('--max-local and --lease on a file: exit 2, one line, nothing changed (a file has one orchestrator)', () => {
+    f = execFixture();
+    const file = path.join(f.dir, 'one.db');
+    dcmOk(['--db', file, 'subcloud', 'add', 's1']);
+    dcmOk(['--db', file, 'strategy', 'create', '--type', 'patch']);
+    const before = fs.readFileSync(file);
+    for (const opt of [['--max-local', '2'], ['--lease', '10s']]) {
+      const r = dcm(['--db', file, 'strategy', 'apply', ...opt]);
+      expect([r.code, r.stderr.trim().split('\n')]).toEqual([2, [`error: ${opt[0]} needs a PostgreSQL store: a file has one orchestrator`]]);
+    }
+    expect(fs.readFileSync(file).equals(before)).toBe(true);
+    expect(dcm(['--db', file, 'strategy', 'apply', '--lease', '10ms']).code).toBe(2);
+  });
+
+  test('three workers share the stage window (counted across them), --max-local caps one, the views count them, and each ends as the strategy does', async () => {
+    f = execFixture();
+    const fx = f;
+    setup(fx.db, 150, 12, `
+defaults: {env: {STEP_MIN_MS: "100", STEP_MAX_MS: "200"}}
+states:
+  "*": [${fx.step}, "{cloud}", "{state}"]
+`, fx);
+    const a = worker(fx.db, fx.env, '--progress-interval', '500ms');
+    const b = worker(fx.db, fx.env);
+    const c = worker(fx.db, fx.env, '--max-local', '2');
+    // While they run, the status lists every worker.
+    await waitFor(() => query<{ n: number }>(fx.db, 'SELECT count(*) AS n FROM apply_worker')[0].n === 3, 60_000);
+    const status = JSON.parse(dcmOk(['--db', fx.db, 'strategy', 'status', '-f', 'json']).stdout);
+    expect(status.orchestrator).toMatch(/^3 worker\(s\):\n.* pid \d+, heartbeat .* ago, \d+ in flight, \d+ done\n/);
+    const ends = await Promise.all([a.done, b.done, c.done]);
+    expect(ends.map((e) => e.code)).toEqual([0, 0, 0]);
+    // The progress lines count every worker's steps and the workers (from a's heartbeats).
+    expect(ends[0].stderr).toMatch(/progress: stage 1 of 1 \(window 12\): \d+\/150 done .*, 3 workers: \d+ in flight here, \d+ elsewhere, /);
+    expect(ends[0].stderr).toMatch(/\nstrategy complete: 150 complete in /);
+    expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: 150 }]);
+    const runs = fx.readRuns();
+    expect(runs).toHaveLength(150 * 5);
+    expect(overlapsPerCloud(runs)).toEqual([]);
+    expect(peakConcurrent(runs)).toBeLessThanOrEqual(12);
+    // Every worker ran some of the fleet (each takes its share of the window, or its cap).
+    const owners = query<{ owner: number; n: number }>(fx.db, 'SELECT owner, count(*) AS n FROM strategy_step GROUP BY owner ORDER BY owner');
+    expect(owners).toHaveLength(3);
+    expect(fx.leftovers()).toEqual([]);
+    expect(query(fx.db, 'SELECT * FROM apply_worker')).toEqual([]);
+  }, 180_000);
+
+  test('pause, update, resume and abort from another shell reach every worker; each ends as the strategy does', async () => {
+    f = execFixture();
+    const fx = f;
+    setup(fx.db, 80, 8, `
+defaults: {env: {STEP_MIN_MS: "150", STEP_MAX_MS: "300"}}
+states:
+  "*": [${fx.step}, "{cloud}", "{state}"]
+`, fx);
+    const a = worker(fx.db, fx.env);
+    const b = worker(fx.db, fx.env);
+    await waitFor(() => fx.readRuns().length >= 10 && query<{ n: number }>(fx.db, 'SELECT count(*) AS n FROM apply_worker')[0].n === 2, 60_000);
+    const midState = () => query<{ n: number }>(fx.db, `SELECT count(*) AS n FROM strategy_step WHERE state NOT IN ('initial', 'complete', 'failed', 'aborted')`)[0].n;
+    dcmOk(['--db', fx.db, 'strategy', 'pause']);
+    // Paused: both finish what they hold, start nothing new, and stay.
+    await waitFor(() => midState() === 0, 60_000);
+    expect([a.child.exitCode, b.child.exitCode]).toEqual([null, null]);
+    const left = query<{ n: number }>(fx.db, `SELECT count(*) AS n FROM strategy_step WHERE state = 'initial'`)[0].n;
+    expect(left).toBeGreaterThan(0);
+    dcmOk(['--db', fx.db, 'strategy', 'update', '--max-parallel-subclouds', '3']);
+    const resumedNs = Date.now() * 1e6;
+    dcmOk(['--db', fx.db, 'strategy', 'resume']);
+    await waitFor(() => query<{ n: number }>(fx.db, `SELECT count(*) AS n FROM strategy_step WHERE state = 'initial'`)[0].n <= left - 4, 60_000);
+    dcmOk(['--db', fx.db, 'strategy', 'abort']);
+    const ends = await Promise.all([a.done, b.done]);
+    expect(ends.map((e) => [e.code, e.stderr])).toEqual([
+      [3, ''],
+      [3, ''],
+    ]);
+    const states = stepStates(fx.db);
+    expect(states.map((x) => x.state)).toEqual(['aborted', 'complete']);
+    const runs = fx.readRuns();
+    // After the resume the new window held across both workers, by the commands' own log.
+    expect(peakConcurrent(runs.filter((r) => r.start >= resumedNs))).toBeLessThanOrEqual(3);
+    expect(overlapsPerCloud(runs)).toEqual([]);
+    // Every subcloud that started ran to its end: 5 runs each, the aborted ones none.
+    expect(runs).toHaveLength(states.find((x) => x.state === 'complete')!.n * 5);
+    expect(fx.leftovers()).toEqual([]);
+  }, 180_000);
+
+  // Frozen between two transactions, or inside one (a test hook stops it there, holding the
+  // writers' lock): the server ends a session idle in a transaction, so the lock goes with it.
+  test.each([
+    ['between two transactions', {}],
+    ["inside a transaction, holding the writers' lock", { DCM_TEST_HOOKS: '1', DCM_STOP_IN_COMMIT: '8' }],
+  ])('a worker frozen past its lease %s is taken over; woken, it writes nothing more (row by row) and exits 4', async (_when, hook) => {
+    f = execFixture();
+    const fx = f;
+    setup(fx.db, 40, 8, `
+defaults: {env: {STEP_MIN_MS: "100", STEP_MAX_MS: "300"}}
+states:
+  "*": [${fx.step}, "{cloud}", "{state}"]
+`, fx);
+    const frozen = worker(fx.db, { ...fx.env, ...hook });
+    if ('DCM_STOP_IN_COMMIT' in hook) await waitFor(() => stopped(frozen.child.pid!), 60_000);
+    else {
+      await waitFor(() => fx.readRuns().length >= 3, 60_000);
+      frozen.child.kill('SIGSTOP');
+    }
+    const other = worker(fx.db, fx.env);
+    const end = await other.done;
+    expect([end.code, end.stderr]).toEqual([0, '']);
+    expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: 40 }]);
+    const before = storeRows(fx.db);
+    frozen.child.kill('SIGCONT');
+    const woken: RunResult = await frozen.done;
+    expect(woken.code).toBe(4);
+    expect(woken.stderr).toMatch(/lost this worker's lease/);
+    expect(storeRows(fx.db)).toEqual(before);
+    // Its runs were adopted by the other worker (the same host): each state ran once.
+    const runs = fx.readRuns();
+    expect(overlapsPerCloud(runs)).toEqual([]);
+    expect(new Set(runs.map((r) => `${r.cloud}|${r.state}`)).size).toBe(runs.length);
+    expect(fx.leftovers()).toEqual([]);
+  }, 180_000);
+
+  test('two hosts; the one with a run in flight is killed for good: the run goes again once, the next attempt, DCM_RESUMED=1 and a new fence', async () => {
+    f = execFixture();
+    const fx = f;
+    const envs = path.join(fx.dir, 'envs.log');
+    const first = path.join(fx.dir, 'first.pid');
+    // s001's first run hangs (its pid noted); every run notes its fence and whether it was resumed.
+    const cmd = `echo "$DCM_CLOUD|$DCM_STATE|$DCM_ATTEMPT|\${DCM_RESUMED:-0}|$DCM_FENCE" >> ${envs}; if [ "$DCM_CLOUD" = s001 ] && [ ! -e ${first} ]; then echo $$ > ${first}; exec sleep 600; fi`;
+    const logs = path.join(fx.dir, 'logs');
+    setup(fx.db, 3, 3, `
+states:
+  "*": [sh, -c, ${JSON.stringify(cmd)}]
+`, fx, '--log-dir', logs);
+    const hostA = worker(fx.db, { ...fx.env, DCM_HOST: 'host-a' });
+    await waitFor(() => fs.existsSync(first) && fs.readFileSync(first, 'utf8').trim() !== '', 60_000);
+    await waitFor(() => query<{ n: number }>(fx.db, `SELECT count(*) AS n FROM strategy_step WHERE state = 'complete'`)[0].n === 2, 60_000);
+    const hostB = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' });
+    await waitFor(() => query<{ n: number }>(fx.db, 'SELECT count(*) AS n FROM apply_worker')[0].n === 2, 60_000);
+    // Host A goes for good: its worker and the run it started.
+    hostA.child.kill('SIGKILL');
+    process.kill(Number(fs.readFileSync(first, 'utf8')), 'SIGKILL');
+    await hostA.done;
+    const end = await hostB.done;
+    expect(end.code).toBe(0);
+    expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: 3 }]);
+    const s1 = fs.readFileSync(envs, 'utf8').split('\n').filter((l) => l.startsWith('s001|')).map((l) => l.split('|'));
+    const [st, att, , fence] = s1[0].slice(1);
+    const again = s1.filter((l) => l[1] === st);
+    expect(again.map((l) => [l[2], l[3]])).toEqual([
+      [att, '0'],
+      [String(Number(att) + 1), '1'],
+    ]);
+    expect(again[1][4]).not.toBe(fence);
+    const hist = query<{ outcome: string; details: string }>(
+      fx.db,
+      `SELECT h.outcome, h.details FROM step_history h JOIN strategy_step st ON st.id = h.step_id JOIN subcloud sc ON sc.id = st.subcloud_id
+       WHERE sc.name = 's001' AND h.state = $1 ORDER BY h.id`,
+      [st],
+    );
+    expect(hist.map((h) => h.outcome)).toEqual(['interrupted', 'ok']);
+    expect(hist[0].details).toMatch(/^its worker \(pid \d+ on host-a\) is gone: its lease ran out/);
+    // Each host keeps the logs of the runs it started: read from a third, the command says where they are.
+    fs.rmSync(logs, { recursive: true, force: true });
+    const r = dcm(['--db', fx.db, 'strategy-step', 'logs', 's001'], { env: { DCM_HOST: 'host-c' } });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/^dcm: no run logs for s001 \(in .*\); its runs ran on host-a \(\d+\), host-b \(\d+\): their logs are there\n$/);
+  }, 180_000);
+
+  test('a host whose clock is 10 minutes ahead takes no live worker over: leases are judged by the database server clock', async () => {
+    f = execFixture();
+    const fx = f;
+    setup(fx.db, 24, 4, `
+defaults: {env: {STEP_MIN_MS: "100", STEP_MAX_MS: "200"}}
+states:
+  "*": [${fx.step}, "{cloud}", "{state}"]
+`, fx);
+    const a = worker(fx.db, { ...fx.env, DCM_HOST: 'host-a' });
+    await waitFor(() => fx.readRuns().length >= 2, 60_000);
+    // libfaketime moves host-b's wall clock (Date.now, its commands' clock too), not its timers.
+    const ahead = { LD_PRELOAD: FAKETIME_LIB, FAKETIME: '+600s', FAKETIME_DONT_FAKE_MONOTONIC: '1', DCM_HOST: 'host-b' };
+    const b = worker(fx.db, { ...fx.env, ...ahead });
+    const ends = await Promise.all([a.done, b.done]);
+    expect(ends.map((e) => [e.code, e.stderr])).toEqual([
+      [0, ''],
+      [0, ''],
+    ]);
+    expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: 24 }]);
+    expect(query(fx.db, `SELECT event FROM strategy_event WHERE event = 'worker taken over'`)).toEqual([]);
+    // Both took part; every state ran once (times in host-b's runs are 10 minutes ahead: no overlap check).
+    expect(query<{ n: number }>(fx.db, 'SELECT count(DISTINCT owner) AS n FROM strategy_step')[0].n).toBe(2);
+    const runs = fx.readRuns();
+    expect(new Set(runs.map((r) => `${r.cloud}|${r.state}`)).size).toBe(runs.length);
+    expect(runs).toHaveLength(24 * 5);
+  }, 180_000);
+
+  test('three workers, kill -9 or SIGSTOP past the lease of a random one 30 times: no overlap, nothing completed twice, the window held, all complete', async () => {
+    f = execFixture();
+    const fx = f;
+    const N = 300;
+    const WINDOW = 30;
+    setup(fx.db, N, WINDOW, `
+defaults: {env: {STEP_MIN_MS: "300", STEP_MAX_MS: "700"}}
+states:
+  "*": [${fx.step}, "{cloud}", "{state}"]
+`, fx);
+    type W = ReturnType<typeof worker> & { ended: RunResult | null; stopped: boolean };
+    const start = (): W => {
+      const w = worker(fx.db, fx.env) as W;
+      w.ended = null;
+      w.stopped = false;
+      void w.done.then((r) => (w.ended = r));
+      return w;
+    };
+    const pool: W[] = [start(), start(), start()];
+    const codes: (number | null)[] = [];
+    let faults = 0;
+    const done = () => stepStates(fx.db).every((s) => s.state === 'complete');
+    while (faults < 30 && !done()) {
+      await sleep(300 + Math.floor(Math.random() * 400));
+      // Replace the workers that have ended (killed, or woken to a lost lease).
+      for (let i = 0; i < pool.length; i++) {
+        const w = pool[i];
+        if (w.ended) {
+          codes.push(w.ended.code);
+          pool[i] = start();
+        }
+      }
+      const live = pool.filter((w) => !w.ended && !w.stopped);
+      if (live.length < 2) continue;
+      const w = live[Math.floor(Math.random() * live.length)];
+      faults++;
+      if (Math.random() < 0.3) {
+        w.stopped = true;
+        w.child.kill('SIGSTOP');
+        // Continued after longer than its lease (2 s): it finds itself taken over.
+        setTimeout(() => {
+          w.child.kill('SIGCONT');
+          w.stopped = false;
+        }, 2_600 + Math.floor(Math.random() * 600));
+      } else w.child.kill('SIGKILL');
+    }
+    expect(faults).toBe(30);
+    // Then left to finish; a worker still stopped is continued by its timer.
+    await waitFor(() => pool.every((w) => w.ended !== null || (!w.stopped && done())), 600_000, 100);
+    await waitFor(() => pool.every((w) => w.ended !== null), 600_000, 100);
+    codes.push(...pool.map((w) => w.ended!.code));
+    // Killed (null: by a signal), lost its lease (4), or ended with the strategy (0).
+    expect(codes.filter((c) => c !== null && c !== 4 && c !== 0)).toEqual([]);
+    expect(codes).toContain(0);
+    // The restarts go on until the strategy has ended: a last worker finishes it.
+    if (!done()) {
+      const last = start();
+      expect((await last.done).code).toBe(0);
+    }
+    expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: N }]);
+    const runs = fx.readRuns();
+    expect(overlapsPerCloud(runs)).toEqual([]);
+    const seen = new Map<string, number>();
+    for (const r of runs) seen.set(`${r.cloud}|${r.state}`, (seen.get(`${r.cloud}|${r.state}`) ?? 0) + 1);
+    expect([...seen].filter(([, n]) => n > 1)).toEqual([]);
+    expect(seen.size).toBe(N * 5);
+    expect(peakConcurrent(runs)).toBeLessThanOrEqual(WINDOW);
+    await waitFor(() => fx.leftovers().length === 0, 60_000, 100);
+  }, 900_000);
+});

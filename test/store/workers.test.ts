@@ -1,0 +1,145 @@
+/**
+ * The workers' rows and claims (src/store/workers.ts), in SQL both backends run, here on a file:
+ * a claim holds only within the stage's window counted across live workers and the worker's cap
+ * (its share, or --max-local); a step another live worker holds, or that moved on since it was
+ * read, is refused; nothing is written unless every claim of the batch holds. A worker taken over
+ * leaves its runs to adopt (same host) or closes them interrupted (another host). And the
+ * migration that made one `running` operation per step the database's rule.
+ */
+import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
+import Database from 'better-sqlite3';
+import { openDb, type Db } from '../../src/store/open.js';
+import { APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION } from '../../src/store/migrations.js';
+import { addWorker, claimSteps, listWorkers, shareOfWindow, stageElsewhere, takeOver, workerStatuses } from '../../src/store/workers.js';
+import { dcmOk } from '../helpers/cli.js';
+import path from 'node:path';
+import fs from 'node:fs';
+import os from 'node:os';
+
+let dir: string;
+let db: Db;
+
+const worker = (host = 'h1', lease = 30_000) =>
+  addWorker(db, { host, pid: 1, procStart: null, token: `${host}-${Math.random()}`, leaseMs: lease, maxLocal: null });
+const steps = () => db.prepare('SELECT id, stage, state, owner, fence FROM strategy_step ORDER BY id').all() as { id: number; stage: number; state: string; owner: number | null; fence: number }[];
+const ask = (ids: number[], state = 'initial') => ids.map((id) => ({ id, stage: 1, state }));
+const setStep = (id: number, state: string, owner: number | null) => db.prepare('UPDATE strategy_step SET state = ?, owner = ? WHERE id = ?').run(state, owner, id);
+
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcm-workers-'));
+  const file = path.join(dir, 'dcm.db');
+  dcmOk(['--db', file, 'subcloud', 'add', 's1', 's2', 's3', 's4', 's5', 's6']);
+  dcmOk(['--db', file, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '4']);
+  db = openDb(file, { create: false, write: true })!;
+});
+afterEach(() => {
+  db.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe('claims', () => {
+  test('within the window across live workers and the worker\'s share; all or nothing', () => {
+    const me = worker('h1');
+    const other = worker('h2');
+    const [a, b, c, d, e] = steps().map((s) => s.id);
+    setStep(a, 'installing license', other);
+    // The window is 4, one in flight elsewhere: 3 free; this worker's share is ceil(4 / 2) = 2.
+    const three = claimSteps(db, me, null, ask([b, c, d]));
+    expect([...three.refused]).toEqual([[d, 'full']]);
+    expect(three.granted.size).toBe(0);
+    expect(steps().filter((s) => s.owner === me)).toEqual([]);
+    const two = claimSteps(db, me, null, ask([b, c]));
+    expect([...two.granted]).toEqual([
+      [b, 1],
+      [c, 1],
+    ]);
+    expect(steps().filter((s) => s.owner === me).map((s) => s.id)).toEqual([b, c]);
+    // --max-local 3 lets it past its share, but never past the window (2 of mine and 1 elsewhere, of 4).
+    setStep(b, 'installing license', me);
+    setStep(c, 'installing license', me);
+    expect([...claimSteps(db, me, 3, ask([d, e])).refused]).toEqual([[e, 'full']]);
+    expect([...claimSteps(db, me, 3, ask([d])).granted]).toEqual([[d, 1]]);
+    // Its first operation commits with the claim: then it is in flight, seen from the other worker.
+    setStep(d, 'installing license', me);
+    expect(stageElsewhere(db, other, 1)).toEqual({ othersInFlight: 3, open: 6 });
+  });
+
+  test('a share is what the capped workers leave of the window, among the uncapped, rounded up, at least one', () => {
+    expect(shareOfWindow(12, [null, null, null])).toBe(4);
+    // --max-local 2 on one of three: the other two share the 10 it leaves, and the window is used.
+    expect(shareOfWindow(12, [null, null, 2])).toBe(5);
+    expect(shareOfWindow(10, [null, null, null])).toBe(4);
+    // Caps past the window count as the window; capped workers that take it all leave one each.
+    expect(shareOfWindow(8, [null, 50])).toBe(1);
+    expect(shareOfWindow(8, [null])).toBe(8);
+  });
+
+  test('a step another live worker holds, or that moved on since it was read, is refused as taken; a gone worker\'s is free', () => {
+    const me = worker('h1');
+    const other = worker('h2');
+    const [a, b, c] = steps().map((s) => s.id);
+    setStep(a, 'initial', other);
+    setStep(b, 'complete', null);
+    expect([...claimSteps(db, me, null, ask([a, b])).refused]).toEqual([
+      [a, 'taken'],
+      [b, 'taken'],
+    ]);
+    // An owner with no row (it left, or was taken over before the store said so) holds nothing.
+    setStep(c, 'initial', 999);
+    expect([...claimSteps(db, me, null, ask([c])).granted]).toEqual([[c, 1]]);
+    // Each claim counts up the step's claims: its runs' DCM_FENCE changes with every taker.
+    setStep(c, 'installing license', null);
+    expect([...claimSteps(db, other, null, ask([c], 'installing license')).granted]).toEqual([[c, 2]]);
+  });
+
+  test('a worker taken over: its runs kept for a taker on its host, closed interrupted from another; its steps let go', () => {
+    const gone = worker('h1');
+    const [a, b] = steps().map((s) => s.id);
+    setStep(a, 'installing license', gone);
+    setStep(b, 'installing license', gone);
+    const insert = db.prepare(`INSERT INTO step_history (step_id, state, attempt, started_at, outcome) VALUES (?, 'installing license', 1, '2026-01-01 00:00:00.000000', 'running')`);
+    insert.run(a);
+    const row = listWorkers(db).find((w) => w.id === gone)!;
+    const same = worker('h1');
+    expect(takeOver(db, row, same, true, 'gone')).toEqual({ adopted: 1, interrupted: 0 });
+    expect(steps().slice(0, 2).map((s) => s.owner)).toEqual([same, null]);
+    expect(listWorkers(db).map((w) => w.id)).toEqual([same]);
+    const far = worker('h2');
+    const sameRow = listWorkers(db).find((w) => w.id === same)!;
+    expect(takeOver(db, sameRow, far, false, 'its worker is gone: lease')).toEqual({ adopted: 0, interrupted: 1 });
+    expect(db.prepare('SELECT outcome, details FROM step_history').all()).toEqual([{ outcome: 'interrupted', details: 'its worker is gone: lease' }]);
+    expect(steps()[0].owner).toBeNull();
+    expect(workerStatuses(db)).toEqual([{ host: 'h2', pid: 1, heartbeatMs: expect.any(Number), leaseMs: 30_000, inFlight: 0, done: 0 }]);
+  });
+});
+
+describe('one running operation per step', () => {
+  test('the migration closes all but the latest of a step\'s running rows, then the database refuses a second one', () => {
+    const file = path.join(dir, 'old.db');
+    const raw = new Database(file);
+    for (let v = 0; v < SCHEMA_VERSION - 1; v++) MIGRATIONS[v](raw);
+    raw.pragma(`application_id = ${APPLICATION_ID}`);
+    raw.pragma(`user_version = ${SCHEMA_VERSION - 1}`);
+    raw.exec(`
+      INSERT INTO strategy (id, type, stop_on_failure, state, extra_args, created_at) VALUES (1, 'patch', 0, 'applying', '{}', '2026-01-01 00:00:00.000000');
+      INSERT INTO subcloud (id, name, group_id, management, availability, deploy_status, patching_sync, usm_sync, kubernetes_sync, kube_rootca_sync, firmware_sync, created_at)
+        VALUES (1, 's1', 1, 'managed', 'online', 'complete', 'out-of-sync', 'out-of-sync', 'out-of-sync', 'out-of-sync', 'out-of-sync', '2026-01-01 00:00:00.000000');
+      INSERT INTO strategy_step (id, strategy_id, subcloud_id, stage, state, created_at) VALUES (1, 1, 1, 1, 'installing license', '2026-01-01 00:00:00.000000');
+      INSERT INTO step_history (step_id, state, attempt, started_at, outcome) VALUES (1, 'pre check', 1, '2026-01-01 00:00:00.000000', 'running');
+      INSERT INTO step_history (step_id, state, attempt, started_at, outcome) VALUES (1, 'installing license', 1, '2026-01-01 00:00:01.000000', 'running');
+    `);
+    raw.close();
+    const up = openDb(file, { create: false, write: true })!;
+    try {
+      expect(up.prepare('SELECT state, outcome FROM step_history ORDER BY id').all()).toEqual([
+        { state: 'pre check', outcome: 'interrupted' },
+        { state: 'installing license', outcome: 'running' },
+      ]);
+      expect(() => up.prepare(`INSERT INTO step_history (step_id, state, attempt, started_at, outcome) VALUES (1, 'x', 2, 'now', 'running')`).run()).toThrow(
+        /UNIQUE constraint failed/,
+      );
+    } finally {
+      up.close();
+    }
+  });
+});
