@@ -352,6 +352,7 @@ export class Orchestrator {
       this.procs.stop();
       this.details.stop();
       this.stopped = true;
+      this.shared?.retire();
     }
     if (this.fatal) throw this.fatal;
     return await this.finish(started);
@@ -1219,6 +1220,8 @@ export class Orchestrator {
 
   private fail(err: Error): void {
     if (this.fatal) return;
+    // Stopping: what a heartbeat would take over now, nobody would run (workers.ts retire).
+    this.shared?.retire();
     // A full, failing or corrupt file gets the SPEC's one-line message; anything else as it is.
     this.fatal = applyFaultError(err, this.opts.file ?? 'the database') ?? err;
     this.noNewSubclouds = true;

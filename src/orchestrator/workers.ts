@@ -49,6 +49,8 @@ export class WorkerLease {
   private timer: Timer | null = null;
   /** Records a takeover in the event record, in the transaction that makes it. */
   record: ((t: TakenOver) => void) | null = null;
+  /** Whether this worker still runs the strategy, and so may take others' subclouds over. */
+  private taking = true;
 
   constructor(
     private readonly db: Db,
@@ -101,7 +103,7 @@ export class WorkerLease {
         const taken = this.db
           .transaction(() => {
             if (!beatWorker(this.db, this.id, this.token)) throw new LostLeaseError(this.leaseMs);
-            return this.takeOverGone();
+            return this.taking ? this.takeOverGone() : [];
           })
           .immediate();
         onBeat(taken);
@@ -116,6 +118,16 @@ export class WorkerLease {
       }
     }, heartbeatMs(this.leaseMs));
     this.timer.unref();
+  }
+
+  /**
+   * The orchestrator has stopped (its end, a fatal error): the lease is still renewed until the
+   * worker leaves, but it takes nobody over any more. A takeover now would make this worker the
+   * owner of runs it will never wait for, and its leaving would close them as interrupted while
+   * they still run: their states would run twice.
+   */
+  retire(): void {
+    this.taking = false;
   }
 
   stopHeartbeat(): void {
