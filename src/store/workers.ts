@@ -84,12 +84,17 @@ export function beatWorker(db: Db, id: number, token: string): boolean {
  * as the next attempt; then the worker goes.
  */
 export function leaveWorker(db: Db, id: number): void {
-  sql(
-    db,
-    `UPDATE step_history SET outcome = 'interrupted', finished_at = ?, details = 'its worker stopped while this operation ran'
-     WHERE outcome = 'running' AND step_id IN (SELECT id FROM strategy_step WHERE owner = ?)`,
-  ).run(now(), id);
+  interruptRunsOf(db, id, 'its worker stopped while this operation ran');
   removeWorker(db, id);
+}
+
+/** Close the `running` operations of the steps worker `id` holds as interrupted; how many. */
+function interruptRunsOf(db: Db, id: number, details: string): number {
+  return sql(
+    db,
+    `UPDATE step_history SET outcome = 'interrupted', finished_at = ?, details = ?
+     WHERE outcome = 'running' AND step_id IN (SELECT id FROM strategy_step WHERE owner = ?)`,
+  ).run(now(), details, id).changes;
 }
 
 /** A worker leaves (or is taken over): its row goes, and the steps it held that have not ended are nobody's. */
@@ -113,11 +118,7 @@ export function takeOver(db: Db, gone: WorkerRow, taker: number, adopt: boolean,
       `UPDATE strategy_step SET owner = ? WHERE owner = ? AND EXISTS (SELECT 1 FROM step_history h WHERE h.step_id = strategy_step.id AND h.outcome = 'running')`,
     ).run(taker, gone.id).changes;
   } else {
-    interrupted = sql(
-      db,
-      `UPDATE step_history SET outcome = 'interrupted', finished_at = ?, details = ?
-       WHERE outcome = 'running' AND step_id IN (SELECT id FROM strategy_step WHERE owner = ?)`,
-    ).run(now(), reason, gone.id).changes;
+    interrupted = interruptRunsOf(db, gone.id, reason);
   }
   removeWorker(db, gone.id);
   return { adopted, interrupted };
