@@ -54,7 +54,7 @@ import { adoptedText, EVENTS } from '../domain/events.js';
 import { recordEvent } from '../store/events.js';
 import { StageGates, type StageBudget } from './stage-gate.js';
 import { liveWorkers, LostLeaseError, type TakenOver, type WorkerLease } from './workers.js';
-import { claimSteps, inFlightElsewhere, leadWorker, shareOfWindow, stageElsewhere, type ClaimAsk, type Refusal } from '../store/workers.js';
+import { claimSteps, inFlightElsewhere, leadWorker, shareOfWindow, stageElsewhere, stepFences, type ClaimAsk, type Refusal } from '../store/workers.js';
 
 /** How soon a worker whose claims found the stage's window full (across workers) asks again. */
 const CLAIM_RETRY_MS = 250;
@@ -365,8 +365,10 @@ export class Orchestrator {
    * steps it holds (workers.ts gave it those of a worker gone from its host), and not twice.
    */
   private adoptLeft(): ReturnType<typeof adoptLeftRuns> {
-    const only = this.shared ? { owner: this.shared.id, skip: (id: number) => this.slots.has(id) || this.adopted.has(id) } : undefined;
-    return adoptLeftRuns(
+    // A slot not started yet waits for its first claim here: that subcloud is adopted all the same.
+    const skip = (id: number) => this.adopted.has(id) || this.slots.get(id)?.started === true;
+    const only = this.shared ? { owner: this.shared.id, skip } : undefined;
+    const left = adoptLeftRuns(
       this.db,
       this.driver,
       (step, l) => {
@@ -376,6 +378,9 @@ export class Orchestrator {
       },
       only,
     );
+    // One of several workers: the next runs of a subcloud adopted carry the fence its takeover gave it.
+    if (this.shared) for (const [id, fence] of stepFences(this.db, [...left.adopted.keys()])) this.fences.set(id, fence);
+    return left;
   }
 
   /** This worker's lease was renewed: what it took over is taken in, and the views see the fleet. */
@@ -431,7 +436,12 @@ export class Orchestrator {
         const left = this.adoptLeft();
         for (const [id, a] of left.adopted) {
           this.adopted.set(id, a);
-          if (a.step.stage === this.stage) this.window?.add(a.step);
+          if (this.slots.has(id)) {
+            // Read before it was taken over and waiting for its first claim, which would now be
+            // refused (or start a second run): held back instead, its slot runs the adopted run.
+            this.pending = this.pending.filter((t) => t.stepId !== id);
+            this.release(id, false);
+          } else if (a.step.stage === this.stage) this.window?.add(a.step);
         }
         if (left.interrupted.length) {
           // Cut off (their process is gone): closed first, so that the next start of their state

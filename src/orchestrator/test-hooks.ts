@@ -7,6 +7,8 @@
  *                                               connection (a real write lock) for S seconds
  *   DCM_TEST_HOOKS=1 DCM_STOP_IN_COMMIT=N       SIGSTOP this process inside its Nth commit's
  *                                               transaction (its locks held, the fence checked)
+ *   DCM_TEST_HOOKS=1 DCM_STOP_AFTER_COMMIT=N    SIGSTOP this process right after its Nth commit,
+ *                                               before the runs it opened are launched
  *   DCM_TEST_HOOKS=1 DCM_COUNTERS=FILE          write the apply's exact cost (commits,
  *                                               transitions, statements) to FILE as JSON
  *   DCM_TEST_HOOKS=1 DCM_TEST_CLOCK=ISO         maintenance windows are decided by a clock that
@@ -34,13 +36,15 @@ export function commitHooks(env: NodeJS.ProcessEnv, file: string): CommitHooks |
   const crash = env.DCM_CRASH_AFTER_COMMIT;
   const busy = env.DCM_BUSY_AT_COMMIT;
   const stop = env.DCM_STOP_IN_COMMIT;
+  const stopAfter = env.DCM_STOP_AFTER_COMMIT;
   if (env.DCM_TEST_HOOKS !== '1') {
-    const name = ['DCM_CRASH_AFTER_COMMIT', 'DCM_BUSY_AT_COMMIT', 'DCM_STOP_IN_COMMIT', 'DCM_COUNTERS', 'DCM_TEST_CLOCK'].find((n) => env[n] !== undefined);
+    const name = ['DCM_CRASH_AFTER_COMMIT', 'DCM_BUSY_AT_COMMIT', 'DCM_STOP_IN_COMMIT', 'DCM_STOP_AFTER_COMMIT', 'DCM_COUNTERS', 'DCM_TEST_CLOCK'].find((n) => env[n] !== undefined);
     if (name) throw new UsageError(`${name} is a test hook: it needs DCM_TEST_HOOKS=1`);
   }
-  if (crash === undefined && busy === undefined && stop === undefined) return null;
+  if (crash === undefined && busy === undefined && stop === undefined && stopAfter === undefined) return null;
   const crashAt = crash === undefined ? null : positive(crash, 'DCM_CRASH_AFTER_COMMIT');
   const stopAt = stop === undefined ? null : positive(stop, 'DCM_STOP_IN_COMMIT');
+  const stopAfterAt = stopAfter === undefined ? null : positive(stopAfter, 'DCM_STOP_AFTER_COMMIT');
   let busyAt: number | null = null;
   let busyMs = 0;
   if (busy !== undefined) {
@@ -58,6 +62,7 @@ export function commitHooks(env: NodeJS.ProcessEnv, file: string): CommitHooks |
     },
     afterCommit(n) {
       if (n === crashAt) process.kill(process.pid, 'SIGKILL');
+      if (n === stopAfterAt) process.kill(process.pid, 'SIGSTOP');
     },
   };
 }

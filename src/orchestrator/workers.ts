@@ -72,7 +72,7 @@ export class WorkerLease {
         const taken = this.takeOverGone();
         this.db
           .prepare(
-            `UPDATE strategy_step SET owner = ? WHERE owner IS NULL
+            `UPDATE strategy_step SET owner = ?, fence = fence + 1 WHERE owner IS NULL
                AND EXISTS (SELECT 1 FROM step_history h WHERE h.step_id = strategy_step.id AND h.outcome = 'running')`,
           )
           .run(this.id);

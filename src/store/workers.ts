@@ -106,8 +106,9 @@ export function removeWorker(db: Db, id: number): void {
 /**
  * A worker that is gone, taken over by `taker`. Its runs still `running` are either kept for the
  * taker to adopt (`adopt`: the taker is on the same host, where their processes can be seen and
- * waited for), their steps then the taker's; or closed as interrupted (another host: nothing here
- * can see them), to run again as their next attempt. Returns how many of each.
+ * waited for), their steps then the taker's with a new fence, as a claim gives; or closed as
+ * interrupted (another host: nothing here can see them), to run again as their next attempt.
+ * Returns how many of each.
  */
 export function takeOver(db: Db, gone: WorkerRow, taker: number, adopt: boolean, reason: string): { adopted: number; interrupted: number } {
   let adopted = 0;
@@ -115,13 +116,20 @@ export function takeOver(db: Db, gone: WorkerRow, taker: number, adopt: boolean,
   if (adopt) {
     adopted = sql(
       db,
-      `UPDATE strategy_step SET owner = ? WHERE owner = ? AND EXISTS (SELECT 1 FROM step_history h WHERE h.step_id = strategy_step.id AND h.outcome = 'running')`,
+      `UPDATE strategy_step SET owner = ?, fence = fence + 1 WHERE owner = ? AND EXISTS (SELECT 1 FROM step_history h WHERE h.step_id = strategy_step.id AND h.outcome = 'running')`,
     ).run(taker, gone.id).changes;
   } else {
     interrupted = interruptRunsOf(db, gone.id, reason);
   }
   removeWorker(db, gone.id);
   return { adopted, interrupted };
+}
+
+/** The fences of steps this worker holds without having claimed them here (adopted): its next runs carry them. */
+export function stepFences(db: Db, ids: readonly number[]): Map<number, number> {
+  if (ids.length === 0) return new Map();
+  const rows = sql(db, 'SELECT id, fence FROM strategy_step WHERE id IN (SELECT value FROM json_each(?))').all(JSON.stringify(ids)) as { id: number; fence: number }[];
+  return new Map(rows.map((r) => [r.id, r.fence]));
 }
 
 /**

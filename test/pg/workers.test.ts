@@ -191,6 +191,43 @@ states:
     expect(fx.leftovers()).toEqual([]);
   }, 180_000);
 
+  test('a worker stopped between the commit of its starts and their launch is taken over; the runs go again as the next attempt, and woken it launches none of the old ones', async () => {
+    f = execFixture();
+    const fx = f;
+    setup(fx.db, 3, 3, `
+defaults: {env: {STEP_MIN_MS: "50", STEP_MAX_MS: "100"}}
+states:
+  "*": [${fx.step}, "{cloud}", "{state}"]
+`, fx);
+    // Its second commit (the first is the apply's own start) opens the subclouds' first runs.
+    const frozen = worker(fx.db, { ...fx.env, DCM_TEST_HOOKS: '1', DCM_STOP_AFTER_COMMIT: '2' });
+    await waitFor(() => stopped(frozen.child.pid!), 60_000);
+    const opened = query<{ cloud: string }>(
+      fx.db,
+      `SELECT sc.name AS cloud FROM step_history h JOIN strategy_step st ON st.id = h.step_id JOIN subcloud sc ON sc.id = st.subcloud_id
+       WHERE h.outcome = 'running' AND h.pid IS NULL ORDER BY 1`,
+    ).map((r) => r.cloud);
+    expect(opened.length).toBeGreaterThan(0);
+    expect(fx.readRuns()).toEqual([]);
+    const other = worker(fx.db, fx.env);
+    const end = await other.done;
+    expect([end.code, end.stderr]).toEqual([0, '']);
+    expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: 3 }]);
+    const before = storeRows(fx.db);
+    frozen.child.kill('SIGCONT');
+    const woken: RunResult = await frozen.done;
+    expect(woken.code).toBe(4);
+    expect(storeRows(fx.db)).toEqual(before);
+    // The runs it had committed and not launched were given up by the other worker: never started.
+    const runs = fx.readRuns();
+    for (const cloud of opened) {
+      expect(runs.filter((r) => r.cloud === cloud && r.state === 'pre check').map((r) => [r.attempt, r.resumed])).toEqual([[2, true]]);
+    }
+    expect(new Set(runs.map((r) => `${r.cloud}|${r.state}`)).size).toBe(runs.length);
+    expect(runs).toHaveLength(3 * 5);
+    expect(fx.leftovers()).toEqual([]);
+  }, 180_000);
+
   test('two hosts; the one with a run in flight is killed for good: the run goes again once, the next attempt, DCM_RESUMED=1 and a new fence', async () => {
     f = execFixture();
     const fx = f;

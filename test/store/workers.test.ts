@@ -10,7 +10,7 @@ import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
 import Database from 'better-sqlite3';
 import { openDb, type Db } from '../../src/store/open.js';
 import { APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION } from '../../src/store/migrations.js';
-import { addWorker, claimSteps, listWorkers, shareOfWindow, stageElsewhere, takeOver, workerStatuses } from '../../src/store/workers.js';
+import { addWorker, claimSteps, listWorkers, shareOfWindow, stageElsewhere, stepFences, takeOver, workerStatuses } from '../../src/store/workers.js';
 import { dcmOk } from '../helpers/cli.js';
 import path from 'node:path';
 import fs from 'node:fs';
@@ -92,7 +92,7 @@ describe('claims', () => {
     expect([...claimSteps(db, other, null, ask([c], 'installing license')).granted]).toEqual([[c, 2]]);
   });
 
-  test('a worker taken over: its runs kept for a taker on its host, closed interrupted from another; its steps let go', () => {
+  test('a worker taken over: its runs kept for a taker on its host (with a new fence), closed interrupted from another; its steps let go', () => {
     const gone = worker('h1');
     const [a, b] = steps().map((s) => s.id);
     setStep(a, 'installing license', gone);
@@ -103,6 +103,9 @@ describe('claims', () => {
     const same = worker('h1');
     expect(takeOver(db, row, same, true, 'gone')).toEqual({ adopted: 1, interrupted: 0 });
     expect(steps().slice(0, 2).map((s) => s.owner)).toEqual([same, null]);
+    // The adopted step changed hands: a new fence for its next runs, as a claim gives.
+    expect(steps().slice(0, 2).map((s) => s.fence)).toEqual([1, 0]);
+    expect(stepFences(db, [a, b])).toEqual(new Map([[a, 1], [b, 0]]));
     expect(listWorkers(db).map((w) => w.id)).toEqual([same]);
     const far = worker('h2');
     const sameRow = listWorkers(db).find((w) => w.id === same)!;

@@ -6,7 +6,8 @@
  * how a run ended while dcm was down.
  */
 import fs from 'node:fs';
-import { PRIVATE_FILE } from '../../platform/private.js';
+import path from 'node:path';
+import { PRIVATE_DIR, PRIVATE_FILE } from '../../platform/private.js';
 
 /** One module owns the layout: the logs command finds runs by the same names. */
 export { runBase } from '../../domain/logs.js';
@@ -66,15 +67,55 @@ export function readClaim(base: string, runId: string): RunClaim | null {
   return { launching: 0 };
 }
 
+/**
+ * Create `file` exclusively; false if it exists. A folder not there yet is made first: the run was
+ * never launched, but a launch still on its way (from a dcm stopped before it sent it) would make
+ * the folder itself and find no claim to refuse it. A folder that cannot be written to is one no
+ * launcher of this user can start a run in either.
+ */
+function createClaim(file: string, text: string): boolean {
+  for (let tries = 0; ; tries++) {
+    try {
+      fs.writeFileSync(file, text, { flag: 'wx', mode: PRIVATE_FILE });
+      return true;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST') return false;
+      if (code !== 'ENOENT' || tries > 0) return true;
+      try {
+        fs.mkdirSync(path.dirname(file), { recursive: true, mode: PRIVATE_DIR });
+      } catch {
+        return true;
+      }
+    }
+  }
+}
+
 /** Claim a run for nobody: true if this call created the `.pid` file. */
 export function abandonRun(base: string, runId: string): boolean {
-  try {
-    fs.writeFileSync(`${base}.pid`, `abandoned ${runId}\n`, { flag: 'wx', mode: PRIVATE_FILE });
-    return true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
-    // The folder is gone: nothing was ever launched there.
-    return true;
+  return createClaim(`${base}.pid`, `abandoned ${runId}\n`);
+}
+
+/** The files a run leaves beside its log. */
+const RUN_FILES = ['.status', '.pid', '.next', '.err', '.run', '.progress'];
+
+/**
+ * Before a run starts at a path an earlier strategy used (the same folder): its files there would
+ * tell a false story, and its `.pid` would stop the launcher, which claims a run by creating it.
+ * A claim that names this run is never removed: another dcm made it (it took this run for nobody
+ * once this one was taken over, stopped between the commit of the start and the launch), and the
+ * launcher must refuse the run. Removing it would start the run after its state had been run again
+ * as the next attempt. A claim naming another run cannot become this run's meanwhile: claims are
+ * only ever created where there is none.
+ */
+export function clearEarlierRun(base: string, runId: string): void {
+  const claims = ['.pid', '.run'].map((end) => readSmall(`${base}${end}`));
+  // Each form of a claim ends with the run id it is for; an empty one is being written.
+  if (claims.some((text) => text !== null && (text.trim() === '' || text.trim().split(/\s+/).includes(runId)))) return;
+  for (const end of RUN_FILES) {
+    // An absent claim stays absent: a dcm giving the run up may be creating it right now.
+    if (end === '.pid' ? claims[0] === null : end === '.run' && claims[1] === null) continue;
+    removeQuietly(`${base}${end}`);
   }
 }
 
@@ -140,12 +181,5 @@ export function readTaken(base: string, runId: string): RunTaken {
  * the command: true if this call created `.run`; false if the wrapper (or an earlier call) did.
  */
 export function abandonStart(base: string, runId: string): boolean {
-  try {
-    fs.writeFileSync(`${base}.run`, `abandoned ${runId}\n`, { flag: 'wx', mode: PRIVATE_FILE });
-    return true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return 'abandoned' in (readTaken(base, runId) ?? {});
-    // The folder is gone: nothing was ever launched there.
-    return true;
-  }
+  return createClaim(`${base}.run`, `abandoned ${runId}\n`) || 'abandoned' in (readTaken(base, runId) ?? {});
 }

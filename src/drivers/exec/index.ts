@@ -16,7 +16,7 @@ import type { Adoption, AuditOutcome, AuditRequest, Driver, LeftRun, OperationRe
 import { runAudit } from './audit.js';
 import type { ExecConfig, StateSpec } from './config.js';
 import type { LogLayout } from '../../domain/logs.js';
-import { abandonRun, abandonStart, lastLine, lastMatch, readClaim, readSmall, readStatus, readTaken, removeQuietly, runBase, type RunClaim, type RunStatus } from './files.js';
+import { abandonRun, abandonStart, clearEarlierRun, lastLine, lastMatch, readClaim, readSmall, readStatus, readTaken, runBase, type RunClaim, type RunStatus } from './files.js';
 import { runArgv, runCwd, runEnv, runValues } from './run-env.js';
 import { terminateGroup, terminatePids, terminateTagged, ticksNow, waitGroupGone } from './procs.js';
 import { Launcher, type Exited } from './launch.js';
@@ -62,9 +62,6 @@ interface LeftProcess {
 
 /** A claim that may belong to this run (none, or one left by an earlier strategy, does not). */
 const live = (c: RunClaim | null): boolean => c !== null && !('stale' in c);
-
-/** The files a run leaves beside its log. */
-const RUN_FILES = ['.status', '.pid', '.next', '.err', '.run', '.progress'];
 
 /** How long a finished run's group may take to go by itself (a `tee` copying the last of stderr). */
 const DRAIN_MS = 250;
@@ -161,14 +158,11 @@ export class ExecDriver implements Driver {
       created = fs.mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR }) !== undefined;
       this.dirs.set(dir, created);
     }
-    if (!created) {
-      // Left by an earlier strategy that used the same folder: they would tell a false story (and
-      // a stale `.pid` would stop the launcher, which claims a run by creating it).
-      for (const end of RUN_FILES) removeQuietly(`${base}${end}`);
-    }
+    const runId = runIdOf(req);
+    // Left by an earlier strategy that used the same folder (but a claim on this run: files.ts).
+    if (!created) clearEarlierRun(base, runId);
     const values = runValues(req, this.settings);
     const argv = runArgv(spec, values);
-    const runId = runIdOf(req);
     const env = runEnv(req, spec, values, { base, runId }, this.settings);
     const cwd = runCwd(spec, values);
     // The timeout counts from here, whatever becomes of the launcher (SPEC §7.2).
