@@ -64,6 +64,13 @@ function setup(db: string, n: number, window: number, yaml: string, fx: ExecFixt
   dcmOk(['--db', db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', String(window), '--driver', 'exec', '--exec-config', fx.config(yaml), ...more]);
 }
 
+/** An exec config: every state runs the fixture's step.sh, which takes min..max ms and logs the run. */
+const everyState = (fx: ExecFixture, minMs: number, maxMs: number) => `
+defaults: {env: {STEP_MIN_MS: "${minMs}", STEP_MAX_MS: "${maxMs}"}}
+states:
+  "*": [${fx.step}, "{cloud}", "{state}"]
+`;
+
 /** The process is stopped (SIGSTOP): its state in /proc is T. */
 const stopped = (pid: number) => fs.readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').startsWith('T');
 
@@ -87,11 +94,7 @@ describe('several workers on one strategy', () => {
   test('three workers share the stage window (counted across them), --max-local caps one, the views count them, and each ends as the strategy does', async () => {
     f = execFixture();
     const fx = f;
-    setup(fx.db, 150, 12, `
-defaults: {env: {STEP_MIN_MS: "100", STEP_MAX_MS: "200"}}
-states:
-  "*": [${fx.step}, "{cloud}", "{state}"]
-`, fx);
+    setup(fx.db, 150, 12, everyState(fx, 100, 200), fx);
     const a = worker(fx.db, fx.env, '--progress-interval', '500ms');
     const b = worker(fx.db, fx.env);
     const c = worker(fx.db, fx.env, '--max-local', '2');
@@ -119,11 +122,7 @@ states:
   test('pause, update, resume and abort from another shell reach every worker; each ends as the strategy does', async () => {
     f = execFixture();
     const fx = f;
-    setup(fx.db, 80, 8, `
-defaults: {env: {STEP_MIN_MS: "150", STEP_MAX_MS: "300"}}
-states:
-  "*": [${fx.step}, "{cloud}", "{state}"]
-`, fx);
+    setup(fx.db, 80, 8, everyState(fx, 150, 300), fx);
     const a = worker(fx.db, fx.env);
     const b = worker(fx.db, fx.env);
     await waitFor(() => fx.readRuns().length >= 10 && query<{ n: number }>(fx.db, 'SELECT count(*) AS n FROM apply_worker')[0].n === 2, 60_000);
@@ -163,11 +162,7 @@ states:
   ])('a worker frozen past its lease %s is taken over; woken, it writes nothing more (row by row) and exits 4', async (_when, hook) => {
     f = execFixture();
     const fx = f;
-    setup(fx.db, 40, 8, `
-defaults: {env: {STEP_MIN_MS: "100", STEP_MAX_MS: "300"}}
-states:
-  "*": [${fx.step}, "{cloud}", "{state}"]
-`, fx);
+    setup(fx.db, 40, 8, everyState(fx, 100, 300), fx);
     const frozen = worker(fx.db, { ...fx.env, ...hook });
     if ('DCM_STOP_IN_COMMIT' in hook) await waitFor(() => stopped(frozen.child.pid!), 60_000);
     else {
@@ -194,11 +189,7 @@ states:
   test('a worker stopped between the commit of its starts and their launch is taken over; the runs go again as the next attempt, and woken it launches none of the old ones', async () => {
     f = execFixture();
     const fx = f;
-    setup(fx.db, 3, 3, `
-defaults: {env: {STEP_MIN_MS: "50", STEP_MAX_MS: "100"}}
-states:
-  "*": [${fx.step}, "{cloud}", "{state}"]
-`, fx);
+    setup(fx.db, 3, 3, everyState(fx, 50, 100), fx);
     // Its second commit (the first is the apply's own start) opens the subclouds' first runs.
     const frozen = worker(fx.db, { ...fx.env, DCM_TEST_HOOKS: '1', DCM_STOP_AFTER_COMMIT: '2' });
     await waitFor(() => stopped(frozen.child.pid!), 60_000);
@@ -278,11 +269,7 @@ states:
   test('a host whose clock is 10 minutes ahead takes no live worker over: leases are judged by the database server clock', async () => {
     f = execFixture();
     const fx = f;
-    setup(fx.db, 24, 4, `
-defaults: {env: {STEP_MIN_MS: "100", STEP_MAX_MS: "200"}}
-states:
-  "*": [${fx.step}, "{cloud}", "{state}"]
-`, fx);
+    setup(fx.db, 24, 4, everyState(fx, 100, 200), fx);
     const a = worker(fx.db, { ...fx.env, DCM_HOST: 'host-a' });
     await waitFor(() => fx.readRuns().length >= 2, 60_000);
     // libfaketime moves host-b's wall clock (Date.now, its commands' clock too), not its timers.
@@ -307,11 +294,7 @@ states:
     const fx = f;
     const N = 300;
     const WINDOW = 30;
-    setup(fx.db, N, WINDOW, `
-defaults: {env: {STEP_MIN_MS: "300", STEP_MAX_MS: "700"}}
-states:
-  "*": [${fx.step}, "{cloud}", "{state}"]
-`, fx);
+    setup(fx.db, N, WINDOW, everyState(fx, 300, 700), fx);
     type W = ReturnType<typeof worker> & { ended: RunResult | null; stopped: boolean };
     const start = (): W => {
       const w = worker(fx.db, fx.env) as W;
