@@ -171,8 +171,16 @@ function maintenanceText(db: Db): string | null {
   return lines.join('\n');
 }
 
-/** The status record of the strategy (of `type` if given). */
+/**
+ * The status record of the strategy (of `type` if given), read in one read transaction: its
+ * counts come from one moment, so an operation that starts between two of its reads is never
+ * counted as in flight beside a step still counted as initial.
+ */
 export function statusRecord(db: Db, type: StrategyType | undefined, nowMs: number): { record: ShowResult; state: string } {
+  return db.transaction(() => readStatus(db, type, nowMs)).deferred();
+}
+
+function readStatus(db: Db, type: StrategyType | undefined, nowMs: number): { record: ShowResult; state: string } {
   const s = theStrategy(db, type);
   const stageRows = listStages(db);
   const windows = new Map(stageRows.map((r) => [r.stage, r.max_parallel]));

@@ -96,7 +96,6 @@ export class Committer {
 
   private committed(): void {
     this.count++;
-    if (this.counters) this.counters.commits++;
     this.hooks?.afterCommit(this.count);
   }
 }

@@ -96,7 +96,11 @@ function holdWriteLock(file: string, ms: number): void {
 
 /** What an apply cost, counted exactly (`DCM_TEST_HOOKS=1 DCM_COUNTERS=FILE`): guards that do not flake. */
 export interface CostCounters {
-  /** Transactions the orchestrator committed. */
+  /**
+   * Commits made on the orchestrator's connection: its write transactions (immediate, outermost)
+   * and its writes outside any transaction (each one a commit of its own). Counted at the
+   * connection, not by the committer, so that a commit added anywhere is counted.
+   */
   commits: number;
   /** Step transitions committed (each opens, closes or moves one step). */
   transitions: number;
@@ -111,13 +115,21 @@ export interface CostCounters {
   autocommitReads: number;
 }
 
+type TxFn = ((...a: unknown[]) => unknown) & Record<'deferred' | 'immediate', (...a: unknown[]) => unknown>;
+
 /**
- * Counters for this apply, or null when not asked for. Statements are counted by wrapping the
- * connection's `prepare` (only then: no cost otherwise); commits and transitions by the committer.
+ * Counters for this apply, or null when not asked for. Statements and commits are counted by
+ * wrapping the connection's `prepare` and `transaction` (only then: no cost otherwise);
+ * transitions by the committer.
  */
 export function costCounters(
   env: NodeJS.ProcessEnv,
-  db: { prepare: (...a: never[]) => unknown; pragma: (...a: never[]) => unknown; readonly inTransaction: boolean },
+  db: {
+    prepare: (...a: never[]) => unknown;
+    pragma: (...a: never[]) => unknown;
+    transaction: (...a: never[]) => unknown;
+    readonly inTransaction: boolean;
+  },
 ): { counters: CostCounters; file: string } | null {
   const file = env.DCM_COUNTERS;
   // Refused without DCM_TEST_HOOKS=1 by commitHooks, before the file is read.
@@ -131,11 +143,28 @@ export function costCounters(
       if (typeof f !== 'function') continue;
       stmt[m] = (...a: unknown[]) => {
         counters.statements++;
-        if (m !== 'run' && !db.inTransaction) counters.autocommitReads++;
+        if (!db.inTransaction) {
+          if (m === 'run') counters.commits++;
+          else counters.autocommitReads++;
+        }
         return f.apply(stmt, a);
       };
     }
     return stmt;
+  };
+  // A write transaction commits when its outermost function returns (a nested one is a savepoint).
+  // Deferred ones are the connection's reads (one snapshot), not commits.
+  const transaction = db.transaction.bind(db) as (fn: unknown) => TxFn;
+  (db as { transaction: unknown }).transaction = (fn: unknown) => {
+    const tx = transaction(fn);
+    const counted = (f: (...a: unknown[]) => unknown) => (...a: unknown[]) => {
+      const outermost = !db.inTransaction;
+      const out = f(...a);
+      if (outermost) counters.commits++;
+      return out;
+    };
+    // dcm's writers are all immediate (store/open.ts's writeTx, the committer); no exclusive ones.
+    return Object.assign((...a: unknown[]) => tx(...a), { deferred: tx.deferred, immediate: counted(tx.immediate) });
   };
   const pragma = db.pragma.bind(db) as (...a: unknown[]) => unknown;
   (db as { pragma: unknown }).pragma = (...args: unknown[]) => {

@@ -1,0 +1,91 @@
+/**
+ * The exec path's cost per run, counted exactly by the kernel's own word (issue 21 "guards that do
+ * not flake"): the whole apply, dcm and its launcher and every run's processes, under `strace -f`,
+ * which lists each program executed and each file opened. Processes spawned and files opened per
+ * run are held here, so a change that adds a process or a file to every run fails on any machine;
+ * the time it costs stays in the bench (figure 6). Debian's strace: `.ci/run` installs it when
+ * missing.
+ */
+import { afterEach, describe, expect, test } from '@jest/globals';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { BIN, dcmOk, tempDir } from '../helpers/cli.js';
+import { names } from '../helpers/history.js';
+
+let t: ReturnType<typeof tempDir>;
+afterEach(() => t?.cleanup());
+
+const hasStrace = spawnSync('strace', ['-V']).status === 0;
+
+/**
+ * What `strace -f` saw: the processes made, each program executed (by its file's name), and each file opened under `dir`, by the last part
+ * of its name (`.log`, `.pid`, …). A call that another process's line cut in two is printed as
+ * `… <unfinished …>` then `<… resumed>`; its name and path are on the first part, and every
+ * execve here succeeds (checked: each first part has its resumed line ending `= 0`).
+ */
+function traced(file: string, dir: string): { forks: number; execs: Map<string, number>; opens: Map<string, number>; mkdirs: number } {
+  const execs = new Map<string, number>();
+  const opens = new Map<string, number>();
+  let forks = 0;
+  let mkdirs = 0;
+  let execFailed = 0;
+  const bump = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1);
+  for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
+    // A new process (a thread is a clone with CLONE_THREAD: node's own workers, not counted).
+    if (/\b(clone3?|v?fork)\(/.test(line) && !line.includes('CLONE_THREAD')) {
+      forks++;
+      continue;
+    }
+    const exec = /\bexecve\("([^"]+)"/.exec(line);
+    if (exec) {
+      if (!/= 0$|<unfinished \.\.\.>$/.test(line)) execFailed++;
+      bump(execs, path.basename(exec[1]));
+      continue;
+    }
+    if (/execve resumed>/.test(line) && !/= 0$/.test(line)) execFailed++;
+    const open = /\bopen(?:at)?\((?:AT_FDCWD, )?"([^"]+)"/.exec(line);
+    if (open && open[1].startsWith(dir)) bump(opens, path.extname(open[1]) || path.basename(open[1]));
+    if (/\bmkdir(?:at)?\(/.test(line) && line.includes(dir)) mkdirs++;
+  }
+  expect(execFailed).toBe(0);
+  return { forks, execs, opens, mkdirs };
+}
+
+describe('exec path: processes and files per run, counted by strace', () => {
+  (hasStrace ? test : test.skip)('each run is three programs (its wrapper, the stderr tee, the command) and seven opens in its log folder', () => {
+    t = tempDir('dcm-cost-exec-');
+    const n = 40;
+    const states = 5;
+    const cfg = path.join(t.dir, 'true.yaml');
+    fs.writeFileSync(cfg, 'states:\n  "*": [/bin/true]\n');
+    const db = path.join(t.dir, 'dcm.db');
+    dcmOk(['--db', db, 'subcloud', 'add', ...names(n)]);
+    dcmOk(['--db', db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '10', '--driver', 'exec', '--exec-config', cfg]);
+    const trace = path.join(t.dir, 'strace.txt');
+    const r = spawnSync(
+      'strace',
+      ['-f', '-qq', '-e', 'trace=clone,clone3,fork,vfork,execve,open,openat,creat,mkdir,mkdirat', '-e', 'signal=none', '-o', trace, process.execPath, BIN, '--db', db, '-q', 'strategy', 'apply'],
+      { encoding: 'utf8', cwd: t.dir },
+    );
+    expect([r.status, r.stderr]).toEqual([0, '']);
+    const runs = n * states;
+    const logs = `${db}.logs${path.sep}`;
+    const { forks, execs, opens, mkdirs } = traced(trace, logs);
+
+    // Processes: per run exactly its wrapper (bash), the tee that keeps stderr apart, and the
+    // command; besides them only dcm and its one launcher (both node). One more process per run
+    // (a helper, a second shell) would make one of these 400 or more.
+    expect(Object.fromEntries(execs)).toEqual({ bash: runs, tee: runs, true: runs, [path.basename(process.execPath)]: 2 });
+    // And no process that runs no program of its own (a subshell): three made per run, and the launcher.
+    expect(forks).toBe(3 * runs + 1);
+
+    // Files opened in the run-log folder, per run: the launcher's claim (.pid) and the log, the
+    // wrapper's take (.run), stderr's copy (.err) and status (.status), dcm's read of the status
+    // and of $DCM_NEXT (.next). Seven per run; nothing else there is opened.
+    expect(Object.fromEntries(opens)).toEqual({ '.pid': runs, '.log': runs, '.run': runs, '.err': runs, '.status': 2 * runs, '.next': runs });
+    // Folders: the strategy's and one per subcloud, made once, not once per run.
+    expect(mkdirs).toBeLessThanOrEqual(n + 4);
+    expect(mkdirs).toBeGreaterThanOrEqual(n);
+  });
+});
