@@ -122,7 +122,8 @@ export async function overheadAndMemory(ctx) {
     value: summary(ms, 1),
     baseline: summary(bms, 1),
     ratio: ratio(ms, bms),
-    target: { of: 'ratio', max: 1.5 },
+    // Issue 21's target (issue 4's was 1.5, which read "met" while the figure lost a third).
+    target: { of: 'ratio', max: 0.5 },
     limit:
       `${fmtInt(commits)} commits for ${fmtInt(transitions)} transitions (${counts.map((c) => fmtInt(c.commits)).join(' + ')} ` +
       `on ${counts.length} connections; the loop makes ${fmtInt(transitions)}), so what is left is work per transition. ` +
