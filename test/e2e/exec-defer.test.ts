@@ -241,8 +241,11 @@ describe('deferred steps and pause', () => {
     f = execFixture();
     dcmOk([...db(), 'subcloud', 'add', ...names(3)]);
     const cfg = config({ DEFER_ONCE: 's1', STEP_MIN_MS: '50', STEP_MAX_MS: '50' });
+    // The others take about half a second; s1's next try is due long after, so the strategy cannot
+    // end before the pause below lands, however slow a loaded machine makes that command (with
+    // 500 ms, all three ended first once, on a busy CI machine).
     dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1',
-      '--driver', 'exec', '--exec-config', cfg, '--defer-delay', '500ms']);
+      '--driver', 'exec', '--exec-config', cfg, '--defer-delay', '4s']);
     const apply = dcmSpawn([...db(), 'strategy', 'apply'], f.env, { detached: true });
     const row = () => withSql(f.db, (d) => d.prepare(`SELECT st.state, (SELECT retry_at FROM step_history h WHERE h.step_id = st.id ORDER BY h.id LIMIT 1) AS due
       FROM strategy_step st JOIN subcloud s ON s.id = st.subcloud_id WHERE s.name = 's1'`).get() as { state: string; due: string | null });
