@@ -54,6 +54,19 @@ export function interruptRuns(db: Db, historyIds: readonly number[], details: st
 
 export type { Transition } from '../domain/transition.js';
 
+/**
+ * A backend's own way to make a batch's writes (PostgreSQL's: store/pg/transitions.ts), one result
+ * per transition in the batch's order; a file writes row by row (`TransitionWriter.apply`).
+ */
+export type BatchWrites = (db: Db, batch: readonly Transition[], at: string) => Written[];
+
+const batchWrites = new WeakMap<object, BatchWrites>();
+
+/** The backend that opened `db` makes its batches' writes with `writes`. */
+export function useBatchWrites(db: Db, writes: BatchWrites): void {
+  batchWrites.set(db, writes);
+}
+
 export class TransitionWriter {
   private readonly update;
   private readonly closeRun;
@@ -93,13 +106,14 @@ export class TransitionWriter {
     for (const [e, col] of Object.entries(SYNC_COLUMN)) {
       this.sync.set(e as Endpoint, db.prepare<[string, number]>(`UPDATE subcloud SET ${col} = 'in-sync', updated_at = ? WHERE id = ?`));
     }
+    const writeBatch = batchWrites.get(db);
     const tx = db.transaction((batch: Transition[], before?: () => void) => {
       guard();
       before?.();
-      // Every write of the batch first, then what each one changed: on PostgreSQL the writes go to
-      // the server together (platform/pg-database.ts), and a stale step rolls the batch back either way.
+      // Every write of the batch first, then what each one changed (on PostgreSQL the backend's
+      // few statements over arrays: store/pg/transitions.ts); a stale step rolls the batch back.
       this.numberAttempts(batch);
-      const written = batch.map((t) => this.apply(t));
+      const written = writeBatch ? writeBatch(db, batch, now()) : batch.map((t) => this.apply(t));
       for (let i = 0; i < batch.length; i++) this.verify(batch[i], written[i]);
       // One upsert per state per batch, in the batch's own transaction.
       if (type === undefined) return;
@@ -189,10 +203,11 @@ export class TransitionWriter {
   }
 }
 
-type RunResult = Database.RunResult;
+/** What one write changed (better-sqlite3's run result, or a backend's batch's word for one row). */
+type RunResult = Pick<Database.RunResult, 'changes' | 'lastInsertRowid'>;
 
 /** The results of one transition's writes, read once the batch's writes are all made. */
-interface Written {
+export interface Written {
   closed: RunResult | undefined;
   updated: RunResult;
   opened: RunResult | undefined;

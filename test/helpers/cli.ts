@@ -42,6 +42,13 @@ export function tempDir(prefix = 'dcm-test-'): { dir: string; db: string; cleanu
   };
 }
 
+/**
+ * How long one synchronous dcm may run before it is killed: far past any test's own time (jest's
+ * 120 s), so it ends only a hung command. A synchronous wait holds jest's event loop, and jest's
+ * timeout cannot end it: without this a hung apply would hold the whole suite until CI's end.
+ */
+const SYNC_LIMIT_MS = 600_000;
+
 /** Run dcm synchronously. `env` is added to a clean copy of the environment (no DCM_DB). */
 export function dcm(args: string[], opts: { input?: string; env?: Record<string, string>; cwd?: string } = {}): RunResult {
   const env = { ...process.env, ...opts.env };
@@ -53,8 +60,11 @@ export function dcm(args: string[], opts: { input?: string; env?: Record<string,
     cwd: opts.cwd ?? ROOT,
     encoding: 'utf8',
     maxBuffer: 256 * 1024 * 1024,
+    timeout: SYNC_LIMIT_MS,
+    killSignal: 'SIGKILL',
   });
-  return { code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
+  const stderr = r.error && (r.error as NodeJS.ErrnoException).code === 'ETIMEDOUT' ? `${r.stderr}\n[test helper: killed after ${SYNC_LIMIT_MS / 1000} s]\n` : r.stderr;
+  return { code: r.status, signal: r.signal, stdout: r.stdout, stderr };
 }
 
 /** Run dcm and throw with its stderr unless it exits 0. */

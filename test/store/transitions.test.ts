@@ -1,8 +1,19 @@
-import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
-import type { Db } from '../../src/store/open.js';
+/**
+ * The transition writer on a file, and in the PostgreSQL pass (jest.pg.config.js) on a server,
+ * where a batch is written a few statements over arrays (store/pg/transitions.ts): the same
+ * batches, the same rows, the same refusals.
+ */
+import { afterEach, beforeAll, beforeEach, describe, expect, test } from '@jest/globals';
+import { loadPgBackend, type Db } from '../../src/store/open.js';
 import { listHistory, listSteps } from '../../src/store/steps.js';
-import { interruptRunning, TransitionWriter } from '../../src/store/transitions.js';
+import { interruptRunning, TransitionWriter, type Transition } from '../../src/store/transitions.js';
+import { NEXT_ATTEMPT } from '../../src/domain/transition.js';
 import { twoStepStrategy } from '../helpers/store.js';
+import { pgTestUrl } from '../helpers/pg-databases.js';
+
+beforeAll(async () => {
+  if (pgTestUrl()) await loadPgBackend();
+});
 
 describe('TransitionWriter', () => {
   let db: Db;
@@ -12,7 +23,7 @@ describe('TransitionWriter', () => {
   });
   afterEach(() => cleanup());
 
-  const start = (stepId: number, cloud: string) => ({
+  const start = (stepId: number, cloud: string): Transition => ({
     stepId,
     subcloudId: stepId,
     cloud,
@@ -45,6 +56,12 @@ describe('TransitionWriter', () => {
     expect(() => w.commit([start(2, 'b'), start(1, 'a')])).toThrow(/no longer in state initial/);
     expect(listSteps(db).map((s) => s.state)).toEqual(['pre check', 'initial']);
     expect(listHistory(db)).toHaveLength(1);
+    // The same without a run to open (which the one-running-operation index would refuse too):
+    // the step's guard alone refuses it.
+    const abort: Transition = { ...start(1, 'a'), to: 'aborted', startAttempt: undefined, ended: true };
+    expect(() => w.commit([start(2, 'b'), abort])).toThrow('step of a is no longer in state initial');
+    expect(listSteps(db).map((s) => s.state)).toEqual(['pre check', 'initial']);
+    expect(listHistory(db)).toHaveLength(1);
   });
 
   test('completion closes the run and brings the endpoint in-sync', () => {
@@ -69,6 +86,66 @@ describe('TransitionWriter', () => {
     expect(listSteps(db)[0].finished_at).not.toBeNull();
     expect(listHistory(db)[0].outcome).toBe('ok');
     expect(db.prepare('SELECT patching_sync FROM subcloud WHERE id = 1').pluck().get()).toBe('in-sync');
+  });
+
+  /** The step's run of `from` ends ok and the next state starts (or the step completes). */
+  const advance = (t: Transition, to: string, last = false): Transition => ({
+    stepId: t.stepId,
+    subcloudId: t.subcloudId,
+    cloud: t.cloud,
+    from: t.to,
+    to,
+    details: '',
+    close: { historyId: t.historyId!, outcome: 'ok', finishedAt: '2025-01-01 10:00:00.000000', details: `${t.to} done` },
+    startAttempt: last ? undefined : NEXT_ATTEMPT,
+    completes: last ? { endpoint: 'patching' } : undefined,
+    ended: last,
+  });
+
+  test('a step that moves twice in one batch: written in order, its runs numbered and closed as they went', () => {
+    const w = new TransitionWriter(db);
+    const a = start(1, 'a');
+    w.commit([a]);
+    const b = start(2, 'b');
+    const a2 = advance(a, 'updating patches');
+    w.commit([b, a2]);
+    // One batch: a moves on with no run opened (a start the stop rule held back), then starts
+    // that state's run; b advances between the two.
+    const a3: Transition = { ...advance(a2, 'creating VIM patch strategy'), startAttempt: undefined };
+    const b2 = advance(b, 'updating patches');
+    const a4: Transition = { ...a3, from: a3.to, close: undefined, startAttempt: NEXT_ATTEMPT };
+    w.commit([a3, b2, a4]);
+    expect([a3.historyId, typeof b2.historyId, typeof a4.historyId]).toEqual([undefined, 'number', 'number']);
+    w.commit([advance(a4, 'complete', true)]);
+    expect(listSteps(db).map((s) => [s.cloud, s.state, s.finished_at !== null])).toEqual([
+      ['a', 'complete', true],
+      ['b', 'updating patches', false],
+    ]);
+    expect(listHistory(db).map((h) => [h.cloud, h.state, h.attempt, h.outcome, h.details])).toEqual([
+      ['a', 'pre check', 1, 'ok', 'pre check done'],
+      ['b', 'pre check', 1, 'ok', 'pre check done'],
+      ['a', 'updating patches', 1, 'ok', 'updating patches done'],
+      ['b', 'updating patches', 1, 'running', ''],
+      ['a', 'creating VIM patch strategy', 1, 'ok', 'creating VIM patch strategy done'],
+    ]);
+    expect(db.prepare('SELECT name FROM subcloud WHERE patching_sync = ? ORDER BY id').pluck().all('in-sync')).toEqual(['a']);
+  });
+
+  test('a run that is not running any more fails the whole batch, naming it; nothing of the batch is written', () => {
+    const w = new TransitionWriter(db);
+    const a = start(1, 'a');
+    const b = start(2, 'b');
+    w.commit([a, b]);
+    const a2 = advance(a, 'updating patches');
+    w.commit([a2]);
+    // a's first run is closed already: a writer that believed otherwise changes nothing.
+    const stale: Transition = { ...advance(a, 'failed'), from: 'updating patches', startAttempt: undefined, ended: true };
+    expect(() => w.commit([advance(b, 'updating patches'), stale])).toThrow(`history row ${a.historyId} of a is not running`);
+    expect(listSteps(db).map((s) => s.state)).toEqual(['updating patches', 'pre check']);
+    expect(listHistory(db).filter((h) => h.outcome === 'running').map((h) => [h.cloud, h.state])).toEqual([
+      ['b', 'pre check'],
+      ['a', 'updating patches'],
+    ]);
   });
 
   test('runs left running by a dead process become interrupted', () => {

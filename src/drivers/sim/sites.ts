@@ -71,6 +71,53 @@ function row(s: Site): [string, string, number, string, string | null, string | 
 
 const syncJson = (s: Site): string | null => (s.sync ? JSON.stringify(s.sync) : null);
 
+/**
+ * On PostgreSQL a tick's writes are two statements over arrays (`unnest`), not one per site:
+ * node-postgres sends a statement only once the last has answered, and the sites' writers of
+ * every worker take turns on one lock. The same writes as the file's: an upsert of each changed
+ * site, then each finish only while the site still runs that owner's operation (RETURNING says
+ * which did). A tick names a site at most once in each (`dirty` and `finishes` are keyed by name).
+ */
+function pgWrites(db: DatabaseT.Database): (sites: Site[], finishes: { site: Site; owner: string }[]) => boolean[] {
+  const upsertMany = db.prepare(
+    `INSERT INTO sim_site (name, campaign, done, vim, busy_state, busy_owner, options, software_version, sync)
+     SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
+     ON CONFLICT (name) DO UPDATE SET campaign = excluded.campaign, done = excluded.done, vim = excluded.vim,
+       busy_state = excluded.busy_state, busy_owner = excluded.busy_owner, options = excluded.options,
+       software_version = excluded.software_version, sync = excluded.sync`,
+  );
+  const finishMany = db
+    .prepare(
+      `UPDATE sim_site AS s SET campaign = v.campaign, done = v.done, vim = v.vim, busy_state = NULL, busy_owner = NULL,
+         software_version = v.software_version, sync = v.sync
+       FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::text[])
+         AS v(name, campaign, done, vim, software_version, sync, owner)
+       WHERE s.name = v.name COLLATE "C" AND s.busy_owner = v.owner
+       RETURNING s.name`,
+    )
+    .pluck();
+  return (sites, finishes) => {
+    if (sites.length) {
+      // row()'s columns, each as one array.
+      const rows = sites.map(row);
+      upsertMany.run(...rows[0].map((_, i) => rows.map((r) => r[i])));
+    }
+    if (finishes.length === 0) return [];
+    const kept = new Set(
+      finishMany.all(
+        finishes.map((f) => f.site.name),
+        finishes.map((f) => f.site.campaign),
+        finishes.map((f) => f.site.done),
+        finishes.map((f) => f.site.vim),
+        finishes.map((f) => f.site.softwareVersion ?? null),
+        finishes.map((f) => syncJson(f.site)),
+        finishes.map((f) => f.owner),
+      ) as string[],
+    );
+    return finishes.map((f) => kept.has(f.site.name));
+  };
+}
+
 export class SiteBook {
   private readonly db: DatabaseT.Database;
   private readonly cache = new Map<string, Site>();
@@ -112,9 +159,11 @@ export class SiteBook {
       `UPDATE sim_site SET campaign = ?, done = ?, vim = ?, busy_state = NULL, busy_owner = NULL, software_version = ?, sync = ?
        WHERE name = ? AND busy_owner = ?`,
     );
+    const writeMany = 'pg' in where ? pgWrites(this.db) : null;
     const tx = this.db.transaction((sites: Site[], finishes: { site: Site; owner: string }[]) => {
+      if (writeMany) return writeMany(sites, finishes);
       for (const s of sites) this.upsert.run(...row(s));
-      // Every write first, then what each finish changed: on PostgreSQL they go to the server together.
+      // Every write first, then what each finish changed.
       const results = finishes.map(({ site: s, owner }) =>
         this.finishRun.run(s.campaign, s.done, s.vim, s.softwareVersion ?? null, syncJson(s), s.name, owner),
       );

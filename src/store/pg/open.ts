@@ -9,6 +9,9 @@ import { SCHEMA_VERSION } from '../migrations.js';
 import { PgDatabase } from '../../platform/pg-database.js';
 import { shownUrl } from '../../domain/db-url.js';
 import { PG_FIRST_VERSION, PG_MIGRATIONS, PG_SCHEMA, PG_STORE, pgSeeds } from './schema.js';
+import { useBatchWrites } from '../transitions.js';
+import { writeBatchPg } from './transitions.js';
+import type { Db } from '../open.js';
 
 export interface PgOpenOptions {
   create: boolean;
@@ -52,6 +55,8 @@ export function openPgDb(url: string, opts: PgOpenOptions): PgDatabase | null {
         db.query({ text: `UPDATE dcm_meta SET value = $1 WHERE key = 'schema_version'`, values: [String(SCHEMA_VERSION)] });
       }).immediate();
     }
+    // A batch's transitions in a few statements over arrays, not a round trip per row.
+    useBatchWrites(db as unknown as Db, writeBatchPg);
     return db;
   } catch (err) {
     db.close();
