@@ -163,7 +163,7 @@ export function costCounters(
       if (outermost) counters.commits++;
       return out;
     };
-    // dcm's writers are all immediate (store/open.ts's writeTx, the committer); no exclusive ones.
+    // dcm's writes are all immediate (SPEC §2: every read-modify-write is BEGIN IMMEDIATE).
     return Object.assign((...a: unknown[]) => tx(...a), { deferred: tx.deferred, immediate: counted(tx.immediate) });
   };
   const pragma = db.pragma.bind(db) as (...a: unknown[]) => unknown;
