@@ -2,9 +2,9 @@
  * A batch of transitions written on PostgreSQL in a few statements, not three or four per
  * transition. The server runs a connection's statements one after the other, each answered
  * before the next is sent (node-postgres does not pipeline), so a commit of 33 transitions was
- * about 100 round trips, some 16 ms while holding the writers' lock: with several workers, that
- * lock was the limit (BENCHMARKS.md "Several workers on one strategy"). Here each kind of write
- * is one statement over arrays (`unnest`), whatever the batch's size.
+ * about 100 round trips, some 16 ms while holding the writers' lock. Here each kind of write is
+ * one statement over arrays (`unnest`), whatever the batch's size (figure 1's work on one worker:
+ * 45-50 s before, 10 s after; BENCHMARKS.md "PostgreSQL").
  *
  * The same guarded writes as the file's (store/transitions.ts), with the same results: a run is
  * closed only while `running`, a step moves only from the state the orchestrator believed, and
