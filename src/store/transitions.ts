@@ -54,6 +54,9 @@ export function interruptRuns(db: Db, historyIds: readonly number[], details: st
 
 export type { Transition } from '../domain/transition.js';
 
+/** What a completed step makes of its subcloud's row: its endpoint in-sync (prestage: its status complete). */
+export const completionSet = (e: Endpoint | null): string => (e === null ? `prestage_status = 'complete'` : `${SYNC_COLUMN[e]} = 'in-sync'`);
+
 /**
  * A backend's own way to make a batch's writes (PostgreSQL's: store/pg/transitions.ts), one result
  * per transition in the batch's order; a file writes row by row (`TransitionWriter.apply`).
@@ -102,9 +105,8 @@ export class TransitionWriter {
       .prepare('SELECT step_id, state, max(attempt) FROM step_history WHERE step_id IN (SELECT value FROM json_each(?)) GROUP BY step_id, state')
       .raw();
     this.sync = new Map();
-    this.sync.set(null, db.prepare<[string, number]>(`UPDATE subcloud SET prestage_status = 'complete', updated_at = ? WHERE id = ?`));
-    for (const [e, col] of Object.entries(SYNC_COLUMN)) {
-      this.sync.set(e as Endpoint, db.prepare<[string, number]>(`UPDATE subcloud SET ${col} = 'in-sync', updated_at = ? WHERE id = ?`));
+    for (const e of [null, ...(Object.keys(SYNC_COLUMN) as Endpoint[])]) {
+      this.sync.set(e, db.prepare<[string, number]>(`UPDATE subcloud SET ${completionSet(e)}, updated_at = ? WHERE id = ?`));
     }
     const writeBatch = batchWrites.get(db);
     const tx = db.transaction((batch: Transition[], before?: () => void) => {

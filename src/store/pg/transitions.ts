@@ -17,8 +17,8 @@ import type { Db } from '../open.js';
 import type { Transition } from '../../domain/transition.js';
 import type { Endpoint } from '../../domain/types.js';
 import { sql } from '../statements.js';
-import { SYNC_COLUMN, updateSubcloud } from '../subclouds.js';
-import { DETAILS_MAX, type Written } from '../transitions.js';
+import { updateSubcloud } from '../subclouds.js';
+import { completionSet, DETAILS_MAX, type Written } from '../transitions.js';
 
 const CLOSE = `UPDATE step_history AS h
   SET outcome = v.outcome, finished_at = v.finished_at, details = v.details, retry_at = v.retry_at
@@ -37,10 +37,7 @@ const OPEN = `INSERT INTO step_history (step_id, state, attempt, started_at, out
   SELECT v.step_id, v.state, v.attempt, $4, 'running' FROM unnest($1::bigint[], $2::text[], $3::integer[]) AS v(step_id, state, attempt)
   RETURNING step_id, id`;
 
-const syncText = (e: Endpoint | null) =>
-  e === null
-    ? `UPDATE subcloud SET prestage_status = 'complete', updated_at = $1 WHERE id = ANY($2::bigint[])`
-    : `UPDATE subcloud SET ${SYNC_COLUMN[e]} = 'in-sync', updated_at = $1 WHERE id = ANY($2::bigint[])`;
+const syncText = (e: Endpoint | null) => `UPDATE subcloud SET ${completionSet(e)}, updated_at = $1 WHERE id = ANY($2::bigint[])`;
 
 /** What one row's write changed, in the shape of a better-sqlite3 run's result. */
 const changed = (n: number, id = 0) => ({ changes: n, lastInsertRowid: id });
