@@ -6,9 +6,9 @@
  */
 import base from './jest.config.js';
 
-// The store's own tests on the server; the transition writer's and the sim's book of sites too
-// (PostgreSQL writes a batch its own way).
-const STORE = ['test/pg/**/*.test.ts', 'test/store/transitions.test.ts', 'test/drivers/sim/sites-book.test.ts'];
+// The store's own tests on the server; the transition writer's, the stage cursor's and the sim's
+// book of sites too (PostgreSQL writes a batch its own way; the cursor's reads are its own SQL).
+const STORE = ['test/pg/**/*.test.ts', 'test/store/transitions.test.ts', 'test/store/cursor.test.ts', 'test/drivers/sim/sites-book.test.ts'];
 const BOTH = [
   ...STORE,
   // Inventory, planning and the commands around a strategy.

@@ -3,6 +3,7 @@
  * open steps in step order, so that the process holds about a window of steps whatever the fleet
  * (SPEC §4 "memory follows the window").
  */
+import type Database from 'better-sqlite3';
 import type { Db } from './open.js';
 import type { ApplyStep } from './transitions.js';
 
@@ -19,15 +20,42 @@ export interface CursorStep extends ApplyStep {
 
 const COLUMNS = `st.id, st.subcloud_id AS subcloudId, sc.name AS cloud, st.stage, st.state, st.attempt`;
 
+/** A mid-state step whose last run failed and has no backoff due: `strategy retry` put it back. */
+const RETRIED = `coalesce((SELECT CASE WHEN h.outcome IN ('failed', 'timeout') AND h.retry_at IS NULL THEN 1 ELSE 0 END
+  FROM step_history h WHERE h.step_id = st.id ORDER BY h.id DESC LIMIT 1), 0)`;
+
+const MID = `st.state NOT IN ('initial', 'complete', 'failed', 'aborted')`;
+
+/** A run of the step is `running` in the history: left going by the last process, and adopted. */
+const RUNNING = `EXISTS (SELECT 1 FROM step_history h WHERE h.step_id = st.id AND h.outcome = 'running')`;
+
+/** What each phase reads, in the order read. */
+const PHASES = {
+  // A run left going by the last process, adopted: it is on its site now, whatever the window.
+  adopted: `${MID} AND ${RUNNING}`,
+  // The rest of those in flight when the last process stopped: their state runs again.
+  going: `${MID} AND NOT ${RUNNING} AND st.state != 'deferred' AND ${RETRIED} = 0`,
+  // Started once but holding no slot: deferred (tried again when due), or put back by a retry.
+  waiting: `${MID} AND NOT ${RUNNING} AND (st.state = 'deferred' OR ${RETRIED} = 1)`,
+  initial: `st.state = 'initial'`,
+} as const;
+type Phase = keyof typeof PHASES;
+const ORDER: readonly Phase[] = ['adopted', 'going', 'waiting', 'initial'];
+
 /**
- * Steps caught mid-state go first (they held a slot when the last process stopped; a retried one
- * too, for simplicity of order), then the steps never started, each in id order.
+ * Steps whose run the last process left going (adopted) go first, then the rest of those caught
+ * mid-state (their state runs again), then those started once that hold no slot (deferred, or put
+ * back by `strategy retry`), then the steps never started; each phase in id order. An adopted run
+ * is on its site already, so it takes its slot before anything else starts: read after another
+ * step that needs a slot, it waited behind it while the window was exceeded — and one of several
+ * workers waited for ever, the other step's claim refused because the adopted run fills the
+ * stage's window. A window sees every step in flight before one that starts anew (StageWindow's
+ * kinds), as its stop rule expects.
  */
 export class StageCursor {
-  private phase: 'mid' | 'initial' | 'done' = 'mid';
+  private phase = 0;
   private after = 0;
-  private readonly mid;
-  private readonly initial;
+  private readonly reads: Map<Phase, Database.Statement>;
 
   /** `owner`: one of several workers (orchestrator/workers.ts) reads only the steps no other live worker holds. */
   constructor(
@@ -36,38 +64,36 @@ export class StageCursor {
     private readonly owner?: number,
   ) {
     const mine = owner === undefined ? '' : ' AND (st.owner IS NULL OR st.owner = ? OR NOT EXISTS (SELECT 1 FROM apply_worker w WHERE w.id = st.owner))';
-    this.mid = db.prepare(
-      `SELECT ${COLUMNS},
-         coalesce((SELECT CASE WHEN h.outcome IN ('failed', 'timeout') AND h.retry_at IS NULL THEN 1 ELSE 0 END FROM step_history h WHERE h.step_id = st.id ORDER BY h.id DESC LIMIT 1), 0) AS retried
-       FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
-       WHERE st.stage = ? AND st.id > ? AND st.state NOT IN ('initial', 'complete', 'failed', 'aborted')${mine}
-       ORDER BY st.id LIMIT ?`,
-    );
-    this.initial = db.prepare(
-      `SELECT ${COLUMNS}, 0 AS retried
-       FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
-       WHERE st.stage = ? AND st.id > ? AND st.state = 'initial'${mine}
-       ORDER BY st.id LIMIT ?`,
+    this.reads = new Map(
+      ORDER.map((p) => [
+        p,
+        db.prepare(
+          `SELECT ${COLUMNS}, ${p === 'initial' ? '0' : RETRIED} AS retried
+           FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
+           WHERE st.stage = ? AND st.id > ? AND ${PHASES[p]}${mine}
+           ORDER BY st.id LIMIT ?`,
+        ),
+      ]),
     );
   }
 
   /** Read from the start again (a worker looking for steps another one let go of). */
   rewind(): void {
-    this.phase = 'mid';
+    this.phase = 0;
     this.after = 0;
   }
 
   /** Up to `limit` more steps; fewer (or none) once the stage has no more. */
   next(limit: number): CursorStep[] {
     const out: CursorStep[] = [];
-    while (out.length < limit && this.phase !== 'done') {
-      const stmt = this.phase === 'mid' ? this.mid : this.initial;
+    while (out.length < limit && this.phase < ORDER.length) {
+      const stmt = this.reads.get(ORDER[this.phase])!;
       const args = this.owner === undefined ? [this.stage, this.after, limit - out.length] : [this.stage, this.after, this.owner, limit - out.length];
       const rows = stmt.all(...args) as (ApplyStep & { retried: number })[];
       for (const r of rows) out.push({ ...r, retried: r.retried === 1 });
       if (rows.length) this.after = rows[rows.length - 1].id;
       if (out.length < limit) {
-        this.phase = this.phase === 'mid' ? 'initial' : 'done';
+        this.phase++;
         this.after = 0;
       }
     }

@@ -19,7 +19,8 @@ const db = () => ['--db', f.db];
 
 /**
  * The first state's command: logs its run (step.sh) and exits 75 for the clouds in $DEFER_ALWAYS,
- * and for those in $DEFER_ONCE on their first attempt only; $DEFER_CODE overrides 75.
+ * and for those in $DEFER_ONCE on their first attempt only; $DEFER_CODE overrides 75. The clouds
+ * in $SLOW take $SLOW_MS over it.
  */
 function siteScript(): string {
   const file = path.join(f.dir, 'site.sh');
@@ -30,6 +31,7 @@ code=0
 case " $DEFER_ALWAYS " in *" $DCM_CLOUD "*) code=\${DEFER_CODE:-75};; esac
 case " $DEFER_ONCE " in *" $DCM_CLOUD "*) [ "$DCM_ATTEMPT" = 1 ] && code=\${DEFER_CODE:-75};; esac
 [ "$code" != 0 ] && echo "site $DCM_CLOUD does not answer" >&2
+case " $SLOW " in *" $DCM_CLOUD "*) STEP_MIN_MS=$SLOW_MS; STEP_MAX_MS=$SLOW_MS;; esac
 STEP_EXIT=$code exec ${f.step} "$@"
 `,
     { mode: 0o755 },
@@ -195,6 +197,42 @@ states:
     expect(overlapsPerCloud(f.readRuns())).toEqual([]);
     expect(strategyState(f.db)).toBe('complete');
   });
+});
+
+describe('a deferred step and a run left going', () => {
+  // The window counts a run an earlier apply left going: a deferred step due when the next apply
+  // starts waits for that run's slot rather than taking it (with several workers the claim of the
+  // deferred step was refused for ever, as the adopted run filled the stage's window, and nothing
+  // ran again).
+  test('kill -9 while one step is deferred and the next runs; the next apply starts once the deferred one is due', async () => {
+    f = execFixture();
+    dcmOk([...db(), 'subcloud', 'add', ...names(3)]);
+    const cfg = config({ DEFER_ONCE: 's1', STEP_MIN_MS: '50', STEP_MAX_MS: '50', SLOW: 's2', SLOW_MS: '8000' });
+    dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1',
+      '--driver', 'exec', '--exec-config', cfg, '--defer-delay', '1s']);
+    const first = dcmSpawn([...db(), 'strategy', 'apply'], f.env, { detached: true });
+    await waitFor(() => history(f.db).some((h) => h.cloud === 's2' && h.outcome === 'running'));
+    process.kill(first.child.pid!, 'SIGKILL');
+    await first.done;
+    const due = parseTime(withSql(f.db, (d) => d.prepare(`SELECT retry_at FROM step_history WHERE retry_at IS NOT NULL`).pluck().get() as string));
+    // s1 is due before the next apply starts, while s2's run still goes on its site.
+    await waitFor(() => Date.now() > due);
+    expect(f.readRuns().filter((x) => x.cloud === 's2')).toEqual([]);
+    const second = dcmSpawn([...db(), 'strategy', 'apply'], f.env, { detached: true });
+    const r = await second.done;
+    expect(r.stderr).toContain('resuming: 1 run(s) left by the last apply');
+    expect(r.code).toBe(0);
+    const runs = f.readRuns();
+    // s2's run was adopted, not run again; s1 ran its second try after it, never beside it.
+    expect(runs.filter((x) => x.state === 'pre check').map((x) => [x.cloud, x.attempt])).toEqual([
+      ['s1', 1],
+      ['s2', 1],
+      ['s1', 2],
+      ['s3', 1],
+    ]);
+    expect(peakConcurrent(runs)).toBe(1);
+    expect(strategyState(f.db)).toBe('complete');
+  }, 120_000);
 });
 
 /** `n` subclouds one at a time, s1's site never answering (deferred for an hour); the apply, once s1 is deferred. */
