@@ -22,12 +22,13 @@ export class Committer {
   /** Commits made so far (the hooks' N counts from 1). */
   private count = 0;
 
-  private readonly fence: () => void;
+  /** Returns the steps a batch leaves out, if any (TransitionWriter's guard). */
+  private readonly fence: () => ReadonlySet<number> | void;
 
   constructor(
     private readonly db: Db,
     type: string,
-    fence: () => void,
+    fence: () => ReadonlySet<number> | void,
     private readonly warn: (text: string) => void,
     private readonly hooks: CommitHooks | null = null,
     private readonly counters: CostCounters | null = null,
@@ -35,8 +36,9 @@ export class Committer {
     // The fence opens every transaction of the orchestrator: where a test hook acts inside one.
     this.fence = hooks
       ? () => {
-          fence();
+          const left = fence();
           hooks.inCommit(this.count + 1);
+          return left;
         }
       : fence;
     this.writer = new TransitionWriter(db, type, this.fence);

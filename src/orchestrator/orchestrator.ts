@@ -207,6 +207,8 @@ export class Orchestrator {
   /** The claims the commit being made asks for, and what it was granted (step -> its fence). */
   private claiming: ClaimAsk[] = [];
   private granted = new Map<number, number>();
+  /** The claims of the commit being made that were refused: their transitions are left out of it. */
+  private refusals = new Map<number, Refusal>();
   /** Each claimed step's claim count, for its runs' DCM_FENCE. */
   private fences = new Map<number, number>();
   /** The steps this worker holds, claimed or adopted: their next operations need no claim. */
@@ -229,13 +231,18 @@ export class Orchestrator {
     this.shared = opts.shared ?? null;
     const fence = () => {
       opts.fence?.();
-      if (this.opensNew && NO_NEW_SUBCLOUDS.includes(strategyState(db) ?? '')) throw new StopInFile();
+      // Read once a commit, and only by one that starts subclouds: each read is a round trip on a server.
+      const state = this.opensNew || this.claiming.length ? strategyState(db) : undefined;
+      if (this.opensNew && NO_NEW_SUBCLOUDS.includes(state ?? '')) throw new StopInFile();
       if (this.claiming.length) {
         // One of several workers: the subclouds this commit starts are claimed in it, or none is.
-        if (strategyState(db) !== 'applying') throw new StopInFile();
+        if (state !== 'applying') throw new StopInFile();
         const r = claimSteps(db, this.shared!.id, this.shared!.maxLocal, this.claiming);
-        if (r.refused.size) throw new ClaimsRefused(r.refused);
         this.granted = r.granted;
+        // The refused are left out of this commit, not the commit given up: a rolled-back try
+        // would hold the writers' lock once more for the same batch, and every worker waits on it.
+        this.refusals = r.refused;
+        if (r.refused.size) return new Set(r.refused.keys());
       }
     };
     this.committer = new Committer(db, opts.type, fence, (t) => progress.warn(t), opts.hooks ?? null, opts.counters ?? null);
@@ -752,6 +759,7 @@ export class Orchestrator {
       // One of several workers claims each subcloud in the commit of its first operation here.
       if (this.shared) this.claiming = this.claimsOf(batch);
       this.granted = new Map();
+      this.refusals = new Map();
       try {
         this.committer.tryCommit(batch, also);
       } finally {
@@ -759,13 +767,6 @@ export class Orchestrator {
         this.claiming = [];
       }
     } catch (err) {
-      if (err instanceof ClaimsRefused) {
-        // Nothing was written: the refused subclouds are let go of (another worker has one, or the
-        // stage's window is full across the workers: it waits in its place), and the rest goes again.
-        this.pending = batch.filter((t) => !err.refused.has(t.stepId)).concat(this.pending);
-        for (const [stepId, why] of err.refused) this.refused(stepId, why);
-        return this.commitPending(lookAgain);
-      }
       if (err instanceof StopInFile) {
         // Nothing was written: the stop is carried out now (its handler runs), and the batch is
         // tried once more under the stop rule anew, its new subclouds held back. Should the stop's
@@ -785,7 +786,12 @@ export class Orchestrator {
     }
     if (procs.length) this.procs.recorded();
     if (lines.length) this.detailsCommitted(lines, alone && !procsDue, written);
-    this.committed(batch);
+    // The subclouds whose claim was refused were left out of the commit; they are let go of
+    // (another worker has one, or the stage's window is full across the workers: it waits in its place).
+    const refusals = this.refusals;
+    this.refusals = new Map();
+    for (const [stepId, why] of refusals) this.refused(stepId, why);
+    this.committed(refusals.size ? batch.filter((t) => !refusals.has(t.stepId)) : batch);
     return true;
   }
 
@@ -1293,13 +1299,6 @@ function stageCounts(rows: { stage: number; state: string; n: number }[], window
     e.counts[r.state] = (e.counts[r.state] ?? 0) + r.n;
   }
   return [...out.values()].filter((e) => Object.keys(e.counts).length).sort((a, b) => a.stage - b.stage);
-}
-
-/** One of several workers: claims of this commit were refused (store/workers.ts); rolled back. */
-class ClaimsRefused extends Error {
-  constructor(readonly refused: Map<number, Refusal>) {
-    super('claims refused');
-  }
 }
 
 /** A commit found the strategy paused or aborted in the file before the poll did: rolled back. */

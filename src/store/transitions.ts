@@ -59,7 +59,9 @@ export const completionSet = (e: Endpoint | null): string => (e === null ? `pres
 
 /**
  * A backend's own way to make a batch's writes (PostgreSQL's: store/pg/transitions.ts), one result
- * per transition in the batch's order; a file writes row by row (`TransitionWriter.apply`).
+ * per transition in the batch's order; a file writes row by row (`TransitionWriter.apply`). It
+ * numbers the runs started as the next attempt itself (NEXT_ATTEMPT: as `numberAttempts` would,
+ * and writes the number into the transition).
  */
 export type BatchWrites = (db: Db, batch: readonly Transition[], at: string) => Written[];
 
@@ -81,12 +83,14 @@ export class TransitionWriter {
 
   /**
    * `type`: the strategy type whose duration statistics ok runs are added to (none without it).
-   * `guard` runs first in every commit's transaction: the orchestrator's fence (SPEC §2.1).
+   * `guard` runs first in every commit's transaction: the orchestrator's fence (SPEC §2.1). It
+   * may name steps whose transitions the batch leaves out (claims another worker won, a full
+   * window): the rest is written, in the same transaction.
    */
   constructor(
     private readonly db: Db,
     type?: string,
-    guard: () => void = () => {},
+    guard: () => ReadonlySet<number> | void = () => {},
   ) {
     this.update = db.prepare(
       // Positional (to, details, attempt, now, ended, now, now, id, from): binding by name looks
@@ -109,12 +113,13 @@ export class TransitionWriter {
       this.sync.set(e, db.prepare<[string, number]>(`UPDATE subcloud SET ${completionSet(e)}, updated_at = ? WHERE id = ?`));
     }
     const writeBatch = batchWrites.get(db);
-    const tx = db.transaction((batch: Transition[], before?: () => void) => {
-      guard();
+    const tx = db.transaction((all: Transition[], before?: () => void) => {
+      const left = guard();
+      const batch = left?.size ? all.filter((t) => !left.has(t.stepId)) : all;
       before?.();
       // Every write of the batch first, then what each one changed (on PostgreSQL the backend's
       // few statements over arrays: store/pg/transitions.ts); a stale step rolls the batch back.
-      this.numberAttempts(batch);
+      if (!writeBatch) this.numberAttempts(batch);
       const written = writeBatch ? writeBatch(db, batch, now()) : batch.map((t) => this.apply(t));
       for (let i = 0; i < batch.length; i++) this.verify(batch[i], written[i]);
       // One upsert per state per batch, in the batch's own transaction.

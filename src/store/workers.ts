@@ -156,9 +156,9 @@ export type Refusal = 'taken' | 'full';
 /**
  * Claim steps for worker `me` in this transaction, in the order asked: each is granted while its
  * stage's window (across all workers) and this worker's cap (`maxLocal`, else its share of the
- * window among the workers) have room. Nothing is
- * written unless every ask is granted: the caller drops the refused and tries again, so that a
- * batch's transitions and its claims commit together. Returns each granted step's new fence.
+ * window among the workers) have room. The granted are written; the caller leaves the refused
+ * out of the batch it writes in the same transaction, so that a batch's transitions and its
+ * claims commit together. Returns each granted step's new fence.
  */
 export function claimSteps(db: Db, me: number, maxLocal: number | null, asks: readonly ClaimAsk[]): { granted: Map<number, number>; refused: Map<number, Refusal> } {
   const refused = new Map<number, Refusal>();
@@ -173,15 +173,19 @@ export function claimSteps(db: Db, me: number, maxLocal: number | null, asks: re
   const roomOf = (stage: number) => {
     let r = room.get(stage);
     if (!r) {
-      const c = sql(
+      // One read: a row per worker (its cap), each with the stage's counts and window beside it.
+      const rows = sql(
         db,
-        `SELECT coalesce(sum(CASE WHEN st.owner = ? THEN 1 ELSE 0 END), 0) AS mine, count(*) AS total
-         FROM strategy_step st WHERE st.stage = ? AND st.owner IS NOT NULL AND ${IN_FLIGHT} AND ${LIVE_OWNER}`,
-      ).get(me, stage) as { mine: number; total: number };
-      const window = (sql(db, 'SELECT max_parallel FROM strategy_stage WHERE stage = ?').pluck().get(stage) as number | undefined) ?? 1;
+        `SELECT w.max_local AS cap, c.mine, c.total, (SELECT max_parallel FROM strategy_stage WHERE stage = ?) AS size
+         FROM apply_worker w CROSS JOIN (
+           SELECT coalesce(sum(CASE WHEN st.owner = ? THEN 1 ELSE 0 END), 0) AS mine, count(*) AS total
+           FROM strategy_step st WHERE st.stage = ? AND st.owner IS NOT NULL AND ${IN_FLIGHT} AND ${LIVE_OWNER}) c`,
+      ).all(stage, me, stage) as { cap: number | null; mine: number; total: number; size: number | null }[];
+      const c = rows[0] ?? { mine: 0, total: 0, size: null };
+      const window = c.size ?? 1;
       // Without a cap of its own a worker takes its share of the window, so that every worker
       // runs some of the fleet rather than the first to refill taking it all.
-      const cap = maxLocal ?? shareOfWindow(window, sql(db, 'SELECT max_local FROM apply_worker').pluck().all() as (number | null)[]);
+      const cap = maxLocal ?? shareOfWindow(window, rows.map((w) => w.cap));
       room.set(stage, (r = { free: window - c.total, mine: c.mine, cap }));
     }
     return r;
@@ -204,7 +208,7 @@ export function claimSteps(db: Db, me: number, maxLocal: number | null, asks: re
     r.mine += 1 - counted;
     granted.set(a.id, row.fence + 1);
   }
-  if (refused.size) return { granted: new Map(), refused };
+  if (granted.size === 0) return { granted, refused };
   sql(db, 'UPDATE strategy_step SET owner = ?, fence = fence + 1 WHERE id IN (SELECT value FROM json_each(?))').run(me, JSON.stringify([...granted.keys()]));
   return { granted, refused };
 }

@@ -131,6 +131,33 @@ describe('TransitionWriter', () => {
     expect(db.prepare('SELECT name FROM subcloud WHERE patching_sync = ? ORDER BY id').pluck().all('in-sync')).toEqual(['a']);
   });
 
+  test('a run started as the next attempt follows the history of its step and state, in the order of the batch, and says its number', () => {
+    const w = new TransitionWriter(db);
+    const a = start(1, 'a');
+    w.commit([a]);
+    const failed = (t: Transition) => ({ historyId: t.historyId!, outcome: 'failed' as const, finishedAt: '2025-01-01 10:00:00.000000', details: 'no' });
+    // One batch: a's run fails and the state is held back, then starts again; b's first run
+    // beside it is numbered from its own history.
+    const held: Transition = { ...a, from: 'pre check', close: failed(a), startAttempt: undefined };
+    const again: Transition = { ...a, from: 'pre check', startAttempt: NEXT_ATTEMPT };
+    const b: Transition = { ...start(2, 'b'), startAttempt: NEXT_ATTEMPT };
+    w.commit([held, b, again]);
+    expect([again.startAttempt, b.startAttempt]).toEqual([2, 1]);
+    const third: Transition = { ...a, from: 'pre check', close: failed(again), startAttempt: NEXT_ATTEMPT };
+    w.commit([third]);
+    expect(third.startAttempt).toBe(3);
+    expect(listSteps(db).map((s) => [s.cloud, s.attempt])).toEqual([
+      ['a', 3],
+      ['b', 1],
+    ]);
+    expect(listHistory(db).map((h) => [h.cloud, h.attempt, h.outcome])).toEqual([
+      ['a', 1, 'failed'],
+      ['b', 1, 'running'],
+      ['a', 2, 'failed'],
+      ['a', 3, 'running'],
+    ]);
+  });
+
   test('a run that is not running any more fails the whole batch, naming it; nothing of the batch is written', () => {
     const w = new TransitionWriter(db);
     const a = start(1, 'a');

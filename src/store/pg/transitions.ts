@@ -1,17 +1,21 @@
 /**
- * A batch of transitions written on PostgreSQL in a few statements, not three or four per
+ * A batch of transitions written on PostgreSQL in one statement, not three or four per
  * transition. The server runs a connection's statements one after the other, each answered
  * before the next is sent (node-postgres does not pipeline), so a commit of 33 transitions was
- * about 100 round trips, some 16 ms while holding the writers' lock. Here each kind of write is
- * one statement over arrays (`unnest`), whatever the batch's size (figure 1's work on one worker:
- * 45-50 s before, 10 s after; BENCHMARKS.md "PostgreSQL").
+ * about 100 round trips, some 16 ms while holding the writers' lock, and every other writer
+ * waited through them. Here the closes, the moves, the opens and the numbering of the runs opened
+ * are one statement over arrays (`unnest`), whatever the batch's size (figure 1's work on one
+ * worker: 45-50 s in a statement per row, 10 s in one per kind of write; BENCHMARKS.md
+ * "PostgreSQL").
  *
  * The same guarded writes as the file's (store/transitions.ts), with the same results: a run is
  * closed only while `running`, a step moves only from the state the orchestrator believed, and
  * each transition learns what its writes changed (RETURNING), so that the writer's checks and
  * their errors are the file's. A statement changes a row once, so a batch in which a step moves
  * twice is written in rounds, each step at most once a round, in the batch's order; in a round the
- * runs are closed before any is opened (one running operation per step, a unique index).
+ * runs are closed before any is opened (one running operation per step, a unique index). The runs
+ * a round starts as the next attempt are numbered in it (NEXT_ATTEMPT), so that no read of the
+ * history goes before it.
  */
 import type { Db } from '../open.js';
 import type { Transition } from '../../domain/transition.js';
@@ -20,22 +24,39 @@ import { sql } from '../statements.js';
 import { updateSubcloud } from '../subclouds.js';
 import { completionSet, DETAILS_MAX, type Written } from '../transitions.js';
 
-const CLOSE = `UPDATE step_history AS h
-  SET outcome = v.outcome, finished_at = v.finished_at, details = v.details, retry_at = v.retry_at
-  FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[]) AS v(id, outcome, finished_at, details, retry_at)
-  WHERE h.id = v.id AND h.outcome = 'running'
-  RETURNING h.id`;
-
-const MOVE = `UPDATE strategy_step AS s
-  SET state = v.to_state, details = v.details, attempt = COALESCE(v.attempt, s.attempt),
-    started_at = COALESCE(s.started_at, $7), finished_at = CASE WHEN v.ended THEN $7 ELSE NULL END, updated_at = $7
-  FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::integer[], $6::boolean[]) AS v(id, from_state, to_state, details, attempt, ended)
-  WHERE s.id = v.id AND s.state = v.from_state
-  RETURNING s.id`;
-
-const OPEN = `INSERT INTO step_history (step_id, state, attempt, started_at, outcome)
-  SELECT v.step_id, v.state, v.attempt, $4, 'running' FROM unnest($1::bigint[], $2::text[], $3::integer[]) AS v(step_id, state, attempt)
-  RETURNING step_id, id`;
+/**
+ * A round in one statement, so one round trip while holding the writers' lock: the runs closed,
+ * the steps moved and the runs opened, each data-modifying part over arrays. A run is opened only
+ * for a step that moved, numbered after the history's last run of its step and state when asked
+ * (NEXT_ATTEMPT, 0), and only once every run of the round is closed: the `(SELECT count(*) FROM
+ * closed)` gate is evaluated once, before the first row is inserted, and running that part to its
+ * end is what lets a step's new run in beside its old one under the one-running-operation index.
+ * Every part reads the history as it was before the statement, which no closing changes the
+ * attempts of. Answers one row per change: 1 a run closed, 2 a step moved, 3 a run opened.
+ */
+const WRITE = `WITH v AS (
+    SELECT v.id, v.from_state, v.to_state, v.details, v.ended,
+      CASE WHEN v.attempt = 0
+        THEN coalesce((SELECT max(x.attempt) FROM step_history x WHERE x.step_id = v.id AND x.state = v.to_state), 0) + 1
+        ELSE v.attempt END AS num
+    FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::integer[], $6::boolean[]) AS v(id, from_state, to_state, details, attempt, ended)),
+  closed AS (UPDATE step_history AS h
+    SET outcome = c.outcome, finished_at = c.finished_at, details = c.details, retry_at = c.retry_at
+    FROM unnest($8::bigint[], $9::text[], $10::text[], $11::text[], $12::text[]) AS c(id, outcome, finished_at, details, retry_at)
+    WHERE h.id = c.id AND h.outcome = 'running'
+    RETURNING h.id),
+  moved AS (UPDATE strategy_step AS s
+    SET state = v.to_state, details = v.details, attempt = COALESCE(v.num, s.attempt),
+      started_at = COALESCE(s.started_at, $7::text), finished_at = CASE WHEN v.ended THEN $7::text ELSE NULL END, updated_at = $7::text
+    FROM v WHERE s.id = v.id AND s.state = v.from_state
+    RETURNING s.id),
+  opened AS (INSERT INTO step_history (step_id, state, attempt, started_at, outcome)
+    SELECT v.id, v.to_state, v.num, $7::text, 'running' FROM v
+    WHERE v.num IS NOT NULL AND v.id IN (SELECT id FROM moved) AND (SELECT count(*) FROM closed) >= 0
+    RETURNING step_id, id, attempt)
+SELECT 1, id, NULL::bigint, NULL::integer FROM closed
+UNION ALL SELECT 2, id, NULL, NULL FROM moved
+UNION ALL SELECT 3, step_id, id, attempt FROM opened`;
 
 const syncText = (e: Endpoint | null) => `UPDATE subcloud SET ${completionSet(e)}, updated_at = $1 WHERE id = ANY($2::bigint[])`;
 
@@ -69,45 +90,34 @@ function rounds(batch: readonly Transition[]): Transition[][] {
 
 function writeRound(db: Db, round: readonly Transition[], at: string): Written[] {
   const closes = round.filter((t) => t.close);
+  const rows = sql(db, WRITE)
+    .raw()
+    .all(
+      round.map((t) => t.stepId),
+      round.map((t) => t.from),
+      round.map((t) => t.to),
+      round.map((t) => t.details.slice(0, DETAILS_MAX)),
+      round.map((t) => t.startAttempt ?? null),
+      round.map((t) => t.ended),
+      at,
+      closes.map((t) => t.close!.historyId),
+      closes.map((t) => t.close!.outcome),
+      closes.map((t) => t.close!.finishedAt),
+      closes.map((t) => t.close!.details.slice(0, DETAILS_MAX)),
+      closes.map((t) => t.close!.retryAt ?? null),
+    ) as [number, number, number | null, number | null][];
   const closed = new Set<number>();
-  if (closes.length) {
-    const rows = sql(db, CLOSE)
-      .pluck()
-      .all(
-        closes.map((t) => t.close!.historyId),
-        closes.map((t) => t.close!.outcome),
-        closes.map((t) => t.close!.finishedAt),
-        closes.map((t) => t.close!.details.slice(0, DETAILS_MAX)),
-        closes.map((t) => t.close!.retryAt ?? null),
-      ) as number[];
-    for (const id of rows) closed.add(id);
-  }
-  const moved = new Set(
-    sql(db, MOVE)
-      .pluck()
-      .all(
-        round.map((t) => t.stepId),
-        round.map((t) => t.from),
-        round.map((t) => t.to),
-        round.map((t) => t.details.slice(0, DETAILS_MAX)),
-        round.map((t) => t.startAttempt ?? null),
-        round.map((t) => t.ended),
-        at,
-      ) as number[],
-  );
-  // A run opens only for a step that moved: one that did not fails the batch, which rolls back.
-  const opens = round.filter((t) => t.startAttempt !== undefined && moved.has(t.stepId));
+  const moved = new Set<number>();
   const opened = new Map<number, number>();
-  if (opens.length) {
-    const rows = sql(db, OPEN)
-      .raw()
-      .all(
-        opens.map((t) => t.stepId),
-        opens.map((t) => t.to),
-        opens.map((t) => t.startAttempt),
-        at,
-      ) as [number, number][];
-    for (const [stepId, id] of rows) opened.set(stepId, id);
+  const byStep = new Map(round.map((t) => [t.stepId, t]));
+  for (const [kind, id, historyId, attempt] of rows) {
+    if (kind === 1) closed.add(id);
+    else if (kind === 2) moved.add(id);
+    else {
+      opened.set(id, historyId!);
+      // The number the statement gave a run started as the next attempt: the orchestrator's own.
+      byStep.get(id)!.startAttempt = attempt!;
+    }
   }
   // The subclouds whose step completed, one statement per endpoint; then what each site said.
   const completing = new Map<Endpoint | null, number[]>();
