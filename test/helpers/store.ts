@@ -1,21 +1,22 @@
-/** A store-level fixture: a real dcm file with subclouds a and b, a patch strategy and one step each. */
+/** Store-level fixtures on a real dcm database. */
 import { openDb, type Db } from '../../src/store/open.js';
 import { insertSubclouds } from '../../src/store/subclouds.js';
 import { insertStrategy } from '../../src/store/strategy.js';
 import { insertSteps } from '../../src/store/steps.js';
 import { tempDir } from './cli.js';
 
-export function twoStepStrategy(): { db: Db; cleanup: () => void } {
+/**
+ * A store-level fixture: a real dcm database (a file, or a server's in the PostgreSQL pass) with
+ * the subclouds `names`, a patch strategy of one stage (window 2) and one step each, in that order.
+ */
+export function strategyOf(names: readonly string[]): { db: Db; cleanup: () => void } {
   const t = tempDir();
   const db = openDb(t.db, { create: true })!;
-  insertSubclouds(db, [{ name: 'a', fields: {} }, { name: 'b', fields: {} }]);
+  insertSubclouds(db, names.map((name) => ({ name, fields: {} })));
   insertStrategy(db, { type: 'patch', subcloudApplyType: null, maxParallelSubclouds: null, stopOnFailure: false, extra: {} }, [
     { stage: 1, window: 2, groupName: 'Default' },
   ]);
-  insertSteps(db, [
-    { subcloudId: 1, name: 'a', stage: 1 },
-    { subcloudId: 2, name: 'b', stage: 1 },
-  ]);
+  insertSteps(db, names.map((name, i) => ({ subcloudId: i + 1, name, stage: 1 })));
   return {
     db,
     cleanup: () => {
@@ -24,3 +25,6 @@ export function twoStepStrategy(): { db: Db; cleanup: () => void } {
     },
   };
 }
+
+/** Subclouds a and b, a patch strategy and one step each. */
+export const twoStepStrategy = (): { db: Db; cleanup: () => void } => strategyOf(['a', 'b']);

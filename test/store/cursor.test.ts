@@ -5,15 +5,11 @@
  * slot (deferred, retried), then the steps never started; a page at a time, each phase in id order.
  */
 import { afterEach, beforeAll, beforeEach, expect, test } from '@jest/globals';
-import { loadPgBackend, openDb, type Db } from '../../src/store/open.js';
-import { insertSubclouds } from '../../src/store/subclouds.js';
-import { insertStrategy } from '../../src/store/strategy.js';
-import { insertSteps } from '../../src/store/steps.js';
+import { loadPgBackend, type Db } from '../../src/store/open.js';
 import { StageCursor } from '../../src/store/cursor.js';
-import { tempDir } from '../helpers/cli.js';
+import { strategyOf } from '../helpers/store.js';
 import { pgTestUrl } from '../helpers/pg-databases.js';
 
-const NAMES = ['s1', 's2', 's3', 's4', 's5', 's6', 's7'];
 let db: Db;
 let cleanup: () => void;
 
@@ -21,17 +17,7 @@ beforeAll(async () => {
   if (pgTestUrl()) await loadPgBackend();
 });
 beforeEach(() => {
-  const t = tempDir();
-  db = openDb(t.db, { create: true })!;
-  insertSubclouds(db, NAMES.map((name) => ({ name, fields: {} })));
-  insertStrategy(db, { type: 'patch', subcloudApplyType: null, maxParallelSubclouds: null, stopOnFailure: false, extra: {} }, [
-    { stage: 1, window: 2, groupName: 'Default' },
-  ]);
-  insertSteps(db, NAMES.map((name, i) => ({ subcloudId: i + 1, name, stage: 1 })));
-  cleanup = () => {
-    db.close();
-    t.cleanup();
-  };
+  ({ db, cleanup } = strategyOf(['s1', 's2', 's3', 's4', 's5', 's6', 's7']));
 });
 afterEach(() => cleanup());
 

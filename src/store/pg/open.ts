@@ -55,7 +55,7 @@ export function openPgDb(url: string, opts: PgOpenOptions): PgDatabase | null {
         db.query({ text: `UPDATE dcm_meta SET value = $1 WHERE key = 'schema_version'`, values: [String(SCHEMA_VERSION)] });
       }).immediate();
     }
-    // A batch's transitions in a few statements over arrays, not a round trip per row.
+    // A batch's transitions in one statement over arrays, not a round trip per row.
     useBatchWrites(db as unknown as Db, writeBatchPg);
     return db;
   } catch (err) {
