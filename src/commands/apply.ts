@@ -18,6 +18,7 @@ import { ApplyLock, takeoverNote } from '../orchestrator/lock.js';
 import { LEASE_MS, WorkerLease } from '../orchestrator/workers.js';
 import { workerTakenText } from '../domain/events.js';
 import { Orchestrator } from '../orchestrator/orchestrator.js';
+import { realRuntime } from '../orchestrator/runtime.js';
 import { makeProgress } from '../orchestrator/progress-choose.js';
 import type { TrackerInputs } from '../orchestrator/progress-tracker.js';
 import { commitHooks, costCounters, windowClock } from '../orchestrator/test-hooks.js';
@@ -185,7 +186,7 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
     if (!onServer) for (const suffix of ['-wal', '-shm']) sidecars.set(ctx.dbPath + suffix, identity(ctx.dbPath + suffix));
     // The site's audit after each subcloud's last state, when the strategy was created with one.
     driver = withAuditAfter(await createDriver(ctx.dbPath, s), { type: s.type as StrategyType, extra: s.extra });
-    const orchestrator = new Orchestrator(db, driver, progress, {
+    const orchestrator = new Orchestrator(realRuntime(db, driver, hooks, cost?.counters ?? null), progress, {
       type: s.type as StrategyType,
       states: statesOf(s.type as StrategyType, s.extra as { cert_file?: string | null; exec_states?: unknown }),
       stopOnFailure: s.stop_on_failure,
@@ -198,8 +199,6 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
       fence: () => holder.check(),
       fenceToken: holder.token,
       shared: lease,
-      hooks,
-      counters: cost?.counters,
       windowClock: windowClock(process.env),
       checkFile,
       file: ctx.dbPath,

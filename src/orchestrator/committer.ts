@@ -11,7 +11,8 @@ import type { Db } from '../store/open.js';
 import { faultOf } from '../store/faults.js';
 import type { Transition } from '../domain/transition.js';
 import { TransitionWriter } from '../store/transitions.js';
-import type { CommitHooks, CostCounters } from './test-hooks.js';
+import type { CommitHooks, CostCounters } from './runtime.js';
+import { REAL_TIMERS, sleepOn, type Timers } from '../platform/timers.js';
 
 /** How often a busy file is tried again. */
 export const BUSY_RETRY_MS = 250;
@@ -32,6 +33,7 @@ export class Committer {
     private readonly warn: (text: string) => void,
     private readonly hooks: CommitHooks | null = null,
     private readonly counters: CostCounters | null = null,
+    private readonly timers: Timers = REAL_TIMERS,
   ) {
     // The fence opens every transaction of the orchestrator: where a test hook acts inside one.
     this.fence = hooks
@@ -78,7 +80,7 @@ export class Committer {
         return this.tryWrite(fn);
       } catch (err) {
         if (!this.isBusy(err)) throw err;
-        await new Promise((r) => setTimeout(r, BUSY_RETRY_MS));
+        await sleepOn(this.timers, BUSY_RETRY_MS);
       }
     }
   }

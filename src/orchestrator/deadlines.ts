@@ -9,7 +9,7 @@
  * registry of workers stays with the orchestrator (SPEC §1).
  */
 import { performance } from 'node:perf_hooks';
-import { setLongTimeout, type Timer } from '../platform/timers.js';
+import { REAL_TIMERS, type Timer, type Timers } from '../platform/timers.js';
 
 
 interface Deadline {
@@ -31,6 +31,7 @@ export class Deadlines {
     private readonly timeoutMs: number,
     private readonly isRunning: (stepId: number, opId: number) => boolean,
     private readonly expire: (stepId: number, opId: number) => void,
+    private readonly timers: Timers = REAL_TIMERS,
   ) {}
 
   /** An operation started now; `running` is how many run in all (for compaction). */
@@ -48,7 +49,7 @@ export class Deadlines {
 
   private arm(): void {
     if (this.timer || this.head >= this.queue.length) return;
-    this.timer = setLongTimeout(() => this.fire(), this.queue[this.head].at - performance.now());
+    this.timer = this.timers.after(() => this.fire(), this.queue[this.head].at - performance.now());
   }
 
   private fire(): void {

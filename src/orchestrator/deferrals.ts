@@ -11,7 +11,7 @@ import type { ExtraArgs } from '../domain/options.js';
 import type { Db } from '../store/open.js';
 import { deferralsOf, deferredRun, othersLeftInStage } from '../store/deferrals.js';
 import type { CursorStep } from '../store/cursor.js';
-import { setLongTimeout, type Timer } from '../platform/timers.js';
+import { REAL_TIMERS, type Timer, type Timers } from '../platform/timers.js';
 
 export class Deferrals {
   private readonly timers = new Map<number, Timer>();
@@ -26,6 +26,7 @@ export class Deferrals {
     startedMs: number,
     /** A deferred step's next try is due: hand it to its stage's window. */
     private readonly due: (step: CursorStep) => void,
+    private readonly clock: Timers = REAL_TIMERS,
   ) {
     this.delayMs = typeof extra.defer_delay_ms === 'number' ? extra.defer_delay_ms : DEFAULT_DEFER_DELAY_MS;
     this.deadlineMs = typeof extra.defer_until === 'string' ? deadlineOf(parseDeferUntil(extra.defer_until), startedMs) : null;
@@ -81,7 +82,7 @@ export class Deferrals {
 
   private wait(step: CursorStep, dueMs: number): void {
     this.timers.get(step.id)?.clear();
-    const t = setLongTimeout(() => {
+    const t = this.clock.after(() => {
       this.timers.delete(step.id);
       this.due(step);
     }, Math.max(0, dueMs - Date.now()));

@@ -8,6 +8,7 @@
  * write finds the file busy gets the same change again on the next poll. What to do about a change
  * is the orchestrator's business (it alone owns the registry).
  */
+import { REAL_TIMERS, type Timer, type Timers } from '../platform/timers.js';
 import { performance } from 'node:perf_hooks';
 import type { Db } from '../store/open.js';
 import { faultOf } from '../store/faults.js';
@@ -42,7 +43,7 @@ export interface Snapshot {
 }
 
 export class ExternalRequests {
-  private timer: NodeJS.Timeout | null = null;
+  private timer: Timer | null = null;
   private lastDataVersion = -1;
   private lastFileCheck = 0;
   private last: Snapshot;
@@ -50,7 +51,7 @@ export class ExternalRequests {
   constructor(
     private readonly db: Db,
     private readonly handlers: RequestHandlers,
-    private readonly opts: { pollMs?: number; checkFile?: () => void },
+    private readonly opts: { pollMs?: number; checkFile?: () => void; timers?: Timers },
     /** What the orchestrator started from: only later changes are requests. */
     start: Snapshot,
   ) {
@@ -58,11 +59,11 @@ export class ExternalRequests {
   }
 
   start(): void {
-    this.timer = setInterval(() => this.poll(), this.opts.pollMs ?? 250);
+    this.timer = (this.opts.timers ?? REAL_TIMERS).every(() => this.poll(), this.opts.pollMs ?? 250);
   }
 
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
+    this.timer?.clear();
     this.timer = null;
   }
 

@@ -12,7 +12,7 @@
  * those whose run is still its step's current one, so a line from a run that has ended, or from an
  * earlier attempt, is dropped rather than written over a later state's details.
  */
-import { setLongTimeout, type Timer } from '../platform/timers.js';
+import { REAL_TIMERS, type Timer, type Timers } from '../platform/timers.js';
 
 /** How often a subcloud's details may be written, and a progress-only commit be made. */
 export const DETAILS_EVERY_MS = 1000;
@@ -39,6 +39,7 @@ export class RunDetails {
   constructor(
     private readonly due: () => void,
     private readonly clock: () => number = Date.now,
+    private readonly timers: Timers = REAL_TIMERS,
   ) {}
 
   /** A run's newest line; one equal to what its run last had written is no change. */
@@ -113,7 +114,7 @@ export class RunDetails {
     let first = Infinity;
     for (const l of this.pending.values()) first = Math.min(first, this.dueAt(l.stepId, l.opId));
     const at = Math.max(first, this.lastOwnMs + DETAILS_EVERY_MS);
-    this.timer = setLongTimeout(() => {
+    this.timer = this.timers.after(() => {
       this.timer = null;
       // A ride-along commit may have written what this timer was for: then wait for the next.
       if (this.overdue) this.due();

@@ -5,20 +5,24 @@
  * later apply where the run is.
  */
 import type { RunProcess } from '../platform/proc.js';
+import { REAL_TIMERS, type Timer, type Timers } from '../platform/timers.js';
 
 /** How long a started run's process may wait to be recorded with other writes. */
 const PROC_RECORD_MS = 50;
 
 export class RunProcesses {
   private procs: [number, RunProcess][] = [];
-  private timer: NodeJS.Timeout | null = null;
+  private timer: Timer | null = null;
 
   /** `due`: the delay is over, a commit should happen (the orchestrator schedules a flush). */
-  constructor(private readonly due: () => void) {}
+  constructor(
+    private readonly due: () => void,
+    private readonly timers: Timers = REAL_TIMERS,
+  ) {}
 
   add(historyId: number, proc: RunProcess): void {
     this.procs.push([historyId, proc]);
-    this.timer ??= setTimeout(() => {
+    this.timer ??= this.timers.after(() => {
       this.timer = null;
       this.due();
     }, PROC_RECORD_MS);
@@ -46,7 +50,7 @@ export class RunProcesses {
   }
 
   stop(): void {
-    if (this.timer) clearTimeout(this.timer);
+    this.timer?.clear();
     this.timer = null;
   }
 }

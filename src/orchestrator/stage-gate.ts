@@ -18,7 +18,7 @@ import { parseTime, timeAt } from '../store/clock.js';
 import { recordEvent } from '../store/events.js';
 import { casStrategyState } from '../store/strategy.js';
 import { listStageGates, setGateState, stageCloudNames, stageGate, stagesWithSteps, stageTally } from '../store/stage-gates.js';
-import { setLongTimeout, type Timer } from '../platform/timers.js';
+import { REAL_TIMERS, type Timer, type Timers } from '../platform/timers.js';
 import type { Actor } from '../platform/who.js';
 
 export interface GateHost {
@@ -97,6 +97,7 @@ export class StageGates {
   constructor(
     private readonly db: Db,
     private readonly host: GateHost,
+    private readonly timers: Timers = REAL_TIMERS,
   ) {}
 
   /**
@@ -232,7 +233,7 @@ export class StageGates {
     return new Promise<void>((resolve) => {
       if (this.stopped) return resolve();
       this.wakeUp = resolve;
-      if (ms !== null) this.timer = setLongTimeout(() => this.wake(), ms);
+      if (ms !== null) this.timer = this.timers.after(() => this.wake(), ms);
     });
   }
 

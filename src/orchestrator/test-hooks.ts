@@ -21,15 +21,11 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import { UsageError } from '../domain/errors.js';
+import type { CommitHooks, CostCounters } from './runtime.js';
+
+export type { CommitHooks, CostCounters };
 
 const require = createRequire(import.meta.url);
-
-export interface CommitHooks {
-  beforeCommit(n: number): void;
-  /** Inside the Nth commit's transaction, once its fence is checked. */
-  inCommit(n: number): void;
-  afterCommit(n: number): void;
-}
 
 /** The hooks the environment asks for (null: none), checked before anything is read. */
 export function commitHooks(env: NodeJS.ProcessEnv, file: string): CommitHooks | null {
@@ -92,27 +88,6 @@ function holdWriteLock(file: string, ms: number): void {
   );
   worker.unref();
   Atomics.wait(flag, 0, 0, 15_000);
-}
-
-/** What an apply cost, counted exactly (`DCM_TEST_HOOKS=1 DCM_COUNTERS=FILE`): guards that do not flake. */
-export interface CostCounters {
-  /**
-   * Commits made on the orchestrator's connection: its write transactions (immediate, outermost)
-   * and its writes outside any transaction (each one a commit of its own). Counted at the
-   * connection, not by the committer, so that a commit added anywhere is counted.
-   */
-  commits: number;
-  /** Step transitions committed (each opens, closes or moves one step). */
-  transitions: number;
-  /** SQL statements run on the orchestrator's connection (reads and writes, in or out of a transaction). */
-  statements: number;
-  /** Steps' details written from runs' progress lines (each a row changed). */
-  details: number;
-  /**
-   * Reads outside any transaction (each takes and drops a WAL read lock of its own): a few per
-   * apply and per poll, never one per subcloud started.
-   */
-  autocommitReads: number;
 }
 
 type TxFn = ((...a: unknown[]) => unknown) & Record<'deferred' | 'immediate', (...a: unknown[]) => unknown>;

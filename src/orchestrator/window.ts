@@ -21,7 +21,7 @@
 import pLimit, { type LimitFunction } from 'p-limit';
 import { mayTakeSlot, type Gate } from '../domain/control.js';
 import type { CursorStep } from '../store/cursor.js';
-import { setLongTimeout, type Timer } from '../platform/timers.js';
+import { REAL_TIMERS, type Timer, type Timers } from '../platform/timers.js';
 
 export interface WindowHost {
   /** Up to `limit` more of the stage's open steps, in order; fewer once there are no more. */
@@ -95,6 +95,7 @@ export class StageWindow {
   constructor(
     size: number,
     private readonly host: WindowHost,
+    private readonly timers: Timers = REAL_TIMERS,
   ) {
     this.limit = pLimit({ concurrency: Math.max(1, size), rejectOnClear: true });
   }
@@ -257,7 +258,7 @@ export class StageWindow {
     this.asideTimer = null;
     this.asideTimerDue = dueMs;
     if (dueMs === Infinity) return;
-    this.asideTimer = setLongTimeout(() => {
+    this.asideTimer = this.timers.after(() => {
       this.asideTimer = null;
       this.asideTimerDue = Infinity;
       this.pump();

@@ -16,7 +16,7 @@ import crypto from 'node:crypto';
 import { DcmError, EXIT } from '../domain/errors.js';
 import { processAlive } from '../platform/proc.js';
 import { hostName } from '../platform/who.js';
-import { setLongInterval, type Timer } from '../platform/timers.js';
+import { REAL_TIMERS, type Timer, type Timers } from '../platform/timers.js';
 import type { Db } from '../store/open.js';
 import { addWorker, beatWorker, holdsWorker, leaveWorker, listWorkers, storeClockMs, takeOver, type WorkerRow } from '../store/workers.js';
 import { processStart } from './lock.js';
@@ -40,10 +40,19 @@ export interface TakenOver {
   interrupted: number;
 }
 
+/** Who a worker is: its host and process (the simulator's workers name their own), and its timers. */
+export interface WorkerIdentity {
+  host: string;
+  pid: number;
+  token: string;
+  timers: Timers;
+}
+
 export class WorkerLease {
-  readonly host = hostName();
-  readonly pid = process.pid;
-  readonly token = crypto.randomBytes(12).toString('hex');
+  readonly host: string;
+  readonly pid: number;
+  readonly token: string;
+  private readonly timers: Timers;
   /** The row's id, once joined: the steps this worker claims name it. */
   id = 0;
   private timer: Timer | null = null;
@@ -56,7 +65,13 @@ export class WorkerLease {
     private readonly db: Db,
     readonly leaseMs: number,
     readonly maxLocal: number | null,
-  ) {}
+    who: Partial<WorkerIdentity> = {},
+  ) {
+    this.host = who.host ?? hostName();
+    this.pid = who.pid ?? process.pid;
+    this.token = who.token ?? crypto.randomBytes(12).toString('hex');
+    this.timers = who.timers ?? REAL_TIMERS;
+  }
 
   /**
    * Join in one transaction with `also` (the apply's start and its record): then the workers that
@@ -97,7 +112,7 @@ export class WorkerLease {
    * are free, or this worker's to adopt), if any.
    */
   startHeartbeat(onLost: (err: LostLeaseError) => void, onError: (err: Error) => void, onBeat: (taken: TakenOver[]) => void): void {
-    this.timer = setLongInterval(() => {
+    this.timer = this.timers.every(() => {
       try {
         // A beat that finds the row gone is rolled back: a worker taken over commits nothing at all.
         const taken = this.db

@@ -79,3 +79,28 @@ export function setLongInterval(fn: () => void, ms: number): Timer {
 export function sleep(ms: number): Promise<void> {
   return new Promise<void>((resolve) => setLongTimeout(resolve, ms));
 }
+
+/**
+ * The timers a part of the orchestrator sets, as one value: the real ones in an apply, and in the
+ * simulator (src/sim) a set it can stop at once (a killed worker) or hold (a frozen one), so the
+ * same code runs on both. Every delay of the orchestrator's parts goes through one of these.
+ */
+export interface Timers {
+  /** `fn` once, after `ms` (setLongTimeout). */
+  after(fn: () => void, ms: number): Timer;
+  /** `fn` every `ms` until cleared (setLongInterval). */
+  every(fn: () => void, ms: number): Timer;
+  /** `fn` on the next turn of the event loop, after what is queued now (setImmediate). */
+  soon(fn: () => void): void;
+}
+
+export const REAL_TIMERS: Timers = {
+  after: setLongTimeout,
+  every: setLongInterval,
+  soon: (fn) => void setImmediate(fn),
+};
+
+/** Resolve after `ms` on `timers`. */
+export function sleepOn(timers: Timers, ms: number): Promise<void> {
+  return new Promise<void>((resolve) => timers.after(resolve, ms));
+}

@@ -9,6 +9,7 @@ import type { Driver, OperationRequest, OperationResult } from '../../src/driver
 import { statesOf, type StrategyType } from '../../src/domain/types.js';
 import { Orchestrator, type OrchestratorOptions } from '../../src/orchestrator/orchestrator.js';
 import type { ProgressSink, Summary, TransitionEvent } from '../../src/orchestrator/progress.js';
+import { realRuntime, type CommitHooks, type CostCounters } from '../../src/orchestrator/runtime.js';
 import { openDb, type Db } from '../../src/store/open.js';
 import { casStrategyState, getStrategy } from '../../src/store/strategy.js';
 import { tempDir } from './cli.js';
@@ -131,7 +132,7 @@ export interface Fixture {
   db: Db;
   states: string[];
   options: OrchestratorOptions;
-  make: (driver: Driver, progress?: RecordingProgress, overrides?: Partial<OrchestratorOptions>) => Orchestrator;
+  make: (driver: Driver, progress?: RecordingProgress, overrides?: Partial<OrchestratorOptions> & { counters?: CostCounters; hooks?: CommitHooks }) => Orchestrator;
   cleanup: () => void;
 }
 
@@ -169,8 +170,8 @@ export async function fixture(spec: FixtureSpec): Promise<Fixture> {
     db,
     states,
     options,
-    make: (driver, progress = new RecordingProgress(), overrides = {}) =>
-      new Orchestrator(db, driver, progress, { ...options, ...overrides }),
+    make: (driver, progress = new RecordingProgress(), { counters, hooks, ...overrides } = {}) =>
+      new Orchestrator(realRuntime(db, driver, hooks ?? null, counters ?? null), progress, { ...options, ...overrides }),
     cleanup: () => {
       if (db.open) db.close();
       t.cleanup();

@@ -1,0 +1,320 @@
+/**
+ * The commit loop: drivers' reports and the transitions they call for are queued, and one flush
+ * per turn of the event loop decides every queued report (decide.ts), applies the one stop rule to
+ * the whole batch, commits it through the committer (one fenced transaction, one busy rule:
+ * committer.ts) and only then lets the batch be seen and starts the operations it opened. A busy
+ * store keeps everything queued and is tried again; nothing it holds has started.
+ *
+ * Owns: the queues (reports, transitions), the flush, the stop rule's application, the fence of
+ * the orchestrator's transactions. Never touches: the registry's map (it asks the registry to
+ * settle a report), the window's slots (it asks its host), timers other than its runtime's.
+ */
+import { NO_NEW_SUBCLOUDS, opensNewSubcloud, stopRule, type Gate, type ReportResult } from '../domain/control.js';
+import { STEP_DEFERRED } from '../domain/deferral.js';
+import type { Transition } from '../domain/transition.js';
+import type { CursorStep } from '../store/cursor.js';
+import { now } from '../store/clock.js';
+import { strategyState } from '../store/strategy.js';
+import { recordRunDetails, recordRunProcesses } from '../store/runs.js';
+import type { Refusal } from '../store/workers.js';
+import type { ProgressSink } from './progress.js';
+import { Committer, BUSY_RETRY_MS } from './committer.js';
+import { decideRun, type DecideContext, type Decided, type Report } from './decide.js';
+import type { Fleet } from './fleet.js';
+import type { Registry, Worker } from './registry.js';
+import { RunProcesses } from './run-processes.js';
+import { RunDetails } from './run-details.js';
+import type { Runtime } from './runtime.js';
+import { sleepOn } from '../platform/timers.js';
+
+/** How long, after a second Ctrl-C, the answers already received wait for a busy store. */
+export const FINAL_FLUSH_MS = 10_000;
+
+/** A subcloud's place in its stage's window, as the commit loop sees it. */
+export interface SlotView {
+  step: CursorStep;
+  /** Its first operation was committed: from then on it is in flight and runs to its end. */
+  started: boolean;
+}
+
+/** What the commit loop asks of the rest of the orchestrator. */
+export interface CommitHost {
+  slot(stepId: number): SlotView;
+  gate(): Gate;
+  /** The subcloud gives its slot back: ended, or held back before it started. */
+  release(stepId: number, ended: boolean): void;
+  /** A claim was refused (one of several workers). */
+  refused(stepId: number, why: Refusal): void;
+  /** A committed transition opened an operation (or a retry after its backoff). */
+  start(step: CursorStep, state: string, attempt: number, historyId: number): void;
+  retryLater(step: CursorStep, state: string, delayMs: number): void;
+  /** A deferral committed: the step waits for its next try, apart. */
+  deferred(step: CursorStep): void;
+  /** What the report of `w`'s run, decided, counts toward (failures, retries, a run cut off). */
+  decided(d: Decided, w: Worker): void;
+  /** A stop committed in the store that this process has not seen yet: look now. */
+  lookNow(): boolean;
+  /** The host name recorded with each run's process. */
+  host: string;
+  fail(err: Error): void;
+  /** True once the orchestrator has stopped or failed: nothing more is decided. */
+  done(): boolean;
+  /** A signal is being answered (its processes are recorded without waiting). */
+  interrupted(): boolean;
+}
+
+export class CommitLoop {
+  readonly committer: Committer;
+  readonly procs: RunProcesses;
+  readonly details: RunDetails;
+  private pending: Transition[] = [];
+  private reports: Report[] = [];
+  private flushScheduled = false;
+  /** The commit being made opens a new subcloud (its fence then reads the store's state). */
+  private opensNew = false;
+  /** The commit being made claims subclouds (one of several workers). */
+  private claiming = false;
+
+  constructor(
+    private readonly rt: Runtime,
+    private readonly registry: Registry,
+    private readonly fleet: Fleet,
+    private readonly host: CommitHost,
+    private readonly decideCtx: DecideContext,
+    private readonly progress: ProgressSink,
+    type: string,
+    outerFence: (() => void) | undefined,
+  ) {
+    const db = rt.db;
+    const fence = () => {
+      outerFence?.();
+      // Read once a commit, and only by one that starts subclouds: each read is a round trip on a server.
+      const state = this.opensNew || this.claiming ? strategyState(db) : undefined;
+      if (this.opensNew && NO_NEW_SUBCLOUDS.includes(state ?? '')) throw new StopInFile();
+      if (this.claiming) {
+        // One of several workers: the subclouds this commit starts are claimed in it, or none is.
+        if (state !== 'applying') throw new StopInFile();
+        return fleet.claim(db);
+      }
+    };
+    this.committer = new Committer(db, type, fence, (t) => progress.warn(t), rt.hooks, rt.counters, rt.timers);
+    this.procs = new RunProcesses(() => this.schedule(), rt.timers);
+    this.details = new RunDetails(() => this.schedule(), rt.now, rt.timers);
+  }
+
+  /** A transition to commit with the next batch. */
+  queue(t: Transition): void {
+    this.pending.push(t);
+    this.schedule();
+  }
+
+  /** Whether a transition of `stepId` waits to be committed. */
+  queued(stepId: number): boolean {
+    return this.pending.some((p) => p.stepId === stepId);
+  }
+
+  /** Drop the queued transitions `keep` refuses (a smaller window, a takeover). */
+  filter(keep: (t: Transition) => boolean): void {
+    this.pending = this.pending.filter(keep);
+  }
+
+  /** A driver's answer arrives here and nowhere else. */
+  report(stepId: number, opId: number, result: ReportResult): void {
+    if (this.host.done()) return;
+    this.reports.push({ stepId, opId, result, finishedAt: now(), finishedMs: this.rt.now() });
+    this.schedule();
+  }
+
+  schedule(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    this.rt.timers.soon(() => this.flush());
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    if (this.host.done()) return;
+    try {
+      this.decideReports();
+      if (!this.commitPending()) {
+        // Another writer holds the store past the busy timeout: nothing was committed and nothing
+        // it opens has started; it is all kept, and tried again shortly (under the stop rule anew).
+        this.flushScheduled = true;
+        this.rt.timers.after(() => this.flush(), BUSY_RETRY_MS);
+      }
+    } catch (err) {
+      this.host.fail(err as Error);
+    }
+  }
+
+  /**
+   * After a second Ctrl-C: what was answered is committed (the stop rule holds every start), for
+   * at most FINAL_FLUSH_MS while the store stays busy. What is left is what a kill -9 leaves: runs
+   * still `running` in the history, which the next apply adopts or runs again as its log says.
+   */
+  async finalFlush(): Promise<void> {
+    this.decideReports();
+    const giveUp = this.rt.now() + FINAL_FLUSH_MS;
+    while (this.pending.length || this.procs.waiting) {
+      if (this.commitPending()) return;
+      if (this.rt.now() >= giveUp) {
+        this.progress.warn(`the database stayed locked for ${FINAL_FLUSH_MS / 1000} s: ${this.pending.length} answer(s) not recorded; the next apply finds those runs as a kill would leave them`);
+        return;
+      }
+      await sleepOn(this.rt.timers, BUSY_RETRY_MS);
+    }
+  }
+
+  /** Turn each report into the transition it calls for; stale reports change nothing. */
+  private decideReports(): void {
+    const reports = this.reports;
+    this.reports = [];
+    for (const r of reports) {
+      const w = this.registry.settle(r.stepId, r.opId);
+      if (!w) continue; // answered after its timeout: the step moved on
+      // Its run has ended: a progress line of it still waiting is never written.
+      this.details.forget(r.stepId);
+      const d = decideRun(w, r, this.decideCtx);
+      this.pending.push(d.transition);
+      this.host.decided(d, w);
+    }
+  }
+
+  /**
+   * The one commit path for transitions: the stop rule on the whole batch, one fenced commit with
+   * the processes to record, then (only then) the starts it opened. False: the store was busy.
+   */
+  private commitPending(lookAgain = true): boolean {
+    const batch = this.applyStopRule(this.pending);
+    this.pending = [];
+    // A batch that opens a new subcloud reads the strategy's state inside its transaction: a
+    // pause or an abort committed since the last poll stops it there, not up to a poll later.
+    const opensNew = batch.some((t) => {
+      const slot = this.host.slot(t.stepId);
+      return opensNewSubcloud(t, { started: slot.started, resumed: resumedStep(slot.step) });
+    });
+    const procs = this.procs.list;
+    const alone = batch.length === 0;
+    const procsDue = this.procs.overdue || (this.procs.waiting && this.host.interrupted());
+    if (alone && !procsDue && !this.details.overdue) return true;
+    // Progress lines ride along (a second after their subcloud's last); only runs still in flight.
+    const lines = this.details.take((stepId, opId) => this.registry.current(stepId, opId));
+    if (alone && !procsDue && lines.length === 0) return true;
+    const rows = lines.map((l) => {
+      const w = this.registry.get(l.stepId)!;
+      return { stepId: l.stepId, state: w.state, historyId: w.historyId, text: l.text };
+    });
+    let written = 0;
+    const also =
+      procs.length || rows.length
+        ? () => {
+            if (procs.length) recordRunProcesses(this.rt.db, procs, this.host.host);
+            if (rows.length) written = recordRunDetails(this.rt.db, rows);
+          }
+        : undefined;
+    let committed = false;
+    try {
+      this.procs.stop();
+      this.opensNew = opensNew;
+      // One of several workers claims each subcloud in the commit of its first operation here.
+      this.claiming = this.fleet.asking(batch, (id) => this.host.slot(id).step);
+      try {
+        this.committer.tryCommit(batch, also);
+        committed = true;
+      } finally {
+        this.opensNew = false;
+        this.claiming = false;
+      }
+    } catch (err) {
+      this.fleet.settle(false);
+      if (err instanceof StopInFile) {
+        // Nothing was written: the stop is carried out now (its handler runs), and the batch is
+        // tried once more under the stop rule anew, its new subclouds held back. Should the stop's
+        // own write find the store busy, the batch waits like a busy one.
+        this.pending = batch.concat(this.pending);
+        if (!lookAgain || !this.host.lookNow()) return false;
+        return this.commitPending(false);
+      }
+      if (!this.committer.isBusy(err)) throw err;
+      this.pending = batch.concat(this.pending);
+      return false;
+    }
+    // The subclouds whose claim was refused were left out of the commit; they are let go of
+    // (another worker has one, or the stage's window is full across the workers: it waits in its place).
+    const refusals = this.fleet.settle(committed);
+    if (procs.length) this.procs.recorded();
+    if (lines.length) {
+      this.details.committed(lines, alone && !procsDue);
+      if (this.rt.counters) this.rt.counters.details += written;
+    }
+    return this.committed(lines, refusals.size ? batch.filter((t) => !refusals.has(t.stepId)) : batch, refusals);
+  }
+
+  /** Committed: now it may be seen, and the operations it opened may start. */
+  private committed(lines: { stepId: number; text: string }[], batch: Transition[], refusals: Map<number, Refusal>): true {
+    for (const l of lines) this.progress.details?.(this.registry.get(l.stepId)!.step.cloud, l.text);
+    for (const [stepId, why] of refusals) this.host.refused(stepId, why);
+    for (const t of batch) {
+      const slot = this.host.slot(t.stepId);
+      slot.started = true;
+      this.progress.transition({
+        at: now(),
+        cloud: t.cloud,
+        from: t.from,
+        to: t.to,
+        details: t.details,
+        attempt: t.startAttempt,
+        stage: slot.step.stage,
+        durationMs: t.close?.durationMs,
+        ended: t.ended,
+      });
+      slot.step.state = t.to;
+      if (t.startAttempt !== undefined) this.host.start(slot.step, t.to, t.startAttempt, t.historyId!);
+      else if (t.retryInMs !== undefined) this.host.retryLater(slot.step, t.to, t.retryInMs);
+      else {
+        this.host.release(t.stepId, true);
+        // Its slot is free for the next site: it waits for its next try, apart.
+        if (t.to === STEP_DEFERRED) this.host.deferred(slot.step);
+      }
+    }
+    return true;
+  }
+
+  /**
+   * The one stop rule (domain/control.ts `stopRule`), applied to every batch at every attempt to
+   * commit it: once a stop is decided, nothing starts, whatever batch or queue it was in. A first
+   * start held back gives its slot back (its window keeps its place); a start stripped from a
+   * transition leaves the step mid-state for `apply` to resume.
+   */
+  private applyStopRule(batch: Transition[]): Transition[] {
+    const g = this.host.gate();
+    if (g.newSubclouds && g.operations) return batch;
+    const out: Transition[] = [];
+    for (const t of batch) {
+      const slot = this.host.slot(t.stepId);
+      const verdict = stopRule(t, g, { started: slot.started, resumed: resumedStep(slot.step) });
+      if (verdict === 'keep') out.push(t);
+      else if (verdict === 'hold') this.host.release(t.stepId, slot.started);
+      else {
+        // It moves and closes its run, but opens nothing: released once committed.
+        t.startAttempt = undefined;
+        t.retryInMs = undefined;
+        if (t.close) t.close.retryAt = undefined;
+        out.push(t);
+      }
+    }
+    return out;
+  }
+}
+
+/** A commit found the strategy paused or aborted in the store before the poll did: rolled back. */
+class StopInFile extends Error {
+  constructor() {
+    super('a stop in the file, not seen yet');
+  }
+}
+
+/** A step caught mid-state by an earlier apply (not one `strategy retry` reset): resumed, not new. */
+export function resumedStep(step: CursorStep): boolean {
+  return step.state !== 'initial' && step.state !== STEP_DEFERRED && !step.retried;
+}

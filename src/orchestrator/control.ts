@@ -1,0 +1,261 @@
+/**
+ * Control: the inputs of the one gate (domain/control.ts) and what switches them — the operator's
+ * requests from other shells (abort, pause, resume, a window, a budget: requests.ts finds them,
+ * they are carried out here), the failure budget, signals (a first Ctrl-C drains, a second stops
+ * waiting), and a fatal stop (a store fault, a lost lock or lease).
+ *
+ * Owns: the stop flags (each only ever switches on, but `paused`), the failure count and budget,
+ * the drain timer. Never touches: the registry's map (it abandons the workers it is handed), the
+ * commit (abort's write goes through the committer it is handed), the slots.
+ */
+import { failureLimit, gate, type Gate } from '../domain/control.js';
+import { formatDuration } from '../domain/durations.js';
+import { applyFaultError } from '../store/faults.js';
+import { casStrategyState } from '../store/strategy.js';
+import { abortInitialSteps } from '../store/transitions.js';
+import { abortDeferredSteps } from '../store/deferrals.js';
+import { runsStillRunning } from '../store/runs.js';
+import type { Timer } from '../platform/timers.js';
+import { abandon, type Registry } from './registry.js';
+import type { ProgressSink } from './progress.js';
+import type { Runtime } from './runtime.js';
+import type { Fleet } from './fleet.js';
+import { LostLeaseError } from './workers.js';
+
+/** What control acts on. */
+export interface ControlHost {
+  /** Subclouds holding a slot (in flight). */
+  inFlight(): number;
+  /** The window and the gates look again; a wait for other workers ends. */
+  pump(): void;
+  wake(): void;
+  /** The stage's own budget is spent (the running stage is held). */
+  stageHeld(): boolean;
+  /** A signal: subclouds waiting for a retry or deferred, not running, end here. */
+  drain(): void;
+  /** Resumed: the maintenance windows are read again. */
+  resumed(): void;
+  /** Aborted: deferred steps are never tried again; the views are told. */
+  aborted(): void;
+  /** Stop waiting: run() returns now. */
+  hardStop(): void;
+  /** file: the path, for the messages of store faults. */
+  file: string;
+  stopOnFailure: boolean;
+  drainMs: number;
+}
+
+export class Control {
+  private noNewSubclouds = false;
+  private noNewOperations = false;
+  paused = false;
+  aborting = false;
+  failedSeen = false;
+  /** Steps failed so far, and the budget (SPEC §4): no new subcloud once it is reached. */
+  failedCount = 0;
+  totalSteps = 0;
+  private budgetText: string | null = null;
+  private failureLimit: number | null = null;
+  private budgetSaid = false;
+  interruptedBy: NodeJS.Signals | null = null;
+  fatal: Error | null = null;
+  /** Set once run() is done: a late answer or a queued flush must change nothing any more. */
+  stopped = false;
+  private drainTimer: Timer | null = null;
+  /** Runs were left to the worker that took this one over: the driver must not stop them as it closes. */
+  leftGoing = false;
+
+  constructor(
+    private readonly rt: Runtime,
+    private readonly registry: Registry,
+    private readonly fleet: Fleet,
+    private readonly progress: ProgressSink,
+    private readonly host: ControlHost,
+  ) {}
+
+  /** The strategy's steps as the run starts: how many, and how many failed already. */
+  counted(failed: number, total: number): void {
+    this.failedCount = failed;
+    this.totalSteps = total;
+    this.failedSeen = failed > 0;
+  }
+
+  /** The one gate (domain/control.ts), asked before every start and at every commit. */
+  gate(): Gate {
+    return gate({
+      paused: this.paused,
+      noNewSubclouds: this.noNewSubclouds || this.fatal !== null,
+      noNewOperations: this.noNewOperations || this.fatal !== null,
+      failed: this.failedCount,
+      limit: this.failureLimit,
+      stageHeld: this.host.stageHeld(),
+    });
+  }
+
+  /** Nothing more is decided here: run() is done, or a fatal error stopped it. */
+  done(): boolean {
+    return this.fatal !== null || this.stopped;
+  }
+
+  /** A signal or a fatal error: the run stops at the next look. */
+  halted(): boolean {
+    return this.interruptedBy !== null || this.fatal !== null;
+  }
+
+  /** An abort, a signal, a fatal error or the budget spent: no gate runs, no stage starts. */
+  ending(): boolean {
+    return this.noNewSubclouds || this.fatal !== null || this.interruptedBy !== null || this.budgetSpent();
+  }
+
+  budgetSpent(): boolean {
+    return this.failureLimit !== null && this.failedCount >= this.failureLimit;
+  }
+
+  /**
+   * A step failed. Counted when decided, so that starts queued in the same flush are held back
+   * (as --stop-on-failure always did); the transition itself is committed with them.
+   */
+  stepFailed(cloud: string): void {
+    this.failedSeen = true;
+    this.failedCount++;
+    if (this.budgetSpent()) this.sayBudgetSpent(cloud);
+  }
+
+  /** The strategy's failed steps as the store has them, every worker's: the budget counts them all. */
+  failedElsewhere(failed: number): void {
+    if (failed <= this.failedCount) return;
+    this.failedCount = failed;
+    this.failedSeen = true;
+    if (this.budgetSpent()) this.sayBudgetSpent('a step of another worker');
+    this.host.pump();
+  }
+
+  private sayBudgetSpent(cloud: string): void {
+    if (this.budgetSaid) return;
+    this.budgetSaid = true;
+    if (this.budgetText === null) this.progress.note(`${cloud} failed: stop on failure, no new subcloud will start`);
+    else this.progress.note(`${cloud} failed: ${this.failureLimit} step(s) failed (--max-failures ${this.budgetText}), no new subcloud will start`);
+  }
+
+  /** The failure budget, from the store (at start, or changed by `strategy update`). */
+  setBudget(text: string | null, changed: boolean): void {
+    this.budgetText = text;
+    this.failureLimit = failureLimit(text, this.host.stopOnFailure, this.totalSteps);
+    if (changed) this.progress.note(`failure budget: ${this.failureLimit === null ? 'none' : `${this.failureLimit} failed step(s)`} (${this.failedCount} failed so far)`);
+    this.host.pump();
+  }
+
+  /** The abort's write: the strategy to `aborting`, every step not started `aborted`. */
+  abortWrite(): number {
+    casStrategyState(this.rt.db, ['abort requested'], 'aborting');
+    return abortInitialSteps(this.rt.db) + abortDeferredSteps(this.rt.db);
+  }
+
+  /** The abort committed: start nothing new, let the rest run to its end. */
+  aborted(n: number): void {
+    this.aborting = true;
+    this.noNewSubclouds = true;
+    this.host.aborted();
+    if (this.paused) this.setPaused(false, true);
+    this.progress.initialAborted?.();
+    this.progress.note(`abort requested: ${n} step(s) not started are aborted; ${this.host.inFlight()} subcloud(s) in flight run to their end`);
+    this.host.pump();
+    this.host.wake();
+  }
+
+  /** Pause (no new subcloud; in flight run on) or resume; `quiet`: said by the caller. */
+  setPaused(on: boolean, quiet = false): void {
+    if (this.paused === on) return;
+    this.paused = on;
+    this.progress.paused?.(on);
+    if (!quiet) {
+      if (on) {
+        this.progress.note(
+          `paused: no new subcloud starts; ${this.host.inFlight()} subcloud(s) in flight run to their end. ` +
+            '`dcm strategy resume` goes on, `dcm strategy abort` ends it',
+        );
+      } else this.progress.note('resumed');
+    }
+    if (!on) this.host.resumed();
+    this.host.pump();
+    this.host.wake();
+  }
+
+  /** Another worker wrote the strategy's end: nothing more starts here, and this one ends too. */
+  endedElsewhere(): void {
+    this.noNewSubclouds = true;
+    this.noNewOperations = true;
+    this.host.pump();
+    this.host.wake();
+  }
+
+  /** First Ctrl-C / SIGTERM: start nothing new, wait (bounded) for the operations in flight. */
+  interrupt(signal: NodeJS.Signals): void {
+    if (this.stopped) return;
+    if (this.interruptedBy) {
+      this.progress.warn(`${signal} again: not waiting for ${this.registry.size} operation(s) in flight`);
+      this.stopNow();
+      return;
+    }
+    this.interruptedBy = signal;
+    this.noNewSubclouds = true;
+    this.noNewOperations = true;
+    const stays = this.paused ? 'paused' : 'applying';
+    this.progress.warn(
+      `${signal}: starting nothing new, waiting for ${this.registry.size} operation(s) in flight (again to stop waiting); ` +
+        `the strategy stays ${stays}: run \`dcm strategy apply\` to resume`,
+    );
+    this.host.drain();
+    this.drainTimer = this.rt.timers.after(() => {
+      this.progress.warn(`gave up waiting after ${formatDuration(this.host.drainMs)}`);
+      this.stopNow();
+    }, this.host.drainMs);
+    this.drainTimer.unref();
+    this.host.pump();
+    this.host.wake();
+  }
+
+  private stopNow(): void {
+    for (const w of this.registry.list()) abandon(w);
+    this.host.pump();
+    this.host.hardStop();
+  }
+
+  /** Stop at once (a store fault, a lost lock or lease): nothing more is written; run() throws it. */
+  fail(err: Error): void {
+    if (this.fatal) return;
+    // Stopping: what a heartbeat would take over now, nobody would run (workers.ts retire).
+    this.fleet.retire();
+    // A full, failing or corrupt store gets the SPEC's one-line message; anything else as it is.
+    this.fatal = applyFaultError(err, this.host.file) ?? err;
+    this.noNewSubclouds = true;
+    this.noNewOperations = true;
+    if (err instanceof LostLeaseError) this.letGo();
+    else this.stopNow();
+    this.host.wake();
+  }
+
+  /**
+   * This worker was taken over (workers.ts): its runs another worker adopted on this host (their
+   * history rows still `running`) are theirs now and go on; those closed as interrupted, to run
+   * again elsewhere, are stopped. A read only: this worker writes nothing more.
+   */
+  private letGo(): void {
+    const workers = this.registry.list();
+    let going: Set<number>;
+    try {
+      going = new Set(runsStillRunning(this.rt.db, workers.map((w) => w.historyId)));
+    } catch {
+      going = new Set();
+    }
+    this.leftGoing = going.size > 0;
+    for (const w of workers) if (!going.has(w.historyId)) abandon(w);
+    this.host.pump();
+    this.host.hardStop();
+  }
+
+  clear(): void {
+    this.drainTimer?.clear();
+    this.stopped = true;
+  }
+}

@@ -1,0 +1,115 @@
+/**
+ * What a driver is handed for one operation: the subcloud, its state and attempt, whether its
+ * last run was cut off, its retries so far, the fence its site may check, its options, and (read
+ * only when the driver asks) its fields and labels; its abort signal, made when asked for.
+ *
+ * Owns: the subclouds' fields read for runs in flight, and which subclouds have a label the
+ * driver reads. Never touches: the registry's map (it is handed the worker, and a lookup), the commit.
+ */
+import type { OperationRequest } from '../drivers/driver.js';
+import { fieldTexts } from '../domain/fields.js';
+import { readLabels, type Labels } from '../domain/inventory.js';
+import type { ExtraArgs } from '../domain/options.js';
+import type { ConfigBook } from '../domain/strategy-config.js';
+import type { StrategyType } from '../domain/types.js';
+import type { CursorStep } from '../store/cursor.js';
+import { subcloudById, subcloudsLabelled } from '../store/subclouds.js';
+import type { Worker } from './registry.js';
+import type { Runtime } from './runtime.js';
+import type { RunProcess } from '../platform/proc.js';
+
+/** The labels of a subcloud that has none the driver reads. */
+const NO_LABELS: Labels = Object.freeze({});
+
+type Fields = { fields: Record<string, string | null>; labels: Labels };
+
+/** What a request says beside the worker's own data. */
+export interface RunContext {
+  type: StrategyType;
+  states: readonly string[];
+  campaign: string;
+  extra: ExtraArgs;
+  config: ConfigBook;
+  resumed: boolean;
+  failures: number;
+  fence: string | undefined;
+  /** The run's process started: recorded with the next commit. */
+  onStarted(proc: RunProcess): void;
+  /** A progress line of the run (dropped once the run has ended). */
+  onProgress(text: string): void;
+}
+
+export class RunRequests {
+  /**
+   * The subclouds with a label the driver reads (its `labelKeys`), read as the apply starts and on
+   * resume: any other subcloud's labels are none, without a read of its row at its first state.
+   * Null: the driver may read any label (from the row, as its fields).
+   */
+  private labelled: Set<number> | null = null;
+  /** A subcloud's fields, read once per subcloud in flight rather than once per state. */
+  private readonly fields = new Map<number, Fields>();
+
+  constructor(private readonly rt: Runtime) {}
+
+  readLabelled(): void {
+    const keys = this.rt.driver.labelKeys;
+    this.labelled = keys ? subcloudsLabelled(this.rt.db, keys) : null;
+  }
+
+  /** The subcloud ended or let its slot go: its fields are read again next time. */
+  forget(stepId: number): void {
+    this.fields.delete(stepId);
+  }
+
+  request(worker: Worker, c: RunContext): OperationRequest {
+    const { step, state, attempt } = worker;
+    const fields = (s: CursorStep) => this.subcloudFields(s);
+    const labelled = this.labelled;
+    return {
+      cloud: step.cloud,
+      type: c.type,
+      state,
+      stateIndex: c.states.indexOf(state),
+      states: c.states,
+      attempt,
+      resumed: c.resumed,
+      failures: c.failures,
+      stage: step.stage,
+      campaign: c.campaign,
+      fence: c.fence,
+      extra: c.extra,
+      options: c.config.optionsFor(step.subcloudId),
+      // Read from the store only by a driver that asks (exec's placeholders; the sim, for its
+      // sim_unreachable label, at a step's first state, only for a subcloud that has it), once per
+      // subcloud in flight.
+      get subcloud() {
+        return fields(step).fields;
+      },
+      get labels() {
+        return labelled && !labelled.has(step.subcloudId) ? NO_LABELS : fields(step).labels;
+      },
+      get signal() {
+        if (!worker.controller) {
+          worker.controller = new AbortController();
+          if (worker.abandoned) worker.controller.abort();
+        }
+        return worker.controller.signal;
+      },
+      // Recorded by the next commit, in one transaction for all: until then the run's own pid
+      // file beside its log tells a later apply where the run is.
+      onStarted: c.onStarted,
+      onProgress: c.onProgress,
+    };
+  }
+
+  private subcloudFields(step: CursorStep): Fields {
+    let f = this.fields.get(step.id);
+    if (!f) {
+      const row = subcloudById(this.rt.db, step.subcloudId);
+      // A step's subcloud cannot be deleted (subcloud delete refuses), so the row is there.
+      f = row ? { fields: fieldTexts(row), labels: readLabels(row.labels) } : { fields: {}, labels: {} };
+      this.fields.set(step.id, f);
+    }
+    return f;
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * What the orchestrator runs on, as one value: its store, the driver that acts on sites, its
+ * clock and timers, and the faults a test or the simulator puts at its commits. A real apply
+ * (commands/apply.ts) passes the real ones; the simulator (src/sim) passes a virtual clock, timers
+ * it can stop (a killed worker) or hold (a frozen one), simulated sites and its own faults, so the
+ * same orchestrator code runs in both. Nothing in src/orchestrator reaches a timer, the driver or
+ * the store except through the runtime it was given.
+ *
+ * Owns nothing: it only names the parts. Never holds the registry or any state of a run.
+ */
+import type { Db } from '../store/open.js';
+import type { Driver } from '../drivers/driver.js';
+import { REAL_TIMERS, type Timers } from '../platform/timers.js';
+
+/** Faults at the commit path: every commit is a point a test or the simulator can name (its N counts from 1). */
+export interface CommitHooks {
+  beforeCommit(n: number): void;
+  /** Inside the Nth commit's transaction, once its fence is checked. */
+  inCommit(n: number): void;
+  afterCommit(n: number): void;
+}
+
+/** What an apply cost, counted exactly (`DCM_TEST_HOOKS=1 DCM_COUNTERS=FILE`): guards that do not flake. */
+export interface CostCounters {
+  /**
+   * Commits made on the orchestrator's connection: its write transactions (immediate, outermost)
+   * and its writes outside any transaction (each one a commit of its own). Counted at the
+   * connection, not by the committer, so that a commit added anywhere is counted.
+   */
+  commits: number;
+  /** Step transitions committed (each opens, closes or moves one step). */
+  transitions: number;
+  /** SQL statements run on the orchestrator's connection (reads and writes, in or out of a transaction). */
+  statements: number;
+  /** Steps' details written from runs' progress lines (each a row changed). */
+  details: number;
+  /**
+   * Reads outside any transaction (each takes and drops a WAL read lock of its own): a few per
+   * apply and per poll, never one per subcloud started.
+   */
+  autocommitReads: number;
+}
+
+export interface Runtime {
+  db: Db;
+  driver: Driver;
+  timers: Timers;
+  /** Wall-clock time (epoch ms): durations, due times, maintenance windows. */
+  now(): number;
+  /** Faults at commits (test hooks, the simulator); null in real use. */
+  hooks: CommitHooks | null;
+  counters: CostCounters | null;
+}
+
+/** The runtime of a real apply: the process's own clock and timers. */
+export function realRuntime(db: Db, driver: Driver, hooks: CommitHooks | null = null, counters: CostCounters | null = null): Runtime {
+  return { db, driver, timers: REAL_TIMERS, now: Date.now, hooks, counters };
+}

@@ -1,0 +1,106 @@
+/**
+ * One of several workers, as its heartbeat sees the others: the fleet shown in the progress views
+ * and this worker's share of the window, and the workers its heartbeat took over (workers.ts) —
+ * the runs it now holds are adopted, those cut off are closed, and the running stage is read
+ * again for what was let go.
+ *
+ * Owns nothing of its own: it reads the store and tells the stages, the fleet and control. Never
+ * touches: the registry's map (adopted runs get their entries when their subcloud has its slot).
+ */
+import { failedAndTotal } from '../store/cursor.js';
+import { interruptedLast } from '../store/runs.js';
+import { stageStateCounts } from '../store/status.js';
+import type { adoptLeftRuns } from './adoption.js';
+import type { Control } from './control.js';
+import type { Fleet } from './fleet.js';
+import type { ProgressSink } from './progress.js';
+import type { Runtime } from './runtime.js';
+import type { Stages } from './stages.js';
+import type { TakenOver } from './workers.js';
+
+export interface TakeoverHost {
+  /** Adopt the runs this worker now holds (orchestrator.ts). */
+  adoptLeft(): ReturnType<typeof adoptLeftRuns>;
+  /** A subcloud read before it was taken over, waiting for its first claim: its queued start goes. */
+  held(stepId: number): void;
+  /** Close runs cut off (their process is gone) as interrupted, in a fenced write. */
+  closeInterrupted(historyIds: number[]): Promise<unknown>;
+  /** (step, state) keys whose next run is told it was cut off. */
+  resumedAgain(keys: Iterable<string>): void;
+  /** A store error a view can wait out (busy), said once. */
+  busy(err: unknown): boolean;
+}
+
+export class TakeoverHandler {
+  constructor(
+    private readonly rt: Runtime,
+    private readonly fleet: Fleet,
+    private readonly stages: Stages,
+    private readonly control: Control,
+    private readonly progress: ProgressSink,
+    private readonly host: TakeoverHost,
+  ) {}
+
+  /**
+   * The share of the window follows the workers there are, and the progress views count every
+   * worker's steps, not only this one's (read with each heartbeat, a few statements every few seconds).
+   */
+  showFleet(): void {
+    if (!this.fleet.shared || this.control.done()) return;
+    const db = this.rt.db;
+    try {
+      const live = this.fleet.live(db);
+      this.stages.followShare(live.map((w) => w.max_local));
+      this.progress.fleet?.({ workers: live.length, inFlightElsewhere: this.fleet.inFlightElsewhere(db), counts: stageStateCounts(db) });
+    } catch (err) {
+      // A view is not worth a stop: a busy store shows the fleet at the next beat.
+      if (!this.host.busy(err)) this.control.fail(err as Error);
+    }
+  }
+
+  /** Workers were taken over by this one's heartbeat. */
+  takenOver(taken: readonly TakenOver[]): void {
+    if (this.control.done()) return;
+    for (const t of taken) {
+      this.progress.note(`took over the worker pid ${t.worker.pid} on ${t.worker.host} (${t.why}): ${t.adopted} run(s) adopted, ${t.interrupted} interrupted to run again`);
+    }
+    // Runs closed as interrupted run again told so (DCM_RESUMED), once the stage is read again.
+    const readAgain = () => {
+      try {
+        this.host.resumedAgain(interruptedLast(this.rt.db));
+      } catch (err) {
+        this.control.fail(err as Error);
+        return;
+      }
+      this.stages.rescan();
+    };
+    if (taken.some((t) => t.adopted > 0)) {
+      try {
+        const left = this.host.adoptLeft();
+        for (const [id, a] of left.adopted) {
+          if (this.stages.hasSlot(id)) {
+            // Read before it was taken over and waiting for its first claim, which would now be
+            // refused (or start a second run): held back instead, its slot runs the adopted run.
+            this.host.held(id);
+            this.stages.release(id, false);
+          } else this.stages.add(a.step);
+        }
+        if (left.interrupted.length) {
+          // Cut off (their process is gone): closed first, so that the next start of their state
+          // is not refused for a run still `running`.
+          void this.host.closeInterrupted(left.interrupted).then(readAgain, (err: Error) => this.control.fail(err));
+          return;
+        }
+      } catch (err) {
+        this.control.fail(err as Error);
+        return;
+      }
+    }
+    readAgain();
+  }
+
+  /** The strategy's failed steps, every worker's: the budget counts them all. */
+  countFailures(): void {
+    this.control.failedElsewhere(failedAndTotal(this.rt.db).failed);
+  }
+}
