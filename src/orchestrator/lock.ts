@@ -8,6 +8,7 @@
  * orchestrators). On another host the pid means nothing here: a heartbeat older than 30 s is dead.
  */
 import crypto from 'node:crypto';
+import { REAL_TIMERS, type Timer, type Timers } from '../platform/timers.js';
 import { DcmError, EXIT } from '../domain/errors.js';
 import { bootId, processAlive, readStat } from '../platform/proc.js';
 import { hostName } from '../platform/who.js';
@@ -67,7 +68,7 @@ export class LostLockError extends DcmError {
 }
 
 export class ApplyLock {
-  private timer: NodeJS.Timeout | null = null;
+  private timer: Timer | null = null;
   readonly host = hostName();
   readonly pid = process.pid;
   readonly token = crypto.randomBytes(12).toString('hex');
@@ -75,6 +76,8 @@ export class ApplyLock {
   constructor(
     private readonly db: Db,
     private readonly file: string,
+    /** The simulator's process timers (src/sim); the real ones otherwise. */
+    private readonly timers: Timers = REAL_TIMERS,
   ) {}
 
   /**
@@ -108,7 +111,7 @@ export class ApplyLock {
 
   /** Keep the heartbeat fresh; `onLost` runs once if another process took the lock over. */
   startHeartbeat(onLost: (err: LostLockError) => void, onError: (err: Error) => void = () => {}): void {
-    this.timer = setInterval(() => {
+    this.timer = this.timers.every(() => {
       try {
         if (!beat(this.db, this.token)) {
           this.stopHeartbeat();
@@ -122,8 +125,8 @@ export class ApplyLock {
     this.timer.unref();
   }
 
-  private stopHeartbeat(): void {
-    if (this.timer) clearInterval(this.timer);
+  stopHeartbeat(): void {
+    this.timer?.clear();
     this.timer = null;
   }
 

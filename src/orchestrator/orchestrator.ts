@@ -15,68 +15,31 @@
  */
 import { ConfigBook } from '../domain/strategy-config.js';
 import { adoptedText, EVENTS } from '../domain/events.js';
-import type { ExtraArgs } from '../domain/options.js';
-import type { StrategyType } from '../domain/types.js';
-import type { OperationResult } from '../drivers/driver.js';
-import { hostName, type Actor } from '../platform/who.js';
+import { hostName } from '../platform/who.js';
 import { parseTime, timeIn } from '../store/clock.js';
-import { failedAndTotal, type CursorStep } from '../store/cursor.js';
+import { failedAndTotal } from '../store/cursor.js';
+import { faultOf } from '../store/faults.js';
 import { recordEvent } from '../store/events.js';
-import { applyFaultError, faultOf } from '../store/faults.js';
-import { interruptedLast, retryBudgets, type RetryBudget } from '../store/runs.js';
 import { firstStartedAt, stageStateCounts } from '../store/status.js';
 import { getDefaultConfig, subcloudOptions } from '../store/strategy-config.js';
 import { controlSnapshot, strategyState } from '../store/strategy.js';
 import { interruptRuns } from '../store/transitions.js';
-import { adoptLeftRuns, type Adopted } from './adoption.js';
 import { CommitLoop } from './commit-loop.js';
 import { Control } from './control.js';
-import { Deadlines } from './deadlines.js';
 import { finishRun } from './finish.js';
 import { LONE_FLEET, SharedFleet, type Fleet } from './fleet.js';
-import type { ApplyInfo, ProgressSink } from './progress.js';
-import { abandon, Registry, type Worker } from './registry.js';
+import { stageCounts, type ProgressSink } from './progress.js';
+import { Registry } from './registry.js';
+import { Launcher } from './launch.js';
+import type { OrchestratorOptions } from './options.js';
+
+export type { OrchestratorOptions };
 import { ExternalRequests } from './requests.js';
 import { RunRequests } from './run-request.js';
 import type { Runtime } from './runtime.js';
 import { Stages } from './stages.js';
 import { TakeoverHandler } from './takeover.js';
-import type { TakenOver, WorkerLease } from './workers.js';
-
-export interface OrchestratorOptions {
-  type: StrategyType;
-  states: readonly string[];
-  /** `--stop-on-failure`: a failure budget of 1 when the strategy has none of its own. */
-  stopOnFailure: boolean;
-  campaign: string;
-  extra: ExtraArgs;
-  stateTimeoutMs: number;
-  /** How often external changes (abort, pause, window, from another shell) are looked for. */
-  pollMs?: number;
-  /** How long a first Ctrl-C waits for the operations in flight. */
-  drainMs?: number;
-  /**
-   * The fence (SPEC §2.1): runs first in every transaction this orchestrator makes and throws once
-   * another process holds the apply lock, so a displaced orchestrator writes nothing more.
-   */
-  fence?: () => void;
-  /** Throws when the path no longer names the file that is open (removed or replaced); polled. */
-  checkFile?: () => void;
-  /** The path, for the messages of file faults. */
-  file?: string;
-  /** The apply lock's token, handed to every run (DCM_FENCE) so a site can refuse a stale orchestrator. */
-  fenceToken?: string;
-  /** Who runs this apply, for the event record (none: nothing is recorded). */
-  who?: Actor;
-  /** The clock maintenance windows are decided by (test-hooks.ts `windowClock`); the runtime's if absent. */
-  windowClock?: () => number;
-  /** One of several workers on the strategy (a PostgreSQL store, workers.ts). Absent: the one orchestrator of its file. */
-  shared?: WorkerLease | null;
-  /** The host recorded with each run's process (the simulator names its hosts). */
-  host?: string;
-}
-
-const keyOf = (stepId: number, state: string) => `${stepId}\u0000${state}`;
+import type { TakenOver } from './workers.js';
 
 export class Orchestrator {
   private readonly registry: Registry;
@@ -85,15 +48,9 @@ export class Orchestrator {
   private readonly stages: Stages;
   private readonly loop: CommitLoop;
   private readonly runs: RunRequests;
-  private readonly deadlines: Deadlines;
+  private readonly launcher: Launcher;
   private readonly takeover: TakeoverHandler;
   private requests: ExternalRequests | null = null;
-  /** (step, state) whose last run was cut off: its next run is told so (DCM_RESUMED). */
-  private resumed = new Set<string>();
-  /** Retries used by each (step, state) in flight, and a backoff a resumed one must still wait out (from the history). */
-  private budgets = new Map<string, RetryBudget>();
-  /** Runs an earlier orchestrator left going, each with the worker made for it: waited for once their subcloud has its slot. */
-  private readonly adopted = new Map<number, { run: Adopted; worker: Worker }>();
   private config = new ConfigBook(undefined, []);
   private firstStartedMs: number | undefined;
   private hardStop: (() => void) | null = null;
@@ -112,13 +69,9 @@ export class Orchestrator {
       ending: () => this.control.ending(),
       stopped: () => this.control.halted(),
       queue: (t) => this.loop.queue(t),
-      takeAdopted: (step) => this.takeAdopted(step),
-      retryDue: (step, state) => (this.resumed.has(keyOf(step.id, state)) ? null : (this.budgets.get(keyOf(step.id, state))?.dueMs ?? null)),
-      forget: (stepId) => {
-        this.runs.forget(stepId);
-        // A retry budget is for one run of the subcloud through this entry of its states.
-        for (const state of opts.states) this.budgets.delete(keyOf(stepId, state));
-      },
+      takeAdopted: (step) => this.launcher.takeAdopted(step),
+      retryDue: (step, state) => this.launcher.retryDue(step, state),
+      forget: (stepId) => this.launcher.forget(stepId),
       syncPaused: () => {
         this.control.setPaused(strategyState(db) === 'paused');
         return this.control.paused;
@@ -167,17 +120,11 @@ export class Orchestrator {
           if (why === 'full') this.fleet.block(() => this.stages.pump());
           this.stages.release(id, why !== 'full');
         },
-        start: (step, state, attempt, historyId) => this.start(step, state, attempt, historyId),
+        start: (step, state, attempt, historyId) => this.launcher.start(step, state, attempt, historyId),
         retryLater: (step, state, ms) => this.stages.retryLater(step, state, ms),
         deferred: (step) => this.stages.deferrals!.committed(step),
         decided: (d, w) => {
-          const key = keyOf(w.step.id, w.state);
-          if (d.resumed) this.resumed.add(key);
-          if (d.retryUsed) {
-            const b = this.budgets.get(key) ?? { failures: 0, dueMs: null };
-            b.failures++;
-            this.budgets.set(key, b);
-          }
+          this.launcher.decided(d, w);
           if (d.failed === 'stage') this.stages.stageBudget?.stepFailed(w.step.cloud);
           if (d.failed) this.control.stepFailed(w.step.cloud);
         },
@@ -202,22 +149,27 @@ export class Orchestrator {
       opts.type,
       opts.fence,
     );
-    this.deadlines = new Deadlines(
-      opts.stateTimeoutMs,
-      (stepId, opId) => this.registry.current(stepId, opId),
-      (stepId, opId) => {
-        abandon(this.registry.get(stepId)!);
-        this.loop.report(stepId, opId, { kind: 'timeout' });
+    this.launcher = new Launcher(
+      rt,
+      this.registry,
+      this.fleet,
+      this.runs,
+      {
+        report: (stepId, opId, result) => this.loop.report(stepId, opId, result),
+        fail: (err) => this.control.fail(err),
+        started: (historyId, proc) => this.loop.procs.add(historyId, proc),
+        progress: (stepId, opId, text) => this.loop.details.report(stepId, opId, text),
+        stopped: () => this.control.stopped,
+        startedSlot: (id) => this.stages.startedSlot(id),
+        config: () => this.config,
       },
-      rt.timers,
+      { ...opts, file: opts.file ?? 'the database' },
     );
     this.takeover = new TakeoverHandler(rt, this.fleet, this.stages, this.control, progress, {
-      adoptLeft: () => this.adoptLeft(),
+      adoptLeft: () => this.launcher.adoptLeft(),
       held: (id) => this.loop.filter((t) => t.stepId !== id),
       closeInterrupted: (ids) => this.loop.committer.write(() => interruptRuns(db, ids, 'its worker stopped while this operation ran')),
-      resumedAgain: (keys) => {
-        for (const k of keys) this.resumed.add(k);
-      },
+      resumedAgain: () => this.launcher.resumedAgain(),
       busy: (err) => this.loop.committer.isBusy(err),
     });
   }
@@ -232,8 +184,8 @@ export class Orchestrator {
     this.config = new ConfigBook(getDefaultConfig(db), subcloudOptions(db));
     this.runs.readLabelled();
     this.stages.load(this.firstStartedMs ?? started);
-    this.budgets = retryBudgets(db);
-    const left = this.adoptLeft();
+    this.launcher.loadBudgets();
+    const left = this.launcher.adoptLeft();
     if (left.adopted.size) {
       this.progress.note(`resuming: ${left.adopted.size} run(s) left by the last apply are still going or ended meanwhile; they are not run again`);
     }
@@ -244,7 +196,7 @@ export class Orchestrator {
       // Runs left `running` mean the last apply died with them out (kill -9, a lost host).
       if (who && (left.adopted.size || left.interrupted.length)) recordEvent(db, who, EVENTS.runsAdopted, adoptedText(left.adopted.size, left.interrupted.length));
     });
-    this.resumed = interruptedLast(db);
+    this.launcher.loadResumed();
     // Counts, not steps: the steps themselves are read a window at a time (store/cursor.ts).
     const { failed, total } = failedAndTotal(db);
     this.control.counted(failed, total);
@@ -276,14 +228,14 @@ export class Orchestrator {
       this.requests.stop();
       this.stages.stop();
       this.control.clear();
-      this.deadlines.stop();
+      this.launcher.deadlines.stop();
       this.fleet.clear();
       this.loop.procs.stop();
       this.loop.details.stop();
       this.fleet.retire();
     }
     if (this.control.fatal) throw this.control.fatal;
-    this.deadlines.stop();
+    this.launcher.deadlines.stop();
     return finishRun(db, (fn) => this.loop.committer.write(fn), this.progress, {
       signal: this.control.interruptedBy,
       aborting: this.control.aborting,
@@ -331,98 +283,6 @@ export class Orchestrator {
     );
   }
 
-  /**
-   * Runs an earlier orchestrator left going, each with the worker made for it once, here: the
-   * request the driver keeps (its abort signal above all) is that worker's, so a second Ctrl-C or
-   * a fatal stop reaches the run through it. One of several workers adopts only the runs of the
-   * steps it holds (workers.ts gave it those of a worker gone from its host), and not twice.
-   */
-  private adoptLeft(): ReturnType<typeof adoptLeftRuns> {
-    // A slot not started yet waits for its first claim here: that subcloud is adopted all the same.
-    const skip = (id: number) => this.adopted.has(id) || this.stages.startedSlot(id);
-    const left = adoptLeftRuns(
-      this.rt.db,
-      this.rt.driver,
-      (step, l) => {
-        const worker = this.registry.make(step, l.state, l.attempt, l.historyId);
-        this.adopted.set(step.id, { run: null as unknown as Adopted, worker });
-        return this.request(worker);
-      },
-      this.fleet.adoptScope(skip),
-    );
-    for (const [id, run] of left.adopted) this.adopted.get(id)!.run = run;
-    for (const [id, a] of this.adopted) if (!a.run) this.adopted.delete(id);
-    // One of several workers: the next runs of a subcloud adopted carry the fence its takeover gave it.
-    if (this.fleet.shared) this.fleet.adopted(this.rt.db, [...left.adopted.keys()]);
-    return left;
-  }
-
-  /** The subcloud got its slot: a run left going for it is waited for, never started again. */
-  private takeAdopted(step: CursorStep): boolean {
-    const a = this.adopted.get(step.id);
-    if (!a) return false;
-    this.adopted.delete(step.id);
-    this.fleet.hold(step.id);
-    a.worker.startedMs = this.rt.now();
-    this.registry.add(a.worker);
-    this.awaitResult(a.worker, a.run.result);
-    return true;
-  }
-
-  /** Start one state operation: the registry gets its entry before the driver is called. */
-  private start(step: CursorStep, state: string, attempt: number, historyId: number): void {
-    const worker = this.registry.make(step, state, attempt, historyId);
-    this.registry.add(worker);
-    if (!this.rt.driver.ownsTimeouts) this.deadlines.add(step.id, worker.opId, this.registry.size);
-    let running: Promise<OperationResult>;
-    try {
-      const req = this.request(worker);
-      this.resumed.delete(keyOf(step.id, state));
-      running = this.rt.driver.run(req);
-    } catch (err) {
-      // A driver that throws instead of rejecting fails this operation, not the whole apply.
-      running = Promise.reject(err);
-    }
-    this.awaitResult(worker, running);
-  }
-
-  /** The driver's answer, whatever it is, becomes a report for this worker. */
-  private awaitResult(worker: Worker, result: Promise<OperationResult>): void {
-    const { step, opId } = worker;
-    result.then(
-      (r) => this.loop.report(step.id, opId, r),
-      (err: Error) => {
-        // The store under the driver is full, corrupt or gone: that is not this subcloud's
-        // failure, and the apply cannot go on.
-        const fault = applyFaultError(err, this.opts.file ?? 'the database');
-        if (fault) this.control.fail(fault);
-        else this.loop.report(step.id, opId, { kind: 'failed', reason: (err && err.message) || String(err) });
-      },
-    );
-  }
-
-  private request(worker: Worker) {
-    const { step, state, historyId } = worker;
-    const key = keyOf(step.id, state);
-    return this.runs.request(worker, {
-      type: this.opts.type,
-      states: this.opts.states,
-      campaign: this.opts.campaign,
-      extra: this.opts.extra,
-      config: this.config,
-      resumed: this.resumed.has(key),
-      failures: this.budgets.get(key)?.failures ?? 0,
-      fence: this.fleet.fenceOf(step.id, this.opts.fenceToken),
-      onStarted: (proc) => this.loop.procs.add(historyId, proc),
-      // Held with the run it came from (its history row; an adopted run's registry entry is made
-      // later than this request): once that run has ended it is dropped, never written.
-      onProgress: (text) => {
-        const w = this.registry.get(step.id);
-        if (!this.control.stopped && w && w.historyId === historyId) this.loop.details.report(step.id, w.opId, text);
-      },
-    });
-  }
-
   /** This worker's lease was renewed: what it took over is taken in, and the views see the fleet. */
   beat(taken: readonly TakenOver[]): void {
     if (taken.length) this.takeover.takenOver(taken);
@@ -452,16 +312,4 @@ export class Orchestrator {
   get leftGoing(): boolean {
     return this.control.leftGoing;
   }
-}
-
-/** Each stage's window and its steps' states as a run starts, for the progress views. */
-function stageCounts(rows: { stage: number; state: string; n: number }[], windows: Map<number, number>): ApplyInfo['stages'] {
-  const out = new Map<number, ApplyInfo['stages'][number]>();
-  for (const [stage, window] of windows) out.set(stage, { stage, window, counts: {} });
-  for (const r of rows) {
-    let e = out.get(r.stage);
-    if (!e) out.set(r.stage, (e = { stage: r.stage, window: 1, counts: {} }));
-    e.counts[r.state] = (e.counts[r.state] ?? 0) + r.n;
-  }
-  return [...out.values()].filter((e) => Object.keys(e.counts).length).sort((a, b) => a.stage - b.stage);
 }

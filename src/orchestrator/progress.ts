@@ -205,3 +205,15 @@ export class LineProgress implements ProgressSink {
     this.write(closingSummary(s));
   }
 }
+
+/** Each stage's window and its steps' states as a run starts, for the progress views. */
+export function stageCounts(rows: { stage: number; state: string; n: number }[], windows: Map<number, number>): ApplyInfo['stages'] {
+  const out = new Map<number, ApplyInfo['stages'][number]>();
+  for (const [stage, window] of windows) out.set(stage, { stage, window, counts: {} });
+  for (const r of rows) {
+    let e = out.get(r.stage);
+    if (!e) out.set(r.stage, (e = { stage: r.stage, window: 1, counts: {} }));
+    e.counts[r.state] = (e.counts[r.state] ?? 0) + r.n;
+  }
+  return [...out.values()].filter((e) => Object.keys(e.counts).length).sort((a, b) => a.stage - b.stage);
+}

@@ -8,7 +8,6 @@
  * touches: the registry's map (adopted runs get their entries when their subcloud has its slot).
  */
 import { failedAndTotal } from '../store/cursor.js';
-import { interruptedLast } from '../store/runs.js';
 import { stageStateCounts } from '../store/status.js';
 import type { adoptLeftRuns } from './adoption.js';
 import type { Control } from './control.js';
@@ -25,8 +24,8 @@ export interface TakeoverHost {
   held(stepId: number): void;
   /** Close runs cut off (their process is gone) as interrupted, in a fenced write. */
   closeInterrupted(historyIds: number[]): Promise<unknown>;
-  /** (step, state) keys whose next run is told it was cut off. */
-  resumedAgain(keys: Iterable<string>): void;
+  /** Runs were closed as interrupted: their next runs are told they were cut off. */
+  resumedAgain(): void;
   /** A store error a view can wait out (busy), said once. */
   busy(err: unknown): boolean;
 }
@@ -67,7 +66,7 @@ export class TakeoverHandler {
     // Runs closed as interrupted run again told so (DCM_RESUMED), once the stage is read again.
     const readAgain = () => {
       try {
-        this.host.resumedAgain(interruptedLast(this.rt.db));
+        this.host.resumedAgain();
       } catch (err) {
         this.control.fail(err as Error);
         return;

@@ -1,0 +1,211 @@
+/**
+ * Starting operations and taking their answers: a committed transition's operation gets its
+ * registry entry before the driver is called (registry.ts), its deadline (deadlines.ts), and its
+ * request (run-request.ts); whatever the driver answers becomes a report to the commit loop. Runs an
+ * earlier orchestrator left going (adoption.ts) are held here until their subcloud has its slot,
+ * then waited for, never started again. And what a run's retries are: how many each (step, state)
+ * used, a backoff a resumed one must still wait out, which runs were cut off (DCM_RESUMED).
+ *
+ * Owns: the adopted runs waiting for their slot, the retry budgets, the cut-off set, the deadlines.
+ * Never touches: the registry's map but through its add, the commit, the slots.
+ */
+import type { OperationRequest, OperationResult } from '../drivers/driver.js';
+import type { ReportResult } from '../domain/control.js';
+import type { ExtraArgs } from '../domain/options.js';
+import type { ConfigBook } from '../domain/strategy-config.js';
+import type { StrategyType } from '../domain/types.js';
+import type { CursorStep } from '../store/cursor.js';
+import { applyFaultError } from '../store/faults.js';
+import { interruptedLast, retryBudgets, type RetryBudget } from '../store/runs.js';
+import { adoptLeftRuns, type Adopted } from './adoption.js';
+import { Deadlines } from './deadlines.js';
+import type { Decided } from './decide.js';
+import type { Fleet } from './fleet.js';
+import { abandon, type Registry, type Worker } from './registry.js';
+import type { RunProcess } from '../platform/proc.js';
+import type { RunRequests } from './run-request.js';
+import type { Runtime } from './runtime.js';
+
+const keyOf = (stepId: number, state: string) => `${stepId}\u0000${state}`;
+
+export interface LaunchHost {
+  report(stepId: number, opId: number, result: ReportResult): void;
+  fail(err: Error): void;
+  /** A run's process started, or its progress line: for the next commit. */
+  started(historyId: number, proc: RunProcess): void;
+  progress(stepId: number, opId: number, text: string): void;
+  /** The orchestrator has stopped: late progress lines are dropped. */
+  stopped(): boolean;
+  /** A slot of this worker's, already started (not adopted twice). */
+  startedSlot(stepId: number): boolean;
+  config(): ConfigBook;
+}
+
+export interface LaunchOptions {
+  type: StrategyType;
+  states: readonly string[];
+  campaign: string;
+  extra: ExtraArgs;
+  stateTimeoutMs: number;
+  fenceToken?: string;
+  file: string;
+}
+
+export class Launcher {
+  /** (step, state) whose last run was cut off: its next run is told so (DCM_RESUMED). */
+  private resumed = new Set<string>();
+  /** Retries used by each (step, state) in flight, and a backoff a resumed one must still wait out (from the history). */
+  private budgets = new Map<string, RetryBudget>();
+  /** Runs an earlier orchestrator left going, with the worker made for each: waited for once their subcloud has its slot. */
+  private readonly adopted = new Map<number, { run: Adopted | null; worker: Worker }>();
+  readonly deadlines: Deadlines;
+
+  constructor(
+    private readonly rt: Runtime,
+    private readonly registry: Registry,
+    private readonly fleet: Fleet,
+    private readonly runs: RunRequests,
+    private readonly host: LaunchHost,
+    private readonly opts: LaunchOptions,
+  ) {
+    this.deadlines = new Deadlines(
+      opts.stateTimeoutMs,
+      (stepId, opId) => registry.current(stepId, opId),
+      (stepId, opId) => {
+        abandon(registry.get(stepId)!);
+        host.report(stepId, opId, { kind: 'timeout' });
+      },
+      rt.timers,
+    );
+  }
+
+  /** The history as a run starts: retries used, backoffs due. */
+  loadBudgets(): void {
+    this.budgets = retryBudgets(this.rt.db);
+  }
+
+  /** The history once left runs are closed: the runs cut off, whose next runs are told so. */
+  loadResumed(): void {
+    this.resumed = interruptedLast(this.rt.db);
+  }
+
+  /** More runs were closed as interrupted (a takeover): their next runs are told so. */
+  resumedAgain(): void {
+    for (const key of interruptedLast(this.rt.db)) this.resumed.add(key);
+  }
+
+  /** What a decided report counts toward: a run cut off, a retry used. */
+  decided(d: Decided, w: Worker): void {
+    const key = keyOf(w.step.id, w.state);
+    if (d.resumed) this.resumed.add(key);
+    if (d.retryUsed) {
+      const b = this.budgets.get(key) ?? { failures: 0, dueMs: null };
+      b.failures++;
+      this.budgets.set(key, b);
+    }
+  }
+
+  /** When a retry of (step, state) is due after its backoff (null: now); a run cut off goes now. */
+  retryDue(step: CursorStep, state: string): number | null {
+    const key = keyOf(step.id, state);
+    return this.resumed.has(key) ? null : (this.budgets.get(key)?.dueMs ?? null);
+  }
+
+  /** A retry budget is for one run of the subcloud through this entry of its states. */
+  forget(stepId: number): void {
+    this.runs.forget(stepId);
+    for (const state of this.opts.states) this.budgets.delete(keyOf(stepId, state));
+  }
+
+  /**
+   * Runs an earlier orchestrator left going, each with the worker made for it once, here: the
+   * request the driver keeps (its abort signal above all) is that worker's, so a second Ctrl-C or
+   * a fatal stop reaches the run through it. One of several workers adopts only the runs of the
+   * steps it holds (workers.ts gave it those of a worker gone from its host), and not twice.
+   */
+  adoptLeft(): ReturnType<typeof adoptLeftRuns> {
+    // A slot not started yet waits for its first claim here: that subcloud is adopted all the same.
+    const skip = (id: number) => this.adopted.has(id) || this.host.startedSlot(id);
+    const made = new Map<number, Worker>();
+    const left = adoptLeftRuns(
+      this.rt.db,
+      this.rt.driver,
+      (step, l) => {
+        const worker = this.registry.make(step, l.state, l.attempt, l.historyId);
+        made.set(step.id, worker);
+        return this.request(worker);
+      },
+      this.fleet.adoptScope(skip),
+    );
+    for (const [id, run] of left.adopted) this.adopted.set(id, { run, worker: made.get(id)! });
+    // One of several workers: the next runs of a subcloud adopted carry the fence its takeover gave it.
+    if (this.fleet.shared) this.fleet.adopted(this.rt.db, [...left.adopted.keys()]);
+    return left;
+  }
+
+  /** The subcloud got its slot: a run left going for it is waited for, never started again. */
+  takeAdopted(step: CursorStep): boolean {
+    const a = this.adopted.get(step.id);
+    if (!a) return false;
+    this.adopted.delete(step.id);
+    this.fleet.hold(step.id);
+    a.worker.startedMs = this.rt.now();
+    this.registry.add(a.worker);
+    this.awaitResult(a.worker, a.run!.result);
+    return true;
+  }
+
+  /** Start one state operation: the registry gets its entry before the driver is called. */
+  start(step: CursorStep, state: string, attempt: number, historyId: number): void {
+    const worker = this.registry.make(step, state, attempt, historyId);
+    this.registry.add(worker);
+    if (!this.rt.driver.ownsTimeouts) this.deadlines.add(step.id, worker.opId, this.registry.size);
+    let running: Promise<OperationResult>;
+    try {
+      const req = this.request(worker);
+      this.resumed.delete(keyOf(step.id, state));
+      running = this.rt.driver.run(req);
+    } catch (err) {
+      // A driver that throws instead of rejecting fails this operation, not the whole apply.
+      running = Promise.reject(err);
+    }
+    this.awaitResult(worker, running);
+  }
+
+  /** The driver's answer, whatever it is, becomes a report for this worker. */
+  private awaitResult(worker: Worker, result: Promise<OperationResult>): void {
+    const { step, opId } = worker;
+    result.then(
+      (r) => this.host.report(step.id, opId, r),
+      (err: Error) => {
+        // The store under the driver is full, corrupt or gone: that is not this subcloud's
+        // failure, and the apply cannot go on.
+        const fault = applyFaultError(err, this.opts.file);
+        if (fault) this.host.fail(fault);
+        else this.host.report(step.id, opId, { kind: 'failed', reason: (err && err.message) || String(err) });
+      },
+    );
+  }
+
+  private request(worker: Worker): OperationRequest {
+    const { step, state, historyId } = worker;
+    const key = keyOf(step.id, state);
+    return this.runs.request(worker, {
+      type: this.opts.type,
+      states: this.opts.states,
+      campaign: this.opts.campaign,
+      extra: this.opts.extra,
+      config: this.host.config(),
+      resumed: this.resumed.has(key),
+      failures: this.budgets.get(key)?.failures ?? 0,
+      fence: this.fleet.fenceOf(step.id, this.opts.fenceToken),
+      onStarted: (proc) => this.host.started(historyId, proc),
+      // Held with the run it came from (its history row; an adopted run's registry entry is made
+      // later than this request): once that run has ended it is dropped, never written.
+      onProgress: (text) => {
+        const w = this.registry.get(step.id);
+        if (!this.host.stopped() && w && w.historyId === historyId) this.host.progress(step.id, w.opId, text);
+      },
+    });
+  }
+}

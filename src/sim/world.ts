@@ -1,0 +1,401 @@
+/**
+ * One simulated rollout: a real store (a SQLite file), the real orchestrator (src/orchestrator,
+ * with the real commands for the fleet and the operator), simulated sites (sites.ts) and simulated
+ * dcm processes on a virtual clock (clock.ts), meeting the faults of a schedule (schedule.ts). After
+ * every commit and at the end it checks what must always hold: the sites' invariants (sites.ts), no
+ * ended step reopened, every step ended, the strategy ended, no run left going.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { statesOf, TYPES, type StrategyType } from '../domain/types.js';
+import { groupAdd } from '../commands/groups.js';
+import { subcloudAdd } from '../commands/subclouds.js';
+import { strategyCreate } from '../commands/strategy.js';
+import { strategyPause, strategyResume, strategyRetry, strategyUpdate } from '../commands/control.js';
+import { strategyAbort } from '../commands/abort.js';
+import { openDb, type Db } from '../store/open.js';
+import { casStrategyState, getStrategy } from '../store/strategy.js';
+import { Orchestrator } from '../orchestrator/orchestrator.js';
+import type { ProgressSink } from '../orchestrator/progress.js';
+import { WorkerLease } from '../orchestrator/workers.js';
+import { ApplyLock } from '../orchestrator/lock.js';
+import { installClock, ProcessTimers, type VirtualClock } from './clock.js';
+import { planner, type Fault, type Schedule } from './schedule.js';
+import { SimDriver, Sites, type Violation } from './sites.js';
+
+const TYPE: StrategyType = 'kubernetes';
+const ENDED = ['complete', 'failed', 'aborted'];
+/** A schedule that has not ended after this much virtual time has hung. */
+const LIMIT_MS = 7 * 24 * 3600_000;
+
+export interface Outcome {
+  violations: Violation[];
+  trace: string[];
+  /** How many times each fault and each recovery path was exercised. */
+  hits: Record<string, number>;
+  state: string;
+  virtualMs: number;
+}
+
+/** A simulated `dcm strategy apply`. */
+interface Proc {
+  name: string;
+  gen: number;
+  timers: ProcessTimers;
+  db: Db;
+  driver: SimDriver;
+  orch: Orchestrator;
+  lease: WorkerLease | null;
+  /** One host: the apply lock, as `apply` holds it (an abort from another shell asks its holder). */
+  lock: ApplyLock | null;
+  ended: boolean;
+}
+
+/** Thrown inside the process at its kill: what it was doing stops there. */
+class Killed extends Error {}
+
+export async function runSchedule(s: Schedule): Promise<Outcome> {
+  const clock = installClock();
+  // In memory where the system has it: the sim's cost is its commits, not the disk's.
+  const base = fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();
+  const dir = fs.mkdtempSync(path.join(base, 'dcm-sim-'));
+  try {
+    return await new World(s, clock, path.join(dir, 'sim.db')).run();
+  } finally {
+    clock.uninstall();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+class World {
+  private readonly trace: string[] = [];
+  private readonly hits: Record<string, number> = {};
+  private readonly sites: Sites;
+  private readonly procs: Proc[] = [];
+  private gen = 0;
+  private pending = 0;
+  private retried = false;
+  private busyUntil = 0;
+  private readonly completed = new Set<number>();
+  private readonly ctx: { dbPath: string; quiet: boolean; confirm: () => Promise<void> };
+  private db!: Db;
+
+  constructor(
+    private readonly s: Schedule,
+    private readonly clock: VirtualClock,
+    file: string,
+  ) {
+    this.ctx = { dbPath: file, quiet: true, confirm: async () => {} };
+    this.sites = new Sites(planner(s), (line) => this.log(line));
+  }
+
+  private log(line: string): void {
+    if (process.env.DCM_SIM_LIVE) process.stderr.write(`${line}\n`);
+    this.trace.push(`${((Date.now() - this.start) / 1000).toFixed(3)} ${line}`);
+  }
+
+  private hit(kind: string, n = 1): void {
+    if (n) this.hits[kind] = (this.hits[kind] ?? 0) + n;
+  }
+
+  private readonly start = Date.now();
+
+  async run(): Promise<Outcome> {
+    await this.build();
+    this.log('fleet built');
+    this.db = openDb(this.ctx.dbPath, { create: false, write: true })!;
+    for (const f of this.s.faults) this.arm(f);
+    if (this.s.hosts === 1) this.spawn(0);
+    else for (let w = 0; w < this.s.hosts; w++) this.later(() => this.spawn(w), w * 700);
+    while (this.busy() && Date.now() - this.start < LIMIT_MS) await this.clock.nextAsync();
+    // What is still out at the sites ends (or is left going: a violation below).
+    await this.clock.tickAsync(this.s.stateTimeoutMs * 2);
+    this.finalChecks();
+    const state = getStrategy(this.db)?.state ?? 'none';
+    this.db.close();
+    for (const p of this.procs) if (p.db.open) p.db.close();
+    return { violations: this.sites.violations, trace: this.trace, hits: this.hits, state, virtualMs: Date.now() - this.start };
+  }
+
+  /** Something may still happen: a process runs, or a start or a fault is due. */
+  private busy(): boolean {
+    return this.procs.some((p) => !p.ended && !p.timers.dead) || this.pending > 0;
+  }
+
+  private later(fn: () => void, ms: number): void {
+    this.pending++;
+    setTimeout(() => {
+      this.pending--;
+      fn();
+    }, ms);
+  }
+
+  private async build(): Promise<void> {
+    let n = 0;
+    for (const [i, st] of this.s.stages.entries()) {
+      const names = Array.from({ length: st.sites }, () => `site-${String(++n).padStart(3, '0')}`);
+      await groupAdd(this.ctx, { name: `stage-${i + 1}`, maxParallelSubclouds: st.window });
+      await subcloudAdd(this.ctx, names, { group: `stage-${i + 1}` });
+      this.sites.windows.set(i + 1, st.window);
+    }
+    await strategyCreate(this.ctx, { type: TYPE, driverOptions: { simLatency: '0', stateTimeout: `${this.s.stateTimeoutMs / 1000}s` } });
+  }
+
+  /** A new `apply`: worker `w` on its host (several hosts), or the next generation on the one host. */
+  private spawn(w: number): void {
+    const state = getStrategy(this.db)?.state ?? 'none';
+    if (ENDED.includes(state)) return;
+    const gen = ++this.gen;
+    const host = this.s.hosts === 1 ? 'host-1' : `host-${w + 1}`;
+    const name = this.s.hosts === 1 ? `apply#${gen}` : `worker${w}#${gen}`;
+    const timers = new ProcessTimers();
+    const db = openDb(this.ctx.dbPath, { create: false, write: true })!;
+    db.pragma('busy_timeout = 0');
+    db.pragma('synchronous = OFF');
+    const driver = new SimDriver(this.sites, timers, host);
+    const lease = this.s.hosts > 1 ? new WorkerLease(db, this.s.leaseMs, null, { host, pid: 4_190_000 + gen, timers }) : null;
+    const start = () => {
+      if (getStrategy(db)!.state === 'initial') casStrategyState(db, ['initial'], 'applying');
+    };
+    const lock = lease ? null : new ApplyLock(db, this.ctx.dbPath, timers);
+    try {
+      if (lease) {
+        const taken = lease.join(start);
+        this.hit('takeover', taken.length);
+        lease.record = () => this.hit('takeover');
+      } else if (lock!.acquire(start).tookOverFrom) this.hit('lock-takeover');
+    } catch (err) {
+      this.log(`${name} could not start: ${(err as Error).message}`);
+      db.close();
+      return;
+    }
+    const s = getStrategy(db)!;
+    const proc: Proc = { name, gen, timers, db, driver, lease, lock, ended: false, orch: null as unknown as Orchestrator };
+    const killAt = this.s.faults.find((f): f is Extract<Fault, { kind: 'kill' }> => f.kind === 'kill' && f.gen === gen);
+    let busyAt = this.s.faults.find((f): f is Extract<Fault, { kind: 'busy' }> => f.kind === 'busy' && f.gen === gen);
+    proc.orch = new Orchestrator(
+      {
+        db,
+        driver,
+        timers,
+        now: Date.now,
+        counters: null,
+        hooks: {
+          beforeCommit: (c) => {
+            // Once: the commit it makes busy is tried again under the same number.
+            if (busyAt && c === busyAt.commit) this.holdStore(busyAt.holdMs);
+            if (busyAt && c >= busyAt.commit) busyAt = undefined;
+          },
+          inCommit: () => {},
+          afterCommit: (c) => {
+            this.checkSteps();
+            if (killAt && c === killAt.commit) {
+              this.kill(proc);
+              this.later(() => this.spawn(w), killAt.restartMs);
+              throw new Killed(`${name} killed after commit ${c}`);
+            }
+          },
+        },
+      },
+      this.progress(proc),
+      {
+        type: TYPE,
+        states: statesOf(TYPE, s.extra as { cert_file?: string | null }),
+        stopOnFailure: s.stop_on_failure,
+        campaign: s.created_at,
+        extra: s.extra,
+        stateTimeoutMs: Number(s.extra.state_timeout_ms) || TYPES[TYPE].defaultStateTimeoutMs,
+        // A second between looks at the store (an apply's is 250 ms): the sim's cost is its polls.
+        pollMs: 1_000,
+        drainMs: 60_000,
+        fence: lease ? () => lease.check() : () => lock!.check(),
+        shared: lease,
+        host,
+        file: this.ctx.dbPath,
+      },
+    );
+    lease?.startHeartbeat(
+      (lost) => proc.orch.stopWith(lost),
+      (err) => proc.orch.writeFailed(err),
+      (taken) => proc.orch.beat(taken),
+    );
+    lock?.startHeartbeat(
+      (lost) => proc.orch.stopWith(lost),
+      (err) => proc.orch.writeFailed(err),
+    );
+    this.procs.push(proc);
+    this.log(`${name} starts (${s.state})`);
+    proc.orch.run().then(
+      (code) => this.ended(proc, w, `exit ${code}`),
+      (err: Error) => this.ended(proc, w, err instanceof Killed ? null : `error: ${err.message}`),
+    );
+  }
+
+  private ended(p: Proc, w: number, how: string | null): void {
+    if (p.timers.dead) return;
+    p.ended = true;
+    this.hit('adopted', p.driver.adopted);
+    try {
+      p.lease?.leave();
+    } catch {
+      // Taken over already, or the store busy: the lease runs out.
+    }
+    p.lease?.stopHeartbeat();
+    try {
+      p.lock?.release();
+    } catch {
+      // A busy store: the next apply takes the lock of a process that is gone.
+    }
+    p.timers.kill();
+    p.db.close();
+    this.log(`${p.name} ends: ${how}`);
+    const state = getStrategy(this.db)?.state ?? 'none';
+    if (!ENDED.includes(state)) {
+      // Interrupted, or lost its lease: the operator (or the host's service) applies again.
+      if (this.s.hosts > 1 || /^exit/.test(how ?? '')) this.later(() => this.spawn(w), 5_000);
+      return;
+    }
+    if (state !== 'complete' && this.s.retry && !this.retried && !this.procs.some((q) => !q.ended && !q.timers.dead)) {
+      this.retried = true;
+      this.later(() => void this.operator('retry', async () => {
+        await strategyRetry(this.ctx, undefined, { clouds: [] });
+        this.spawn(w);
+      }), 10_000);
+    }
+  }
+
+  private kill(p: Proc): void {
+    this.hit('kill');
+    this.log(`${p.name} killed`);
+    p.timers.kill();
+    p.lease?.stopHeartbeat();
+    p.lock?.stopHeartbeat();
+    // Its pid is gone: the lock row names a process that no longer runs (all the sim's processes share this one's).
+    if (p.lock) this.markGone(p.lock.token, 4_190_000 + p.gen);
+    this.hit('adopted', p.driver.adopted);
+    p.driver.adopted = 0;
+    if (p.db.open) p.db.close();
+  }
+
+  private markGone(token: string, pid: number): void {
+    if (Date.now() < this.busyUntil) return this.later(() => this.markGone(token, pid), this.busyUntil - Date.now() + 1);
+    this.db.prepare('UPDATE apply_lock SET pid = ? WHERE token = ?').run(pid, token);
+  }
+
+  /** Another connection holds the store's write lock for `ms`. */
+  private holdStore(ms: number): void {
+    if (Date.now() < this.busyUntil) return;
+    this.hit('busy');
+    const other = new Database(this.ctx.dbPath);
+    other.exec('BEGIN IMMEDIATE');
+    this.busyUntil = Date.now() + ms;
+    this.log(`store held busy for ${ms} ms`);
+    setTimeout(() => {
+      other.exec('COMMIT');
+      other.close();
+    }, ms);
+  }
+
+  private arm(f: Fault): void {
+    const live = () => this.procs.filter((p) => !p.ended && !p.timers.dead);
+    switch (f.kind) {
+      case 'pause':
+        this.later(() => void this.operator('pause', () => strategyPause(this.ctx)), f.atMs);
+        this.later(() => void this.operator('resume', () => strategyResume(this.ctx)), f.atMs + f.forMs);
+        break;
+      case 'window':
+        this.later(() => void this.operator('window', async () => {
+          for (const [stage, w] of this.sites.windows) this.sites.windows.set(stage, Math.max(w, f.size));
+          await strategyUpdate(this.ctx, undefined, { maxParallelSubclouds: f.size });
+        }), f.atMs);
+        break;
+      case 'abort':
+        // With no apply alive the abort's command finishes the abort itself, from what the sim
+        // driver can see of live runs: only an abort beside a live apply is simulated.
+        this.later(() => {
+          if (live().length) void this.operator('abort', () => strategyAbort(this.ctx));
+        }, f.atMs);
+        break;
+      case 'interrupt':
+        this.later(() => {
+          for (const p of live()) {
+            this.hit('interrupt');
+            p.orch.interrupt('SIGINT');
+            if (f.twice) p.orch.interrupt('SIGINT');
+          }
+        }, f.atMs);
+        break;
+      case 'freeze':
+        this.later(() => {
+          const p = live().find((q) => q.name.startsWith(`worker${f.worker}#`));
+          if (!p) return;
+          this.hit('freeze');
+          this.log(`${p.name} frozen for ${f.forMs} ms`);
+          p.timers.freeze();
+          this.later(() => {
+            this.log(`${p.name} continued`);
+            p.timers.thaw();
+          }, f.forMs);
+        }, f.atMs);
+        break;
+      case 'kill-worker':
+        this.later(() => {
+          const p = live().find((q) => q.name.startsWith(`worker${f.worker}#`));
+          if (!p) return;
+          this.kill(p);
+          this.later(() => this.spawn(f.worker), f.restartMs);
+        }, f.atMs);
+        break;
+      default:
+        break;
+    }
+  }
+
+  /** An operator command from another shell; one the store refuses now (busy, wrong state) is said and dropped. */
+  private async operator(what: string, fn: () => Promise<unknown>): Promise<void> {
+    if (Date.now() < this.busyUntil) {
+      this.later(() => void this.operator(what, fn), this.busyUntil - Date.now() + 1);
+      return;
+    }
+    try {
+      await fn();
+      this.hit(what);
+      this.log(`operator: ${what}`);
+    } catch (err) {
+      this.log(`operator: ${what} refused: ${(err as Error).message}`);
+    }
+  }
+
+  /** No step that ended complete is ever reopened (a retry reopens failed and aborted ones only). */
+  private checkSteps(): void {
+    const rows = this.db.prepare('SELECT id, state FROM strategy_step').all() as { id: number; state: string }[];
+    for (const r of rows) {
+      if (r.state === 'complete') this.completed.add(r.id);
+      else if (this.completed.has(r.id)) this.sites.violation('step-reopened', `step ${r.id} was complete and is ${r.state}`);
+    }
+  }
+
+  private finalChecks(): void {
+    this.checkSteps();
+    const state = getStrategy(this.db)?.state ?? 'none';
+    if (!ENDED.includes(state)) this.sites.violation('not-ended', `the strategy is ${state} after ${LIMIT_MS / 3600_000} h`);
+    const open = this.db.prepare(`SELECT COUNT(*) FROM strategy_step WHERE state NOT IN ('complete', 'failed', 'aborted')`).pluck().get() as number;
+    if (ENDED.includes(state) && open) this.sites.violation('lost-step', `${open} step(s) not ended in a ${state} strategy`);
+    for (const e of this.sites.stillRunning()) this.sites.violation('left-going', `${e.site} ${e.state}#${e.attempt} still runs after the end`);
+  }
+
+  private progress(p: Proc): ProgressSink {
+    return {
+      transition: () => {},
+      note: (text) => {
+        this.log(`${p.name}: ${text}`);
+        if (/^took over/.test(text)) this.hit('takeover-note');
+        if (/^resuming: \d+ operation/.test(text)) this.hit('interrupted-rerun');
+      },
+      warn: (text) => this.log(`${p.name}: ${text}`),
+      summary: () => {},
+    } as ProgressSink;
+  }
+}
