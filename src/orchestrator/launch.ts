@@ -126,18 +126,20 @@ export class Launcher {
   adoptLeft(): ReturnType<typeof adoptLeftRuns> {
     // A slot not started yet waits for its first claim here: that subcloud is adopted all the same.
     const skip = (id: number) => this.adopted.has(id) || this.host.startedSlot(id);
-    const made = new Map<number, Worker>();
+    // The workers made for the runs the driver is asked about (not registered: not running here yet).
+    const made: Worker[] = [];
     const left = adoptLeftRuns(
       this.rt.db,
       this.rt.driver,
       (step, l) => {
         const worker = this.registry.make(step, l.state, l.attempt, l.historyId);
-        made.set(step.id, worker);
+        made.push(worker);
         return this.request(worker);
       },
       this.fleet.adoptScope(skip),
     );
-    for (const [id, run] of left.adopted) this.adopted.set(id, { run, worker: made.get(id)! });
+    const byStep = new Map(made.map((w) => [w.step.id, w]));
+    for (const [id, run] of left.adopted) this.adopted.set(id, { run, worker: byStep.get(id)! });
     // One of several workers: the next runs of a subcloud adopted carry the fence its takeover gave it.
     if (this.fleet.shared) this.fleet.adopted(this.rt.db, [...left.adopted.keys()]);
     return left;
