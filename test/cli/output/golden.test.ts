@@ -89,12 +89,12 @@ describe('golden files printed by cliff', () => {
     expect(r.stderr).toMatch(/^error: .*invalid choice: 'shell'/);
   });
 
-  test('-c naming no known column: an error naming the known ones', async () => {
+  test('-c naming no known column: an error naming the known ones (exit 1, as cliff in the client)', async () => {
     const r = await run(['--db', path.join(tmp.dir, 'fleet.db'), 'strategy', 'show', '-c', 'State']);
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(1);
     expect(r.stderr).toBe(
       "error: No recognized column names in ['State']. Recognized columns are ('strategy type', 'subcloud apply type', " +
-        "'max parallel subclouds', 'stop on failure', 'state', 'created_at', 'updated_at').\n",
+        "'max parallel subclouds', 'stop on failure', 'upload only', 'state', 'created_at', 'updated_at').\n",
     );
   });
 
