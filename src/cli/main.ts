@@ -60,7 +60,7 @@ export async function main(argv: string[], io: Io = { stdout: process.stdout, st
       const o = outputOptions(g, io);
       out = o;
       // What cannot be printed (an unknown -c, shell for a list) is refused before a write command
-      // commits (exit 2, file unchanged). Only -c and shell can make a result unprintable: other
+      // commits (file unchanged). Only -c and shell can make a result unprintable: other
       // commands neither load the renderers here nor prepare their output twice.
       const prepare = g.columns.length > 0 || g.format === 'shell' ? (await import('./output/render.js')).prepare : null;
       const dbPath = resolveDbPath(g.db);

@@ -1,6 +1,6 @@
 /** Option-value parsers for commander: a bad value is a usage error (exit 2). */
 import { InvalidArgumentError } from './commander.js';
-import { UsageError } from '../domain/errors.js';
+import { ClientCheckError, UsageError } from '../domain/errors.js';
 import { parseApplyType, parseIntIn } from '../domain/inventory.js';
 import { STRATEGY_TYPES, type StrategyType } from '../domain/types.js';
 import { parseDuration } from '../domain/durations.js';
@@ -29,7 +29,17 @@ export const positiveInteger = wrap((v: string) => {
   return n;
 });
 
-export const groupMaxParallel = wrap((v: string) => parseIntIn('value', v, 1, 5000));
+/**
+ * A group's `--max_parallel_subclouds`: dcmanager's client sends it as typed and the server refuses
+ * a bad one (exit 1 from the client), so this is not a usage error.
+ */
+export const groupMaxParallel = (v: string): number => {
+  try {
+    return parseIntIn('value', v, 1, 5000);
+  } catch {
+    throw new ClientCheckError(`Invalid group max_parallel_subclouds '${v}': give a whole number from 1 to 5000`);
+  }
+};
 
 export const strategyType = wrap((v: string): StrategyType => {
   if (!(STRATEGY_TYPES as readonly string[]).includes(v)) {

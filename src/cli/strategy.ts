@@ -44,6 +44,8 @@ const STAGE_GATE_OPTIONS: [string, string][] = [
 
 const TYPE_OPTIONS: [string, string][] = [
   ['--patch-id <id>', 'patch: the patch to apply'],
+  ['--upload-only', "patch: stop after uploading the patch (the old client's option; shown as 'upload only')"],
+  ['--remove', "patch: remove the patch (the old client's option)"],
   ['--to-version <version>', 'kubernetes: target version'],
   ['--subject <subject>', 'kube-rootca-update: certificate subject'],
   ['--expiry-date <date>', 'kube-rootca-update: certificate expiry date'],
@@ -74,7 +76,13 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
   };
   const typeOf = (o: { type?: StrategyType }) => fixed ?? o.type;
 
-  const create = withType(parent.command('create').argument('[cloud_name...]', 'only these subclouds (one stage, in the order given)'), true)
+  // dcm's `strategy create` takes several clouds; an alias is dcmanager's command, whose client takes
+  // one (argparse refuses a second, exit 2), and for patch the old client's positional patch id.
+  const createCmd = parent.command('create');
+  if (!fixed) createCmd.argument('[cloud_name...]', 'only these subclouds (one stage, in the order given)');
+  else createCmd.argument('[cloud_name]', 'only this subcloud');
+  if (fixed === 'patch') createCmd.argument('[patch_id]', "the patch (the old client's positional; a lone word that names no subcloud is one too)");
+  const create = withType(createCmd, true)
     .description('create the strategy and its steps')
     .option('--group <group>', 'only this subcloud group')
     .option('--label <key=value>', 'only subclouds with this label (key= for those without it; repeatable, all must hold)', collect)
@@ -104,17 +112,25 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .option('--defer-until <duration|time>', "deferred subclouds fail unreachable after this: a duration from the apply's start, or an ISO time (default: once the rest of their stage is done)")
     .option('--dry-run', 'every check, then the plan (stages, windows, steps, estimated duration); nothing written')
     .option('--show-commands [cloud]', "with --dry-run and --driver exec: instead of the plan, each state's argv, cwd and environment for this subcloud (default: the plan's first); the sysadmin password masked")
-    .action((clouds: string[], o: CreateOpts) =>
+    .action((...args: unknown[]) =>
       run(async (ctx) => {
+        // The positionals, then the options and the command (commander's order).
+        const o = args[args.length - 2] as CreateOpts;
+        const positionals = args.slice(0, -2);
+        const clouds = (fixed ? positionals.slice(0, 1) : positionals).flat().filter((x): x is string => typeof x === 'string');
+        const patchIdArg = fixed === 'patch' ? (positionals[1] as string | undefined) : undefined;
         const password = await (await import('./sysadmin-password.js')).sysadminPassword(
           { type: typeOf(o)!, option: o.sysadminPassword, file: o.sysadminPasswordFile, withPrestage: o.withPrestage, dryRun: o.dryRun },
           ctx.secretIo ?? { stdin: process.stdin, stderr: process.stderr },
         );
-        // dcmanager prints the deprecation notice and goes on; dcm says it on stderr, with the warnings.
-        const warnings = deprecationNotices(o);
+        // dcmanager's client prints the deprecation notice on stdout, before the record, and goes on.
+        const notice = deprecationNotices(o);
+        const warnings: string[] = [];
         const result = await (await commands()).strategyCreate(ctx, {
           type: typeOf(o)!,
           cloudNames: clouds,
+          positionalPatchId: patchIdArg,
+          loneWordMayBePatchId: fixed === 'patch',
           groupName: o.group,
           labels: o.label?.length ? parseLabelSelector(o.label) : undefined,
           subcloudApplyType: o.subcloudApplyType,
@@ -137,7 +153,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
           deferUntil: o.deferUntil,
           warn: (text: string) => warnings.push(text),
         });
-        return { warnings, result };
+        return notice ? { text: notice, warnings, result } : { warnings, result };
       }),
     );
 

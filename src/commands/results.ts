@@ -34,10 +34,11 @@ export type CommandResult =
   /** `subcloud-group list-subclouds`: dcmanager prints the detail columns. */
   | { kind: 'group-subclouds'; rows: SubcloudRow[] }
   /**
-   * One subcloud. `regionName: false` for the commands whose record dcmanager prints without it
-   * (manage, unmanage, prestage); `prestageSoftwareVersion` is added last when set (prestage).
+   * One subcloud. `reply` for the commands whose record is the server's reply to a change rather
+   * than a show (manage, unmanage, prestage): only the fields that reply holds, and for prestage
+   * its `prestage_software_version` (null when no release was given).
    */
-  | { kind: 'subcloud'; row: SubcloudRow; detail: boolean; regionName?: boolean; prestageSoftwareVersion?: string | null }
+  | { kind: 'subcloud'; row: SubcloudRow; detail: boolean; reply?: { prestageSoftwareVersion?: string | null } }
   | { kind: 'groups'; rows: GroupRecord[] }
   | { kind: 'group'; row: GroupRecord }
   | { kind: 'strategy'; strategy: Strategy }

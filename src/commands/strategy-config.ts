@@ -85,6 +85,9 @@ export async function configShowOne(ctx: Ctx, cloud: string | undefined): Promis
   }) ?? subcloudNotFound();
 }
 
+/** The current client's words for a refused delete; the reason after them is the server's. */
+const UNABLE_TO_DELETE = 'Unable to delete strategy config';
+
 /** Prints nothing, as dcmanager's client. A file that does not exist has no row to delete. */
 export async function configDelete(ctx: Ctx, cloud: string): Promise<void> {
   // Nothing is printed, so there is no result for `-c` to check.
@@ -94,9 +97,9 @@ export async function configDelete(ctx: Ctx, cloud: string): Promise<void> {
       return true;
     }
     const sc = subcloudByRef(db, cloud);
-    if (!sc) throw new OperationError('Unable to delete patch options: Subcloud not found');
-    if (!deleteSubcloudConfig(db, sc.id)) throw new OperationError('Unable to delete patch options: Subcloud patch options not found');
+    if (!sc) throw new OperationError(`${UNABLE_TO_DELETE}: Subcloud not found`);
+    if (!deleteSubcloudConfig(db, sc.id)) throw new OperationError(`${UNABLE_TO_DELETE}: Subcloud patch options not found`);
     return true;
   });
-  if (!done && !isDefaultRef(cloud)) throw new OperationError('Unable to delete patch options: Subcloud not found');
+  if (!done && !isDefaultRef(cloud)) throw new OperationError(`${UNABLE_TO_DELETE}: Subcloud not found`);
 }

@@ -35,6 +35,14 @@ export interface CreateInput {
   cloudName?: string;
   /** Several clouds: one stage, in the order given. */
   cloudNames?: string[];
+  /**
+   * The old client's `patch-strategy create [cloud_name] patch_id`: the patch id given as the
+   * second positional. With one positional and no --patch-id, a word that names no subcloud is the
+   * patch id too (resolvePatchId).
+   */
+  positionalPatchId?: string;
+  /** `patch-strategy create WORD` (the alias only): WORD may be the old client's patch id. */
+  loneWordMayBePatchId?: boolean;
   groupName?: string;
   /** `--label k=v`: only the subclouds these labels select (with the fleet or a group). */
   labels?: LabelSelector;
@@ -110,7 +118,31 @@ function auditExtraArgs(driverName: string, driver: ExtraArgs, raw: RawDriverOpt
   return hasAudit ? { audit_after: true, require_audit: requireAudit } : {};
 }
 
-export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<CommandResult | Result> {
+/**
+ * The patch id of the old client's positional, moved into the type options: the second positional,
+ * or, for the `patch-strategy` alias, a lone positional that names no subcloud (the old client's
+ * `patch-strategy create P1` patches the fleet with P1; the current client's `patch-strategy create
+ * subcloud1` names a subcloud). The file is read only for that lone word.
+ */
+function resolvePatchId(ctx: Ctx, input: CreateInput): CreateInput {
+  if (input.type !== 'patch') return input;
+  const given = input.typeOptions?.patchId;
+  let patchId = input.positionalPatchId;
+  let clouds = input.cloudNames ?? [];
+  if (input.loneWordMayBePatchId && patchId === undefined && given === undefined && clouds.length === 1 && input.cloudName === undefined) {
+    const word = clouds[0];
+    if (!withReadDb(ctx, false, (db) => findSubcloud(db, word) !== undefined)) {
+      patchId = word;
+      clouds = [];
+    }
+  }
+  if (patchId === undefined) return input;
+  if (given !== undefined) throw new UsageError(`the patch id is given twice (${patchId} and --patch-id ${given}): give one`);
+  return { ...input, cloudNames: clouds, typeOptions: { ...input.typeOptions, patchId } };
+}
+
+export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<CommandResult | Result> {
+  const input = resolvePatchId(ctx, given);
   // Option values on their own first (SPEC §5), as usage errors, before the file is read: a bad
   // value is reported even when a strategy already exists.
   const req = {
@@ -286,12 +318,15 @@ function configGateCheck(stored: unknown): string | null {
   return typeof check === 'string' ? check : null;
 }
 
+/** What the server records as the window when neither --group nor --max-parallel-subclouds says one. */
+export const DEFAULT_RECORDED_MAX_PARALLEL = 2;
+
 /**
  * What the strategy record holds for its apply type and window, as dcmanager's server fills them
  * in (orchestrator_manager.create_sw_update_strategy): with --group, the group's apply type and
- * max parallel subclouds; serial, a window of 1. Without either, dcm keeps them unset (dcmanager
- * then records 2), since each group's own window applies to its stage. The windows themselves are
- * the stages'; these are what the record says.
+ * max parallel subclouds; serial, a window of 1; with neither a group nor a window, 2. The windows
+ * themselves are the stages' (each group's own, when no window was given); this is what the
+ * record says, as a script reading `strategy show` expects it.
  */
 function recordedWindow(
   db: Db,
@@ -299,7 +334,7 @@ function recordedWindow(
 ): { subcloudApplyType: ApplyType | null; maxParallelSubclouds: number | null } {
   const group = req.groupName === null ? undefined : findGroup(db, req.groupName);
   const applyType = group ? group.update_apply_type : req.subcloudApplyType;
-  const max = applyType === 'serial' ? 1 : group ? group.max_parallel_subclouds : req.maxParallelSubclouds;
+  const max = applyType === 'serial' ? 1 : group ? group.max_parallel_subclouds : (req.maxParallelSubclouds ?? DEFAULT_RECORDED_MAX_PARALLEL);
   return { subcloudApplyType: applyType, maxParallelSubclouds: max };
 }
 

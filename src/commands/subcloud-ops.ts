@@ -13,7 +13,7 @@ import type { Db } from '../store/open.js';
 import type { Outcome } from './results.js';
 import type { RunCtx } from './context.js';
 import { immediate, withReadDb, withWriteDb, type Ctx } from './context.js';
-import { mustFind } from './subclouds.js';
+import { mustFind, SECONDARY } from './subclouds.js';
 import { strategyCreate, strategyDelete } from './strategy.js';
 import { strategyApply } from './apply.js';
 import type { CommandResult } from './results.js';
@@ -59,7 +59,7 @@ export async function subcloudSetManagement(ctx: Ctx, ref: string, want: Managem
         refuse(`Subcloud is ${sc.availability}; give --force to manage it anyway`);
       }
       updateSubcloud(db, sc.id, { management: want });
-      return { kind: 'subcloud', row: mustFind(db, String(sc.id)), detail: false, regionName: false };
+      return { kind: 'subcloud', row: mustFind(db, String(sc.id)), detail: false, reply: {} };
     }),
   );
 }
@@ -87,6 +87,21 @@ export async function subcloudErrors(ctx: Ctx, ref: string): Promise<string> {
   return `${text}\n`;
 }
 
+/**
+ * The server's checks of a subcloud to prestage, in its order and with its words: the subcloud
+ * controller refuses a secondary subcloud, then the prestage precheck an offline, unmanaged or
+ * not deployed one (`Prestage failed '<name>': <why>`), before any strategy is made.
+ */
+function checkPrestageable(sc: { name: string; availability: string; management: string; deploy_status: string }): void {
+  if (SECONDARY.includes(sc.deploy_status)) throw new OperationError(`Cannot perform on ${sc.deploy_status} state subcloud`);
+  const refuse = (why: string): never => {
+    throw new OperationError(`Prestage failed '${sc.name}': ${why}`);
+  };
+  if (sc.availability !== 'online') refuse('Subcloud is offline.');
+  if (sc.management !== 'managed') refuse('Subcloud is not managed.');
+  if (sc.deploy_status !== 'complete') refuse('Prestage operation is not allowed when subcloud deploy is in progress.');
+}
+
 export interface PrestageInput {
   typeOptions: RawTypeOptions;
   driverOptions: RawDriverOptions;
@@ -102,8 +117,9 @@ export interface PrestageInput {
 export async function subcloudPrestage(ctx: RunCtx, ref: string, input: PrestageInput): Promise<Outcome> {
   const sc = withReadDb(ctx, null, (db) => mustFind(db, ref));
   if (!sc) throw new OperationError(`Subcloud ${ref} does not exist`);
+  checkPrestageable(sc);
   const release = input.typeOptions.release ?? null;
-  const view = (row: typeof sc): CommandResult => ({ kind: 'subcloud', row, detail: false, regionName: false, prestageSoftwareVersion: release });
+  const view = (row: typeof sc): CommandResult => ({ kind: 'subcloud', row, detail: false, reply: { prestageSoftwareVersion: release } });
   // -c names the subcloud's fields, not the strategy's: checked here, not by create and apply.
   ctx.checkResult?.(view(sc));
   const inner: RunCtx = { ...ctx, checkResult: undefined };
@@ -115,11 +131,18 @@ export async function subcloudPrestage(ctx: RunCtx, ref: string, input: Prestage
 }
 
 /**
- * `alarm summary`: dcmanager's alarm counts per subcloud come from each site's fault manager, which
- * dcm does not reach: every subcloud is listed with its counts and status unknown (None).
+ * `alarm summary`: dcmanager's alarm audit fills a subcloud's row from its fault manager while the
+ * subcloud is managed and online; until then the row holds what the server wrote at add, -1 for
+ * every count (the client prints `-`) and `disabled`. dcm reaches no fault manager: a managed,
+ * online subcloud is one the audit would reach, with no alarm dcm knows of (0 and `OK`).
  */
 export async function alarmSummary(ctx: Ctx): Promise<Result> {
   const rows = withReadDb(ctx, [], (db) => listSubclouds(db));
   const columns = ['NAME', 'CRITICAL_ALARMS', 'MAJOR_ALARMS', 'MINOR_ALARMS', 'WARNINGS', 'STATUS'];
-  return list(columns, rows.map((r) => [r.name, null, null, null, null, null]));
+  return list(
+    columns,
+    rows.map((r) =>
+      r.management === 'managed' && r.availability === 'online' ? [r.name, 0, 0, 0, 0, 'OK'] : [r.name, '-', '-', '-', '-', 'disabled'],
+    ),
+  );
 }

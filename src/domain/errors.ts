@@ -30,6 +30,19 @@ export class UsageError extends DcmError {
   }
 }
 
+/**
+ * Bad input that dcmanager's client does not refuse as a usage error: a check it makes itself
+ * (options that exclude each other, a required type option, an unknown -c column), or a value it
+ * passes on for the server to refuse (a group's window). The client exits 1 on them, and a script
+ * that tells them apart by the exit code sees the same code from dcm. Nothing is changed.
+ */
+export class ClientCheckError extends DcmError {
+  constructor(message: string) {
+    super(message, EXIT.failed);
+    this.name = 'ClientCheckError';
+  }
+}
+
 /** The operation cannot be done: not found, wrong state, bad file (exit 1). */
 export class OperationError extends DcmError {
   constructor(message: string) {

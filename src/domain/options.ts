@@ -2,13 +2,16 @@
  * Type options and driver settings of `strategy create` (SPEC §4, §7): validated here, stored in
  * the strategy's extra args, handed to drivers. Pure.
  */
-import { UsageError } from './errors.js';
+import { ClientCheckError, UsageError } from './errors.js';
 import { durationOption } from './durations.js';
 import { TYPES, type StrategyType } from './types.js';
 
 /** Raw values as the command line gave them; `undefined` = not given. */
 export interface RawTypeOptions {
   patchId?: string;
+  /** The old client's patch strategy flags: stop after uploading, or remove the patch. */
+  uploadOnly?: boolean;
+  remove?: boolean;
   toVersion?: string;
   subject?: string;
   expiryDate?: string;
@@ -40,6 +43,8 @@ export interface RawDriverOptions {
 /** The flag each raw option came from, for messages. */
 const FLAG: Record<keyof RawTypeOptions, string> = {
   patchId: '--patch-id',
+  uploadOnly: '--upload-only',
+  remove: '--remove',
   toVersion: '--to-version',
   subject: '--subject',
   expiryDate: '--expiry-date',
@@ -62,11 +67,21 @@ const FLAG: Record<keyof RawTypeOptions, string> = {
 /** Deprecated sw-deploy options and what they now are (dcmanager maps them the same way). */
 const DEPRECATED: Partial<Record<keyof RawTypeOptions, keyof RawTypeOptions>> = { withDelete: 'delete', deleteOnly: 'cleanup' };
 
-/** The deprecation notice of each deprecated option given, in dcmanager's sense. */
-export function deprecationNotices(raw: RawTypeOptions): string[] {
+/**
+ * The notice dcmanager's client prints on stdout, before the record, for each deprecated option
+ * given: a block of five lines (a banner, what is deprecated, what replaces it, a rule, a blank).
+ */
+export function deprecationNotices(raw: RawTypeOptions): string {
   return (Object.keys(DEPRECATED) as (keyof RawTypeOptions)[])
     .filter((k) => given(raw, k))
-    .map((k) => `Option ${FLAG[k]} is deprecated and will be removed in a future release; use ${FLAG[DEPRECATED[k]!]} instead.`);
+    .map(
+      (k) =>
+        '### DEPRECATION NOTICE ###\n' +
+        `The ${FLAG[k]} option is deprecated and will be removed in a future release.\n` +
+        `Use ${FLAG[DEPRECATED[k]!]} instead.\n` +
+        '##########################\n\n',
+    )
+    .join('');
 }
 
 /** The raw options with each deprecated one folded into the option that replaced it. */
@@ -76,7 +91,7 @@ function undeprecated(raw: RawTypeOptions): RawTypeOptions {
 }
 
 const ALLOWED: Record<StrategyType, (keyof RawTypeOptions)[]> = {
-  patch: ['patchId'],
+  patch: ['patchId', 'uploadOnly', 'remove'],
   'sw-deploy': ['releaseId', 'snapshot', 'rollback', 'delete', 'cleanup', 'withPrestage', 'kubeUpgrade', 'sysadminPassword', 'withDelete', 'deleteOnly'],
   kubernetes: ['toVersion'],
   'kube-rootca-update': ['subject', 'expiryDate', 'certFile'],
@@ -131,7 +146,7 @@ export function describeTypeOptions(type: StrategyType): { options: string[]; re
 
 function checkRequired(type: StrategyType, raw: RawTypeOptions): void {
   for (const r of REQUIRED[type] ?? []) {
-    if (!given(raw, r.key) && !r.unless.some((k) => given(raw, k))) throw new UsageError(r.message);
+    if (!given(raw, r.key) && !r.unless.some((k) => given(raw, k))) throw new ClientCheckError(r.message);
   }
 }
 
@@ -166,7 +181,8 @@ export function typeExtraArgs(type: StrategyType, raw: RawTypeOptions): ExtraArg
   }
   switch (type) {
     case 'patch':
-      return { patch_id: raw.patchId ?? null };
+      // The old client sends both flags as given and the server takes them as they come.
+      return { patch_id: raw.patchId ?? null, upload_only: Boolean(raw.uploadOnly), remove: Boolean(raw.remove) };
     case 'kubernetes':
       return { to_version: raw.toVersion ?? null };
     case 'kube-rootca-update':
@@ -178,9 +194,9 @@ export function typeExtraArgs(type: StrategyType, raw: RawTypeOptions): ExtraArg
       };
     case 'prestage': {
       // dcmanager's client's words for this pair.
-      if (raw.forInstall && raw.forSwDeploy) throw new UsageError('Options --for-install and --for-sw-deploy cannot be combined');
+      if (raw.forInstall && raw.forSwDeploy) throw new ClientCheckError('Options --for-install and --for-sw-deploy cannot be combined');
       if (raw.release !== undefined && !/^\d\d\.\d\d(\.\d+)?$/.test(raw.release)) {
-        throw new UsageError(`Invalid release: ${raw.release}. The release must be YY.MM or YY.MM.nn`);
+        throw new ClientCheckError(`Invalid release: ${raw.release}. The release must be YY.MM or YY.MM.nn`);
       }
       return {
         prestage_software_version: raw.release ?? null,
@@ -193,22 +209,22 @@ export function typeExtraArgs(type: StrategyType, raw: RawTypeOptions): ExtraArg
       raw = undeprecated(raw);
       // dcmanager's client checks, in its order and with its words.
       if (given(raw, 'sysadminPassword') && !raw.withPrestage) {
-        throw new UsageError('--sysadmin-password can only be used with --with-prestage');
+        throw new ClientCheckError('--sysadmin-password can only be used with --with-prestage');
       }
       checkRequired(type, raw);
       if (raw.snapshot && (raw.rollback || raw.cleanup)) {
-        throw new UsageError('Option --snapshot cannot be used with any of the following options: --rollback or --cleanup.');
+        throw new ClientCheckError('Option --snapshot cannot be used with any of the following options: --rollback or --cleanup.');
       }
       if (raw.delete && (raw.rollback || raw.cleanup)) {
-        throw new UsageError('Option --delete cannot be used with any of the following options: --rollback or --cleanup.');
+        throw new ClientCheckError('Option --delete cannot be used with any of the following options: --rollback or --cleanup.');
       }
       if (raw.rollback && (given(raw, 'releaseId') || raw.cleanup || raw.withPrestage || given(raw, 'kubeUpgrade'))) {
-        throw new UsageError(
+        throw new ClientCheckError(
           'Option --rollback cannot be used with any of the following options: --release-id, --cleanup, --with-prestage or --kube-upgrade.',
         );
       }
       if (raw.cleanup && (given(raw, 'releaseId') || raw.withPrestage || given(raw, 'kubeUpgrade'))) {
-        throw new UsageError('Option --cleanup cannot be used with any of the following options: --release-id, --with-prestage or --kube-upgrade.');
+        throw new ClientCheckError('Option --cleanup cannot be used with any of the following options: --release-id, --with-prestage or --kube-upgrade.');
       }
       return {
         release_id: raw.releaseId ?? null,

@@ -2,7 +2,7 @@
  * Who gets a step, in which stage, with which window (SPEC §5). Pure: plain records in, a plan or
  * a typed error out, checks in the documented order.
  */
-import { OperationError, UsageError } from './errors.js';
+import { ClientCheckError, OperationError, UsageError } from './errors.js';
 import { TYPES, type ApplyType, type Endpoint, type StrategyType, type SyncStatus } from './types.js';
 
 export interface GroupRecord {
@@ -55,14 +55,14 @@ export interface Plan {
 /** Check 2 of SPEC §5: what may not be combined. Runs before the range check and any lookup. */
 export function checkCombination(req: PlanRequest): void {
   if ((req.cloudName || req.cloudNames?.length) && req.groupName) {
-    throw new UsageError('The cloud_name and group options are mutually exclusive.');
+    throw new ClientCheckError('The cloud_name and group options are mutually exclusive.');
   }
   // dcmanager's client words, one message per option.
   if (req.groupName && req.subcloudApplyType) {
-    throw new UsageError('The --subcloud-apply-type is not supported when --group option is applied.');
+    throw new ClientCheckError('The --subcloud-apply-type is not supported when --group option is applied.');
   }
   if (req.groupName && req.maxParallelSubclouds != null) {
-    throw new UsageError('The --max-parallel-subclouds options is not supported when --group option is applied.');
+    throw new ClientCheckError('The --max-parallel-subclouds options is not supported when --group option is applied.');
   }
 }
 

@@ -71,7 +71,7 @@ describe('an ambiguous prefix is a usage error naming the candidates', () => {
     [['subcloud-group', 'add', '--name', 'g', '--max', '3'], 'ambiguous option: --max could match --max_parallel_subclouds, --max-width'],
     [['strategy', 'create', '--type', 'patch', '--max', '3'], 'ambiguous option: --max could match --max-parallel-subclouds, --max-failures, --max-width'],
     [['subcloud', 'list', '--no', 'x'], 'ambiguous option: --no could match --noindent, --no-color'],
-    [['strategy', 'create', '--type', 'sw-deploy', '--re', 'x'], 'ambiguous option: --re could match --release, --release-id'],
+    [['strategy', 'create', '--type', 'sw-deploy', '--re', 'x'], 'ambiguous option: --re could match --remove, --release, --release-id'],
   ])('%j', (argv, message) => {
     expect(() => expand(argv)).toThrow(UsageError);
     expect(() => expand(argv)).toThrow(message);

@@ -25,7 +25,7 @@ function refuse(fx: () => Fixture, cases: Case[]): void {
 const range = (n: string | number, type = 'patch', max = 5000) =>
   `Invalid max-parallel-subclouds value: ${n}. For ${type}, the value must be between 1 and ${max}.`;
 
-describe('strategy create: bad option values (exit 2)', () => {
+describe('strategy create: bad option values (exit 2; the checks dcmanager\'s client makes itself, exit 1)', () => {
   refuse(() => fx.fleet, [
     ['max parallel -1', ['strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '-1'], 2, range(-1)],
     ['max parallel 5001', ['strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '5001'], 2, range(5001)],
@@ -35,17 +35,17 @@ describe('strategy create: bad option values (exit 2)', () => {
     ['apply type diagonal', ['strategy', 'create', '--type', 'patch', '--subcloud-apply-type', 'diagonal'], 2, /subcloud-apply-type.*'diagonal'/],
     ['unknown --type', ['strategy', 'create', '--type', 'nope'], 2, /--type.*'nope'/],
     ['missing --type', ['strategy', 'create'], 2, /--type/],
-    ['cloud name with --group', ['strategy', 'create', '--type', 'patch', 's1', '--group', 'rest'], 2, 'The cloud_name and group options are mutually exclusive.'],
+    ['cloud name with --group', ['strategy', 'create', '--type', 'patch', 's1', '--group', 'rest'], 1, 'The cloud_name and group options are mutually exclusive.'],
     [
       '--group with --max-parallel-subclouds',
       ['strategy', 'create', '--type', 'patch', '--group', 'rest', '--max-parallel-subclouds', '3'],
-      2,
+      1,
       'The --max-parallel-subclouds options is not supported when --group option is applied.',
     ],
     [
       '--group with --subcloud-apply-type',
       ['strategy', 'create', '--type', 'patch', '--group', 'rest', '--subcloud-apply-type', 'serial'],
-      2,
+      1,
       'The --subcloud-apply-type is not supported when --group option is applied.',
     ],
   ]);
@@ -81,18 +81,18 @@ describe('strategy create: SPEC §5 operation errors (exit 1)', () => {
   });
 });
 
-describe('strategy create: type options (exit 2)', () => {
+describe('strategy create: type options (exit 2; those dcmanager\'s client checks itself, exit 1)', () => {
   refuse(() => fx.fleet, [
-    ['sw-deploy without --release-id', ['strategy', 'create', '--type', 'sw-deploy'], 2, /--release-id/],
-    ['sw-deploy --rollback with --release-id', ['sw-deploy-strategy', 'create', '--rollback', '--release-id', 'r1'], 2, /--rollback.*--release-id/],
-    ['sw-deploy --rollback with --with-prestage', ['sw-deploy-strategy', 'create', '--rollback', '--with-prestage'], 2, /--rollback.*--with-prestage/],
-    ['sw-deploy --cleanup with --kube-upgrade', ['sw-deploy-strategy', 'create', '--cleanup', '--kube-upgrade', 'v1.29'], 2, /--cleanup.*--kube-upgrade/],
-    ['sw-deploy --snapshot with --rollback', ['sw-deploy-strategy', 'create', '--snapshot', '--rollback'], 2, /(--rollback.*--snapshot|--snapshot.*--rollback)/],
-    ['sw-deploy --delete with --cleanup', ['sw-deploy-strategy', 'create', '--delete', '--cleanup'], 2, /(--cleanup.*--delete|--delete.*--cleanup)/],
+    ['sw-deploy without --release-id', ['strategy', 'create', '--type', 'sw-deploy'], 1, /--release-id/],
+    ['sw-deploy --rollback with --release-id', ['sw-deploy-strategy', 'create', '--rollback', '--release-id', 'r1'], 1, /--rollback.*--release-id/],
+    ['sw-deploy --rollback with --with-prestage', ['sw-deploy-strategy', 'create', '--rollback', '--with-prestage'], 1, /--rollback.*--with-prestage/],
+    ['sw-deploy --cleanup with --kube-upgrade', ['sw-deploy-strategy', 'create', '--cleanup', '--kube-upgrade', 'v1.29'], 1, /--cleanup.*--kube-upgrade/],
+    ['sw-deploy --snapshot with --rollback', ['sw-deploy-strategy', 'create', '--snapshot', '--rollback'], 1, /(--rollback.*--snapshot|--snapshot.*--rollback)/],
+    ['sw-deploy --delete with --cleanup', ['sw-deploy-strategy', 'create', '--delete', '--cleanup'], 1, /(--cleanup.*--delete|--delete.*--cleanup)/],
     ['kube-rootca-update --cert-file with --subject', ['strategy', 'create', '--type', 'kube-rootca-update', '--cert-file', 'ca.pem', '--subject', 'C=CA'], 2, /--cert-file.*--subject/],
     ['kube-rootca-update --cert-file with --expiry-date', ['kube-rootca-update-strategy', 'create', '--cert-file', 'ca.pem', '--expiry-date', '2030-01-01'], 2, /--cert-file.*--expiry-date/],
-    ['prestage --for-install with --for-sw-deploy', ['prestage-strategy', 'create', '--for-install', '--for-sw-deploy'], 2, /--for-install.*--for-sw-deploy/],
-    ['prestage bad --release', ['prestage-strategy', 'create', '--release', '24.9'], 2, /24\.9/],
+    ['prestage --for-install with --for-sw-deploy', ['prestage-strategy', 'create', '--for-install', '--for-sw-deploy'], 1, /--for-install.*--for-sw-deploy/],
+    ['prestage bad --release', ['prestage-strategy', 'create', '--release', '24.9'], 1, /24\.9/],
     ['an option of another type', ['strategy', 'create', '--type', 'patch', '--to-version', 'v1.29'], 2, '--to-version is not an option of strategy type patch'],
     ['an alias offers only its own type options', ['patch-strategy', 'create', '--release-id', 'r1'], 2, /--release-id/],
   ]);
@@ -112,8 +112,8 @@ describe('the order of the checks (SPEC §5)', () => {
     ['1 before 2', ['strategy', 'create', '--type', 'patch', 's1', '--group', 'rest'], 1, "Strategy of type: 'patch' already exists"],
   ]);
   refuse(() => fx.fleet, [
-    ['2 before 3', ['strategy', 'create', '--type', 'patch', '--group', 'rest', '--max-parallel-subclouds', '-1'], 2, 'The --max-parallel-subclouds options is not supported when --group option is applied.'],
-    ['2 before 4', ['strategy', 'create', '--type', 'patch', 'nosuch', '--group', 'nosuch'], 2, 'The cloud_name and group options are mutually exclusive.'],
+    ['2 before 3', ['strategy', 'create', '--type', 'patch', '--group', 'rest', '--max-parallel-subclouds', '-1'], 1, 'The --max-parallel-subclouds options is not supported when --group option is applied.'],
+    ['2 before 4', ['strategy', 'create', '--type', 'patch', 'nosuch', '--group', 'nosuch'], 1, 'The cloud_name and group options are mutually exclusive.'],
     ['3 before 4', ['strategy', 'create', '--type', 'patch', 'nosuch', '--max-parallel-subclouds', '5001'], 2, range(5001)],
     ['4 before 5', ['strategy', 'create', '--type', 'patch', 's3x'], 1, 'Subcloud s3x does not exist'],
   ]);
@@ -151,9 +151,9 @@ describe('subcloud-group errors', () => {
     ['rename to a name taken', ['subcloud-group', 'update', 'canary', '--name', 'rest'], 1, /rest/],
     ['add a name taken', ['subcloud-group', 'add', '--name', 'canary'], 1, /canary/],
     ['add without --name', ['subcloud-group', 'add'], 2, /--name/],
-    ['max parallel 0', ['subcloud-group', 'add', '--name', 'g', '--max_parallel_subclouds', '0'], 2, /'0'/],
-    ['max parallel 5001', ['subcloud-group', 'update', 'canary', '--max-parallel-subclouds', '5001'], 2, /'5001'/],
-    ['max parallel abc', ['subcloud-group', 'add', '--name', 'g', '--max_parallel_subclouds', 'abc'], 2, /'abc'/],
+    ['max parallel 0', ['subcloud-group', 'add', '--name', 'g', '--max_parallel_subclouds', '0'], 1, /'0'/],
+    ['max parallel 5001', ['subcloud-group', 'update', 'canary', '--max-parallel-subclouds', '5001'], 1, /'5001'/],
+    ['max parallel abc', ['subcloud-group', 'add', '--name', 'g', '--max_parallel_subclouds', 'abc'], 1, /'abc'/],
     ['apply type diagonal', ['subcloud-group', 'add', '--name', 'g', '--update_apply_type', 'diagonal'], 2, /'diagonal'/],
     ['show an unknown group', ['subcloud-group', 'show', 'nosuch'], 1, 'Subcloud group nosuch does not exist'],
     ['list-subclouds of an unknown group', ['subcloud-group', 'list-subclouds', 'nosuch'], 1, 'Subcloud group nosuch does not exist'],
@@ -247,7 +247,7 @@ describe('the database file', () => {
     await expectRefused(dir, ['--db', db, 'subcloud-group', 'delete', 'Default'], 1, /Default/);
     fs.writeFileSync(path.join(dir, '..', 'dup.csv'), 'name\ns1\ns1\n');
     await expectRefused(dir, ['--db', db, 'subcloud', 'import', path.join(dir, '..', 'dup.csv')], 1, /^line 3: /);
-    await expectRefused(dir, ['--db', db, 'subcloud', 'add', 's1', '-c', 'nope'], 2, /nope/);
+    await expectRefused(dir, ['--db', db, 'subcloud', 'add', 's1', '-c', 'nope'], 1, /nope/);
     expect(fs.readdirSync(dir)).toEqual([]);
   });
 });
@@ -279,9 +279,9 @@ describe('usage errors', () => {
     ['an unknown option', ['strategy-step', 'list', '--colour'], 2, /--colour/],
     ['an unknown format', ['strategy', 'show', '-f', 'xml'], 2, /xml/],
     ['a bad --stage', ['strategy-step', 'list', '--stage', 'two'], 2, /two/],
-    ['an unknown column on a read', ['strategy-step', 'list', '-c', 'nope'], 2, /nope/],
-    ['an unknown column on a write: nothing written', ['strategy', 'delete', '-c', 'nope'], 2, /nope/],
-    ['an unknown column on subcloud add: nothing written', ['subcloud', 'add', 'z1', '-c', 'nope'], 2, /nope/],
+    ['an unknown column on a read', ['strategy-step', 'list', '-c', 'nope'], 1, /nope/],
+    ['an unknown column on a write: nothing written', ['strategy', 'delete', '-c', 'nope'], 1, /nope/],
+    ['an unknown column on subcloud add: nothing written', ['subcloud', 'add', 'z1', '-c', 'nope'], 1, /nope/],
   ]);
 });
 

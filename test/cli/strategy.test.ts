@@ -134,7 +134,7 @@ describe('who gets a step', () => {
 });
 
 describe('the strategy record', () => {
-  test('patch: the seven fields, unset values null, times in dcmanager form', async () => {
+  test("patch: the seven fields and the old client's 'upload only', unset values null, the server's window of 2, times in dcmanager form", async () => {
     const { db } = fx.fresh();
     const out = await create(db, '--type', 'patch', '--stop-on-failure', '-f', 'json');
     const s = JSON.parse(out.stdout) as Record<string, unknown>;
@@ -143,6 +143,7 @@ describe('the strategy record', () => {
       'subcloud apply type',
       'max parallel subclouds',
       'stop on failure',
+      'upload only',
       'state',
       'created_at',
       'updated_at',
@@ -150,7 +151,8 @@ describe('the strategy record', () => {
     expect(s).toMatchObject({
       'strategy type': 'patch',
       'subcloud apply type': null,
-      'max parallel subclouds': null,
+      'max parallel subclouds': 2,
+      'upload only': false,
       'stop on failure': true,
       state: 'initial',
       updated_at: null,
@@ -213,7 +215,8 @@ describe('the strategy record', () => {
     // dcmanager's client: the password goes with --with-prestage only.
     const n = fx.fresh();
     const r = await run(['--db', n.db, 'sw-deploy-strategy', 'create', '--release-id', 'r1', '--sysadmin-password', 'x']);
-    expect(r.code).toBe(2);
+    // The client's own check: exit 1, as the client's.
+    expect(r.code).toBe(1);
     expect(r.stderr).toBe('error: --sysadmin-password can only be used with --with-prestage\n');
   });
 

@@ -78,7 +78,7 @@ describe('strategy types', () => {
     const t = tempDir();
     try {
       const missing = await run(['--db', t.db, 'strategy', 'create', '--type', 'sw-deploy', '--dry-run']);
-      expect([missing.code, missing.stderr]).toEqual([2, 'error: The --release-id is required to create a deploy strategy.\n']);
+      expect([missing.code, missing.stderr]).toEqual([1, 'error: The --release-id is required to create a deploy strategy.\n']);
       for (const unless of ['--rollback', '--cleanup']) {
         const r = await run(['--db', t.db, 'strategy', 'create', '--type', 'sw-deploy', '--dry-run', unless]);
         expect(r.stderr).not.toContain('--release-id is required');

@@ -144,7 +144,7 @@ describe('every check of create, in the same order', () => {
   });
 
   test.each([
-    ['cloud and group', ['s1', '--group', 'rest'], 2],
+    ['cloud and group', ['s1', '--group', 'rest'], 1],
     ['range', ['--max-parallel-subclouds', '5001'], 2],
     ['unknown subcloud', ['nosuch'], 1],
     ['unknown group', ['--group', 'nosuch'], 1],

@@ -47,7 +47,7 @@ describe('strategy-config commands', () => {
     ]);
     await configDelete(ctx, 'RegionOne');
     await expect(configShowOne(ctx, 'a')).rejects.toThrow(new OperationError('Subcloud not found'));
-    await expect(configDelete(ctx, 'a')).rejects.toThrow('Unable to delete patch options: Subcloud not found');
+    await expect(configDelete(ctx, 'a')).rejects.toThrow('Unable to delete strategy config: Subcloud not found');
     expect(fs.existsSync(t.db)).toBe(false);
   });
 
@@ -63,7 +63,7 @@ describe('strategy-config commands', () => {
     await expect(configShowOne(ctx, 'a')).rejects.toThrow('No options found for Subcloud with id 1, defaults will be used.');
     await expect(configUpdate(ctx, 'zz', OPTS)).rejects.toThrow('Unable to update patch options for subcloud zz: Subcloud not found');
     await configDelete(ctx, 'b');
-    await expect(configDelete(ctx, 'b')).rejects.toThrow('Unable to delete patch options: Subcloud patch options not found');
+    await expect(configDelete(ctx, 'b')).rejects.toThrow('Unable to delete strategy config: Subcloud patch options not found');
   });
 
   test('a -c check that fails rolls the update back', async () => {

@@ -1,27 +1,32 @@
 /**
  * Type options of `strategy create` (SPEC §4): what each type accepts and dcmanager's exclusion
- * rules; every violation is a usage error (exit 2).
+ * rules; a violation is a usage error (exit 2), or, for the checks dcmanager's client makes itself
+ * (sw-deploy's and prestage's rules), exit 1 as the client's.
  */
 import { describe, expect, test } from '@jest/globals';
 import { shownTypeOptions, typeExtraArgs, timeoutExtraArgs, type RawTypeOptions } from '../../src/domain/options.js';
-import { UsageError } from '../../src/domain/errors.js';
+import { ClientCheckError, UsageError } from '../../src/domain/errors.js';
 import { STRATEGY_TYPES, statesOf, type StrategyType } from '../../src/domain/types.js';
 
-function usage(type: StrategyType, raw: RawTypeOptions): string {
+/** The refusal's message: a usage error (exit 2), or with code 1 a check dcmanager's client makes itself. */
+function usage(type: StrategyType, raw: RawTypeOptions, code: 1 | 2 = 2): string {
   try {
     typeExtraArgs(type, raw);
   } catch (err) {
-    expect(err).toBeInstanceOf(UsageError);
-    expect((err as UsageError).exitCode).toBe(2);
+    expect(err).toBeInstanceOf(code === 2 ? UsageError : ClientCheckError);
+    expect((err as UsageError).exitCode).toBe(code);
     return (err as Error).message;
   }
   throw new Error(`accepted: ${type} ${JSON.stringify(raw)}`);
 }
 
+/** A check dcmanager's client makes itself: the client exits 1 on it, and so does dcm. */
+const client = (type: StrategyType, raw: RawTypeOptions) => usage(type, raw, 1);
+
 describe('sw-deploy rules', () => {
   test('release id is required unless --rollback or --cleanup', () => {
-    expect(usage('sw-deploy', {})).toMatch(/--release-id/);
-    expect(usage('sw-deploy', { snapshot: true })).toMatch(/--release-id/);
+    expect(client('sw-deploy', {})).toMatch(/--release-id/);
+    expect(client('sw-deploy', { snapshot: true })).toMatch(/--release-id/);
     expect(typeExtraArgs('sw-deploy', { rollback: true })).toMatchObject({ rollback: true, release_id: null });
     expect(typeExtraArgs('sw-deploy', { cleanup: true })).toMatchObject({ cleanup: true, release_id: null });
   });
@@ -29,21 +34,21 @@ describe('sw-deploy rules', () => {
   test('--rollback excludes --release-id, --cleanup, --with-prestage, --kube-upgrade', () => {
     const others: RawTypeOptions[] = [{ releaseId: 'r1' }, { cleanup: true }, { withPrestage: true }, { kubeUpgrade: 'v1.29' }];
     for (const o of others) {
-      const msg = usage('sw-deploy', { rollback: true, ...o });
+      const msg = client('sw-deploy', { rollback: true, ...o });
       expect(msg).toMatch(/--rollback/);
     }
   });
 
   test('--cleanup excludes --release-id, --with-prestage, --kube-upgrade', () => {
     for (const o of [{ releaseId: 'r1' }, { withPrestage: true }, { kubeUpgrade: 'v1.29' }] as RawTypeOptions[]) {
-      expect(usage('sw-deploy', { cleanup: true, ...o })).toMatch(/--cleanup/);
+      expect(client('sw-deploy', { cleanup: true, ...o })).toMatch(/--cleanup/);
     }
   });
 
   test('--snapshot and --delete exclude --rollback and --cleanup', () => {
     for (const a of [{ snapshot: true }, { delete: true }] as RawTypeOptions[]) {
       for (const b of [{ rollback: true }, { cleanup: true }] as RawTypeOptions[]) {
-        const msg = usage('sw-deploy', { ...a, ...b });
+        const msg = client('sw-deploy', { ...a, ...b });
         // dcmanager's client: "Option --snapshot cannot be used with any of the following options: --rollback or --cleanup."
         expect(msg).toMatch(/^Option --(snapshot|delete|rollback|cleanup) cannot be used with any of the following options: .*--(rollback|cleanup)/);
       }
@@ -51,7 +56,7 @@ describe('sw-deploy rules', () => {
   });
 
   test('--sysadmin-password: with --with-prestage only, stored under sysadmin_password', () => {
-    expect(usage('sw-deploy', { releaseId: 'r1', sysadminPassword: 'pw' })).toBe('--sysadmin-password can only be used with --with-prestage');
+    expect(client('sw-deploy', { releaseId: 'r1', sysadminPassword: 'pw' })).toBe('--sysadmin-password can only be used with --with-prestage');
     expect(typeExtraArgs('sw-deploy', { releaseId: 'r1', withPrestage: true, sysadminPassword: 'pw' })).toMatchObject({ sysadmin_password: 'pw' });
     expect(typeExtraArgs('prestage', { sysadminPassword: 'pw' })).toMatchObject({ sysadmin_password: 'pw' });
     expect(typeExtraArgs('prestage', {})).not.toHaveProperty('sysadmin_password');
@@ -99,7 +104,7 @@ describe('kube-rootca-update rules', () => {
 
 describe('prestage rules', () => {
   test('--for-install and --for-sw-deploy exclude each other; for-install is the default', () => {
-    expect(usage('prestage', { forInstall: true, forSwDeploy: true })).toMatch(/--for-install.*--for-sw-deploy/);
+    expect(client('prestage', { forInstall: true, forSwDeploy: true })).toMatch(/--for-install.*--for-sw-deploy/);
     expect(typeExtraArgs('prestage', {})).toMatchObject({ for_install: true, for_sw_deploy: false });
     expect(typeExtraArgs('prestage', { forSwDeploy: true })).toMatchObject({ for_install: false, for_sw_deploy: true });
   });
@@ -109,7 +114,7 @@ describe('prestage rules', () => {
       expect(typeExtraArgs('prestage', { release: good })).toMatchObject({ prestage_software_version: good });
     }
     for (const bad of ['24', '2409', '24.9', 'v24.09', '24.09.', '24.09.1.2']) {
-      expect(usage('prestage', { release: bad })).toContain(bad);
+      expect(client('prestage', { release: bad })).toContain(bad);
     }
   });
 });
@@ -123,7 +128,8 @@ describe('options of another type', () => {
   });
 
   test('each type keeps its own option', () => {
-    expect(typeExtraArgs('patch', { patchId: 'p1' })).toEqual({ patch_id: 'p1' });
+    expect(typeExtraArgs('patch', { patchId: 'p1' })).toEqual({ patch_id: 'p1', upload_only: false, remove: false });
+    expect(typeExtraArgs('patch', { patchId: 'p1', uploadOnly: true, remove: true })).toMatchObject({ upload_only: true, remove: true });
     expect(typeExtraArgs('kubernetes', { toVersion: 'v1.29.2' })).toEqual({ to_version: 'v1.29.2' });
     expect(typeExtraArgs('firmware', {})).toEqual({});
   });
@@ -149,7 +155,11 @@ test('every type has its states, ending before complete', () => {
 
 describe('the type options as a report shows them', () => {
   test('each by its flag, as stored: None unset, True or False for a flag; the password said to be given, never shown', () => {
-    expect(shownTypeOptions('patch', typeExtraArgs('patch', { patchId: 'P1' }))).toEqual([['--patch-id', 'P1']]);
+    expect(shownTypeOptions('patch', typeExtraArgs('patch', { patchId: 'P1' }))).toEqual([
+      ['--patch-id', 'P1'],
+      ['--upload-only', 'False'],
+      ['--remove', 'False'],
+    ]);
     expect(shownTypeOptions('sw-deploy', typeExtraArgs('sw-deploy', { releaseId: 'R2', snapshot: true, withPrestage: true, sysadminPassword: 'hunter2' }))).toEqual([
       ['--release-id', 'R2'],
       ['--snapshot', 'True'],

@@ -12,7 +12,7 @@ import {
   type PlanRequest,
   type SubcloudRecord,
 } from '../../src/domain/planning.js';
-import { DcmError, OperationError, UsageError } from '../../src/domain/errors.js';
+import { ClientCheckError, DcmError, OperationError, UsageError } from '../../src/domain/errors.js';
 import { ENDPOINTS, type Endpoint, type StrategyType, type SyncStatus } from '../../src/domain/types.js';
 import fc from 'fast-check';
 
@@ -226,8 +226,9 @@ describe('eligibility', () => {
 
 describe('errors of SPEC §5', () => {
   test('check 2: cloud_name with --group', () => {
-    const e = thrown(() => checkCombination({ type: 'patch', cloudName: 's1', groupName: 'rest' }), UsageError, 'The cloud_name and group options are mutually exclusive.');
-    expect(e.exitCode).toBe(2);
+    // dcmanager's client refuses it itself, and exits 1.
+    const e = thrown(() => checkCombination({ type: 'patch', cloudName: 's1', groupName: 'rest' }), ClientCheckError, 'The cloud_name and group options are mutually exclusive.');
+    expect(e.exitCode).toBe(1);
   });
 
   test('check 2: --group with --max-parallel-subclouds or --subcloud-apply-type', () => {
@@ -237,8 +238,8 @@ describe('errors of SPEC §5', () => {
       [{ subcloudApplyType: 'serial' as const }, 'The --subcloud-apply-type is not supported when --group option is applied.'],
     ];
     for (const [extra, message] of cases) {
-      const e = thrown(() => checkCombination({ type: 'patch', groupName: 'rest', ...extra }), UsageError, message);
-      expect(e.exitCode).toBe(2);
+      const e = thrown(() => checkCombination({ type: 'patch', groupName: 'rest', ...extra }), ClientCheckError, message);
+      expect(e.exitCode).toBe(1);
     }
   });
 

@@ -101,20 +101,23 @@ describe('a subcloud named by its id', () => {
 });
 
 describe('deprecated sw-deploy options', () => {
-  test('--with-delete and --delete-only are --delete and --cleanup, with a deprecation notice on stderr', () => {
+  test("--with-delete and --delete-only are --delete and --cleanup, with the client's notice on stdout before the record", () => {
     const db = fleet();
+    const notice = (flag: string, instead: string) =>
+      `### DEPRECATION NOTICE ###\nThe ${flag} option is deprecated and will be removed in a future release.\nUse ${instead} instead.\n##########################\n\n`;
     const withDelete = dcmOk(['--db', db, 'sw-deploy-strategy', 'create', '--release-id', 'stx-11', '--with-delete', '-f', 'json']);
-    expect(JSON.parse(withDelete.stdout).delete_option).toBe('delete');
-    expect(withDelete.stderr).toBe('warning: Option --with-delete is deprecated and will be removed in a future release; use --delete instead.\n');
+    expect(withDelete.stdout.startsWith(notice('--with-delete', '--delete'))).toBe(true);
+    expect(JSON.parse(withDelete.stdout.slice(notice('--with-delete', '--delete').length)).delete_option).toBe('delete');
+    expect(withDelete.stderr).toBe('');
     dcmOk(['--db', db, 'strategy', 'delete']);
     const deleteOnly = dcmOk(['--db', db, 'sw-deploy-strategy', 'create', '--delete-only', '-f', 'json']);
-    expect(JSON.parse(deleteOnly.stdout)).toMatchObject({ delete_option: 'cleanup', release_id: null });
-    expect(deleteOnly.stderr).toContain('Option --delete-only is deprecated');
+    expect(deleteOnly.stdout.startsWith(notice('--delete-only', '--cleanup'))).toBe(true);
+    expect(JSON.parse(deleteOnly.stdout.slice(notice('--delete-only', '--cleanup').length))).toMatchObject({ delete_option: 'cleanup', release_id: null });
     dcmOk(['--db', db, 'strategy', 'delete']);
     // The rules of the options they stand for, and nothing for another type.
     expectErrorLine(
       dcm(['--db', db, 'sw-deploy-strategy', 'create', '--delete-only', '--release-id', 'r']),
-      2,
+      1,
       'Option --cleanup cannot be used with any of the following options: --release-id, --with-prestage or --kube-upgrade.',
     );
     expectErrorLine(dcm(['--db', db, 'strategy', 'create', '--type', 'patch', '--with-delete']), 2, '--with-delete is not an option of strategy type patch');
@@ -122,12 +125,13 @@ describe('deprecated sw-deploy options', () => {
 });
 
 describe('subcloud manage and unmanage', () => {
-  test("set the management state and print dcmanager's detail_format (no region_name)", () => {
+  test("set the management state and print the server's reply (the show fields up to prestage_versions)", () => {
     const db = fleet();
     const r = JSON.parse(dcmOk(['--db', db, 'subcloud', 'unmanage', '3', '-f', 'json']).stdout);
     expect(r.management).toBe('unmanaged');
     expect(r).not.toHaveProperty('region_name');
-    expect(Object.keys(r).slice(-5)).toEqual(['firmware_sync_status', 'kube-rootca_sync_status', 'kubernetes_sync_status', 'patching_sync_status', 'usm_sync_status']);
+    expect(Object.keys(r).slice(-3)).toEqual(['backup_datetime', 'prestage_status', 'prestage_versions']);
+    expect(Object.keys(r).filter((k) => k.endsWith('_sync_status'))).toEqual([]);
     expectErrorLine(dcm(['--db', db, 'subcloud', 'unmanage', 'subcloud3']), 1, 'Unable to unmanage subcloud subcloud3: Subcloud is already unmanaged');
     expect(dcmOk(['--db', db, 'subcloud', 'manage', 'subcloud3', '--yes', '-f', 'value', '-c', 'management']).stdout).toBe('managed\n');
     dcmOk(['--db', db, 'subcloud', 'update', 'subcloud4', '--availability', 'offline', '--management', 'unmanaged']);
@@ -180,8 +184,11 @@ describe('subcloud prestage', () => {
     expect(rec).not.toHaveProperty('region_name');
     expect(r.stdout + r.stderr).not.toContain('S3cret');
     expectErrorLine(dcm(['--db', db, 'strategy', 'show']), 1, 'Strategy not found');
-    // Without --release, no prestage_software_version row (dcmanager's detail_prestage_format).
-    expect(JSON.parse(dcmOk(['--db', db, 'subcloud', 'prestage', 'subcloud1', '--sim-latency', '0', '-f', 'json', '-q']).stdout)).not.toHaveProperty('prestage_software_version');
+    // Without --release, the row is there (the client prints it last) and None: dcm does not know
+    // the system controller's release the server would put there.
+    const plain = JSON.parse(dcmOk(['--db', db, 'subcloud', 'prestage', 'subcloud1', '--sim-latency', '0', '-f', 'json', '-q']).stdout);
+    expect(Object.keys(plain).slice(-2)).toEqual(['prestage_versions', 'prestage_software_version']);
+    expect(plain.prestage_software_version).toBeNull();
   });
 
   test('a failed prestage exits 1 and keeps its strategy; another strategy blocks it', () => {
@@ -197,11 +204,13 @@ describe('subcloud prestage', () => {
 });
 
 describe('alarm summary and bash-completion', () => {
-  test("alarm summary lists every subcloud with None counts (dcm reaches no fault manager); <none> when empty", () => {
+  test("alarm summary: 0 and OK for a managed online subcloud, - and disabled for one the alarm audit never reached; <none> when empty", () => {
     const db = fleet();
+    dcmOk(['--db', db, 'subcloud', 'update', 'subcloud3', '--availability', 'offline']);
+    dcmOk(['--db', db, 'subcloud', 'update', 'subcloud4', '--management', 'unmanaged']);
     expect(dcmOk(['--db', db, 'alarm', 'summary', '-f', 'csv']).stdout).toBe(
       '"NAME","CRITICAL_ALARMS","MAJOR_ALARMS","MINOR_ALARMS","WARNINGS","STATUS"\n' +
-        ['subcloud1', 'subcloud2', 'subcloud3', 'subcloud4'].map((s) => `"${s}","","","","",""\n`).join(''),
+        '"subcloud1",0,0,0,0,"OK"\n"subcloud2",0,0,0,0,"OK"\n"subcloud3","-","-","-","-","disabled"\n"subcloud4","-","-","-","-","disabled"\n',
     );
     expect(dcmOk(['--db', path.join(tmp.dir, 'none.db'), 'alarm', 'summary', '-f', 'value']).stdout).toBe('<none> <none> <none> <none> <none> <none>\n');
   });
@@ -274,15 +283,15 @@ describe('the records as the current client and server print them', () => {
 });
 
 describe("dcmanager's wording and leniency", () => {
-  test('--max-parallel-subclouds 0 is dropped, as the client sends only a truthy value', () => {
+  test("--max-parallel-subclouds 0 is dropped, as the client sends only a truthy value: the server's 2", () => {
     const db = fleet();
-    expect(JSON.parse(dcmOk(['--db', db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '0', '-f', 'json']).stdout)['max parallel subclouds']).toBeNull();
+    expect(JSON.parse(dcmOk(['--db', db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '0', '-f', 'json']).stdout)['max parallel subclouds']).toBe(2);
   });
 
   test('--for-install with --for-sw-deploy, in the client\'s words', () => {
     const db = fleet();
-    expectErrorLine(dcm(['--db', db, 'prestage-strategy', 'create', '--for-install', '--for-sw-deploy']), 2, 'Options --for-install and --for-sw-deploy cannot be combined');
-    expectErrorLine(dcm(['--db', db, 'subcloud', 'prestage', 'subcloud1', '--for-i', '--for-s']), 2, 'Options --for-install and --for-sw-deploy cannot be combined');
+    expectErrorLine(dcm(['--db', db, 'prestage-strategy', 'create', '--for-install', '--for-sw-deploy']), 1, 'Options --for-install and --for-sw-deploy cannot be combined');
+    expectErrorLine(dcm(['--db', db, 'subcloud', 'prestage', 'subcloud1', '--for-i', '--for-s']), 1, 'Options --for-install and --for-sw-deploy cannot be combined');
   });
 
   test("help COMMAND... is that command's --help, exit 0", () => {
@@ -316,8 +325,12 @@ describe('what the server fills in', () => {
     dcmOk(['--db', db, 'strategy', 'delete']);
     expect(rec(['--subcloud-apply-type', 'serial', '--max-parallel-subclouds', '5'])).toMatchObject({ 'subcloud apply type': 'serial', 'max parallel subclouds': 1 });
     dcmOk(['--db', db, 'strategy', 'delete']);
-    // Neither: unset, as each group's own window applies to its stage (dcmanager records 2).
-    expect(rec([])).toMatchObject({ 'subcloud apply type': null, 'max parallel subclouds': null });
+    // Neither: the server's 2 (each group's own window still applies to its stage).
+    expect(rec([])).toMatchObject({ 'subcloud apply type': null, 'max parallel subclouds': 2 });
+    dcmOk(['--db', db, 'strategy', 'delete']);
+    expect(rec(['subcloud1'])).toMatchObject({ 'subcloud apply type': null, 'max parallel subclouds': 2 });
+    dcmOk(['--db', db, 'strategy', 'delete']);
+    expect(rec(['--subcloud-apply-type', 'parallel'])).toMatchObject({ 'subcloud apply type': 'parallel', 'max parallel subclouds': 2 });
   });
 });
 

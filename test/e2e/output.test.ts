@@ -44,6 +44,7 @@ const SHOW_TABLE = `+------------------------+----------------------------+
 | subcloud apply type    | None                       |
 | max parallel subclouds | 2                          |
 | stop on failure        | False                      |
+| upload only            | False                      |
 | state                  | initial                    |
 | created_at             | 2025-01-01 10:00:00.000000 |
 | updated_at             | None                       |
@@ -55,6 +56,8 @@ const SHOW_DATA = {
   'subcloud apply type': null,
   'max parallel subclouds': 2,
   'stop on failure': false,
+  // The old client's patch field (issue 33).
+  'upload only': false,
   state: 'initial',
   created_at: '2025-01-01 10:00:00.000000',
   updated_at: null,
@@ -91,7 +94,7 @@ describe('every format, on a list and on a show command', () => {
     // --noindent: Python's separators ", " and ": ".
     expect(out('strategy', 'show', '-f', 'json', '--noindent')).toBe(
       '{"strategy type": "patch", "subcloud apply type": null, "max parallel subclouds": 2, "stop on failure": false, ' +
-        '"state": "initial", "created_at": "2025-01-01 10:00:00.000000", "updated_at": null}\n',
+        '"upload only": false, "state": "initial", "created_at": "2025-01-01 10:00:00.000000", "updated_at": null}\n',
     );
   });
 
@@ -103,14 +106,14 @@ describe('every format, on a list and on a show command', () => {
     );
     // csv is a list format in cliff; dcm also prints a show command as one header and one row.
     expect(out('strategy', 'show', '-f', 'csv')).toBe(
-      '"strategy type","subcloud apply type","max parallel subclouds","stop on failure","state","created_at","updated_at"\n' +
-        '"patch","",2,False,"initial","2025-01-01 10:00:00.000000",""\n',
+      '"strategy type","subcloud apply type","max parallel subclouds","stop on failure","upload only","state","created_at","updated_at"\n' +
+        '"patch","",2,False,False,"initial","2025-01-01 10:00:00.000000",""\n',
     );
   });
 
   test('value: values joined by a space, one row a line', () => {
     expect(out('strategy-step', 'list', '-f', 'value', '-c', 'cloud', '-c', 'stage', '-c', 'state')).toBe('subcloud1 1 complete\nsubcloud3 1 failed\n');
-    expect(out('strategy', 'show', '-f', 'value')).toBe('patch\nNone\n2\nFalse\ninitial\n2025-01-01 10:00:00.000000\nNone\n');
+    expect(out('strategy', 'show', '-f', 'value')).toBe('patch\nNone\n2\nFalse\nFalse\ninitial\n2025-01-01 10:00:00.000000\nNone\n');
   });
 
   test('yaml: the same data', () => {
@@ -137,13 +140,13 @@ describe('every format, on a list and on a show command', () => {
     );
   });
 
-  test('unknown columns: ignored beside a known one; alone, exit 2 naming the known columns', () => {
+  test('unknown columns: ignored beside a known one; alone, exit 1 (as cliff in the client) naming the known columns', () => {
     expect(out('strategy-step', 'list', '-c', 'nosuch', '-c', 'cloud', '-f', 'value')).toBe('subcloud1\nsubcloud3\n');
     const r = dcm(['--db', db, 'strategy-step', 'list', '-c', 'deploy_status']);
-    expectErrorLine(r, 2, /deploy_status/);
+    expectErrorLine(r, 1, /deploy_status/);
     for (const c of ['cloud', 'stage', 'state', 'details', 'started_at', 'finished_at']) expect(r.stderr).toContain(`'${c}'`);
     const s = dcm(['--db', db, 'strategy', 'show', '-c', 'State']);
-    expectErrorLine(s, 2, /State.*'strategy type'.*'state'/);
+    expectErrorLine(s, 1, /State.*'strategy type'.*'state'/);
   });
 
   test('an empty list: one <none> row in every format, as dcmanager\'s client prints it', () => {

@@ -119,8 +119,8 @@ describe("strategy-config: a subcloud's own row", () => {
     expectRefused(t.dir, ['--db', t.db, 'strategy-config', 'show', 'nosuch'], 1, 'Subcloud not found');
     expectRefused(t.dir, ['--db', t.db, 'strategy-config', 'show', '99'], 1, 'Subcloud not found');
     expectRefused(t.dir, ['--db', t.db, 'strategy-config', 'update', 'nosuch', ...SET_S1], 1, 'Unable to update patch options for subcloud nosuch: Subcloud not found');
-    expectRefused(t.dir, ['--db', t.db, 'strategy-config', 'delete', 'nosuch'], 1, 'Unable to delete patch options: Subcloud not found');
-    expectRefused(t.dir, ['--db', t.db, 'strategy-config', 'delete', 's1'], 1, 'Unable to delete patch options: Subcloud patch options not found');
+    expectRefused(t.dir, ['--db', t.db, 'strategy-config', 'delete', 'nosuch'], 1, 'Unable to delete strategy config: Subcloud not found');
+    expectRefused(t.dir, ['--db', t.db, 'strategy-config', 'delete', 's1'], 1, 'Unable to delete strategy config: Subcloud patch options not found');
 
     const del = dcm(['--db', t.db, 'strategy-config', 'delete', 's6', '--yes']);
     expect(del).toMatchObject({ code: 0, stdout: '', stderr: '' });
@@ -128,7 +128,7 @@ describe("strategy-config: a subcloud's own row", () => {
     expectRefused(t.dir, ['--db', t.db, 'strategy-config', 'show', 's6'], 1, /^No options found for Subcloud with id 6,/);
   });
 
-  test('usage errors exit 2 before the file is touched: every option required, fixed sets, integers', () => {
+  test('usage errors exit 2 (an unknown -c exits 1, as cliff) before the file is touched: every option required, fixed sets, integers', () => {
     const t = fx.fresh();
     const without = (flag: string) => {
       const i = SET_S1.indexOf(flag);
@@ -143,9 +143,9 @@ describe("strategy-config: a subcloud's own row", () => {
     expectRefused(t.dir, ['--db', t.db, 'strategy-config', 'update', ...bad('--default-instance-action', 'pause')], 2, /stop-start, migrate/);
     expectRefused(t.dir, ['--db', t.db, 'strategy-config', 'update', ...bad('--max-parallel-workers', '2.5')], 2, /not an integer/);
     expectRefused(t.dir, ['--db', t.db, 'strategy-config', 'delete'], 2, /missing required argument 'cloud'/);
-    expectRefused(t.dir, ['--db', t.db, 'strategy-config', 'show', '-c', 'nosuch'], 2, /No recognized column names in \['nosuch'\]/);
+    expectRefused(t.dir, ['--db', t.db, 'strategy-config', 'show', '-c', 'nosuch'], 1, /No recognized column names in \['nosuch'\]/);
     // A write whose result cannot be shown is refused before its commit.
-    expectRefused(t.dir, ['--db', t.db, 'strategy-config', 'update', 's1', ...SET_S1, '-c', 'nosuch'], 2, /No recognized column names in \['nosuch'\]/);
+    expectRefused(t.dir, ['--db', t.db, 'strategy-config', 'update', 's1', ...SET_S1, '-c', 'nosuch'], 1, /No recognized column names in \['nosuch'\]/);
   });
 
   test("a subcloud's row goes with the subcloud (subcloud delete), as dcmanager's ON DELETE CASCADE", () => {

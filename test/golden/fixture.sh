@@ -50,3 +50,16 @@ d.exec(\"UPDATE strategy SET created_at = '2025-01-01 10:00:00.000000', updated_
 d.close();
 " "$db"
 done
+
+# No strategy: the cases that create one or change a subcloud start from a fresh copy of it.
+export DCM_DB=$dir/plain.db
+dcm subcloud add subcloud1 --location 'Zürich' --software-version 24.09
+dcm subcloud add subcloud2 --management unmanaged
+dcm subcloud add 'sc-日本' --availability offline
+dcm subcloud add subcloud4 --deploy-status secondary
+node --input-type=module -e "
+import Database from '$root/node_modules/better-sqlite3/lib/index.js';
+const d = new Database(process.argv[1]);
+d.exec(\"UPDATE subcloud SET created_at = '2025-01-01 09:30:00.' || printf('%06d', id), updated_at = NULL\");
+d.close();
+" "$DCM_DB"

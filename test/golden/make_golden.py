@@ -9,6 +9,8 @@ with these files. Run from the repository root after `npm run build`:  python3 t
 import io
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,10 +41,33 @@ def split(args):
     return cmd, out
 
 
-def data(db, args):
+# A case that writes (`"fresh": true`) runs on its own copy of the fixture's file, and the times it
+# stamps read as this one, the same length, so that its files are the same on every run: the
+# fixture's own times are all on 2025-01-01 before noon.
+STAMP = re.compile(r'\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}')
+NOW = '2025-01-01 12:00:00.000000'
+
+
+def mask(text):
+    return STAMP.sub(lambda m: m.group(0) if m.group(0) < NOW else NOW, text)
+
+
+def fresh_copy(db):
+    fd, copy = tempfile.mkstemp(suffix='.db')
+    os.close(fd)
+    shutil.copyfile(db, copy)
+    return copy
+
+
+def data(db, args, fresh):
+    """The record as JSON, and what dcm prints before it (a deprecation notice), as it is."""
+    if fresh:
+        db = fresh_copy(db)
     r = subprocess.run(['node', os.path.join(ROOT, 'bin', 'dcm.js'), '--db', db, *args, '-f', 'json'],
                        capture_output=True, text=True, check=True)
-    return json.loads(r.stdout)
+    out = mask(r.stdout) if fresh else r.stdout
+    start = re.search(r'^[\[{]', out, re.M).start()
+    return out[:start], json.loads(out[start:])
 
 
 def cliff_print(kind, columns, values, out_args):
@@ -67,19 +92,19 @@ def main():
     jobs = []
     for case in spec['cases']:
         for v in spec['variants']:
-            jobs.append((f"{case['name']}.{v['name']}", case['db'], case['args'] + v['args'], v))
+            jobs.append((f"{case['name']}.{v['name']}", case, case['args'] + v['args'], v))
     for e in spec['extra']:
-        jobs.append((e['name'], e['db'], e['args'], e))
-    for name, db, args, v in jobs:
+        jobs.append((e['name'], e, e['args'], e))
+    for name, case, args, v in jobs:
         cmd, out = split(args)
-        d = data(os.path.join(tmp, db), cmd + v.get('data', []))
+        before, d = data(os.path.join(tmp, case['db']), cmd + v.get('data', []), case.get('fresh', False))
         kind = 'list' if isinstance(d, list) else 'show'
         if v.get('list') and kind != 'list' or v.get('show') and kind != 'show':
             continue
         columns = list(d[0].keys()) if kind == 'list' else list(d.keys())
         values = [tuple(r.values()) for r in d] if kind == 'list' else tuple(d.values())
         with open(os.path.join(HERE, f'{name}.txt'), 'w', encoding='utf-8', newline='') as f:
-            f.write(cliff_print(kind, columns, values, out))
+            f.write(before + cliff_print(kind, columns, values, out))
     print(f'{len(jobs)} golden cases written to {HERE}', file=sys.stderr)
 
 

@@ -1,5 +1,5 @@
 /** cliff's `-c` column selection and `--sort-column` sorting. */
-import { UsageError } from '../../domain/errors.js';
+import { ClientCheckError } from '../../domain/errors.js';
 import type { Table, Value } from './result.js';
 
 /** Python's repr of a list of strings, for cliff's message. */
@@ -16,7 +16,7 @@ export function selectColumns(t: Table, wanted: readonly string[]): Table {
   const names = t.kind === 'list' ? t.columns : t.fields;
   const keep = names.map((n) => wanted.includes(n));
   if (!keep.some(Boolean)) {
-    throw new UsageError(`No recognized column names in ${pyRepr(wanted)}. Recognized columns are ${pyRepr(names, '(', names.length === 1 ? ',)' : ')')}.`);
+    throw new ClientCheckError(`No recognized column names in ${pyRepr(wanted)}. Recognized columns are ${pyRepr(names, '(', names.length === 1 ? ',)' : ')')}.`);
   }
   const pick = <T>(row: readonly T[]) => row.filter((_, i) => keep[i]);
   if (t.kind === 'list') return { kind: 'list', columns: pick(t.columns), rows: t.rows.map(pick) };

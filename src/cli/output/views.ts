@@ -77,8 +77,19 @@ function detailListLine(r: SubcloudRow): Value[] {
 /** The server's order of the endpoint rows: its query sorts them by endpoint type. */
 const SHOW_ORDER = [...ENDPOINTS].sort();
 
+/**
+ * The server's reply to manage, unmanage and prestage: a subcloud without its endpoint statuses,
+ * which the client prints up to prestage_versions; prestage adds the release it prestages. Labels,
+ * dcm's own, are not part of it.
+ */
+function subcloudReply(r: SubcloudRow, reply: { prestageSoftwareVersion?: string | null }): Table {
+  const fields = detailFields(r);
+  if (reply.prestageSoftwareVersion !== undefined) fields.push(['prestage_software_version', reply.prestageSoftwareVersion]);
+  return show(fields);
+}
+
 /** dcmanager's detail_show_format (and, with -d, the fields of subcloud_additional_details). */
-function subcloudShow(r: SubcloudRow, detail: boolean, regionName = true, prestageVersion: string | null = null): Table {
+function subcloudShow(r: SubcloudRow, detail: boolean): Table {
   const fields = detailFields(r);
   for (const e of SHOW_ORDER) fields.push([`${e}_sync_status`, r[SYNC_FIELD[e]] as string]);
   // dcmanager's client leaves these out when the server could not tell (`unavailable`, `unknown`);
@@ -87,11 +98,10 @@ function subcloudShow(r: SubcloudRow, detail: boolean, regionName = true, presta
   if (detail && r.deploy_config_sync_status !== null && r.deploy_config_sync_status !== 'unknown') {
     fields.push(['deploy_config_sync_status', r.deploy_config_sync_status]);
   }
-  if (regionName) fields.push(['region_name', r.region_name]);
+  fields.push(['region_name', r.region_name]);
   // dcm's own field, printed only when there is something to print, so that a subcloud without
   // labels shows exactly what dcmanager's client shows.
   if (r.labels) fields.push(['labels', r.labels]);
-  if (prestageVersion) fields.push(['prestage_software_version', prestageVersion]);
   return show(fields);
 }
 
@@ -136,6 +146,8 @@ export function strategyShow(s: Strategy): Table {
       ['kube_upgrade', (x.kube_upgrade as string | null) ?? ''],
     );
   }
+  // The old client's patch strategy says whether it stops after the upload (its 'upload only').
+  if (s.type === 'patch') fields.push(['upload only', Boolean(x.upload_only)]);
   // dcmanager prints the prestage release only when one was given.
   if (s.type === 'prestage' && x.prestage_software_version) {
     fields.push(['prestage software version', x.prestage_software_version as string]);
@@ -203,7 +215,7 @@ export function toTable(r: Printable, opts: ViewOptions): Table | null {
     case 'group-subclouds':
       return list(DETAIL_COLUMNS, r.rows.map((x) => detailFields(x).map(([, v]) => v)));
     case 'subcloud':
-      return subcloudShow(r.row, r.detail, r.regionName, r.prestageSoftwareVersion ?? null);
+      return r.reply ? subcloudReply(r.row, r.reply) : subcloudShow(r.row, r.detail);
     case 'groups':
       // The window is dcm's own column, there only when some group has one (dcmanager's three otherwise).
       return r.rows.some((g) => g.maintenance_window)

@@ -2,7 +2,7 @@
 import { describe, expect, test } from '@jest/globals';
 import { selectColumns, sortRows } from '../../../src/cli/output/columns.js';
 import { list, show } from '../../../src/cli/output/result.js';
-import { UsageError } from '../../../src/domain/errors.js';
+import { ClientCheckError } from '../../../src/domain/errors.js';
 
 const SUBCLOUDS = list(
   ['id', 'name', 'management', 'availability', 'deploy status', 'sync', 'prestage status'],
@@ -36,22 +36,22 @@ describe('selectColumns', () => {
     expect(selectColumns(SUBCLOUDS, ['sync', 'id'])).toEqual(list(['id', 'sync'], [[1, 'out-of-sync'], [2, 'in-sync']]));
   });
 
-  test('no known name: a usage error naming the known columns, as cliff words it', () => {
+  test('no known name: an error naming the known columns, as cliff words it (exit 1, as the client)', () => {
     let err: unknown;
     try {
       selectColumns(SUBCLOUDS, ['deploy_status']);
     } catch (e) {
       err = e;
     }
-    expect(err).toBeInstanceOf(UsageError);
-    expect((err as UsageError).exitCode).toBe(2);
+    expect(err).toBeInstanceOf(ClientCheckError);
+    expect((err as ClientCheckError).exitCode).toBe(1);
     expect((err as Error).message).toBe(
       "No recognized column names in ['deploy_status']. Recognized columns are ('id', 'name', 'management', 'availability', 'deploy status', 'sync', 'prestage status').",
     );
   });
 
   test('column names are exact: case matters', () => {
-    expect(() => selectColumns(SUBCLOUDS, ['Name'])).toThrow(UsageError);
+    expect(() => selectColumns(SUBCLOUDS, ['Name'])).toThrow(ClientCheckError);
   });
 
   test('an empty list keeps its selected columns', () => {
