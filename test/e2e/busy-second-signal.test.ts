@@ -36,7 +36,7 @@ test.failing('a second Ctrl-C ends an apply whose store stays busy, and the next
   apply.child.kill('SIGINT');
   await waitFor(() => apply.stderr().includes('the database is locked by another process'), 60_000, 20);
   apply.child.kill('SIGINT');
-  await waitFor(() => apply.child.exitCode !== null || apply.child.signalCode !== null, 40_000, 50);
+  await waitFor(() => apply.child.exitCode !== null || apply.child.signalCode !== null, 30_000, 50);
   const r = await apply.done;
   expect(r.code).toBe(130);
   // Still held: the apply did not wait for it.
