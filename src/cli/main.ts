@@ -6,6 +6,7 @@ import { CommanderError, type Command } from './commander.js';
 import { DcmError, EXIT } from '../domain/errors.js';
 import { resolveDbPath } from '../store/path.js';
 import { isPgUrl } from '../domain/db-url.js';
+import { visible } from '../domain/outside-text.js';
 import { readGlobals, type GlobalOptions } from './globals.js';
 import { confirmIfRequired, type ConfirmIo } from './confirm.js';
 import { wantColor, type OutputOptions } from './output/options.js';
@@ -83,7 +84,7 @@ export async function main(argv: string[], io: Io = { stdout: process.stdout, st
     const words = argv[0] === 'help' ? helpOf(program, argv.slice(1)) : argv;
     finishCommands(program, words);
     await program.parseAsync(expandAbbreviations(program, words), { from: 'user' });
-    for (const w of outcome.warnings ?? []) io.stderr.write(`warning: ${w}\n`);
+    for (const w of outcome.warnings ?? []) io.stderr.write(`warning: ${w.split('\n').map((l) => visible(l, ERROR_MAX)).join('\n')}\n`);
     if (!ctx?.quiet) for (const n of outcome.notes ?? []) io.stderr.write(`${n}\n`);
     if (outcome.text !== undefined) io.stdout.write(outcome.text);
     if (outcome.watch && out) {
@@ -122,10 +123,17 @@ function helpOf(program: Command, path: string[]): string[] {
   return [...path, '--help'];
 }
 
-/** Errors are one line (SPEC §8): a message quoting file text may hold newlines. */
+/**
+ * Errors are one line (SPEC §8): a message quoting file text may hold newlines. It may quote a name
+ * or a value typed by someone else too: what is left of control characters is escaped, and the
+ * line cut (domain/outside-text.ts), so that an error never retitles or recolours the terminal.
+ */
 function oneLine(message: string): string {
-  return message.replace(/\s*[\r\n]+\s*/g, ' ').trim();
+  return visible(message.replace(/\s*[\r\n]+\s*/g, ' ').trim(), ERROR_MAX);
 }
+
+/** The longest error line (README "Text from outside dcm"); dcm's own messages are far shorter. */
+const ERROR_MAX = 2000;
 
 /** Commander's "\n(Did you mean X?)" as part of the one line: `; did you mean 'X'?`. */
 function suggestion(message: string): string {
@@ -150,7 +158,7 @@ function report(err: unknown, stderr: NodeJS.WritableStream): number {
   }
   const e = err as Error & { code?: string };
   const busy = e?.code === 'SQLITE_BUSY' ? ' (the database is busy)' : '';
-  stderr.write(`error: ${(e?.message ?? String(err)).split('\n')[0]}${busy}\n`);
+  stderr.write(`error: ${visible((e?.message ?? String(err)).split('\n')[0], ERROR_MAX)}${busy}\n`);
   if (process.env.DCM_DEBUG === '1') stderr.write(`${e?.stack}\n`);
   return EXIT.failed;
 }

@@ -6,6 +6,7 @@
  * the time given; the orchestrator writes it, waits and runs the check. No SQLite, no clock, no
  * process.
  */
+import { visibleLine } from './outside-text.js';
 import { durationProblem, formatDuration, parseDuration } from './durations.js';
 import { UsageError } from './errors.js';
 import { formatMaxFailures, readFailureBudget, type MaxFailures } from './control.js';
@@ -153,7 +154,9 @@ export function checkOutcome(
 ): { kind: 'go'; record: { state: 'passed'; reason: string } } | { kind: 'pause'; state: 'paused'; reason: string } {
   if (r.code === 0) return { kind: 'go', record: { state: 'passed', reason: `stage ${stage} gate check passed; stage ${next} starts` } };
   const how = r.code !== null ? `exited ${r.code}` : `was killed by ${r.signal ?? 'a signal'}`;
-  const line = r.lastLine ? `: ${r.lastLine}` : '';
+  // The check's own words are outside text: escaped and cut (outside-text.ts), whoever read them.
+  const said = visibleLine(r.lastLine);
+  const line = said ? `: ${said}` : '';
   return { kind: 'pause', state: 'paused', reason: `stage ${stage} gate check ${how}${line}; \`dcm strategy resume\` starts stage ${next}` };
 }
 

@@ -11,6 +11,7 @@ import type { StrategyType } from '../domain/types.js';
 import type { Driver } from './driver.js';
 import type { PreviewInput, RunPreview } from './exec/preview.js';
 import { SIM_OPTIONS } from './sim/flags.js';
+import { visibleDriver } from './visible.js';
 import { EXEC_OPTIONS } from './exec/flags.js';
 
 export const DRIVER_NAMES = ['sim', 'exec'] as const;
@@ -112,9 +113,10 @@ function absoluteDb(dbPath: string): string {
   return isPgUrl(dbPath) ? dbPath : path.resolve(dbPath);
 }
 
-export function createDriver(dbPath: string, strategy: StoredStrategy): Promise<Driver> {
+export async function createDriver(dbPath: string, strategy: StoredStrategy): Promise<Driver> {
   const extra = strategy.extra;
-  return MODULES[parseDriverName(typeof extra.driver === 'string' ? extra.driver : undefined)].create(dbPath, strategy);
+  // What a driver says comes from its sites: escaped and cut before anyone prints or keeps it.
+  return visibleDriver(await MODULES[parseDriverName(typeof extra.driver === 'string' ? extra.driver : undefined)].create(dbPath, strategy));
 }
 
 /**
@@ -137,7 +139,7 @@ export async function createAuditor(dbPath: string, name: DriverName, execConfig
   if (name === 'sim') {
     if (execConfig !== undefined) throw new UsageError('--exec-config is an option of the exec driver, not of --driver sim');
     const { SimDriver, simSettings } = await import('./sim/index.js');
-    return new SimDriver(dbPath, simSettings({}));
+    return visibleDriver(new SimDriver(dbPath, simSettings({})) as Auditor);
   }
   if (!execConfig) throw new UsageError('--driver exec needs --exec-config FILE (a config with "audit")');
   const [{ parseConfigText, resolveAuditConfig }, { readConfigFile }, { auditOnlyDriver }, { checkAuditAlone }] = await Promise.all([
@@ -148,5 +150,5 @@ export async function createAuditor(dbPath: string, name: DriverName, execConfig
   ]);
   const spec = resolveAuditConfig(parseConfigText(readConfigFile(execConfig), execConfig), execConfig);
   checkAuditAlone(spec, execConfig);
-  return auditOnlyDriver(spec, { dbPath: absoluteDb(dbPath) });
+  return visibleDriver(auditOnlyDriver(spec, { dbPath: absoluteDb(dbPath) }));
 }

@@ -5,6 +5,7 @@
  * window over many is the caller's.
  */
 import { UsageError } from '../domain/errors.js';
+import { visible } from '../domain/outside-text.js';
 import type { ExtraArgs } from '../domain/options.js';
 import type { DriverName } from './index.js';
 
@@ -35,7 +36,12 @@ export async function proberFromOptions(driver: DriverName, raw: { execConfig?: 
     import('./exec/probe.js'),
   ]);
   const spec = probeOfConfig(parseConfigText(readConfigFile(raw.execConfig), raw.execConfig), raw.execConfig);
-  return execProber(spec, dbPath);
+  const probe = execProber(spec, dbPath);
+  // A site's answer is outside text: escaped and cut before it is printed or kept (outside-text.ts).
+  return async (site) => {
+    const r = await probe(site);
+    return { ...r, detail: visible(r.detail) };
+  };
 }
 
 /**

@@ -95,7 +95,9 @@ export function closingSummary(s: Summary): string {
   let text =
     `strategy ${s.state}: ${parts.join(', ') || 'no steps'} in ${formatDuration(s.durationMs)}` +
     (s.sinceFirstStartMs === undefined ? '' : ` of this apply, ${formatSpan(s.sinceFirstStartMs)} since the first start`) +
-    ` (peak ${s.peakInFlight} subclouds in flight, window ${s.maxWindow})\n`;
+    // An apply that started no subcloud (a worker that joined when every one was taken, a resume
+    // with nothing left) had no window of its own: "peak 0, window 0" would read as a window of 0.
+    (s.peakInFlight === 0 ? ' (no subcloud started in this apply)\n' : ` (peak ${s.peakInFlight} subclouds in flight, window ${s.maxWindow})\n`);
   const failures = s.failures ?? [];
   const total = s.failedTotal ?? failures.length;
   if (total > 0 && failures.length) {

@@ -12,14 +12,29 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterStage, checkOutcome, parseStageGate, stageBudgetExceeded, stageFailureLimit, type GateState } from '../domain/stage-gates.js';
 import { formatDuration } from '../domain/durations.js';
+import { visibleLine } from '../domain/outside-text.js';
 import { EVENTS } from '../domain/events.js';
 import type { Db } from '../store/open.js';
 import { parseTime, timeAt } from '../store/clock.js';
 import { recordEvent } from '../store/events.js';
-import { casStrategyState } from '../store/strategy.js';
+import { casStrategyState, getStrategy } from '../store/strategy.js';
 import { listStageGates, setGateState, stageCloudNames, stageGate, stagesWithSteps, stageTally } from '../store/stage-gates.js';
 import { REAL_TIMERS, type Timer, type Timers } from '../platform/timers.js';
 import type { Actor } from '../platform/who.js';
+import { processAlive, processesWithEnv } from '../platform/proc.js';
+
+/**
+ * A gate check carries `DCM_GATE_CHECK=<strategy's created_at>/<stage>` in its environment, as a
+ * run carries DCM_RUN_ID: an apply killed with -9 during a check leaves it running (in a process
+ * group of its own, which nothing stops), and the next apply finds it by this tag and stops it
+ * before it runs its own, so that one check of a stage runs at a time and none outlives its apply
+ * for long. By /proc: only on this host (README "Stage gates").
+ */
+export const GATE_CHECK_TAG = 'DCM_GATE_CHECK';
+
+/** How long a left check has after SIGTERM before SIGKILL, and how long it then has to be gone. */
+const LEFT_CHECK_GRACE_MS = 5_000;
+const LEFT_CHECK_KILL_MS = 5_000;
 
 export interface GateHost {
   /**
@@ -241,9 +256,49 @@ export class StageGates {
    * The check, through /bin/sh -c in a process group of its own, with the stage and its subclouds
    * in its environment. Null: stopped (a signal, an abort) before it ended; the next apply runs it again.
    */
-  private runCheck(command: string, stage: number, next: number): Promise<{ code: number | null; signal: string | null; lastLine: string } | null> {
+  private async runCheck(command: string, stage: number, next: number): Promise<{ code: number | null; signal: string | null; lastLine: string } | null> {
+    const tag = `${getStrategy(this.db)?.created_at ?? ''}/${stage}`;
+    await this.stopLeftChecks(tag, stage);
+    if (this.stopped || this.host.ending()) return null;
+    return this.spawnCheck(command, stage, next, tag);
+  }
+
+  /**
+   * The checks of this stage an earlier apply left running (killed with -9 while its check ran):
+   * SIGTERM to each and to its process group, SIGKILL to what is left after a grace, each wait
+   * bounded. Said once on stderr; a check that cannot be stopped (another user's) is said too, and
+   * this apply's own runs beside it.
+   */
+  private async stopLeftChecks(tag: string, stage: number): Promise<void> {
+    const left = processesWithEnv(GATE_CHECK_TAG, new Set([tag])).get(tag) ?? [];
+    if (!left.length) return;
+    this.host.note(`stage ${stage}: stopping the gate check an earlier apply left running (pid ${left.join(', ')}) before running it again`);
+    const send = (sig: NodeJS.Signals) => {
+      for (const pid of left) {
+        for (const target of [-pid, pid]) {
+          try {
+            process.kill(target, sig);
+          } catch {
+            // Not a group leader, or gone already.
+          }
+        }
+      }
+    };
+    const gone = async (ms: number) => {
+      const end = Date.now() + ms;
+      while (left.some(processAlive) && Date.now() < end && !this.stopped) await new Promise((r) => setTimeout(r, 25));
+      return !left.some(processAlive);
+    };
+    send('SIGTERM');
+    if (await gone(LEFT_CHECK_GRACE_MS)) return;
+    send('SIGKILL');
+    if (!(await gone(LEFT_CHECK_KILL_MS))) this.host.note(`stage ${stage}: the gate check left running (pid ${left.filter(processAlive).join(', ')}) could not be stopped; running it again beside it`);
+  }
+
+  private spawnCheck(command: string, stage: number, next: number, tag: string): Promise<{ code: number | null; signal: string | null; lastLine: string } | null> {
     const env = {
       ...process.env,
+      [GATE_CHECK_TAG]: tag,
       DCM_STAGE: String(stage),
       DCM_NEXT_STAGE: String(next),
       DCM_STAGE_CLOUDS: stageCloudNames(this.db, stage).join(' '),
@@ -272,7 +327,9 @@ export class StageGates {
         this.check = null;
         if (this.stopped || this.host.ending()) return resolve(null);
         const lines = tail.split('\n').map((l) => l.trim()).filter(Boolean);
-        resolve({ code, signal, lastLine: lines[lines.length - 1] ?? '' });
+        // The check's words, escaped and cut (domain/outside-text.ts), before they reach the
+        // record, the terminal and the report.
+        resolve({ code, signal, lastLine: visibleLine(lines[lines.length - 1] ?? '') });
       });
       // Woken by a signal or an abort while it runs: it is stopped, and counts for nothing (a
       // pause or a resume meanwhile changes nothing of it: it keeps listening).

@@ -51,8 +51,17 @@ function answer(msg) {
   Atomics.notify(flag, 0);
 }
 function failure(err) {
-  return { error: { message: err.message, code: err.code } };
+  return { error: { message: String(err.message).split('\\n')[0], code: err.code } };
 }
+// node-postgres 8 treats sslmode=prefer, require and verify-ca as verify-full (it checks the
+// server's certificate and name: stricter than libpq, as the README says) and warns so, in nine
+// lines on stderr, on every command: that one warning is dropped; any other is Node's to print.
+const emitWarning = process.emitWarning;
+process.emitWarning = function (warning, ...rest) {
+  const text = typeof warning === 'string' ? warning : (warning && warning.message) || '';
+  if (text.startsWith("SECURITY WARNING: The SSL modes 'prefer', 'require', and 'verify-ca'")) return;
+  return emitWarning.call(process, warning, ...rest);
+};
 try {
   serve(require(workerData.pg));
 } catch (err) {

@@ -3,6 +3,13 @@ import type { Db } from './open.js';
 import { sql } from './statements.js';
 import { now } from './clock.js';
 import type { Actor } from '../platform/who.js';
+import { visible } from '../domain/outside-text.js';
+
+/**
+ * An event's details are dcm's words around outside text (a check's last line, a reason): kept
+ * escaped (domain/outside-text.ts), and cut well past anything dcm writes itself.
+ */
+const EVENT_DETAILS_MAX = 4000;
 
 export interface EventRow {
   at: string;
@@ -22,7 +29,7 @@ export function recordEvent(db: Db, who: Actor, event: string, details = ''): vo
     db,
     `INSERT INTO strategy_event (strategy_id, at, event, "user", host, pid, details)
      SELECT id, ?, ?, ?, ?, ?, ? FROM strategy WHERE id = 1`,
-  ).run(now(), event, who.user, who.host, who.pid, details);
+  ).run(now(), event, who.user, who.host, who.pid, visible(details, EVENT_DETAILS_MAX));
 }
 
 /** The record in the order it was written. */

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { OperationError, UsageError } from '../domain/errors.js';
 import { nonRegularKind } from '../platform/files.js';
+import { dbAddressProblem } from '../domain/db-url.js';
 
 /**
  * `--db ""` is a usage error (exit 2), and so is `DCM_DB=""`: an empty value is a mistake in a
@@ -15,9 +16,12 @@ import { nonRegularKind } from '../platform/files.js';
  */
 export function resolveDbPath(option: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
   if (option === '') throw new UsageError("option '--db' is empty: name a database file");
-  if (option !== undefined) return option;
-  if (env.DCM_DB === '') throw new UsageError('DCM_DB is empty: name a database file, or unset it for ./dcm.db');
-  return env.DCM_DB ?? './dcm.db';
+  if (option === undefined && env.DCM_DB === '') throw new UsageError('DCM_DB is empty: name a database file, or unset it for ./dcm.db');
+  const db = option ?? env.DCM_DB ?? './dcm.db';
+  // An address mistyped would otherwise be a new file of that name, and an empty fleet.
+  const problem = dbAddressProblem(db);
+  if (problem) throw new OperationError(option === undefined ? problem.replace('--db', 'DCM_DB') : problem);
+  return db;
 }
 
 export interface DbPath {

@@ -2,6 +2,7 @@
  * Queries of the stage gates (README "Stage gates"): each stage's budget, gate and the gate's
  * outcome (columns of strategy_stage), and each group's defaults (subcloud_group_gate).
  */
+import { visible } from '../domain/outside-text.js';
 import type { Db } from './open.js';
 import { sql } from './statements.js';
 import { now } from './clock.js';
@@ -56,7 +57,9 @@ export function setStageGates(db: Db, stages: readonly number[], o: { maxFailure
 
 /** The gate's outcome as it goes (the orchestrator's write, in its fenced transaction). */
 export function setGateState(db: Db, stage: number, state: GateState, reason: string | null, dueAt: string | null = null): void {
-  sql(db, 'UPDATE strategy_stage SET gate_state = ?, gate_reason = ?, gate_at = ?, gate_due_at = ? WHERE stage = ?').run(state, reason, now(), dueAt, stage);
+  // The reason may quote a check's output: kept escaped (domain/outside-text.ts), as events are.
+  const kept = reason === null ? null : visible(reason, 4000);
+  sql(db, 'UPDATE strategy_stage SET gate_state = ?, gate_reason = ?, gate_at = ?, gate_due_at = ? WHERE stage = ?').run(state, kept, now(), dueAt, stage);
 }
 
 /** A stage's steps: how many, failed, not started, and when the last one ended. */

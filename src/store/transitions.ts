@@ -10,8 +10,17 @@ import type { Endpoint } from '../domain/types.js';
 import { NEXT_ATTEMPT, type Transition } from '../domain/transition.js';
 import { DurationTally } from '../domain/estimate.js';
 import { recordDurations } from './durations.js';
+import { visible } from '../domain/outside-text.js';
 
 export const DETAILS_MAX = 1000;
+
+/**
+ * Details as the record keeps them: a driver's words are escaped already (drivers/visible.ts);
+ * whatever else reaches a step's details is escaped here too, and cut to DETAILS_MAX.
+ */
+export function recordText(details: string): string {
+  return visible(details, DETAILS_MAX);
+}
 
 /** A guarded update matched no row: the step is not in the state this writer believed. */
 export class StaleStepError extends Error {
@@ -185,9 +194,9 @@ export class TransitionWriter {
     let closed: RunResult | undefined;
     if (t.close) {
       const c = t.close;
-      closed = this.closeRun.run(c.outcome, c.finishedAt, c.details.slice(0, DETAILS_MAX), c.retryAt ?? null, c.historyId);
+      closed = this.closeRun.run(c.outcome, c.finishedAt, recordText(c.details), c.retryAt ?? null, c.historyId);
     }
-    const updated = this.update.run(t.to, t.details.slice(0, DETAILS_MAX), t.startAttempt ?? null, at, t.ended ? 1 : 0, at, at, t.stepId, t.from);
+    const updated = this.update.run(t.to, recordText(t.details), t.startAttempt ?? null, at, t.ended ? 1 : 0, at, at, t.stepId, t.from);
     const opened = t.startAttempt !== undefined ? this.openRun.run(t.stepId, t.to, t.startAttempt, at) : undefined;
     if (t.completes) this.sync.get(t.completes.endpoint)!.run(at, t.subcloudId);
     // The site's own word, after what completion assumes: the inventory follows what it reports.

@@ -208,6 +208,10 @@ describe('progress text', () => {
       'strategy complete: 2 complete in 10ms (peak 1 subclouds in flight, window 1)\n',
     );
     // After a resume (or a retry), this apply's time is named as such, beside the time since the first start.
+    // A worker that joined late and got no subcloud: no "peak 0 subclouds in flight, window 0".
+    expect(closingSummary({ state: 'complete', counts: { complete: 4 }, durationMs: 10, peakInFlight: 0, maxWindow: 0 })).toBe(
+      'strategy complete: 4 complete in 10ms (no subcloud started in this apply)\n',
+    );
     expect(closingSummary({ state: 'complete', counts: { complete: 2 }, durationMs: 10, sinceFirstStartMs: 65_000, peakInFlight: 1, maxWindow: 1 })).toBe(
       'strategy complete: 2 complete in 10ms of this apply, 1m05s since the first start (peak 1 subclouds in flight, window 1)\n',
     );

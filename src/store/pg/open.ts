@@ -7,7 +7,7 @@
 import { OperationError } from '../../domain/errors.js';
 import { SCHEMA_VERSION } from '../migrations.js';
 import { PgDatabase } from '../../platform/pg-database.js';
-import { shownUrl } from '../../domain/db-url.js';
+import { namedSearchPath, shownUrl } from '../../domain/db-url.js';
 import { PG_FIRST_VERSION, PG_MIGRATIONS, PG_SCHEMA, PG_STORE, pgSeeds } from './schema.js';
 import { useBatchWrites } from '../transitions.js';
 import { writeBatchPg } from './transitions.js';
@@ -15,6 +15,8 @@ import type { Db } from '../open.js';
 
 export interface PgOpenOptions {
   create: boolean;
+  /** libpq's PGOPTIONS (a search_path may be named there too); the process's by default. */
+  pgOptions?: string;
 }
 
 /** Open the database; null when it has no dcm schema yet and the caller only reads. */
@@ -31,6 +33,12 @@ export function openPgDb(url: string, opts: PgOpenOptions): PgDatabase | null {
     db.pragma('busy_timeout = 10000');
     let version = schemaVersion(db, shown);
     if (version === 0 && !opts.create) {
+      // A schema named on purpose (`options=-csearch_path=…`) that holds no dcm schema is a
+      // mistyped name more likely than a new fleet: said, rather than read as an empty fleet.
+      const named = namedSearchPath(url, opts.pgOptions ?? process.env.PGOPTIONS);
+      if (named !== null) {
+        throw new OperationError(`${shown} names the schema ${named} (search_path), which holds no dcm database; a write command (subcloud add) makes one there`);
+      }
       db.close();
       return null;
     }
@@ -71,9 +79,19 @@ export function openPgDb(url: string, opts: PgOpenOptions): PgDatabase | null {
 function schemaVersion(db: PgDatabase, shown: string): number {
   const rows = db.query({
     text: `SELECT (SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()) AS tables,
-                  to_regclass('dcm_meta') IS NOT NULL AS marked`,
-  }).rows as { tables: number; marked: boolean }[];
-  const { tables, marked } = rows[0];
+                  to_regclass('dcm_meta') IS NOT NULL AS marked,
+                  current_schema() IS NOT NULL AS has_schema, current_setting('search_path') AS search_path`,
+  }).rows as { tables: number; marked: boolean; has_schema: boolean; search_path: string }[];
+  const { tables, marked, has_schema: hasSchema, search_path: searchPath } = rows[0];
+  // No schema of the search_path exists (`options=-csearch_path=nosuch`): nothing can be read
+  // there, and a write would fail half-way with the server's "no schema has been selected".
+  if (!hasSchema) {
+    const found = db.query({
+      text: `SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg\\_%' AND nspname <> 'information_schema' ORDER BY nspname`,
+      array: true,
+    }).rows.map((r) => (r as string[])[0]);
+    throw new OperationError(`${shown}: no schema of its search_path (${searchPath}) exists in the database (its schemas: ${found.join(', ') || 'none'})`);
+  }
   if (!marked) {
     if (tables > 0) throw new OperationError(`${shown} is not a dcm database (it holds other tables)`);
     return 0;

@@ -22,7 +22,7 @@ import type { Transition } from '../../domain/transition.js';
 import type { Endpoint } from '../../domain/types.js';
 import { sql } from '../statements.js';
 import { updateSubcloud } from '../subclouds.js';
-import { completionSet, DETAILS_MAX, type Written } from '../transitions.js';
+import { completionSet, recordText, type Written } from '../transitions.js';
 
 /**
  * A round in one statement, so one round trip while holding the writers' lock: the runs closed,
@@ -96,14 +96,14 @@ function writeRound(db: Db, round: readonly Transition[], at: string): Written[]
       round.map((t) => t.stepId),
       round.map((t) => t.from),
       round.map((t) => t.to),
-      round.map((t) => t.details.slice(0, DETAILS_MAX)),
+      round.map((t) => recordText(t.details)),
       round.map((t) => t.startAttempt ?? null),
       round.map((t) => t.ended),
       at,
       closes.map((t) => t.close!.historyId),
       closes.map((t) => t.close!.outcome),
       closes.map((t) => t.close!.finishedAt),
-      closes.map((t) => t.close!.details.slice(0, DETAILS_MAX)),
+      closes.map((t) => recordText(t.close!.details)),
       closes.map((t) => t.close!.retryAt ?? null),
     ) as [number, number, number | null, number | null][];
   const closed = new Set<number>();

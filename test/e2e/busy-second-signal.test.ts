@@ -1,0 +1,50 @@
+/**
+ * Every wait on a busy store is bounded or answered by a second Ctrl-C (README "Your data"):
+ * another process holds the file's write lock (BEGIN IMMEDIATE) while apply drains after a first
+ * Ctrl-C; the answers of the runs cannot be committed. The second Ctrl-C must end the apply (130)
+ * while the lock is still held: what was answered and not committed is the next apply's to run
+ * again (as its next attempt), and nothing else is lost.
+ *
+ * test.failing until the orchestrator's finalFlush and the end's write are bounded after a second
+ * signal (orchestrator.ts: finalFlush loops while the file is busy, and finishRun's write goes
+ * through Committer.write, which retries for ever): today the apply waits for the holder.
+ */
+import { afterEach, expect, test } from '@jest/globals';
+import { dcmOk, waitFor } from '../helpers/cli.js';
+import { killLeftovers, spawnDcm, steps, tempPerTest } from '../helpers/history.js';
+import { holdWriteLock, sql } from '../helpers/seams.js';
+
+const temp = tempPerTest();
+let holder: ReturnType<typeof holdWriteLock> | undefined;
+afterEach(() => {
+  holder?.child.kill('SIGKILL');
+  holder = undefined;
+  killLeftovers();
+});
+
+const running = (db: string) => sql(db, (d) => d.prepare("SELECT count(*) FROM step_history WHERE outcome = 'running'").pluck().get() as number);
+
+test.failing('a second Ctrl-C ends an apply whose store stays busy, and the next apply finishes the strategy', async () => {
+  const t = temp();
+  dcmOk(['--db', t.db, 'subcloud', 'add', 's1', 's2']);
+  dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '2s..2s']);
+  const apply = spawnDcm(['--db', t.db, 'strategy', 'apply']);
+  await waitFor(() => running(t.db) === 2, 60_000, 20);
+  // Held far longer than the test: only the apply's own bound (or the second signal) ends its wait.
+  holder = holdWriteLock(t.db, 300_000);
+  await holder.held;
+  apply.child.kill('SIGINT');
+  await waitFor(() => apply.stderr().includes('the database is locked by another process'), 60_000, 20);
+  apply.child.kill('SIGINT');
+  await waitFor(() => apply.child.exitCode !== null || apply.child.signalCode !== null, 30_000, 50);
+  const r = await apply.done;
+  expect(r.code).toBe(130);
+  // Still held: the apply did not wait for it.
+  expect(holder.child.exitCode).toBeNull();
+  expect(r.stderr).toMatch(/^error: .*(busy|locked).*$/m);
+
+  holder.child.kill('SIGKILL');
+  const again = await spawnDcm(['--db', t.db, 'strategy', 'apply']).done;
+  expect(again.code).toBe(0);
+  expect(steps(t.db).map((s) => s.state)).toEqual(['complete', 'complete']);
+});
