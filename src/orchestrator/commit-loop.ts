@@ -152,9 +152,11 @@ export class CommitLoop {
    * at most FINAL_FLUSH_MS while the store stays busy. What is left is what a kill -9 leaves: runs
    * still `running` in the history, which the next apply adopts or runs again as its log says.
    */
-  async finalFlush(): Promise<void> {
+  async finalFlush(signal: NodeJS.Signals): Promise<void> {
     this.decideReports();
     const giveUp = this.rt.now() + FINAL_FLUSH_MS;
+    // The end's own write (finish.ts) and any other wait for the store keep the same bound.
+    this.committer.stopWaiting(giveUp, signal);
     while (this.pending.length || this.procs.waiting) {
       if (this.commitPending()) return;
       if (this.rt.now() >= giveUp) {

@@ -7,12 +7,30 @@
  * The test hooks (./test-hooks.ts) act here, at the Nth commit: every commit is a crash point and
  * a busy point that a test can name.
  */
-import type { Db } from '../store/open.js';
+import { setBusyWait, type Db } from '../store/open.js';
 import { faultOf } from '../store/faults.js';
 import type { Transition } from '../domain/transition.js';
 import { TransitionWriter } from '../store/transitions.js';
 import type { CommitHooks, CostCounters } from './runtime.js';
 import { REAL_TIMERS, sleepOn, type Timers } from '../platform/timers.js';
+import { DcmError, EXIT } from '../domain/errors.js';
+
+/**
+ * After a second Ctrl-C the store stayed locked past the bound: the end of the apply was not
+ * written. What was not committed is what a kill leaves, which the next apply resumes.
+ */
+export class StoreStayedBusy extends DcmError {
+  readonly code = 'DCM_STORE_BUSY';
+  constructor(signal: NodeJS.Signals) {
+    super(
+      'the database stayed locked by another process: the end of this apply was not written; `dcm strategy apply` resumes',
+      signal === 'SIGTERM' ? EXIT.sigterm : EXIT.sigint,
+    );
+  }
+}
+
+/** How long each statement waits for another writer after a second Ctrl-C (the bound is the whole wait's). */
+const LAST_WRITES_BUSY_MS = 500;
 
 /** How often a busy file is tried again. */
 export const BUSY_RETRY_MS = 250;
@@ -73,16 +91,30 @@ export class Committer {
     return out;
   }
 
-  /** A write that must happen: tried until the file is not busy any more. */
+  /**
+   * A write that must happen: tried until the file is not busy any more, or, once `giveUpAt` is
+   * set (a second Ctrl-C), until then: a busy store then ends the apply with what a kill leaves.
+   */
   async write<T>(fn: () => T): Promise<T> {
     for (;;) {
       try {
         return this.tryWrite(fn);
       } catch (err) {
         if (!this.isBusy(err)) throw err;
+        if (this.giveUpAt !== null && Date.now() >= this.giveUpAt) throw new StoreStayedBusy(this.signal);
         await sleepOn(this.timers, BUSY_RETRY_MS);
       }
     }
+  }
+
+  private giveUpAt: number | null = null;
+  private signal: NodeJS.Signals = 'SIGINT';
+
+  /** A second signal: writes wait for a busy store until `atMs` (epoch ms) at the latest. */
+  stopWaiting(atMs: number, signal: NodeJS.Signals): void {
+    this.giveUpAt = atMs;
+    this.signal = signal;
+    setBusyWait(this.db, LAST_WRITES_BUSY_MS);
   }
 
   /** Whether `err` is a busy file; said once per apply on stderr. */

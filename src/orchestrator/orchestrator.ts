@@ -222,7 +222,7 @@ export class Orchestrator {
       await Promise.race([this.stages.runAll(), stopped]);
       // Stopped without waiting (a second Ctrl-C): answers already received are still committed,
       // under the same stop rule (nothing new starts). The operations still out run again on resume.
-      if (this.control.interruptedBy && !this.control.fatal) await this.loop.finalFlush();
+      if (this.control.interruptedBy && !this.control.fatal) await this.loop.finalFlush(this.control.interruptedBy);
     } finally {
       // Every way out (end, signal, fatal error) leaves no timer that would keep the process alive.
       this.requests.stop();

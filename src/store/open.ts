@@ -156,3 +156,12 @@ export function readerSnapshot(real: string): Buffer | null {
   if (image.length >= 20 && image[18] === 2 && image[19] === 2) image[18] = image[19] = 1;
   return image;
 }
+
+/**
+ * How long one statement waits for another writer before it fails busy (SPEC §2: at least 5 s
+ * while applying). After a second Ctrl-C the apply's last writes wait a short while each, so that
+ * their bound (orchestrator/commit-loop.ts) is the whole wait, not one statement's.
+ */
+export function setBusyWait(db: Db, ms: number): void {
+  db.pragma(`busy_timeout = ${Math.max(0, Math.floor(ms))}`);
+}

@@ -5,9 +5,8 @@
  * while the lock is still held: what was answered and not committed is the next apply's to run
  * again (as its next attempt), and nothing else is lost.
  *
- * test.failing until the orchestrator's finalFlush and the end's write are bounded after a second
- * signal (orchestrator.ts: finalFlush loops while the file is busy, and finishRun's write goes
- * through Committer.write, which retries for ever): today the apply waits for the holder.
+ * After the second signal the orchestrator's last commits and the end's own write wait for the
+ * store FINAL_FLUSH_MS at most (commit-loop.ts, committer.ts).
  */
 import { afterEach, expect, test } from '@jest/globals';
 import { dcmOk, waitFor } from '../helpers/cli.js';
@@ -24,7 +23,7 @@ afterEach(() => {
 
 const running = (db: string) => sql(db, (d) => d.prepare("SELECT count(*) FROM step_history WHERE outcome = 'running'").pluck().get() as number);
 
-test.failing('a second Ctrl-C ends an apply whose store stays busy, and the next apply finishes the strategy', async () => {
+test('a second Ctrl-C ends an apply whose store stays busy, and the next apply finishes the strategy', async () => {
   const t = temp();
   dcmOk(['--db', t.db, 'subcloud', 'add', 's1', 's2']);
   dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '2s..2s']);
