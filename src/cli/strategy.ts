@@ -21,6 +21,7 @@ interface CreateOpts extends RawTypeOptions, RawDriverOptions {
   stopOnFailure?: boolean;
   maxFailures?: string;
   force?: boolean;
+  targetVersion?: string;
   dryRun?: boolean;
   showCommands?: string | true;
   sysadminPasswordFile?: string;
@@ -83,6 +84,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .option('--stop-on-failure', 'start no new subcloud after a failure (--max-failures 1)')
     .option('--max-failures <N|P%>', 'start no new subcloud once N steps (or P % of the steps) have failed', maxFailures)
     .option('--force', 'include in-sync subclouds (kubernetes, kube-rootca-update)')
+    .option('--target-version <version>', "patch, sw-deploy: plan by target, not by the last sync: every managed, online subcloud whose software_version is not this one")
     .option('--require-audit', "fail a step whose site's audit (after its last state) disagrees or fails, instead of completing it with a warning");
   for (const [flags, help] of STAGE_GATE_OPTIONS) create.option(flags, help);
   for (const [flags, help] of TYPE_OPTIONS) {
@@ -123,6 +125,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
           stopOnFailure: o.stopOnFailure,
           maxFailures: o.maxFailures,
           force: o.force,
+          targetVersion: o.targetVersion,
           requireAudit: o.requireAudit,
           typeOptions: { ...o, sysadminPassword: password as string | undefined },
           driverOptions: o,
