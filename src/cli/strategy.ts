@@ -66,6 +66,8 @@ const TYPE_OPTIONS: [string, string][] = [
 ];
 
 
+const REASON: [string, string] = ['--reason <text>', 'why, in words: kept in the event record, shown by strategy status and the report'];
+
 function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void {
   const withType = (cmd: Command, required: boolean): Command => {
     if (fixed) return cmd;
@@ -196,22 +198,26 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .action((o: { type?: StrategyType }) => run(async (ctx) => (await import('../commands/events.js')).strategyEvents(ctx, typeOf(o))));
   withType(parent.command('abort'), false)
     .description('abort the strategy being applied')
-    .action((o: { type?: StrategyType }) => run(async (ctx) => (await abortCommand()).strategyAbort(ctx, typeOf(o))));
+    .option(...REASON)
+    .action((o: { type?: StrategyType; reason?: string }) => run(async (ctx) => (await abortCommand()).strategyAbort(ctx, typeOf(o), o.reason)));
   const control = () => import('../commands/control.js');
   withType(parent.command('pause'), false)
     .description('applying -> paused: start no new subcloud; those in flight run to their end')
-    .action((o: { type?: StrategyType }) => run(async (ctx) => (await control()).strategyPause(ctx, typeOf(o))));
+    .option(...REASON)
+    .action((o: { type?: StrategyType; reason?: string }) => run(async (ctx) => (await control()).strategyPause(ctx, typeOf(o), o.reason)));
   withType(parent.command('resume'), false)
     .description('paused -> applying: the orchestrator goes on')
-    .action((o: { type?: StrategyType }) => run(async (ctx) => (await control()).strategyResume(ctx, typeOf(o))));
+    .option(...REASON)
+    .action((o: { type?: StrategyType; reason?: string }) => run(async (ctx) => (await control()).strategyResume(ctx, typeOf(o), o.reason)));
   const update = withType(parent.command('update'), false)
     .description('change the window (of every stage, or of stage K), the failure budget or the stage gates; a running apply follows within 1 s')
     .addOption(new Option('--max-parallel-subclouds <n>', 'subclouds in flight at once').argParser(integer))
     .addOption(new Option('--stage <k>', 'only this stage\'s window or gate (refused for a stage that has ended)').argParser(integer))
     .option('--max-failures <N|P%>', 'start no new subcloud once N steps (or P % of the steps) have failed', maxFailures);
   for (const [flags, help] of STAGE_GATE_OPTIONS) update.option(flags, help);
+  update.option(...REASON);
   update.action(
-    (o: { type?: StrategyType; maxParallelSubclouds?: number; stage?: number; maxFailures?: string; stageMaxFailures?: string; stageGate?: string; gateCheck?: string }) =>
+    (o: { type?: StrategyType; maxParallelSubclouds?: number; stage?: number; maxFailures?: string; stageMaxFailures?: string; stageGate?: string; gateCheck?: string; reason?: string }) =>
       run(async (ctx) =>
         (await control()).strategyUpdate(ctx, typeOf(o), {
           maxParallelSubclouds: o.maxParallelSubclouds,
@@ -220,6 +226,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
           stageMaxFailures: o.stageMaxFailures,
           stageGate: o.stageGate,
           gateCheck: o.gateCheck,
+          reason: o.reason,
         }),
       ),
   );
@@ -228,8 +235,9 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .option('--failed', 'only failed steps')
     .option('--aborted', 'only aborted steps')
     .option('--wait', 'wait while a run of the strategy still goes (after a kill of apply) instead of refusing')
-    .action((clouds: string[], o: { type?: StrategyType; failed?: boolean; aborted?: boolean; wait?: boolean }) =>
-      run(async (ctx) => (await control()).strategyRetry(ctx, typeOf(o), { clouds, failed: o.failed, aborted: o.aborted, wait: o.wait })),
+    .option(...REASON)
+    .action((clouds: string[], o: { type?: StrategyType; failed?: boolean; aborted?: boolean; wait?: boolean; reason?: string }) =>
+      run(async (ctx) => (await control()).strategyRetry(ctx, typeOf(o), { clouds, failed: o.failed, aborted: o.aborted, wait: o.wait, reason: o.reason })),
     );
   withType(parent.command('delete'), false)
     .description('delete the strategy, its steps and their history')

@@ -21,6 +21,8 @@ import { openDb, type Db } from '../store/open.js';
 import { deferredSteps, firstStartedAt, initialStepsByStageGroup, latestFailures, latestProgress, runningOps, stageStateCounts } from '../store/status.js';
 import { deferredLine, etaText, stageHold, type ClosedWindow, type Hold } from '../domain/status-hold.js';
 import { parseTime } from '../store/clock.js';
+import { actionText, OPERATOR_EVENTS } from '../domain/events.js';
+import { lastEventOf } from '../store/events.js';
 import { getStrategy, listStages, type Strategy } from '../store/strategy.js';
 import { listStepColumns } from '../store/steps.js';
 import { holderAlive } from '../orchestrator/lock.js';
@@ -40,6 +42,7 @@ import { windowClock } from '../orchestrator/test-hooks.js';
 export const STATUS_FIELDS = [
   'strategy type',
   'state',
+  'last action',
   'driver',
   'stage',
   'window',
@@ -277,6 +280,7 @@ function readStatus(db: Db, type: StrategyType | undefined, nowMs: number): { re
   const values: Record<(typeof STATUS_FIELDS)[number], Value> = {
     'strategy type': s.type,
     state: s.state,
+    'last action': ((e) => (e ? actionText(e) : null))(lastEventOf(db, OPERATOR_EVENTS)),
     driver: (s.extra.driver as string | undefined) ?? 'sim',
     stage: current === undefined ? null : `${stageIndex + 1} of ${stageList.length}${hold ? `, ${hold.text}` : ''}`,
     window: current === undefined ? null : (windows.get(current) ?? null),

@@ -100,7 +100,7 @@ function eventMarks(events: readonly PlacedEvent[], x: (us: number) => number, h
       const ex = Math.min(CHART_X + CHART_W, Math.max(CHART_X, x(e.atUs))).toFixed(1);
       const ty = EVENT_ROW_H * ((i % EVENT_ROWS) + 1) - 3;
       const anchor = Number(ex) > CHART_X + CHART_W - 80 ? 'end' : 'start';
-      const tip = `${fmtTime(e.atUs)} ${e.event} by ${eventWho(e)}${e.details ? `: ${e.details}` : ''}`;
+      const tip = `${fmtTime(e.atUs)} ${e.event} by ${eventWho(e)}${e.details ? `: ${e.details}` : ''}${e.reason ? ` (reason: ${e.reason})` : ''}`;
       return (
         `<g class="event-mark" data-event="${esc(e.event)}" data-at="${e.atUs}"><title>${esc(tip)}</title>` +
         `<line x1="${ex}" x2="${ex}" y1="${ty + 2}" y2="${height}" stroke="${EVENT_COLOR}" stroke-width="1.2" stroke-dasharray="4 2"/>` +
@@ -282,9 +282,9 @@ export function renderHtmlReport(m: ReportModel, generatedAtUs: number): string 
   out.push(`<section id="events"><h2>Events (${m.events.length})</h2>`);
   if (m.events.length === 0) out.push('<p class="muted">No event recorded.</p>');
   else {
-    out.push('<div class="scroll"><table><thead><tr><th>time</th><th>event</th><th>who</th><th>details</th></tr></thead><tbody>');
+    out.push('<div class="scroll"><table><thead><tr><th>time</th><th>event</th><th>who</th><th>details</th><th>reason</th></tr></thead><tbody>');
     for (const e of m.events) {
-      out.push(`<tr class="event" data-event="${esc(e.event)}"><td>${esc(fmtTime(e.atUs))}</td><td>${esc(e.event)}</td><td>${esc(eventWho(e))}</td><td>${esc(e.details)}</td></tr>`);
+      out.push(`<tr class="event" data-event="${esc(e.event)}"><td>${esc(fmtTime(e.atUs))}</td><td>${esc(e.event)}</td><td>${esc(eventWho(e))}</td><td>${esc(e.details)}</td><td class="reason">${esc(e.reason ?? '')}</td></tr>`);
     }
     out.push('</tbody></table></div>');
   }
