@@ -95,7 +95,7 @@ export function closingSummary(s: Summary): string {
   let text =
     `strategy ${s.state}: ${parts.join(', ') || 'no steps'} in ${formatDuration(s.durationMs)}` +
     (s.sinceFirstStartMs === undefined ? '' : ` of this apply, ${formatSpan(s.sinceFirstStartMs)} since the first start`) +
-    ` (peak ${s.peakInFlight} subclouds in flight, window ${s.maxWindow})\n`;
+    ` (peak ${s.peakInFlight} subclouds in flight, window ${s.maxWindow}${s.shareOfWindow === undefined ? '' : `, this worker's share ${s.shareOfWindow}`})\n`;
   const failures = s.failures ?? [];
   const total = s.failedTotal ?? failures.length;
   if (total > 0 && failures.length) {
