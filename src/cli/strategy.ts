@@ -34,6 +34,7 @@ interface CreateOpts extends RawTypeOptions, RawDriverOptions {
   skipUnreachable?: boolean;
   deferDelay?: string;
   deferUntil?: string;
+  onEvent?: string;
 }
 
 /** The stage gate options (README "Stage gates"), the same at create and update. */
@@ -106,6 +107,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .option('--skip-unreachable', 'with --probe: leave out the subclouds that do not answer (recorded offline), listed on stderr')
     .option('--defer-delay <duration>', 'a subcloud whose state exits 75 (does not answer) is deferred and tried again after this (default 60s)')
     .option('--defer-until <duration|time>', "deferred subclouds fail unreachable after this: a duration from the apply's start, or an ISO time (default: once the rest of their stage is done)")
+    .option('--on-event <cmd>', 'sim driver: told of a stage held, the strategy failed or complete, a worker taken over (the event as JSON on stdin; sh -c); the exec config has on_event')
     .option('--dry-run', 'every check, then the plan (stages, windows, steps, estimated duration); nothing written')
     .option('--show-commands [cloud]', "with --dry-run and --driver exec: instead of the plan, each state's argv, cwd and environment for this subcloud (default: the plan's first); the sysadmin password masked")
     .action((clouds: string[], o: CreateOpts) =>
@@ -140,6 +142,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
           skipUnreachable: o.skipUnreachable,
           deferDelay: o.deferDelay,
           deferUntil: o.deferUntil,
+          onEvent: o.onEvent,
           warn: (text: string) => warnings.push(text),
         });
         return { warnings, result };

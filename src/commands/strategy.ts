@@ -67,6 +67,8 @@ export interface CreateInput {
   /** `--defer-delay`, `--defer-until` (domain/deferral.ts). */
   deferDelay?: string;
   deferUntil?: string;
+  /** `--on-event CMD` (sim; the exec config has `on_event`): told of a stage held, the end, a takeover. */
+  onEvent?: string;
   /** Said on stderr once the command succeeded. */
   warn?: (text: string) => void;
 }
@@ -140,6 +142,13 @@ export async function strategyCreate(ctx: Ctx, input: CreateInput): Promise<Comm
   const driverName = parseDriverName(raw.driver);
   if (input.skipUnreachable && !input.probe) throw new UsageError('--skip-unreachable needs --probe: only a probe tells which subclouds do not answer');
   const deferExtra = deferExtraArgs(input);
+  if (input.onEvent !== undefined) {
+    if (input.onEvent.trim() === '') throw new UsageError("option '--on-event' is empty: give a command");
+    if (driverName === 'exec') throw new UsageError('--on-event is for the sim driver: give the exec config an on_event');
+    // Run through /bin/sh -c in the folder create ran in, as the exec config's runs in its own.
+    deferExtra.on_event = input.onEvent;
+    deferExtra.on_event_cwd = process.cwd();
+  }
   if (input.showCommands !== undefined) {
     if (!input.dryRun) throw new UsageError('--show-commands needs --dry-run: it shows what would run, and creates nothing');
     if (driverName !== 'exec') throw new UsageError('--show-commands needs --driver exec: the sim driver runs no command');

@@ -26,6 +26,8 @@ export const EVENTS = {
   stageGate: 'stage gate',
   /** `subcloud-group update` while a strategy exists: what changed of the group. */
   groupUpdated: 'group updated',
+  /** The strategy's `on_event` command failed (orchestrator/notify.ts): which notice, and how. */
+  notificationFailed: 'notification failed',
 } as const;
 
 /** What an operator does to a strategy: the events `strategy status`'s `last action` names. */

@@ -39,3 +39,13 @@ export function lastEventOf(db: Db, events: readonly string[]): EventRow | undef
     `SELECT at, event, "user", host, pid, details, reason FROM strategy_event WHERE event IN (${events.map(() => '?').join(', ')}) ORDER BY id DESC LIMIT 1`,
   ).get(...events) as EventRow | undefined;
 }
+
+/** The last event's id (0 without any): where a reader of what comes next starts. */
+export function lastEventId(db: Db): number {
+  return Number(sql(db, 'SELECT coalesce(max(id), 0) FROM strategy_event').pluck().get() ?? 0);
+}
+
+/** The events recorded after `id`, in order, with their ids (orchestrator/notify.ts). */
+export function eventsAfter(db: Db, id: number): (EventRow & { id: number })[] {
+  return sql(db, 'SELECT id, at, event, "user", host, pid, details, reason FROM strategy_event WHERE id > ? ORDER BY id').all(id) as (EventRow & { id: number })[];
+}
