@@ -20,6 +20,7 @@ interface RawGroupOpts {
   stageGate?: string;
   maintenanceWindow?: string;
   maintenanceTz?: string;
+  reason?: string;
 }
 
 function groupOptions(cmd: Command): Command {
@@ -51,6 +52,7 @@ function input(o: RawGroupOpts): GroupInput {
     stageGate: o.stageGate,
     maintenanceWindow: o.maintenanceWindow,
     maintenanceTz: o.maintenanceTz,
+    reason: o.reason,
   };
 }
 
@@ -67,6 +69,7 @@ export function registerGroup(program: Command, run: Runner): void {
     .description('show a group')
     .action((ref: string) => run(async (ctx) => (await commands()).groupShow_(ctx, ref)));
   groupOptions(g.command('update').argument('<group>', 'name or id').option('--name <name>', 'new name'))
+    .option('--reason <text>', "why, in words: kept in the strategy's event record while a strategy exists")
     .description('change a group')
     .action((ref: string, o: RawGroupOpts) => run(async (ctx) => (await commands()).groupUpdateWarned(ctx, ref, input(o))));
   g.command('delete')

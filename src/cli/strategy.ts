@@ -21,6 +21,7 @@ interface CreateOpts extends RawTypeOptions, RawDriverOptions {
   stopOnFailure?: boolean;
   maxFailures?: string;
   force?: boolean;
+  targetVersion?: string;
   dryRun?: boolean;
   showCommands?: string | true;
   sysadminPasswordFile?: string;
@@ -33,6 +34,7 @@ interface CreateOpts extends RawTypeOptions, RawDriverOptions {
   skipUnreachable?: boolean;
   deferDelay?: string;
   deferUntil?: string;
+  onEvent?: string;
 }
 
 /** The stage gate options (README "Stage gates"), the same at create and update. */
@@ -67,6 +69,8 @@ const TYPE_OPTIONS: [string, string][] = [
 ];
 
 
+const REASON: [string, string] = ['--reason <text>', 'why, in words: kept in the event record, shown by strategy status and the report'];
+
 function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void {
   const withType = (cmd: Command, required: boolean): Command => {
     if (fixed) return cmd;
@@ -91,6 +95,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .option('--stop-on-failure', 'start no new subcloud after a failure (--max-failures 1)')
     .option('--max-failures <N|P%>', 'start no new subcloud once N steps (or P % of the steps) have failed', maxFailures)
     .option('--force', 'include in-sync subclouds (kubernetes, kube-rootca-update)')
+    .option('--target-version <version>', "patch, sw-deploy: plan by target, not by the last sync: every managed, online subcloud whose software_version is not this one")
     .option('--require-audit', "fail a step whose site's audit (after its last state) disagrees or fails, instead of completing it with a warning");
   for (const [flags, help] of STAGE_GATE_OPTIONS) create.option(flags, help);
   for (const [flags, help] of TYPE_OPTIONS) {
@@ -110,6 +115,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .option('--skip-unreachable', 'with --probe: leave out the subclouds that do not answer (recorded offline), listed on stderr')
     .option('--defer-delay <duration>', 'a subcloud whose state exits 75 (does not answer) is deferred and tried again after this (default 60s)')
     .option('--defer-until <duration|time>', "deferred subclouds fail unreachable after this: a duration from the apply's start, or an ISO time (default: once the rest of their stage is done)")
+    .option('--on-event <cmd>', 'sim driver: told of a stage held, the strategy failed or complete, a worker taken over (the event as JSON on stdin; sh -c); the exec config has on_event')
     .option('--dry-run', 'every check, then the plan (stages, windows, steps, estimated duration); nothing written')
     .option('--show-commands [cloud]', "with --dry-run and --driver exec: instead of the plan, each state's argv, cwd and environment for this subcloud (default: the plan's first); the sysadmin password masked")
     .action((...args: unknown[]) =>
@@ -139,6 +145,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
           stopOnFailure: o.stopOnFailure,
           maxFailures: o.maxFailures,
           force: o.force,
+          targetVersion: o.targetVersion,
           requireAudit: o.requireAudit,
           typeOptions: { ...o, sysadminPassword: password as string | undefined },
           driverOptions: o,
@@ -151,6 +158,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
           skipUnreachable: o.skipUnreachable,
           deferDelay: o.deferDelay,
           deferUntil: o.deferUntil,
+          onEvent: o.onEvent,
           warn: (text: string) => warnings.push(text),
         });
         return notice ? { text: notice, warnings, result } : { warnings, result };
@@ -209,22 +217,26 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .action((o: { type?: StrategyType }) => run(async (ctx) => (await import('../commands/events.js')).strategyEvents(ctx, typeOf(o))));
   withType(parent.command('abort'), false)
     .description('abort the strategy being applied')
-    .action((o: { type?: StrategyType }) => run(async (ctx) => (await abortCommand()).strategyAbort(ctx, typeOf(o))));
+    .option(...REASON)
+    .action((o: { type?: StrategyType; reason?: string }) => run(async (ctx) => (await abortCommand()).strategyAbort(ctx, typeOf(o), o.reason)));
   const control = () => import('../commands/control.js');
   withType(parent.command('pause'), false)
     .description('applying -> paused: start no new subcloud; those in flight run to their end')
-    .action((o: { type?: StrategyType }) => run(async (ctx) => (await control()).strategyPause(ctx, typeOf(o))));
+    .option(...REASON)
+    .action((o: { type?: StrategyType; reason?: string }) => run(async (ctx) => (await control()).strategyPause(ctx, typeOf(o), o.reason)));
   withType(parent.command('resume'), false)
     .description('paused -> applying: the orchestrator goes on')
-    .action((o: { type?: StrategyType }) => run(async (ctx) => (await control()).strategyResume(ctx, typeOf(o))));
+    .option(...REASON)
+    .action((o: { type?: StrategyType; reason?: string }) => run(async (ctx) => (await control()).strategyResume(ctx, typeOf(o), o.reason)));
   const update = withType(parent.command('update'), false)
     .description('change the window (of every stage, or of stage K), the failure budget or the stage gates; a running apply follows within 1 s')
     .addOption(new Option('--max-parallel-subclouds <n>', 'subclouds in flight at once').argParser(integer))
     .addOption(new Option('--stage <k>', 'only this stage\'s window or gate (refused for a stage that has ended)').argParser(integer))
     .option('--max-failures <N|P%>', 'start no new subcloud once N steps (or P % of the steps) have failed', maxFailures);
   for (const [flags, help] of STAGE_GATE_OPTIONS) update.option(flags, help);
+  update.option(...REASON);
   update.action(
-    (o: { type?: StrategyType; maxParallelSubclouds?: number; stage?: number; maxFailures?: string; stageMaxFailures?: string; stageGate?: string; gateCheck?: string }) =>
+    (o: { type?: StrategyType; maxParallelSubclouds?: number; stage?: number; maxFailures?: string; stageMaxFailures?: string; stageGate?: string; gateCheck?: string; reason?: string }) =>
       run(async (ctx) =>
         (await control()).strategyUpdate(ctx, typeOf(o), {
           maxParallelSubclouds: o.maxParallelSubclouds,
@@ -233,6 +245,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
           stageMaxFailures: o.stageMaxFailures,
           stageGate: o.stageGate,
           gateCheck: o.gateCheck,
+          reason: o.reason,
         }),
       ),
   );
@@ -241,8 +254,9 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .option('--failed', 'only failed steps')
     .option('--aborted', 'only aborted steps')
     .option('--wait', 'wait while a run of the strategy still goes (after a kill of apply) instead of refusing')
-    .action((clouds: string[], o: { type?: StrategyType; failed?: boolean; aborted?: boolean; wait?: boolean }) =>
-      run(async (ctx) => (await control()).strategyRetry(ctx, typeOf(o), { clouds, failed: o.failed, aborted: o.aborted, wait: o.wait })),
+    .option(...REASON)
+    .action((clouds: string[], o: { type?: StrategyType; failed?: boolean; aborted?: boolean; wait?: boolean; reason?: string }) =>
+      run(async (ctx) => (await control()).strategyRetry(ctx, typeOf(o), { clouds, failed: o.failed, aborted: o.aborted, wait: o.wait, reason: o.reason })),
     );
   withType(parent.command('delete'), false)
     .description('delete the strategy, its steps and their history')

@@ -7,7 +7,7 @@ import { abortDeferredSteps } from '../store/deferrals.js';
 import { releaseLock, readLock } from '../store/lock.js';
 import { holderAlive } from '../orchestrator/lock.js';
 import { liveWorkers } from '../orchestrator/workers.js';
-import { EVENTS } from '../domain/events.js';
+import { checkReason, EVENTS } from '../domain/events.js';
 import { whoAmI } from '../platform/who.js';
 import { recordEvent } from '../store/events.js';
 import { withExistingWriteDb } from './context.js';
@@ -23,7 +23,8 @@ import type { RunCtx } from './context.js';
  * and the strategy `aborting`, for the next `apply` to adopt the run, wait for it and end the
  * abort. Nothing is ever started beside a live run (SPEC §7.2).
  */
-export async function strategyAbort(ctx: RunCtx, type?: StrategyType): Promise<Outcome> {
+export async function strategyAbort(ctx: RunCtx, type?: StrategyType, reasonText?: string): Promise<Outcome> {
+  const reason = checkReason(reasonText);
   const warnings: string[] = [];
   const result = withExistingWriteDb(ctx, (db) => {
     const s = theStrategy(db, type);
@@ -40,7 +41,7 @@ export async function strategyAbort(ctx: RunCtx, type?: StrategyType): Promise<O
       const by = workers.length
         ? `its ${workers.length} worker(s) (${workers.map((w) => `pid ${w.pid} on ${w.host}`).join(', ')}) carry it out`
         : `the orchestrator (pid ${holder!.pid} on ${holder!.host}) carries it out`;
-      recordEvent(db, whoAmI(), EVENTS.abortRequested, `${s.state} -> abort requested: ${by}`);
+      recordEvent(db, whoAmI(), EVENTS.abortRequested, `${s.state} -> abort requested: ${by}`, reason);
     } else {
       // The lock of an orchestrator that died goes with the abort it will never carry out.
       if (holder) releaseLock(db, holder.token);
@@ -55,6 +56,7 @@ export async function strategyAbort(ctx: RunCtx, type?: StrategyType): Promise<O
         whoAmI(),
         EVENTS.aborted,
         `${s.state} -> ${to} with no orchestrator running: ${n} step(s) aborted${live.length ? `; ${live.length} run(s) still going left for the next apply` : ''}`,
+        reason,
       );
       if (live.length) {
         warnings.push(

@@ -29,6 +29,7 @@ import { EVENTS } from '../domain/events.js';
 import { whoAmI } from '../platform/who.js';
 import { WINDOW_PAGE_CACHE } from '../platform/sqlite-cache.js';
 import { recordEvent } from '../store/events.js';
+import { Notifier, onEventOf } from '../orchestrator/notify.js';
 
 /** A strategy left in one of these by a process that is gone is taken up again (paused: waiting for resume). */
 const RESUMABLE = STRATEGY_RUNNING;
@@ -141,6 +142,7 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
   let fileGone = false;
   let removeSignals: (() => void) | null = null;
   let orchestratorRef: Orchestrator | null = null;
+  let notifier: Notifier | null = null;
   const sidecars = new Map<string, { dev: number; ino: number } | null>();
   try {
     checkIntact(db, ctx.dbPath);
@@ -226,12 +228,17 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
     // Held until this command returns, not only while the orchestrator runs: a Ctrl-C that comes
     // while the end is being written (or the file is busy) must not kill dcm by the default action.
     removeSignals = onSignals((signal) => orchestrator.interrupt(signal));
+    // The strategy's on_event command hears what this apply records (a stage held, its end, …).
+    const onEvent = onEventOf(s.extra);
+    if (onEvent) notifier = new Notifier(db, onEvent, s, who, (text) => progress.note(text)).start();
     const exitCode = await orchestrator.run();
     return { result: { kind: 'strategy', strategy: theStrategy(db) }, exitCode };
   } catch (err) {
     fileGone = err instanceof FileGoneError;
     throw err;
   } finally {
+    // The end's notice too (bounded by its command's timeout); a failure is recorded, never thrown.
+    await notifier?.close();
     // Waits until every process the driver started is gone: dcm never leaves one behind, but the
     // runs a worker taken over leaves to the worker that adopted them.
     await driver?.close({ leaveRunning: orchestratorRef?.leftGoing ?? false });

@@ -14,7 +14,7 @@ import {
   UPDATABLE,
 } from '../domain/control.js';
 import { checkMaxParallel } from '../domain/planning.js';
-import { changeText, EVENTS, MAX_PARALLEL_NAME, stageWindowName, type EventName } from '../domain/events.js';
+import { changeText, checkReason, EVENTS, MAX_PARALLEL_NAME, stageWindowName, type EventName } from '../domain/events.js';
 import { whoAmI } from '../platform/who.js';
 import { recordEvent } from '../store/events.js';
 import { statesOf, type StrategyType } from '../domain/types.js';
@@ -38,14 +38,15 @@ import { formatStageGate, formatStageMaxFailures, parseStageGate, parseStageMaxF
 import { listStageGates, reopenGates, setStageGates } from '../store/stage-gates.js';
 
 /** Move the strategy from one of `from` to `to`, or say it cannot be `verb`ed. */
-function moveState(ctx: Ctx, type: StrategyType | undefined, from: readonly string[], to: string, verb: string, event: EventName): CommandResult {
+function moveState(ctx: Ctx, type: StrategyType | undefined, from: readonly string[], to: string, verb: string, event: EventName, reasonText?: string): CommandResult {
+  const reason = checkReason(reasonText);
   const result = withExistingWriteDb(ctx, (db) =>
     immediate(db, () => {
       const s = theStrategy(db, type);
       if (!from.includes(s.state) || !casStrategyState(db, from, to)) {
         throw new OperationError(`Strategy in state ${s.state} cannot be ${verb}`);
       }
-      recordEvent(db, whoAmI(), event, `${s.state} -> ${to}`);
+      recordEvent(db, whoAmI(), event, `${s.state} -> ${to}`, reason);
       return { kind: 'strategy' as const, strategy: getStrategy(db)! };
     }),
   );
@@ -53,13 +54,13 @@ function moveState(ctx: Ctx, type: StrategyType | undefined, from: readonly stri
 }
 
 /** `applying` → `paused`: the orchestrator starts no new subcloud; those in flight run to their end. */
-export async function strategyPause(ctx: Ctx, type?: StrategyType): Promise<CommandResult> {
-  return moveState(ctx, type, PAUSABLE, 'paused', 'paused', EVENTS.paused);
+export async function strategyPause(ctx: Ctx, type?: StrategyType, reason?: string): Promise<CommandResult> {
+  return moveState(ctx, type, PAUSABLE, 'paused', 'paused', EVENTS.paused, reason);
 }
 
 /** `paused` → `applying`: the orchestrator goes on (or `apply` does, if none is running). */
-export async function strategyResume(ctx: Ctx, type?: StrategyType): Promise<CommandResult> {
-  return moveState(ctx, type, RESUMABLE_BY_OPERATOR, 'applying', 'resumed', EVENTS.resumed);
+export async function strategyResume(ctx: Ctx, type?: StrategyType, reason?: string): Promise<CommandResult> {
+  return moveState(ctx, type, RESUMABLE_BY_OPERATOR, 'applying', 'resumed', EVENTS.resumed, reason);
 }
 
 export interface UpdateInput {
@@ -70,6 +71,8 @@ export interface UpdateInput {
   stageMaxFailures?: string;
   stageGate?: string;
   gateCheck?: string;
+  /** `--reason TEXT`: why, in the event record. */
+  reason?: string;
 }
 
 /**
@@ -80,6 +83,7 @@ export interface UpdateInput {
 export async function strategyUpdate(ctx: Ctx, type: StrategyType | undefined, input: UpdateInput): Promise<Outcome> {
   // Option values on their own first, before the file is read (SPEC §5).
   const gates = stageGateUpdate(input);
+  const reason = checkReason(input.reason);
   if (input.stage !== undefined && input.maxParallelSubclouds === undefined && !gates) {
     throw new UsageError('--stage needs --max-parallel-subclouds, --stage-max-failures, --stage-gate or --gate-check');
   }
@@ -120,7 +124,7 @@ export async function strategyUpdate(ctx: Ctx, type: StrategyType | undefined, i
       }
       if (gates) updateStageGates(db, input.stage, gates, changes, notes);
       touchStrategy(db);
-      recordEvent(db, whoAmI(), EVENTS.updated, changeText(changes));
+      recordEvent(db, whoAmI(), EVENTS.updated, changeText(changes), reason);
       return { result: { kind: 'strategy' as const, strategy: getStrategy(db)! }, notes };
     }),
   );
@@ -181,6 +185,8 @@ export interface RetryInput {
   aborted?: boolean;
   /** Wait while a run of the strategy still lives, rather than refuse. */
   wait?: boolean;
+  /** `--reason TEXT`: why, in the event record. */
+  reason?: string;
 }
 
 /**
@@ -189,6 +195,7 @@ export interface RetryInput {
  */
 export async function strategyRetry(ctx: Ctx, type: StrategyType | undefined, input: RetryInput): Promise<Outcome> {
   const kinds = input.failed || input.aborted ? { failed: Boolean(input.failed), aborted: Boolean(input.aborted) } : { failed: true, aborted: true };
+  const reason = checkReason(input.reason);
   if (input.wait) await waitForLiveRuns(ctx, false);
   const result = withExistingWriteDb(ctx, (db) =>
     immediate(db, () => {
@@ -221,7 +228,7 @@ export async function strategyRetry(ctx: Ctx, type: StrategyType | undefined, in
       if (reset.length === 0) throw new OperationError('Nothing to retry');
       reopenGates(db);
       casStrategyState(db, RETRYABLE, 'initial');
-      recordEvent(db, whoAmI(), EVENTS.retried, `${reset.length} step(s): ${reset.map((r) => r.trim()).join(', ')}`);
+      recordEvent(db, whoAmI(), EVENTS.retried, `${reset.length} step(s): ${reset.map((r) => r.trim()).join(', ')}`, reason);
       const notes = [`retry reset ${reset.length} step${reset.length === 1 ? '' : 's'} (dcm strategy apply runs them):`, ...reset];
       return { result: { kind: 'strategy' as const, strategy: getStrategy(db)! }, notes };
     }),

@@ -16,7 +16,7 @@ export async function strategyEvents(ctx: Ctx, type?: StrategyType): Promise<Lis
     const s = getStrategy(db);
     if (!s) return [];
     if (type && s.type !== type) strategyNotFound(type);
-    return listEvents(db).map((e) => [e.at, e.event, e.user, e.host, e.pid, e.details]);
+    return listEvents(db).map((e) => [e.at, e.event, e.user, e.host, e.pid, e.details, e.reason]);
   });
   return list(EVENT_COLUMNS, rows);
 }

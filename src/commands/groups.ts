@@ -14,6 +14,9 @@ import {
 } from '../store/groups.js';
 import { listSubclouds } from '../store/subclouds.js';
 import { getStrategy } from '../store/strategy.js';
+import { checkReason, EVENTS } from '../domain/events.js';
+import { recordEvent } from '../store/events.js';
+import { whoAmI } from '../platform/who.js';
 import type { Db } from '../store/open.js';
 import { immediate, withReadDb, withWriteDb, type Ctx } from './context.js';
 import type { CommandResult, GroupRecord, Outcome } from './results.js';
@@ -32,6 +35,8 @@ export interface GroupInput {
   maintenanceWindow?: string;
   /** An IANA zone, checked here. */
   maintenanceTz?: string;
+  /** `--reason TEXT` (update): why, in the strategy's event record when a strategy exists. */
+  reason?: string;
 }
 
 function mustFind(db: Db, ref: string): GroupRow {
@@ -155,6 +160,7 @@ export async function groupUpdate(ctx: Ctx, ref: string, input: GroupInput): Pro
   if (mw.window !== undefined) changes.maintenance_window = mw.window;
   if (mw.tz !== undefined) changes.maintenance_tz = mw.tz;
   if (Object.keys(changes).length === 0 && !gates) throw new OperationError('Nothing to update');
+  const reason = checkReason(input.reason);
   return withWriteDb(ctx, (db) =>
     immediate(db, () => {
       const g = mustFind(db, ref);
@@ -165,6 +171,15 @@ export async function groupUpdate(ctx: Ctx, ref: string, input: GroupInput): Pro
       if (clash && clash.id !== g.id) throw new OperationError(`Subcloud group ${changes.name} already exists`);
       if (Object.keys(changes).length) updateGroup(db, g.id, changes);
       if (gates) setGroupGateDefaults(db, g.id, gates);
+      // During a strategy a group's change is part of its story (a window widened, a maintenance
+      // window moved): recorded with the strategy, old -> new, and the operator's words.
+      if (getStrategy(db)) {
+        const was = g as unknown as Record<string, unknown>;
+        const said = Object.entries(changes).map(([k, v]) => `${k.replace(/_/g, ' ')}: ${was[k] ?? 'None'} -> ${v ?? 'None'}`);
+        if (gates?.maxFailures !== undefined) said.push(`stage max failures default: ${gates.maxFailures}`);
+        if (gates?.gate !== undefined) said.push(`stage gate default: ${gates.gate}`);
+        recordEvent(db, whoAmI(), EVENTS.groupUpdated, `group ${g.name}: ${said.join('; ')}`, reason);
+      }
       return { kind: 'group', row: mustFind(db, String(g.id)) };
     }),
   );

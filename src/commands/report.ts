@@ -10,6 +10,7 @@ import { shownTypeOptions, type ExtraArgs } from '../domain/options.js';
 import { statesOf, type StrategyType } from '../domain/types.js';
 import { listRuns } from '../store/report.js';
 import { listEvents } from '../store/events.js';
+import { DEFERRED_RUN_PREFIX } from '../store/deferrals.js';
 import { listSteps } from '../store/steps.js';
 import { listStages } from '../store/strategy.js';
 import { listStageGates } from '../store/stage-gates.js';
@@ -73,7 +74,8 @@ function readInput(ctx: Ctx, type: StrategyType | undefined, nowUs: number): Rep
             attempt: r.attempt,
             startUs: parseTimestamp(r.started_at),
             finishUs: r.finished_at === null ? null : parseTimestamp(r.finished_at),
-            outcome: r.outcome,
+            // A site that did not answer is not a failure (issue 34): its deferred runs are told apart.
+            outcome: r.outcome === 'failed' && r.details.startsWith(DEFERRED_RUN_PREFIX) ? 'deferred' : r.outcome,
             details: r.details,
           })),
           events: listEvents(db).map((e) => ({ ...e, atUs: parseTimestamp(e.at) })),

@@ -18,7 +18,11 @@ import { STRATEGY_ENDED, statesOf, type StrategyType } from '../domain/types.js'
 import { durationStats, observedDurations } from '../store/durations.js';
 import { readLock } from '../store/lock.js';
 import { openDb, type Db } from '../store/open.js';
-import { firstStartedAt, latestFailures, latestProgress, runningOps, stageStateCounts } from '../store/status.js';
+import { deferredSteps, firstStartedAt, initialStepsByStageGroup, latestFailures, latestProgress, runningOps, stageStateCounts } from '../store/status.js';
+import { deferredLine, etaText, stageHold, type ClosedWindow, type Hold } from '../domain/status-hold.js';
+import { parseTime } from '../store/clock.js';
+import { actionText, OPERATOR_EVENTS } from '../domain/events.js';
+import { lastEventOf } from '../store/events.js';
 import { getStrategy, listStages, type Strategy } from '../store/strategy.js';
 import { listStepColumns } from '../store/steps.js';
 import { holderAlive } from '../orchestrator/lock.js';
@@ -38,6 +42,7 @@ import { windowClock } from '../orchestrator/test-hooks.js';
 export const STATUS_FIELDS = [
   'strategy type',
   'state',
+  'last action',
   'driver',
   'stage',
   'window',
@@ -47,6 +52,7 @@ export const STATUS_FIELDS = [
   'complete',
   'failed',
   'deferred',
+  'deferred sites',
   'aborted',
   'in flight',
   'progress',
@@ -71,14 +77,14 @@ export function estimateLeft(
   counts: { stage: number; state: string; n: number }[],
   windows: Map<number, number>,
   nowMs: number,
-): { ms: number | null; source: EstimateSource } {
+): { ms: number | null; source: EstimateSource; stepMs: number | null } {
   const states = statesOf(s.type as StrategyType, s.extra as { cert_file?: string | null });
   const { means, source, sds } = stateMeans(states, {
     observed: observedDurations(db),
     history: durationStats(db, s.type),
     fallbackMs: simLatencyMidpoint(s.extra),
   });
-  if (!means) return { ms: null, source };
+  if (!means) return { ms: null, source, stepMs: null };
   const stages = new Map<number, StageLeft & { inFlight: { stateIndex: number; elapsedMs: number }[] }>();
   const stageOf = (stage: number) => {
     let e = stages.get(stage);
@@ -107,7 +113,8 @@ export function estimateLeft(
     for (let i = 0; i < c.n; i++) e.inFlight.push({ stateIndex, elapsedMs: elapsed[i] ?? 0 });
   }
   const ordered = [...stages.entries()].sort((a, b) => a[0] - b[0]).map(([, e]) => e);
-  return { ms: estimateRemainingMs(means, ordered, sds), source };
+  // One subcloud's time through every state: what a subcloud that starts last adds to the wait.
+  return { ms: estimateRemainingMs(means, ordered, sds), source, stepMs: means.reduce((a, b) => a + b, 0) };
 }
 
 /** The failure budget as the operator gave it, with what a percentage comes to. */
@@ -171,6 +178,52 @@ function maintenanceText(db: Db): string | null {
   return lines.join('\n');
 }
 
+/** How many deferred steps the record names, each with its next try. */
+const STATUS_DEFERRED = 5;
+
+/**
+ * What holds `current` back (domain/status-hold.ts), and the latest a closed maintenance window
+ * lets the rollout end (from now): its stage's gates, and the windows its steps not started wait for.
+ */
+function holdOf(
+  db: Db,
+  current: number,
+  stageCounts: { stage: number; state: string; n: number }[],
+  nowMs: number,
+  stepMs: number | null,
+): { hold: Hold | null; latest: { ms: number; label: string } | null } {
+  const gates = listStageGates(db).map((g) => ({ ...g, dueMs: g.gate_due_at === null ? null : parseTime(g.gate_due_at) }));
+  const closed: ClosedWindow[] = [];
+  let latest: { ms: number; label: string } | null = null;
+  const groups = groupsWithWindows(db);
+  if (groups.length) {
+    windowNow ??= windowClock(process.env);
+    const wnow = windowNow();
+    const byStage = initialStepsByStageGroup(db, groups.map((g) => g.id));
+    const closedOf = new Map<number, ClosedWindow>();
+    for (const g of groups) {
+      const w = parseMaintenanceWindow(g.maintenance_window);
+      const tz = g.maintenance_tz ?? 'UTC';
+      if (isOpen(w, tz, new Date(wnow))) continue;
+      const opens = nextOpening(w, tz, new Date(wnow));
+      closedOf.set(g.id, { group: g.name, label: windowLabel(w.text, tz), opensMs: opens.getTime() - wnow + nowMs, opensIso: opens.toISOString() });
+    }
+    for (const r of byStage) {
+      const c = closedOf.get(r.group_id);
+      if (!c) continue;
+      if (stepMs !== null && (latest === null || c.opensMs - nowMs + stepMs > latest.ms)) latest = { ms: c.opensMs - nowMs + stepMs, label: c.label };
+      if (r.stage === current && !closed.includes(c)) closed.push(c);
+    }
+    // The stage is held by its windows only when nothing of it runs and every step to start waits.
+    const mine = stageCounts.filter((c) => c.stage === current);
+    const initial = mine.filter((c) => c.state === 'initial').reduce((a, c) => a + c.n, 0);
+    const waiting = byStage.filter((r) => r.stage === current && closedOf.has(r.group_id)).reduce((a, r) => a + r.n, 0);
+    const busy = mine.some((c) => !['initial', 'deferred', 'complete', 'failed', 'aborted'].includes(c.state));
+    if (busy || initial === 0 || waiting < initial) closed.length = 0;
+  }
+  return { hold: stageHold({ current, gates, closed, nowMs }), latest };
+}
+
 /**
  * The status record of the strategy (of `type` if given), read in one read transaction: its
  * counts come from one moment, so an operation that starts between two of its reads is never
@@ -213,17 +266,23 @@ function readStatus(db: Db, type: StrategyType | undefined, nowMs: number): { re
   }
   let eta: string | null = null;
   let source: string | null = null;
+  let hold: Hold | null = null;
   if (!ended) {
     const est = estimateLeft(db, s, counts, windows, nowMs);
-    // Paused, nothing new starts: the estimate is the time the rest takes once resumed.
-    eta = est.ms === null ? 'unknown' : `${formatSpan(est.ms)}${s.state === 'paused' ? ' once resumed' : ''}`;
+    const held = current === undefined ? { hold: null, latest: null } : holdOf(db, current, counts, nowMs, est.stepMs);
+    hold = held.hold;
+    // Paused, nothing new starts: the estimate is the time the rest takes once resumed; a known
+    // wait (a soak, a maintenance window) is in it, and said.
+    eta = est.ms === null ? 'unknown' : etaText(est.ms, hold, s.state === 'paused', held.latest);
     source = est.ms === null ? null : ESTIMATE_SOURCE_LABEL[est.source];
   }
+  const deferred = perState.deferred ? deferredSteps(db, STATUS_DEFERRED) : [];
   const values: Record<(typeof STATUS_FIELDS)[number], Value> = {
     'strategy type': s.type,
     state: s.state,
+    'last action': ((e) => (e ? actionText(e) : null))(lastEventOf(db, OPERATOR_EVENTS)),
     driver: (s.extra.driver as string | undefined) ?? 'sim',
-    stage: current === undefined ? null : `${stageIndex + 1} of ${stageList.length}`,
+    stage: current === undefined ? null : `${stageIndex + 1} of ${stageList.length}${hold ? `, ${hold.text}` : ''}`,
     window: current === undefined ? null : (windows.get(current) ?? null),
     steps: total,
     initial: perState.initial,
@@ -231,6 +290,10 @@ function readStatus(db: Db, type: StrategyType | undefined, nowMs: number): { re
     complete: perState.complete,
     failed: perState.failed,
     deferred: perState.deferred,
+    'deferred sites': deferred.length
+      ? [...deferred.map((d) => deferredLine({ ...d, dueMs: d.retry_at === null ? null : parseTime(d.retry_at) }, nowMs)),
+         ...(perState.deferred > deferred.length ? [`and ${perState.deferred - deferred.length} more (strategy-step list --state deferred)`] : [])].join('\n')
+      : null,
     aborted: perState.aborted,
     'in flight': running,
     progress: progress.length ? progress.map((p) => `${p.cloud}: ${p.details}`).join('\n') : null,

@@ -10,7 +10,9 @@ import { findGroup, listGroups } from '../store/groups.js';
 import type { Db } from '../store/open.js';
 import { deleteStrategy, getStrategy, insertStages, insertStrategy, type Strategy } from '../store/strategy.js';
 import { insertSteps } from '../store/steps.js';
-import { allSubcloudNames, idOfName, planningPages, planningRecords } from '../store/subclouds.js';
+import { allSubcloudNames, idOfName, outsideSelection, planningPages, planningRecords } from '../store/subclouds.js';
+import { describeLeftOut, LeftOutTally } from '../domain/left-out.js';
+import { TYPES } from '../domain/types.js';
 import { now } from '../store/clock.js';
 import { DEFAULT_UNCREATED } from './groups.js';
 import { immediate, withExistingWriteDb, withReadDb, withWriteDb, type Ctx } from './context.js';
@@ -52,6 +54,8 @@ export interface CreateInput {
   /** `--max-failures N|P%`. */
   maxFailures?: string;
   force?: boolean;
+  /** `--target-version V`: plan by target (the subcloud's software_version), not by the last sync. */
+  targetVersion?: string;
   /** `--require-audit`: a step whose site's audit disagrees (or fails) ends failed, not complete. */
   requireAudit?: boolean;
   typeOptions?: RawTypeOptions;
@@ -71,6 +75,8 @@ export interface CreateInput {
   /** `--defer-delay`, `--defer-until` (domain/deferral.ts). */
   deferDelay?: string;
   deferUntil?: string;
+  /** `--on-event CMD` (sim; the exec config has `on_event`): told of a stage held, the end, a takeover. */
+  onEvent?: string;
   /** Said on stderr once the command succeeded. */
   warn?: (text: string) => void;
 }
@@ -153,8 +159,10 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
     subcloudApplyType: input.subcloudApplyType ?? null,
     maxParallelSubclouds: input.maxParallelSubclouds ?? null,
     force: Boolean(input.force),
+    targetVersion: targetVersionOption(input),
   };
   const labels = input.labels && Object.keys(input.labels).length ? input.labels : null;
+  const named = Boolean(req.cloudName || req.cloudNames?.length);
   // A named cloud is chosen already: a label that did not match it would drop it without a word.
   if (labels && req.cloudName) throw new UsageError('The cloud_name and label options are mutually exclusive.');
   const maxFailures = input.maxFailures === undefined ? null : formatMaxFailures(parseMaxFailures(input.maxFailures));
@@ -166,6 +174,13 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
   const driverName = parseDriverName(raw.driver);
   if (input.skipUnreachable && !input.probe) throw new UsageError('--skip-unreachable needs --probe: only a probe tells which subclouds do not answer');
   const deferExtra = deferExtraArgs(input);
+  if (input.onEvent !== undefined) {
+    if (input.onEvent.trim() === '') throw new UsageError("option '--on-event' is empty: give a command");
+    if (driverName === 'exec') throw new UsageError('--on-event is for the sim driver: give the exec config an on_event');
+    // Run through /bin/sh -c in the folder create ran in, as the exec config's runs in its own.
+    deferExtra.on_event = input.onEvent;
+    deferExtra.on_event_cwd = process.cwd();
+  }
   if (input.showCommands !== undefined) {
     if (!input.dryRun) throw new UsageError('--show-commands needs --dry-run: it shows what would run, and creates nothing');
     if (driverName !== 'exec') throw new UsageError('--show-commands needs --driver exec: the sim driver runs no command');
@@ -197,8 +212,8 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
   // reported after check 1) come before it.
   if (combines(req)) checkMaxParallel(input.type, req.maxParallelSubclouds);
 
-  /** Checks 1, 2 and 4-7 against the file, then the plan. */
-  const plan = (db: Db | null) => {
+  /** Checks 1, 2 and 4-7 against the file, then the plan; who it leaves out goes to `leftOut`. */
+  const plan = (db: Db | null, leftOut?: LeftOutTally) => {
     const existing = db && getStrategy(db);
     if (existing) throw new OperationError(`Strategy of type: '${existing.type}' already exists`);
     checkCombination(req);
@@ -212,9 +227,26 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
       name: g.name,
       updateApplyType: g.update_apply_type,
       maxParallelSubclouds: g.max_parallel_subclouds,
-    })), selected);
+    })), selected, leftOut);
     if (driverName === 'exec') checkLogFolders(planned.steps.map((st) => st.name));
+    if (leftOut && db && !named) {
+      const only = req.groupName ? findGroup(db, req.groupName) : undefined;
+      const out = outsideSelection(db, only ? only.id : null, labels ?? {}, leftOut.keep);
+      leftOut.addCounted('outside', out.count, out.names);
+    }
     return planned;
+  };
+  /** Said once the create (or its dry run) succeeded: who was left out, by reason. */
+  const sayLeftOut = (tally: LeftOutTally, planned: number, shown: number) => {
+    const text = describeLeftOut(tally, planned, {
+      endpoint: TYPES[input.type].endpoint,
+      targetVersion: req.targetVersion,
+      selection: selectionText(req.groupName, labels),
+      forceAllowed: TYPES[input.type].forceAllowed,
+      forceIgnored: req.force && !TYPES[input.type].forceAllowed,
+      type: input.type,
+    }, shown);
+    if (text) input.warn?.(text);
   };
 
   if (input.dryRun) {
@@ -223,7 +255,10 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
     // Loaded before the read transaction, which cannot wait.
     const preview = show === undefined ? null : await loadPreview();
     const view = (db: Db | null) => {
-      const planned = plan(db);
+      // A dry run names every subcloud it would leave out.
+      const tally = new LeftOutTally(Infinity);
+      const planned = plan(db, tally);
+      sayLeftOut(tally, planned.steps.length, Infinity);
       // A missing file has no subcloud, so its plan has no step: plan() has refused it already.
       if (preview && db && show !== undefined) return showCommandsView(db, planned, show, { type: input.type, extra: all, dbPath: path.resolve(ctx.dbPath), preview });
       return dryRunView(db, planned, input.type, all);
@@ -240,10 +275,9 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
       maxParallelSubclouds: shown.maxParallelSubclouds,
       stopOnFailure: Boolean(input.stopOnFailure),
       maxFailures,
-      extra: { ...extra, ...driver, ...deferExtra, cloud_name: req.cloudName, ...(req.cloudNames ? { cloud_names: req.cloudNames } : {}), group: req.groupName, ...(labels ? { labels: Object.entries(labels).map(([k, v]) => `${k}=${v ?? ''}`) } : {}), force: req.force },
+      extra: { ...extra, ...driver, ...deferExtra, ...(req.targetVersion !== null ? { target_version: req.targetVersion } : {}), cloud_name: req.cloudName, ...(req.cloudNames ? { cloud_names: req.cloudNames } : {}), group: req.groupName, ...(labels ? { labels: Object.entries(labels).map(([k, v]) => `${k}=${v ?? ''}`) } : {}), force: req.force },
     };
   };
-  const named = Boolean(req.cloudName || req.cloudNames?.length);
   // Probed before the write (a probe may take its timeout): the subclouds the plan would take now.
   const offline = input.probe ? await probeForCreate(ctx, { ...extra, ...driver }, plan, Boolean(input.skipUnreachable), input.warn) : [];
 
@@ -251,11 +285,13 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
     immediate(db, () => {
       // Left out as dcmanager leaves out an offline subcloud: recorded so, with the strategy.
       if (offline.length) recordAvailability(db, offline.map((p) => ({ id: p.id, answered: false })), new Map());
+      const tally = new LeftOutTally();
       if (named) {
-        const p = plan(db);
+        const p = plan(db, tally);
         insertStrategy(db, record(db), p.stages);
         insertSteps(db, p.steps);
         fillGates(db);
+        sayLeftOut(tally, p.steps.length, 10);
         return { kind: 'strategy', strategy: theStrategy(db) };
       }
       // The fleet or a group: planned as the subclouds are read, a page at a time, and the steps
@@ -275,10 +311,12 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
       }));
       const only = req.groupName ? findGroup(db, req.groupName) : undefined;
       insertStrategy(db, record(db), []);
-      const steps = planStepsInOrder(req, groups, planningPages(db, only ? only.id : null, undefined, labels ?? {}));
+      const steps = planStepsInOrder(req, groups, planningPages(db, only ? only.id : null, undefined, labels ?? {}), tally);
       const batch: PlannedStep[] = [];
+      let planned = 0;
       for (let r = steps.next(); ; r = steps.next()) {
         if (!r.done) {
+          planned++;
           // As in the named path: a name the exec driver could not make a log folder of is refused
           // at create (the transaction rolls back), not at each step's first run.
           if (driverName === 'exec') checkLogFolders([r.value.name]);
@@ -294,9 +332,31 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
           break;
         }
       }
+      const out = outsideSelection(db, only ? only.id : null, labels ?? {}, tally.keep);
+      tally.addCounted('outside', out.count, out.names);
+      sayLeftOut(tally, planned, 10);
       return { kind: 'strategy', strategy: theStrategy(db) };
     }),
   );
+}
+
+/** How `--group` and `--label` narrowed the fleet, in the left-out warning's words. */
+function selectionText(group: string | null, labels: LabelSelector | null): string | null {
+  const parts: string[] = [];
+  if (group !== null) parts.push(`group ${group}`);
+  if (labels) parts.push(`--label ${Object.entries(labels).map(([k, v]) => `${k}=${v ?? ''}`).join(' --label ')}`);
+  return parts.length ? parts.join(' with ') : null;
+}
+
+/** `--target-version V`: a software version, for the types whose target is one. */
+function targetVersionOption(input: CreateInput): string | null {
+  if (input.targetVersion === undefined) return null;
+  const v = input.targetVersion.trim();
+  if (v === '') throw new UsageError("option '--target-version' is empty: give a version");
+  if (input.type !== 'patch' && input.type !== 'sw-deploy') {
+    throw new UsageError(`--target-version applies to patch and sw-deploy (a subcloud's software_version), not ${input.type}${TYPES[input.type].forceAllowed ? ': --force takes in-sync subclouds' : ''}`);
+  }
+  return v;
 }
 
 const NO_CHECK = '--stage-gate check needs a command: --gate-check CMD, or gate_check in the exec config';

@@ -4,6 +4,7 @@
  * inventory say what the sites say. Prints what changed (name, field, before, after); a site whose
  * audit fails keeps its row as it was, is named on stderr, and makes the exit code 1.
  */
+import { setMaxListeners } from 'node:events';
 import pLimit from 'p-limit';
 import { OperationError, UsageError } from '../domain/errors.js';
 import { auditChanges, type AuditReport } from '../domain/audit.js';
@@ -144,6 +145,9 @@ export async function subcloudAudit(ctx: RunCtx, input: AuditInput): Promise<Out
   // Ctrl-C or SIGTERM: no site is asked any more, the audits in flight are stopped (their process
   // groups ended), what was learnt is written, and the exit is 130 / 143.
   const stop = new AbortController();
+  // Each audit in flight listens to the stop (at most `parallel` at once, each removed as its audit
+  // ends): past Node's default of 10 it would warn of a leak that is not one (issue 34).
+  setMaxListeners(parallel + 1, stop.signal);
   let stoppedBy: NodeJS.Signals | null = null;
   const onSignal = (sig: NodeJS.Signals) => {
     stoppedBy ??= sig;

@@ -109,11 +109,14 @@ export function auditChanges(current: AuditedFields, report: AuditReport): Audit
 }
 
 /**
- * The software version a strategy leaves a site at, when it names one: sw-deploy's `--release-id`.
+ * The software version a strategy leaves a site at, when it names one: `--target-version`, else
+ * sw-deploy's `--release-id`.
  * A release id names a release (`stx-24.09.1`, `24.09.300`) while a subcloud's software version is
  * its `YY.MM` (`24.09`): the first `YY.MM` in the id, else the id itself.
  */
 export function targetVersion(type: string, extra: Record<string, unknown>): string | null {
+  // `--target-version V` (patch, sw-deploy) names it outright.
+  if (typeof extra.target_version === 'string' && extra.target_version !== '') return extra.target_version;
   if (type !== 'sw-deploy') return null;
   const id = extra.release_id;
   if (typeof id !== 'string' || id === '') return null;

@@ -3,6 +3,11 @@
  * details say. Pure: the commands and the orchestrator write them, each in the transaction of the
  * change it records.
  */
+import { UsageError } from './errors.js';
+
+function reasonError(message: string): never {
+  throw new UsageError(message);
+}
 
 export const EVENTS = {
   applyStarted: 'apply started',
@@ -19,11 +24,48 @@ export const EVENTS = {
   retried: 'retried',
   /** A stage's gate or budget: soaking, checking, held, paused, passed, promoted (README "Stage gates"). */
   stageGate: 'stage gate',
+  /** `subcloud-group update` while a strategy exists: what changed of the group. */
+  groupUpdated: 'group updated',
+  /** The strategy's `on_event` command failed (orchestrator/notify.ts): which notice, and how. */
+  notificationFailed: 'notification failed',
 } as const;
+
+/** What an operator does to a strategy: the events `strategy status`'s `last action` names. */
+export const OPERATOR_EVENTS: readonly string[] = [
+  EVENTS.paused,
+  EVENTS.resumed,
+  EVENTS.updated,
+  EVENTS.abortRequested,
+  EVENTS.aborted,
+  EVENTS.retried,
+  EVENTS.groupUpdated,
+];
+
+/** How long an operator's `--reason` may be. */
+export const REASON_MAX = 500;
+
+/**
+ * `--reason TEXT`, checked as a usage error before the file is read: words a person reads in the
+ * record, the status and the report, so one line of printable text.
+ */
+export function checkReason(text: string | undefined): string | null {
+  if (text === undefined) return null;
+  const t = text.trim();
+  if (t === '') return reasonError("option '--reason' is empty: say why");
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f-\u009f]/.test(t)) return reasonError("option '--reason' holds a control character (a newline, a tab, an escape): give one line of text");
+  if (t.length > REASON_MAX) return reasonError(`option '--reason' is ${t.length} characters long: at most ${REASON_MAX}`);
+  return t;
+}
+
+/** The operator's action as `strategy status` says it: `paused by alice@host1 at T: canary alarms`. */
+export function actionText(e: { at: string; event: string; user: string; host: string; reason: string | null }): string {
+  return `${e.event} by ${e.user}@${e.host} at ${e.at}${e.reason ? `: ${e.reason}` : ' (no reason given)'}`;
+}
 
 export type EventName = (typeof EVENTS)[keyof typeof EVENTS];
 
-export const EVENT_COLUMNS = ['time', 'event', 'user', 'host', 'pid', 'details'];
+export const EVENT_COLUMNS = ['time', 'event', 'user', 'host', 'pid', 'details', 'reason'];
 
 /** A worker taken over: who it was, why it was taken for gone, what became of its runs. */
 export function workerTakenText(t: { worker: { pid: number; host: string }; why: string; adopted: number; interrupted: number }): string {

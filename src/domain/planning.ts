@@ -4,6 +4,7 @@
  */
 import { ClientCheckError, OperationError, UsageError } from './errors.js';
 import { TYPES, type ApplyType, type Endpoint, type StrategyType, type SyncStatus } from './types.js';
+import type { LeftOutReason, LeftOutTally } from './left-out.js';
 
 export interface GroupRecord {
   id: number;
@@ -20,6 +21,8 @@ export interface SubcloudRecord {
   availability: string;
   deployStatus: string;
   sync: Record<Endpoint, SyncStatus>;
+  /** The subcloud's software_version: what `--target-version` compares (null when unset). */
+  softwareVersion?: string | null;
 }
 
 export interface PlanRequest {
@@ -31,6 +34,11 @@ export interface PlanRequest {
   subcloudApplyType?: ApplyType | null;
   maxParallelSubclouds?: number | null;
   force?: boolean;
+  /**
+   * `--target-version V`: plan by target rather than by the last sync (which is what the last
+   * strategy of the type left): every managed, online subcloud whose software_version is not V.
+   */
+  targetVersion?: string | null;
 }
 
 export interface PlannedStep {
@@ -77,10 +85,22 @@ export function checkMaxParallel(type: StrategyType, value: number | null | unde
   }
 }
 
-function isCandidate(type: StrategyType, sc: SubcloudRecord): boolean {
-  if (sc.management !== 'managed' || sc.availability !== 'online') return false;
-  if (type === 'prestage') return sc.deployStatus === 'complete';
-  return true;
+/** Why a subcloud cannot be a candidate at all (SPEC §5's skips before the sync status), else null. */
+function candidacy(type: StrategyType, sc: SubcloudRecord): LeftOutReason | null {
+  if (sc.management !== 'managed') return 'unmanaged';
+  if (sc.availability !== 'online') return 'offline';
+  if (type === 'prestage' && sc.deployStatus !== 'complete') return 'deploy-status';
+  return null;
+}
+
+/**
+ * Whether a candidate is taken: by target, when its version is not the target's; else when its
+ * endpoint is not in-sync (or `force`). The reason it is left out, else null.
+ */
+function taken(sc: SubcloudRecord, endpoint: Endpoint | null, force: boolean, target: string | null): LeftOutReason | null {
+  if (target !== null) return sc.softwareVersion === target ? 'at-target' : null;
+  if (endpoint && !force && sc.sync[endpoint] === 'in-sync') return 'in-sync';
+  return null;
 }
 
 /**
@@ -92,10 +112,12 @@ export function planSteps(
   req: PlanRequest,
   groups: readonly GroupRecord[],
   subclouds: readonly SubcloudRecord[],
+  leftOut?: LeftOutTally,
 ): Plan {
   const info = TYPES[req.type];
   const endpoint = info.endpoint;
   const force = Boolean(req.force) && info.forceAllowed;
+  const target = req.targetVersion ?? null;
   const groupById = new Map(groups.map((g) => [g.id, g]));
 
   const named = req.cloudNames?.length ? [...new Set(req.cloudNames)] : req.cloudName ? [req.cloudName] : null;
@@ -106,7 +128,8 @@ export function planSteps(
     pool = named.map((name) => {
       const sc = byName.get(name);
       if (!sc) throw new OperationError(`Subcloud ${name} does not exist`);
-      if (endpoint && sc.sync[endpoint] === 'in-sync' && !force) {
+      if (target !== null && sc.softwareVersion === target) throw new OperationError(`Subcloud ${sc.name} is already at ${target}`);
+      if (target === null && endpoint && sc.sync[endpoint] === 'in-sync' && !force) {
         throw new OperationError(`Subcloud ${sc.name} does not require ${info.requireLabel}`);
       }
       return sc;
@@ -122,12 +145,21 @@ export function planSteps(
     pool = [...subclouds];
   }
 
-  const candidates = pool.filter((s) => isCandidate(req.type, s));
-  // --force takes in-sync subclouds (check 5); an unknown status stays an error (check 6).
-  if (endpoint && candidates.some((s) => s.sync[endpoint] === 'unknown')) {
+  const candidates = pool.filter((s) => {
+    const why = candidacy(req.type, s);
+    if (why) leftOut?.add(why, s.name);
+    return why === null;
+  });
+  // --force takes in-sync subclouds (check 5); an unknown status stays an error (check 6), unless
+  // the plan is by target, which reads no sync status.
+  if (target === null && endpoint && candidates.some((s) => s.sync[endpoint] === 'unknown')) {
     throw new OperationError(`${info.syncLabel} sync status is unknown for one or more subclouds`);
   }
-  const chosen = candidates.filter((s) => !endpoint || force || s.sync[endpoint] !== 'in-sync');
+  const chosen = candidates.filter((s) => {
+    const why = taken(s, endpoint, force, target);
+    if (why) leftOut?.add(why, s.name);
+    return why === null;
+  });
   if (chosen.length === 0) throw new OperationError('Strategy has no steps to apply');
 
   const windowFor = (group: GroupRecord | undefined): number => {
@@ -169,11 +201,13 @@ export function* planStepsInOrder(
   req: PlanRequest,
   groups: readonly GroupRecord[],
   subclouds: Iterable<SubcloudRecord>,
+  leftOut?: LeftOutTally,
 ): Generator<PlannedStep, StagePlan[], undefined> {
   if (req.cloudName || req.cloudNames?.length) throw new Error('planStepsInOrder plans no named cloud: use planSteps');
   const info = TYPES[req.type];
   const endpoint = info.endpoint;
   const force = Boolean(req.force) && info.forceAllowed;
+  const target = req.targetVersion ?? null;
   const groupById = new Map(groups.map((g) => [g.id, g]));
   let only: GroupRecord | undefined;
   if (req.groupName) {
@@ -191,9 +225,17 @@ export function* planStepsInOrder(
   let lastGroup = -1;
   for (const s of subclouds) {
     if (only && s.groupId !== only.id) continue;
-    if (!isCandidate(req.type, s)) continue;
-    if (endpoint && s.sync[endpoint] === 'unknown') throw new OperationError(`${info.syncLabel} sync status is unknown for one or more subclouds`);
-    if (endpoint && !force && s.sync[endpoint] === 'in-sync') continue;
+    const why = candidacy(req.type, s);
+    if (why) {
+      leftOut?.add(why, s.name);
+      continue;
+    }
+    if (target === null && endpoint && s.sync[endpoint] === 'unknown') throw new OperationError(`${info.syncLabel} sync status is unknown for one or more subclouds`);
+    const out = taken(s, endpoint, force, target);
+    if (out) {
+      leftOut?.add(out, s.name);
+      continue;
+    }
     // A group is a single stage; the fleet, a stage per group.
     if (stages.length === 0 || (!only && s.groupId !== lastGroup)) {
       const group = groupById.get(s.groupId);

@@ -39,6 +39,8 @@ export interface ReportEvent {
   host: string;
   pid: number;
   details: string;
+  /** The operator's `--reason`, null when none was given. */
+  reason?: string | null;
 }
 
 /** An event placed on the timeline: the stage whose drawing shows it (null: no stage has run yet). */

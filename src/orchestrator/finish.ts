@@ -7,7 +7,7 @@ import { endOfRun, exitForState } from '../domain/control.js';
 import { STRATEGY_RUNNING } from '../domain/types.js';
 import type { Db } from '../store/open.js';
 import { failedSteps } from '../store/status.js';
-import { casStrategyState, strategyState } from '../store/strategy.js';
+import { casStrategyState, stageWindows, strategyState } from '../store/strategy.js';
 import { abortMidStateSteps, countStepStates, failLeftSteps, interruptRuns } from '../store/transitions.js';
 import { SUMMARY_FAILURES, type ProgressSink } from './progress.js';
 import { applyEndText, EVENTS } from '../domain/events.js';
@@ -74,7 +74,11 @@ export async function finishRun(db: Db, write: <T>(fn: () => T) => Promise<T>, p
     durationMs: Date.now() - end.startedMs,
     ...(end.firstStartedMs !== undefined && end.firstStartedMs < end.startedMs ? { sinceFirstStartMs: Date.now() - end.firstStartedMs } : {}),
     peakInFlight: end.peakInFlight,
-    maxWindow: end.maxWindow,
+    // One of several workers takes a share of each stage's window (issue 34: its closing line said
+    // `window 2` of a window of 4): the line gives the stages' window, and the share beside it.
+    ...(end.shared
+      ? { maxWindow: Math.max(end.maxWindow, ...stageWindows(db).map((w) => w.window)), shareOfWindow: end.maxWindow }
+      : { maxWindow: end.maxWindow }),
     ...failedSteps(db, SUMMARY_FAILURES),
   });
   return exit;

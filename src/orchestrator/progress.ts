@@ -61,6 +61,8 @@ export interface Summary {
   sinceFirstStartMs?: number;
   peakInFlight: number;
   maxWindow: number;
+  /** One of several workers: the most of the window this worker took (maxWindow is the stages'). */
+  shareOfWindow?: number;
   /** The first failed steps (cloud, details), and how many failed in all. */
   failures?: { cloud: string; details: string }[];
   failedTotal?: number;

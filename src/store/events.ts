@@ -18,21 +18,41 @@ export interface EventRow {
   host: string;
   pid: number;
   details: string;
+  /** The operator's `--reason`, null when none was given (or the event is not an operator's). */
+  reason: string | null;
 }
 
 /**
  * Add an event to the strategy's record, in the caller's transaction. With no strategy (it was
  * deleted meanwhile) there is nothing to record it for, and nothing is written.
  */
-export function recordEvent(db: Db, who: Actor, event: string, details = ''): void {
+export function recordEvent(db: Db, who: Actor, event: string, details = '', reason: string | null = null): void {
   sql(
     db,
-    `INSERT INTO strategy_event (strategy_id, at, event, "user", host, pid, details)
-     SELECT id, ?, ?, ?, ?, ?, ? FROM strategy WHERE id = 1`,
-  ).run(now(), event, who.user, who.host, who.pid, visible(details, EVENT_DETAILS_MAX));
+    `INSERT INTO strategy_event (strategy_id, at, event, "user", host, pid, details, reason)
+     SELECT id, ?, ?, ?, ?, ?, ?, ? FROM strategy WHERE id = 1`,
+  ).run(now(), event, who.user, who.host, who.pid, visible(details, EVENT_DETAILS_MAX), reason);
 }
 
 /** The record in the order it was written. */
 export function listEvents(db: Db): EventRow[] {
-  return sql(db, 'SELECT at, event, "user", host, pid, details FROM strategy_event ORDER BY id').all() as EventRow[];
+  return sql(db, 'SELECT at, event, "user", host, pid, details, reason FROM strategy_event ORDER BY id').all() as EventRow[];
+}
+
+/** The latest event of these names (the operator's last action), or undefined. */
+export function lastEventOf(db: Db, events: readonly string[]): EventRow | undefined {
+  return sql(
+    db,
+    `SELECT at, event, "user", host, pid, details, reason FROM strategy_event WHERE event IN (${events.map(() => '?').join(', ')}) ORDER BY id DESC LIMIT 1`,
+  ).get(...events) as EventRow | undefined;
+}
+
+/** The last event's id (0 without any): where a reader of what comes next starts. */
+export function lastEventId(db: Db): number {
+  return Number(sql(db, 'SELECT coalesce(max(id), 0) FROM strategy_event').pluck().get() ?? 0);
+}
+
+/** The events recorded after `id`, in order, with their ids (orchestrator/notify.ts). */
+export function eventsAfter(db: Db, id: number): (EventRow & { id: number })[] {
+  return sql(db, 'SELECT id, at, event, "user", host, pid, details, reason FROM strategy_event WHERE id > ? ORDER BY id').all(id) as (EventRow & { id: number })[];
 }

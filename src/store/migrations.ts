@@ -291,7 +291,13 @@ export const MIGRATIONS: ((db: Database.Database) => void)[] = [
   // the database's own rule now: should a file hold more (it never should), all but the latest are
   // closed as interrupted first, so that the index can be made.
   (db) => db.exec(WORKERS_MIGRATION),
+  // 14 -> 15: the operator's words (issue 34): `--reason TEXT` of pause, resume, abort, retry,
+  // update and a group's update during a strategy, kept beside the event it explains.
+  (db) => db.exec(EVENT_REASON_MIGRATION),
 ];
+
+/** SQLite's and PostgreSQL's alike (store/pg/schema.ts takes it too). */
+export const EVENT_REASON_MIGRATION = 'ALTER TABLE strategy_event ADD COLUMN reason TEXT;';
 
 /**
  * Copy the sim_site rows into the sites file, committed there (durably) before the table is dropped

@@ -76,3 +76,31 @@ export function latestFailures(db: Db, limit: number): { cloud: string; details:
 export function firstStartedAt(db: Db): string | null {
   return (sql(db, 'SELECT min(started_at) FROM strategy_step').pluck().get() as string | null) ?? null;
 }
+
+/** Steps not started (`initial`) of these groups' subclouds, by stage and group (maintenance windows). */
+export function initialStepsByStageGroup(db: Db, groupIds: readonly number[]): { stage: number; group_id: number; n: number }[] {
+  if (groupIds.length === 0) return [];
+  return sql(
+    db,
+    `SELECT st.stage, sc.group_id, count(*) AS n FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
+     WHERE st.state = 'initial' AND sc.group_id IN (${groupIds.map(() => '?').join(', ')}) GROUP BY st.stage, sc.group_id`,
+  ).all(...groupIds) as { stage: number; group_id: number; n: number }[];
+}
+
+export interface DeferredStep {
+  cloud: string;
+  state: string;
+  attempt: number;
+  retry_at: string | null;
+}
+
+/** The first `limit` deferred steps in step order, with the state and attempt of their last run and its next try. */
+export function deferredSteps(db: Db, limit: number): DeferredStep[] {
+  return sql(
+    db,
+    `SELECT sc.name AS cloud, h.state, h.attempt, h.retry_at FROM strategy_step st
+       JOIN subcloud sc ON sc.id = st.subcloud_id
+       JOIN step_history h ON h.id = (SELECT max(id) FROM step_history WHERE step_id = st.id)
+     WHERE st.state = 'deferred' ORDER BY st.id LIMIT ?`,
+  ).all(limit) as DeferredStep[];
+}

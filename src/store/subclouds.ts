@@ -125,11 +125,11 @@ export function planningRecords(db: Db, labels: LabelSelector = {}): SubcloudRec
   const rows = sql(
     db,
     `SELECT id, name, group_id, management, availability, deploy_status,
-       patching_sync, usm_sync, kubernetes_sync, kube_rootca_sync, firmware_sync
+       patching_sync, usm_sync, kubernetes_sync, kube_rootca_sync, firmware_sync, software_version
      FROM subcloud ${only.conds.length ? `WHERE ${only.conds.join(' AND ')}` : ''} ORDER BY id`,
   )
     .raw(true)
-    .all(...only.args) as [number, string, number, string, string, string, SyncStatus, SyncStatus, SyncStatus, SyncStatus, SyncStatus][];
+    .all(...only.args) as [number, string, number, string, string, string, SyncStatus, SyncStatus, SyncStatus, SyncStatus, SyncStatus, string | null][];
   return rows.map((r) => ({
     id: r[0],
     name: r[1],
@@ -138,6 +138,7 @@ export function planningRecords(db: Db, labels: LabelSelector = {}): SubcloudRec
     availability: r[4],
     deployStatus: r[5],
     sync: { patching: r[6], usm: r[7], kubernetes: r[8], 'kube-rootca': r[9], firmware: r[10] },
+    softwareVersion: r[11],
   }));
 }
 
@@ -153,7 +154,7 @@ export function* planningPages(
   labels: LabelSelector = {},
 ): Generator<SubcloudRecord, void, undefined> {
   const cols = `id, name, group_id, management, availability, deploy_status,
-       patching_sync, usm_sync, kubernetes_sync, kube_rootca_sync, firmware_sync`;
+       patching_sync, usm_sync, kubernetes_sync, kube_rootca_sync, firmware_sync, software_version`;
   const only = labelCondition('subcloud', labels);
   const and = only.conds.map((c) => ` AND ${c}`).join('');
   // Keyset paging on the (group_id, id) index: each page starts where the last one ended.
@@ -163,7 +164,7 @@ export function* planningPages(
   let g = groupId ?? -1;
   let id = -1;
   for (;;) {
-    const rows = page.all(g, id, ...only.args, pageSize) as [number, string, number, string, string, string, SyncStatus, SyncStatus, SyncStatus, SyncStatus, SyncStatus][];
+    const rows = page.all(g, id, ...only.args, pageSize) as [number, string, number, string, string, string, SyncStatus, SyncStatus, SyncStatus, SyncStatus, SyncStatus, string | null][];
     for (const r of rows) {
       yield {
         id: r[0],
@@ -173,6 +174,7 @@ export function* planningPages(
         availability: r[4],
         deployStatus: r[5],
         sync: { patching: r[6], usm: r[7], kubernetes: r[8], 'kube-rootca': r[9], firmware: r[10] },
+        softwareVersion: r[11],
       };
     }
     if (rows.length < pageSize) return;
@@ -180,6 +182,21 @@ export function* planningPages(
     if (groupId === null) g = last[2];
     id = last[0];
   }
+}
+
+/**
+ * The subclouds a `--group` or `--label` selection leaves out (issue 34: create names who it left
+ * out, and why): how many, and the first `limit` names in id order. None without a selection.
+ */
+export function outsideSelection(db: Db, groupId: number | null, labels: LabelSelector, limit: number): { count: number; names: string[] } {
+  const only = labelCondition('subcloud', labels);
+  const conds = [...(groupId === null ? [] : ['group_id = ?']), ...only.conds];
+  if (conds.length === 0) return { count: 0, names: [] };
+  const args = [...(groupId === null ? [] : [groupId]), ...only.args];
+  const where = `NOT (${conds.join(' AND ')})`;
+  const count = sql(db, `SELECT count(*) FROM subcloud WHERE ${where}`).pluck().get(...args) as number;
+  const names = count === 0 ? [] : (sql(db, `SELECT name FROM subcloud WHERE ${where} ORDER BY id LIMIT ?`).pluck().all(...args, Math.min(limit, 2 ** 31 - 1)) as string[]);
+  return { count: Number(count), names };
 }
 
 function flatten(f: SubcloudFields): Record<string, unknown> {

@@ -111,7 +111,7 @@ describe('the event record of a run with a pause, an update, a kill -9, an abort
     expect(csv[0]).toBe('"event","pid"');
     expect(csv[1]).toMatch(/^"abort requested",\d+$/);
     const table = dcmOk(['--db', f.db, 'strategy', 'events']).stdout;
-    expect(table.split('\n')[1]).toMatch(/^\| time +\| event +\| user +\| host +\| +pid \| details +\|$/);
+    expect(table.split('\n')[1]).toMatch(/^\| time +\| event +\| user +\| host +\| +pid \| details +\| reason +\|$/);
     expect(dcmOk(['--db', f.db, 'strategy', 'events', '-f', 'yaml']).stdout).toContain("- details: 'max parallel subclouds: 1 -> 2; stage 1 window: 1 -> 2'\n  event: updated\n");
 
     // The report: a labelled mark per event on the timeline, and the record in a table.

@@ -13,8 +13,8 @@ const temp = tempPerTest();
 type Status = Record<string, string | number | null>;
 
 const FIELDS = [
-  'strategy type', 'state', 'driver', 'stage', 'window', 'steps', 'initial', 'in progress', 'complete', 'failed',
-  'deferred', 'aborted', 'in flight', 'progress', 'failures', 'max failures', 'stage gates', 'started_at', 'elapsed', 'eta', 'estimate from', 'orchestrator', 'maintenance',
+  'strategy type', 'state', 'last action', 'driver', 'stage', 'window', 'steps', 'initial', 'in progress', 'complete', 'failed',
+  'deferred', 'deferred sites', 'aborted', 'in flight', 'progress', 'failures', 'max failures', 'stage gates', 'started_at', 'elapsed', 'eta', 'estimate from', 'orchestrator', 'maintenance',
 ];
 
 function status(db: string): Status {

@@ -107,6 +107,8 @@ describe('several workers on one strategy', () => {
     // The progress lines count every worker's steps and the workers (from a's heartbeats).
     expect(ends[0].stderr).toMatch(/progress: stage 1 of 1 \(window 12\): \d+\/150 done .*, 3 workers: \d+ in flight here, \d+ elsewhere, /);
     expect(ends[0].stderr).toMatch(/\nstrategy complete: 150 complete in /);
+    // Issue 34: the closing line gives the stage's window, not the worker's share of it.
+    expect(ends[0].stderr).toMatch(/\nstrategy complete: 150 complete in .*, window 12, this worker's share \d+\)\n/);
     expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: 150 }]);
     const runs = fx.readRuns();
     expect(runs).toHaveLength(150 * 5);

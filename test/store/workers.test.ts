@@ -9,7 +9,7 @@
 import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
 import Database from 'better-sqlite3';
 import { openDb, type Db } from '../../src/store/open.js';
-import { APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION } from '../../src/store/migrations.js';
+import { APPLICATION_ID, MIGRATIONS } from '../../src/store/migrations.js';
 import { addWorker, claimSteps, listWorkers, shareOfWindow, stageElsewhere, stepFences, takeOver, workerStatuses } from '../../src/store/workers.js';
 import { dcmOk } from '../helpers/cli.js';
 import path from 'node:path';
@@ -122,9 +122,11 @@ describe('one running operation per step', () => {
   test('the migration closes all but the latest of a step\'s running rows, then the database refuses a second one', () => {
     const file = path.join(dir, 'old.db');
     const raw = new Database(file);
-    for (let v = 0; v < SCHEMA_VERSION - 1; v++) MIGRATIONS[v](raw);
+    // A file of version 13, the one before the workers' migration (13 -> 14).
+    const BEFORE_WORKERS = 13;
+    for (let v = 0; v < BEFORE_WORKERS; v++) MIGRATIONS[v](raw);
     raw.pragma(`application_id = ${APPLICATION_ID}`);
-    raw.pragma(`user_version = ${SCHEMA_VERSION - 1}`);
+    raw.pragma(`user_version = ${BEFORE_WORKERS}`);
     raw.exec(`
       INSERT INTO strategy (id, type, stop_on_failure, state, extra_args, created_at) VALUES (1, 'patch', 0, 'applying', '{}', '2026-01-01 00:00:00.000000');
       INSERT INTO subcloud (id, name, group_id, management, availability, deploy_status, patching_sync, usm_sync, kubernetes_sync, kube_rootca_sync, firmware_sync, created_at)

@@ -9,7 +9,8 @@ import type { DurationRow, Lane, PlacedEvent, ReportModel, StageTimeline } from 
 
 /** Colours of the operation states, in the type's order (red, orange and grey are kept for trouble). */
 const PALETTE = ['#7fb3e6', '#4a8fd9', '#2f6db5', '#7c5fc4', '#2a9d8f', '#b26fb0', '#8c6d4f', '#d4b106', '#5e8c31', '#3d5a80'];
-const OUTCOME_COLOR: Record<string, string> = { failed: '#d64541', timeout: '#e8862a', interrupted: '#a0a4a8' };
+// A deferred run (the site did not answer; tried again later) has its own colour: not a failure's red.
+const OUTCOME_COLOR: Record<string, string> = { failed: '#d64541', timeout: '#e8862a', interrupted: '#a0a4a8', deferred: '#2f8fbf' };
 const FINAL_COLOR: Record<string, string> = {
   complete: '#3c9d5d',
   failed: '#d64541',
@@ -100,7 +101,7 @@ function eventMarks(events: readonly PlacedEvent[], x: (us: number) => number, h
       const ex = Math.min(CHART_X + CHART_W, Math.max(CHART_X, x(e.atUs))).toFixed(1);
       const ty = EVENT_ROW_H * ((i % EVENT_ROWS) + 1) - 3;
       const anchor = Number(ex) > CHART_X + CHART_W - 80 ? 'end' : 'start';
-      const tip = `${fmtTime(e.atUs)} ${e.event} by ${eventWho(e)}${e.details ? `: ${e.details}` : ''}`;
+      const tip = `${fmtTime(e.atUs)} ${e.event} by ${eventWho(e)}${e.details ? `: ${e.details}` : ''}${e.reason ? ` (reason: ${e.reason})` : ''}`;
       return (
         `<g class="event-mark" data-event="${esc(e.event)}" data-at="${e.atUs}"><title>${esc(tip)}</title>` +
         `<line x1="${ex}" x2="${ex}" y1="${ty + 2}" y2="${height}" stroke="${EVENT_COLOR}" stroke-width="1.2" stroke-dasharray="4 2"/>` +
@@ -197,7 +198,7 @@ td.reason{color:var(--bad);overflow-wrap:anywhere}
 .swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px;vertical-align:0}
 footer{margin-top:36px;color:var(--muted);font-size:12px}
 code{font:12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;overflow-wrap:anywhere}
-td.bad{color:var(--bad);font-weight:600}td.none{color:var(--muted)}
+td.bad{color:var(--bad);font-weight:600}td.deferred{color:#2f8fbf;font-weight:600}td.none{color:var(--muted)}
 tr.unrecovered td:first-child{box-shadow:inset 3px 0 0 var(--bad)}
 table.windows{width:auto;margin:6px 0 2px;font-size:12px}table.windows th,table.windows td{padding:2px 10px 2px 0}
 table.attempts td{white-space:nowrap}
@@ -249,6 +250,9 @@ export function renderHtmlReport(m: ReportModel, generatedAtUs: number): string 
   out.push(card('in progress', m.counts['in progress']));
   out.push(card('initial', m.counts.initial));
   out.push(card('failed runs', m.failedRuns.length, m.failedRuns.length > 0));
+  // Runs a site did not answer, tried again later: counted apart from the failed runs.
+  const deferredRuns = m.attempts.reduce((n, a) => n + a.states.reduce((k, st) => k + st.outcomes.filter((o) => o === 'deferred').length, 0), 0);
+  if (deferredRuns) out.push(card('deferred runs', deferredRuns));
   out.push(card('elapsed', elapsed));
   out.push('</div>');
   out.push(countsBar(m.counts, m.steps));
@@ -282,9 +286,9 @@ export function renderHtmlReport(m: ReportModel, generatedAtUs: number): string 
   out.push(`<section id="events"><h2>Events (${m.events.length})</h2>`);
   if (m.events.length === 0) out.push('<p class="muted">No event recorded.</p>');
   else {
-    out.push('<div class="scroll"><table><thead><tr><th>time</th><th>event</th><th>who</th><th>details</th></tr></thead><tbody>');
+    out.push('<div class="scroll"><table><thead><tr><th>time</th><th>event</th><th>who</th><th>details</th><th>reason</th></tr></thead><tbody>');
     for (const e of m.events) {
-      out.push(`<tr class="event" data-event="${esc(e.event)}"><td>${esc(fmtTime(e.atUs))}</td><td>${esc(e.event)}</td><td>${esc(eventWho(e))}</td><td>${esc(e.details)}</td></tr>`);
+      out.push(`<tr class="event" data-event="${esc(e.event)}"><td>${esc(fmtTime(e.atUs))}</td><td>${esc(e.event)}</td><td>${esc(eventWho(e))}</td><td>${esc(e.details)}</td><td class="reason">${esc(e.reason ?? '')}</td></tr>`);
     }
     out.push('</tbody></table></div>');
   }

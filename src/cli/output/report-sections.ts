@@ -79,8 +79,10 @@ function attemptsCell(site: SiteAttempts, state: string): string {
   const a = site.states.find((x) => x.state === state);
   if (!a) return '<td class="none">—</td>';
   const text = a.runs === 1 ? a.outcomes[0] : `${a.runs}: ${a.outcomes.join(', ')}`;
-  const bad = a.outcomes.some((o) => o !== 'ok' && o !== 'running');
-  return `<td class="${bad ? 'bad' : ''}" data-state="${esc(state)}">${esc(text)}</td>`;
+  // A deferral (the site did not answer) is not a failure: marked apart, not red.
+  const bad = a.outcomes.some((o) => o !== 'ok' && o !== 'running' && o !== 'deferred');
+  const deferred = !bad && a.outcomes.includes('deferred');
+  return `<td class="${bad ? 'bad' : deferred ? 'deferred' : ''}" data-state="${esc(state)}">${esc(text)}</td>`;
 }
 
 export function attemptsSection(m: ReportModel): string {

@@ -169,6 +169,9 @@ const LIST_EXTRAS: [string, (r: SubcloudRow) => Value][] = [
   ['deploy_config_sync_status', (r) => r.deploy_config_sync_status],
   ['region_name', (r) => r.region_name],
   ['labels', (r) => r.labels],
+  // Each endpoint's sync status by the name `subcloud show` prints it (issue 34: `-c
+  // patching_sync_status` was dropped without a word), in show's order.
+  ...SHOW_ORDER.map((e): [string, (r: SubcloudRow) => Value] => [`${e}_sync_status`, (r) => r[SYNC_FIELD[e]] as string]),
 ];
 
 function subcloudLines(detail: boolean, wanted: readonly string[] = []): { columns: string[]; line: (r: SubcloudRow) => Value[] } {

@@ -42,6 +42,12 @@ export interface ExecConfig {
   /** The stage gate's health command (`--stage-gate check`), run through /bin/sh -c between stages. */
   gate_check?: string;
   /**
+   * `on_event`: told of a stage held, the strategy failed or complete, a worker taken over, with the
+   * event as JSON on stdin (orchestrator/notify.ts); a string through /bin/sh -c, or a list run
+   * directly, in the config's folder.
+   */
+  on_event?: { run: string | string[]; cwd: string };
+  /**
    * `probe`: a command that exits 0 when the site answers (`dcm subcloud probe`, `strategy create
    * --probe`), with a state's keys and placeholders; absent when the config has none.
    */
@@ -60,7 +66,7 @@ const AUDIT_KEYS = ['run', 'timeout', 'kill_grace', 'env', 'cwd'];
 const AUDIT_TIMEOUT = '1m';
 
 /** The top level's keys. */
-const TOP_KEYS = ['defaults', 'states', 'probe', 'defer_exit_codes', 'defer_on_timeout', 'audit', 'gate_check'];
+const TOP_KEYS = ['defaults', 'states', 'probe', 'defer_exit_codes', 'defer_on_timeout', 'audit', 'gate_check', 'on_event'];
 
 const KEYS = ['run', 'timeout', 'retries', 'backoff', 'kill_grace', 'env', 'cwd', 'reason'];
 
@@ -163,6 +169,12 @@ export function resolveConfig(doc: unknown, file: string, typeStates: readonly s
   resolveEntry('defaults', 'defaults', { run: 'true' }, defaults as Entry, base, bad);
   const config: ExecConfig = { states: resolved };
   if (typeof top.gate_check === 'string') config.gate_check = top.gate_check;
+  if (top.on_event !== undefined) {
+    const run = top.on_event;
+    const ok = (typeof run === 'string' && run.trim() !== '') || (Array.isArray(run) && run.length > 0 && run.every((a) => typeof a === 'string') && run[0] !== '');
+    if (!ok) bad('on_event', 'expected a command: a string (run by /bin/sh -c) or a list (run directly)');
+    config.on_event = { run: run as string | string[], cwd: base };
+  }
   if (top.audit !== undefined) config.audit = resolveAudit(top.audit, defaults as Entry, base, bad);
   // Its own defaults apply as a state's do: a probe is one more command run against the site.
   if (top.probe !== undefined) config.probe = resolveProbe(top, defaults as Entry, base, bad);

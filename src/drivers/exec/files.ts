@@ -150,12 +150,14 @@ export function lastLine(logFile: string): string {
 
 /**
  * The last non-empty match of `pattern` (`^` and `$` at each line) in a run's output, read from
- * its log's last MiB: its first group if it has one, else the whole match, on one line.
+ * its log's last MiB: its first group that matched if it has groups, else the whole match, on one line.
  */
 export function lastMatch(logFile: string, pattern: string): string {
   let found = '';
   for (const m of tail(logFile, 1 << 20).matchAll(new RegExp(pattern, 'gm'))) {
-    const text = (m.length > 1 ? (m[1] ?? '') : m[0]).replace(/\s+/g, ' ').trim();
+    // The first group that took part in the match (a pattern of alternatives, each with its group,
+    // as the Ansible example's: the task's message, else its stderr, else its stdout), else all of it.
+    const text = (m.length > 1 ? (m.slice(1).find((g) => g !== undefined) ?? '') : m[0]).replace(/\s+/g, ' ').trim();
     if (text) found = text;
   }
   return found;

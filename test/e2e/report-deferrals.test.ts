@@ -1,0 +1,46 @@
+/**
+ * Issue 34, item 2 (the deferrals): the report tells a site that did not answer apart from a
+ * failure. Its deferred runs have their own colour, card and word ("deferred" in "Attempts per
+ * site"); they are neither rows of "Failed runs" nor counted in its card. Read in Chromium.
+ */
+import { describe, expect, test } from '@jest/globals';
+import path from 'node:path';
+import { dcm, dcmOk } from '../helpers/cli.js';
+import { tempPerTest } from '../helpers/history.js';
+import { openFile, withChromium } from '../helpers/browser.js';
+
+const temp = tempPerTest();
+
+describe('strategy report: deferrals', () => {
+  test('deferred runs: their own card and word, not failed runs', async () => {
+    const t = temp();
+    dcmOk(['--db', t.db, 'subcloud', 'add', 's1', 's2', 's3']);
+    dcmOk(['--db', t.db, 'subcloud', 'update', 's2', '--label', 'sim_unreachable=yes']);
+    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '200ms', '--max-parallel-subclouds', '1', '--defer-delay', '100ms']);
+    expect(dcm(['--db', t.db, '-q', 'strategy', 'apply']).code).toBe(1);
+    const history = JSON.parse(dcmOk(['--db', t.db, 'strategy-step', 'history', 's2', '-f', 'json']).stdout) as { details: string }[];
+    const deferrals = history.filter((h) => h.details.startsWith('deferred: ')).length;
+    expect(deferrals).toBeGreaterThanOrEqual(1);
+    const html = path.join(t.dir, 'r.html');
+    dcmOk(['--db', t.db, 'strategy', 'report', '--html', html]);
+    await withChromium(async (browser) => {
+      const o = await openFile(browser, html);
+      expect(o.errors).toEqual([]);
+      const seen = await o.page.evaluate(() => ({
+        cards: Object.fromEntries([...document.querySelectorAll<HTMLElement>('#summary .card')].map((c) => [c.dataset.key, c.querySelector('.n')!.textContent])),
+        failedRows: [...document.querySelectorAll('#failed-runs tbody tr')].map((r) => r.textContent),
+        cell: (() => {
+          const td = document.querySelector<HTMLElement>('#attempts tr.site[data-cloud="s2"] td[data-state="pre check"]')!;
+          return { text: td.textContent, cls: td.className, color: getComputedStyle(td).color };
+        })(),
+      }));
+      // The last try, past the rest of its stage, is the one failure: unreachable.
+      expect(seen.cards['failed runs']).toBe('1');
+      expect(seen.cards['deferred runs']).toBe(String(deferrals));
+      expect(seen.failedRows).toHaveLength(1);
+      expect(seen.failedRows[0]).toContain('unreachable');
+      expect(seen.cell.text).toBe(`${deferrals + 1}: ${[...Array(deferrals).fill('deferred'), 'failed'].join(', ')}`);
+      expect(seen.cell.cls).toBe('bad');
+    });
+  }, 90_000);
+});
