@@ -98,10 +98,8 @@ export function closingSummary(s: Summary): string {
     // An apply that started no subcloud (a worker that joined when every one was taken, a resume
     // with nothing left) had no window of its own: "peak 0, window 0" would read as a window of 0.
     (s.peakInFlight === 0
-      ? ' (no subcloud started in this apply)
-'
-      : ` (peak ${s.peakInFlight} subclouds in flight, window ${s.maxWindow}${s.shareOfWindow === undefined ? '' : `, this worker's share ${s.shareOfWindow}`})
-`);
+      ? ' (no subcloud started in this apply)\n'
+      : ` (peak ${s.peakInFlight} subclouds in flight, window ${s.maxWindow}${s.shareOfWindow === undefined ? '' : `, this worker's share ${s.shareOfWindow}`})\n`);
   const failures = s.failures ?? [];
   const total = s.failedTotal ?? failures.length;
   if (total > 0 && failures.length) {
