@@ -14,10 +14,13 @@ const SRC = path.join(ROOT, 'src');
 /**
  * Which layers each layer may import, besides its own. cli → commands → orchestrator → drivers,
  * store → platform → domain; the drivers and the store never see each other (a driver acts on a
- * subcloud, the store persists; the orchestrator joins them); nothing but cli imports cli.
+ * subcloud, the store persists; the orchestrator joins them); nothing but cli imports cli. sim (the
+ * simulator, `npm run sim`) stands beside cli: it runs the commands and the orchestrator as an
+ * apply does, and nothing imports it.
  */
 const MAY_IMPORT = {
   cli: ['commands', 'orchestrator', 'drivers', 'store', 'platform', 'domain'],
+  sim: ['commands', 'orchestrator', 'drivers', 'store', 'platform', 'domain'],
   commands: ['orchestrator', 'drivers', 'store', 'platform', 'domain'],
   orchestrator: ['drivers', 'store', 'platform', 'domain'],
   drivers: ['platform', 'domain'],

@@ -57,11 +57,12 @@ export function parseArgs(argv: string[]): SimArgs {
 }
 
 /** A failing schedule made smaller while it still fails the same way (faults, sites and stages dropped one at a time). */
-export async function shrink(s: Schedule, kind: string): Promise<Schedule> {
+export async function shrink(s: Schedule, kind: string, budget = SHRINK_RUNS): Promise<Schedule> {
   let best = s;
-  for (let round = 0; round < 40; round++) {
+  for (let round = 0; round < 40 && budget > 0; round++) {
     let found = false;
     for (const c of smaller(best)) {
+      if (budget-- <= 0) break;
       const o = await runSchedule(c);
       if (o.violations.some((v) => v.kind === kind)) {
         best = c;
@@ -73,6 +74,10 @@ export async function shrink(s: Schedule, kind: string): Promise<Schedule> {
   }
   return best;
 }
+
+/** Schedules a shrink may run for one failure, and failures shrunk per run: the rest print their seed to replay. */
+const SHRINK_RUNS = 60;
+const SHRINK_FAILURES = 5;
 
 export interface SimReport {
   schedules: number;
@@ -117,7 +122,7 @@ export async function simulate(a: SimArgs, out: (line: string) => void = () => {
     report.states[o.state] = (report.states[o.state] ?? 0) + 1;
     if (a.trace) report.trace.push(...o.trace.map((l) => `[${seed}] ${l}`));
     if (o.violations.length) {
-      const shrunk = await shrink(s, o.violations[0].kind);
+      const shrunk = report.failed.length < SHRINK_FAILURES ? await shrink(s, o.violations[0].kind) : s;
       report.failed.push({ seed, outcome: o, shrunk });
       out(`schedule ${i} (seed ${seed}): ${o.violations.length} violation(s); first: ${o.violations[0].kind}: ${o.violations[0].text}`);
     }
