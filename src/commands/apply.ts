@@ -21,7 +21,7 @@ import { Orchestrator } from '../orchestrator/orchestrator.js';
 import { realRuntime } from '../orchestrator/runtime.js';
 import { makeProgress } from '../orchestrator/progress-choose.js';
 import type { TrackerInputs } from '../orchestrator/progress-tracker.js';
-import { commitHooks, costCounters, windowClock } from '../orchestrator/test-hooks.js';
+import { applyTestHooks, windowClock } from '../orchestrator/test-env.js';
 import { durationStats, observedDurations } from '../store/durations.js';
 import { simLatencyMidpoint } from '../domain/estimate.js';
 import { onSignals } from '../orchestrator/signals.js';
@@ -118,14 +118,14 @@ function estimateInputs(db: Db, type: string, extra: Record<string, unknown>): T
 
 export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: ApplyOptions = {}): Promise<Outcome> {
   // Test hooks are checked before the file is read: a stray variable is a usage error.
-  const hooks = commitHooks(process.env, ctx.dbPath);
+  const { hooks, counters } = await applyTestHooks(process.env, ctx.dbPath);
   const onServer = isPgUrl(ctx.dbPath);
   if (!onServer && (opts.maxLocal !== undefined || opts.leaseMs !== undefined)) {
     throw new UsageError(`${opts.maxLocal !== undefined ? '--max-local' : '--lease'} needs a PostgreSQL store: a file has one orchestrator`);
   }
   const db = withStoreFaults(ctx.dbPath, () => openDb(ctx.dbPath, { create: false, write: true }));
   if (!db) strategyNotFound(type);
-  const cost = costCounters(process.env, db);
+  const cost = counters(db);
   // SPEC §2: every connection waits at least 5 s for another writer; past that the orchestrator
   // says so once and tries again (committer.ts), never dying of SQLITE_BUSY.
   db.pragma('busy_timeout = 5000');

@@ -13,7 +13,7 @@ import {
 } from '../domain/estimate.js';
 import { isOpen, nextOpening, parseMaintenanceWindow } from '../domain/maintenance.js';
 import { groupsWithWindows, subcloudGroupsOf } from '../store/groups.js';
-import { windowClock } from '../orchestrator/test-hooks.js';
+import { windowClock } from '../orchestrator/test-env.js';
 import type { ExtraArgs } from '../domain/options.js';
 import type { Plan } from '../domain/planning.js';
 import { statesOf, type StrategyType } from '../domain/types.js';

@@ -36,7 +36,7 @@ import { gateLines } from '../domain/stage-gates.js';
 import { listStageGates } from '../store/stage-gates.js';
 import { isOpen, nextOpening, parseMaintenanceWindow, windowLabel } from '../domain/maintenance.js';
 import { groupsWithWindows, initialStepsByGroup } from '../store/groups.js';
-import { windowClock } from '../orchestrator/test-hooks.js';
+import { windowClock } from '../orchestrator/test-env.js';
 
 /** The record's fields, in order (documented in the README). */
 export const STATUS_FIELDS = [

@@ -36,7 +36,10 @@ export function visibleDriver<D extends Driver>(d: D): D {
   const own: Partial<Driver> = {
     run: async (req) => {
       const onProgress = req.onProgress;
-      return visibleResult(await d.run(onProgress ? { ...req, onProgress: (text) => onProgress(visible(text)) } : req));
+      // The request's descriptors, not its values: its getters (the subcloud's row, its labels, the
+      // abort signal) stay lazy, read only by a driver that asks.
+      const wrapped = onProgress ? Object.defineProperties({}, { ...Object.getOwnPropertyDescriptors(req), onProgress: { value: (text: string) => onProgress(visible(text)), enumerable: true } }) : req;
+      return visibleResult(await d.run(wrapped as typeof req));
     },
   };
   if (d.adopt) {

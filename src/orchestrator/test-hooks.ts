@@ -22,6 +22,7 @@ import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import { UsageError } from '../domain/errors.js';
 import type { CommitHooks, CostCounters } from './runtime.js';
+import { checkTestEnv } from './test-env.js';
 
 export type { CommitHooks, CostCounters };
 
@@ -33,10 +34,7 @@ export function commitHooks(env: NodeJS.ProcessEnv, file: string): CommitHooks |
   const busy = env.DCM_BUSY_AT_COMMIT;
   const stop = env.DCM_STOP_IN_COMMIT;
   const stopAfter = env.DCM_STOP_AFTER_COMMIT;
-  if (env.DCM_TEST_HOOKS !== '1') {
-    const name = ['DCM_CRASH_AFTER_COMMIT', 'DCM_BUSY_AT_COMMIT', 'DCM_STOP_IN_COMMIT', 'DCM_STOP_AFTER_COMMIT', 'DCM_COUNTERS', 'DCM_TEST_CLOCK'].find((n) => env[n] !== undefined);
-    if (name) throw new UsageError(`${name} is a test hook: it needs DCM_TEST_HOOKS=1`);
-  }
+  checkTestEnv(env);
   if (crash === undefined && busy === undefined && stop === undefined && stopAfter === undefined) return null;
   const crashAt = crash === undefined ? null : positive(crash, 'DCM_CRASH_AFTER_COMMIT');
   const stopAt = stop === undefined ? null : positive(stop, 'DCM_STOP_IN_COMMIT');
@@ -147,20 +145,4 @@ export function costCounters(
     return pragma(...args);
   };
   return { counters, file };
-}
-
-/**
- * The clock maintenance windows are decided by: the real one, or (`DCM_TEST_HOOKS=1
- * DCM_TEST_CLOCK=ISO`) one set to ISO now and running on at the real pace, so that a test shows
- * a window that opens in a few seconds without waiting for Saturday. A clock that stood still
- * would never reach the opening its timer waits for.
- */
-export function windowClock(env: NodeJS.ProcessEnv): () => number {
-  const at = env.DCM_TEST_CLOCK;
-  if (at === undefined) return Date.now;
-  if (env.DCM_TEST_HOOKS !== '1') throw new UsageError('DCM_TEST_CLOCK is a test hook: it needs DCM_TEST_HOOKS=1');
-  const start = Date.parse(at);
-  if (!Number.isFinite(start)) throw new UsageError(`invalid DCM_TEST_CLOCK '${at}': give an ISO time, e.g. 2026-12-05T21:59:55Z`);
-  const offset = start - Date.now();
-  return () => Date.now() + offset;
 }
