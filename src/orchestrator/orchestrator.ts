@@ -23,6 +23,7 @@ import { recordEvent } from '../store/events.js';
 import { firstStartedAt, stageStateCounts } from '../store/status.js';
 import { getDefaultConfig, subcloudOptions } from '../store/strategy-config.js';
 import { controlSnapshot, strategyState } from '../store/strategy.js';
+import { storeClockMs } from '../store/workers.js';
 import { interruptRuns } from '../store/transitions.js';
 import { CommitLoop } from './commit-loop.js';
 import { Control } from './control.js';
@@ -180,7 +181,10 @@ export class Orchestrator {
     const started = this.rt.now();
     // A strategy resumed (or retried) was first started by an earlier process: elapsed counts from then.
     const first = firstStartedAt(db);
-    this.firstStartedMs = first === null ? undefined : Math.min(started, parseTime(first));
+    // One of several workers reads a start another host wrote: taken on the store's clock, so that a
+    // host whose own clock is off does not count its offset as time since the first start.
+    const skewMs = this.fleet.shared && first !== null ? storeClockMs(db) - started : 0;
+    this.firstStartedMs = first === null ? undefined : Math.min(started, parseTime(first) - skewMs);
     this.config = new ConfigBook(getDefaultConfig(db), subcloudOptions(db));
     this.runs.readLabelled();
     this.stages.load(this.firstStartedMs ?? started);
