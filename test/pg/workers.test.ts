@@ -276,12 +276,17 @@ states:
     await waitFor(() => fx.readRuns().length >= 2, 60_000);
     // libfaketime moves host-b's wall clock (Date.now, its commands' clock too), not its timers.
     const ahead = { LD_PRELOAD: FAKETIME_LIB, FAKETIME: '+600s', FAKETIME_DONT_FAKE_MONOTONIC: '1', DCM_HOST: 'host-b' };
-    const b = worker(fx.db, { ...fx.env, ...ahead });
+    // Not quiet: its closing line says how long since the first start, which host-a made.
+    const b = worker(fx.db, { ...fx.env, ...ahead }, '--progress-interval', '0s');
     const ends = await Promise.all([a.done, b.done]);
-    expect(ends.map((e) => [e.code, e.stderr])).toEqual([
-      [0, ''],
-      [0, ''],
-    ]);
+    expect(ends.map((e) => e.code)).toEqual([0, 0]);
+    expect(ends[0].stderr).toBe('');
+    expect(ends[1].stderr).not.toMatch(/error|warning/i);
+    // Counted on the store's clock: the real time since host-a started, not 10 minutes more.
+    const since = /, (\S+) since the first start/.exec(ends[1].stderr);
+    expect(since).not.toBeNull();
+    expect(since![1]).not.toMatch(/h/);
+    expect(Number(/(\d+)m/.exec(since![1])?.[1] ?? 0)).toBeLessThan(10);
     expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: 24 }]);
     expect(query(fx.db, `SELECT event FROM strategy_event WHERE event = 'worker taken over'`)).toEqual([]);
     // Both took part; every state ran once (times in host-b's runs are 10 minutes ahead: no overlap check).
