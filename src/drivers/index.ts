@@ -11,7 +11,6 @@ import type { StrategyType } from '../domain/types.js';
 import type { Driver } from './driver.js';
 import type { PreviewInput, RunPreview } from './exec/preview.js';
 import { SIM_OPTIONS } from './sim/flags.js';
-import { visibleDriver } from './visible.js';
 import { EXEC_OPTIONS } from './exec/flags.js';
 
 export const DRIVER_NAMES = ['sim', 'exec'] as const;
@@ -116,6 +115,7 @@ function absoluteDb(dbPath: string): string {
 export async function createDriver(dbPath: string, strategy: StoredStrategy): Promise<Driver> {
   const extra = strategy.extra;
   // What a driver says comes from its sites: escaped and cut before anyone prints or keeps it.
+  const { visibleDriver } = await import('./visible.js');
   return visibleDriver(await MODULES[parseDriverName(typeof extra.driver === 'string' ? extra.driver : undefined)].create(dbPath, strategy));
 }
 
@@ -138,15 +138,16 @@ export type Auditor = Driver & { audit: NonNullable<Driver['audit']> };
 export async function createAuditor(dbPath: string, name: DriverName, execConfig: string | undefined): Promise<Auditor> {
   if (name === 'sim') {
     if (execConfig !== undefined) throw new UsageError('--exec-config is an option of the exec driver, not of --driver sim');
-    const { SimDriver, simSettings } = await import('./sim/index.js');
+    const [{ SimDriver, simSettings }, { visibleDriver }] = await Promise.all([import('./sim/index.js'), import('./visible.js')]);
     return visibleDriver(new SimDriver(dbPath, simSettings({})) as Auditor);
   }
   if (!execConfig) throw new UsageError('--driver exec needs --exec-config FILE (a config with "audit")');
-  const [{ parseConfigText, resolveAuditConfig }, { readConfigFile }, { auditOnlyDriver }, { checkAuditAlone }] = await Promise.all([
+  const [{ parseConfigText, resolveAuditConfig }, { readConfigFile }, { auditOnlyDriver }, { checkAuditAlone }, { visibleDriver }] = await Promise.all([
     import('./exec/config.js'),
     import('./exec/read-config.js'),
     import('./exec/audit.js'),
     import('./exec/lint.js'),
+    import('./visible.js'),
   ]);
   const spec = resolveAuditConfig(parseConfigText(readConfigFile(execConfig), execConfig), execConfig);
   checkAuditAlone(spec, execConfig);
