@@ -28,7 +28,7 @@ import { SimDriver, Sites, type Violation } from './sites.js';
 const TYPE: StrategyType = 'kubernetes';
 const ENDED = ['complete', 'failed', 'aborted'];
 /** A schedule that has not ended after this much virtual time has hung. */
-const LIMIT_MS = 7 * 24 * 3600_000;
+const LIMIT_MS = 2 * 3600_000;
 
 export interface Outcome {
   violations: Violation[];

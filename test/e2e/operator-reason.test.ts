@@ -17,7 +17,8 @@ describe('--reason', () => {
     const t = temp();
     const db = ['--db', t.db];
     const as = (user: string) => ({ env: { USER: user, DCM_HOST: 'ops1' } });
-    dcmOk([...db, 'subcloud', 'add', 's1', 's2', 's3', 's4']);
+    // Enough subclouds that some are still initial when the abort comes, however slow the machine.
+    dcmOk([...db, 'subcloud', 'add', 's1', 's2', 's3', 's4', 's5', 's6', 's7', 's8', 's9', 's10']);
     dcmOk([...db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1', '--sim-latency', '300ms']);
     const apply = spawnDcm([...db, '-q', 'strategy', 'apply']);
     await waitFor(() => dcmOk([...db, 'strategy', 'show', '-f', 'value', '-c', 'state']).stdout === 'applying\n', 30_000, 20);
