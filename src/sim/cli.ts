@@ -1,5 +1,5 @@
 /**
- * `npm run sim -- --seed S [--schedules N] [--hosts H] [--trace] [--expect-violations]`: runs N
+ * `npm run sim -- --seed S [--schedules N] [--hosts H] [--trace] [--expect-violations] [--no-shrink]`: runs N
  * schedules drawn from seed S (schedule i has a seed of its own, printed with any failure, which
  * replays it alone: `--seed <its seed> --schedules 1 --exact`), checks the invariants after every
  * commit and at the end, and prints what it checked, the faults and recovery paths it hit per kind,
@@ -33,10 +33,12 @@ export interface SimArgs {
   expectViolations: boolean;
   /** Threads to run schedules on (default: one per core). */
   jobs: number;
+  /** Print failing seeds without shrinking their schedules. */
+  noShrink: boolean;
 }
 
 export function parseArgs(argv: string[]): SimArgs {
-  const a: SimArgs = { seed: 1, schedules: 100, trace: false, exact: false, expectViolations: false, jobs: os.availableParallelism() };
+  const a: SimArgs = { seed: 1, schedules: 100, trace: false, exact: false, expectViolations: false, jobs: os.availableParallelism(), noShrink: false };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
     const num = () => {
@@ -51,7 +53,8 @@ export function parseArgs(argv: string[]): SimArgs {
     else if (k === '--trace') a.trace = true;
     else if (k === '--exact') a.exact = true;
     else if (k === '--expect-violations') a.expectViolations = true;
-    else throw new Error(`unknown option '${k}' (use --seed S --schedules N [--hosts H] [--trace] [--exact] [--expect-violations])`);
+    else if (k === '--no-shrink') a.noShrink = true;
+    else throw new Error(`unknown option '${k}' (use --seed S --schedules N [--hosts H] [--trace] [--exact] [--expect-violations] [--no-shrink] [--jobs N])`);
   }
   return a;
 }
@@ -122,7 +125,7 @@ export async function simulate(a: SimArgs, out: (line: string) => void = () => {
     report.states[o.state] = (report.states[o.state] ?? 0) + 1;
     if (a.trace) report.trace.push(...o.trace.map((l) => `[${seed}] ${l}`));
     if (o.violations.length) {
-      const shrunk = report.failed.length < SHRINK_FAILURES ? await shrink(s, o.violations[0].kind) : s;
+      const shrunk = !a.noShrink && report.failed.length < SHRINK_FAILURES ? await shrink(s, o.violations[0].kind) : s;
       report.failed.push({ seed, outcome: o, shrunk });
       out(`schedule ${i} (seed ${seed}): ${o.violations.length} violation(s); first: ${o.violations[0].kind}: ${o.violations[0].text}`);
     }
@@ -139,7 +142,7 @@ export function summary(a: SimArgs, r: SimReport): string[] {
   lines.push(`violations: ${r.failed.length} schedule(s)`);
   for (const f of r.failed) {
     lines.push(`  seed ${f.seed}: ${f.outcome.violations.map((v) => `${v.kind}: ${v.text}`).join('; ')}`);
-    lines.push(`    replay: npm run sim -- --seed ${f.seed} --schedules 1 --exact --trace`);
+    lines.push(`    replay: npm run sim -- --seed ${f.seed} --schedules 1 --exact --trace${a.hosts ? ` --hosts ${a.hosts}` : ''}`);
     lines.push(`    shrunk: ${JSON.stringify(f.shrunk)}`);
   }
   return lines;

@@ -121,6 +121,14 @@ export class Sites {
     );
   }
 
+  /**
+   * `strategy retry` put the site's step back to its first state: a new entry into its states
+   * (SPEC §1), whose states may end ok once more.
+   */
+  newEntry(site: string): void {
+    for (const key of [...this.okDone]) if (key.startsWith(`${site}\u0000`)) this.okDone.delete(key);
+  }
+
   /** The run `left` describes, as the site knows it (latest attempt first). */
   find(left: LeftRun): LedgerEntry | undefined {
     for (let i = this.ledger.length - 1; i >= 0; i--) {
@@ -162,10 +170,14 @@ export class SimDriver implements Driver {
     return this.deliver(entry.done);
   }
 
-  adopt(left: LeftRun): Adoption {
+  adopt(left: LeftRun, req: OperationRequest): Adoption {
     const entry = this.sites.find(left);
     if (!entry) return { kind: 'interrupted' };
     this.adopted++;
+    // An adopted run is stopped as a run of this process is (exec kills its process group).
+    req.signal.addEventListener('abort', () => {
+      if (!this.timers.dead && !this.timers.frozen) this.sites.stop(entry);
+    });
     return { kind: 'wait', result: this.deliver(entry.done) };
   }
 

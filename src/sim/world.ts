@@ -77,6 +77,7 @@ class World {
   private gen = 0;
   private pending = 0;
   private retried = false;
+  private restarts = 0;
   private busyUntil = 0;
   private readonly completed = new Set<number>();
   private readonly ctx: { dbPath: string; quiet: boolean; confirm: () => Promise<void> };
@@ -169,6 +170,8 @@ class World {
     } catch (err) {
       this.log(`${name} could not start: ${(err as Error).message}`);
       db.close();
+      // A busy store or a lock still held: the operator tries again a little later.
+      if (this.restarts++ < 50) this.later(() => this.spawn(w), 5_000);
       return;
     }
     const s = getStrategy(db)!;
@@ -248,19 +251,27 @@ class World {
     } catch {
       // A busy store: the next apply takes the lock of a process that is gone.
     }
+    // The process has exited: a lock row it could not remove names a pid that no longer runs.
+    if (p.lock) this.markGone(p.lock.token, 4_190_000 + p.gen);
     p.timers.kill();
     p.db.close();
     this.log(`${p.name} ends: ${how}`);
     const state = getStrategy(this.db)?.state ?? 'none';
     if (!ENDED.includes(state)) {
-      // Interrupted, or lost its lease: the operator (or the host's service) applies again.
-      if (this.s.hosts > 1 || /^exit/.test(how ?? '')) this.later(() => this.spawn(w), 5_000);
+      // Interrupted, lost its lease, or stopped by a store that stayed busy: the operator (or the
+      // host's service) applies again, as the message says; a bounded number of times.
+      if (this.restarts++ < 50) this.later(() => this.spawn(w), 5_000);
       return;
     }
     if (state !== 'complete' && this.s.retry && !this.retried && !this.procs.some((q) => !q.ended && !q.timers.dead)) {
       this.retried = true;
       this.later(() => void this.operator('retry', async () => {
         await strategyRetry(this.ctx, undefined, { clouds: [] });
+        const again = this.db
+          .prepare(`SELECT sc.name FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id WHERE st.state = 'initial'`)
+          .pluck()
+          .all() as string[];
+        for (const site of again) this.sites.newEntry(site);
         this.spawn(w);
       }), 10_000);
     }
