@@ -311,6 +311,8 @@ class World {
 
   private arm(f: Fault): void {
     const live = () => this.procs.filter((p) => !p.ended && !p.timers.dead);
+    /** Worker `n`'s process now running, if any (several hosts). */
+    const worker = (n: number) => live().find((q) => q.name.startsWith(`worker${n}#`));
     switch (f.kind) {
       case 'pause':
         this.later(() => void this.operator('pause', () => strategyPause(this.ctx)), f.atMs);
@@ -340,7 +342,7 @@ class World {
         break;
       case 'freeze':
         this.later(() => {
-          const p = live().find((q) => q.name.startsWith(`worker${f.worker}#`));
+          const p = worker(f.worker);
           if (!p) return;
           this.hit('freeze');
           this.log(`${p.name} frozen for ${f.forMs} ms`);
@@ -353,7 +355,7 @@ class World {
         break;
       case 'kill-worker':
         this.later(() => {
-          const p = live().find((q) => q.name.startsWith(`worker${f.worker}#`));
+          const p = worker(f.worker);
           if (!p) return;
           this.kill(p);
           this.later(() => this.spawn(f.worker), f.restartMs);

@@ -6,28 +6,19 @@
  * files (test/golden/cases.json, the cases marked issue 33).
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import fs from 'node:fs';
-import path from 'node:path';
-import { tempDir } from '../helpers/cli.js';
-import { dcm, dcmOk, expectErrorLine, fileHash, withSql } from '../helpers/fleet.js';
+import { dcm, dcmOk, expectErrorLine, fileHash, withSql, templateFleet } from '../helpers/fleet.js';
 
-let tmp: ReturnType<typeof tempDir>;
-let template: string;
+let made: ReturnType<typeof templateFleet>;
 beforeAll(() => {
-  tmp = tempDir();
-  template = path.join(tmp.dir, 'template.db');
-  dcmOk(['--db', template, 'subcloud-group', 'add', '--name', 'canary']);
-  dcmOk(['--db', template, 'subcloud', 'add', 'subcloud1', 'subcloud2', '--group', 'canary']);
-  dcmOk(['--db', template, 'subcloud', 'add', 'subcloud3', 'subcloud4']);
+  made = templateFleet((template) => {
+    dcmOk(['--db', template, 'subcloud-group', 'add', '--name', 'canary']);
+    dcmOk(['--db', template, 'subcloud', 'add', 'subcloud1', 'subcloud2', '--group', 'canary']);
+    dcmOk(['--db', template, 'subcloud', 'add', 'subcloud3', 'subcloud4']);
+  });
 });
-afterAll(() => tmp.cleanup());
-
-let n = 0;
-function fleet(): string {
-  const db = path.join(tmp.dir, `fleet${++n}.db`);
-  fs.copyFileSync(template, db);
-  return db;
-}
+afterAll(() => made.cleanup());
+/** A fresh copy of the template fleet. */
+const fleet = (): string => made.fleet();
 
 describe("exit codes of the client's own checks (issue 33, item 5)", () => {
   // [what, args, exit code, message]: each refused with one error line and the file unchanged.

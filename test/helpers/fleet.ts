@@ -174,3 +174,22 @@ export function exampleFixtures(): { fleet: Fixture; withStrategy: Fixture } {
   });
   return fx;
 }
+
+/**
+ * A fleet made once by `make` (dcm commands on a template file) and copied for each test: the
+ * dcmanager-compatibility tests' shape. `fleet()` hands out a fresh copy; `cleanup()` removes them all.
+ */
+export function templateFleet(make: (template: string) => void): { fleet: () => string; cleanup: () => void } {
+  const tmp = tempDir();
+  const template = path.join(tmp.dir, 'template.db');
+  make(template);
+  let n = 0;
+  return {
+    fleet: () => {
+      const db = path.join(tmp.dir, `fleet${++n}.db`);
+      fs.copyFileSync(template, db);
+      return db;
+    },
+    cleanup: () => tmp.cleanup(),
+  };
+}
