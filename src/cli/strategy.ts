@@ -69,6 +69,7 @@ const TYPE_OPTIONS: [string, string][] = [
 ];
 
 
+const STRATEGY_ID: [string, string] = ['--strategy <id>', 'a deleted strategy, by the id strategy list shows (or its created_at)'];
 const REASON: [string, string] = ['--reason <text>', 'why, in words: kept in the event record, shown by strategy status and the report'];
 
 function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void {
@@ -168,6 +169,9 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
   withType(parent.command('show'), false)
     .description('show the strategy')
     .action((o: { type?: StrategyType }) => run(async (ctx) => (await commands()).strategyShow_(ctx, typeOf(o))));
+  withType(parent.command('list'), false)
+    .description('the strategies the file holds: those deleted (kept until db prune) and the current one; id, type, state, counts, when')
+    .action((o: { type?: StrategyType }) => run(async (ctx) => (await import('../commands/archive.js')).strategyList(ctx, typeOf(o))));
   withType(parent.command('apply'), false)
     .description('run the strategy in the foreground until it ends (exit 0 complete, 1 failed, 3 aborted)')
     .option('--yes', YES_HELP)
@@ -207,14 +211,16 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
   withType(parent.command('report'), false)
     .description('write the strategy as one HTML page: summary, timeline per stage, failures, durations per state')
     .requiredOption('--html <file>', 'the HTML file to write (- for standard output)')
-    .action((o: { type?: StrategyType; html: string }) =>
+    .option(...STRATEGY_ID)
+    .action((o: { type?: StrategyType; html: string; strategy?: string }) =>
       run(async (ctx) =>
-        (await import('../commands/report.js')).strategyReport(ctx, typeOf(o), o.html, (await import('./output/report-html.js')).renderHtmlReport),
+        (await import('../commands/report.js')).strategyReport(ctx, typeOf(o), o.html, (await import('./output/report-html.js')).renderHtmlReport, o.strategy),
       ),
     );
   withType(parent.command('events'), false)
     .description('the event record: apply start and end, pause, resume, update, abort, retry, lock takeover, runs adopted; when and who')
-    .action((o: { type?: StrategyType }) => run(async (ctx) => (await import('../commands/events.js')).strategyEvents(ctx, typeOf(o))));
+    .option(...STRATEGY_ID)
+    .action((o: { type?: StrategyType; strategy?: string }) => run(async (ctx) => (await import('../commands/events.js')).strategyEvents(ctx, typeOf(o), o.strategy)));
   withType(parent.command('abort'), false)
     .description('abort the strategy being applied')
     .option(...REASON)
@@ -259,13 +265,14 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
       run(async (ctx) => (await control()).strategyRetry(ctx, typeOf(o), { clouds, failed: o.failed, aborted: o.aborted, wait: o.wait, reason: o.reason })),
     );
   withType(parent.command('delete'), false)
-    .description('delete the strategy, its steps and their history')
+    .description('delete the strategy; its record (steps, history, events, options) is kept: strategy list, report and events --strategy ID')
     .option('--yes', YES_HELP)
     .option('--wait', 'wait while a run of the strategy still goes (after a kill of apply) instead of refusing')
-    .action((o: { type?: StrategyType; yes?: boolean; wait?: boolean }) =>
+    .option(...REASON)
+    .action((o: { type?: StrategyType; yes?: boolean; wait?: boolean; reason?: string }) =>
       run(async (ctx) => {
         await ctx.confirm(o.yes);
-        return (await commands()).strategyDelete(ctx, typeOf(o), { wait: o.wait });
+        return (await commands()).strategyDelete(ctx, typeOf(o), { wait: o.wait, reason: o.reason });
       }),
     );
 }

@@ -1,4 +1,4 @@
-/** `dcm strategy events`: the strategy's event record, oldest first. */
+/** `dcm strategy events [--strategy ID]`: the strategy's event record, oldest first. */
 import { EVENT_COLUMNS } from '../domain/events.js';
 import type { StrategyType } from '../domain/types.js';
 import { listEvents } from '../store/events.js';
@@ -6,17 +6,24 @@ import { getStrategy } from '../store/strategy.js';
 import { list, type ListResult } from './plain-results.js';
 import { withReadDb, type Ctx } from './context.js';
 import { strategyNotFound } from './strategy.js';
+import { keptEvents, strategyIdOption, unknownStrategy } from './archive.js';
 
 /**
  * No file or no strategy: an empty list, as the step lists print one. A strategy of another type
- * than the one asked for (`patch-strategy events` over a kubernetes one) is not found.
+ * than the one asked for (`patch-strategy events` over a kubernetes one) is not found. `--strategy
+ * ID` reads a deleted strategy's kept record (or the current one's, when ID is its own).
  */
-export async function strategyEvents(ctx: Ctx, type?: StrategyType): Promise<ListResult> {
-  const rows = withReadDb(ctx, [], (db) => {
+export async function strategyEvents(ctx: Ctx, type?: StrategyType, strategyId?: string): Promise<ListResult> {
+  const id = strategyIdOption(strategyId);
+  const rows = withReadDb(ctx, null, (db) => {
+    const kept = id === undefined ? null : keptEvents(db, id, type);
+    if (kept) return kept.map((e) => [e.at, e.event, e.user, e.host, e.pid, e.details, e.reason ?? null]);
     const s = getStrategy(db);
     if (!s) return [];
     if (type && s.type !== type) strategyNotFound(type);
     return listEvents(db).map((e) => [e.at, e.event, e.user, e.host, e.pid, e.details, e.reason]);
   });
-  return list(EVENT_COLUMNS, rows);
+  // No file holds no kept strategy either.
+  if (rows === null && id !== undefined) unknownStrategy(id);
+  return list(EVENT_COLUMNS, rows ?? []);
 }

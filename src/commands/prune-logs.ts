@@ -30,7 +30,7 @@ interface Found {
 }
 
 /** The bytes and the newest file of a folder, without following symlinks. */
-function measure(dir: string): Omit<Found, 'dir'> {
+export function measure(dir: string): Omit<Found, 'dir'> {
   let bytes = 0;
   let newest = -Infinity;
   const walk = (d: string): void => {
@@ -50,7 +50,7 @@ function measure(dir: string): Omit<Found, 'dir'> {
 }
 
 /** A strategy's folder holds only its subclouds' folders; a layout-1 subcloud folder holds files. */
-function looksLikeStrategyFolder(dir: string): boolean {
+export function looksLikeStrategyFolder(dir: string): boolean {
   try {
     return fs.readdirSync(dir, { withFileTypes: true }).every((e) => e.isDirectory());
   } catch {

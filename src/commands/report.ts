@@ -13,7 +13,14 @@ import { listEvents } from '../store/events.js';
 import { DEFERRED_RUN_PREFIX } from '../store/deferrals.js';
 import { listSteps } from '../store/steps.js';
 import { listStages } from '../store/strategy.js';
-import { listStageGates } from '../store/stage-gates.js';
+import { listStageGates, type StageGateRow } from '../store/stage-gates.js';
+import type { ArchivedStrategy } from '../store/archive.js';
+import type { Db } from '../store/open.js';
+import type { Strategy } from '../store/strategy.js';
+import type { StepRow } from '../store/steps.js';
+import type { EventRow } from '../store/events.js';
+import type { RunRow } from '../store/report.js';
+import { archivedOrCurrent, strategyIdOption, unknownStrategy } from './archive.js';
 import { gateLines } from '../domain/stage-gates.js';
 import { show, type Result } from './plain-results.js';
 import type { Outcome } from './results.js';
@@ -42,45 +49,74 @@ function targetsOf(extra: ExtraArgs): [string, string][] {
   return out;
 }
 
-/** Read everything the report shows in one read transaction (a snapshot while apply runs). */
-function readInput(ctx: Ctx, type: StrategyType | undefined, nowUs: number): ReportInput | null {
+/** What a report is drawn from: the current strategy's rows, or a kept record's (store/archive.ts). */
+interface ReportSource {
+  s: Strategy;
+  gates: StageGateRow[];
+  stages: { stage: number; max_parallel: number; group_name: string | null }[];
+  steps: StepRow[];
+  runs: RunRow[];
+  events: EventRow[];
+}
+
+function currentSource(db: Db, type: StrategyType | undefined): ReportSource {
+  return { s: theStrategy(db, type), gates: listStageGates(db), stages: listStages(db), steps: listSteps(db), runs: listRuns(db), events: listEvents(db) };
+}
+
+function keptSource(k: ArchivedStrategy): ReportSource {
+  const { extra_args, stop_on_failure, ...rest } = k.strategy;
+  const s: Strategy = { ...rest, stop_on_failure: stop_on_failure === 1, extra: JSON.parse(extra_args) as ExtraArgs };
+  return { s, gates: k.stages, stages: k.stages, steps: k.steps_rows, runs: k.runs, events: k.events.map((e) => ({ ...e, reason: e.reason ?? null })) };
+}
+
+function inputOf(src: ReportSource, nowUs: number): ReportInput {
+  const { s } = src;
+  const extra = s.extra;
+  return {
+    strategy: {
+      type: s.type,
+      state: s.state,
+      createdAt: s.created_at,
+      updatedAt: s.updated_at,
+      stopOnFailure: s.stop_on_failure,
+      subcloudApplyType: s.subcloud_apply_type,
+      maxParallelSubclouds: s.max_parallel_subclouds,
+      driver: String(extra.driver ?? 'sim'),
+      maxFailures: s.max_failures,
+      typeOptions: shownTypeOptions(s.type as StrategyType, extra),
+      targets: targetsOf(extra),
+      execConfig: execConfigDigest(extra),
+      stageGates: gateLines(src.gates) ?? undefined,
+    },
+    states: statesOf(s.type as StrategyType, extra as { cert_file?: string | null }) ?? [],
+    stages: src.stages.map((st) => ({ stage: st.stage, window: st.max_parallel, group: st.group_name })),
+    steps: src.steps.map((st) => ({ id: st.id, cloud: st.cloud, stage: st.stage, state: st.state, details: st.details, attempt: st.attempt })),
+    runs: src.runs.map((r) => ({
+      stepId: r.step_id,
+      state: r.state,
+      attempt: r.attempt,
+      startUs: parseTimestamp(r.started_at),
+      finishUs: r.finished_at === null ? null : parseTimestamp(r.finished_at),
+      // A site that did not answer is not a failure (issue 34): its deferred runs are told apart.
+      outcome: r.outcome === 'failed' && r.details.startsWith(DEFERRED_RUN_PREFIX) ? 'deferred' : r.outcome,
+      details: r.details,
+    })),
+    events: src.events.map((e) => ({ ...e, atUs: parseTimestamp(e.at) })),
+    nowUs,
+  };
+}
+
+/**
+ * Read everything the report shows in one read transaction (a snapshot while apply runs): the
+ * current strategy's, or with `id` a kept one's (the current one's when it is its own id).
+ */
+function readInput(ctx: Ctx, type: StrategyType | undefined, id: string | undefined, nowUs: number): ReportInput | null {
   return withReadDb(ctx, null, (db) =>
     db
       .transaction((): ReportInput => {
-        const s = theStrategy(db, type);
-        const extra = s.extra;
-        return {
-          strategy: {
-            type: s.type,
-            state: s.state,
-            createdAt: s.created_at,
-            updatedAt: s.updated_at,
-            stopOnFailure: s.stop_on_failure,
-            subcloudApplyType: s.subcloud_apply_type,
-            maxParallelSubclouds: s.max_parallel_subclouds,
-            driver: String(extra.driver ?? 'sim'),
-            maxFailures: s.max_failures,
-            typeOptions: shownTypeOptions(s.type as StrategyType, extra),
-            targets: targetsOf(extra),
-            execConfig: execConfigDigest(extra),
-            stageGates: gateLines(listStageGates(db)) ?? undefined,
-          },
-          states: statesOf(s.type as StrategyType, extra as { cert_file?: string | null }) ?? [],
-          stages: listStages(db).map((st) => ({ stage: st.stage, window: st.max_parallel, group: st.group_name })),
-          steps: listSteps(db).map((st) => ({ id: st.id, cloud: st.cloud, stage: st.stage, state: st.state, details: st.details, attempt: st.attempt })),
-          runs: listRuns(db).map((r) => ({
-            stepId: r.step_id,
-            state: r.state,
-            attempt: r.attempt,
-            startUs: parseTimestamp(r.started_at),
-            finishUs: r.finished_at === null ? null : parseTimestamp(r.finished_at),
-            // A site that did not answer is not a failure (issue 34): its deferred runs are told apart.
-            outcome: r.outcome === 'failed' && r.details.startsWith(DEFERRED_RUN_PREFIX) ? 'deferred' : r.outcome,
-            details: r.details,
-          })),
-          events: listEvents(db).map((e) => ({ ...e, atUs: parseTimestamp(e.at) })),
-          nowUs,
-        };
+        if (id === undefined) return inputOf(currentSource(db, type), nowUs);
+        const found = archivedOrCurrent(db, id, type);
+        return inputOf('kept' in found ? keptSource(found.kept) : currentSource(db, type), nowUs);
       })
       .deferred(),
   );
@@ -112,9 +148,16 @@ export type RenderReport = (model: ReportModel, generatedAtUs: number) => string
  * The report of the strategy, drawn by `render` and written to `file` (`-`: stdout). The command
  * reads and builds the model; how it looks is the CLI's, which hands its renderer in.
  */
-export async function strategyReport(ctx: Ctx, type: StrategyType | undefined, file: string, render: RenderReport): Promise<Result | Outcome> {
+export async function strategyReport(
+  ctx: Ctx,
+  type: StrategyType | undefined,
+  file: string,
+  render: RenderReport,
+  strategyId?: string,
+): Promise<Result | Outcome> {
+  const id = strategyIdOption(strategyId);
   const nowUs = Date.now() * 1000;
-  const input = readInput(ctx, type, nowUs) ?? strategyNotFound(type);
+  const input = readInput(ctx, type, id, nowUs) ?? (id === undefined ? strategyNotFound(type) : unknownStrategy(id));
   const model = buildReport(input);
   const html = render(model, nowUs);
   if (file === '-') return { text: html };

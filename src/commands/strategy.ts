@@ -8,7 +8,7 @@ import { driverExtraArgs, loadPreview, parseDriverName } from '../drivers/index.
 import { STRATEGY_ENDED, statesOf, type ApplyType, type StrategyType } from '../domain/types.js';
 import { findGroup, listGroups } from '../store/groups.js';
 import type { Db } from '../store/open.js';
-import { deleteStrategy, getStrategy, insertStages, insertStrategy, type Strategy } from '../store/strategy.js';
+import { getStrategy, insertStages, insertStrategy, type Strategy } from '../store/strategy.js';
 import { insertSteps } from '../store/steps.js';
 import { allSubcloudNames, idOfName, outsideSelection, planningPages, planningRecords } from '../store/subclouds.js';
 import { describeLeftOut, LeftOutTally } from '../domain/left-out.js';
@@ -16,13 +16,17 @@ import { TYPES } from '../domain/types.js';
 import { now } from '../store/clock.js';
 import { DEFAULT_UNCREATED } from './groups.js';
 import { immediate, withExistingWriteDb, withReadDb, withWriteDb, type Ctx } from './context.js';
-import type { CommandResult } from './results.js';
+import type { CommandResult, Outcome } from './results.js';
+import { archiveStrategy } from '../store/archive.js';
+import { recordEvent } from '../store/events.js';
+import { checkReason, EVENTS } from '../domain/events.js';
+import { whoAmI } from '../platform/who.js';
 import { dryRunView } from './dryrun.js';
 import { showCommandsView } from './show-commands.js';
 import { liveRuns, refuseWhileLive, waitForLiveRuns } from './live-runs.js';
 import { checkSimFailClouds } from '../domain/choices.js';
 import type { Result } from './plain-results.js';
-import { logNameProblem } from '../domain/logs.js';
+import { logNameProblem, strategyIdOf } from '../domain/logs.js';
 import { quoteName } from '../domain/inventory.js';
 import type { LabelSelector } from '../domain/inventory.js';
 import { formatStageGate, formatStageMaxFailures, parseStageGate, parseStageMaxFailures } from '../domain/stage-gates.js';
@@ -402,7 +406,12 @@ export async function strategyShow_(ctx: Ctx, type?: StrategyType): Promise<Comm
   return { kind: 'strategy', strategy: withReadDb(ctx, null, (db) => theStrategy(db, type)) ?? strategyNotFound(type) };
 }
 
-export async function strategyDelete(ctx: Ctx, type?: StrategyType, opts: { wait?: boolean } = {}): Promise<CommandResult> {
+/**
+ * Delete the strategy, keeping its record (store/archive.ts): the next strategy may be created at
+ * once, and this one's post-mortem stays readable by its id until `db prune` removes it.
+ */
+export async function strategyDelete(ctx: Ctx, type?: StrategyType, opts: { wait?: boolean; reason?: string } = {}): Promise<Outcome> {
+  const reason = checkReason(opts.reason);
   if (opts.wait) await waitForLiveRuns(ctx, false);
   const result = withExistingWriteDb(ctx, (db) => {
     const s = theStrategy(db, type);
@@ -411,12 +420,18 @@ export async function strategyDelete(ctx: Ctx, type?: StrategyType, opts: { wait
     if (!['initial', ...STRATEGY_ENDED].includes(s.state)) {
       throw new OperationError(`Strategy in state ${s.state} cannot be deleted`);
     }
-    deleteStrategy(db);
+    const who = whoAmI();
+    recordEvent(db, who, EVENTS.deleted, `${s.state}, kept as strategy ${strategyIdOf(s.created_at)}`, reason);
+    const id = archiveStrategy(db, `${who.user}@${who.host}`);
     // dcmanager's API answers with the record it marked `deleting` (its updated_at stamped), then
     // removes it in the background; dcm has removed it already, and prints what dcmanager prints.
-    return { kind: 'strategy' as const, strategy: { ...s, state: 'deleting', updated_at: now() } };
+    return { id, strategy: { ...s, state: 'deleting', updated_at: now() } };
   });
-  return result ?? strategyNotFound(type);
+  if (!result) return strategyNotFound(type);
+  return {
+    result: { kind: 'strategy', strategy: result.strategy },
+    notes: [`kept as strategy ${result.id}: strategy report --strategy ${result.id} and strategy events --strategy ${result.id} read it; db prune removes it`],
+  };
 }
 
 /** `--defer-delay`, `--defer-until` as stored with the strategy (its extra args); checked as usage. */

@@ -28,6 +28,8 @@ export const EVENTS = {
   groupUpdated: 'group updated',
   /** The strategy's `on_event` command failed (orchestrator/notify.ts): which notice, and how. */
   notificationFailed: 'notification failed',
+  /** `strategy delete`: the last event of a kept record (store/archive.ts), with who and why. */
+  deleted: 'deleted',
 } as const;
 
 /** What an operator does to a strategy: the events `strategy status`'s `last action` names. */

@@ -294,7 +294,39 @@ export const MIGRATIONS: ((db: Database.Database) => void)[] = [
   // 14 -> 15: the operator's words (issue 34): `--reason TEXT` of pause, resume, abort, retry,
   // update and a group's update during a strategy, kept beside the event it explains.
   (db) => db.exec(EVENT_REASON_MIGRATION),
+  // 15 -> 16: strategies kept after delete (issue 34): `strategy delete` moves the record here.
+  (db) => db.exec(ARCHIVE_MIGRATION),
 ];
+
+/**
+ * A deleted strategy's record, whole (its row, stages, steps, runs and events, as JSON of the rows
+ * as they were), under the id its run logs are named by (domain/logs.ts strategyIdOf). A table of
+ * its own rather than more rows beside the live ones: everything that reads the live strategy
+ * (status, windows, the step list, the orchestrator) reads only those tables, and an archived
+ * record can neither be counted by them nor changed by anything but `db prune`. The columns a
+ * list shows are kept beside the JSON, so that `strategy list` parses none of it. SQLite's and
+ * PostgreSQL's alike (store/pg/schema.ts takes it with its text type).
+ */
+export const ARCHIVE_MIGRATION = `
+  CREATE TABLE strategy_archive (
+    id TEXT PRIMARY KEY,
+    type TEXT NOT NULL,
+    state TEXT NOT NULL,
+    steps INTEGER NOT NULL,
+    complete INTEGER NOT NULL,
+    failed INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT,
+    deleted_at TEXT NOT NULL,
+    deleted_by TEXT NOT NULL,
+    strategy_json TEXT NOT NULL,
+    stages_json TEXT NOT NULL,
+    steps_json TEXT NOT NULL,
+    runs_json TEXT NOT NULL,
+    events_json TEXT NOT NULL
+  );
+  CREATE INDEX strategy_archive_deleted_idx ON strategy_archive(deleted_at);
+`;
 
 /** SQLite's and PostgreSQL's alike (store/pg/schema.ts takes it too). */
 export const EVENT_REASON_MIGRATION = 'ALTER TABLE strategy_event ADD COLUMN reason TEXT;';

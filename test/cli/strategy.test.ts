@@ -274,7 +274,7 @@ describe('aliases, show and delete', () => {
     expect(other.stderr).toBe("error: Strategy of type 'patch' not found\n");
   });
 
-  test('delete removes the strategy, its stages, steps and history, and prints the record', async () => {
+  test('delete removes the live strategy, its stages, steps and history, keeps its record, and prints the record', async () => {
     const { db } = fx.fresh();
     await create(db, '--type', 'patch');
     withSql(db, (d) =>
@@ -282,12 +282,20 @@ describe('aliases, show and delete', () => {
         .prepare(`INSERT INTO step_history (step_id, state, attempt, started_at, finished_at, outcome) SELECT id, 'pre check', 1, created_at, created_at, 'ok' FROM strategy_step`)
         .run(),
     );
+    const steps = withSql(db, (d) => d.prepare('SELECT count(*) FROM strategy_step').pluck().get()) as number;
     const out = await runOk(['--db', db, 'strategy', 'delete', '-f', 'json']);
     expect(JSON.parse(out.stdout)).toMatchObject({ 'strategy type': 'patch' });
     const counts = withSql(db, (d) =>
-      ['strategy', 'strategy_stage', 'strategy_step', 'step_history'].map((t) => (d.prepare(`SELECT count(*) AS n FROM ${t}`).get() as { n: number }).n),
+      ['strategy', 'strategy_stage', 'strategy_step', 'step_history', 'strategy_event'].map((t) => (d.prepare(`SELECT count(*) AS n FROM ${t}`).get() as { n: number }).n),
     );
-    expect(counts).toEqual([0, 0, 0, 0]);
+    expect(counts).toEqual([0, 0, 0, 0, 0]);
+    // Kept whole (issue 34): its steps, their runs and the delete's own event, under its id.
+    const kept = withSql(db, (d) => d.prepare('SELECT id, type, steps, steps_json, runs_json, events_json FROM strategy_archive').all()) as Record<string, string | number>[];
+    expect(kept).toHaveLength(1);
+    expect(kept[0]).toMatchObject({ type: 'patch', steps });
+    expect(JSON.parse(kept[0].steps_json as string)).toHaveLength(steps);
+    expect(JSON.parse(kept[0].runs_json as string)).toHaveLength(steps);
+    expect((JSON.parse(kept[0].events_json as string) as { event: string }[]).map((e) => e.event)).toEqual(['deleted']);
     expect((await runOk(['--db', db, 'strategy-step', 'list', '-f', 'value', '-c', 'cloud'])).stdout).toBe('<none>\n');
     expect((await run(['--db', db, 'strategy', 'show'])).code).toBe(1);
     // The subclouds stay, and may now be deleted; a new strategy may be created.

@@ -29,7 +29,7 @@ const events = () => recordedEvents(f.db);
 const eventNames = () => events().map((e) => e.event);
 
 describe('the event record of a run with a pause, an update, a kill -9, an abort and a retry', () => {
-  test('each event once, in order, with who; a refused command records nothing; the report marks them; delete removes them', async () => {
+  test('each event once, in order, with who; a refused command records nothing; the report marks them; delete keeps them', async () => {
     f = execFixture();
     const clouds = names(6);
     dcmOk(['--db', f.db, 'subcloud', 'add', ...clouds]);
@@ -136,10 +136,16 @@ describe('the event record of a run with a pause, an update, a kill -9, an abort
       await o.page.screenshot({ path: outputPath('report-events.png'), fullPage: true });
     });
 
-    // The record belongs to the strategy: deleted with it, the next one starts empty.
+    // The record belongs to the strategy: kept with it at delete (issue 34), read by its id; the
+    // next one starts empty.
+    const id = (JSON.parse(dcmOk(['--db', f.db, 'strategy', 'list', '-f', 'json']).stdout) as { id: string }[])[0].id;
+    const kept = [...eventNames(), 'deleted'];
     dcmOk(['--db', f.db, 'strategy', 'delete']);
     expect(withSql(f.db, (d) => d.prepare('SELECT count(*) FROM strategy_event').pluck().get())).toBe(0);
     expect(dcmOk(['--db', f.db, 'strategy', 'events', '-f', 'value', '-c', 'event']).stdout).toBe('<none>\n');
+    expect(dcmOk(['--db', f.db, 'strategy', 'events', '--strategy', id, '-f', 'value', '-c', 'event']).stdout).toBe(
+      `${kept.join('\n')}\n`,
+    );
     if (!isPgUrl(f.db)) expect(fs.existsSync(f.db)).toBe(true);
   }, 120_000);
 

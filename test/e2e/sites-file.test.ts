@@ -27,12 +27,14 @@ test('a database of schema 7 (sim_site in it) opens, migrates and applies; the s
   // subcloud_label, 10 -> 11 only created strategy_event, 11 -> 12 only added the stage gate
   // columns and subcloud_group_gate, 12 -> 13 only added subcloud_group's maintenance_window and
   // maintenance_tz, 13 -> 14 only added apply_worker, the steps' owner and fence, the runs' host
-  // and two indexes, 14 -> 15 only added strategy_event.reason (the table is dropped below). Its
+  // and two indexes, 14 -> 15 only added strategy_event.reason (the table is dropped below), 15 ->
+  // 16 only created strategy_archive. Its
   // rows: a subcloud of an earlier campaign that has left the fleet. (A later migration is undone
   // here too: the schema version is checked first.)
-  expect(SCHEMA_VERSION).toBe(15);
+  expect(SCHEMA_VERSION).toBe(16);
   withSql(t.db, (d) => {
-    d.exec(`DROP INDEX step_history_one_running;
+    d.exec(`DROP TABLE strategy_archive;
+            DROP INDEX step_history_one_running;
             DROP INDEX strategy_step_owner_idx;
             DROP TABLE apply_worker;
             ALTER TABLE strategy_step DROP COLUMN owner;

@@ -1,0 +1,89 @@
+/**
+ * Strategies kept after delete (store/archive.ts): `strategy list`, and the `--strategy ID` of
+ * `strategy report` and `strategy events`, which read a kept record as they read the current one.
+ */
+import { OperationError, UsageError } from '../domain/errors.js';
+import { parseStrategyId, strategyIdOf } from '../domain/logs.js';
+import type { StrategyType } from '../domain/types.js';
+import { getArchived, archivedEvents, listArchived, stepCounts, type ArchiveSummary, type ArchivedStrategy } from '../store/archive.js';
+import type { EventRow } from '../store/events.js';
+import type { Db } from '../store/open.js';
+import { getStrategy, type Strategy } from '../store/strategy.js';
+import { list, type ListResult } from './plain-results.js';
+import { withReadDb, type Ctx } from './context.js';
+import { strategyNotFound } from './strategy.js';
+
+export const STRATEGY_LIST_COLUMNS = ['id', 'strategy type', 'state', 'steps', 'complete', 'failed', 'created_at', 'updated_at', 'deleted_at', 'deleted_by'];
+
+/**
+ * `--strategy ID`: the id `strategy list` shows (the digits of the strategy's created_at, as its
+ * run logs' folder is named), or that created_at; anything else is a usage error, before the file
+ * is read.
+ */
+export function strategyIdOption(text: string | undefined): string | undefined {
+  if (text === undefined) return undefined;
+  const id = parseStrategyId(text);
+  if (id === null) throw new UsageError(`invalid strategy id '${text}': give the id strategy list shows (20 digits), or its created_at`);
+  return id;
+}
+
+export function unknownStrategy(id: string): never {
+  throw new OperationError(`Strategy ${id} not found (strategy list shows the strategies kept)`);
+}
+
+/** The current strategy when `id` is its own, else undefined. */
+function currentIf(db: Db, id: string): Strategy | undefined {
+  const s = getStrategy(db);
+  return s && strategyIdOf(s.created_at) === id ? s : undefined;
+}
+
+/** A kept strategy by id, of the type asked for (a type alias); an unknown id is an error. */
+export function archivedOrCurrent(db: Db, id: string, type: StrategyType | undefined): { current: Strategy } | { kept: ArchivedStrategy } {
+  const current = currentIf(db, id);
+  if (current) {
+    if (type && current.type !== type) strategyNotFound(type);
+    return { current };
+  }
+  const kept = getArchived(db, id) ?? unknownStrategy(id);
+  if (type && kept.type !== type) strategyNotFound(type);
+  return { kept };
+}
+
+/** A kept strategy's events; null when `id` is the current strategy's (read as usual). */
+export function keptEvents(db: Db, id: string, type: StrategyType | undefined): EventRow[] | null {
+  const current = currentIf(db, id);
+  if (current) {
+    if (type && current.type !== type) strategyNotFound(type);
+    return null;
+  }
+  const kept = archivedEvents(db, id) ?? unknownStrategy(id);
+  if (type && kept.type !== type) strategyNotFound(type);
+  return kept.events;
+}
+
+/** A live strategy's line of the list: counted from its steps, not deleted. */
+function currentLine(db: Db, s: Strategy): ArchiveSummary {
+  const counts = stepCounts(db);
+  return { id: strategyIdOf(s.created_at), type: s.type, state: s.state, ...counts, created_at: s.created_at, updated_at: s.updated_at, deleted_at: null, deleted_by: null };
+}
+
+/**
+ * `strategy list`: the strategies the file holds, the kept ones oldest first and the current one
+ * (not deleted: deleted_at None) last; a type alias lists its type's only. No file: the empty list.
+ */
+export async function strategyList(ctx: Ctx, type?: StrategyType): Promise<ListResult> {
+  const rows = withReadDb(ctx, [] as ArchiveSummary[], (db) =>
+    db
+      .transaction(() => {
+        const s = getStrategy(db);
+        return [...listArchived(db), ...(s ? [currentLine(db, s)] : [])];
+      })
+      .deferred(),
+  );
+  return list(
+    STRATEGY_LIST_COLUMNS,
+    rows
+      .filter((r) => !type || r.type === type)
+      .map((r) => [r.id, r.type, r.state, Number(r.steps), Number(r.complete), Number(r.failed), r.created_at, r.updated_at, r.deleted_at, r.deleted_by]),
+  );
+}
