@@ -22,7 +22,7 @@ import { realRuntime } from '../orchestrator/runtime.js';
 import { makeProgress } from '../orchestrator/progress-choose.js';
 import type { TrackerInputs } from '../orchestrator/progress-tracker.js';
 import { applyTestHooks, windowClock } from '../orchestrator/test-env.js';
-import { durationStats, observedDurations } from '../store/durations.js';
+import { durationKey, durationStats, observedDurations } from '../store/durations.js';
 import { simLatencyMidpoint } from '../domain/estimate.js';
 import { onSignals } from '../orchestrator/signals.js';
 import { EVENTS } from '../domain/events.js';
@@ -113,7 +113,7 @@ export interface ApplyOptions {
 
 /** What the ETA starts from: this strategy's durations so far, earlier runs' statistics, the sim latency. */
 function estimateInputs(db: Db, type: string, extra: Record<string, unknown>): TrackerInputs {
-  return { history: durationStats(db, type), observed: observedDurations(db), fallbackMs: simLatencyMidpoint(extra) };
+  return { history: durationStats(db, durationKey(type, extra)), observed: observedDurations(db), fallbackMs: simLatencyMidpoint(extra) };
 }
 
 export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: ApplyOptions = {}): Promise<Outcome> {

@@ -18,7 +18,7 @@ import type { ExtraArgs } from '../domain/options.js';
 import type { Plan } from '../domain/planning.js';
 import { statesOf, type StrategyType } from '../domain/types.js';
 import { someOf } from '../domain/choices.js';
-import { durationStats } from '../store/durations.js';
+import { durationKey, durationStats } from '../store/durations.js';
 import type { Db } from '../store/open.js';
 import { list, type ListResult, type Value } from './plain-results.js';
 
@@ -33,7 +33,7 @@ export const DRY_RUN_COLUMNS = ['stage', 'group', 'window', 'steps', 'estimated 
 export function dryRunView(db: Db | null, plan: Plan, type: StrategyType, extra: ExtraArgs): ListResult {
   const states = statesOf(type, extra as { cert_file?: string | null });
   const { means, source, sds } = stateMeans(states, {
-    history: db ? durationStats(db, type) : undefined,
+    history: db ? durationStats(db, durationKey(type, extra)) : undefined,
     fallbackMs: simLatencyMidpoint(extra),
   });
   const byStage = new Map<number, string[]>();

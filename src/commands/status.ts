@@ -15,7 +15,7 @@ import {
 } from '../domain/estimate.js';
 import { parseTimestamp } from '../domain/time.js';
 import { STRATEGY_ENDED, statesOf, type StrategyType } from '../domain/types.js';
-import { durationStats, observedDurations } from '../store/durations.js';
+import { durationKey, durationStats, observedDurations } from '../store/durations.js';
 import { readLock } from '../store/lock.js';
 import { openDb, type Db } from '../store/open.js';
 import { deferredSteps, firstStartedAt, initialStepsByStageGroup, latestFailures, latestProgress, runningOps, stageStateCounts } from '../store/status.js';
@@ -81,7 +81,7 @@ export function estimateLeft(
   const states = statesOf(s.type as StrategyType, s.extra as { cert_file?: string | null });
   const { means, source, sds } = stateMeans(states, {
     observed: observedDurations(db),
-    history: durationStats(db, s.type),
+    history: durationStats(db, durationKey(s.type, s.extra)),
     fallbackMs: simLatencyMidpoint(s.extra),
   });
   if (!means) return { ms: null, source, stepMs: null };

@@ -420,6 +420,8 @@ export async function strategyDelete(ctx: Ctx, type?: StrategyType, opts: { wait
     if (!['initial', ...STRATEGY_ENDED].includes(s.state)) {
       throw new OperationError(`Strategy in state ${s.state} cannot be deleted`);
     }
+    // The record as printed is checked (an unknown -c) before anything is written.
+    ctx.checkResult?.({ kind: 'strategy', strategy: s });
     const who = whoAmI();
     recordEvent(db, who, EVENTS.deleted, `${s.state}, kept as strategy ${strategyIdOf(s.created_at)}`, reason);
     const id = archiveStrategy(db, `${who.user}@${who.host}`);

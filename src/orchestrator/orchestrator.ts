@@ -33,6 +33,7 @@ import { stageCounts, type ProgressSink } from './progress.js';
 import { Registry } from './registry.js';
 import { Launcher } from './launch.js';
 import type { OrchestratorOptions } from './options.js';
+import { durationKey } from '../store/durations.js';
 
 export type { OrchestratorOptions };
 import { ExternalRequests } from './requests.js';
@@ -147,7 +148,8 @@ export class Orchestrator {
         deferral: (w, reason) => this.stages.deferrals!.decide(w.step, w.state, reason),
       },
       progress,
-      opts.type,
+      // The statistics its ok runs add to: the type's, for this config (store/durations.ts).
+      durationKey(opts.type, opts.extra),
       opts.fence,
     );
     this.launcher = new Launcher(

@@ -1,8 +1,10 @@
 /**
- * Per-state duration statistics (the `state_duration` table), per strategy type. They are added to
- * when operations end well, in the orchestrator's own commit, and they outlive `strategy delete`:
- * the next strategy of the same type is estimated from them until it has durations of its own.
+ * Per-state duration statistics (the `state_duration` table), per strategy type and config
+ * (durationKey). They are added to when operations end well, in the orchestrator's own commit, and
+ * they outlive `strategy delete`: the next strategy of the same type and config is estimated from
+ * them until it has durations of its own.
  */
+import crypto from 'node:crypto';
 import type { Db } from './open.js';
 import { sql } from './statements.js';
 import { now } from './clock.js';
@@ -26,6 +28,22 @@ function toMap(rows: StatRow[]): Map<string, DurationStat> {
   );
 }
 
+/**
+ * What a strategy's statistics are kept under (the table's `type` column): its type and how its
+ * states are performed, since a patch through one exec config (an Ansible play over a slow link)
+ * takes nothing like the same patch through another, or through the sim (issue 34: estimates mixed
+ * every config of one type). The exec driver's key holds a digest of the config as stored (its
+ * commands, not the file's comments). The sim's is the type's own: its runs take what its latency
+ * says, which is its estimate's fallback anyway. Statistics of exec runs kept by a dcm before
+ * this, under the bare type, are then read as the sim's: a sim strategy that has none of its own.
+ */
+export function durationKey(type: string, extra: Record<string, unknown>): string {
+  const driver = String(extra.driver ?? 'sim');
+  if (driver === 'sim') return type;
+  const config = typeof extra.exec_config === 'string' ? extra.exec_config : '';
+  return `${type} ${driver} ${crypto.createHash('sha256').update(config).digest('hex').slice(0, 16)}`;
+}
+
 /** Add a batch of samples: one upsert per state. Call inside the batch's transaction. */
 export function recordDurations(db: Db, type: string, tally: DurationTally): void {
   if (tally.size === 0) return;
@@ -41,7 +59,7 @@ export function recordDurations(db: Db, type: string, tally: DurationTally): voi
   for (const [state, s] of tally.byState) stmt.run(type, state, s.count, s.sumMs, s.sumSqMs, s.minMs, s.maxMs, at);
 }
 
-/** The statistics kept for a type, by state (empty when none, or in a file from before them). */
+/** The statistics kept for a type and config (durationKey), by state (empty when none, or in a file from before them). */
 export function durationStats(db: Db, type: string): Map<string, DurationStat> {
   return toMap(
     sql(db, 'SELECT state, count, sum_ms, sumsq_ms, min_ms, max_ms FROM state_duration WHERE type = ?').all(type) as StatRow[],

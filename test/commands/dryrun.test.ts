@@ -183,6 +183,31 @@ describe('estimates', () => {
     // Well under a minute: the hour of latency was not used.
     expect(second.at(-1)!['estimated duration']).toMatch(/^\d+(\.\d)?m?s$/);
   });
+
+  test('per config: one exec config\'s durations estimate that config only, never another config nor the sim (issue 34)', async () => {
+    const { dir, db } = fx.fleet.fresh();
+    const config = (name: string, cmd: string) => {
+      const file = path.join(dir, name);
+      fs.writeFileSync(file, `states:\n  "*": [sh, -c, '${cmd}']\n`, { mode: 0o600 });
+      return file;
+    };
+    const quick = config('quick.yaml', 'true');
+    const other = config('other.yaml', 'sleep 0');
+    const exec = (file: string) => ['--type', 'patch', '--driver', 'exec', '--exec-config', file];
+    // The quick config runs, and leaves its durations behind.
+    await runOk(['--db', db, 'strategy', 'create', ...exec(quick)]);
+    expect(dcm(['--db', db, '-q', 'strategy', 'apply']).code).toBe(0);
+    await runOk(['--db', db, 'strategy', 'delete']);
+    await runOk(['--db', db, 'subcloud', 'update', 's1', 's4', '--sync', 'patching=out-of-sync']);
+    const from = async (args: string[]) => [...new Set((await dryRun(db, args)).map((r) => r['estimate from']))];
+    // The same config: its own durations.
+    expect(await from(exec(quick))).toEqual(['earlier strategies']);
+    // Another config of the type has nothing to go on (before: the quick config's durations).
+    const otherPlan = await dryRun(db, exec(other));
+    expect(otherPlan.map((r) => [r['estimated duration'], r['estimate from']])).toEqual(otherPlan.map(() => ['unknown', null]));
+    // Nor does the sim take them: its latency.
+    expect(await from(['--type', 'patch', '--sim-latency', '2s'])).toEqual(['sim latency']);
+  });
 });
 
 describe('values outside a fixed set', () => {
