@@ -36,6 +36,7 @@ const BOTH = [
   'test/e2e/status.test.ts',
   'test/e2e/report.test.ts',
   'test/e2e/events.test.ts',
+  'test/e2e/strategy-archive.test.ts',
   'test/e2e/cost-counters.test.ts',
 ];
 

@@ -116,8 +116,10 @@ describe('strategies kept after delete', () => {
 states:
   "*": [sh, -c, 'echo "$DCM_CLOUD $DCM_STATE"']
 `);
+    // Its own folder, on either store (a PostgreSQL store's default is beside the working directory).
+    const logs = path.join(f.dir, 'run-logs');
     const createApply = () => {
-      dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--driver', 'exec', '--exec-config', cfg]);
+      dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--driver', 'exec', '--exec-config', cfg, '--log-dir', logs]);
       expect(dcm([...db(), 'strategy', 'apply', '-q'], { env: f.env }).code).toBe(0);
     };
     for (let i = 0; i < 2; i++) {
@@ -128,7 +130,6 @@ states:
     createApply();
     const [first, second, current] = listed();
     expect([first.deleted_at === null, second.deleted_at === null, current.deleted_at]).toEqual([false, false, null]);
-    const logs = `${f.db}.logs`;
     const folders = () => fs.readdirSync(logs).sort();
     expect(folders()).toEqual([first.id, second.id, current.id].sort());
     const bytes = bytesUnder(path.join(logs, first.id));
