@@ -22,6 +22,7 @@ import type { EventRow } from '../store/events.js';
 import type { RunRow } from '../store/report.js';
 import { archivedOrCurrent, strategyIdOption, unknownStrategy } from './archive.js';
 import { gateLines } from '../domain/stage-gates.js';
+import { createOptionLines } from '../domain/create-options.js';
 import { show, type Result } from './plain-results.js';
 import type { Outcome } from './results.js';
 import { withReadDb, type Ctx } from './context.js';
@@ -46,6 +47,7 @@ function targetsOf(extra: ExtraArgs): [string, string][] {
   if (typeof extra.group === 'string') out.push(['--group', extra.group]);
   if (Array.isArray(extra.labels) && extra.labels.length) out.push(['--label', extra.labels.join(' ')]);
   if (extra.force === true) out.push(['--force', 'True']);
+  if (typeof extra.target_version === 'string') out.push(['--target-version', extra.target_version]);
   return out;
 }
 
@@ -86,6 +88,7 @@ function inputOf(src: ReportSource, nowUs: number): ReportInput {
       typeOptions: shownTypeOptions(s.type as StrategyType, extra),
       targets: targetsOf(extra),
       execConfig: execConfigDigest(extra),
+      createOptions: createOptionLines(extra),
       stageGates: gateLines(src.gates) ?? undefined,
     },
     states: statesOf(s.type as StrategyType, extra as { cert_file?: string | null }) ?? [],

@@ -67,6 +67,8 @@ export interface ReportInput {
     targets?: readonly [string, string][];
     /** The exec config's sha256: of the file as read at create, or (a strategy made before dcm kept that) of the config as stored. */
     execConfig?: { sha256: string; of: 'file' | 'stored config' } | null;
+    /** The other options of the create, each by its flag (domain/create-options.ts). */
+    createOptions?: readonly [string, string][];
   };
   /** The type's states, in order: the colours and the rows of the duration table follow it. */
   states: readonly string[];

@@ -1,7 +1,8 @@
 /**
  * Issue 34, item 2 (the deferrals): the report tells a site that did not answer apart from a
  * failure. Its deferred runs have their own colour, card and word ("deferred" in "Attempts per
- * site"); they are neither rows of "Failed runs" nor counted in its card. Read in Chromium.
+ * site"); they are neither rows of "Failed runs" nor counted in its card. "What was rolled out"
+ * lists every create option, the deferral and the audit among them. Read in Chromium.
  */
 import { describe, expect, test } from '@jest/globals';
 import path from 'node:path';
@@ -42,5 +43,46 @@ describe('strategy report: deferrals', () => {
       expect(seen.cell.text).toBe(`${deferrals + 1}: ${[...Array(deferrals).fill('deferred'), 'failed'].join(', ')}`);
       expect(seen.cell.cls).toBe('bad');
     });
+  }, 90_000);
+
+  test('what was rolled out: every create option, the deferral and the audit among them', async () => {
+    const t = temp();
+    dcmOk(['--db', t.db, 'subcloud', 'add', 's1', 's2', 's3']);
+    dcmOk(['--db', t.db, 'subcloud', 'update', 's1', 's2', 's3', '--sync', 'patching=in-sync']);
+    dcmOk([
+      '--db', t.db, 'strategy', 'create', '--type', 'patch', '--patch-id', 'P1', '--target-version', '22.12.3',
+      '--sim-latency', '0..10ms', '--sim-fail', 's2=pre check', '--sim-seed', '7', '--state-timeout', '10m',
+      '--defer-delay', '5m', '--defer-until', '2026-12-05 06:00', '--sim-audit', '--require-audit', '--on-event', 'true',
+    ]);
+    expect(dcm(['--db', t.db, '-q', 'strategy', 'apply']).code).toBe(1);
+    const html = path.join(t.dir, 'r.html');
+    dcmOk(['--db', t.db, 'strategy', 'report', '--html', html]);
+    await withChromium(async (browser) => {
+      const o = await openFile(browser, html);
+      expect(o.errors).toEqual([]);
+      const rollout = await o.page.evaluate(() =>
+        Object.fromEntries([...document.querySelectorAll<HTMLElement>('#rollout dd')].map((dd) => [dd.dataset.key, dd.textContent!.trim()])),
+      );
+      expect(rollout).toMatchObject({
+        'option --patch-id': 'P1',
+        subclouds: '--target-version 22.12.3',
+        'create --state-timeout': '10m',
+        'create --defer-delay': '5m',
+        'create --defer-until': '2026-12-05 06:00',
+        'create audit after each site': 'yes, --require-audit: a site that disagrees fails its step',
+        'create --on-event': 'true',
+        'create --sim-latency': '0ms..10ms',
+        'create --sim-fail': 's2=pre check',
+        'create --sim-seed': '7',
+      });
+    });
+    // Without them: said to be none (the deferral) or no (the audit), never left out.
+    const u = temp();
+    dcmOk(['--db', u.db, 'subcloud', 'add', 's1']);
+    dcmOk(['--db', u.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0']);
+    const page = dcmOk(['--db', u.db, 'strategy', 'report', '--html', '-']).stdout;
+    expect(page).toContain('<dd data-key="create --defer-delay">None</dd>');
+    expect(page).toContain('<dd data-key="create audit after each site">no</dd>');
+    expect(page).not.toContain('create --on-event');
   }, 90_000);
 });

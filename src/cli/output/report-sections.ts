@@ -40,6 +40,7 @@ export function rolloutSection(m: ReportModel): string {
   rows.push(['max failures', 'max failures', esc(s.maxFailures ?? 'None')]);
   // Only when a stage has a gate or a budget of its own (README "Stage gates"): one line a stage.
   if (s.stageGates?.length) rows.push(['stage gates', 'stage gates', s.stageGates.map(esc).join('<br>')]);
+  for (const [flag, value] of s.createOptions ?? []) rows.push([`create ${flag}`, esc(flag), esc(value)]);
   rows.push(['created', 'created', esc(s.createdAt.slice(0, 19))]);
   const body = rows.map(([key, label, value]) => `<dt>${label}</dt><dd data-key="${esc(key)}">${value}</dd>`).join('');
   return `<section id="rollout"><h2>What was rolled out</h2><dl class="meta">${body}</dl></section>`;
