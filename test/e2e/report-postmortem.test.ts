@@ -38,6 +38,8 @@ let config: string;
 let html: string;
 let ev: RecordedEvent[];
 let runs: HistoryRun[];
+/** The pid of the apply killed with SIGKILL. */
+let killedPid: number;
 
 const as = (user: string) => ({ ...f.env, USER: user, DCM_HOST: HOST });
 const events = () => recordedEvents(f.db);
@@ -64,7 +66,7 @@ beforeAll(async () => {
   dcmOk(['--db', f.db, 'strategy', 'create', '--type', 'patch', '--patch-id', 'PATCH-7', '--max-parallel-subclouds', '1', '--driver', 'exec', '--exec-config', config]);
 
   // bob applies; alice pauses, widens the window and resumes from another shell; then apply is killed.
-  await pauseResizeResumeKill(f.db, as);
+  killedPid = await pauseResizeResumeKill(f.db, as);
 
   // carol re-applies to the end: s2 fails both its runs of updating patches (the config's retry too).
   const second = spawnDcm(['--db', f.db, 'strategy', 'apply'], as('carol'));
@@ -133,6 +135,9 @@ describe('the report of a run with failures, a retry, a pause, an update and a k
             ]),
           ),
           attemptRows: document.querySelectorAll('#attempts tr.site').length,
+          deathsHeading: document.querySelector('#deaths h2')?.textContent ?? null,
+          deaths: [...document.querySelectorAll('#deaths tr.death')].map(cells),
+          diedCard: document.querySelector<HTMLElement>('#summary .card[data-key="orchestrators died"] .n')?.textContent ?? null,
           // Hostile details are text: no element came of them.
           images: document.querySelectorAll('img').length,
         };
@@ -168,6 +173,13 @@ describe('the report of a run with failures, a retry, a pause, an update and a k
       expect(s2.map((c) => c[6])).toEqual([`exit 4: ${HOSTILE}`, `exit 4: ${HOSTILE}`]);
       expect(s2.map((c) => c[7].startsWith('attempt '))).toEqual([true, true]);
       expect(page.images).toBe(0);
+      // The orchestrator killed with SIGKILL is named as one that died: who found it gone and how.
+      expect(page.diedCard).toBe('1');
+      expect(page.deathsHeading).toBe('Orchestrators that died (1)');
+      const takeover = ev.find((e) => e.event === 'lock taken over')!;
+      expect(page.deaths).toHaveLength(1);
+      expect(page.deaths[0].slice(0, 3)).toEqual([toSecond(takeover.time), `pid ${killedPid} on ${HOST}`, 'no longer running']);
+      expect(page.deaths[0][3]).toMatch(new RegExp(`^carol@${HOST} \\(pid \\d+\\)$`));
       // No step ended failed, and the page does not pretend nothing did.
       expect(page.failedSteps).toBe('Failed steps (0)');
 

@@ -4,7 +4,8 @@
  * Drawn from the report's model (src/domain/report.ts, pure data), beside the other renderers.
  */
 import { esc, fmtMs, fmtTime } from './html-text.js';
-import { attemptsSection, failedRunsSection, rolloutSection, stageWindowsTable, windowsText } from './report-sections.js';
+import { orchestratorDeaths } from '../../domain/report-deaths.js';
+import { attemptsSection, deathsSection, failedRunsSection, rolloutSection, stageWindowsTable, windowsText } from './report-sections.js';
 import type { DurationRow, Lane, PlacedEvent, ReportModel, StageTimeline } from '../../domain/report.js';
 
 /** Colours of the operation states, in the type's order (red, orange and grey are kept for trouble). */
@@ -253,6 +254,9 @@ export function renderHtmlReport(m: ReportModel, generatedAtUs: number): string 
   // Runs a site did not answer, tried again later: counted apart from the failed runs.
   const deferredRuns = m.attempts.reduce((n, a) => n + a.states.reduce((k, st) => k + st.outcomes.filter((o) => o === 'deferred').length, 0), 0);
   if (deferredRuns) out.push(card('deferred runs', deferredRuns));
+  // Only when one did: an orchestrator killed mid-rollout is named as one (Orchestrators that died).
+  const deaths = orchestratorDeaths(m.events).length;
+  if (deaths) out.push(card('orchestrators died', deaths, true));
   out.push(card('elapsed', elapsed));
   out.push('</div>');
   out.push(countsBar(m.counts, m.steps));
@@ -296,6 +300,7 @@ export function renderHtmlReport(m: ReportModel, generatedAtUs: number): string 
 
   // Failed runs (recovered ones too), then the steps that ended failed.
   out.push(failedRunsSection(m));
+  out.push(deathsSection(m));
   const LIMIT = 1000;
   out.push(`<section id="failures"><h2>Failed steps (${m.failures.length})</h2>`);
   if (m.failures.length === 0) {

@@ -6,6 +6,7 @@
 import { esc, fmtTime } from './html-text.js';
 import type { ReportModel, StageTimeline } from '../../domain/report.js';
 import type { SiteAttempts } from '../../domain/report-runs.js';
+import { orchestratorDeaths } from '../../domain/report-deaths.js';
 
 /** Rows of a table at most: past it, the page says how to list the rest. */
 const ROW_LIMIT = 1000;
@@ -44,6 +45,25 @@ export function rolloutSection(m: ReportModel): string {
   rows.push(['created', 'created', esc(s.createdAt.slice(0, 19))]);
   const body = rows.map(([key, label, value]) => `<dt>${label}</dt><dd data-key="${esc(key)}">${value}</dd>`).join('');
   return `<section id="rollout"><h2>What was rolled out</h2><dl class="meta">${body}</dl></section>`;
+}
+
+/**
+ * The orchestrators that died (a kill -9, a lost host), each named with how it was found gone, by
+ * whom, and what became of its runs; nothing when none did.
+ */
+export function deathsSection(m: ReportModel): string {
+  const deaths = orchestratorDeaths(m.events);
+  if (deaths.length === 0) return '';
+  const rows = deaths.map(
+    (d) =>
+      `<tr class="death"><td>${esc(fmtTime(d.atUs))}</td><td>${esc(d.orchestrator)}</td><td>${esc(d.why)}</td><td>${esc(d.foundBy)}</td><td>${esc(d.runs ?? '—')}</td></tr>`,
+  );
+  return (
+    `<section id="deaths"><h2>Orchestrators that died (${deaths.length})</h2>` +
+    '<p class="muted">An orchestrator killed (kill -9), or cut off, writes no end of its own: the next one to take its lock, or its subclouds, found it gone.</p>' +
+    table(['found', 'orchestrator', 'how it was known', 'found by', 'its runs'], rows) +
+    '</section>'
+  );
 }
 
 /** `Failed runs (3, 2 recovered by a retry)`: counted by runs, so a recovered failure is never a 0. */
