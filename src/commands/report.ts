@@ -23,6 +23,7 @@ import type { RunRow } from '../store/report.js';
 import { archivedOrCurrent, strategyIdOption, unknownStrategy } from './archive.js';
 import { gateLines } from '../domain/stage-gates.js';
 import { createOptionLines } from '../domain/create-options.js';
+import { auditFindings } from '../domain/report-audit.js';
 import { show, type Result } from './plain-results.js';
 import type { Outcome } from './results.js';
 import { withReadDb, type Ctx } from './context.js';
@@ -74,6 +75,17 @@ function keptSource(k: ArchivedStrategy): ReportSource {
 function inputOf(src: ReportSource, nowUs: number): ReportInput {
   const { s } = src;
   const extra = s.extra;
+  const runs = src.runs.map((r) => ({
+    stepId: r.step_id,
+    state: r.state,
+    attempt: r.attempt,
+    startUs: parseTimestamp(r.started_at),
+    finishUs: r.finished_at === null ? null : parseTimestamp(r.finished_at),
+    // A site that did not answer is not a failure (issue 34): its deferred runs are told apart.
+    outcome: r.outcome === 'failed' && r.details.startsWith(DEFERRED_RUN_PREFIX) ? 'deferred' : r.outcome,
+    details: r.details,
+  }));
+  const cloudOf = new Map(src.steps.map((st) => [st.id, st.cloud]));
   return {
     strategy: {
       type: s.type,
@@ -89,21 +101,13 @@ function inputOf(src: ReportSource, nowUs: number): ReportInput {
       targets: targetsOf(extra),
       execConfig: execConfigDigest(extra),
       createOptions: createOptionLines(extra),
+      auditFindings: extra.audit_after === true ? auditFindings(runs, (id) => cloudOf.get(id) ?? '?') : undefined,
       stageGates: gateLines(src.gates) ?? undefined,
     },
     states: statesOf(s.type as StrategyType, extra as { cert_file?: string | null }) ?? [],
     stages: src.stages.map((st) => ({ stage: st.stage, window: st.max_parallel, group: st.group_name })),
     steps: src.steps.map((st) => ({ id: st.id, cloud: st.cloud, stage: st.stage, state: st.state, details: st.details, attempt: st.attempt })),
-    runs: src.runs.map((r) => ({
-      stepId: r.step_id,
-      state: r.state,
-      attempt: r.attempt,
-      startUs: parseTimestamp(r.started_at),
-      finishUs: r.finished_at === null ? null : parseTimestamp(r.finished_at),
-      // A site that did not answer is not a failure (issue 34): its deferred runs are told apart.
-      outcome: r.outcome === 'failed' && r.details.startsWith(DEFERRED_RUN_PREFIX) ? 'deferred' : r.outcome,
-      details: r.details,
-    })),
+    runs,
     events: src.events.map((e) => ({ ...e, atUs: parseTimestamp(e.at) })),
     nowUs,
   };

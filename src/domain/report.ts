@@ -69,6 +69,8 @@ export interface ReportInput {
     execConfig?: { sha256: string; of: 'file' | 'stored config' } | null;
     /** The other options of the create, each by its flag (domain/create-options.ts). */
     createOptions?: readonly [string, string][];
+    /** What the audits after each site found, when the strategy audits (domain/report-audit.ts). */
+    auditFindings?: readonly import('./report-audit.js').AuditFinding[];
   };
   /** The type's states, in order: the colours and the rows of the duration table follow it. */
   states: readonly string[];

@@ -2,7 +2,8 @@
  * Issue 34, item 2 (the deferrals): the report tells a site that did not answer apart from a
  * failure. Its deferred runs have their own colour, card and word ("deferred" in "Attempts per
  * site"); they are neither rows of "Failed runs" nor counted in its card. "What was rolled out"
- * lists every create option, the deferral and the audit among them. Read in Chromium.
+ * lists every create option, the deferral and the audit among them; the audits' findings have a
+ * section of their own. Read in Chromium.
  */
 import { describe, expect, test } from '@jest/globals';
 import path from 'node:path';
@@ -84,5 +85,32 @@ describe('strategy report: deferrals', () => {
     expect(page).toContain('<dd data-key="create --defer-delay">None</dd>');
     expect(page).toContain('<dd data-key="create audit after each site">no</dd>');
     expect(page).not.toContain('create --on-event');
+    // A strategy without an audit has no findings to show.
+    expect(page).not.toContain('id="audit"');
+  }, 90_000);
+
+  test("the audit's findings: a site whose audit did not answer, a warning, or with --require-audit its step's failure", async () => {
+    for (const require of [false, true]) {
+      const t = temp();
+      dcmOk(['--db', t.db, 'subcloud', 'add', 's1', 's2', 's3']);
+      dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0', '--sim-audit', ...(require ? ['--require-audit'] : [])]);
+      // s2 goes down once planned: its last state's audit gets no answer.
+      dcmOk(['--db', t.db, 'subcloud', 'update', 's2', '--availability', 'offline']);
+      expect(dcm(['--db', t.db, '-q', 'strategy', 'apply']).code).toBe(require ? 1 : 0);
+      const html = path.join(t.dir, 'r.html');
+      dcmOk(['--db', t.db, 'strategy', 'report', '--html', html]);
+      await withChromium(async (browser) => {
+        const o = await openFile(browser, html);
+        expect(o.errors).toEqual([]);
+        const seen = await o.page.evaluate(() => ({
+          heading: document.querySelector('#audit h2')?.textContent ?? null,
+          rows: [...document.querySelectorAll('#audit tr.finding')].map((tr) => [...tr.querySelectorAll('td')].slice(1).map((td) => td.textContent)),
+        }));
+        expect(seen.heading).toBe('Audit findings (1)');
+        expect(seen.rows).toEqual([
+          ['s2', 'finishing patch strategy', require ? 'failed the step (--require-audit)' : 'warning: the step completed', 'audit: the site does not answer (it is offline)'],
+        ]);
+      });
+    }
   }, 90_000);
 });

@@ -5,7 +5,7 @@
  */
 import { esc, fmtMs, fmtTime } from './html-text.js';
 import { orchestratorDeaths } from '../../domain/report-deaths.js';
-import { attemptsSection, deathsSection, failedRunsSection, rolloutSection, stageWindowsTable, windowsText } from './report-sections.js';
+import { attemptsSection, auditSection, deathsSection, failedRunsSection, rolloutSection, stageWindowsTable, windowsText } from './report-sections.js';
 import type { DurationRow, Lane, PlacedEvent, ReportModel, StageTimeline } from '../../domain/report.js';
 
 /** Colours of the operation states, in the type's order (red, orange and grey are kept for trouble). */
@@ -301,6 +301,7 @@ export function renderHtmlReport(m: ReportModel, generatedAtUs: number): string 
   // Failed runs (recovered ones too), then the steps that ended failed.
   out.push(failedRunsSection(m));
   out.push(deathsSection(m));
+  out.push(auditSection(m));
   const LIMIT = 1000;
   out.push(`<section id="failures"><h2>Failed steps (${m.failures.length})</h2>`);
   if (m.failures.length === 0) {

@@ -66,6 +66,25 @@ export function deathsSection(m: ReportModel): string {
   );
 }
 
+/** What the audits after each site found; nothing when the strategy does not audit. */
+export function auditSection(m: ReportModel): string {
+  const findings = m.strategy.auditFindings;
+  if (!findings) return '';
+  const out = [`<section id="audit"><h2>Audit findings (${findings.length})</h2>`];
+  if (findings.length === 0) out.push('<p class="muted">Every site\'s audit after its last state agreed with what the strategy meant to leave it at.</p>');
+  else {
+    const rows = findings.slice(0, ROW_LIMIT).map(
+      (f) =>
+        `<tr class="finding ${f.outcome}" data-cloud="${esc(f.cloud)}"><td>${esc(fmtTime(f.atUs))}</td><td>${esc(f.cloud)}</td><td>${esc(f.state)}</td>` +
+        `<td class="outcome">${f.outcome === 'failed' ? 'failed the step (--require-audit)' : 'warning: the step completed'}</td><td class="reason">${esc(f.finding)}</td></tr>`,
+    );
+    out.push(table(['ended', 'subcloud', 'state', 'outcome', 'finding'], rows));
+    if (findings.length > ROW_LIMIT) out.push(`<p class="muted">and ${findings.length - ROW_LIMIT} more: <code>dcm strategy-step history</code></p>`);
+  }
+  out.push('</section>');
+  return out.join('');
+}
+
 /** `Failed runs (3, 2 recovered by a retry)`: counted by runs, so a recovered failure is never a 0. */
 export function failedRunsHeading(m: ReportModel): string {
   const n = m.failedRuns.length;
