@@ -91,22 +91,53 @@ function laneSvg(
 /** Who did what, as an event's tooltip and its row in the events table say it. */
 const eventWho = (e: PlacedEvent) => `${e.user}@${e.host} (pid ${e.pid})`;
 
+/** Label rows at most: past them a label is left out (its line and tooltip stay; the events table lists it). */
+const MAX_EVENT_ROWS = 12;
+/** A label's width in the chart's units: 11px text, a generous 7 a character, so that none is underestimated. */
+const labelWidth = (text: string) => text.length * 7 + 6;
+
+/**
+ * Where each event's line and label go: the label in the first row where it clears every label
+ * already there, so that labels of events at one moment (a pause, an update and a resume typed
+ * together) stack instead of being drawn on top of each other (issue 34). Row -1: no room.
+ */
+function layoutEventLabels(events: readonly PlacedEvent[], x: (us: number) => number): { x: number; row: number; anchor: 'start' | 'end' }[] {
+  const rows: [number, number][][] = [];
+  return events.map((e) => {
+    const ex = Math.min(CHART_X + CHART_W, Math.max(CHART_X, x(e.atUs)));
+    const anchor = ex > CHART_X + CHART_W - 80 ? 'end' : 'start';
+    const w = labelWidth(e.event);
+    const span: [number, number] = anchor === 'end' ? [ex - w, ex] : [ex, ex + w];
+    let row = rows.findIndex((r) => r.every(([a, b]) => span[1] <= a || span[0] >= b));
+    if (row < 0 && rows.length < MAX_EVENT_ROWS) row = rows.push([]) - 1;
+    if (row >= 0) rows[row].push(span);
+    return { x: ex, row, anchor };
+  });
+}
+
+/** The rows the stage's labels take (at least EVENT_ROWS, so that most charts keep one height). */
+function eventRowsOf(events: readonly PlacedEvent[], x: (us: number) => number): number {
+  return Math.max(EVENT_ROWS, ...layoutEventLabels(events, x).map((l) => l.row + 1));
+}
+
 /**
  * The stage's events as marked vertical lines across its lanes, each labelled with the event's
  * name (its time, who and details in the tooltip). An event outside the stage's span (between two
  * stages) is drawn at the edge it is nearest to.
  */
 function eventMarks(events: readonly PlacedEvent[], x: (us: number) => number, height: number): string {
+  const layout = layoutEventLabels(events, x);
   return events
     .map((e, i) => {
-      const ex = Math.min(CHART_X + CHART_W, Math.max(CHART_X, x(e.atUs))).toFixed(1);
-      const ty = EVENT_ROW_H * ((i % EVENT_ROWS) + 1) - 3;
-      const anchor = Number(ex) > CHART_X + CHART_W - 80 ? 'end' : 'start';
+      const { row, anchor } = layout[i];
+      const ex = layout[i].x.toFixed(1);
+      const ty = EVENT_ROW_H * (Math.max(0, row) + 1) - 3;
       const tip = `${fmtTime(e.atUs)} ${e.event} by ${eventWho(e)}${e.details ? `: ${e.details}` : ''}${e.reason ? ` (reason: ${e.reason})` : ''}`;
+      const label = row < 0 ? '' : `<text x="${ex}" y="${ty}" class="event-label" text-anchor="${anchor}" dx="${anchor === 'end' ? -2 : 2}">${esc(e.event)}</text>`;
       return (
         `<g class="event-mark" data-event="${esc(e.event)}" data-at="${e.atUs}"><title>${esc(tip)}</title>` +
         `<line x1="${ex}" x2="${ex}" y1="${ty + 2}" y2="${height}" stroke="${EVENT_COLOR}" stroke-width="1.2" stroke-dasharray="4 2"/>` +
-        `<text x="${ex}" y="${ty}" class="event-label" text-anchor="${anchor}" dx="${anchor === 'end' ? -2 : 2}">${esc(e.event)}</text></g>`
+        `${label}</g>`
       );
     })
     .join('');
@@ -120,7 +151,7 @@ function stageSvg(st: StageTimeline, color: (s: string) => string, events: reado
   const x = (us: number) => CHART_X + ((us - start) / span) * CHART_W;
   const h = laneHeight(st.lanes.length);
   const showLabels = h >= 8;
-  const top = events.length ? EVENT_ROWS * EVENT_ROW_H : 0;
+  const top = events.length ? eventRowsOf(events, x) * EVENT_ROW_H : 0;
   const height = top + AXIS_H + st.lanes.length * h + 4;
   const out: string[] = [];
   out.push(`<svg class="timeline" viewBox="0 0 ${VIEW_W} ${height}" width="100%" preserveAspectRatio="xMinYMin meet" role="img" aria-label="stage ${st.stage} timeline">`);
