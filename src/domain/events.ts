@@ -28,6 +28,9 @@ export const EVENTS = {
   groupUpdated: 'group updated',
   /** The strategy's `on_event` command failed (orchestrator/notify.ts): which notice, and how. */
   notificationFailed: 'notification failed',
+  /** A group's subclouds wait for its maintenance window (orchestrator/maintenance-wait.ts), and its opening. */
+  maintenanceWait: 'maintenance wait',
+  maintenanceOpen: 'maintenance window open',
   /** `strategy delete`: the last event of a kept record (store/archive.ts), with who and why. */
   deleted: 'deleted',
 } as const;

@@ -74,14 +74,14 @@ export class MaintenanceWait {
    * for the progress each time a group starts waiting (for an opening not said yet) and when its
    * window has opened on the subclouds that waited.
    */
-  decide(subcloudId: number, say: (line: string) => void, waiting?: (group: string, text: string | null) => void): number | null {
+  decide(subcloudId: number, say: (line: string, opened: boolean) => void, waiting?: (group: string, text: string | null) => void): number | null {
     const w = this.heldUntil(subcloudId);
     const id = this.groupOf.get(subcloudId);
     const g = id === undefined ? undefined : this.groups.get(id);
     if (!g) return null;
     if (!w) {
       if (g.said) {
-        say(`group ${g.name}: maintenance window ${windowLabel(g.window.text, g.tz)} is open, its subclouds start`);
+        say(`group ${g.name}: maintenance window ${windowLabel(g.window.text, g.tz)} is open, its subclouds start`, true);
         waiting?.(g.name, null);
       }
       g.said = 0;
@@ -89,7 +89,7 @@ export class MaintenanceWait {
     }
     if (g.said !== w.opensMs) {
       g.said = w.opensMs;
-      say(`group ${g.name} waits for its maintenance window ${w.label}: opens ${new Date(w.opensMs).toISOString()}`);
+      say(`group ${g.name} waits for its maintenance window ${w.label}: opens ${new Date(w.opensMs).toISOString()}`, false);
       waiting?.(g.name, `${g.name} ${w.label} opens ${new Date(w.opensMs).toISOString()}`);
     }
     return Math.max(0, w.opensMs - this.clock());

@@ -20,6 +20,8 @@ import { strategyState } from '../store/strategy.js';
 import { Deferrals } from './deferrals.js';
 import type { Fleet } from './fleet.js';
 import { MaintenanceWait } from './maintenance-wait.js';
+import { recordEvent } from '../store/events.js';
+import { EVENTS } from '../domain/events.js';
 import type { ProgressSink } from './progress.js';
 import type { Runtime } from './runtime.js';
 import { StageGates, type StageBudget } from './stage-gate.js';
@@ -187,13 +189,26 @@ export class Stages {
         hold: (step) =>
           this.maintenance?.decide(
             step.subcloudId,
-            (line) => this.progress.note(line),
+            (line, opened) => this.windowSaid(line, opened),
             (group, text) => this.progress.windowWait?.(group, text),
           ) ?? null,
       },
       this.rt.timers,
     );
     await this.window.run();
+  }
+
+  /**
+   * A group began waiting for its maintenance window, or its window opened: said in the progress,
+   * and kept in the event record (its own commit), so that the report shows the wait afterwards.
+   */
+  private windowSaid(line: string, opened: boolean): void {
+    this.progress.note(line);
+    const who = this.host.who;
+    if (!who) return;
+    const db = this.rt.db;
+    const event = opened ? EVENTS.maintenanceOpen : EVENTS.maintenanceWait;
+    this.host.write(() => recordEvent(db, who, event, line)).catch((err: Error) => this.host.fail(err));
   }
 
   /** Resolves true when the subcloud has ended, false when it was held back before it started. */

@@ -6,6 +6,8 @@
  * Saturday 22:00 without waiting for either.
  */
 import { afterEach, describe, expect, test } from '@jest/globals';
+import path from 'node:path';
+import { openFile, withChromium } from '../helpers/browser.js';
 import { statesOf } from '../../src/domain/types.js';
 import { dcm, dcmOk, waitFor } from '../helpers/cli.js';
 import { expectRefused, json, withSql } from '../helpers/fleet.js';
@@ -220,6 +222,30 @@ describe('apply with maintenance windows (exec driver, one stage of named subclo
     expect(runs).toHaveLength(4 * PATCH.length);
     expect(peakConcurrent(runs)).toBeLessThanOrEqual(2);
     expect(steps(f.db).every((s) => s.state === 'complete')).toBe(true);
+
+    // The wait is in the event record, and the report shows it (issue 34): the window, from when
+    // until when, and that the window opened.
+    const ev = json<{ event: string; details: string; time: string }[]>(dcmOk([...db(), 'strategy', 'events', '-f', 'json']));
+    const wait = ev.find((e) => e.event === 'maintenance wait')!;
+    const open = ev.find((e) => e.event === 'maintenance window open')!;
+    expect(wait.details).toBe('group night waits for its maintenance window Sat 22:00-Sun 06:00 (UTC): opens 2026-12-05T22:00:00.000Z');
+    expect(open.details).toBe('group night: maintenance window Sat 22:00-Sun 06:00 (UTC) is open, its subclouds start');
+    const html = path.join(f.dir, 'r.html');
+    dcmOk([...db(), 'strategy', 'report', '--html', html]);
+    await withChromium(async (browser) => {
+      const o = await openFile(browser, html);
+      expect(o.errors).toEqual([]);
+      const rows = await o.page.evaluate(() => [...document.querySelectorAll('#waits tr.wait')].map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+      const toSecond = (t: string) => t.slice(0, 19);
+      expect(rows).toHaveLength(1);
+      expect([rows[0][0], rows[0][1], rows[0][2], rows[0][3], rows[0][5], rows[0][6]]).toEqual([
+        'night', 'Sat 22:00-Sun 06:00 (UTC)', toSecond(wait.time), toSecond(open.time), '2026-12-05T22:00:00.000Z', 'the window opened',
+      ]);
+      expect(Number(rows[0][4]!.replace(' s', ''))).toBeGreaterThanOrEqual(6);
+      // Both drawn on the timeline too.
+      const marks = await o.page.evaluate(() => [...document.querySelectorAll<SVGGElement>('g.event-mark')].map((g) => g.dataset.event));
+      expect(marks).toEqual(expect.arrayContaining(['maintenance wait', 'maintenance window open']));
+    });
   });
 
   test('a subcloud started inside its window runs to its end after the window has closed', async () => {

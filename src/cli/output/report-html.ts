@@ -5,7 +5,7 @@
  */
 import { esc, fmtMs, fmtTime } from './html-text.js';
 import { orchestratorDeaths } from '../../domain/report-deaths.js';
-import { attemptsSection, auditSection, deathsSection, failedRunsSection, rolloutSection, stageWindowsTable, windowsText } from './report-sections.js';
+import { attemptsSection, auditSection, deathsSection, waitsSection, failedRunsSection, rolloutSection, stageWindowsTable, windowsText } from './report-sections.js';
 import type { DurationRow, Lane, PlacedEvent, ReportModel, StageTimeline } from '../../domain/report.js';
 
 /** Colours of the operation states, in the type's order (red, orange and grey are kept for trouble). */
@@ -295,6 +295,7 @@ export function renderHtmlReport(m: ReportModel, generatedAtUs: number): string 
   for (const [k, v] of [['first operation', fmtTime(m.startUs)], ['last operation', fmtTime(m.endUs)]]) out.push(`<dt>${esc(k)}</dt><dd>${esc(v)}</dd>`);
   out.push('</dl></section>');
   out.push(rolloutSection(m));
+  out.push(waitsSection(m));
 
   // Timeline.
   out.push('<section id="timeline"><h2>Timeline</h2><div class="legend">');

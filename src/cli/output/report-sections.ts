@@ -7,6 +7,7 @@ import { esc, fmtTime } from './html-text.js';
 import type { ReportModel, StageTimeline } from '../../domain/report.js';
 import type { SiteAttempts } from '../../domain/report-runs.js';
 import { orchestratorDeaths } from '../../domain/report-deaths.js';
+import { maintenanceWaits } from '../../domain/report-waits.js';
 
 /** Rows of a table at most: past it, the page says how to list the rest. */
 const ROW_LIMIT = 1000;
@@ -62,6 +63,25 @@ export function deathsSection(m: ReportModel): string {
     `<section id="deaths"><h2>Orchestrators that died (${deaths.length})</h2>` +
     '<p class="muted">An orchestrator killed (kill -9), or cut off, writes no end of its own: the next one to take its lock, or its subclouds, found it gone.</p>' +
     table(['found', 'orchestrator', 'how it was known', 'found by', 'its runs'], rows) +
+    '</section>'
+  );
+}
+
+/** Each wait for a group's maintenance window: which, from when until when, and how it ended; nothing when none waited. */
+export function waitsSection(m: ReportModel): string {
+  const waits = maintenanceWaits(m.events);
+  if (waits.length === 0) return '';
+  const rows = waits.map((w) => {
+    const took = w.untilUs === null ? '—' : `${Math.round((w.untilUs - w.fromUs) / 1e6)} s`;
+    return (
+      `<tr class="wait" data-group="${esc(w.group)}"><td>${esc(w.group)}</td><td>${esc(w.window)}</td><td>${esc(fmtTime(w.fromUs))}</td>` +
+      `<td>${esc(w.untilUs === null ? '—' : fmtTime(w.untilUs))}</td><td class="num">${esc(took)}</td><td>${esc(w.opens)}</td><td>${esc(w.ended)}</td></tr>`
+    );
+  });
+  return (
+    `<section id="waits"><h2>Maintenance windows: waits (${waits.length})</h2>` +
+    '<p class="muted">A group\'s subclouds start their first state only inside its maintenance window: each time they waited for it, and how the wait ended.</p>' +
+    table(['group', 'window', 'waited from', 'until', ['waited', 'num'], 'to open at', 'ended'], rows) +
     '</section>'
   );
 }
