@@ -406,10 +406,7 @@ export async function strategyShow_(ctx: Ctx, type?: StrategyType): Promise<Comm
   return { kind: 'strategy', strategy: withReadDb(ctx, null, (db) => theStrategy(db, type)) ?? strategyNotFound(type) };
 }
 
-/**
- * Delete the strategy, keeping its record (store/archive.ts): the next strategy may be created at
- * once, and this one's post-mortem stays readable by its id until `db prune` removes it.
- */
+/** Delete the strategy, keeping its record (store/archive.ts) until `db prune` removes it. */
 export async function strategyDelete(ctx: Ctx, type?: StrategyType, opts: { wait?: boolean; reason?: string } = {}): Promise<Outcome> {
   const reason = checkReason(opts.reason);
   if (opts.wait) await waitForLiveRuns(ctx, false);

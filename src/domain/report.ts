@@ -67,9 +67,8 @@ export interface ReportInput {
     targets?: readonly [string, string][];
     /** The exec config's sha256: of the file as read at create, or (a strategy made before dcm kept that) of the config as stored. */
     execConfig?: { sha256: string; of: 'file' | 'stored config' } | null;
-    /** The other options of the create, each by its flag (domain/create-options.ts). */
+    /** The create's other options by flag; what the audits after each site found, when it audits. */
     createOptions?: readonly [string, string][];
-    /** What the audits after each site found, when the strategy audits (domain/report-audit.ts). */
     auditFindings?: readonly import('./report-audit.js').AuditFinding[];
   };
   /** The type's states, in order: the colours and the rows of the duration table follow it. */
