@@ -175,6 +175,14 @@ states:
     expectRefused(f.dir, [...db(), 'db', 'prune', '--older', '7'], 2, 'Invalid --older value: 7. Give a unit: 7h, 7d');
     expectRefused(f.dir, [...db(), 'db', 'prune', '--older', 'soon'], 2, 'Invalid --older value: soon. Use a number and a unit: 12h, 7d, 30m');
     expect(seen([first.id])).toEqual(before);
+    if (!isPgUrl(f.db)) {
+      // No file: nothing to prune is an error, nothing kept is the empty list; neither makes the file.
+      const missing = path.join(f.dir, 'none.db');
+      expectRefused(f.dir, ['--db', missing, 'db', 'prune', '--older', '1d'], 1, `${missing} does not exist`);
+      expect(dcmOk(['--db', missing, 'strategy', 'list', '-f', 'value', '-c', 'id']).stdout).toBe('<none>\n');
+      expectRefused(f.dir, ['--db', missing, 'strategy', 'events', '--strategy', first.id], 1, `Strategy ${first.id} not found (strategy list shows the strategies kept)`);
+      expect(fs.existsSync(missing)).toBe(false);
+    }
     // A strategy being applied cannot be deleted, exactly as before: nothing is kept, nothing goes.
     if (!isPgUrl(f.db)) {
       withSql(f.db, (d) => d.prepare("UPDATE strategy SET state = 'applying'").run());
