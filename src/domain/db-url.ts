@@ -60,3 +60,22 @@ export function dbAddressProblem(db: string): string | null {
   }
   return null;
 }
+
+/**
+ * The address a run is handed (`{db}`, DCM_DB): the store's, without its password, which stays in
+ * dcm. Both of libpq's places for one go: the user part (`user:secret@`) and a `password=`
+ * parameter. A run that must reach the database gets the password another way (PGPASSFILE).
+ */
+export function urlWithoutPassword(url: string): string {
+  if (!isPgUrl(url)) return url;
+  let out = url.replace(/^(postgres(?:ql)?:\/\/[^:/@?#]*):[^@/?#]*@/i, '$1@');
+  const q = out.indexOf('?');
+  if (q >= 0) {
+    const kept = out
+      .slice(q + 1)
+      .split('&')
+      .filter((p) => p !== '' && !/^password=/i.test(p));
+    out = out.slice(0, q) + (kept.length ? `?${kept.join('&')}` : '');
+  }
+  return out;
+}

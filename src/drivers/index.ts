@@ -4,7 +4,7 @@
  * args) and their help; apply asks here for the strategy's driver.
  */
 import path from 'node:path';
-import { isPgUrl } from '../domain/db-url.js';
+import { isPgUrl, urlWithoutPassword } from '../domain/db-url.js';
 import { UsageError } from '../domain/errors.js';
 import type { ExtraArgs } from '../domain/options.js';
 import type { StrategyType } from '../domain/types.js';
@@ -107,9 +107,12 @@ export async function driverExtraArgs(name: DriverName, input: DriverCreateInput
 }
 
 /** The strategy's driver; a strategy stored before drivers were named is a sim one. */
-/** The database as a run's `{db}` and DCM_DB name it: a file's absolute path, or the server's address as given. */
+/**
+ * The database as a run's `{db}` and DCM_DB name it: a file's absolute path, or the server's
+ * address without its password (which never reaches a run's argv or environment).
+ */
 function absoluteDb(dbPath: string): string {
-  return isPgUrl(dbPath) ? dbPath : path.resolve(dbPath);
+  return isPgUrl(dbPath) ? urlWithoutPassword(dbPath) : path.resolve(dbPath);
 }
 
 export async function createDriver(dbPath: string, strategy: StoredStrategy): Promise<Driver> {

@@ -27,6 +27,7 @@ import { runIdOf } from './run-id.js';
 import { TagScans } from './tag-scans.js';
 import { watchProgress } from './progress-file.js';
 import { EX_TEMPFAIL } from '../../domain/deferral.js';
+import { isPgUrl } from '../../domain/db-url.js';
 
 /** Reasons and details are kept short: `<state>: <reason>` fits in 200 characters. */
 const DETAILS_LIMIT = 200;
@@ -74,7 +75,7 @@ export class ExecDriver implements Driver {
   /** Runs in flight, by subcloud: never two at once for one subcloud, whatever a caller does. */
   private readonly live = new Map<string, Live>();
   private closing = false;
-  /** dcm's environment without its own DCM_* settings (DCM_DB of the shell, DCM_DEBUG…), made once. */
+  /** dcm's environment without its own DCM_* settings (DCM_DB of the shell, DCM_DEBUG…) and the store's password, made once. */
   private readonly baseEnv: NodeJS.ProcessEnv;
   private readonly launcher: Launcher;
   /** One /proc scan for the runs that end in the same turn (tag-scans.ts). */
@@ -87,7 +88,10 @@ export class ExecDriver implements Driver {
 
   constructor(private readonly settings: ExecSettings) {
     this.specs = new Map(settings.config.states.map((s) => [s.state, s]));
-    this.baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DCM_')));
+    // On a server, PGPASSWORD is the store's password: it stays in dcm, as the address's does
+    // (a run that must reach the database reads PGPASSFILE).
+    const storeSecret = isPgUrl(settings.dbPath) ? 'PGPASSWORD' : null;
+    this.baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DCM_') && k !== storeSecret));
     this.launcher = new Launcher(this.baseEnv);
     const spec = settings.config.audit;
     if (spec) this.audit = (req) => this.runAudit(spec, req);
