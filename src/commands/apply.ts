@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import v8 from 'node:v8';
 import { DcmError } from '../domain/errors.js';
 import { applyFaultError } from '../store/faults.js';
-import { createDriver } from '../drivers/index.js';
+import { createDriver, endsReachStore } from '../drivers/index.js';
 import { withAuditAfter } from '../orchestrator/audit-after.js';
 import type { Driver } from '../drivers/driver.js';
 import { strategyNotFound, theStrategy } from './strategy.js';
@@ -162,6 +162,8 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
     }
     const who = { ...whoAmI(), host: holder.host, pid: holder.pid };
     if (lease) lease.record = (t) => recordEvent(db, who, EVENTS.workerTakenOver, workerTakenText(t));
+    // Runs of a worker gone from another host are waited for (their ends reach the store) where the driver tells them.
+    if (lease) lease.adoptsElsewhere = endsReachStore(first.extra);
     let s = first;
     const start = () => {
       s = theStrategy(db, type);

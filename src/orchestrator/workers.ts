@@ -58,6 +58,11 @@ export class WorkerLease {
   private timer: Timer | null = null;
   /** Records a takeover in the event record, in the transaction that makes it. */
   record: ((t: TakenOver) => void) | null = null;
+  /**
+   * Runs of a worker gone from another host are kept `running` for this one to wait for (their
+   * ends reach the store from their host: orchestrator/remote-runs.ts) rather than closed to run again.
+   */
+  adoptsElsewhere = false;
   /** Whether this worker still runs the strategy, and so may take others' subclouds over. */
   private taking = true;
 
@@ -181,7 +186,7 @@ export class WorkerLease {
       if (!why) continue;
       const sameHost = w.host === this.host;
       if (!sameHost && heardOn(w.host, w.id)) continue;
-      const r = takeOver(this.db, w, this.id, sameHost, `its worker (pid ${w.pid} on ${w.host}) is gone: ${why}`);
+      const r = takeOver(this.db, w, this.id, sameHost || this.adoptsElsewhere, `its worker (pid ${w.pid} on ${w.host}) is gone: ${why}`);
       const t = { worker: w, why, ...r };
       this.record?.(t);
       out.push(t);

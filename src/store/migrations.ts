@@ -294,7 +294,22 @@ export const MIGRATIONS: ((db: Database.Database) => void)[] = [
   // 14 -> 15: the operator's words (issue 34): `--reason TEXT` of pause, resume, abort, retry,
   // update and a group's update during a strategy, kept beside the event it explains.
   (db) => db.exec(EVENT_REASON_MIGRATION),
+  // 15 -> 16: a run's end as its own host saw it (issue 30): written by the exec driver's
+  // launcher, which outlives its worker, so that a worker on another host that took the run over
+  // takes its result instead of running it again.
+  (db) => db.exec(RUN_END_MIGRATION),
 ];
+
+/** SQLite's and PostgreSQL's alike (store/pg/schema.ts takes it too). */
+export const RUN_END_MIGRATION = `
+  CREATE TABLE run_end (
+    run_id TEXT PRIMARY KEY,
+    host TEXT NOT NULL,
+    code INTEGER,
+    signal TEXT,
+    facts TEXT NOT NULL,
+    ended_at TEXT NOT NULL
+  );`;
 
 /** SQLite's and PostgreSQL's alike (store/pg/schema.ts takes it too). */
 export const EVENT_REASON_MIGRATION = 'ALTER TABLE strategy_event ADD COLUMN reason TEXT;';

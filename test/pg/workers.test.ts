@@ -221,7 +221,7 @@ describe('several workers on one strategy', () => {
     expect(fx.leftovers()).toEqual([]);
   }, 180_000);
 
-  test('two hosts; the one with a run in flight is killed for good: the run goes again once, the next attempt, DCM_RESUMED=1 and a new fence', async () => {
+  test('two hosts; the one with a run in flight is lost for good (worker, launcher, run): past the run\'s timeout it goes again once, the next attempt, DCM_RESUMED=1 and a new fence', async () => {
     f = execFixture();
     const fx = f;
     const envs = path.join(fx.dir, 'envs.log');
@@ -230,6 +230,7 @@ describe('several workers on one strategy', () => {
     const cmd = `echo "$DCM_CLOUD|$DCM_STATE|$DCM_ATTEMPT|\${DCM_RESUMED:-0}|$DCM_FENCE" >> ${envs}; if [ "$DCM_CLOUD" = s001 ] && [ ! -e ${first} ]; then echo $$ > ${first}; exec sleep 600; fi`;
     const logs = path.join(fx.dir, 'logs');
     setup(fx.db, 3, 3, `
+defaults: {timeout: 3s, kill_grace: 1s}
 states:
   "*": [sh, -c, ${JSON.stringify(cmd)}]
 `, fx, '--log-dir', logs);
@@ -238,7 +239,14 @@ states:
     await waitFor(() => query<{ n: number }>(fx.db, `SELECT count(*) AS n FROM strategy_step WHERE state = 'complete'`)[0].n === 2, 60_000);
     const hostB = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' });
     await waitFor(() => query<{ n: number }>(fx.db, 'SELECT count(*) AS n FROM apply_worker')[0].n === 2, 60_000);
-    // Host A goes for good: its worker and the run it started.
+    // Host A goes for good: its worker, the launcher that would have told the run's end, and the run.
+    const launchers = new Set(
+      (fs.readdirSync(logs, { recursive: true }) as string[])
+        .filter((n) => n.endsWith('.pid'))
+        .map((n) => Number(fs.readFileSync(path.join(logs, n), 'utf8').trim().split(/\s+/)[1])),
+    );
+    expect(launchers.size).toBe(1);
+    for (const pid of launchers) process.kill(pid, 'SIGKILL');
     hostA.child.kill('SIGKILL');
     process.kill(Number(fs.readFileSync(first, 'utf8')), 'SIGKILL');
     await hostA.done;
@@ -260,12 +268,52 @@ states:
       [st],
     );
     expect(hist.map((h) => h.outcome)).toEqual(['interrupted', 'ok']);
-    expect(hist[0].details).toMatch(/^its worker \(pid \d+ on host-a\) is gone: its lease ran out/);
+    // Nothing told its end: held until it could not be going any more (3 s, 1 s of grace twice, the launcher's 5 s twice).
+    expect(hist[0].details).toMatch(/its host \(host-a\) never said how the run ended; after 15s it cannot be going any more$/);
     // Each host keeps the logs of the runs it started: read from a third, the command says where they are.
     fs.rmSync(logs, { recursive: true, force: true });
     const r = dcm(['--db', fx.db, 'strategy-step', 'logs', 's001'], { env: { DCM_HOST: 'host-c' } });
     expect(r.code).toBe(0);
     expect(r.stderr).toMatch(/^dcm: no run logs for s001 \(in .*\); its runs ran on host-a \(\d+\), host-b \(\d+\): their logs are there\n$/);
+  }, 180_000);
+
+  /**
+   * Two hosts, runs longer than the lease: host-a's worker is frozen past its lease, or killed,
+   * with its runs in flight; host-b takes it over. Its runs go on (their launcher outlives the
+   * worker) and tell their ends to the store: host-b takes those results and never starts a state
+   * of theirs again. Judged by the runs' own log.
+   */
+  test.each([
+    ['frozen past its lease', 'SIGSTOP'],
+    ['killed', 'SIGKILL'],
+  ] as const)('two hosts; a worker %s with runs in flight: the other takes their results, no state runs twice, none overlaps', async (_what, signal) => {
+    f = execFixture();
+    const fx = f;
+    const N = 4;
+    setup(fx.db, N, N, everyState(fx, 2_500, 3_000), fx);
+    const a = worker(fx.db, { ...fx.env, DCM_HOST: 'host-a' });
+    // host-a has every subcloud in flight, each in its first state.
+    await waitFor(() => query<{ n: number }>(fx.db, `SELECT count(*) AS n FROM step_history WHERE outcome = 'running' AND pid IS NOT NULL`)[0].n === N, 60_000);
+    const b = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' });
+    await waitFor(() => query<{ n: number }>(fx.db, 'SELECT count(*) AS n FROM apply_worker')[0].n === 2, 60_000);
+    a.child.kill(signal);
+    // Taken over while its runs still go (a lease of 2 s, runs of 2.5 s or more).
+    await waitFor(() => query(fx.db, `SELECT 1 FROM strategy_event WHERE event = 'worker taken over'`).length === 1, 60_000);
+    if (signal === 'SIGSTOP') a.child.kill('SIGCONT');
+    const [endA, endB] = await Promise.all([a.done, b.done]);
+    expect(endA.code).toBe(signal === 'SIGSTOP' ? 4 : null);
+    expect([endB.code, endB.stderr]).toEqual([0, '']);
+    expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: N }]);
+    const runs = fx.readRuns();
+    expect(overlapsPerCloud(runs)).toEqual([]);
+    const seen = new Map<string, number>();
+    for (const r of runs) seen.set(`${r.cloud}|${r.state}`, (seen.get(`${r.cloud}|${r.state}`) ?? 0) + 1);
+    expect([...seen].filter(([, n]) => n > 1)).toEqual([]);
+    expect(runs).toHaveLength(N * 5);
+    // The runs host-a started ended `ok` in the history, taken by host-b from their ends.
+    const first = query<{ outcome: string; n: number }>(fx.db, `SELECT outcome, count(*) AS n FROM step_history WHERE host = 'host-a' GROUP BY outcome`);
+    expect(first).toEqual([{ outcome: 'ok', n: N }]);
+    await waitFor(() => fx.leftovers().length === 0, 60_000, 100);
   }, 180_000);
 
   test('a host whose clock is 10 minutes ahead takes no live worker over: leases are judged by the database server clock', async () => {
