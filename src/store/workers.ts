@@ -109,9 +109,12 @@ export function removeWorker(db: Db, id: number): void {
  * waited for, or its driver's runs tell their ends to the store from their own host), their steps
  * then the taker's with a new fence, as a claim gives; or closed as interrupted (another host,
  * and nothing can tell how they end), to run again as their next attempt.
- * Returns how many of each.
+ * Returns how many of each; null when the worker renewed its lease since `gone` was read.
  */
-export function takeOver(db: Db, gone: WorkerRow, taker: number, adopt: boolean, reason: string): { adopted: number; interrupted: number } {
+export function takeOver(db: Db, gone: WorkerRow, taker: number, adopt: boolean, reason: string): { adopted: number; interrupted: number } | null {
+  // First, and only as it was read: a renewal takes no lock (it never waits behind a writer), so
+  // one may have landed since; then the worker is alive, and nothing of it is touched.
+  if (sql(db, 'DELETE FROM apply_worker WHERE id = ? AND heartbeat_ms = ?').run(gone.id, gone.heartbeat_ms).changes === 0) return null;
   let adopted = 0;
   let interrupted = 0;
   if (adopt) {
