@@ -30,7 +30,7 @@ export function adoptLeftRuns(
   /** One of several workers: only the runs of the steps it holds, but those it already waits for. */
   only?: { owner: number; skip: (stepId: number) => boolean; host: string },
   /** A run another host started: its end as that host writes it (remote-runs.ts). */
-  elsewhere?: (left: LeftRunRow, req: OperationRequest) => Promise<OperationResult> | null,
+  elsewhere?: (left: LeftRunRow, req: OperationRequest, here: string) => Promise<OperationResult> | null,
 ): LeftRuns {
   const left = only ? leftRunning(db, only.owner).filter((l) => !only.skip(l.stepId)) : leftRunning(db);
   const byId = stepsByIds(db, left.map((l) => l.stepId));
@@ -41,7 +41,7 @@ export function adoptLeftRuns(
     let req: OperationRequest | null = null;
     if (step && step.state === l.state && only && l.host !== null && l.host !== only.host && elsewhere && driver.remote) {
       // Started on another host: never run again while it may still go there.
-      const result = elsewhere(l, (req = request(step, l)));
+      const result = elsewhere(l, (req = request(step, l)), only.host);
       if (result) {
         out.adopted.set(l.stepId, { step, left: l, result });
         continue;

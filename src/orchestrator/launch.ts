@@ -138,9 +138,9 @@ export class Launcher {
         return this.request(worker);
       },
       this.fleet.adoptScope(skip),
-      (l, req) => {
+      (l, req, here) => {
         const remote = this.rt.driver.remote?.(l, req);
-        return remote ? waitRemote(this.rt, l, remote) : null;
+        return remote ? waitRemote(this.rt, l, remote, here) : null;
       },
     );
     const byStep = new Map(made.map((w) => [w.step.id, w]));

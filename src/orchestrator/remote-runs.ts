@@ -12,25 +12,37 @@
  */
 import type { OperationResult, RemoteRun } from '../drivers/driver.js';
 import { formatDuration } from '../domain/durations.js';
-import { runEnd, type LeftRunRow } from '../store/runs.js';
+import { abandonRemoteRun, runEnd, type LeftRunRow } from '../store/runs.js';
 import type { Runtime } from './runtime.js';
 
 /** How often the store is asked for the end of a run another host has. */
 const LOOK_MS = 1_000;
 
-export function waitRemote(rt: Runtime, left: LeftRunRow, remote: RemoteRun): Promise<OperationResult> {
+export function waitRemote(rt: Runtime, left: LeftRunRow, remote: RemoteRun, host: string): Promise<OperationResult> {
   const deadline = rt.now() + remote.maxLeftMs;
   return new Promise((resolve) => {
     let done = false;
+    let claimed = false;
     const look = () => {
       if (done) return;
       let end;
+      let givenUp = false;
       try {
         end = runEnd(rt.db, remote.key);
+        // Once: a run its worker committed and its launcher never claimed is given up here, so it
+        // can never start there after all; the first claim wins (the launcher's, or this one).
+        if (!end && !claimed) {
+          givenUp = abandonRemoteRun(rt.db, remote.key, host);
+          claimed = true;
+        }
       } catch {
         return; // a busy store or a lost connection: the next look
       }
-      if (end) {
+      if (givenUp) {
+        done = true;
+        timer.clear();
+        resolve({ kind: 'retry', outcome: 'interrupted', reason: `the run was never started on ${left.host ?? 'its host'} (its worker stopped first)`, delayMs: 0 });
+      } else if (end) {
         done = true;
         timer.clear();
         resolve(remote.outcome(end));

@@ -294,14 +294,21 @@ export const MIGRATIONS: ((db: Database.Database) => void)[] = [
   // 14 -> 15: the operator's words (issue 34): `--reason TEXT` of pause, resume, abort, retry,
   // update and a group's update during a strategy, kept beside the event it explains.
   (db) => db.exec(EVENT_REASON_MIGRATION),
-  // 15 -> 16: a run's end as its own host saw it (issue 30): written by the exec driver's
-  // launcher, which outlives its worker, so that a worker on another host that took the run over
-  // takes its result instead of running it again.
+  // 15 -> 16: a run's start and end as its own host saw them (issue 30): written by the exec
+  // driver's launcher, which outlives its worker, so that a worker on another host that took the
+  // run over takes its result instead of running it again, or gives up a run never started (the
+  // first of the launcher and the taker to claim it wins, as the claim file does on one host).
   (db) => db.exec(RUN_END_MIGRATION),
 ];
 
 /** SQLite's and PostgreSQL's alike (store/pg/schema.ts takes it too). */
 export const RUN_END_MIGRATION = `
+  CREATE TABLE run_claim (
+    run_id TEXT PRIMARY KEY,
+    host TEXT NOT NULL,
+    what TEXT NOT NULL CHECK (what IN ('started', 'abandoned')),
+    at TEXT NOT NULL
+  );
   CREATE TABLE run_end (
     run_id TEXT PRIMARY KEY,
     host TEXT NOT NULL,

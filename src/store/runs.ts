@@ -174,3 +174,11 @@ export interface RunEndRow {
 export function runEnd(db: Db, runId: string): RunEndRow | undefined {
   return sql(db, 'SELECT code, signal, facts, host FROM run_end WHERE run_id = ?').get(runId) as RunEndRow | undefined;
 }
+
+/**
+ * A run another host's worker committed and may not have started (it stopped first): claimed
+ * here for nobody, unless its launcher claimed it first. True: given up, it will never start.
+ */
+export function abandonRemoteRun(db: Db, runId: string, host: string): boolean {
+  return sql(db, `INSERT INTO run_claim (run_id, host, what, at) VALUES (?, ?, 'abandoned', ?) ON CONFLICT (run_id) DO NOTHING`).run(runId, host, now()).changes === 1;
+}

@@ -51,8 +51,8 @@ interface Launch {
 
 /** Where run ends are written: the server's store, and this host's name. */
 let store: { url: string; host: string; password?: string } | null = null;
-let endWriter: Promise<(row: unknown[]) => Promise<void>> | null = null;
-/** Run ends not yet written: the launcher waits for them before it exits. */
+let endWriter: Promise<Query> | null = null;
+/** Run claims and ends not yet written to the store: the launcher waits for them before it exits. */
 let writing = 0;
 
 /**
@@ -76,12 +76,14 @@ function maybeExit(): void {
   if (dcmGone && running === 0 && writing === 0) process.exit(0);
 }
 
-/** One connection, made on the first end; a lost one is made again by the next try. */
-function connect(): Promise<(row: unknown[]) => Promise<void>> {
+type Query = (text: string, values: unknown[]) => Promise<number>;
+
+/** One connection, made on the first use; a lost one is made again by the next try. Returns rows affected. */
+function connect(): Promise<Query> {
   const { url, password } = store!;
   return import('pg').then(({ default: pg }) => {
     let client: InstanceType<typeof pg.Client> | null = null;
-    return async (row: unknown[]) => {
+    return async (text: string, values: unknown[]) => {
       if (!client) {
         const c = new pg.Client({ connectionString: url, ...(password ? { password } : {}) });
         c.on('error', () => {
@@ -91,7 +93,7 @@ function connect(): Promise<(row: unknown[]) => Promise<void>> {
         client = c;
       }
       try {
-        await client.query('INSERT INTO run_end (run_id, host, code, signal, facts, ended_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (run_id) DO NOTHING', row);
+        return (await client.query(text, values)).rowCount ?? 0;
       } catch (err) {
         client.end().catch(() => {});
         client = null;
@@ -101,6 +103,18 @@ function connect(): Promise<(row: unknown[]) => Promise<void>> {
   });
 }
 
+/** `text` on the store, tried again (200 ms, doubling to 10 s) until `forMs` has passed; null then. */
+async function onStore(text: string, values: unknown[], forMs: number): Promise<number | null> {
+  for (let wait = 200, until = Date.now() + forMs; ; wait = Math.min(wait * 2, 10_000)) {
+    try {
+      return await (await (endWriter ??= connect()))(text, values);
+    } catch {
+      if (Date.now() > until) return null;
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
+}
+
 /** Write a run's end to the store, trying again for up to an hour while the server cannot take it. */
 async function writeEnd(req: Launch, code: number | null, signal: string | null): Promise<void> {
   const runId = req.env.DCM_RUN_ID ?? '';
@@ -108,19 +122,41 @@ async function writeEnd(req: Launch, code: number | null, signal: string | null)
   const status = readStatus(req.base, runId);
   const c = status && 'code' in status ? status.code : code;
   const facts = JSON.stringify(readAll(fileFacts(req.base, req.reason)));
-  const row = [runId, store!.host, c, c === null ? signal : null, facts, formatTimestamp(Date.now() * 1000)];
-  for (let wait = 200, until = Date.now() + 3_600_000; ; wait = Math.min(wait * 2, 10_000)) {
-    try {
-      await (await (endWriter ??= connect()))(row);
-      return;
-    } catch {
-      if (Date.now() > until) return;
-      await new Promise((r) => setTimeout(r, wait));
-    }
-  }
+  await onStore(
+    'INSERT INTO run_end (run_id, host, code, signal, facts, ended_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (run_id) DO NOTHING',
+    [runId, store!.host, c, c === null ? signal : null, facts, formatTimestamp(Date.now() * 1000)],
+    3_600_000,
+  );
+}
+
+/**
+ * Claim the run in the store before it starts: a worker on another host that took this one's
+ * worker over may have given it up (it found no start), and then it never starts. Tried for a
+ * minute while the server cannot be reached; a run that cannot be claimed is not started.
+ */
+async function claimInStore(req: Launch): Promise<string | null> {
+  const runId = req.env.DCM_RUN_ID ?? '';
+  const n = await onStore(
+    `INSERT INTO run_claim (run_id, host, what, at) VALUES ($1, $2, 'started', $3) ON CONFLICT (run_id) DO NOTHING`,
+    [runId, store!.host, formatTimestamp(Date.now() * 1000)],
+    60_000,
+  );
+  if (n === null) return 'not started: the database could not be reached to claim the run';
+  return n === 1 ? null : 'not started: given up by a worker on another host';
 }
 
 function launch(req: Launch): void {
+  if (!store) return launchNow(req);
+  writing++;
+  void claimInStore(req)
+    .then((refused) => (refused ? send({ id: req.id, error: refused }) : launchNow(req)))
+    .finally(() => {
+      writing--;
+      maybeExit();
+    });
+}
+
+function launchNow(req: Launch): void {
   // Claim the run: a later dcm that gave it up (it found no trace of it) has claimed it first.
   let claim: number;
   try {
