@@ -7,15 +7,17 @@ import { casStrategyState } from '../store/strategy.js';
 import fs from 'node:fs';
 import v8 from 'node:v8';
 import { DcmError } from '../domain/errors.js';
-import { applyFaultError } from '../store/faults.js';
-import { createDriver } from '../drivers/index.js';
+import { applyFaultError, faultOf } from '../store/faults.js';
+import { createDriver, endsReachStore } from '../drivers/index.js';
 import { withAuditAfter } from '../orchestrator/audit-after.js';
 import type { Driver } from '../drivers/driver.js';
 import { strategyNotFound, theStrategy } from './strategy.js';
 import type { Outcome } from './results.js';
 import { withStoreFaults, type RunCtx } from './context.js';
 import { ApplyLock, takeoverNote } from '../orchestrator/lock.js';
-import { LEASE_MS, WorkerLease } from '../orchestrator/workers.js';
+import { LEASE_MS, WorkerLease, type TakenOver } from '../orchestrator/workers.js';
+import { BUSY_RETRY_MS } from '../orchestrator/committer.js';
+import { sleep } from '../platform/timers.js';
 import { workerTakenText } from '../domain/events.js';
 import { Orchestrator } from '../orchestrator/orchestrator.js';
 import { realRuntime } from '../orchestrator/runtime.js';
@@ -128,13 +130,18 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
   const cost = counters(db);
   // SPEC §2: every connection waits at least 5 s for another writer; past that the orchestrator
   // says so once and tries again (committer.ts), never dying of SQLITE_BUSY.
-  db.pragma('busy_timeout = 5000');
+  // On a server each try waits at most a quarter of the lease (1 s at most), then the orchestrator
+  // waits between tries with its event loop free: Ctrl-C, driver answers and the lease's renewal
+  // go on while another session holds the writers' lock.
+  db.pragma(`busy_timeout = ${onServer ? serverTryMs(opts.leaseMs ?? LEASE_MS) : 5000}`);
   db.pragma(WINDOW_PAGE_CACHE);
   // A database on a server has no path to be removed or replaced under the apply.
   const checkFile = onServer ? () => {} : fileWatch(ctx.dbPath);
   // On a server each apply is one of the strategy's workers (orchestrator/workers.ts); a file has
   // one orchestrator, under the apply lock.
-  const lease = onServer ? new WorkerLease(db, opts.leaseMs ?? LEASE_MS, opts.maxLocal ?? null) : null;
+  // The lease is renewed on a connection of its own, never behind the writers' lock.
+  const beatDb = onServer ? openDb(ctx.dbPath, { create: false, write: true }) : null;
+  const lease = onServer ? new WorkerLease(db, opts.leaseMs ?? LEASE_MS, opts.maxLocal ?? null, beatDb ? { beatDb } : {}) : null;
   const lock = new ApplyLock(db, ctx.dbPath);
   const holder = lease ?? lock;
   let locked = false;
@@ -162,6 +169,8 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
     }
     const who = { ...whoAmI(), host: holder.host, pid: holder.pid };
     if (lease) lease.record = (t) => recordEvent(db, who, EVENTS.workerTakenOver, workerTakenText(t));
+    // Runs of a worker gone from another host are waited for (their ends reach the store) where the driver tells them.
+    if (lease) lease.adoptsElsewhere = endsReachStore(first.extra);
     let s = first;
     const start = () => {
       s = theStrategy(db, type);
@@ -173,7 +182,7 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
     // The lock (or the worker's row), the start and their record in one transaction: a refused
     // start takes no lock and records nothing.
     if (lease) {
-      const taken = lease.join(start);
+      const taken = await joinWhenFree(lease, start, (text) => progress.note(text));
       for (const t of taken) progress.note(`took over the worker pid ${t.worker.pid} on ${t.worker.host} (${t.why})`);
     } else {
       const { tookOverFrom } = lock.acquire((holder) => {
@@ -252,9 +261,33 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
       // A full or busy file: the lock of a process that is gone is taken over by the next apply.
     }
     db.close();
+    beatDb?.close();
     if (fileGone) removeOwnSidecars(sidecars);
     if (cost) fs.writeFileSync(cost.file, `${JSON.stringify({ ...cost.counters, driver: driver?.costs?.() ?? {} })}\n`);
     removeSignals?.();
   }
 }
 
+
+/** How long one try of a write waits for the writers' lock on a server. */
+function serverTryMs(leaseMs: number): number {
+  return Math.max(50, Math.min(1_000, Math.floor(leaseMs / 4)));
+}
+
+/**
+ * Join the strategy's workers, waiting while another session holds the writers' lock (said once),
+ * as a worker already running waits: a second worker joining a busy strategy never dies of it.
+ */
+async function joinWhenFree(lease: WorkerLease, start: () => void, note: (text: string) => void): Promise<TakenOver[]> {
+  let said = false;
+  for (;;) {
+    try {
+      return lease.join(start);
+    } catch (err) {
+      if (faultOf(err) !== 'busy') throw err;
+      if (!said) note('the database is locked by another process: waiting for it to join the workers');
+      said = true;
+      await sleep(BUSY_RETRY_MS);
+    }
+  }
+}

@@ -11,18 +11,33 @@ import { liveRunPid } from '../drivers/exec/liveness.js';
 import { getStrategy } from '../store/strategy.js';
 import { layoutOf } from '../domain/logs.js';
 import { withReadDb, type Ctx } from './context.js';
+import { hostName } from '../platform/who.js';
+import { isPgUrl } from '../domain/db-url.js';
 
 export interface LiveRun {
   left: LeftRunRow;
   pid: number;
+  /** Started on another host (several hosts): nothing here can see it; its host tells how it ends. */
+  elsewhere?: string;
 }
 
-/** The strategy's runs left `running` whose processes live (only the exec driver starts processes). */
+/**
+ * The strategy's runs left `running` whose processes live (only the exec driver starts
+ * processes), and on a server those another host started: they may still go there, or have
+ * ended there with a result the next apply takes (orchestrator/remote-runs.ts), and are never
+ * closed from here as if cut off.
+ */
 export function liveRuns(db: Db, strategy: { created_at: string; extra: Record<string, unknown> }, dbPath: string): LiveRun[] {
   if (strategy.extra.driver !== 'exec') return [];
   const logs = layoutOf(strategy, dbPath);
   const out: LiveRun[] = [];
+  const here = hostName();
+  const shared = isPgUrl(dbPath);
   for (const left of leftRunning(db)) {
+    if (shared && left.host !== null && left.host !== here) {
+      out.push({ left, pid: left.proc?.pid ?? 0, elsewhere: left.host });
+      continue;
+    }
     const pid = liveRunPid(logs, strategy.created_at, left);
     if (pid !== null) out.push({ left, pid });
   }
@@ -31,7 +46,7 @@ export function liveRuns(db: Db, strategy: { created_at: string; extra: Record<s
 
 /** `subcloud1 (pre check, pid 123)`, and how many more. */
 export function nameLive(live: LiveRun[]): string {
-  const shown = live.slice(0, 5).map((l) => `${l.left.cloud} (${l.left.state}, pid ${l.pid})`);
+  const shown = live.slice(0, 5).map((l) => `${l.left.cloud} (${l.left.state}, ${l.elsewhere ? `on ${l.elsewhere}` : `pid ${l.pid}`})`);
   return shown.join(', ') + (live.length > 5 ? ` and ${live.length - 5} more` : '');
 }
 
@@ -46,10 +61,11 @@ export function refuseWhileLive(live: LiveRun[], verb: string): void {
 
 /** `--wait`: until none of the strategy's runs lives (they end by themselves or by their timeout). */
 export async function waitForLiveRuns(ctx: Ctx, quiet: boolean): Promise<void> {
+  // Not another host's: only an apply takes their ends, and the command then says so.
   const check = () =>
     withReadDb(ctx, [] as LiveRun[], (db) => {
       const s = getStrategy(db);
-      return s ? liveRuns(db, s, ctx.dbPath) : [];
+      return s ? liveRuns(db, s, ctx.dbPath).filter((l) => !l.elsewhere) : [];
     });
   let live = check();
   if (live.length && !quiet) process.stderr.write(`waiting for ${nameLive(live)} to end\n`);

@@ -78,6 +78,8 @@ export interface LeftRun {
   /** When its history row was opened (ISO 8601). */
   startedAt: string;
   proc: RunProcess | null;
+  /** The host that started it, when recorded. */
+  host?: string | null;
 }
 
 /**
@@ -85,6 +87,26 @@ export interface LeftRun {
  * wait for (the run is still going, or it ended and left its status behind).
  */
 export type Adoption = { kind: 'interrupted' } | { kind: 'wait'; result: Promise<OperationResult> };
+
+/** A run's end as the host that ran it wrote it to the store (several hosts). */
+export interface RemoteEnd {
+  code: number | null;
+  signal: string | null;
+  /** What the run left for its outcome to be read from, as the driver wrote it. */
+  facts: string;
+}
+
+/**
+ * A run another host started, taken over with its worker: nothing here can see or stop it, so
+ * its result is the one its host writes to the store (`key`), and it may still go for at most
+ * `maxLeftMs` (its state's timeout and kill grace, which its host enforces even without its
+ * worker), after which it cannot be going any more and runs again.
+ */
+export interface RemoteRun {
+  key: string;
+  maxLeftMs: number;
+  outcome(end: RemoteEnd): Promise<OperationResult>;
+}
 
 /** One site to audit: its name, its fields and labels (for placeholders), and a way to stop. */
 export interface AuditRequest {
@@ -113,6 +135,8 @@ export interface Driver {
    * it, every such run is interrupted and runs again.
    */
   adopt?(left: LeftRun, req: OperationRequest): Adoption;
+  /** A run of another host's (its history names that host): how to learn its end; absent, it runs again. */
+  remote?(left: LeftRun, req: OperationRequest): RemoteRun;
   /**
    * The only label keys this driver reads from a request's `labels` (the sim's `sim_unreachable`):
    * the orchestrator then reads which subclouds have one once, as the apply starts (and on

@@ -47,6 +47,11 @@ interface DriverModule {
   /** Loaded only when a strategy is created: --help need not load a YAML parser. */
   extraArgs(input: DriverCreateInput): Promise<ExtraArgs>;
   create(dbPath: string, strategy: StoredStrategy): Promise<Driver>;
+  /**
+   * Its runs outlive their worker and their ends reach a server's store from the host that ran
+   * them (Driver.remote): a worker on another host waits for them rather than running them again.
+   */
+  endsReachStore?: boolean;
 }
 
 const MODULES: Record<DriverName, DriverModule> = {
@@ -60,6 +65,7 @@ const MODULES: Record<DriverName, DriverModule> = {
   },
   exec: {
     options: EXEC_OPTIONS,
+    endsReachStore: true,
     extraArgs: async (input) => (await import('./exec/options.js')).execExtraArgs(input),
     async create(dbPath, strategy) {
       const { ExecDriver } = await import('./exec/index.js');
@@ -73,6 +79,7 @@ const MODULES: Record<DriverName, DriverModule> = {
         // the one the strategy was created with.
         logs: layoutOf(strategy, dbPath),
         dbPath: absoluteDb(dbPath),
+        storeUrl: isPgUrl(dbPath) ? dbPath : undefined,
         sysadminPassword: typeof extra.sysadmin_password === 'string' ? extra.sysadmin_password : undefined,
       });
     },
@@ -113,6 +120,11 @@ export async function driverExtraArgs(name: DriverName, input: DriverCreateInput
  */
 function absoluteDb(dbPath: string): string {
   return isPgUrl(dbPath) ? urlWithoutPassword(dbPath) : path.resolve(dbPath);
+}
+
+/** Whether the strategy's driver tells a run's end to the store from the host that ran it. */
+export function endsReachStore(extra: ExtraArgs): boolean {
+  return MODULES[parseDriverName(typeof extra.driver === 'string' ? extra.driver : undefined)].endsReachStore === true;
 }
 
 export async function createDriver(dbPath: string, strategy: StoredStrategy): Promise<Driver> {

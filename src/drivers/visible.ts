@@ -49,6 +49,13 @@ export function visibleDriver<D extends Driver>(d: D): D {
       return a.kind === 'wait' ? { kind: 'wait', result: a.result.then(visibleResult) } : a;
     };
   }
+  if (d.remote) {
+    const remote = d.remote.bind(d);
+    own.remote = (left, req) => {
+      const r = remote(left, req);
+      return { ...r, outcome: async (end) => visibleResult(await r.outcome(end)) };
+    };
+  }
   if (d.audit) {
     const audit = d.audit.bind(d);
     own.audit = async (req) => visibleAudit(await audit(req));

@@ -28,7 +28,9 @@ export function adoptLeftRuns(
   driver: Driver,
   request: (step: CursorStep, left: LeftRunRow) => OperationRequest,
   /** One of several workers: only the runs of the steps it holds, but those it already waits for. */
-  only?: { owner: number; skip: (stepId: number) => boolean },
+  only?: { owner: number; skip: (stepId: number) => boolean; host: string },
+  /** A run another host started: its end as that host writes it (remote-runs.ts). */
+  elsewhere?: (left: LeftRunRow, req: OperationRequest, here: string) => Promise<OperationResult> | null,
 ): LeftRuns {
   const left = only ? leftRunning(db, only.owner).filter((l) => !only.skip(l.stepId)) : leftRunning(db);
   const byId = stepsByIds(db, left.map((l) => l.stepId));
@@ -36,7 +38,16 @@ export function adoptLeftRuns(
   for (const l of left) {
     const step = byId.get(l.stepId);
     // A row whose step moved on (or a driver that cannot adopt) was cut off: it runs again.
-    const adoption = step && driver.adopt && step.state === l.state ? driver.adopt(l, request(step, l)) : null;
+    let req: OperationRequest | null = null;
+    if (step && step.state === l.state && only && l.host !== null && l.host !== only.host && elsewhere && driver.remote) {
+      // Started on another host: never run again while it may still go there.
+      const result = elsewhere(l, (req = request(step, l)), only.host);
+      if (result) {
+        out.adopted.set(l.stepId, { step, left: l, result });
+        continue;
+      }
+    }
+    const adoption = step && driver.adopt && step.state === l.state ? driver.adopt(l, req ?? request(step, l)) : null;
     if (adoption?.kind === 'wait') out.adopted.set(l.stepId, { step: step!, left: l, result: adoption.result });
     else out.interrupted.push(l.historyId);
   }

@@ -68,6 +68,13 @@ export function withAuditAfter(driver: Driver, opts: AuditAfterOptions): Driver 
       return a.kind === 'wait' ? { kind: 'wait', result: a.result.then((r) => after(req, r)) } : a;
     };
   }
+  if (driver.remote) {
+    const remote = driver.remote.bind(driver);
+    wrapped.remote = (left: LeftRun, req: OperationRequest) => {
+      const r = remote(left, req);
+      return { ...r, outcome: async (end) => after(req, await r.outcome(end)) };
+    };
+  }
   return wrapped;
 }
 

@@ -30,7 +30,7 @@ export interface Fleet {
   /** The commit is over (made or not): what it was granted is this worker's; the refused, to let go of. */
   settle(committed: boolean): Map<number, Refusal>;
   /** The adoption of left runs, limited to this worker's steps. */
-  adoptScope(skip: (id: number) => boolean): { owner: number; skip: (id: number) => boolean } | undefined;
+  adoptScope(skip: (id: number) => boolean): { owner: number; skip: (id: number) => boolean; host: string } | undefined;
   /** Runs adopted: their next runs carry the fence their takeover gave them. */
   adopted(db: Db, ids: readonly number[]): void;
   /** A step this worker holds (an adopted run's): its next operations need no claim. */
@@ -145,8 +145,8 @@ export class SharedFleet implements Fleet {
     return refusals;
   }
 
-  adoptScope(skip: (id: number) => boolean): { owner: number; skip: (id: number) => boolean } {
-    return { owner: this.lease.id, skip };
+  adoptScope(skip: (id: number) => boolean): { owner: number; skip: (id: number) => boolean; host: string } {
+    return { owner: this.lease.id, skip, host: this.lease.host };
   }
 
   adopted(db: Db, ids: readonly number[]): void {

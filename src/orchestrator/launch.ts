@@ -18,6 +18,7 @@ import type { CursorStep } from '../store/cursor.js';
 import { applyFaultError } from '../store/faults.js';
 import { interruptedLast, retryBudgets, type RetryBudget } from '../store/runs.js';
 import { adoptLeftRuns, type Adopted } from './adoption.js';
+import { waitRemote } from './remote-runs.js';
 import { Deadlines } from './deadlines.js';
 import type { Decided } from './decide.js';
 import type { Fleet } from './fleet.js';
@@ -137,6 +138,10 @@ export class Launcher {
         return this.request(worker);
       },
       this.fleet.adoptScope(skip),
+      (l, req, here) => {
+        const remote = this.rt.driver.remote?.(l, req);
+        return remote ? waitRemote(this.rt, l, remote, here) : null;
+      },
     );
     const byStep = new Map(made.map((w) => [w.step.id, w]));
     for (const [id, run] of left.adopted) this.adopted.set(id, { run, worker: byStep.get(id)! });

@@ -58,19 +58,31 @@ export class WorkerLease {
   private timer: Timer | null = null;
   /** Records a takeover in the event record, in the transaction that makes it. */
   record: ((t: TakenOver) => void) | null = null;
+  /**
+   * Runs of a worker gone from another host are kept `running` for this one to wait for (their
+   * ends reach the store from their host: orchestrator/remote-runs.ts) rather than closed to run again.
+   */
+  adoptsElsewhere = false;
   /** Whether this worker still runs the strategy, and so may take others' subclouds over. */
   private taking = true;
+
+  /**
+   * The connection the lease is renewed on: its own on a server, so that a renewal never waits
+   * behind the writers' lock (nor behind this worker's own write waiting for it).
+   */
+  private readonly beatDb: Db;
 
   constructor(
     private readonly db: Db,
     readonly leaseMs: number,
     readonly maxLocal: number | null,
-    who: Partial<WorkerIdentity> = {},
+    who: Partial<WorkerIdentity> & { beatDb?: Db } = {},
   ) {
     this.host = who.host ?? hostName();
     this.pid = who.pid ?? process.pid;
     this.token = who.token ?? crypto.randomBytes(12).toString('hex');
     this.timers = who.timers ?? REAL_TIMERS;
+    this.beatDb = who.beatDb ?? db;
   }
 
   /**
@@ -114,13 +126,19 @@ export class WorkerLease {
   startHeartbeat(onLost: (err: LostLeaseError) => void, onError: (err: Error) => void, onBeat: (taken: TakenOver[]) => void): void {
     this.timer = this.timers.every(() => {
       try {
-        // A beat that finds the row gone is rolled back: a worker taken over commits nothing at all.
-        const taken = this.db
-          .transaction(() => {
-            if (!beatWorker(this.db, this.id, this.token)) throw new LostLeaseError(this.leaseMs);
-            return this.taking ? this.takeOverGone() : [];
-          })
-          .immediate();
+        // The renewal alone, outside the writers' lock: a worker that waits for the lock (another
+        // session holds it) is alive, and is never taken for gone for that wait. It renews only
+        // its own row, while it is there: a worker taken over renews nothing.
+        if (!beatWorker(this.beatDb, this.id, this.token)) throw new LostLeaseError(this.leaseMs);
+        // The takeovers, under the writers' lock, only when a worker looks gone (a read first).
+        const taken = this.taking && this.someoneGone()
+          ? this.db
+              .transaction(() => {
+                this.check();
+                return this.takeOverGone();
+              })
+              .immediate()
+          : [];
         onBeat(taken);
       } catch (err) {
         if (err instanceof LostLeaseError) {
@@ -167,6 +185,12 @@ export class WorkerLease {
     }
   }
 
+  /** Whether another worker looks gone, as read now (without the writers' lock). */
+  private someoneGone(): boolean {
+    const nowMs = storeClockMs(this.beatDb);
+    return listWorkers(this.beatDb).some((w) => w.id !== this.id && goneWhy(w, nowMs, this.host) !== null);
+  }
+
   /** Inside a transaction: every other worker that is gone is taken over by this one. */
   private takeOverGone(): TakenOver[] {
     const out: TakenOver[] = [];
@@ -181,7 +205,9 @@ export class WorkerLease {
       if (!why) continue;
       const sameHost = w.host === this.host;
       if (!sameHost && heardOn(w.host, w.id)) continue;
-      const r = takeOver(this.db, w, this.id, sameHost, `its worker (pid ${w.pid} on ${w.host}) is gone: ${why}`);
+      const r = takeOver(this.db, w, this.id, sameHost || this.adoptsElsewhere, `its worker (pid ${w.pid} on ${w.host}) is gone: ${why}`);
+      // Renewed since it was read (its renewal takes no lock): alive after all, and left alone.
+      if (!r) continue;
       const t = { worker: w, why, ...r };
       this.record?.(t);
       out.push(t);

@@ -157,6 +157,9 @@ export interface TransactionFn<A extends unknown[], R> {
   exclusive(...args: A): R;
 }
 
+/** Statements that change nothing in the database: sent again after a lost connection. */
+const RESENDABLE = /^\s*(SELECT|SET|SHOW|WITH\s+[^;]*\bSELECT\b(?![\s\S]*\b(INSERT|UPDATE|DELETE)\b))/i;
+
 export class PgDatabase {
   readonly memory = false;
   open = true;
@@ -215,7 +218,20 @@ export class PgDatabase {
     if (this.depth === 0) this.reconnectIfLost();
     const slot: { result?: PgResult } = {};
     this.queue.push({ q, slot });
-    if (this.depth === 0) this.flush();
+    if (this.depth === 0) {
+      try {
+        this.flush();
+      } catch (err) {
+        // A read (or a session setting) outside a transaction whose connection was cut (the
+        // server restarted, an administrator ended the session) is sent again once on a new
+        // connection: it changed nothing, and a command need not fail for it. A write is not: it
+        // may have committed before the connection went.
+        if (!this.lost || !RESENDABLE.test(q.text)) throw err;
+        this.reconnectIfLost();
+        this.queue.push({ q, slot });
+        this.flush();
+      }
+    }
     return slot;
   }
 

@@ -296,6 +296,11 @@ export const MIGRATIONS: ((db: Database.Database) => void)[] = [
   (db) => db.exec(EVENT_REASON_MIGRATION),
   // 15 -> 16: strategies kept after delete (issue 34): `strategy delete` moves the record here.
   (db) => db.exec(ARCHIVE_MIGRATION),
+  // 16 -> 17: a run's start and end as its own host saw them (issue 30): written by the exec
+  // driver's launcher, which outlives its worker, so that a worker on another host that took the
+  // run over takes its result instead of running it again, or gives up a run never started (the
+  // first of the launcher and the taker to claim it wins, as the claim file does on one host).
+  (db) => db.exec(RUN_END_MIGRATION),
 ];
 
 /**
@@ -327,6 +332,23 @@ export const ARCHIVE_MIGRATION = `
   );
   CREATE INDEX strategy_archive_deleted_idx ON strategy_archive(deleted_at);
 `;
+
+/** SQLite's and PostgreSQL's alike (store/pg/schema.ts takes it too). */
+export const RUN_END_MIGRATION = `
+  CREATE TABLE run_claim (
+    run_id TEXT PRIMARY KEY,
+    host TEXT NOT NULL,
+    what TEXT NOT NULL CHECK (what IN ('started', 'abandoned')),
+    at TEXT NOT NULL
+  );
+  CREATE TABLE run_end (
+    run_id TEXT PRIMARY KEY,
+    host TEXT NOT NULL,
+    code INTEGER,
+    signal TEXT,
+    facts TEXT NOT NULL,
+    ended_at TEXT NOT NULL
+  );`;
 
 /** SQLite's and PostgreSQL's alike (store/pg/schema.ts takes it too). */
 export const EVENT_REASON_MIGRATION = 'ALTER TABLE strategy_event ADD COLUMN reason TEXT;';

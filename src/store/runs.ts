@@ -16,6 +16,8 @@ export interface LeftRunRow {
   attempt: number;
   startedAt: string;
   proc: RunProcess | null;
+  /** The host that started it (null: not recorded, a file's one host). */
+  host: string | null;
 }
 
 /**
@@ -25,7 +27,7 @@ export interface LeftRunRow {
 export function leftRunning(db: Db, owner?: number): LeftRunRow[] {
   const rows = db
     .prepare(
-      `SELECT h.id, h.step_id, sc.name AS cloud, h.state, h.attempt, h.started_at, h.pid, h.pgid, h.proc_start
+      `SELECT h.id, h.step_id, sc.name AS cloud, h.state, h.attempt, h.started_at, h.pid, h.pgid, h.proc_start, h.host
        FROM step_history h JOIN strategy_step st ON st.id = h.step_id JOIN subcloud sc ON sc.id = st.subcloud_id
        WHERE h.outcome = 'running'${owner === undefined ? '' : ' AND st.owner = ?'} ORDER BY h.id`,
     )
@@ -39,6 +41,7 @@ export function leftRunning(db: Db, owner?: number): LeftRunRow[] {
     pid: number | null;
     pgid: number | null;
     proc_start: number | null;
+    host: string | null;
   }[];
   return rows.map((r) => ({
     historyId: r.id,
@@ -48,6 +51,7 @@ export function leftRunning(db: Db, owner?: number): LeftRunRow[] {
     attempt: r.attempt,
     startedAt: r.started_at,
     proc: r.pid === null ? null : { pid: r.pid, pgid: r.pgid ?? r.pid, procStart: r.proc_start },
+    host: r.host,
   }));
 }
 
@@ -156,4 +160,25 @@ export function retryBudgets(db: Db): Map<string, RetryBudget> {
   }
   for (const [k, b] of out) if (b.failures === 0) out.delete(k);
   return out;
+}
+
+/** A run's end as its host wrote it (run_end: the exec driver's launcher); undefined while none. */
+export interface RunEndRow {
+  code: number | null;
+  signal: string | null;
+  /** JSON: what the run left that its outcome is read from (drivers/exec/run-facts.ts). */
+  facts: string;
+  host: string;
+}
+
+export function runEnd(db: Db, runId: string): RunEndRow | undefined {
+  return sql(db, 'SELECT code, signal, facts, host FROM run_end WHERE run_id = ?').get(runId) as RunEndRow | undefined;
+}
+
+/**
+ * A run another host's worker committed and may not have started (it stopped first): claimed
+ * here for nobody, unless its launcher claimed it first. True: given up, it will never start.
+ */
+export function abandonRemoteRun(db: Db, runId: string, host: string): boolean {
+  return sql(db, `INSERT INTO run_claim (run_id, host, what, at) VALUES (?, ?, 'abandoned', ?) ON CONFLICT (run_id) DO NOTHING`).run(runId, host, now()).changes === 1;
 }

@@ -106,14 +106,23 @@ export function removeWorker(db: Db, id: number): void {
 /**
  * A worker that is gone, taken over by `taker`. Its runs still `running` are either kept for the
  * taker to adopt (`adopt`: the taker is on the same host, where their processes can be seen and
- * waited for), their steps then the taker's with a new fence, as a claim gives; or closed as
- * interrupted (another host: nothing here can see them), to run again as their next attempt.
- * Returns how many of each.
+ * waited for, or its driver's runs tell their ends to the store from their own host), their steps
+ * then the taker's with a new fence, as a claim gives; or closed as interrupted (another host,
+ * and nothing can tell how they end), to run again as their next attempt.
+ * Returns how many of each; null when the worker renewed its lease since `gone` was read.
  */
-export function takeOver(db: Db, gone: WorkerRow, taker: number, adopt: boolean, reason: string): { adopted: number; interrupted: number } {
+export function takeOver(db: Db, gone: WorkerRow, taker: number, adopt: boolean, reason: string): { adopted: number; interrupted: number } | null {
+  // First, and only as it was read: a renewal takes no lock (it never waits behind a writer), so
+  // one may have landed since; then the worker is alive, and nothing of it is touched.
+  if (sql(db, 'DELETE FROM apply_worker WHERE id = ? AND heartbeat_ms = ?').run(gone.id, gone.heartbeat_ms).changes === 0) return null;
   let adopted = 0;
   let interrupted = 0;
   if (adopt) {
+    // A run whose process was not recorded yet ran (or was starting) on the gone worker's host.
+    sql(
+      db,
+      `UPDATE step_history SET host = ? WHERE outcome = 'running' AND host IS NULL AND step_id IN (SELECT id FROM strategy_step WHERE owner = ?)`,
+    ).run(gone.host, gone.id);
     adopted = sql(
       db,
       `UPDATE strategy_step SET owner = ?, fence = fence + 1 WHERE owner = ? AND EXISTS (SELECT 1 FROM step_history h WHERE h.step_id = strategy_step.id AND h.outcome = 'running')`,

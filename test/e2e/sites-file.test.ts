@@ -28,12 +28,14 @@ test('a database of schema 7 (sim_site in it) opens, migrates and applies; the s
   // columns and subcloud_group_gate, 12 -> 13 only added subcloud_group's maintenance_window and
   // maintenance_tz, 13 -> 14 only added apply_worker, the steps' owner and fence, the runs' host
   // and two indexes, 14 -> 15 only added strategy_event.reason (the table is dropped below), 15 ->
-  // 16 only created strategy_archive. Its
+  // 16 only created strategy_archive, 16 -> 17 only created run_claim and run_end. Its
   // rows: a subcloud of an earlier campaign that has left the fleet. (A later migration is undone
   // here too: the schema version is checked first.)
-  expect(SCHEMA_VERSION).toBe(16);
+  expect(SCHEMA_VERSION).toBe(17);
   withSql(t.db, (d) => {
-    d.exec(`DROP TABLE strategy_archive;
+    d.exec(`DROP TABLE run_end;
+            DROP TABLE run_claim;
+            DROP TABLE strategy_archive;
             DROP INDEX step_history_one_running;
             DROP INDEX strategy_step_owner_idx;
             DROP TABLE apply_worker;

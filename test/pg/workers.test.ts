@@ -221,7 +221,7 @@ describe('several workers on one strategy', () => {
     expect(fx.leftovers()).toEqual([]);
   }, 180_000);
 
-  test('two hosts; the one with a run in flight is killed for good: the run goes again once, the next attempt, DCM_RESUMED=1 and a new fence', async () => {
+  test('two hosts; the one with a run in flight is lost for good (worker, launcher, run): past the run\'s timeout it goes again once, the next attempt, DCM_RESUMED=1 and a new fence', async () => {
     f = execFixture();
     const fx = f;
     const envs = path.join(fx.dir, 'envs.log');
@@ -230,6 +230,7 @@ describe('several workers on one strategy', () => {
     const cmd = `echo "$DCM_CLOUD|$DCM_STATE|$DCM_ATTEMPT|\${DCM_RESUMED:-0}|$DCM_FENCE" >> ${envs}; if [ "$DCM_CLOUD" = s001 ] && [ ! -e ${first} ]; then echo $$ > ${first}; exec sleep 600; fi`;
     const logs = path.join(fx.dir, 'logs');
     setup(fx.db, 3, 3, `
+defaults: {timeout: 3s, kill_grace: 1s}
 states:
   "*": [sh, -c, ${JSON.stringify(cmd)}]
 `, fx, '--log-dir', logs);
@@ -238,7 +239,14 @@ states:
     await waitFor(() => query<{ n: number }>(fx.db, `SELECT count(*) AS n FROM strategy_step WHERE state = 'complete'`)[0].n === 2, 60_000);
     const hostB = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' });
     await waitFor(() => query<{ n: number }>(fx.db, 'SELECT count(*) AS n FROM apply_worker')[0].n === 2, 60_000);
-    // Host A goes for good: its worker and the run it started.
+    // Host A goes for good: its worker, the launcher that would have told the run's end, and the run.
+    const launchers = new Set(
+      (fs.readdirSync(logs, { recursive: true }) as string[])
+        .filter((n) => n.endsWith('.pid'))
+        .map((n) => Number(fs.readFileSync(path.join(logs, n), 'utf8').trim().split(/\s+/)[1])),
+    );
+    expect(launchers.size).toBe(1);
+    for (const pid of launchers) process.kill(pid, 'SIGKILL');
     hostA.child.kill('SIGKILL');
     process.kill(Number(fs.readFileSync(first, 'utf8')), 'SIGKILL');
     await hostA.done;
@@ -260,12 +268,146 @@ states:
       [st],
     );
     expect(hist.map((h) => h.outcome)).toEqual(['interrupted', 'ok']);
-    expect(hist[0].details).toMatch(/^its worker \(pid \d+ on host-a\) is gone: its lease ran out/);
+    // Nothing told its end: held until it could not be going any more (3 s, 1 s of grace twice, the launcher's 5 s twice).
+    expect(hist[0].details).toMatch(/its host \(host-a\) never said how the run ended; after 15s it cannot be going any more$/);
     // Each host keeps the logs of the runs it started: read from a third, the command says where they are.
     fs.rmSync(logs, { recursive: true, force: true });
     const r = dcm(['--db', fx.db, 'strategy-step', 'logs', 's001'], { env: { DCM_HOST: 'host-c' } });
     expect(r.code).toBe(0);
     expect(r.stderr).toMatch(/^dcm: no run logs for s001 \(in .*\); its runs ran on host-a \(\d+\), host-b \(\d+\): their logs are there\n$/);
+  }, 180_000);
+
+  /**
+   * Two hosts, runs longer than the lease: host-a's worker is frozen past its lease, or killed,
+   * with its runs in flight; host-b takes it over. Its runs go on (their launcher outlives the
+   * worker) and tell their ends to the store: host-b takes those results and never starts a state
+   * of theirs again. Judged by the runs' own log.
+   */
+  test.each([
+    ['frozen past its lease', 'SIGSTOP'],
+    ['killed', 'SIGKILL'],
+  ] as const)('two hosts; a worker %s with runs in flight: the other takes their results, no state runs twice, none overlaps', async (_what, signal) => {
+    f = execFixture();
+    const fx = f;
+    const N = 4;
+    setup(fx.db, N, N, everyState(fx, 2_500, 3_000), fx);
+    const a = worker(fx.db, { ...fx.env, DCM_HOST: 'host-a' });
+    // host-a has every subcloud in flight, each in its first state.
+    await waitFor(() => query<{ n: number }>(fx.db, `SELECT count(*) AS n FROM step_history WHERE outcome = 'running' AND pid IS NOT NULL`)[0].n === N, 60_000);
+    const b = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' });
+    await waitFor(() => query<{ n: number }>(fx.db, 'SELECT count(*) AS n FROM apply_worker')[0].n === 2, 60_000);
+    a.child.kill(signal);
+    // Taken over while its runs still go (a lease of 2 s, runs of 2.5 s or more).
+    await waitFor(() => query(fx.db, `SELECT 1 FROM strategy_event WHERE event = 'worker taken over'`).length === 1, 60_000);
+    if (signal === 'SIGSTOP') a.child.kill('SIGCONT');
+    const [endA, endB] = await Promise.all([a.done, b.done]);
+    expect(endA.code).toBe(signal === 'SIGSTOP' ? 4 : null);
+    expect([endB.code, endB.stderr]).toEqual([0, '']);
+    expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: N }]);
+    const runs = fx.readRuns();
+    expect(overlapsPerCloud(runs)).toEqual([]);
+    const seen = new Map<string, number>();
+    for (const r of runs) seen.set(`${r.cloud}|${r.state}`, (seen.get(`${r.cloud}|${r.state}`) ?? 0) + 1);
+    expect([...seen].filter(([, n]) => n > 1)).toEqual([]);
+    expect(runs).toHaveLength(N * 5);
+    // The runs host-a started ended `ok` in the history, taken by host-b from their ends.
+    const first = query<{ outcome: string; n: number }>(fx.db, `SELECT outcome, count(*) AS n FROM step_history WHERE host = 'host-a' GROUP BY outcome`);
+    expect(first).toEqual([{ outcome: 'ok', n: N }]);
+    await waitFor(() => fx.leftovers().length === 0, 60_000, 100);
+  }, 180_000);
+
+  /**
+   * Another session holds the writers' lock for a long while (a stuck tool, a migration): a
+   * worker waiting for it still renews its lease (on its own connection), answers Ctrl-C while the
+   * lock is held, and is not taken for gone; a second worker joining then waits for the lock
+   * rather than dying of it. Judged by the lease's own row and the workers' own lines.
+   */
+  test('another session holds the writers\' lock: the waiting worker renews its lease and answers Ctrl-C meanwhile, a worker joining waits, nobody is taken over', async () => {
+    f = execFixture();
+    const fx = f;
+    setup(fx.db, 12, 3, everyState(fx, 200, 400), fx);
+    const a = worker(fx.db, { ...fx.env, DCM_HOST: 'host-a' }, '--progress-interval', '0s');
+    await waitFor(() => fx.readRuns().length >= 2, 60_000);
+    const holder = new SyncPg(fx.db);
+    let b: ReturnType<typeof worker> | null = null;
+    try {
+      // Held until the test lets go (dcm's own sessions would be ended after 5 s idle in it).
+      holder.query('SET idle_in_transaction_session_timeout = 0');
+      holder.query('BEGIN');
+      holder.query('SELECT pg_advisory_xact_lock($1)', [0x44434d31]);
+      const heldSince = Date.now();
+      const beat = () => Number(query<{ b: string }>(fx.db, 'SELECT heartbeat_ms AS b FROM apply_worker')[0].b);
+      const heardAt = beat();
+      // Its lease is renewed while its writes wait: twice over, with the lock still held.
+      await waitFor(() => beat() > heardAt, 30_000, 50);
+      const heardAgain = beat();
+      await waitFor(() => beat() > heardAgain, 30_000, 50);
+      // A second worker joins now: it waits for the lock.
+      const joining = (b = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' }, '--progress-interval', '0s'));
+      await waitFor(() => /waiting for it to join the workers/.test(joining.stderr()), 30_000, 50);
+      // Ctrl-C reaches the waiting worker and is answered while the lock is still held.
+      a.child.kill('SIGINT');
+      const sent = Date.now();
+      await waitFor(() => /SIGINT: starting nothing new/.test(a.stderr()), 30_000, 50);
+      // What it took is printed for BENCHMARKS.md, never asserted (a busy machine is slower).
+      process.stderr.write(`lock held ${Date.now() - heldSince} ms; Ctrl-C answered in ${Date.now() - sent} ms\n`);
+      expect(query(fx.db, 'SELECT 1 FROM apply_worker WHERE host = $1', ['host-b'])).toEqual([]);
+      // Held on past two whole leases (2 s): its lease is renewed all along, so the worker that
+      // joins once the lock is free finds it live, and takes nothing over.
+      await waitFor(() => beat() > heardAt + 2 * 2_000, 30_000, 50);
+    } finally {
+      holder.query('ROLLBACK');
+      holder.close();
+    }
+    const endA = await a.done;
+    expect(endA.code).toBe(130);
+    const endB = await b!.done;
+    expect(endB.code).toBe(0);
+    expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: 12 }]);
+    expect(query(fx.db, `SELECT event FROM strategy_event WHERE event = 'worker taken over'`)).toEqual([]);
+    const runs = fx.readRuns();
+    expect(overlapsPerCloud(runs)).toEqual([]);
+    expect(new Set(runs.map((r) => `${r.cloud}|${r.state}`)).size).toBe(runs.length);
+  }, 180_000);
+
+  /**
+   * The only worker, on host-a, is frozen with runs in flight; an operator on another host aborts
+   * (no live worker: the abort is finished there) and later retries. The runs host-a started are
+   * left `running` by the abort (nothing here can see them), the next apply takes their results
+   * from their ends and ends the abort, and after the retry no state that had ended runs again.
+   */
+  test('abort while the only worker is frozen, then retry: the runs it left are taken as they ended, none runs again', async () => {
+    f = execFixture();
+    const fx = f;
+    const N = 4;
+    setup(fx.db, N, 2, everyState(fx, 2_500, 3_000), fx);
+    const a = worker(fx.db, { ...fx.env, DCM_HOST: 'host-a' });
+    await waitFor(() => query<{ n: number }>(fx.db, `SELECT count(*) AS n FROM step_history WHERE outcome = 'running' AND pid IS NOT NULL`)[0].n === 2, 60_000);
+    a.child.kill('SIGSTOP');
+    // Its lease runs out: to any other host it is gone.
+    await waitFor(() => query(fx.db, `SELECT 1 FROM apply_worker WHERE (extract(epoch FROM clock_timestamp()) * 1000)::bigint - heartbeat_ms > lease_ms`).length === 1, 60_000, 50);
+    const abort = dcm(['--db', fx.db, 'strategy', 'abort'], { env: { DCM_HOST: 'host-c' } });
+    expect(abort.code).toBe(0);
+    expect(abort.stderr).toMatch(/still running, left for the next apply: s00\d \(pre check, on host-a\), s00\d \(pre check, on host-a\); the strategy stays aborting/);
+    // host-a is gone for good; its launcher still tells how its runs end.
+    a.child.kill('SIGKILL');
+    await a.done;
+    const b = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' });
+    const endB = await b.done;
+    // It ends the abort: exit 3, as an apply whose strategy ends aborted.
+    expect([endB.code, endB.stderr]).toEqual([3, '']);
+    expect(query(fx.db, 'SELECT state FROM strategy')).toEqual([{ state: 'aborted' }]);
+    expect(query<{ outcome: string; n: number }>(fx.db, `SELECT outcome, count(*) AS n FROM step_history WHERE host = 'host-a' GROUP BY outcome`)).toEqual([{ outcome: 'ok', n: 2 }]);
+    dcmOk(['--db', fx.db, 'strategy', 'retry'], { env: { DCM_HOST: 'host-c' } });
+    const c = worker(fx.db, { ...fx.env, DCM_HOST: 'host-c' });
+    expect((await c.done).code).toBe(0);
+    expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: N }]);
+    const runs = fx.readRuns();
+    const seen = new Map<string, number>();
+    for (const r of runs) seen.set(`${r.cloud}|${r.state}`, (seen.get(`${r.cloud}|${r.state}`) ?? 0) + 1);
+    expect([...seen].filter(([, n]) => n > 1)).toEqual([]);
+    expect(runs).toHaveLength(N * 5);
+    expect(overlapsPerCloud(runs)).toEqual([]);
   }, 180_000);
 
   test('a host whose clock is 10 minutes ahead takes no live worker over: leases are judged by the database server clock', async () => {
@@ -296,39 +438,55 @@ states:
     expect(runs).toHaveLength(24 * 5);
   }, 180_000);
 
-  test('three workers, kill -9 or SIGSTOP past the lease of a random one 30 times: no overlap, nothing completed twice, the window held, all complete', async () => {
+  /**
+   * Three workers under faults at random, judged by the runs' own log. On one host a worker
+   * restarted adopts what its predecessor left through the run files; as three hosts (the issue's
+   * loop: 150 subclouds, runs of 0–2 s, window 20), a taker on another host takes the ends the
+   * runs' launcher wrote to the store, and every connection is also cut now and then
+   * (pg_terminate_backend).
+   */
+  test.each([
+    { what: 'on one host, kill -9 or SIGSTOP past the lease 30 times', hosts: false, N: 300, WINDOW: 30, min: 300, max: 700, FAULTS: 30 },
+    { what: 'as three hosts, kill -9, SIGSTOP past the lease or every connection cut 20 times', hosts: true, N: 150, WINDOW: 20, min: 0, max: 2_000, FAULTS: 20 },
+  ])('three workers $what: no overlap, nothing completed twice, the window held, all complete', async ({ hosts, N, WINDOW, min, max, FAULTS }) => {
     f = execFixture();
     const fx = f;
-    const N = 300;
-    const WINDOW = 30;
-    setup(fx.db, N, WINDOW, everyState(fx, 300, 700), fx);
+    setup(fx.db, N, WINDOW, everyState(fx, min, max), fx);
     type W = ReturnType<typeof worker> & { ended: RunResult | null; stopped: boolean };
-    const start = (): W => {
-      const w = worker(fx.db, fx.env) as W;
+    const start = (slot: number): W => {
+      const w = worker(fx.db, hosts ? { ...fx.env, DCM_HOST: `host-${slot}`, DCM_DEBUG: '1' } : fx.env) as W;
       w.ended = null;
       w.stopped = false;
       void w.done.then((r) => (w.ended = r));
       return w;
     };
-    const pool: W[] = [start(), start(), start()];
+    const pool: W[] = [start(0), start(1), start(2)];
     const codes: (number | null)[] = [];
+    const ends: RunResult[] = [];
     let faults = 0;
+    let cuts = 0;
     const done = () => stepStates(fx.db).every((s) => s.state === 'complete');
-    while (faults < 30 && !done()) {
+    while (faults < FAULTS && !done()) {
       await sleep(300 + Math.floor(Math.random() * 400));
       // Replace the workers that have ended (killed, or woken to a lost lease).
       for (let i = 0; i < pool.length; i++) {
         const w = pool[i];
         if (w.ended) {
           codes.push(w.ended.code);
-          pool[i] = start();
+          ends.push(w.ended);
+          pool[i] = start(i);
         }
       }
       const live = pool.filter((w) => !w.ended && !w.stopped);
       if (live.length < 2) continue;
       const w = live[Math.floor(Math.random() * live.length)];
       faults++;
-      if (Math.random() < 0.3) {
+      const dice = Math.random();
+      if (hosts && dice < 0.25) {
+        // Every connection to the database but this one is cut: workers', heartbeats', launchers'.
+        cuts++;
+        query(fx.db, 'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()');
+      } else if (dice < (hosts ? 0.55 : 0.3)) {
         w.stopped = true;
         w.child.kill('SIGSTOP');
         // Continued after longer than its lease (2 s): it finds itself taken over.
@@ -338,18 +496,20 @@ states:
         }, 2_600 + Math.floor(Math.random() * 600));
       } else w.child.kill('SIGKILL');
     }
-    expect(faults).toBe(30);
+    expect(faults).toBe(FAULTS);
+    if (hosts) expect(cuts).toBeGreaterThan(0);
     // Then left to finish; a worker still stopped is continued by its timer.
     await waitFor(() => pool.every((w) => w.ended !== null || (!w.stopped && done())), 600_000, 100);
     await waitFor(() => pool.every((w) => w.ended !== null), 600_000, 100);
     codes.push(...pool.map((w) => w.ended!.code));
+    ends.push(...pool.map((w) => w.ended!));
     // Killed (null: by a signal), lost its lease (4), or ended with the strategy (0).
-    expect(codes.filter((c) => c !== null && c !== 4 && c !== 0)).toEqual([]);
+    expect(ends.filter((e) => e.code !== null && e.code !== 4 && e.code !== 0).map((e) => [e.code, e.stderr])).toEqual([]);
     // The last fault may kill the one worker that would have ended the strategy (another one
     // continued and counted as live has yet to find its lease lost): one more apply ends it, as an
     // operator's would.
     if (!codes.includes(0)) {
-      const last = start();
+      const last = start(0);
       expect((await last.done).code).toBe(0);
     }
     expect(query<{ state: string }>(fx.db, 'SELECT state FROM strategy')).toEqual([{ state: 'complete' }]);

@@ -12,11 +12,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { formatDuration } from '../../domain/durations.js';
-import type { Adoption, AuditOutcome, AuditRequest, Driver, LeftRun, OperationRequest, OperationResult, RunProcess } from '../driver.js';
+import type { Adoption, AuditOutcome, AuditRequest, Driver, LeftRun, OperationRequest, OperationResult, RemoteRun, RunProcess } from '../driver.js';
 import { runAudit } from './audit.js';
 import type { ExecConfig, StateSpec } from './config.js';
 import type { LogLayout } from '../../domain/logs.js';
-import { abandonRun, abandonStart, clearEarlierRun, lastLine, lastMatch, readClaim, readSmall, readStatus, readTaken, runBase, type RunClaim, type RunStatus } from './files.js';
+import { abandonRun, abandonStart, clearEarlierRun, readClaim, readStatus, readTaken, runBase, type RunClaim, type RunStatus } from './files.js';
 import { runArgv, runCwd, runEnv, runValues } from './run-env.js';
 import { terminateGroup, terminatePids, terminateTagged, ticksNow, waitGroupGone } from './procs.js';
 import { Launcher, type Exited } from './launch.js';
@@ -24,10 +24,12 @@ import { processesWithEnv, procPasses } from '../../platform/proc.js';
 import { setLongTimeout, sleep } from '../../platform/timers.js';
 import { PRIVATE_DIR } from '../../platform/private.js';
 import { runIdOf } from './run-id.js';
+import { fileFacts, storedFacts, type RunFacts } from './run-facts.js';
 import { TagScans } from './tag-scans.js';
 import { watchProgress } from './progress-file.js';
 import { EX_TEMPFAIL } from '../../domain/deferral.js';
 import { isPgUrl } from '../../domain/db-url.js';
+import { hostName } from '../../platform/who.js';
 
 /** Reasons and details are kept short: `<state>: <reason>` fits in 200 characters. */
 const DETAILS_LIMIT = 200;
@@ -37,6 +39,8 @@ export interface ExecSettings {
   /** Where the strategy's runs write: its folder, its layout, its id. */
   logs: LogLayout;
   dbPath: string;
+  /** A server's store, with its password: only the launcher has it, to write each run's end (launcher.ts). */
+  storeUrl?: string;
   sysadminPassword?: string;
 }
 
@@ -67,6 +71,13 @@ const live = (c: RunClaim | null): boolean => c !== null && !('stale' in c);
 /** How long a finished run's group may take to go by itself (a `tee` copying the last of stderr). */
 const DRAIN_MS = 250;
 
+/**
+ * How long past its timeout and kill grace the launcher lets a run go before it stops the run
+ * itself: the worker stops it first while it lives; the launcher's stop is for a worker frozen or
+ * gone (several hosts: a taker on another host waits that long at most).
+ */
+const BACKSTOP_MS = 5_000;
+
 export class ExecDriver implements Driver {
   readonly ownsTimeouts = true;
   private readonly specs: Map<string, StateSpec>;
@@ -92,7 +103,8 @@ export class ExecDriver implements Driver {
     // (a run that must reach the database reads PGPASSFILE).
     const storeSecret = isPgUrl(settings.dbPath) ? 'PGPASSWORD' : null;
     this.baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DCM_') && k !== storeSecret));
-    this.launcher = new Launcher(this.baseEnv);
+    const store = settings.storeUrl ? { url: settings.storeUrl, host: hostName(), password: process.env.PGPASSWORD } : null;
+    this.launcher = new Launcher(this.baseEnv, store);
     const spec = settings.config.audit;
     if (spec) this.audit = (req) => this.runAudit(spec, req);
   }
@@ -173,7 +185,16 @@ export class ExecDriver implements Driver {
     const deadline = Date.now() + spec.timeoutMs;
     const since = ticksNow();
 
-    const run = this.launcher.launch({ file: argv[0], args: argv.slice(1), cwd, env, base });
+    const run = this.launcher.launch({
+      file: argv[0],
+      args: argv.slice(1),
+      cwd,
+      env,
+      base,
+      reason: spec.reason,
+      killAfterMs: spec.timeoutMs + spec.killGraceMs + BACKSTOP_MS,
+      graceMs: spec.killGraceMs,
+    });
     const started = await run.started;
     if ('error' in started && !started.lost) return { kind: 'failed', reason: `cannot start: ${started.error}` };
     if ('error' in started) {
@@ -259,10 +280,11 @@ export class ExecDriver implements Driver {
   }
 
   /** How a run that ended with `code` ends the state. */
-  private outcome(req: OperationRequest, spec: StateSpec, base: string, code: number): OperationResult {
+  private outcome(req: OperationRequest, spec: StateSpec, base: string | RunFacts, code: number): OperationResult {
+    const facts = typeof base === 'string' ? fileFacts(base, spec.reason) : base;
     if (code !== 0 && (this.settings.config.deferExitCodes ?? [EX_TEMPFAIL]).includes(code)) {
       // "Not now": the step is deferred (domain/deferral.ts), never retried here nor failed.
-      const line = lastLine(`${base}.err`) || lastLine(`${base}.log`);
+      const line = facts.err() || facts.log();
       const reason = line ? `exit ${code}: ${line}` : `exit ${code}`;
       const max = DETAILS_LIMIT - req.state.length - 2;
       return { kind: 'defer', reason: reason.length > max ? `${reason.slice(0, max - 1)}…` : reason };
@@ -271,10 +293,10 @@ export class ExecDriver implements Driver {
       // SPEC §7.2: the last non-empty line of stderr, else of stdout (the log holds both); with a
       // `reason` pattern, its last match in the log first (Ansible prints a failure's reason on
       // stdout, followed by the PLAY RECAP).
-      const line = (spec.reason ? lastMatch(`${base}.log`, spec.reason) : '') || lastLine(`${base}.err`) || lastLine(`${base}.log`);
+      const line = facts.match() || facts.err() || facts.log();
       return this.failure(req, spec, line ? `exit ${code}: ${line}` : `exit ${code}`, 'failed');
     }
-    const text = readSmall(`${base}.next`);
+    const text = facts.next();
     if (text === null || text.trim() === '') return { kind: 'next' };
     const next = text.trim();
     if (next === 'complete' || req.states.indexOf(next) > req.stateIndex) return { kind: 'next', next };
@@ -305,6 +327,25 @@ export class ExecDriver implements Driver {
     const deadline = Date.parse(left.startedAt.replace(' ', 'T').slice(0, 23) + 'Z') + spec.timeoutMs;
     const run = { base, runId, since: left.proc?.procStart ?? 0, deadline, proc: left.proc };
     return { kind: 'wait', result: this.track(req, spec, left.proc?.pgid ?? 0, runId, run.since, (entry) => this.waitLeft(req, spec, run, entry)) };
+  }
+
+  remote(left: LeftRun, req: OperationRequest): RemoteRun {
+    const spec = this.specs.get(left.state);
+    return {
+      key: runIdOf(req),
+      // The launcher stops a run at its timeout and a grace (BACKSTOP_MS) with or without its
+      // worker, then kills it after another grace: past that, it cannot be going.
+      maxLeftMs: spec ? spec.timeoutMs + 2 * spec.killGraceMs + BACKSTOP_MS * 2 : 0,
+      outcome: async (end) => {
+        if (!spec) return { kind: 'failed', reason: `no command for state ${left.state} in the exec config` };
+        if (end.code !== null) return this.outcome(req, spec, storedFacts(end.facts), end.code);
+        return { kind: 'retry', outcome: 'interrupted', reason: `the run was ended by ${end.signal ?? 'a signal'} on ${this.hostOf(left)}`, delayMs: 0 };
+      },
+    };
+  }
+
+  private hostOf(left: LeftRun): string {
+    return left.host ?? 'its host';
   }
 
   private fromStatus(req: OperationRequest, spec: StateSpec, base: string, status: RunStatus): OperationResult {

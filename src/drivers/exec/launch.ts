@@ -16,6 +16,19 @@ export interface LaunchRequest {
   env: Record<string, string>;
   /** The run's files: `<base>.log`, `.pid`, `.status`. */
   base: string;
+  /** The state's `reason` pattern, for the run's facts the launcher writes to a server's store. */
+  reason?: string;
+  /** The launcher stops the run once it has run this long (the timeout's backstop), KILL after `graceMs`. */
+  killAfterMs?: number;
+  graceMs?: number;
+}
+
+/** A server's store the launcher writes each run's end to (several hosts), and this host's name. */
+export interface EndStore {
+  url: string;
+  host: string;
+  /** PGPASSWORD of dcm's environment, which runs (and so the launcher's own environment) do not get. */
+  password?: string;
 }
 
 /** `lost`: the launcher died before it said; the run may have started all the same. */
@@ -35,7 +48,10 @@ export class Launcher {
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
 
-  constructor(private readonly env: NodeJS.ProcessEnv) {}
+  constructor(
+    private readonly env: NodeJS.ProcessEnv,
+    private readonly store: EndStore | null = null,
+  ) {}
 
   /** Runs asked of a launcher so far (for the cost counters). */
   get launched(): number {
@@ -53,6 +69,8 @@ export class Launcher {
       // The launcher is gone: its exit handler reports every pending run lost.
     });
     readline.createInterface({ input: child.stdout! }).on('line', (line) => this.answer(line));
+    // Through its input, never its argv or environment: the address may hold the password.
+    if (this.store) child.stdin!.write(`${JSON.stringify({ store: this.store })}\n`);
     this.exitedPromise = new Promise<void>((resolve) =>
       child.once('exit', () => {
         // The next run starts a new launcher; the runs this one had are lost to it.

@@ -13,7 +13,15 @@
  * wrapper also copies the command's stderr into the log (in the order written, through `tee`)
  * and into `.err`, whose last line is the failure's reason (SPEC §7.2).
  *
- * Protocol, one JSON object per line. dcm → launcher: `{id, file, args, cwd, env, base}` (env is
+ * On a server's store (several hosts) it is also what tells the store how each run ended, since
+ * it outlives its worker and a worker on another host may have taken the run over: as each run
+ * ends it writes the exit status and the run's facts (run-facts.ts) to `run_end`, keyed by the
+ * run's id, trying again while the server cannot be reached. And it stops a run that outlives its
+ * state's timeout (`killAfterMs`), which its worker does first while it lives: a frozen or dead
+ * worker's runs still end, so the taker's wait for them is bounded.
+ *
+ * Protocol, one JSON object per line. dcm → launcher: `{store: {url, host}}` first when the store
+ * is a server's, then `{id, file, args, cwd, env, base, reason?, killAfterMs?, graceMs?}` (env is
  * added to the launcher's own environment; the log is `<base>.log`). Launcher → dcm:
  * `{id, pid, start}` once started, then `{id, code, signal}` when it exited, or `{id, error}`.
  */
@@ -23,6 +31,9 @@ import readline from 'node:readline';
 import { procStartTime } from './procs.js';
 import { PRIVATE_FILE } from '../../platform/private.js';
 import { WRAPPER } from './wrapper.js';
+import { readStatus } from './files.js';
+import { fileFacts, readAll } from './run-facts.js';
+import { formatTimestamp } from '../../domain/time.js';
 
 interface Launch {
   id: number;
@@ -31,7 +42,18 @@ interface Launch {
   cwd: string;
   env: Record<string, string>;
   base: string;
+  /** The state's `reason` pattern, for the facts written to the store. */
+  reason?: string;
+  /** The run is stopped (TERM, then KILL after `graceMs`) once it has run this long. */
+  killAfterMs?: number;
+  graceMs?: number;
 }
+
+/** Where run ends are written: the server's store, and this host's name. */
+let store: { url: string; host: string; password?: string } | null = null;
+let endWriter: Promise<Query> | null = null;
+/** Run claims and ends not yet written to the store: the launcher waits for them before it exits. */
+let writing = 0;
 
 /**
  * The umask dcm was started with, for the commands; this process and the wrappers it starts use
@@ -51,10 +73,90 @@ process.stdout.on('error', () => {
 });
 
 function maybeExit(): void {
-  if (dcmGone && running === 0) process.exit(0);
+  if (dcmGone && running === 0 && writing === 0) process.exit(0);
+}
+
+type Query = (text: string, values: unknown[]) => Promise<number>;
+
+/** One connection, made on the first use; a lost one is made again by the next try. Returns rows affected. */
+function connect(): Promise<Query> {
+  const { url, password } = store!;
+  return import('pg').then(({ default: pg }) => {
+    let client: InstanceType<typeof pg.Client> | null = null;
+    return async (text: string, values: unknown[]) => {
+      if (!client) {
+        const c = new pg.Client({ connectionString: url, ...(password ? { password } : {}) });
+        c.on('error', () => {
+          if (client === c) client = null;
+        });
+        await c.connect();
+        client = c;
+      }
+      try {
+        return (await client.query(text, values)).rowCount ?? 0;
+      } catch (err) {
+        client.end().catch(() => {});
+        client = null;
+        throw err;
+      }
+    };
+  });
+}
+
+/** `text` on the store, tried again (200 ms, doubling to 10 s) until `forMs` has passed; null then. */
+async function onStore(text: string, values: unknown[], forMs: number): Promise<number | null> {
+  for (let wait = 200, until = Date.now() + forMs; ; wait = Math.min(wait * 2, 10_000)) {
+    try {
+      return await (await (endWriter ??= connect()))(text, values);
+    } catch {
+      if (Date.now() > until) return null;
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
+}
+
+/** Write a run's end to the store, trying again for up to an hour while the server cannot take it. */
+async function writeEnd(req: Launch, code: number | null, signal: string | null): Promise<void> {
+  const runId = req.env.DCM_RUN_ID ?? '';
+  // The wrapper's status is the run's own word (its exit code, even when the launcher saw a signal).
+  const status = readStatus(req.base, runId);
+  const c = status && 'code' in status ? status.code : code;
+  const facts = JSON.stringify(readAll(fileFacts(req.base, req.reason)));
+  await onStore(
+    'INSERT INTO run_end (run_id, host, code, signal, facts, ended_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (run_id) DO NOTHING',
+    [runId, store!.host, c, c === null ? signal : null, facts, formatTimestamp(Date.now() * 1000)],
+    3_600_000,
+  );
+}
+
+/**
+ * Claim the run in the store before it starts: a worker on another host that took this one's
+ * worker over may have given it up (it found no start), and then it never starts. Tried for a
+ * minute while the server cannot be reached; a run that cannot be claimed is not started.
+ */
+async function claimInStore(req: Launch): Promise<string | null> {
+  const runId = req.env.DCM_RUN_ID ?? '';
+  const n = await onStore(
+    `INSERT INTO run_claim (run_id, host, what, at) VALUES ($1, $2, 'started', $3) ON CONFLICT (run_id) DO NOTHING`,
+    [runId, store!.host, formatTimestamp(Date.now() * 1000)],
+    60_000,
+  );
+  if (n === null) return 'not started: the database could not be reached to claim the run';
+  return n === 1 ? null : 'not started: given up by a worker on another host';
 }
 
 function launch(req: Launch): void {
+  if (!store) return launchNow(req);
+  writing++;
+  void claimInStore(req)
+    .then((refused) => (refused ? send({ id: req.id, error: refused }) : launchNow(req)))
+    .finally(() => {
+      writing--;
+      maybeExit();
+    });
+}
+
+function launchNow(req: Launch): void {
   // Claim the run: a later dcm that gave it up (it found no trace of it) has claimed it first.
   let claim: number;
   try {
@@ -110,17 +212,41 @@ function launch(req: Launch): void {
   fs.writeSync(claim, `${pid} ${process.pid} ${runId}\n`.padEnd(launching.length), 0);
   fs.closeSync(claim);
   send({ id: req.id, pid, start: procStartTime(pid) });
+  // The backstop of the state's timeout: the worker stops the run first while it lives.
+  const backstop = req.killAfterMs
+    ? setTimeout(() => {
+        stopGroup(pid, 'SIGTERM');
+        setTimeout(() => stopGroup(pid, 'SIGKILL'), req.graceMs ?? 10_000).unref();
+      }, req.killAfterMs)
+    : null;
   child.once('exit', (code, signal) => {
     // The wrapper wrote the status; a wrapper ended by a signal (a timeout's kill) wrote none.
+    if (backstop) clearTimeout(backstop);
     running--;
     send({ id: req.id, code, signal });
-    maybeExit();
+    if (!store) return maybeExit();
+    writing++;
+    void writeEnd(req, code, signal).finally(() => {
+      writing--;
+      maybeExit();
+    });
   });
+}
+
+function stopGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // gone already
+  }
 }
 
 const lines = readline.createInterface({ input: process.stdin });
 lines.on('line', (line) => {
-  if (line.trim()) launch(JSON.parse(line) as Launch);
+  if (!line.trim()) return;
+  const msg = JSON.parse(line) as Launch | { store: { url: string; host: string; password?: string } };
+  if ('store' in msg) store = msg.store;
+  else launch(msg);
 });
 lines.on('close', () => {
   dcmGone = true;

@@ -1,0 +1,63 @@
+/**
+ * Runs of another host's worker that this one took over (several hosts, README): nothing here can
+ * see or stop them, and they may still be going. Their result is the one their host's launcher
+ * writes to the store as each ends (`run_end`), taken as an adopted run's result is: never run
+ * again for an end that was only not seen. Once a run cannot be going any more (its state's
+ * timeout and grace, which its host enforces with or without its worker, counted from the
+ * takeover on this worker's own clock, so no clock between hosts is trusted) and no end has come
+ * (the host itself is gone), it runs again as the next attempt.
+ *
+ * Owns only its looks at the store. Never touches: the registry or the steps (its answer is the
+ * run's result, settled by the orchestrator as an adopted run's).
+ */
+import type { OperationResult, RemoteRun } from '../drivers/driver.js';
+import { formatDuration } from '../domain/durations.js';
+import { abandonRemoteRun, runEnd, type LeftRunRow } from '../store/runs.js';
+import type { Runtime } from './runtime.js';
+
+/** How often the store is asked for the end of a run another host has. */
+const LOOK_MS = 1_000;
+
+export function waitRemote(rt: Runtime, left: LeftRunRow, remote: RemoteRun, host: string): Promise<OperationResult> {
+  const deadline = rt.now() + remote.maxLeftMs;
+  return new Promise((resolve) => {
+    let done = false;
+    let claimed = false;
+    const look = () => {
+      if (done) return;
+      let end;
+      let givenUp = false;
+      try {
+        end = runEnd(rt.db, remote.key);
+        // Once: a run its worker committed and its launcher never claimed is given up here, so it
+        // can never start there after all; the first claim wins (the launcher's, or this one).
+        if (!end && !claimed) {
+          givenUp = abandonRemoteRun(rt.db, remote.key, host);
+          claimed = true;
+        }
+      } catch {
+        return; // a busy store or a lost connection: the next look
+      }
+      if (givenUp) {
+        done = true;
+        timer.clear();
+        resolve({ kind: 'retry', outcome: 'interrupted', reason: `the run was never started on ${left.host ?? 'its host'} (its worker stopped first)`, delayMs: 0 });
+      } else if (end) {
+        done = true;
+        timer.clear();
+        resolve(remote.outcome(end));
+      } else if (rt.now() >= deadline) {
+        done = true;
+        timer.clear();
+        resolve({
+          kind: 'retry',
+          outcome: 'interrupted',
+          reason: `its host (${left.host ?? 'unknown'}) never said how the run ended; after ${formatDuration(remote.maxLeftMs)} it cannot be going any more`,
+          delayMs: 0,
+        });
+      }
+    };
+    const timer = rt.timers.every(look, LOOK_MS);
+    rt.timers.soon(look);
+  });
+}
