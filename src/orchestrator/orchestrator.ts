@@ -34,14 +34,13 @@ import { Registry } from './registry.js';
 import { Launcher } from './launch.js';
 import type { OrchestratorOptions } from './options.js';
 import { durationKey } from '../store/durations.js';
-
-export type { OrchestratorOptions };
 import { ExternalRequests } from './requests.js';
 import { RunRequests } from './run-request.js';
 import type { Runtime } from './runtime.js';
 import { Stages } from './stages.js';
 import { TakeoverHandler } from './takeover.js';
 import type { TakenOver } from './workers.js';
+export type { OrchestratorOptions };
 
 export class Orchestrator {
   private readonly registry: Registry;
@@ -148,8 +147,7 @@ export class Orchestrator {
         deferral: (w, reason) => this.stages.deferrals!.decide(w.step, w.state, reason),
       },
       progress,
-      // The statistics its ok runs add to: the type's, for this config (store/durations.ts).
-      durationKey(opts.type, opts.extra),
+      durationKey(opts.type, opts.extra), // the statistics its ok runs add to (store/durations.ts)
       opts.fence,
     );
     this.launcher = new Launcher(

@@ -2,7 +2,6 @@
 import type { Db } from './open.js';
 import { sql } from './statements.js';
 import { now } from './clock.js';
-import { strategyIdOf } from '../domain/logs.js';
 import type { ExtraArgs } from '../domain/options.js';
 import type { StagePlan } from '../domain/planning.js';
 
@@ -83,7 +82,8 @@ export function deleteStrategy(db: Db): void {
   // The starts and ends its runs' launchers wrote (several hosts), by the strategy's id in their run ids.
   const created = sql(db, 'SELECT created_at FROM strategy WHERE id = 1').pluck().get() as string | undefined;
   if (created !== undefined) {
-    const runs = `${strategyIdOf(created)}/%`;
+    // The strategy's id as run ids begin with it (domain/logs.ts strategyIdOf; not loaded here for lists).
+    const runs = `${created.replace(/\D/g, '')}/%`;
     sql(db, 'DELETE FROM run_claim WHERE run_id LIKE ?').run(runs);
     sql(db, 'DELETE FROM run_end WHERE run_id LIKE ?').run(runs);
   }
