@@ -146,17 +146,6 @@ async function claimInStore(req: Launch): Promise<string | null> {
 }
 
 function launch(req: Launch): void {
-  if (!store) return launchNow(req);
-  writing++;
-  void claimInStore(req)
-    .then((refused) => (refused ? send({ id: req.id, error: refused }) : launchNow(req)))
-    .finally(() => {
-      writing--;
-      maybeExit();
-    });
-}
-
-function launchNow(req: Launch): void {
   // Claim the run: a later dcm that gave it up (it found no trace of it) has claimed it first.
   let claim: number;
   try {
@@ -170,6 +159,26 @@ function launchNow(req: Launch): void {
   const runId = req.env.DCM_RUN_ID ?? '';
   const launching = `launching ${process.pid} ${runId}\n`;
   fs.writeSync(claim, launching);
+  if (!store) return start(req, claim, launching);
+  // On a server, claimed there too (after the file: a run a later dcm here gave up is never
+  // claimed there): a worker on another host may have given it up first.
+  writing++;
+  void claimInStore(req)
+    .then((refused) => {
+      if (!refused) return start(req, claim, launching);
+      fs.writeSync(claim, `abandoned ${runId}\n`.padEnd(launching.length), 0);
+      fs.closeSync(claim);
+      send({ id: req.id, error: refused });
+    })
+    .finally(() => {
+      writing--;
+      maybeExit();
+    });
+}
+
+/** Start the run claimed (`claim`, the `.pid` file open, `launching` written in it). */
+function start(req: Launch, claim: number, launching: string): void {
+  const runId = req.env.DCM_RUN_ID ?? '';
   let fd: number;
   try {
     fd = fs.openSync(`${req.base}.log`, 'w', PRIVATE_FILE);
