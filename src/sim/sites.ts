@@ -10,8 +10,9 @@
  * process through its own timers, so a killed process never hears them and a frozen one hears
  * them once it is continued; a run left going is adopted by the next process through the ledger.
  */
-import type { Adoption, Driver, LeftRun, OperationRequest, OperationResult } from '../drivers/driver.js';
+import type { Adoption, Driver, LeftRun, OperationRequest, OperationResult, RemoteRun } from '../drivers/driver.js';
 import type { ProcessTimers } from './clock.js';
+import { faultOf } from '../store/faults.js';
 
 export type SiteOutcome = 'ok' | 'failed' | 'defer' | 'killed';
 
@@ -149,25 +150,78 @@ export class Sites {
   }
 }
 
+/**
+ * What a site's host tells the store of its runs (several hosts), as the exec driver's launcher
+ * does: a run is claimed there before it begins (false: a worker on another host gave it up first),
+ * and its end is written there as it ends, whatever became of the process that started it.
+ */
+export interface RunBook {
+  claim(key: string, host: string): boolean;
+  ended(key: string, host: string, code: number | null, signal: string | null): void;
+}
+
+/** `fn`, tried again every 200 ms (virtual) while the store is busy; any other error ends it. */
+function untilFree<T>(fn: () => T): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const attempt = () => {
+      try {
+        resolve(fn());
+      } catch (err) {
+        if (faultOf(err) === 'busy') setTimeout(attempt, 200);
+        else reject(err as Error);
+      }
+    };
+    attempt();
+  });
+}
+
+/** A run's key in the book: one per (site, state, attempt) of the one strategy a world applies. */
+const keyOf = (r: { cloud: string; state: string; attempt: number }) => `${r.cloud}/${r.state}/${r.attempt}`;
+
 /** One simulated process's driver. */
 export class SimDriver implements Driver {
   readonly ownsTimeouts = false;
   adopted = 0;
+  /** Several hosts: the book the runs' host writes; absent, runs of a gone worker elsewhere run again. */
+  readonly remote?: (left: LeftRun, req: OperationRequest) => RemoteRun;
 
   constructor(
     private readonly sites: Sites,
     private readonly timers: ProcessTimers,
     private readonly host: string,
-  ) {}
+    private readonly book: RunBook | null = null,
+  ) {
+    if (book) this.remote = (left) => this.remoteRun(left);
+  }
 
   run(req: OperationRequest): Promise<OperationResult> {
     // A dead process starts nothing; the registry's entry waits for ever, as nothing of it runs.
     if (this.timers.dead) return new Promise<OperationResult>(() => {});
+    if (this.book) {
+      const book = this.book;
+      const key = keyOf(req);
+      // Claimed first (tried again while the store is busy, as the launcher does); given up by a
+      // worker on another host while this process could not launch it, it never begins.
+      const begun = untilFree(() => book.claim(key, this.host)).then((mine) => {
+        if (!mine) return { kind: 'failed', reason: 'not started: given up by a worker on another host' } satisfies OperationResult;
+        const entry = this.begin(req);
+        void entry.done.then(() => {
+          const code = entry.outcome === 'ok' ? 0 : entry.outcome === 'defer' ? 75 : entry.outcome === 'failed' ? 1 : null;
+          untilFree(() => book.ended(key, this.host, code, code === null ? 'SIGKILL' : null)).catch(() => {});
+        });
+        return entry.done;
+      });
+      return this.deliver(begun);
+    }
+    return this.deliver(this.begin(req).done);
+  }
+
+  private begin(req: OperationRequest): LedgerEntry {
     const entry = this.sites.begin(req, this.host);
     req.signal.addEventListener('abort', () => {
       if (!this.timers.dead && !this.timers.frozen) this.sites.stop(entry);
     });
-    return this.deliver(entry.done);
+    return entry;
   }
 
   adopt(left: LeftRun, req: OperationRequest): Adoption {
@@ -179,6 +233,22 @@ export class SimDriver implements Driver {
       if (!this.timers.dead && !this.timers.frozen) this.sites.stop(entry);
     });
     return { kind: 'wait', result: this.deliver(entry.done) };
+  }
+
+  /** A run of another host's: its end as the book has it; sites never hang, so its end always comes. */
+  private remoteRun(left: LeftRun): RemoteRun {
+    return {
+      key: keyOf(left),
+      maxLeftMs: 24 * 3_600_000,
+      outcome: async (end) =>
+        end.code === 0
+          ? { kind: 'next' }
+          : end.code === 75
+            ? { kind: 'defer', reason: 'exit 75: the site did not answer' }
+            : end.code === null
+              ? { kind: 'retry', outcome: 'interrupted', reason: `the run was ended by ${end.signal ?? 'a signal'}`, delayMs: 0 }
+              : { kind: 'failed', reason: 'exit 1: the state failed' },
+    };
   }
 
   /** The answer reaches the process through its timers: never if killed, once continued if frozen. */

@@ -23,7 +23,8 @@ import { WorkerLease } from '../orchestrator/workers.js';
 import { ApplyLock } from '../orchestrator/lock.js';
 import { installClock, ProcessTimers, type VirtualClock } from './clock.js';
 import { planner, type Fault, type Schedule } from './schedule.js';
-import { SimDriver, Sites, type Violation } from './sites.js';
+import { SimDriver, Sites, type RunBook, type Violation } from './sites.js';
+import { claimRun, recordRunEnd } from '../store/runs.js';
 
 const TYPE: StrategyType = 'kubernetes';
 const ENDED = ['complete', 'failed', 'aborted'];
@@ -103,10 +104,17 @@ class World {
 
   private readonly start = Date.now();
 
+  /** The runs' starts and ends as their hosts write them, on the world's own connection. */
+  private readonly book: RunBook = {
+    claim: (key, host) => claimRun(this.db, key, host),
+    ended: (key, host, code, signal) => recordRunEnd(this.db, key, host, code, signal),
+  };
+
   async run(): Promise<Outcome> {
     await this.build();
     this.log('fleet built');
     this.db = openDb(this.ctx.dbPath, { create: false, write: true })!;
+    this.db.pragma('busy_timeout = 0');
     for (const f of this.s.faults) this.arm(f);
     if (this.s.hosts === 1) this.spawn(0);
     else for (let w = 0; w < this.s.hosts; w++) this.later(() => this.spawn(w), w * 700);
@@ -155,8 +163,11 @@ class World {
     const db = openDb(this.ctx.dbPath, { create: false, write: true })!;
     db.pragma('busy_timeout = 0');
     db.pragma('synchronous = OFF');
-    const driver = new SimDriver(this.sites, timers, host);
+    // Several hosts: the sites tell the store how their runs end (as the exec launcher does), and a
+    // worker that takes another host's over waits for those ends instead of running them again.
+    const driver = new SimDriver(this.sites, timers, host, this.s.hosts > 1 ? this.book : null);
     const lease = this.s.hosts > 1 ? new WorkerLease(db, this.s.leaseMs, null, { host, pid: 4_190_000 + gen, timers }) : null;
+    if (lease) lease.adoptsElsewhere = true;
     const start = () => {
       if (getStrategy(db)!.state === 'initial') casStrategyState(db, ['initial'], 'applying');
     };

@@ -182,3 +182,13 @@ export function runEnd(db: Db, runId: string): RunEndRow | undefined {
 export function abandonRemoteRun(db: Db, runId: string, host: string): boolean {
   return sql(db, `INSERT INTO run_claim (run_id, host, what, at) VALUES (?, ?, 'abandoned', ?) ON CONFLICT (run_id) DO NOTHING`).run(runId, host, now()).changes === 1;
 }
+
+/** A run claimed by the host that starts it (the simulator's sites; the exec launcher writes its own). False: given up first. */
+export function claimRun(db: Db, runId: string, host: string): boolean {
+  return sql(db, `INSERT INTO run_claim (run_id, host, what, at) VALUES (?, ?, 'started', ?) ON CONFLICT (run_id) DO NOTHING`).run(runId, host, now()).changes === 1;
+}
+
+/** A run's end as its host saw it (the simulator's sites; the exec launcher writes its own). */
+export function recordRunEnd(db: Db, runId: string, host: string, code: number | null, signal: string | null): void {
+  sql(db, 'INSERT INTO run_end (run_id, host, code, signal, facts, ended_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING').run(runId, host, code, signal, '{}', now());
+}
