@@ -84,13 +84,21 @@ export function publish(tmp: string, file: string): boolean {
   }
 }
 
+/** What a command's result prints: the Outcome's `result`, or the result itself. */
+function printedOf(result: unknown): unknown {
+  const r = result as { kind?: unknown; result?: unknown } | null;
+  return r && typeof r === 'object' && r.kind === undefined && r.result !== undefined ? r.result : result;
+}
+
 function runInTransaction<T>(db: Db, ctx: Ctx, fn: (db: Db) => T): T {
   try {
     // Inner `immediate()` calls become savepoints of this transaction.
     return db
       .transaction(() => {
         const result = fn(db);
-        ctx.checkResult?.(result);
+        // A command that says more than its result (notes, an exit code) is checked on the result
+        // it prints: an unknown -c refuses `strategy update --gate-check …` before it commits.
+        ctx.checkResult?.(printedOf(result));
         return result;
       })
       .immediate();

@@ -102,6 +102,10 @@ describe('strategy update', () => {
     expectRefused(t.dir, ['--db', t.db, 'strategy', 'pause'], 1, 'Strategy in state initial cannot be paused');
     expectRefused(t.dir, ['--db', t.db, 'strategy', 'resume'], 1, 'Strategy in state initial cannot be resumed');
     expectRefused(t.dir, ['--db', t.db, 'strategy', 'retry'], 1, 'Strategy in state initial cannot be retried');
+    // A change whose record cannot be printed (an unknown -c) is refused before it commits.
+    for (const change of [['--gate-check', 'true'], ['--max-parallel-subclouds', '2'], ['--max-failures', '3']]) {
+      expectRefused(t.dir, ['--db', t.db, 'strategy', 'update', ...change, '-c', 'in-sync', '-f', 'value'], 1, /No recognized column names in \['in-sync'\]/);
+    }
     expect(dcm(['--db', t.db, 'strategy', 'apply']).code).toBe(0);
     expectRefused(t.dir, ['--db', t.db, 'strategy', 'update', '--max-parallel-subclouds', '2'], 1, 'Strategy in state complete cannot be updated');
     expectRefused(t.dir, ['--db', t.db, 'strategy', 'retry'], 1, 'Strategy in state complete cannot be retried');
