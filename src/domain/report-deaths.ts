@@ -6,6 +6,7 @@
  * runs it left. Pure: the event record in, one line per death out.
  */
 import { EVENTS } from './events.js';
+import type { ReportEvent } from './report.js';
 
 export interface OrchestratorDeath {
   /** When the next orchestrator found it gone (the event's time). */
@@ -20,14 +21,8 @@ export interface OrchestratorDeath {
   runs: string | null;
 }
 
-interface Event {
-  atUs: number;
-  event: string;
-  user: string;
-  host: string;
-  pid: number;
-  details: string;
-}
+/** The fields of an event record row that tell of a death. */
+type Event = Pick<ReportEvent, 'atUs' | 'event' | 'user' | 'host' | 'pid' | 'details'>;
 
 const LOCK = /^took over the apply lock of (pid \d+ on .+?) \((.*)\)$/;
 const WORKER = /^(pid \d+ on [^:]+): ([^;]*); (.*)$/;

@@ -74,6 +74,13 @@ states:
 /** The process is stopped (SIGSTOP): its state in /proc is T. */
 const stopped = (pid: number) => fs.readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').startsWith('T');
 
+/** How many times each (site, state) ran, by the runs' own log. */
+function runsPerState(runs: readonly { cloud: string; state: string }[]): Map<string, number> {
+  const seen = new Map<string, number>();
+  for (const r of runs) seen.set(`${r.cloud}|${r.state}`, (seen.get(`${r.cloud}|${r.state}`) ?? 0) + 1);
+  return seen;
+}
+
 const stepStates = (db: string) => query<{ state: string; n: number }>(db, 'SELECT state, count(*) AS n FROM strategy_step GROUP BY state ORDER BY state');
 
 describe('several workers on one strategy', () => {
@@ -306,8 +313,7 @@ states:
     expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: N }]);
     const runs = fx.readRuns();
     expect(overlapsPerCloud(runs)).toEqual([]);
-    const seen = new Map<string, number>();
-    for (const r of runs) seen.set(`${r.cloud}|${r.state}`, (seen.get(`${r.cloud}|${r.state}`) ?? 0) + 1);
+    const seen = runsPerState(runs);
     expect([...seen].filter(([, n]) => n > 1)).toEqual([]);
     expect(runs).toHaveLength(N * 5);
     // The runs host-a started ended `ok` in the history, taken by host-b from their ends.
@@ -403,8 +409,7 @@ states:
     expect((await c.done).code).toBe(0);
     expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: N }]);
     const runs = fx.readRuns();
-    const seen = new Map<string, number>();
-    for (const r of runs) seen.set(`${r.cloud}|${r.state}`, (seen.get(`${r.cloud}|${r.state}`) ?? 0) + 1);
+    const seen = runsPerState(runs);
     expect([...seen].filter(([, n]) => n > 1)).toEqual([]);
     expect(runs).toHaveLength(N * 5);
     expect(overlapsPerCloud(runs)).toEqual([]);
@@ -516,8 +521,7 @@ states:
     expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: N }]);
     const runs = fx.readRuns();
     expect(overlapsPerCloud(runs)).toEqual([]);
-    const seen = new Map<string, number>();
-    for (const r of runs) seen.set(`${r.cloud}|${r.state}`, (seen.get(`${r.cloud}|${r.state}`) ?? 0) + 1);
+    const seen = runsPerState(runs);
     expect([...seen].filter(([, n]) => n > 1)).toEqual([]);
     expect(seen.size).toBe(N * 5);
     expect(peakConcurrent(runs)).toBeLessThanOrEqual(WINDOW);
