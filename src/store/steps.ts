@@ -127,10 +127,12 @@ export function retryCandidates(db: Db, clouds: readonly string[] | null): { id:
 }
 
 /**
- * A step goes back to `to` for the next run (`strategy retry`): not ended, no details. Its
- * started_at stays (the first time it started); the history keeps every earlier run.
+ * A step goes back to `to` for the next run (`strategy retry`): not ended, no details, and nobody's
+ * (several hosts): the worker that ended it is gone, and a later worker given its id (a file's
+ * worker ids can be used again) must not take the step for one it holds in flight. Its started_at
+ * stays (the first time it started); the history keeps every earlier run.
  */
 export function resetStep(db: Db, id: number, from: string, to: string): boolean {
-  return sql(db, `UPDATE strategy_step SET state = ?, details = '', finished_at = NULL, updated_at = ? WHERE id = ? AND state = ?`)
+  return sql(db, `UPDATE strategy_step SET state = ?, details = '', finished_at = NULL, updated_at = ?, owner = NULL WHERE id = ? AND state = ?`)
     .run(to, now(), id, from).changes === 1;
 }

@@ -58,4 +58,15 @@ describe('dcm sim', () => {
     expect(hits(r.out, 'freeze')).toBeGreaterThan(0);
     expect(hits(r.out, 'kill')).toBeGreaterThan(0);
   });
+
+  // A strategy that failed, retried, and applied again by one fresh worker never ended: the retried
+  // steps still named the worker that had ended them, and the fresh worker, given that id again,
+  // counted them as its own in flight and filled its window with them. Retry now leaves them nobody's.
+  test('several hosts: after a retry a fresh worker runs the retried steps and the strategy ends', () => {
+    for (const seed of ['731908533', '1018338044']) {
+      const r = sim(['--seed', seed, '--schedules', '1', '--exact', '--hosts', '3']);
+      expect([seed, r.out]).toEqual([seed, expect.stringMatching(/violations: 0 schedule\(s\)/)]);
+      expect(hits(r.out, 'retry')).toBe(1);
+    }
+  });
 });

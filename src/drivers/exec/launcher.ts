@@ -31,6 +31,7 @@ import readline from 'node:readline';
 import { procStartTime } from './procs.js';
 import { PRIVATE_FILE } from '../../platform/private.js';
 import { WRAPPER } from './wrapper.js';
+import { setLongTimeout } from '../../platform/timers.js';
 import { readStatus } from './files.js';
 import { fileFacts, readAll } from './run-facts.js';
 import { formatTimestamp } from '../../domain/time.js';
@@ -110,7 +111,7 @@ async function onStore(text: string, values: unknown[], forMs: number): Promise<
       return await (await (endWriter ??= connect()))(text, values);
     } catch {
       if (Date.now() > until) return null;
-      await new Promise((r) => setTimeout(r, wait));
+      await new Promise<void>((r) => setLongTimeout(r, wait));
     }
   }
 }
@@ -222,15 +223,16 @@ function start(req: Launch, claim: number, launching: string): void {
   fs.closeSync(claim);
   send({ id: req.id, pid, start: procStartTime(pid) });
   // The backstop of the state's timeout: the worker stops the run first while it lives.
+  // setLongTimeout: a state's timeout may be past what setTimeout holds (720h).
   const backstop = req.killAfterMs
-    ? setTimeout(() => {
+    ? setLongTimeout(() => {
         stopGroup(pid, 'SIGTERM');
-        setTimeout(() => stopGroup(pid, 'SIGKILL'), req.graceMs ?? 10_000).unref();
+        setLongTimeout(() => stopGroup(pid, 'SIGKILL'), req.graceMs ?? 10_000).unref();
       }, req.killAfterMs)
     : null;
   child.once('exit', (code, signal) => {
     // The wrapper wrote the status; a wrapper ended by a signal (a timeout's kill) wrote none.
-    if (backstop) clearTimeout(backstop);
+    backstop?.clear();
     running--;
     send({ id: req.id, code, signal });
     if (!store) return maybeExit();
