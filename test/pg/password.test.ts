@@ -22,7 +22,7 @@ test('no run sees the database password, in its argv or its environment', () => 
   const db = f.db.replace('://dcm_test@', '://dcm_test:url-secret-4711@');
   expect(db).toContain('url-secret-4711');
   const seen = path.join(f.dir, 'seen.txt');
-  const yaml = `states:\n  "*": ["/bin/sh", "-c", "printf 'argv %s\\\\n' \\"$*\\" >> \\"$SEEN\\"; env >> \\"$SEEN\\"; cat /proc/$$/cmdline >> \\"$SEEN\\"", "x", "{db}"]\n`;
+  const yaml = `states:\n  "*": ["/bin/sh", "-c", "printf 'argv %s\\\\n' \\"$*\\" >> \\"$SEEN\\"; env >> \\"$SEEN\\"; cat /proc/$$/cmdline >> \\"$SEEN\\"; echo >> \\"$SEEN\\"", "x", "{db}"]\n`;
   dcmOk(['--db', db, 'subcloud', 'add', 's1', 's2']);
   dcmOk(['--db', db, 'strategy', 'create', '--type', 'patch', '--driver', 'exec', '--exec-config', f.config(yaml)]);
   const r = dcm(['--db', db, 'strategy', 'apply', '-q'], { env: { SEEN: seen, PGPASSWORD: 'env-secret-4712' } });
