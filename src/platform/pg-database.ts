@@ -160,6 +160,28 @@ export interface TransactionFn<A extends unknown[], R> {
 /** Statements that change nothing in the database: sent again after a lost connection. */
 const RESENDABLE = /^\s*(SELECT|SET|SHOW|WITH\s+[^;]*\bSELECT\b(?![\s\S]*\b(INSERT|UPDATE|DELETE)\b))/i;
 
+/**
+ * How long a connection is tried again while the server says it will be back: starting up or
+ * shutting down (57P03) when first connecting (a wrong address fails at once), and any lost
+ * connection when connecting again (the address worked: a restart, a failover's few seconds).
+ */
+const RECONNECT_MS = 5_000;
+const RECONNECT_EVERY_MS = 200;
+
+function connect(url: string, again: boolean): SyncPg {
+  const until = Date.now() + RECONNECT_MS;
+  for (;;) {
+    try {
+      return new SyncPg(url);
+    } catch (err) {
+      const transient = again ? connectionLost(err) : (err as { code?: string }).code === '57P03';
+      if (!transient || Date.now() >= until) throw err;
+      // The store is synchronous (see pg-sync.ts): the wait between tries blocks, a few seconds at most.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, RECONNECT_EVERY_MS);
+    }
+  }
+}
+
 export class PgDatabase {
   readonly memory = false;
   open = true;
@@ -185,7 +207,7 @@ export class PgDatabase {
     this.writerLock = opts.writerLock ?? WRITER_LOCK;
     this.version = opts.version;
     this.identityTables = opts.identityTables ?? new Set();
-    this.conn = new SyncPg(url);
+    this.conn = connect(url, false);
   }
 
   /**
@@ -371,9 +393,9 @@ export class PgDatabase {
       // Already gone.
     }
     try {
-      this.conn = new SyncPg(this.url);
+      this.conn = connect(this.url, true);
     } catch (err) {
-      // Still unreachable: this try fails as busy, and the next one connects again.
+      // Still unreachable after a few seconds: this try fails as busy, and the next one connects again.
       throw asStoreError(err);
     }
     this.lost = false;

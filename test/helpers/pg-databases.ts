@@ -1,11 +1,26 @@
 /**
  * Databases of their own for the tests of the PostgreSQL pass: one per tempDir(), created on the
- * pass's cluster (DCM_TEST_PG_URL) and dropped by the cleanup, whatever connection is still open.
+ * pass's cluster (DCM_TEST_PG_URL, or a test's own cluster while it sets it) and dropped by the
+ * cleanup, whatever connection is still open.
  */
 import crypto from 'node:crypto';
 import { SyncPg } from '../../src/platform/pg-sync.js';
 
-let admin: SyncPg | null = null;
+/** One superuser connection per cluster (a test may run a cluster of its own). */
+const admins = new Map<string, SyncPg>();
+
+/** `text` as the cluster's superuser; once more on a new connection if the old one was cut. */
+function asAdmin(base: string, text: string): void {
+  const conn = () => admins.get(base) ?? admins.set(base, new SyncPg(base)).get(base)!;
+  try {
+    conn().query(text);
+  } catch {
+    // A restarted cluster (a test's fault) cut it: the statement is one that can be sent again.
+    admins.get(base)?.close();
+    admins.delete(base);
+    conn().query(text);
+  }
+}
 
 /** The cluster's address when this run is the PostgreSQL pass, else undefined. */
 export function pgTestUrl(): string | undefined {
@@ -16,10 +31,9 @@ export function pgTestUrl(): string | undefined {
 export function freshPgDatabase(): { url: string; drop: () => void } {
   const base = pgTestUrl();
   if (!base) throw new Error('not the PostgreSQL pass (DCM_TEST_PG_URL is unset)');
-  admin ??= new SyncPg(base);
   const name = `dcm_t_${crypto.randomBytes(6).toString('hex')}`;
-  admin.query(`CREATE DATABASE ${name}`);
+  asAdmin(base, `CREATE DATABASE ${name}`);
   // The address names the database between the (empty) host and the query: `…@/postgres?host=…`.
   const url = base.replace(/@\/[^?]*/, `@/${name}`);
-  return { url, drop: () => void admin?.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+  return { url, drop: () => asAdmin(base, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }

@@ -17,6 +17,8 @@ interface Cluster {
   /** The superuser's address of the `postgres` database. */
   url: string;
   dir: string;
+  /** A crash and a start again (`pg_ctl restart -m immediate`): every session is cut. */
+  restart: () => void;
   stop: () => void;
 }
 
@@ -57,6 +59,8 @@ export function startCluster(): Cluster {
   return {
     url,
     dir,
+    // The options of the first start are kept (postmaster.opts); immediate: a crash, then recovery.
+    restart: () => run(path.join(bin, 'pg_ctl'), ['-D', data, '-l', path.join(dir, 'server.log'), '-m', 'immediate', '-w', '-t', '60', 'restart']),
     stop: () => {
       try {
         run(path.join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop']);

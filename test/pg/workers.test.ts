@@ -11,6 +11,7 @@ import path from 'node:path';
 import { dcm, dcmOk, dcmSpawn, sleep, waitFor, type RunResult } from '../helpers/cli.js';
 import { execFixture, overlapsPerCloud, peakConcurrent, type ExecFixture } from '../helpers/exec.js';
 import { SyncPg } from '../../src/platform/pg-sync.js';
+import { startCluster } from './global-setup.js';
 
 /** Debian's libfaketime (package faketime; .ci/run installs it): a process with its wall clock moved. */
 const FAKETIME_LIB = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
@@ -29,7 +30,16 @@ afterEach(() => {
   }
   f?.cleanup();
   f = null;
+  if (own) {
+    own.stop();
+    own = null;
+    process.env.DCM_TEST_PG_URL = passUrl;
+  }
 });
+
+/** The pass's cluster, and a test's own while it has one (a restart would cut the other files'). */
+const passUrl = process.env.DCM_TEST_PG_URL;
+let own: ReturnType<typeof startCluster> | null = null;
 
 const names = (n: number, prefix = 's') => Array.from({ length: n }, (_, i) => `${prefix}${String(i + 1).padStart(3, '0')}`);
 
@@ -323,7 +333,7 @@ states:
   }, 180_000);
 
   /**
-   * Another session holds the writers' lock for a long while (a stuck tool, a migration): a
+   * Another session holds the writers' lock for 15 s (a stuck tool, a migration): a
    * worker waiting for it still renews its lease (on its own connection), answers Ctrl-C while the
    * lock is held, and is not taken for gone; a second worker joining then waits for the lock
    * rather than dying of it. Judged by the lease's own row and the workers' own lines.
@@ -358,9 +368,10 @@ states:
       // What it took is printed for BENCHMARKS.md, never asserted (a busy machine is slower).
       process.stderr.write(`lock held ${Date.now() - heldSince} ms; Ctrl-C answered in ${Date.now() - sent} ms\n`);
       expect(query(fx.db, 'SELECT 1 FROM apply_worker WHERE host = $1', ['host-b'])).toEqual([]);
-      // Held on past two whole leases (2 s): its lease is renewed all along, so the worker that
-      // joins once the lock is free finds it live, and takes nothing over.
-      await waitFor(() => beat() > heardAt + 2 * 2_000, 30_000, 50);
+      // Held 15 s in all, past seven leases (2 s): its lease is renewed all along (its last renewal
+      // 13 s or more after the first one read), so the worker that joins once the lock is free
+      // finds it live, and takes nothing over.
+      await waitFor(() => Date.now() - heldSince >= 15_000 && beat() >= heardAt + 13_000, 60_000, 100);
     } finally {
       holder.query('ROLLBACK');
       holder.close();
@@ -447,13 +458,18 @@ states:
    * Three workers under faults at random, judged by the runs' own log. On one host a worker
    * restarted adopts what its predecessor left through the run files; as three hosts (the issue's
    * loop: 150 subclouds, runs of 0–2 s, window 20), a taker on another host takes the ends the
-   * runs' launcher wrote to the store, and every connection is also cut now and then
-   * (pg_terminate_backend).
+   * runs' launcher wrote to the store, every connection is also cut now and then
+   * (pg_terminate_backend), and the server crashes and starts again (on a cluster of the test's
+   * own: the other files of the pass share theirs).
    */
   test.each([
     { what: 'on one host, kill -9 or SIGSTOP past the lease 30 times', hosts: false, N: 300, WINDOW: 30, min: 300, max: 700, FAULTS: 30 },
-    { what: 'as three hosts, kill -9, SIGSTOP past the lease or every connection cut 20 times', hosts: true, N: 150, WINDOW: 20, min: 0, max: 2_000, FAULTS: 20 },
+    { what: 'as three hosts, kill -9, SIGSTOP past the lease, every connection cut or the server restarted 20 times', hosts: true, N: 150, WINDOW: 20, min: 0, max: 2_000, FAULTS: 20 },
   ])('three workers $what: no overlap, nothing completed twice, the window held, all complete', async ({ hosts, N, WINDOW, min, max, FAULTS }) => {
+    if (hosts) {
+      own = startCluster();
+      process.env.DCM_TEST_PG_URL = own.url;
+    }
     f = execFixture();
     const fx = f;
     setup(fx.db, N, WINDOW, everyState(fx, min, max), fx);
@@ -470,6 +486,7 @@ states:
     const ends: RunResult[] = [];
     let faults = 0;
     let cuts = 0;
+    let restarts = 0;
     const done = () => stepStates(fx.db).every((s) => s.state === 'complete');
     while (faults < FAULTS && !done()) {
       await sleep(300 + Math.floor(Math.random() * 400));
@@ -487,7 +504,14 @@ states:
       const w = live[Math.floor(Math.random() * live.length)];
       faults++;
       const dice = Math.random();
-      if (hosts && dice < 0.25) {
+      // The last two faults are a cut and a restart if none came by chance.
+      const cut = hosts && ((dice >= 0.1 && dice < 0.25) || (faults === FAULTS - 1 && cuts === 0));
+      if (hosts && !cut && (dice < 0.1 || (faults === FAULTS && restarts === 0))) {
+        // The server crashes and starts again (a second or so): every session is cut, and none can
+        // connect meanwhile.
+        restarts++;
+        own!.restart();
+      } else if (cut) {
         // Every connection to the database but this one is cut: workers', heartbeats', launchers'.
         cuts++;
         query(fx.db, 'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()');
@@ -503,13 +527,17 @@ states:
     }
     expect(faults).toBe(FAULTS);
     if (hosts) expect(cuts).toBeGreaterThan(0);
+    if (hosts) expect(restarts).toBeGreaterThan(0);
     // Then left to finish; a worker still stopped is continued by its timer.
     await waitFor(() => pool.every((w) => w.ended !== null || (!w.stopped && done())), 600_000, 100);
     await waitFor(() => pool.every((w) => w.ended !== null), 600_000, 100);
     codes.push(...pool.map((w) => w.ended!.code));
     ends.push(...pool.map((w) => w.ended!));
-    // Killed (null: by a signal), lost its lease (4), or ended with the strategy (0).
-    expect(ends.filter((e) => e.code !== null && e.code !== 4 && e.code !== 0).map((e) => [e.code, e.stderr])).toEqual([]);
+    // Killed (null: by a signal), lost its lease (4), or ended with the strategy (0); or, started
+    // while the server was down (a restart), refused at once as an operator's apply would be.
+    const refused = (e: RunResult) => e.code === 1 && /^error: cannot open database \S+: /.test(e.stderr);
+    expect(ends.filter((e) => e.code !== null && e.code !== 4 && e.code !== 0 && !refused(e)).map((e) => [e.code, e.stderr])).toEqual([]);
+    if (hosts) process.stderr.write(`three hosts: ${faults} faults, ${cuts} cuts, ${restarts} restarts, ${ends.filter(refused).length} worker(s) refused at start\n`);
     // The last fault may kill the one worker that would have ended the strategy (another one
     // continued and counted as live has yet to find its lease lost): one more apply ends it, as an
     // operator's would.
