@@ -426,6 +426,46 @@ states:
     expect(overlapsPerCloud(runs)).toEqual([]);
   }, 180_000);
 
+  /**
+   * The issue's third break: an abort that comes while a worker on another host is taking a frozen
+   * one over (it waits for the ends of the runs the frozen one started) must end. The taker takes
+   * those runs' results as they end, starts nothing new, and ends the strategy `aborted`; the
+   * frozen worker, continued, exits 4 and writes nothing; after a retry no state that had ended
+   * runs again.
+   */
+  test('abort while another host takes a frozen worker over: the abort ends, the runs left are taken as they ended, and after a retry none runs again', async () => {
+    f = execFixture();
+    const fx = f;
+    const N = 6;
+    setup(fx.db, N, 3, everyState(fx, 2_500, 3_000), fx);
+    const a = worker(fx.db, { ...fx.env, DCM_HOST: 'host-a' });
+    await waitFor(() => query<{ n: number }>(fx.db, `SELECT count(*) AS n FROM step_history WHERE outcome = 'running' AND pid IS NOT NULL`)[0].n === 3, 60_000);
+    const b = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' });
+    await waitFor(() => query<{ n: number }>(fx.db, 'SELECT count(*) AS n FROM apply_worker')[0].n === 2, 60_000);
+    a.child.kill('SIGSTOP');
+    // host-b takes host-a over while host-a's runs (2.5 s or more, a lease of 2 s) still go.
+    await waitFor(() => query(fx.db, `SELECT 1 FROM strategy_event WHERE event = 'worker taken over'`).length === 1, 60_000, 50);
+    const abort = dcm(['--db', fx.db, 'strategy', 'abort'], { env: { DCM_HOST: 'host-c' } });
+    expect(abort.code).toBe(0);
+    const endB = await b.done;
+    expect([endB.code, endB.stderr]).toEqual([3, '']);
+    expect(query(fx.db, 'SELECT state FROM strategy')).toEqual([{ state: 'aborted' }]);
+    a.child.kill('SIGCONT');
+    expect((await a.done).code).toBe(4);
+    // Nothing is left running; what host-a started ended ok, its results taken by host-b.
+    expect(query(fx.db, `SELECT 1 FROM step_history WHERE outcome = 'running'`)).toEqual([]);
+    expect(query<{ outcome: string; n: number }>(fx.db, `SELECT outcome, count(*) AS n FROM step_history WHERE host = 'host-a' GROUP BY outcome`)).toEqual([{ outcome: 'ok', n: 3 }]);
+    dcmOk(['--db', fx.db, 'strategy', 'retry'], { env: { DCM_HOST: 'host-c' } });
+    const c = worker(fx.db, { ...fx.env, DCM_HOST: 'host-c' });
+    expect((await c.done).code).toBe(0);
+    expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: N }]);
+    const runs = fx.readRuns();
+    expect([...runsPerState(runs)].filter(([, n]) => n > 1)).toEqual([]);
+    expect(runs).toHaveLength(N * 5);
+    expect(overlapsPerCloud(runs)).toEqual([]);
+    await waitFor(() => fx.leftovers().length === 0, 60_000, 100);
+  }, 180_000);
+
   test('a host whose clock is 10 minutes ahead takes no live worker over: leases are judged by the database server clock', async () => {
     f = execFixture();
     const fx = f;
