@@ -18,7 +18,7 @@ import { measure } from './lib/proc.js';
 import { ratio, summary } from './lib/stats.js';
 import { copyDb, dcmSetup, removeDb } from './lib/fleet.js';
 import { parseTimestamp } from '../dist/domain/time.js';
-import { WRAPPER } from '../dist/drivers/exec/wrapper.js';
+import { WRAPPER, WRAPPER_SHELL } from '../dist/drivers/exec/wrapper.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const LOOP = path.join(here, 'baseline', 'spawn-loop.js');
@@ -49,8 +49,8 @@ export async function execOverhead(ctx) {
   fs.writeFileSync(cfg, 'states:\n  "*": [/bin/true]\n');
   const wrapper = path.join(dir, 'wrapped-true.sh');
   const wrapped = path.join(dir, 'wrapped');
-  // As the launcher starts it (bash -c WRAPPER dcm-run BASE UMASK COMMAND), each run with a base of its own.
-  fs.writeFileSync(wrapper, `#!/bin/bash\nset -- "${wrapped}/$$" 0022 /bin/true\n${WRAPPER}\n`, { mode: 0o755 });
+  // As the launcher starts it (sh -c WRAPPER dcm-run BASE UMASK COMMAND), each run with a base of its own.
+  fs.writeFileSync(wrapper, `#!${WRAPPER_SHELL}\nset -- "${wrapped}/$$" 0022 /bin/true\n${WRAPPER}\n`, { mode: 0o755 });
   const prepared = path.join(dir, 'prepared.db');
   removeDb(prepared);
   const names = Array.from({ length: subclouds }, (_, i) => `s${i + 1}`);

@@ -7,11 +7,13 @@
  * about what a bare loop does. Why it outlives dcm: it claims each run and writes its pid as soon
  * as it has one (`.pid`). After a kill -9 of dcm it goes on until its last run has ended.
  *
- * Each run is the command under a small bash wrapper (WRAPPER below), the leader of the run's own
+ * Each run is the command under a small sh wrapper (./wrapper.ts), the leader of the run's own
  * process group, which writes the run's exit status (`.status`) itself as its last act: the
  * status of a command that ended is never lost, whatever became of dcm and of this launcher. The
  * wrapper also copies the command's stderr into the log (in the order written, through `tee`)
- * and into `.err`, whose last line is the failure's reason (SPEC §7.2).
+ * and into `.err`, whose last line is the failure's reason (SPEC §7.2). It exits with the
+ * command's code, which this launcher passes on: dcm reads `.status` only for a wrapper that did
+ * not exit by itself.
  *
  * Protocol, one JSON object per line. dcm → launcher: `{id, file, args, cwd, env, base}` (env is
  * added to the launcher's own environment; the log is `<base>.log`). Launcher → dcm:
@@ -22,7 +24,7 @@ import fs from 'node:fs';
 import readline from 'node:readline';
 import { procStartTime } from './procs.js';
 import { PRIVATE_FILE } from '../../platform/private.js';
-import { WRAPPER } from './wrapper.js';
+import { WRAPPER, WRAPPER_SHELL } from './wrapper.js';
 
 interface Launch {
   id: number;
@@ -83,7 +85,7 @@ function launch(req: Launch): void {
   }
   let child;
   try {
-    child = spawn('/bin/bash', ['-c', WRAPPER, 'dcm-run', req.base, USER_UMASK, req.file, ...req.args], {
+    child = spawn(WRAPPER_SHELL, ['-c', WRAPPER, 'dcm-run', req.base, USER_UMASK, req.file, ...req.args], {
       detached: true,
       stdio: ['ignore', fd, fd],
       cwd: req.cwd,
@@ -111,7 +113,8 @@ function launch(req: Launch): void {
   fs.closeSync(claim);
   send({ id: req.id, pid, start: procStartTime(pid) });
   child.once('exit', (code, signal) => {
-    // The wrapper wrote the status; a wrapper ended by a signal (a timeout's kill) wrote none.
+    // The wrapper wrote the status and exits with the same code; a wrapper ended by a signal (a
+    // timeout's kill) wrote none, or wrote it just before the signal came (dcm reads it then).
     running--;
     send({ id: req.id, code, signal });
     maybeExit();
