@@ -2,9 +2,11 @@
  * Figure 6: the exec driver's cost per run. 1,000 subclouds × 5 states of /bin/true, window 50:
  * dcm strategy apply against a bare Node loop spawning the same 5,000 processes with the same
  * window (bench/baseline/spawn-loop.js), beside `xargs -P 50` on the same 5,000 commands, and
- * the bare loop spawning each through dcm's own run wrapper (bash, with the stderr tee: the floor
+ * the bare loop spawning each through dcm's own run wrapper (sh, with the stderr tee: the floor
  * of the design, before any of dcm's own work). Per-run times, one run at a time: spawn to exit
- * in the loop, the history row's started_at..finished_at in dcm.
+ * in the loop, the history row's started_at..finished_at in dcm. GNU parallel `-j 50` beside
+ * xargs when it is installed. Then the shape of issue 31: 200 subclouds × 5 states of `sleep 0.2`,
+ * window 50, whose ideal makespan is 4.0 s, beside xargs and GNU parallel on the same 1,000 sleeps.
  *
  * `node bench/exec.js` runs this figure alone and prints its rows (the full bench includes it).
  */
@@ -18,7 +20,7 @@ import { measure } from './lib/proc.js';
 import { ratio, summary } from './lib/stats.js';
 import { copyDb, dcmSetup, removeDb } from './lib/fleet.js';
 import { parseTimestamp } from '../dist/domain/time.js';
-import { WRAPPER } from '../dist/drivers/exec/wrapper.js';
+import { WRAPPER, WRAPPER_SHELL } from '../dist/drivers/exec/wrapper.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const LOOP = path.join(here, 'baseline', 'spawn-loop.js');
@@ -39,8 +41,12 @@ function runTimes(file) {
   }
 }
 
+/** GNU parallel, when installed (the reader's yardstick only). */
+const hasParallel = spawnSync('parallel', ['--version'], { stdio: 'ignore' }).status === 0;
+
 export async function execOverhead(ctx) {
-  const subclouds = 1000;
+  // BENCH_EXEC_SUBCLOUDS: a smaller fleet to try the bench out (its figures are then not the table's).
+  const subclouds = Number(process.env.BENCH_EXEC_SUBCLOUDS ?? 1000);
   const states = 5;
   const window = 50;
   const reps = ctx.reps.exec ?? 3;
@@ -49,8 +55,8 @@ export async function execOverhead(ctx) {
   fs.writeFileSync(cfg, 'states:\n  "*": [/bin/true]\n');
   const wrapper = path.join(dir, 'wrapped-true.sh');
   const wrapped = path.join(dir, 'wrapped');
-  // As the launcher starts it (bash -c WRAPPER dcm-run BASE UMASK COMMAND), each run with a base of its own.
-  fs.writeFileSync(wrapper, `#!/bin/bash\nset -- "${wrapped}/$$" 0022 /bin/true\n${WRAPPER}\n`, { mode: 0o755 });
+  // As the launcher starts it (sh -c WRAPPER dcm-run BASE UMASK COMMAND), each run with a base of its own.
+  fs.writeFileSync(wrapper, `#!${WRAPPER_SHELL}\nset -- "${wrapped}/$$" 0022 /bin/true\n${WRAPPER}\n`, { mode: 0o755 });
   const prepared = path.join(dir, 'prepared.db');
   removeDb(prepared);
   const names = Array.from({ length: subclouds }, (_, i) => `s${i + 1}`);
@@ -63,6 +69,7 @@ export async function execOverhead(ctx) {
   const loopMs = [];
   const wrappedMs = [];
   const xargsMs = [];
+  const parallelMs = [];
   let dcmRunTimes = [];
   let loopRunTimes = [];
   for (let i = -1; i < reps; i++) {
@@ -76,8 +83,10 @@ export async function execOverhead(ctx) {
     const seq = path.join(dir, 'seq.txt');
     fs.writeFileSync(seq, `${Array.from({ length: subclouds * states }, (_, k) => k).join('\n')}\n`);
     const x = await measure('sh', ['-c', `xargs -P ${window} -n 1 /bin/true < "${seq}"`]);
-    ctx.log(`  round ${i < 0 ? 'warm-up' : i + 1}: dcm ${(d.ms / 1000).toFixed(2)} s, loop ${(l.ms / 1000).toFixed(2)} s, loop+wrapper ${(w.ms / 1000).toFixed(2)} s, xargs ${(x.ms / 1000).toFixed(2)} s`);
+    const g = hasParallel ? await measure('sh', ['-c', `parallel -j ${window} -N0 /bin/true :::: "${seq}"`]) : null;
+    ctx.log(`  round ${i < 0 ? 'warm-up' : i + 1}: dcm ${(d.ms / 1000).toFixed(2)} s, loop ${(l.ms / 1000).toFixed(2)} s, loop+wrapper ${(w.ms / 1000).toFixed(2)} s, xargs ${(x.ms / 1000).toFixed(2)} s${g ? `, parallel ${(g.ms / 1000).toFixed(2)} s` : ''}`);
     if (i < 0) continue;
+    if (g) parallelMs.push(g.ms);
     dcmMs.push(d.ms);
     loopMs.push(l.ms);
     wrappedMs.push(w.ms);
@@ -92,10 +101,11 @@ export async function execOverhead(ctx) {
   dcmRunTimes = runTimes(one);
   const t = spawnSync(node, [LOOP, '100', String(states), '1', '/bin/true', '--times'], { encoding: 'utf8', maxBuffer: 64 << 20 });
   loopRunTimes = JSON.parse(t.stdout).sort((a, b) => a - b);
+  const sleeps = await sleepShape(ctx, dir, reps);
   fs.rmSync(dir, { recursive: true, force: true });
   const what = `dcm strategy apply -q, exec driver: ${subclouds.toLocaleString('en-US')} subclouds × ${states} states of /bin/true, window ${window}`;
   const pr = (ts) => `median ${quantile(ts, 0.5).toFixed(2)} ms, p99 ${quantile(ts, 0.99).toFixed(2)} ms`;
-  return [
+  const rows = [
     {
       id: '6',
       figure: 'Exec driver overhead',
@@ -107,7 +117,7 @@ export async function execOverhead(ctx) {
       ratio: ratio(dcmMs, loopMs),
       target: { of: 'ratio', max: 1.3 },
       limit:
-        `each run is three processes where the loop has one: the bash wrapper that takes the run and writes its status (so that a ` +
+        `each run is three processes where the loop has one: the sh (dash) wrapper that takes the run and writes its status (so that a ` +
         `status outlives dcm and its launcher), the tee that keeps stderr apart for the failure's reason (SPEC §7.2), and the command; ` +
         `the machine's two cores are the limit, not dcm's launcher (two launchers measured no faster). The bare loop through the ` +
         `same wrapper took ${(summary(wrappedMs).median / 1000).toFixed(2)} s ` +
@@ -139,6 +149,109 @@ export async function execOverhead(ctx) {
       limit: `dcm ${pr(dcmRunTimes)}; loop ${pr(loopRunTimes)}; per-run overhead at the median ${(quantile(dcmRunTimes, 0.5) - quantile(loopRunTimes, 0.5)).toFixed(2)} ms`,
     },
   ];
+  if (parallelMs.length) {
+    rows.splice(2, 0, {
+      id: '6g',
+      figure: 'Exec driver vs GNU parallel',
+      what,
+      baselineWhat: `GNU parallel -j ${window} /bin/true over the same number of commands`,
+      unit: 'ms',
+      value: summary(dcmMs, 1),
+      baseline: summary(parallelMs, 1),
+      ratio: ratio(dcmMs, parallelMs),
+      target: null,
+      limit: 'for the reader: GNU parallel (Perl) starts each job itself and keeps no state between runs',
+    });
+  }
+  return [...rows, ...sleeps];
+}
+
+/**
+ * Issue 31's second shape: 200 subclouds × 5 states of `sleep 0.2`, window 50. Ideal makespan
+ * 4.0 s (1,000 runs of 0.2 s, 50 at a time); dcm's is its history's first start to last end.
+ * xargs -P 50 and GNU parallel -j 50 on the same 1,000 sleeps, timed whole.
+ */
+async function sleepShape(ctx, dir, reps) {
+  const subclouds = 200;
+  const states = 5;
+  const window = 50;
+  const ideal = (subclouds * states * 200) / window;
+  const cfg = path.join(dir, 'sleep.yaml');
+  fs.writeFileSync(cfg, 'states:\n  "*": [sleep, "0.2"]\n');
+  const prepared = path.join(dir, 'sleep-prepared.db');
+  removeDb(prepared);
+  const names = Array.from({ length: subclouds }, (_, i) => `s${i + 1}`);
+  dcmSetup(ctx, ['--db', prepared, 'subcloud', 'add', ...names]);
+  dcmSetup(ctx, ['--db', prepared, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', String(window), '--driver', 'exec', '--exec-config', cfg, '--log-dir', path.join(dir, 'sleep-logs')]);
+  const work = path.join(dir, 'sleep-work.db');
+  const seq = path.join(dir, 'sleep-seq.txt');
+  fs.writeFileSync(seq, `${Array.from({ length: subclouds * states }, () => '0.2').join('\n')}\n`);
+  ctx.log(`figure 6s: ${subclouds} subclouds × ${states} states of sleep 0.2, window ${window}; ideal ${(ideal / 1000).toFixed(1)} s; ${reps} rounds`);
+  const makespans = [];
+  const xargsMs = [];
+  const parallelMs = [];
+  for (let i = -1; i < reps; i++) {
+    copyDb(prepared, work);
+    fs.rmSync(path.join(dir, 'sleep-logs'), { recursive: true, force: true });
+    await measure(node, [ctx.dcm, '--db', work, 'strategy', 'apply', '-q']);
+    const db = new Database(work, { readonly: true });
+    let span;
+    try {
+      const r = db.prepare('SELECT min(started_at) AS a, max(finished_at) AS b FROM step_history').get();
+      span = (parseTimestamp(r.b) - parseTimestamp(r.a)) / 1000; // µs → ms
+    } finally {
+      db.close();
+    }
+    const x = await measure('sh', ['-c', `xargs -P ${window} -n 1 sleep < "${seq}"`]);
+    const g = hasParallel ? await measure('sh', ['-c', `parallel -j ${window} sleep :::: "${seq}"`]) : null;
+    ctx.log(`  round ${i < 0 ? 'warm-up' : i + 1}: dcm makespan ${(span / 1000).toFixed(2)} s, xargs ${(x.ms / 1000).toFixed(2)} s${g ? `, parallel ${(g.ms / 1000).toFixed(2)} s` : ''}`);
+    if (i < 0) continue;
+    makespans.push(span);
+    xargsMs.push(x.ms);
+    if (g) parallelMs.push(g.ms);
+  }
+  const what = `makespan of dcm strategy apply -q, exec driver: ${subclouds} subclouds × ${states} states of sleep 0.2, window ${window} (history: first start to last end)`;
+  const rows = [
+    {
+      id: '6s',
+      figure: 'Exec driver, sleep 0.2 makespan',
+      what,
+      baselineWhat: `ideal: ${subclouds * states} runs of 0.2 s, ${window} at a time`,
+      unit: 'ms',
+      value: summary(makespans, 1),
+      baseline: summary([ideal], 1),
+      ratio: ratio(makespans, makespans.map(() => ideal)),
+      target: { of: 'ratio', max: 1.05 },
+      limit: 'runs start in bursts of 50 as the previous burst ends: each start is the wrapper, its tee and the command, on two cores',
+    },
+    {
+      id: '6sx',
+      figure: 'sleep 0.2 vs xargs -P',
+      what,
+      baselineWhat: `xargs -P ${window} -n 1 sleep over the same ${subclouds * states} sleeps (whole process)`,
+      unit: 'ms',
+      value: summary(makespans, 1),
+      baseline: summary(xargsMs, 1),
+      ratio: ratio(makespans, xargsMs),
+      target: null,
+      limit: 'for the reader: xargs keeps no state, no order per subcloud, no logs',
+    },
+  ];
+  if (parallelMs.length) {
+    rows.push({
+      id: '6sg',
+      figure: 'sleep 0.2 vs GNU parallel',
+      what,
+      baselineWhat: `GNU parallel -j ${window} sleep over the same ${subclouds * states} sleeps (whole process)`,
+      unit: 'ms',
+      value: summary(makespans, 1),
+      baseline: summary(parallelMs, 1),
+      ratio: ratio(makespans, parallelMs),
+      target: null,
+      limit: 'for the reader: GNU parallel keeps no state between runs',
+    });
+  }
+  return rows;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

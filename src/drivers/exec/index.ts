@@ -245,7 +245,10 @@ export class ExecDriver implements Driver {
     if (killing) await killing;
     else await this.cleanLeftovers(pid, runId, run0.since, spec.killGraceMs);
     if (stopped) return { kind: 'failed', reason: 'interrupted' };
-    const status = readStatus(base, runId);
+    // A wrapper that exited by itself exits with the code it wrote in `.status` (wrapper.ts): the
+    // launcher's word is enough, and the file is read only when the wrapper was killed (it may
+    // have written the status just before) or the run timed out.
+    const status = end.code === null || timedOut ? readStatus(base, runId) : null;
     // A status written as the kill came: the command had ended by itself (a killed wrapper writes
     // none), so it is taken as it ended, never run again for a timeout it beat.
     if (timedOut && !(status && 'code' in status)) return this.failure(req, spec, `timed out after ${formatDuration(spec.timeoutMs)}`, 'timeout');

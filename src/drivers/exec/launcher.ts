@@ -7,11 +7,13 @@
  * about what a bare loop does. Why it outlives dcm: it claims each run and writes its pid as soon
  * as it has one (`.pid`). After a kill -9 of dcm it goes on until its last run has ended.
  *
- * Each run is the command under a small bash wrapper (WRAPPER below), the leader of the run's own
+ * Each run is the command under a small sh wrapper (./wrapper.ts), the leader of the run's own
  * process group, which writes the run's exit status (`.status`) itself as its last act: the
  * status of a command that ended is never lost, whatever became of dcm and of this launcher. The
  * wrapper also copies the command's stderr into the log (in the order written, through `tee`)
- * and into `.err`, whose last line is the failure's reason (SPEC §7.2).
+ * and into `.err`, whose last line is the failure's reason (SPEC §7.2). It exits with the
+ * command's code, which this launcher passes on: dcm reads `.status` only for a wrapper that did
+ * not exit by itself.
  *
  * On a server's store (several hosts) it is also what tells the store how each run ended, since
  * it outlives its worker and a worker on another host may have taken the run over: as each run
@@ -30,7 +32,7 @@ import fs from 'node:fs';
 import readline from 'node:readline';
 import { procStartTime } from './procs.js';
 import { PRIVATE_FILE } from '../../platform/private.js';
-import { WRAPPER } from './wrapper.js';
+import { WRAPPER, WRAPPER_SHELL } from './wrapper.js';
 import { setLongTimeout } from '../../platform/timers.js';
 import { readStatus } from './files.js';
 import { fileFacts, readAll } from './run-facts.js';
@@ -195,7 +197,7 @@ function start(req: Launch, claim: number, launching: string): void {
   }
   let child;
   try {
-    child = spawn('/bin/bash', ['-c', WRAPPER, 'dcm-run', req.base, USER_UMASK, req.file, ...req.args], {
+    child = spawn(WRAPPER_SHELL, ['-c', WRAPPER, 'dcm-run', req.base, USER_UMASK, req.file, ...req.args], {
       detached: true,
       stdio: ['ignore', fd, fd],
       cwd: req.cwd,
@@ -231,7 +233,8 @@ function start(req: Launch, claim: number, launching: string): void {
       }, req.killAfterMs)
     : null;
   child.once('exit', (code, signal) => {
-    // The wrapper wrote the status; a wrapper ended by a signal (a timeout's kill) wrote none.
+    // The wrapper wrote the status and exits with the same code; a wrapper ended by a signal (a
+    // timeout's kill) wrote none, or wrote it just before the signal came (dcm reads it then).
     backstop?.clear();
     running--;
     send({ id: req.id, code, signal });
