@@ -43,14 +43,15 @@ function body(abortBy?: string): string {
   return `#!/bin/sh
 case "$DCM_CLOUD/$DCM_STATE/$DCM_ATTEMPT" in
   "s3/pre check/"*) ${dcmCmd} strategy pause >/dev/null 2>&1 || true
-    # With $APPLY_ERR (the apply's stderr, as it comes): the resume (s3's next state) waits until
+    # With $APPLY_ERR (the apply's stderr, as it comes): the resume (s3's third state) waits until
     # the apply has said it saw the pause. A pause and a resume that both come between two of its
     # polls are rightly one non-event, and a test that asks for both to be seen would flake.
     i=0
     while [ -n "$APPLY_ERR" ] && [ $i -lt 150 ] && ! grep -q 'paused: no new subcloud starts' "$APPLY_ERR" 2>/dev/null; do sleep 0.1; i=$((i+1)); done ;;
-  # The resume in the background: this state's timeout is 2 s (s9's), and a dcm that starts on a
-  # busy machine and then finds the file held busy (the busy points hold it 3 s) takes longer.
-  "s3/updating patches/"*) ( ${dcmCmd} strategy resume >/dev/null 2>&1 & ) ;;
+  # The resume in the state after: updating patches has s9's timeout of 2 s, and a dcm that starts
+  # on a busy machine and then finds the file held busy (the busy points hold it 3 s) takes longer.
+  # (Not in the background: a run's processes left behind when it ends are stopped.)
+  "s3/creating VIM patch strategy/"*) ${dcmCmd} strategy resume >/dev/null 2>&1 || true ;;
   "s5/pre check/"*) ${dcmCmd} strategy update --max-parallel-subclouds ${SMALLER} >/dev/null 2>&1 || true ;;
   "s7/pre check/1") echo "s7 fails once" >&2; exit 1 ;;
   "s9/updating patches/1") exec sleep 30 ;;
