@@ -502,8 +502,10 @@ states:
    * (pg_terminate_backend), and the server crashes and starts again (on a cluster of the test's
    * own: the other files of the pass share theirs).
    */
+  // The one-host loop (its faults are the simulator's one-host schedules' too) runs under
+  // `npm run test:big`; the three-host one, the issue's, in every PostgreSQL pass.
   test.each([
-    { what: 'on one host, kill -9 or SIGSTOP past the lease 30 times', hosts: false, N: 300, WINDOW: 30, min: 300, max: 700, FAULTS: 30 },
+    ...(process.env.DCM_BIG_TESTS ? [{ what: 'on one host, kill -9 or SIGSTOP past the lease 30 times', hosts: false, N: 300, WINDOW: 30, min: 300, max: 700, FAULTS: 30 }] : []),
     { what: 'as three hosts, kill -9, SIGSTOP past the lease, every connection cut or the server restarted 20 times', hosts: true, N: 150, WINDOW: 20, min: 0, max: 2_000, FAULTS: 20 },
   ])('three workers $what: no overlap, nothing completed twice, the window held, all complete', async ({ hosts, N, WINDOW, min, max, FAULTS }) => {
     if (hosts) {
