@@ -4,7 +4,7 @@
  * cleanup, whatever connection is still open.
  */
 import crypto from 'node:crypto';
-import { SyncPg } from '../../src/platform/pg-sync.js';
+import { connectionLost, SyncPg } from '../../src/platform/pg-sync.js';
 
 /** One superuser connection per cluster (a test may run a cluster of its own). */
 const admins = new Map<string, SyncPg>();
@@ -14,8 +14,9 @@ function asAdmin(base: string, text: string): void {
   const conn = () => admins.get(base) ?? admins.set(base, new SyncPg(base)).get(base)!;
   try {
     conn().query(text);
-  } catch {
+  } catch (err) {
     // A restarted cluster (a test's fault) cut it: the statement is one that can be sent again.
+    if (!connectionLost(err)) throw err;
     admins.get(base)?.close();
     admins.delete(base);
     conn().query(text);

@@ -91,6 +91,9 @@ function runsPerState(runs: readonly { cloud: string; state: string }[]): Map<st
   return seen;
 }
 
+/** Runs `running` in the history whose process is recorded (launched, not only committed). */
+const runsWithPid = (db: string) => query<{ n: number }>(db, `SELECT count(*) AS n FROM step_history WHERE outcome = 'running' AND pid IS NOT NULL`)[0].n;
+
 const stepStates = (db: string) => query<{ state: string; n: number }>(db, 'SELECT state, count(*) AS n FROM strategy_step GROUP BY state ORDER BY state');
 
 describe('several workers on one strategy', () => {
@@ -310,7 +313,7 @@ states:
     setup(fx.db, N, N, everyState(fx, 2_500, 3_000), fx);
     const a = worker(fx.db, { ...fx.env, DCM_HOST: 'host-a' });
     // host-a has every subcloud in flight, each in its first state.
-    await waitFor(() => query<{ n: number }>(fx.db, `SELECT count(*) AS n FROM step_history WHERE outcome = 'running' AND pid IS NOT NULL`)[0].n === N, 60_000);
+    await waitFor(() => runsWithPid(fx.db) === N, 60_000);
     const b = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' });
     await waitFor(() => query<{ n: number }>(fx.db, 'SELECT count(*) AS n FROM apply_worker')[0].n === 2, 60_000);
     a.child.kill(signal);
@@ -399,7 +402,7 @@ states:
     const N = 4;
     setup(fx.db, N, 2, everyState(fx, 2_500, 3_000), fx);
     const a = worker(fx.db, { ...fx.env, DCM_HOST: 'host-a' });
-    await waitFor(() => query<{ n: number }>(fx.db, `SELECT count(*) AS n FROM step_history WHERE outcome = 'running' AND pid IS NOT NULL`)[0].n === 2, 60_000);
+    await waitFor(() => runsWithPid(fx.db) === 2, 60_000);
     a.child.kill('SIGSTOP');
     // Its lease runs out: to any other host it is gone.
     await waitFor(() => query(fx.db, `SELECT 1 FROM apply_worker WHERE (extract(epoch FROM clock_timestamp()) * 1000)::bigint - heartbeat_ms > lease_ms`).length === 1, 60_000, 50);
@@ -439,7 +442,7 @@ states:
     const N = 6;
     setup(fx.db, N, 3, everyState(fx, 2_500, 3_000), fx);
     const a = worker(fx.db, { ...fx.env, DCM_HOST: 'host-a' });
-    await waitFor(() => query<{ n: number }>(fx.db, `SELECT count(*) AS n FROM step_history WHERE outcome = 'running' AND pid IS NOT NULL`)[0].n === 3, 60_000);
+    await waitFor(() => runsWithPid(fx.db) === 3, 60_000);
     const b = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' });
     await waitFor(() => query<{ n: number }>(fx.db, 'SELECT count(*) AS n FROM apply_worker')[0].n === 2, 60_000);
     a.child.kill('SIGSTOP');
