@@ -10,7 +10,6 @@
  * started through its host), the commit (transitions are queued through its host).
  */
 import { STEP_DEFERRED } from '../domain/deferral.js';
-import { STEP_ENDED } from '../domain/types.js';
 import type { Gate } from '../domain/control.js';
 import { NEXT_ATTEMPT, startRun, type Transition } from '../domain/transition.js';
 import type { ExtraArgs } from '../domain/options.js';
@@ -67,14 +66,6 @@ export interface StagesHost {
 
 export class Stages {
   private readonly slots = new Map<number, Slot>();
-  /**
-   * Subclouds that ended here (complete, failed, aborted): never run again by this process. A
-   * takeover puts the subclouds it adopts in the window, and the rescan that follows reads them
-   * from the stage again: the second read, queued behind a full window, gets its slot once the
-   * first has ended, with the state it was read at (the issue of an abort during a takeover that
-   * never ended: that stale start asked for a claim, refused while aborting, again and again).
-   */
-  private readonly endedHere = new Set<number>();
   /** The stage running now, its window, and every stage's window as the store says. */
   stage: number | null = null;
   window: StageWindow | null = null;
@@ -222,9 +213,8 @@ export class Stages {
 
   /** Resolves true when the subcloud has ended, false when it was held back before it started. */
   private runSubcloud(step: CursorStep): Promise<boolean> {
-    // One of several workers reads its stage again (a rescan): a subcloud it runs already, or
-    // has ended, is skipped.
-    if (this.slots.has(step.id) || this.endedHere.has(step.id)) return Promise.resolve(true);
+    // A subcloud runs here once at a time (the window holds a step once, window.ts).
+    if (this.slots.has(step.id)) return Promise.resolve(true);
     return new Promise<boolean>((release) => {
       const slot: Slot = { step, release, started: false };
       this.slots.set(step.id, slot);
@@ -267,7 +257,6 @@ export class Stages {
     this.host.forget(stepId);
     const slot = this.slots.get(stepId);
     if (!slot) return;
-    if (ended && STEP_ENDED.includes(slot.step.state)) this.endedHere.add(stepId);
     this.slots.delete(stepId);
     slot.release(ended);
   }

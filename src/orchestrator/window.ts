@@ -67,6 +67,15 @@ const ASIDE_MAX = 4096;
  */
 const kindOf = (s: CursorStep): 'new' | 'resumed' => (s.state !== 'initial' && s.state !== 'deferred' && !s.retried ? 'resumed' : 'new');
 
+/**
+ * A step in the window: read and queued in the limiter (not yet `started`), or its task going (at
+ * the gate, holding a slot, or set aside). `step` is the latest read of it while queued.
+ */
+interface Entry {
+  step: CursorStep;
+  started: boolean;
+}
+
 interface Waiter {
   step: CursorStep;
   wake: () => void;
@@ -80,13 +89,24 @@ export class StageWindow {
   private waiters: Waiter[] = [];
   /** Tasks handed to the limiter and not yet settled. */
   private outstanding = 0;
+  /**
+   * Every step in the window, by id: a step is in it once. One of several workers reads its stage
+   * again (a rescan) while a subcloud it adopted in a takeover, or one whose deferral came due, is
+   * in it already: a second task of that step would wait in the limiter behind a full window and,
+   * once the first had ended, start the step again from the state it was read at (the several-hosts
+   * issue's abort during a takeover that never ended: a stale start whose claim, refused while
+   * aborting, was asked again and again; and a step deferred after an abort, started again from
+   * its old state). A read of a step still queued replaces the older one; one of a step whose task
+   * goes is dropped.
+   */
+  private readonly entries = new Map<number, Entry>();
   private exhausted = false;
   /** A step never started was read (the cursor reads those caught mid-state first). */
   private sawNew = false;
   private done: (() => void) | null = null;
   private finished = false;
   /** Subclouds set aside until their maintenance window opens, and when (Date.now() ms) the earliest one is due. */
-  private asideSteps: { step: CursorStep; dueMs: number }[] = [];
+  private asideSteps = new Map<number, { step: CursorStep; dueMs: number }>();
   /** The earliest `dueMs` of those: before it, a pump need not look at them (a pump per subcloud that ends). */
   private asideEarliest = Infinity;
   private asideTimer: Timer | null = null;
@@ -127,7 +147,7 @@ export class StageWindow {
     if (this.finished || !this.done) return;
     const g = this.host.gate();
     // Nothing will ever start again in this run: tasks still queued in the limiter are dropped.
-    if (!g.operations) this.limit.clearQueue();
+    if (!g.operations) this.clearQueue();
     const waiting = this.waiters;
     this.waiters = [];
     for (const w of waiting) w.wake();
@@ -143,7 +163,7 @@ export class StageWindow {
   private feed(g: Gate): void {
     // Once stopping, only steps caught mid-state may still start; the cursor reads them first, so
     // the first new one read says there are no more (a stopped stage is not read to its end).
-    const aside = Math.max(0, this.asideSteps.length - ASIDE_MAX);
+    const aside = Math.max(0, this.asideSteps.size - ASIDE_MAX);
     while (!this.exhausted && !(g.stopping && this.sawNew) && this.outstanding + aside < this.limit.concurrency + READ_AHEAD_MAX) {
       const want = Math.min(READ_AHEAD_MAX, this.limit.concurrency);
       const more = this.host.fetch(want);
@@ -157,16 +177,42 @@ export class StageWindow {
   }
 
   private submit(step: CursorStep): void {
+    const e = this.enter(step, false);
+    if (!e) return;
     this.outstanding++;
-    this.limit(() => this.task(step))
+    this.limit(() => {
+      e.started = true;
+      return this.task(e.step);
+    })
       .catch((err: unknown) => {
         // A queued task dropped by a hard stop is not an error.
         if ((err as Error)?.name !== 'AbortError') this.host.failed(err as Error);
       })
-      .finally(() => {
-        this.outstanding--;
-        this.pump();
-      });
+      .finally(() => this.leave(e));
+  }
+
+  /** The step's entry, new; null when it is in the window already (a queued one takes the newer read). */
+  private enter(step: CursorStep, started: boolean): Entry | null {
+    const e = this.entries.get(step.id);
+    if (e) {
+      if (!e.started) e.step = step;
+      return null;
+    }
+    const fresh = { step, started };
+    this.entries.set(step.id, fresh);
+    return fresh;
+  }
+
+  private leave(e: Entry): void {
+    if (this.entries.get(e.step.id) === e) this.entries.delete(e.step.id);
+    this.outstanding--;
+    this.pump();
+  }
+
+  /** The limiter's queue is dropped: its steps leave the window now, not when their rejections settle. */
+  private clearQueue(): void {
+    this.limit.clearQueue();
+    for (const [id, e] of this.entries) if (!e.started) this.entries.delete(id);
   }
 
   /**
@@ -176,13 +222,12 @@ export class StageWindow {
    */
   add(step: CursorStep): void {
     if (this.finished || !this.done) return;
+    const e = this.enter(step, true);
+    if (!e) return;
     this.outstanding++;
     this.task(step)
       .catch((err: unknown) => this.host.failed(err as Error))
-      .finally(() => {
-        this.outstanding--;
-        this.pump();
-      });
+      .finally(() => this.leave(e));
   }
 
   /**
@@ -194,7 +239,7 @@ export class StageWindow {
    */
   rescan(): void {
     if (this.finished || !this.done) return;
-    this.limit.clearQueue();
+    this.clearQueue();
     this.exhausted = false;
     this.sawNew = false;
     this.pump();
@@ -202,14 +247,15 @@ export class StageWindow {
 
   /** The windows may have changed: every subcloud set aside is asked again at the next pump. */
   recheckAside(): void {
-    for (const a of this.asideSteps) a.dueMs = 0;
+    for (const a of this.asideSteps.values()) a.dueMs = 0;
     this.asideEarliest = 0;
   }
 
   /** Set a subcloud aside until its window opens (`inMs` from now). */
   private setAside(step: CursorStep, inMs: number): void {
     const dueMs = Date.now() + inMs;
-    this.asideSteps.push({ step, dueMs });
+    // Read again while aside (a rescan): it waits there once.
+    this.asideSteps.set(step.id, { step, dueMs });
     this.asideEarliest = Math.min(this.asideEarliest, dueMs);
   }
 
@@ -219,33 +265,31 @@ export class StageWindow {
    * as they are in the file for the next apply.
    */
   private bringBack(g: Gate): void {
-    if (this.asideSteps.length === 0) {
+    if (this.asideSteps.size === 0) {
       this.asideEarliest = Infinity;
       return this.armAside(Infinity);
     }
     if (g.stopping) {
-      this.asideSteps = [];
+      this.asideSteps.clear();
       this.asideEarliest = Infinity;
       return this.armAside(Infinity);
     }
     const nowMs = Date.now();
     if (nowMs < this.asideEarliest) return this.armAside(this.asideEarliest);
     let earliest = Infinity;
-    const keep: { step: CursorStep; dueMs: number }[] = [];
     const back: CursorStep[] = [];
-    for (const a of this.asideSteps) {
+    for (const a of this.asideSteps.values()) {
       if (a.dueMs <= nowMs) {
         const inMs = this.host.hold?.(a.step) ?? null;
         if (inMs === null) {
           back.push(a.step);
+          this.asideSteps.delete(a.step.id);
           continue;
         }
         a.dueMs = nowMs + inMs;
       }
-      keep.push(a);
       earliest = Math.min(earliest, a.dueMs);
     }
-    this.asideSteps = keep;
     this.asideEarliest = earliest;
     back.sort((a, b) => a.id - b.id);
     for (const step of back) this.submit(step);
@@ -268,7 +312,7 @@ export class StageWindow {
   private checkEnd(g: Gate): void {
     if (this.finished || !this.done) return;
     const deferred = g.stopping ? 0 : (this.host.deferred?.() ?? 0);
-    if (this.outstanding === 0 && deferred === 0 && this.asideSteps.length === 0 && (this.exhausted || (g.stopping && this.sawNew))) {
+    if (this.outstanding === 0 && deferred === 0 && this.asideSteps.size === 0 && (this.exhausted || (g.stopping && this.sawNew))) {
       this.finished = true;
       this.armAside(Infinity);
       this.done();

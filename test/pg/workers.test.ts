@@ -94,6 +94,32 @@ function runsPerState(runs: readonly { cloud: string; state: string }[]): Map<st
 /** Runs `running` in the history whose process is recorded (launched, not only committed). */
 const runsWithPid = (db: string) => query<{ n: number }>(db, `SELECT count(*) AS n FROM step_history WHERE outcome = 'running' AND pid IS NOT NULL`)[0].n;
 
+/**
+ * What a loop whose workers did not end leaves to read: each live worker's stderr and JavaScript
+ * stack (Node's report, asked for by SIGUSR2), the workers the store knows, the steps not complete.
+ */
+async function explainHang(db: string, reports: string, pool: readonly { child: { pid?: number; kill: (s: NodeJS.Signals) => boolean }; stderr: () => string; ended: unknown }[]): Promise<string> {
+  const out: string[] = [];
+  for (const w of pool.filter((p) => p.ended === null)) {
+    w.child.kill('SIGCONT');
+    w.child.kill('SIGUSR2');
+  }
+  await sleep(3_000);
+  for (const w of pool.filter((p) => p.ended === null)) {
+    out.push(`worker pid ${w.child.pid}, stderr:\n${w.stderr().slice(-4_000)}`);
+    const file = fs.existsSync(reports) ? fs.readdirSync(reports).find((n) => n.includes(`.${w.child.pid}.`)) : undefined;
+    if (file) {
+      const r = JSON.parse(fs.readFileSync(path.join(reports, file), 'utf8')) as { javascriptStack?: { stack?: string[] } };
+      out.push(`its stack:\n${(r.javascriptStack?.stack ?? []).join('\n')}`);
+    }
+  }
+  out.push(`apply_worker: ${JSON.stringify(query(db, 'SELECT * FROM apply_worker'))}`);
+  out.push(`strategy: ${JSON.stringify(query(db, 'SELECT state FROM strategy'))}`);
+  out.push(`steps not complete: ${JSON.stringify(query(db, `SELECT * FROM strategy_step WHERE state <> 'complete' ORDER BY 1`))}`);
+  out.push(`runs running: ${JSON.stringify(query(db, `SELECT * FROM step_history WHERE outcome = 'running' ORDER BY 1`))}`);
+  return out.join('\n');
+}
+
 const stepStates = (db: string) => query<{ state: string; n: number }>(db, 'SELECT state, count(*) AS n FROM strategy_step GROUP BY state ORDER BY state');
 
 describe('several workers on one strategy', () => {
@@ -519,8 +545,11 @@ states:
     const fx = f;
     setup(fx.db, N, WINDOW, everyState(fx, min, max), fx);
     type W = ReturnType<typeof worker> & { ended: RunResult | null; stopped: boolean };
+    // A worker that never ends is asked (SIGUSR2) for Node's report: its JavaScript stack.
+    const reports = path.join(fx.dir, 'reports');
+    const diag = { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --report-on-signal --report-signal=SIGUSR2 --report-directory=${reports}` };
     const start = (slot: number): W => {
-      const w = worker(fx.db, hosts ? { ...fx.env, DCM_HOST: `host-${slot}`, DCM_DEBUG: '1' } : fx.env) as W;
+      const w = worker(fx.db, hosts ? { ...fx.env, ...diag, DCM_HOST: `host-${slot}`, DCM_DEBUG: '1' } : { ...fx.env, ...diag }) as W;
       w.ended = null;
       w.stopped = false;
       void w.done.then((r) => (w.ended = r));
@@ -574,8 +603,12 @@ states:
     if (hosts) expect(cuts).toBeGreaterThan(0);
     if (hosts) expect(restarts).toBeGreaterThan(0);
     // Then left to finish; a worker still stopped is continued by its timer.
-    await waitFor(() => pool.every((w) => w.ended !== null || (!w.stopped && done())), 600_000, 100);
-    await waitFor(() => pool.every((w) => w.ended !== null), 600_000, 100);
+    try {
+      await waitFor(() => pool.every((w) => w.ended !== null || (!w.stopped && done())), 600_000, 100);
+      await waitFor(() => pool.every((w) => w.ended !== null), 600_000, 100);
+    } catch (e) {
+      throw new Error(`${(e as Error).message}\n${await explainHang(fx.db, reports, pool)}`);
+    }
     codes.push(...pool.map((w) => w.ended!.code));
     ends.push(...pool.map((w) => w.ended!));
     // Killed (null: by a signal), lost its lease (4), or ended with the strategy (0); or, started
