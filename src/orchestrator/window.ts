@@ -69,11 +69,14 @@ const kindOf = (s: CursorStep): 'new' | 'resumed' => (s.state !== 'initial' && s
 
 /**
  * A step in the window: read and queued in the limiter (not yet `started`), or its task going (at
- * the gate, holding a slot, or set aside). `step` is the latest read of it while queued.
+ * the gate, or `running` in a slot). Until it runs, `step` is the latest read of it.
  */
 interface Entry {
   step: CursorStep;
   started: boolean;
+  running: boolean;
+  /** Queued, then taken up by `add` (which runs beside the limiter): the limiter's turn does nothing. */
+  superseded?: boolean;
 }
 
 interface Waiter {
@@ -96,8 +99,9 @@ export class StageWindow {
    * once the first had ended, start the step again from the state it was read at (the several-hosts
    * issue's abort during a takeover that never ended: a stale start whose claim, refused while
    * aborting, was asked again and again; and a step deferred after an abort, started again from
-   * its old state). A read of a step still queued replaces the older one; one of a step whose task
-   * goes is dropped.
+   * its old state). A newer read of a step not yet running replaces the older one (a subcloud
+   * adopted in a takeover, read before as new and waiting at the gate, goes on as adopted); one of
+   * a step running is dropped.
    */
   private readonly entries = new Map<number, Entry>();
   private exhausted = false;
@@ -182,7 +186,7 @@ export class StageWindow {
     this.outstanding++;
     this.limit(() => {
       e.started = true;
-      return this.task(e.step);
+      return e.superseded ? Promise.resolve() : this.task(e);
     })
       .catch((err: unknown) => {
         // A queued task dropped by a hard stop is not an error.
@@ -191,14 +195,14 @@ export class StageWindow {
       .finally(() => this.leave(e));
   }
 
-  /** The step's entry, new; null when it is in the window already (a queued one takes the newer read). */
+  /** The step's entry, new; null when it is in the window already (one not running takes the newer read). */
   private enter(step: CursorStep, started: boolean): Entry | null {
     const e = this.entries.get(step.id);
     if (e) {
-      if (!e.started) e.step = step;
+      if (!e.running) e.step = step;
       return null;
     }
-    const fresh = { step, started };
+    const fresh = { step, started, running: false };
     this.entries.set(step.id, fresh);
     return fresh;
   }
@@ -222,10 +226,16 @@ export class StageWindow {
    */
   add(step: CursorStep): void {
     if (this.finished || !this.done) return;
+    // Read already and queued behind the window: it goes now, beside the limiter, as added.
+    const queued = this.entries.get(step.id);
+    if (queued && !queued.started) {
+      queued.superseded = true;
+      this.entries.delete(step.id);
+    }
     const e = this.enter(step, true);
     if (!e) return;
     this.outstanding++;
-    this.task(step)
+    this.task(e)
       .catch((err: unknown) => this.host.failed(err as Error))
       .finally(() => this.leave(e));
   }
@@ -320,10 +330,12 @@ export class StageWindow {
   }
 
   /** One subcloud, from waiting at the gate to its end. */
-  private async task(step: CursorStep): Promise<void> {
-    const kind = kindOf(step);
+  private async task(e: Entry): Promise<void> {
     for (;;) {
       for (;;) {
+        // Read at every look: a newer read of the step may have come meanwhile.
+        const step = e.step;
+        const kind = kindOf(step);
         const g = this.host.gate();
         if (!this.host.blocked?.() && mayTakeSlot(g, kind, this.taken, this.limit.concurrency)) {
           // Its first state only inside its maintenance window: else aside, giving its place up. A
@@ -338,11 +350,13 @@ export class StageWindow {
         await new Promise<void>((wake) => this.wait({ step, wake }));
       }
       this.taken++;
+      e.running = true;
       let ended: boolean;
       try {
-        ended = await this.host.run(step);
+        ended = await this.host.run(e.step);
       } finally {
         this.taken--;
+        e.running = false;
       }
       if (ended) return;
     }

@@ -2,7 +2,7 @@
  * Every commit a busy point (issue 14): with DCM_TEST_HOOKS=1, DCM_BUSY_AT_COMMIT=N:SECONDS makes
  * the orchestrator's Nth commit find the file busy for SECONDS (another connection holds a write
  * lock). The scenario of test/helpers/scenario.ts, with s12's pre check aborting the strategy, held
- * busy 3 s at N = 1, 4, 7, … (every N under DCM_BIG_TESTS=1) up to past its last commit (found
+ * busy 3 s at N = 1, 28, 55, … (every N under DCM_BIG_TESTS=1) up to past its last commit (found
  * first with the crash hook: the smallest N whose crash point is never reached). At each: the
  * scenario's exit (3, aborted) and no error, no lost request (the pause, the resume, the window
  * change and the abort all took effect), never a start after a stop (a step the abort found not
@@ -66,15 +66,15 @@ describe('busy points', () => {
     expect(strategyState(db)).toBe('initial');
   });
 
-  // Every 9th commit under `npm test` (the simulator holds the store busy at commits of every kind
+  // Every 27th commit under `npm test` (the simulator holds the store busy at commits of every kind
   // on every schedule), every one under `npm run test:big`. (A double run this loop
   // once reported was the run log's, not dcm's: a timeout's kill that came as s3's run logged its
   // end made it log twice, 0 then TERM; see seam.sh and finishedRuns in the helpers.)
-  test(`every ${BIG ? '' : '9th '}commit held busy ${HOLD_S} s: the scenario's exit, no lost request, no start after a stop`, async () => {
+  test(`every ${BIG ? '' : '27th '}commit held busy ${HOLD_S} s: the scenario's exit, no lost request, no start after a stop`, async () => {
     const last = await lastCommit();
     // Commit counts vary a little from run to run (batches): go a little past the end.
     const end = last + Math.ceil(last / 10) + 1;
-    const K = BIG ? 1 : 9;
+    const K = BIG ? 1 : 27;
     const covered: number[] = [];
     const failures: string[] = [];
     const point = async (n: number) => {

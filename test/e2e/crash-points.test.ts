@@ -9,7 +9,7 @@
  * exceeded), the final steps, and no process left. The same loop with the sim driver, judged by
  * the simulated sites. K is 1 under DCM_BIG_TESTS=1.
  *
- * Under `npm test` the exec loop takes every 14th commit, and the sim driver's loop runs only under
+ * Under `npm test` the exec loop takes every 40th commit, and the sim driver's loop runs only under
  * `npm run test:big`: the simulator (test/sim) kills an apply after every kind of commit on every
  * schedule, in seconds; what only real processes show (the launcher, pid and status files) stays here.
  */
@@ -47,7 +47,7 @@ describe('crash points: the hooks', () => {
 describe('crash points: every Kth commit of the scenario', () => {
   test('exec driver: crash at N, resume until it exits; judged by the run log, the steps, no process left', async () => {
     const s = execScenario();
-    const K = BIG ? 1 : 14;
+    const K = BIG ? 1 : 40;
     const covered: number[] = [];
     const failures: string[] = [];
     try {

@@ -526,8 +526,12 @@ states:
   });
 });
 
-describe('the launcher (and dcm) killed at random moments, 30+ times', () => {
-  test('kill -9 of the launcher 30+ times and of dcm 5+ times, re-applying as needed: nothing that exited 0 runs again, no overlap, the window holds', async () => {
+// 30 kills of the launcher and 5 of dcm under `npm run test:big`, 12 and 2 under `npm test`.
+const LAUNCHER_KILLS = process.env.DCM_BIG_TESTS ? 30 : 12;
+const DCM_KILLS = process.env.DCM_BIG_TESTS ? 5 : 2;
+
+describe(`the launcher (and dcm) killed at random moments, ${LAUNCHER_KILLS}+ times`, () => {
+  test(`kill -9 of the launcher ${LAUNCHER_KILLS}+ times and of dcm ${DCM_KILLS}+ times, re-applying as needed: nothing that exited 0 runs again, no overlap, the window holds`, async () => {
     f = seamFixture();
     const N = 40;
     const W = 8;
@@ -542,7 +546,7 @@ states:
     for (let round = 0; round < 200 && code !== 0; round++) {
       const apply = spawnDcm([...db(), 'strategy', 'apply'], f.env);
       // Kill its launcher a few times at random moments (after 1–5 more runs started), then maybe dcm.
-      while (apply.child.exitCode === null && (launcherKills < 30 || dcmKills < 5)) {
+      while (apply.child.exitCode === null && (launcherKills < LAUNCHER_KILLS || dcmKills < DCM_KILLS)) {
         const before = f.readStarts().length;
         const more = 1 + Math.floor(Math.random() * 5);
         try {
@@ -551,7 +555,7 @@ states:
           break;
         }
         if (apply.child.exitCode !== null) break;
-        if (launcherKills >= 30 || (launcherKills % 6 === 5 && dcmKills < 5)) {
+        if (launcherKills >= LAUNCHER_KILLS || (launcherKills % 6 === 5 && dcmKills < DCM_KILLS)) {
           apply.child.kill('SIGKILL');
           dcmKills++;
           launcherKills++;
@@ -578,7 +582,7 @@ states:
         dcmOk([...db(), 'strategy', 'retry']);
       }
     }
-    expect(launcherKills).toBeGreaterThanOrEqual(30);
+    expect(launcherKills).toBeGreaterThanOrEqual(LAUNCHER_KILLS);
     expect(judge(W)).toEqual([]);
     expect(retries).toEqual([]);
     expect(code).toBe(0);

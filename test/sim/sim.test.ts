@@ -81,4 +81,16 @@ describe('dcm sim', () => {
     expect(r.out).toMatch(/violations: 0 schedule\(s\)/);
     for (const k of ['takeover', 'abort', 'kill']) expect([k, hits(r.out, k)]).toEqual([k, 1]);
   });
+
+  // Found by `npm run sim -- --seed 7000 --schedules 1500 --hosts 3` on the first shape of that
+  // rule: a window of 1 across three hosts, one frozen past its lease; the taker's takeover added
+  // the adopted subcloud while an older read of it (still new) waited in the limiter's queue behind
+  // a deferred step that asked for the stage's one slot again and again. The added read went into
+  // the queued one, and neither ever ran: the strategy stayed `applying`. An added step now goes
+  // at once, beside the limiter, and the queued read does nothing when its turn comes.
+  test('several hosts: a takeover in a window of 1 behind a deferred step ends', () => {
+    const r = sim(['--seed', '3430685945', '--schedules', '1', '--exact', '--hosts', '3']);
+    expect(r.out).toMatch(/violations: 0 schedule\(s\)/);
+    for (const k of ['takeover', 'freeze']) expect([k, hits(r.out, k)]).toEqual([k, 1]);
+  });
 });
