@@ -98,11 +98,16 @@ async function outcomes(seeds: number[], a: SimArgs): Promise<Map<number, Outcom
     for (const seed of seeds) out.set(seed, await runSchedule(drawSchedule(seed, { hosts: a.hosts })));
     return out;
   }
+  // Handed out one at a time as each thread asks (a thread ready, or done with one), not split up
+  // front: schedules with several hosts take many times as long as others.
+  let next = 0;
   await Promise.all(
-    Array.from({ length: jobs }, (_, j) => {
-      const mine = seeds.filter((_, i) => i % jobs === j);
-      const w = new Worker(new URL('./worker.js', import.meta.url), { workerData: { seeds: mine, hosts: a.hosts, trace: a.trace } });
-      w.on('message', (m: { seed: number; outcome: Outcome }) => out.set(m.seed, m.outcome));
+    Array.from({ length: jobs }, () => {
+      const w = new Worker(new URL('./worker.js', import.meta.url), { workerData: { hosts: a.hosts, trace: a.trace } });
+      w.on('message', (m: { seed: number; outcome: Outcome } | { ready: true }) => {
+        if ('seed' in m) out.set(m.seed, m.outcome);
+        w.postMessage(next < seeds.length ? seeds[next++] : null);
+      });
       return new Promise<void>((resolve, reject) => {
         w.on('error', reject);
         w.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`a simulator thread exited ${code}`))));
