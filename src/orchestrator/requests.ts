@@ -12,7 +12,7 @@ import { REAL_TIMERS, type Timer, type Timers } from '../platform/timers.js';
 import { performance } from 'node:perf_hooks';
 import type { Db } from '../store/open.js';
 import { faultOf } from '../store/faults.js';
-import { controlSnapshot } from '../store/strategy.js';
+import { controlSnapshot, dataVersion } from '../store/strategy.js';
 
 /** The states a strategy ends in. */
 const ENDED: readonly string[] = ['complete', 'failed', 'aborted'];
@@ -81,7 +81,7 @@ export class ExternalRequests {
         this.lastFileCheck = t;
         this.opts.checkFile();
       }
-      const version = this.db.pragma('data_version', { simple: true }) as number;
+      const version = dataVersion(this.db);
       if (version === this.lastDataVersion) return;
       this.lastDataVersion = version;
       const now = controlSnapshot(this.db);

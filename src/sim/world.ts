@@ -16,6 +16,7 @@ import { strategyCreate } from '../commands/strategy.js';
 import { strategyPause, strategyResume, strategyRetry, strategyUpdate } from '../commands/control.js';
 import { strategyAbort } from '../commands/abort.js';
 import { openDb, type Db } from '../store/open.js';
+import { sql } from '../store/statements.js';
 import { casStrategyState, getStrategy } from '../store/strategy.js';
 import { Orchestrator } from '../orchestrator/orchestrator.js';
 import type { ProgressSink } from '../orchestrator/progress.js';
@@ -394,7 +395,7 @@ class World {
 
   /** No step that ended complete is ever reopened (a retry reopens failed and aborted ones only). */
   private checkSteps(): void {
-    const rows = this.db.prepare('SELECT id, state FROM strategy_step').all() as { id: number; state: string }[];
+    const rows = sql(this.db, 'SELECT id, state FROM strategy_step').all() as { id: number; state: string }[];
     for (const r of rows) {
       if (r.state === 'complete') this.completed.add(r.id);
       else if (this.completed.has(r.id)) this.sites.violation('step-reopened', `step ${r.id} was complete and is ${r.state}`);

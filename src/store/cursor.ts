@@ -5,6 +5,7 @@
  */
 import type Database from 'better-sqlite3';
 import type { Db } from './open.js';
+import { sql } from './statements.js';
 import type { ApplyStep } from './transitions.js';
 
 /** An open step as the window sees it. */
@@ -64,10 +65,12 @@ export class StageCursor {
     private readonly owner?: number,
   ) {
     const mine = owner === undefined ? '' : ' AND (st.owner IS NULL OR st.owner = ? OR NOT EXISTS (SELECT 1 FROM apply_worker w WHERE w.id = st.owner))';
+    // Prepared once per connection (statements.ts): a cursor is made for every pass over a stage.
     this.reads = new Map(
       ORDER.map((p) => [
         p,
-        db.prepare(
+        sql(
+          db,
           `SELECT ${COLUMNS}, ${p === 'initial' ? '0' : RETRIED} AS retried
            FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
            WHERE st.stage = ? AND st.id > ? AND ${PHASES[p]}${mine}
@@ -103,22 +106,20 @@ export class StageCursor {
 
 /** The stages that have a step not ended, in order. */
 export function openStages(db: Db): number[] {
-  return db
-    .prepare(`SELECT DISTINCT stage FROM strategy_step WHERE state NOT IN ('complete', 'failed', 'aborted') ORDER BY stage`)
+  return sql(db, `SELECT DISTINCT stage FROM strategy_step WHERE state NOT IN ('complete', 'failed', 'aborted') ORDER BY stage`)
     .pluck()
     .all() as number[];
 }
 
 /** How many steps have failed (the failure budget counts them) and how many there are. */
 export function failedAndTotal(db: Db): { failed: number; total: number } {
-  return db
-    .prepare(`SELECT coalesce(sum(CASE WHEN state = 'failed' THEN 1 ELSE 0 END), 0) AS failed, count(*) AS total FROM strategy_step`)
+  return sql(db, `SELECT coalesce(sum(CASE WHEN state = 'failed' THEN 1 ELSE 0 END), 0) AS failed, count(*) AS total FROM strategy_step`)
     .get() as { failed: number; total: number };
 }
 
 /** The steps of these ids (runs left running by a process that is gone), by id. */
 export function stepsByIds(db: Db, ids: readonly number[]): Map<number, CursorStep> {
-  const stmt = db.prepare(`SELECT ${COLUMNS} FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id WHERE st.id = ?`);
+  const stmt = sql(db, `SELECT ${COLUMNS} FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id WHERE st.id = ?`);
   const out = new Map<number, CursorStep>();
   for (const id of ids) {
     const r = stmt.get(id) as ApplyStep | undefined;

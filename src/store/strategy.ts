@@ -2,6 +2,7 @@
 import type { Db } from './open.js';
 import { sql } from './statements.js';
 import { now } from './clock.js';
+import { isPgUrl } from '../domain/db-url.js';
 import type { ExtraArgs } from '../domain/options.js';
 import type { StagePlan } from '../domain/planning.js';
 
@@ -130,6 +131,16 @@ export function touchStrategy(db: Db): void {
 }
 
 /** What a running orchestrator re-reads when the file changed: state, windows, budget. */
+/**
+ * Whether anyone committed since the last look: SQLite's `PRAGMA data_version`, prepared once per
+ * connection (better-sqlite3's `pragma()` prepares it anew, and the orchestrator asks four times a
+ * second); on PostgreSQL the store's commit counter, which its `pragma` answers.
+ */
+export function dataVersion(db: Db): number {
+  if (isPgUrl(db.name)) return db.pragma('data_version', { simple: true }) as number;
+  return sql(db, 'PRAGMA data_version').pluck().get() as number;
+}
+
 export function controlSnapshot(db: Db): { state: string; maxFailures: string | null; windows: Map<number, number> } | undefined {
   const row = sql(db, 'SELECT state, max_failures FROM strategy WHERE id = 1').get() as { state: string; max_failures: string | null } | undefined;
   if (!row) return undefined;

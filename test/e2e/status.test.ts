@@ -82,8 +82,11 @@ describe('strategy status', () => {
     expect(dcm(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '6']).code).toBe(0);
     const next = status(t.db);
     expect(next['estimate from']).toBe('earlier strategies');
-    // Means near 60 ms a state, not the default 200ms..1s latency (which would say 30 s).
-    expect(next.eta).toMatch(/^[2-5]\.\ds$/);
+    // Means of what the states took, not the default 200ms..1s latency (which would say 30 s): at
+    // least the 40..80 ms asked for (3.0 s), more as a busy machine stretched the runs recorded.
+    expect(next.eta).toMatch(/^\d+\.\ds$/);
+    expect(parseFloat(next.eta as string)).toBeGreaterThanOrEqual(2);
+    expect(parseFloat(next.eta as string)).toBeLessThan(30);
   });
 
   test('every format; no strategy is an error', () => {

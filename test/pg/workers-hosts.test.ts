@@ -1,0 +1,316 @@
+/**
+ * Several orchestrators on one strategy as several hosts (README "Several hosts"), on the
+ * PostgreSQL pass's server, with runs longer than the lease, judged by the exec driver's own log of
+ * the runs: a worker frozen past its lease or killed with runs in flight, another session holding
+ * the writers' lock, an abort with the only worker frozen or during a takeover, and three workers
+ * under kill -9, SIGSTOP, cut connections and server restarts at random.
+ */
+import { afterEach, describe, expect, test } from '@jest/globals';
+import path from 'node:path';
+import { dcm, dcmOk, sleep, waitFor, type RunResult } from '../helpers/cli.js';
+import { execFixture, overlapsPerCloud, peakConcurrent, type ExecFixture } from '../helpers/exec.js';
+import { SyncPg } from '../../src/platform/pg-sync.js';
+import { everyState, explainHang, query, runsPerState, runsWithPid, setup, stepStates, stopWorkers, worker } from '../helpers/workers.js';
+import { startCluster } from './global-setup.js';
+
+let f: ExecFixture | null = null;
+
+afterEach(() => {
+  stopWorkers();
+  f?.cleanup();
+  f = null;
+  if (own) {
+    own.stop();
+    own = null;
+    process.env.DCM_TEST_PG_URL = passUrl;
+  }
+});
+
+/** The pass's cluster, and a test's own while it has one (a restart would cut the other files'). */
+const passUrl = process.env.DCM_TEST_PG_URL;
+let own: ReturnType<typeof startCluster> | null = null;
+
+describe('several workers as several hosts, runs longer than the lease', () => {
+  /**
+   * Two hosts, runs longer than the lease: host-a's worker is frozen past its lease, or killed,
+   * with its runs in flight; host-b takes it over. Its runs go on (their launcher outlives the
+   * worker) and tell their ends to the store: host-b takes those results and never starts a state
+   * of theirs again. Judged by the runs' own log.
+   */
+  test.each([
+    ['frozen past its lease', 'SIGSTOP'],
+    ['killed', 'SIGKILL'],
+  ] as const)('two hosts; a worker %s with runs in flight: the other takes their results, no state runs twice, none overlaps', async (_what, signal) => {
+    f = execFixture();
+    const fx = f;
+    const N = 4;
+    setup(fx.db, N, N, everyState(fx, 2_500, 3_000), fx);
+    const a = worker(fx.db, { ...fx.env, DCM_HOST: 'host-a' });
+    // host-a has every subcloud in flight, each in its first state.
+    await waitFor(() => runsWithPid(fx.db) === N, 60_000);
+    const b = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' });
+    await waitFor(() => query<{ n: number }>(fx.db, 'SELECT count(*) AS n FROM apply_worker')[0].n === 2, 60_000);
+    a.child.kill(signal);
+    // Taken over while its runs still go (a lease of 2 s, runs of 2.5 s or more).
+    await waitFor(() => query(fx.db, `SELECT 1 FROM strategy_event WHERE event = 'worker taken over'`).length === 1, 60_000);
+    if (signal === 'SIGSTOP') a.child.kill('SIGCONT');
+    const [endA, endB] = await Promise.all([a.done, b.done]);
+    expect(endA.code).toBe(signal === 'SIGSTOP' ? 4 : null);
+    expect([endB.code, endB.stderr]).toEqual([0, '']);
+    expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: N }]);
+    const runs = fx.readRuns();
+    expect(overlapsPerCloud(runs)).toEqual([]);
+    const seen = runsPerState(runs);
+    expect([...seen].filter(([, n]) => n > 1)).toEqual([]);
+    expect(runs).toHaveLength(N * 5);
+    // The runs host-a started ended `ok` in the history, taken by host-b from their ends.
+    const first = query<{ outcome: string; n: number }>(fx.db, `SELECT outcome, count(*) AS n FROM step_history WHERE host = 'host-a' GROUP BY outcome`);
+    expect(first).toEqual([{ outcome: 'ok', n: N }]);
+    await waitFor(() => fx.leftovers().length === 0, 60_000, 100);
+  }, 180_000);
+
+  /**
+   * Another session holds the writers' lock for 15 s (a stuck tool, a migration): a
+   * worker waiting for it still renews its lease (on its own connection), answers Ctrl-C while the
+   * lock is held, and is not taken for gone; a second worker joining then waits for the lock
+   * rather than dying of it. Judged by the lease's own row and the workers' own lines.
+   */
+  test('another session holds the writers\' lock: the waiting worker renews its lease and answers Ctrl-C meanwhile, a worker joining waits, nobody is taken over', async () => {
+    f = execFixture();
+    const fx = f;
+    setup(fx.db, 12, 3, everyState(fx, 200, 400), fx);
+    const a = worker(fx.db, { ...fx.env, DCM_HOST: 'host-a' }, '--progress-interval', '0s');
+    await waitFor(() => fx.readRuns().length >= 2, 60_000);
+    const holder = new SyncPg(fx.db);
+    let b: ReturnType<typeof worker> | null = null;
+    try {
+      // Held until the test lets go (dcm's own sessions would be ended after 5 s idle in it).
+      holder.query('SET idle_in_transaction_session_timeout = 0');
+      holder.query('BEGIN');
+      holder.query('SELECT pg_advisory_xact_lock($1)', [0x44434d31]);
+      const heldSince = Date.now();
+      const beat = () => Number(query<{ b: string }>(fx.db, 'SELECT heartbeat_ms AS b FROM apply_worker')[0].b);
+      const heardAt = beat();
+      // Its lease is renewed while its writes wait: twice over, with the lock still held.
+      await waitFor(() => beat() > heardAt, 30_000, 50);
+      const heardAgain = beat();
+      await waitFor(() => beat() > heardAgain, 30_000, 50);
+      // A second worker joins now: it waits for the lock.
+      const joining = (b = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' }, '--progress-interval', '0s'));
+      await waitFor(() => /waiting for it to join the workers/.test(joining.stderr()), 30_000, 50);
+      // Ctrl-C reaches the waiting worker and is answered while the lock is still held.
+      a.child.kill('SIGINT');
+      const sent = Date.now();
+      await waitFor(() => /SIGINT: starting nothing new/.test(a.stderr()), 30_000, 50);
+      // What it took is printed for BENCHMARKS.md, never asserted (a busy machine is slower).
+      process.stderr.write(`lock held ${Date.now() - heldSince} ms; Ctrl-C answered in ${Date.now() - sent} ms\n`);
+      expect(query(fx.db, 'SELECT 1 FROM apply_worker WHERE host = $1', ['host-b'])).toEqual([]);
+      // Held 15 s in all, past seven leases (2 s): its lease is renewed all along (its last renewal
+      // 13 s or more after the first one read), so the worker that joins once the lock is free
+      // finds it live, and takes nothing over.
+      await waitFor(() => Date.now() - heldSince >= 15_000 && beat() >= heardAt + 13_000, 60_000, 100);
+    } finally {
+      holder.query('ROLLBACK');
+      holder.close();
+    }
+    const endA = await a.done;
+    expect(endA.code).toBe(130);
+    const endB = await b!.done;
+    expect(endB.code).toBe(0);
+    expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: 12 }]);
+    expect(query(fx.db, `SELECT event FROM strategy_event WHERE event = 'worker taken over'`)).toEqual([]);
+    const runs = fx.readRuns();
+    expect(overlapsPerCloud(runs)).toEqual([]);
+    expect(new Set(runs.map((r) => `${r.cloud}|${r.state}`)).size).toBe(runs.length);
+  }, 180_000);
+
+  /**
+   * The only worker, on host-a, is frozen with runs in flight; an operator on another host aborts
+   * (no live worker: the abort is finished there) and later retries. The runs host-a started are
+   * left `running` by the abort (nothing here can see them), the next apply takes their results
+   * from their ends and ends the abort, and after the retry no state that had ended runs again.
+   */
+  test('abort while the only worker is frozen, then retry: the runs it left are taken as they ended, none runs again', async () => {
+    f = execFixture();
+    const fx = f;
+    const N = 4;
+    setup(fx.db, N, 2, everyState(fx, 2_500, 3_000), fx);
+    const a = worker(fx.db, { ...fx.env, DCM_HOST: 'host-a' });
+    await waitFor(() => runsWithPid(fx.db) === 2, 60_000);
+    a.child.kill('SIGSTOP');
+    // Its lease runs out: to any other host it is gone.
+    await waitFor(() => query(fx.db, `SELECT 1 FROM apply_worker WHERE (extract(epoch FROM clock_timestamp()) * 1000)::bigint - heartbeat_ms > lease_ms`).length === 1, 60_000, 50);
+    const abort = dcm(['--db', fx.db, 'strategy', 'abort'], { env: { DCM_HOST: 'host-c' } });
+    expect(abort.code).toBe(0);
+    expect(abort.stderr).toMatch(/still running, left for the next apply: s00\d \(pre check, on host-a\), s00\d \(pre check, on host-a\); the strategy stays aborting/);
+    // host-a is gone for good; its launcher still tells how its runs end.
+    a.child.kill('SIGKILL');
+    await a.done;
+    const b = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' });
+    const endB = await b.done;
+    // It ends the abort: exit 3, as an apply whose strategy ends aborted.
+    expect([endB.code, endB.stderr]).toEqual([3, '']);
+    expect(query(fx.db, 'SELECT state FROM strategy')).toEqual([{ state: 'aborted' }]);
+    expect(query<{ outcome: string; n: number }>(fx.db, `SELECT outcome, count(*) AS n FROM step_history WHERE host = 'host-a' GROUP BY outcome`)).toEqual([{ outcome: 'ok', n: 2 }]);
+    dcmOk(['--db', fx.db, 'strategy', 'retry'], { env: { DCM_HOST: 'host-c' } });
+    const c = worker(fx.db, { ...fx.env, DCM_HOST: 'host-c' });
+    expect((await c.done).code).toBe(0);
+    expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: N }]);
+    const runs = fx.readRuns();
+    const seen = runsPerState(runs);
+    expect([...seen].filter(([, n]) => n > 1)).toEqual([]);
+    expect(runs).toHaveLength(N * 5);
+    expect(overlapsPerCloud(runs)).toEqual([]);
+  }, 180_000);
+
+  /**
+   * The issue's third break: an abort that comes while a worker on another host is taking a frozen
+   * one over (it waits for the ends of the runs the frozen one started) must end. The taker takes
+   * those runs' results as they end, starts nothing new, and ends the strategy `aborted`; the
+   * frozen worker, continued, exits 4 and writes nothing; after a retry no state that had ended
+   * runs again.
+   */
+  test('abort while another host takes a frozen worker over: the abort ends, the runs left are taken as they ended, and after a retry none runs again', async () => {
+    f = execFixture();
+    const fx = f;
+    const N = 6;
+    setup(fx.db, N, 3, everyState(fx, 2_500, 3_000), fx);
+    const a = worker(fx.db, { ...fx.env, DCM_HOST: 'host-a' });
+    await waitFor(() => runsWithPid(fx.db) === 3, 60_000);
+    const b = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' });
+    await waitFor(() => query<{ n: number }>(fx.db, 'SELECT count(*) AS n FROM apply_worker')[0].n === 2, 60_000);
+    a.child.kill('SIGSTOP');
+    // host-b takes host-a over while host-a's runs (2.5 s or more, a lease of 2 s) still go.
+    await waitFor(() => query(fx.db, `SELECT 1 FROM strategy_event WHERE event = 'worker taken over'`).length === 1, 60_000, 50);
+    const abort = dcm(['--db', fx.db, 'strategy', 'abort'], { env: { DCM_HOST: 'host-c' } });
+    expect(abort.code).toBe(0);
+    const endB = await b.done;
+    expect([endB.code, endB.stderr]).toEqual([3, '']);
+    expect(query(fx.db, 'SELECT state FROM strategy')).toEqual([{ state: 'aborted' }]);
+    a.child.kill('SIGCONT');
+    expect((await a.done).code).toBe(4);
+    // Nothing is left running; what host-a started ended ok, its results taken by host-b.
+    expect(query(fx.db, `SELECT 1 FROM step_history WHERE outcome = 'running'`)).toEqual([]);
+    expect(query<{ outcome: string; n: number }>(fx.db, `SELECT outcome, count(*) AS n FROM step_history WHERE host = 'host-a' GROUP BY outcome`)).toEqual([{ outcome: 'ok', n: 3 }]);
+    dcmOk(['--db', fx.db, 'strategy', 'retry'], { env: { DCM_HOST: 'host-c' } });
+    const c = worker(fx.db, { ...fx.env, DCM_HOST: 'host-c' });
+    expect((await c.done).code).toBe(0);
+    expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: N }]);
+    const runs = fx.readRuns();
+    expect([...runsPerState(runs)].filter(([, n]) => n > 1)).toEqual([]);
+    expect(runs).toHaveLength(N * 5);
+    expect(overlapsPerCloud(runs)).toEqual([]);
+    await waitFor(() => fx.leftovers().length === 0, 60_000, 100);
+  }, 180_000);
+
+  /**
+   * Three workers under faults at random, judged by the runs' own log. On one host a worker
+   * restarted adopts what its predecessor left through the run files; as three hosts (the issue's
+   * loop: 150 subclouds, runs of 0–2 s, window 20), a taker on another host takes the ends the
+   * runs' launcher wrote to the store, every connection is also cut now and then
+   * (pg_terminate_backend), and the server crashes and starts again (on a cluster of the test's
+   * own: the other files of the pass share theirs).
+   */
+  // The one-host loop (its faults are the simulator's one-host schedules' too) runs under
+  // `npm run test:big`; the three-host one, the issue's, in every PostgreSQL pass.
+  test.each([
+    ...(process.env.DCM_BIG_TESTS ? [{ what: 'on one host, kill -9 or SIGSTOP past the lease 30 times', hosts: false, N: 300, WINDOW: 30, min: 300, max: 700, FAULTS: 30 }] : []),
+    { what: 'as three hosts, kill -9, SIGSTOP past the lease, every connection cut or the server restarted 20 times', hosts: true, N: 150, WINDOW: 20, min: 0, max: 2_000, FAULTS: 20 },
+  ])('three workers $what: no overlap, nothing completed twice, the window held, all complete', async ({ hosts, N, WINDOW, min, max, FAULTS }) => {
+    if (hosts) {
+      own = startCluster();
+      process.env.DCM_TEST_PG_URL = own.url;
+    }
+    f = execFixture();
+    const fx = f;
+    setup(fx.db, N, WINDOW, everyState(fx, min, max), fx);
+    type W = ReturnType<typeof worker> & { ended: RunResult | null; stopped: boolean };
+    // A worker that never ends is asked (SIGUSR2) for Node's report: its JavaScript stack.
+    const reports = path.join(fx.dir, 'reports');
+    const diag = { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --report-on-signal --report-signal=SIGUSR2 --report-directory=${reports}` };
+    const start = (slot: number): W => {
+      const w = worker(fx.db, hosts ? { ...fx.env, ...diag, DCM_HOST: `host-${slot}`, DCM_DEBUG: '1' } : { ...fx.env, ...diag }) as W;
+      w.ended = null;
+      w.stopped = false;
+      void w.done.then((r) => (w.ended = r));
+      return w;
+    };
+    const pool: W[] = [start(0), start(1), start(2)];
+    const codes: (number | null)[] = [];
+    const ends: RunResult[] = [];
+    let faults = 0;
+    let cuts = 0;
+    let restarts = 0;
+    const done = () => stepStates(fx.db).every((s) => s.state === 'complete');
+    while (faults < FAULTS && !done()) {
+      await sleep(300 + Math.floor(Math.random() * 400));
+      // Replace the workers that have ended (killed, or woken to a lost lease).
+      for (let i = 0; i < pool.length; i++) {
+        const w = pool[i];
+        if (w.ended) {
+          codes.push(w.ended.code);
+          ends.push(w.ended);
+          pool[i] = start(i);
+        }
+      }
+      const live = pool.filter((w) => !w.ended && !w.stopped);
+      if (live.length < 2) continue;
+      const w = live[Math.floor(Math.random() * live.length)];
+      faults++;
+      const dice = Math.random();
+      // The last two faults are a cut and a restart if none came by chance.
+      const cut = hosts && ((dice >= 0.1 && dice < 0.25) || (faults === FAULTS - 1 && cuts === 0));
+      if (hosts && !cut && (dice < 0.1 || (faults === FAULTS && restarts === 0))) {
+        // The server crashes and starts again (a second or so): every session is cut, and none can
+        // connect meanwhile.
+        restarts++;
+        own!.restart();
+      } else if (cut) {
+        // Every connection to the database but this one is cut: workers', heartbeats', launchers'.
+        cuts++;
+        query(fx.db, 'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()');
+      } else if (dice < (hosts ? 0.55 : 0.3)) {
+        w.stopped = true;
+        w.child.kill('SIGSTOP');
+        // Continued after longer than its lease (2 s): it finds itself taken over.
+        setTimeout(() => {
+          w.child.kill('SIGCONT');
+          w.stopped = false;
+        }, 2_600 + Math.floor(Math.random() * 600));
+      } else w.child.kill('SIGKILL');
+    }
+    expect(faults).toBe(FAULTS);
+    if (hosts) expect(cuts).toBeGreaterThan(0);
+    if (hosts) expect(restarts).toBeGreaterThan(0);
+    // Then left to finish; a worker still stopped is continued by its timer.
+    try {
+      await waitFor(() => pool.every((w) => w.ended !== null || (!w.stopped && done())), 600_000, 100);
+      await waitFor(() => pool.every((w) => w.ended !== null), 600_000, 100);
+    } catch (e) {
+      throw new Error(`${(e as Error).message}\n${await explainHang(fx.db, reports, pool)}`);
+    }
+    codes.push(...pool.map((w) => w.ended!.code));
+    ends.push(...pool.map((w) => w.ended!));
+    // Killed (null: by a signal), lost its lease (4), or ended with the strategy (0); or, started
+    // while the server was down (a restart), refused at once as an operator's apply would be.
+    const refused = (e: RunResult) => e.code === 1 && /^error: cannot open database \S+: /.test(e.stderr);
+    expect(ends.filter((e) => e.code !== null && e.code !== 4 && e.code !== 0 && !refused(e)).map((e) => [e.code, e.stderr])).toEqual([]);
+    if (hosts) process.stderr.write(`three hosts: ${faults} faults, ${cuts} cuts, ${restarts} restarts, ${ends.filter(refused).length} worker(s) refused at start\n`);
+    // The last fault may kill the one worker that would have ended the strategy (another one
+    // continued and counted as live has yet to find its lease lost): one more apply ends it, as an
+    // operator's would.
+    if (!codes.includes(0)) {
+      const last = start(0);
+      expect((await last.done).code).toBe(0);
+    }
+    expect(query<{ state: string }>(fx.db, 'SELECT state FROM strategy')).toEqual([{ state: 'complete' }]);
+    expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: N }]);
+    const runs = fx.readRuns();
+    expect(overlapsPerCloud(runs)).toEqual([]);
+    const seen = runsPerState(runs);
+    expect([...seen].filter(([, n]) => n > 1)).toEqual([]);
+    expect(seen.size).toBe(N * 5);
+    expect(peakConcurrent(runs)).toBeLessThanOrEqual(WINDOW);
+    await waitFor(() => fx.leftovers().length === 0, 60_000, 100);
+  }, 900_000);
+});
