@@ -146,6 +146,7 @@ export const EXAMPLES: Record<string, string[]> = {
   ],
   'strategy-step show': ['dcm strategy-step show subcloud1', 'dcm strategy-step show subcloud1 -f json'],
   'strategy-step history': ['dcm strategy-step history', 'dcm strategy-step history subcloud7'],
+  'strategy-step resolve': ['dcm strategy-step resolve subcloud7 --as ok --reason "host-a is gone; the site reports the patch applied"'],
   'strategy-step logs': [
     'dcm strategy-step logs subcloud7',
     'dcm strategy-step logs subcloud7 --state "pre check" --attempt 2',

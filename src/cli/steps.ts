@@ -1,5 +1,5 @@
 /** Commander wiring of `dcm strategy-step …`. */
-import type { Command } from 'commander';
+import { Option, type Command } from './commander.js';
 import { collect, integer, positiveInteger } from './parsers.js';
 import type { Runner } from './runner.js';
 import { stdoutSink } from './sink.js';
@@ -42,5 +42,13 @@ export function registerSteps(program: Command, run: Runner): void {
     .option('--strategy <id>', "an earlier (deleted) strategy's runs: its id (its log folder's name) or its created_at")
     .action((cloud: string, o: { state?: string; attempt?: number; follow?: boolean; strategy?: string }) =>
       run(async (ctx) => ({ exitCode: await (await logs()).stepLogs(ctx, cloud, o, stdoutSink()) })),
+    );
+  s.command('resolve')
+    .argument('<cloud>')
+    .description("say how a run ended whose host is gone with its launcher (several hosts): the worker waiting for it takes that end")
+    .addOption(new Option('--as <outcome>', 'how it ended: ok (the state is done) or failed').choices(['ok', 'failed']).makeOptionMandatory())
+    .option('--reason <text>', 'why, in words: kept in the event record (and, failed, the step\'s details)')
+    .action((cloud: string, o: { as: 'ok' | 'failed'; reason?: string }) =>
+      run(async (ctx) => (await import('../commands/resolve.js')).stepResolve(ctx, cloud, o.as, o.reason)),
     );
 }

@@ -12,7 +12,7 @@ import { whoAmI } from '../platform/who.js';
 import { recordEvent } from '../store/events.js';
 import { withExistingWriteDb } from './context.js';
 import { strategyNotFound, theStrategy } from './strategy.js';
-import { liveRuns, nameLive } from './live-runs.js';
+import { liveRuns, nameLive, resolveHint } from './live-runs.js';
 import type { Outcome } from './results.js';
 import type { RunCtx } from './context.js';
 
@@ -61,7 +61,7 @@ export async function strategyAbort(ctx: RunCtx, type?: StrategyType, reasonText
       if (live.length) {
         warnings.push(
           `still running, left for the next apply: ${nameLive(live)}; the strategy stays aborting: ` +
-            '`dcm strategy apply` waits for it and ends the abort',
+            `\`dcm strategy apply\` waits for it and ends the abort${resolveHint(live)}`,
         );
       }
     }

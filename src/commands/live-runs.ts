@@ -50,12 +50,18 @@ export function nameLive(live: LiveRun[]): string {
   return shown.join(', ') + (live.length > 5 ? ` and ${live.length - 5} more` : '');
 }
 
+/** For runs on another host: what to do when that host is gone with its launcher (commands/resolve.ts). */
+export function resolveHint(live: LiveRun[]): string {
+  const far = live.find((l) => l.elsewhere);
+  return far ? `; if ${far.elsewhere} is gone for good, say how its run ended: \`dcm strategy-step resolve ${far.left.cloud} --as ok|failed\`` : '';
+}
+
 /** Refuse `verb` while a run lives, naming it and saying what to do instead. */
 export function refuseWhileLive(live: LiveRun[], verb: string): void {
   if (!live.length) return;
   throw new OperationError(
     `cannot ${verb} while a run of the strategy is still going: ${nameLive(live)}; ` +
-      `wait for it (--wait), or let \`dcm strategy apply\` adopt it`,
+      `wait for it (--wait), or let \`dcm strategy apply\` adopt it${resolveHint(live)}`,
   );
 }
 

@@ -22,6 +22,8 @@ export const EVENTS = {
   abortRequested: 'abort requested',
   aborted: 'aborted',
   retried: 'retried',
+  /** `strategy-step resolve`: how a run on a host that is gone ended, said by the operator. */
+  runResolved: 'run resolved',
   /** A stage's gate or budget: soaking, checking, held, paused, passed, promoted (README "Stage gates"). */
   stageGate: 'stage gate',
   /** `subcloud-group update` while a strategy exists: what changed of the group. */
@@ -43,6 +45,7 @@ export const OPERATOR_EVENTS: readonly string[] = [
   EVENTS.abortRequested,
   EVENTS.aborted,
   EVENTS.retried,
+  EVENTS.runResolved,
   EVENTS.groupUpdated,
 ];
 

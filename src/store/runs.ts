@@ -183,6 +183,21 @@ export function abandonRemoteRun(db: Db, runId: string, host: string): boolean {
   return sql(db, `INSERT INTO run_claim (run_id, host, what, at) VALUES (?, ?, 'abandoned', ?) ON CONFLICT (run_id) DO NOTHING`).run(runId, host, now()).changes === 1;
 }
 
+/** How a run was claimed: `started` by its host's launcher, or `abandoned` (given up by a taker); none yet. */
+export function runClaim(db: Db, runId: string): { what: 'started' | 'abandoned'; host: string } | undefined {
+  return sql(db, 'SELECT what, host FROM run_claim WHERE run_id = ?').get(runId) as { what: 'started' | 'abandoned'; host: string } | undefined;
+}
+
+/**
+ * A run's end as the operator says it (`strategy-step resolve`): written where its host's launcher
+ * would have written it, `by` in its host's place, the reason as the last line of its stderr. The
+ * first end written wins. False: one was there already.
+ */
+export function resolveRun(db: Db, runId: string, by: string, code: number, reason: string): boolean {
+  const facts = JSON.stringify({ err: reason, log: '', match: '', next: null });
+  return sql(db, 'INSERT INTO run_end (run_id, host, code, signal, facts, ended_at) VALUES (?, ?, ?, NULL, ?, ?) ON CONFLICT (run_id) DO NOTHING').run(runId, by, code, facts, now()).changes === 1;
+}
+
 /** A run claimed by the host that starts it (the simulator's sites; the exec launcher writes its own). False: given up first. */
 export function claimRun(db: Db, runId: string, host: string): boolean {
   return sql(db, `INSERT INTO run_claim (run_id, host, what, at) VALUES (?, ?, 'started', ?) ON CONFLICT (run_id) DO NOTHING`).run(runId, host, now()).changes === 1;

@@ -47,7 +47,7 @@ describe('bash', () => {
   test('commands and subcommands', () => {
     expect(complete('strat')).toEqual(['strategy', 'strategy-step', 'strategy-config']);
     expect(complete('strategy', 'cr')).toEqual(['create']);
-    expect(complete('strategy-step', '')).toEqual(['list', 'show', 'history', 'logs']);
+    expect(complete('strategy-step', '')).toEqual(['list', 'show', 'history', 'logs', 'resolve']);
     expect(complete('subcloud-group', 'list')).toEqual(['list', 'list-subclouds']);
     // Global options (and their values) between the words do not lose the command path.
     expect(complete('-f', 'json', 'strategy', '--db', 'x.db', 'ap')).toEqual(['apply']);

@@ -106,3 +106,12 @@ export async function explainHang(db: string, reports: string, pool: readonly { 
 }
 
 export const stepStates = (db: string) => query<{ state: string; n: number }>(db, 'SELECT state, count(*) AS n FROM strategy_step GROUP BY state ORDER BY state');
+
+/** The launchers of the runs whose files are under `logs` (each run's `.pid`: its pid, then its launcher's). */
+export function launcherPids(logs: string): Set<number> {
+  return new Set(
+    (fs.readdirSync(logs, { recursive: true }) as string[])
+      .filter((n) => n.endsWith('.pid'))
+      .map((n) => Number(fs.readFileSync(path.join(logs, n), 'utf8').trim().split(/\s+/)[1])),
+  );
+}

@@ -6,11 +6,12 @@
  * under kill -9, SIGSTOP, cut connections and server restarts at random.
  */
 import { afterEach, describe, expect, test } from '@jest/globals';
+import fs from 'node:fs';
 import path from 'node:path';
 import { dcm, dcmOk, sleep, waitFor, type RunResult } from '../helpers/cli.js';
 import { execFixture, overlapsPerCloud, peakConcurrent, type ExecFixture } from '../helpers/exec.js';
 import { SyncPg } from '../../src/platform/pg-sync.js';
-import { everyState, explainHang, query, runsPerState, runsWithPid, setup, stepStates, stopWorkers, worker } from '../helpers/workers.js';
+import { everyState, explainHang, launcherPids, query, runsPerState, runsWithPid, setup, stepStates, stopWorkers, worker } from '../helpers/workers.js';
 import { startCluster } from './global-setup.js';
 
 let f: ExecFixture | null = null;
@@ -125,6 +126,85 @@ describe('several workers as several hosts, runs longer than the lease', () => {
   }, 180_000);
 
   /**
+   * A host lost for good (worker, launcher and runs) with two runs in flight, of a state whose
+   * timeout is an hour: the worker that takes them over would wait that hour, holding their slots.
+   * The operator, who knows how each ended (the site says so), says it: the waiting worker takes
+   * those ends at once, runs neither state again, and the event record says who said what.
+   * Refused on a file, for a step with no run going, and while the runs' own host's worker lives.
+   */
+  test("a host lost for good: strategy-step resolve says how its runs ended, and the worker waiting for them goes on at once", async () => {
+    f = execFixture();
+    const fx = f;
+    const file = path.join(fx.dir, 'one.db');
+    dcmOk(['--db', file, 'subcloud', 'add', 's1']);
+    const before = fs.readFileSync(file);
+    const onFile = dcm(['--db', file, 'strategy-step', 'resolve', 's1', '--as', 'ok']);
+    expect([onFile.code, onFile.stderr]).toEqual([2, "error: strategy-step resolve needs a PostgreSQL store: on a file, the next apply reads a run's end from the run's own files\n"]);
+    expect(fs.readFileSync(file).equals(before)).toBe(true);
+
+    const envs = path.join(fx.dir, 'envs.log');
+    // s001's and s002's first runs hang (each notes its pid); every run notes itself.
+    const cmd = `echo "$DCM_CLOUD|$DCM_STATE|$DCM_ATTEMPT" >> ${envs}; m=${fx.dir}/hang-$DCM_CLOUD; if [ "$DCM_CLOUD" != s003 ] && [ "$DCM_CLOUD" != s004 ] && [ ! -e $m ]; then echo $$ > $m; exec sleep 600; fi`;
+    const logs = path.join(fx.dir, 'logs');
+    setup(fx.db, 4, 4, `
+defaults: {timeout: 1h, kill_grace: 1s}
+states:
+  "*": [sh, -c, ${JSON.stringify(cmd)}]
+`, fx, '--log-dir', logs);
+    const hang = (c: string) => path.join(fx.dir, `hang-${c}`);
+    const hostA = worker(fx.db, { ...fx.env, DCM_HOST: 'host-a' });
+    await waitFor(() => ['s001', 's002'].every((c) => fs.existsSync(hang(c)) && fs.readFileSync(hang(c), 'utf8').trim() !== ''), 60_000);
+    await waitFor(() => query<{ n: number }>(fx.db, `SELECT count(*) AS n FROM strategy_step WHERE state = 'complete'`)[0].n === 2, 60_000);
+    const resolve = (...args: string[]) => dcm(['--db', fx.db, 'strategy-step', 'resolve', ...args], { env: { DCM_HOST: 'host-c' } });
+    const first = fs.readFileSync(envs, 'utf8').split('\n').find((l) => l.startsWith('s001|'))!.split('|')[1];
+    // host-a's worker lives: the end comes from it.
+    const early = resolve('s001', '--as', 'ok');
+    expect(early.code).toBe(1);
+    expect(early.stderr).toMatch(new RegExp(`^error: s001's run \\(${first}, attempt 1, on host-a\\) is watched by a live worker there \\(pid ${hostA.child.pid}\\): its end comes from it\n$`));
+    const none = resolve('s003', '--as', 'ok');
+    expect([none.code, none.stderr]).toEqual([1, 'error: s003 has no run going (its step is complete): nothing to resolve\n']);
+    expect(query(fx.db, `SELECT 1 FROM run_end WHERE host LIKE 'operator %'`)).toEqual([]);
+
+    const hostB = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' });
+    await waitFor(() => query<{ n: number }>(fx.db, 'SELECT count(*) AS n FROM apply_worker')[0].n === 2, 60_000);
+    // Host A goes for good: its worker, the launcher that would have told the runs' ends, and the runs.
+    const launchers = launcherPids(logs);
+    for (const pid of launchers) process.kill(pid, 'SIGKILL');
+    hostA.child.kill('SIGKILL');
+    for (const c of ['s001', 's002']) process.kill(Number(fs.readFileSync(hang(c), 'utf8')), 'SIGKILL');
+    await hostA.done;
+    // host-b takes host-a over, and waits for the two runs (an hour and more, by their timeout).
+    await waitFor(() => query(fx.db, `SELECT 1 FROM strategy_event WHERE event = 'worker taken over'`).length === 1, 60_000, 50);
+    const ok = resolve('s001', '--as', 'ok', '--reason', 'the site reports the patch applied');
+    expect([ok.code, ok.stderr]).toEqual([0, '']);
+    expect(ok.stdout).toMatch(/\| cloud +\| s001 +\|/);
+    const failed = resolve('s002', '--as', 'failed', '--reason', 'the site rolled back');
+    expect([failed.code, failed.stderr]).toEqual([0, '']);
+    const end = await hostB.done;
+    expect([end.code, end.stderr]).toEqual([1, '']);
+    expect(query(fx.db, 'SELECT state FROM strategy')).toEqual([{ state: 'failed' }]);
+    const steps = query<{ cloud: string; state: string; details: string }>(
+      fx.db,
+      'SELECT sc.name AS cloud, st.state, st.details FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id ORDER BY 1',
+    );
+    expect(steps.map((x) => [x.cloud, x.state])).toEqual([['s001', 'complete'], ['s002', 'failed'], ['s003', 'complete'], ['s004', 'complete']]);
+    expect(steps[1].details).toMatch(new RegExp(`^${first}: exit 1: resolved as failed by \\S+: the site rolled back$`));
+    // No state ran twice: the two hung runs were never started again.
+    const lines = fs.readFileSync(envs, 'utf8').trim().split('\n');
+    expect(new Set(lines).size).toBe(lines.length);
+    expect(lines.filter((l) => l.startsWith('s001|'))).toHaveLength(5);
+    expect(lines.filter((l) => l.startsWith('s002|'))).toEqual([`s002|${first}|1`]);
+    const events = query<{ details: string; reason: string }>(fx.db, `SELECT details, reason FROM strategy_event WHERE event = 'run resolved' ORDER BY id`);
+    expect(events).toEqual([
+      { details: `s001: ${first}, attempt 1, on host-a: ok, said by the operator`, reason: 'the site reports the patch applied' },
+      { details: `s002: ${first}, attempt 1, on host-a: failed, said by the operator`, reason: 'the site rolled back' },
+    ]);
+    // Said again: no run is going any more.
+    const again = resolve('s001', '--as', 'failed');
+    expect([again.code, again.stderr]).toEqual([1, 'error: s001 has no run going (its step is complete): nothing to resolve\n']);
+  }, 180_000);
+
+  /**
    * The only worker, on host-a, is frozen with runs in flight; an operator on another host aborts
    * (no live worker: the abort is finished there) and later retries. The runs host-a started are
    * left `running` by the abort (nothing here can see them), the next apply takes their results
@@ -143,6 +223,8 @@ describe('several workers as several hosts, runs longer than the lease', () => {
     const abort = dcm(['--db', fx.db, 'strategy', 'abort'], { env: { DCM_HOST: 'host-c' } });
     expect(abort.code).toBe(0);
     expect(abort.stderr).toMatch(/still running, left for the next apply: s00\d \(pre check, on host-a\), s00\d \(pre check, on host-a\); the strategy stays aborting/);
+    // And what to do if host-a never comes back.
+    expect(abort.stderr).toMatch(/; if host-a is gone for good, say how its run ended: `dcm strategy-step resolve s00\d --as ok\|failed`\n$/);
     // host-a is gone for good; its launcher still tells how its runs end.
     a.child.kill('SIGKILL');
     await a.done;

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { dcm, dcmOk, waitFor, type RunResult } from '../helpers/cli.js';
 import { execFixture, overlapsPerCloud, peakConcurrent, type ExecFixture } from '../helpers/exec.js';
-import { everyState, FAKETIME_LIB, query, setup, stepStates, stopped, stopWorkers, storeRows, worker } from '../helpers/workers.js';
+import { everyState, FAKETIME_LIB, launcherPids, query, setup, stepStates, stopped, stopWorkers, storeRows, worker } from '../helpers/workers.js';
 
 let f: ExecFixture | null = null;
 
@@ -185,11 +185,7 @@ states:
     const hostB = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' });
     await waitFor(() => query<{ n: number }>(fx.db, 'SELECT count(*) AS n FROM apply_worker')[0].n === 2, 60_000);
     // Host A goes for good: its worker, the launcher that would have told the run's end, and the run.
-    const launchers = new Set(
-      (fs.readdirSync(logs, { recursive: true }) as string[])
-        .filter((n) => n.endsWith('.pid'))
-        .map((n) => Number(fs.readFileSync(path.join(logs, n), 'utf8').trim().split(/\s+/)[1])),
-    );
+    const launchers = launcherPids(logs);
     expect(launchers.size).toBe(1);
     for (const pid of launchers) process.kill(pid, 'SIGKILL');
     hostA.child.kill('SIGKILL');

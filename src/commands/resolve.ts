@@ -1,0 +1,66 @@
+/**
+ * `dcm strategy-step resolve CLOUD --as ok|failed [--reason TEXT]` (README "Several hosts"): how a
+ * run ended, said by the operator for a host that cannot say it any more.
+ *
+ * A run started on a host that went down with its launcher never writes its end to the store. A
+ * worker that took it over waits until it cannot be going any more (its state's timeout and
+ * grace: an hour and more by default), the step holds its window slot meanwhile, and `retry` and
+ * `delete` refuse while it may go. An operator who knows how it ended (the site says so) writes
+ * that end in its host's stead, fenced by the run's id: the worker waiting for it, or the next
+ * apply, takes it as it would have taken the launcher's, and the state is not run again for it.
+ * The first end written wins: a launcher that comes back later cannot change it.
+ *
+ * Refused where the run's end can still come from its host (a worker of that host is live), and on
+ * a file: one host, where the next apply reads a run's end from its own files.
+ */
+import { OperationError, UsageError } from '../domain/errors.js';
+import { isPgUrl } from '../domain/db-url.js';
+import { checkReason, EVENTS } from '../domain/events.js';
+import { runIdOf } from '../drivers/exec/run-id.js';
+import { liveWorkers } from '../orchestrator/workers.js';
+import { whoAmI, type Actor } from '../platform/who.js';
+import { recordEvent } from '../store/events.js';
+import { leftRunning, resolveRun, runClaim, runEnd } from '../store/runs.js';
+import { findStep } from '../store/steps.js';
+import { getStrategy } from '../store/strategy.js';
+import { subcloudNameOf } from '../store/subclouds.js';
+import { withExistingWriteDb, type RunCtx } from './context.js';
+import type { CommandResult } from './results.js';
+import { strategyNotFound } from './strategy.js';
+
+export type ResolveAs = 'ok' | 'failed';
+
+export async function stepResolve(ctx: RunCtx, cloud: string, as: ResolveAs, reasonText?: string): Promise<CommandResult> {
+  if (!isPgUrl(ctx.dbPath)) {
+    throw new UsageError("strategy-step resolve needs a PostgreSQL store: on a file, the next apply reads a run's end from the run's own files");
+  }
+  const reason = checkReason(reasonText);
+  const who = whoAmI();
+  const row = withExistingWriteDb(ctx, (db) => {
+    const s = getStrategy(db);
+    if (!s) strategyNotFound();
+    if (s.extra.driver !== 'exec') throw new OperationError(`strategy-step resolve is for the exec driver's runs: this strategy's driver is ${String(s.extra.driver ?? 'sim')}`);
+    const name = subcloudNameOf(db, cloud);
+    const step = findStep(db, name);
+    if (!step) throw new OperationError(`Strategy step for subcloud ${cloud} not found`);
+    const left = leftRunning(db).find((l) => l.cloud === name);
+    if (!left) throw new OperationError(`${name} has no run going (its step is ${step.state}): nothing to resolve`);
+    const run = `${left.state}, attempt ${left.attempt}, on ${left.host ?? 'an unknown host'}`;
+    const watcher = left.host === null ? undefined : liveWorkers(db).find((w) => w.host === left.host);
+    if (watcher) throw new OperationError(`${name}'s run (${run}) is watched by a live worker there (pid ${watcher.pid}): its end comes from it`);
+    const runId = runIdOf({ campaign: s.created_at, cloud: name, state: left.state, attempt: left.attempt });
+    // Committed by its worker, never handed to its launcher (it stopped first): it never ran, and
+    // the next look at it gives it up to run again. Nothing to say of its end.
+    if (runClaim(db, runId)?.what !== 'started') throw new OperationError(`${name}'s run (${run}) was never started there (its worker stopped first): the next apply runs it again`);
+    const known = runEnd(db, runId);
+    if (known) throw new OperationError(`${name}'s run (${run}) has ended already (${known.code === null ? `killed by ${known.signal ?? 'a signal'}` : `exit ${known.code}`}, said by ${known.host}): the next look at it takes that`);
+    resolveRun(db, runId, byOf(who), as === 'ok' ? 0 : 1, as === 'ok' ? '' : `resolved as failed by ${who.user}${reason ? `: ${reason}` : ''}`);
+    recordEvent(db, who, EVENTS.runResolved, `${name}: ${run}: ${as}, said by the operator`, reason);
+    return findStep(db, name)!;
+  });
+  if (!row) strategyNotFound();
+  return { kind: 'step', row };
+}
+
+/** Who wrote the end, where its host would be: `operator alice@host-c`. */
+const byOf = (who: Actor) => `operator ${who.user}@${who.host}`;
