@@ -6,7 +6,9 @@
  */
 import { OperationError } from '../domain/errors.js';
 import type { Db } from '../store/open.js';
-import { leftRunning, type LeftRunRow } from '../store/runs.js';
+import { leftRunning, runEnd, type LeftRunRow } from '../store/runs.js';
+import { runIdOf } from '../drivers/exec/run-id.js';
+import { liveWorkers } from '../orchestrator/workers.js';
 import { liveRunPid } from '../drivers/exec/liveness.js';
 import { getStrategy } from '../store/strategy.js';
 import { layoutOf } from '../domain/logs.js';
@@ -79,4 +81,24 @@ export async function waitForLiveRuns(ctx: Ctx, quiet: boolean): Promise<void> {
     await new Promise((r) => setTimeout(r, 250));
     live = check();
   }
+}
+
+/**
+ * Runs of the strategy whose end is not known (several hosts, `strategy status`): started on a
+ * host that has no live worker any more, and whose end its launcher has not written (yet, or ever:
+ * the host may be gone with it). A worker that took them over waits for them until they cannot be
+ * going any more; the operator who knows how one ended says so with `strategy-step resolve`. One
+ * line each; none on a file (one host, whose runs are seen through their files) or for the sim
+ * driver (its runs on a host that is gone run again when taken over).
+ */
+export function unknownEnds(db: Db, strategy: { created_at: string; extra: Record<string, unknown> }): string[] {
+  if (!isPgUrl(db.name) || strategy.extra.driver !== 'exec') return [];
+  const watched = new Set(liveWorkers(db).map((w) => w.host));
+  const out: string[] = [];
+  for (const l of leftRunning(db)) {
+    if (l.host === null || watched.has(l.host)) continue;
+    if (runEnd(db, runIdOf({ campaign: strategy.created_at, cloud: l.cloud, state: l.state, attempt: l.attempt }))) continue;
+    out.push(`end unknown: ${l.cloud} (${l.state}, attempt ${l.attempt}, on ${l.host}, no live worker there): waited for until it cannot be going any more, or \`dcm strategy-step resolve ${l.cloud} --as ok|failed\``);
+  }
+  return out;
 }

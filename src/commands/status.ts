@@ -26,6 +26,7 @@ import { lastEventOf } from '../store/events.js';
 import { getStrategy, listStages, type Strategy } from '../store/strategy.js';
 import { listStepColumns } from '../store/steps.js';
 import { holderAlive } from '../orchestrator/lock.js';
+import { unknownEnds } from './live-runs.js';
 import { storeClockMs, workerStatuses } from '../store/workers.js';
 import { show, type Result, type ShowResult, type Value } from './plain-results.js';
 import { strategyNotFound, theStrategy } from './strategy.js';
@@ -129,9 +130,9 @@ function budgetText(stored: string | null, stopOnFailure: boolean, total: number
  * The apply lock's holder; on a PostgreSQL store, the strategy's workers instead (one line each:
  * host, pid, heartbeat age, subclouds in flight and ended).
  */
-function orchestratorText(db: Db, nowMs: number): string | null {
+function orchestratorText(db: Db, nowMs: number, unknown: readonly string[]): string | null {
   const workers = workerStatuses(db);
-  if (workers.length) {
+  if (workers.length || unknown.length) {
     // Heartbeats are on the store's clock, not this host's.
     const clock = storeClockMs(db);
     const lines = workers.map((w) => {
@@ -139,7 +140,8 @@ function orchestratorText(db: Db, nowMs: number): string | null {
       const gone = age > w.leaseMs ? ' (lease ran out)' : '';
       return `${w.host} pid ${w.pid}, heartbeat ${formatSpan(age)} ago${gone}, ${w.inFlight} in flight, ${w.done} done`;
     });
-    return [`${workers.length} worker(s):`, ...lines].join('\n');
+    // Runs whose host has no live worker and whose end has not come (live-runs.ts), after them.
+    return [...(workers.length ? [`${workers.length} worker(s):`, ...lines] : ['no live worker']), ...unknown].join('\n');
   }
   const lock = readLock(db);
   if (!lock) return null;
@@ -304,7 +306,7 @@ function readStatus(db: Db, type: StrategyType | undefined, nowMs: number): { re
     elapsed,
     eta,
     'estimate from': source,
-    orchestrator: orchestratorText(db, nowMs),
+    orchestrator: orchestratorText(db, nowMs, ended ? [] : unknownEnds(db, s)),
     maintenance: ended ? null : maintenanceText(db),
   };
   return { record: show(STATUS_FIELDS.map((f) => [f, values[f]])), state: s.state };

@@ -175,6 +175,13 @@ states:
     await hostA.done;
     // host-b takes host-a over, and waits for the two runs (an hour and more, by their timeout).
     await waitFor(() => query(fx.db, `SELECT 1 FROM strategy_event WHERE event = 'worker taken over'`).length === 1, 60_000, 50);
+    // Meanwhile `strategy status` says whose end is unknown, and what to do about it.
+    const statusOf = () => JSON.parse(dcmOk(['--db', fx.db, 'strategy', 'status', '-f', 'json'], { env: { DCM_HOST: 'host-c' } }).stdout) as { orchestrator: string | null };
+    const held = statusOf().orchestrator!.split('\n');
+    expect(held[0]).toBe('1 worker(s):');
+    expect(held.slice(2)).toEqual(
+      ['s001', 's002'].map((c) => `end unknown: ${c} (${first}, attempt 1, on host-a, no live worker there): waited for until it cannot be going any more, or \`dcm strategy-step resolve ${c} --as ok|failed\``),
+    );
     const ok = resolve('s001', '--as', 'ok', '--reason', 'the site reports the patch applied');
     expect([ok.code, ok.stderr]).toEqual([0, '']);
     expect(ok.stdout).toMatch(/\| cloud +\| s001 +\|/);
@@ -183,6 +190,7 @@ states:
     const end = await hostB.done;
     expect([end.code, end.stderr]).toEqual([1, '']);
     expect(query(fx.db, 'SELECT state FROM strategy')).toEqual([{ state: 'failed' }]);
+    expect(statusOf().orchestrator).toBeNull();
     const steps = query<{ cloud: string; state: string; details: string }>(
       fx.db,
       'SELECT sc.name AS cloud, st.state, st.details FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id ORDER BY 1',
