@@ -5,8 +5,9 @@
  */
 import { describe, expect, test } from '@jest/globals';
 import { statesOf } from '../../src/domain/types.js';
-import { dcm, dcmOk, sleep, waitFor } from '../helpers/cli.js';
+import { dcm, dcmOk, sleep, waitFor, type RunResult } from '../helpers/cli.js';
 import { json } from '../helpers/fleet.js';
+import { run as inProcess } from '../helpers/inprocess.js';
 import {
   countBy,
   createFleet,
@@ -28,6 +29,17 @@ const temp = tempPerTest();
 
 const fresh = (): string => temp().db;
 
+/**
+ * The pauses and window updates that must land while the fleet still runs go through the CLI in
+ * this process (its parse, command and output, without a node start): on a busy machine a spawned
+ * one could land after the apply had run through the fleet, leaving nothing to judge them by.
+ */
+async function okHere(args: string[]): Promise<RunResult> {
+  const r = await inProcess(args);
+  if (r.code !== 0) throw new Error(`dcm ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
+  return r;
+}
+
 const status = (db: string) => json<Record<string, unknown>>(dcmOk(['--db', db, 'strategy', 'status', '-f', 'json']));
 const completes = (stderr: string) => (stderr.match(/-> complete/g) ?? []).length;
 
@@ -46,7 +58,7 @@ describe('pause and resume from another shell', () => {
     const apply = spawnDcm(['--db', db, 'strategy', 'apply', '-v']);
     await waitFor(() => completes(apply.stderr()) >= 10, 30_000, 5);
 
-    const paused = json<{ state: string; updated_at: string }>(dcmOk(['--db', db, 'strategy', 'pause', '-f', 'json']));
+    const paused = json<{ state: string; updated_at: string }>(await okHere(['--db', db, 'strategy', 'pause', '-f', 'json']));
     expect(paused.state).toBe('paused');
     // How soon it is noticed is the bench's figure 8-pause, not bounded here.
     await waitFor(() => apply.stderr().includes('dcm: paused: no new subcloud starts'), 60_000, 5);
@@ -87,9 +99,9 @@ describe('pause and resume from another shell', () => {
     createFleet(db, names(60), ['--max-parallel-subclouds', '4', '--sim-latency', '20ms..40ms']);
     const first = spawnDcm(['--db', db, 'strategy', 'apply', '-v']);
     await waitFor(() => completes(first.stderr()) >= 4, 30_000, 5);
-    dcmOk(['--db', db, 'strategy', 'pause']);
-    await waitFor(() => first.stderr().includes('dcm: paused:'), 5_000, 5);
-    await waitFor(() => status(db)['in flight'] === 0, 10_000, 20);
+    await okHere(['--db', db, 'strategy', 'pause']);
+    await waitFor(() => first.stderr().includes('dcm: paused:'), 60_000, 5);
+    await waitFor(() => status(db)['in flight'] === 0, 60_000, 20);
     first.child.kill('SIGINT');
     const r1 = await first.done;
     expect(r1.code).toBe(130);
@@ -100,7 +112,7 @@ describe('pause and resume from another shell', () => {
 
     const before = history(db).length;
     const second = spawnDcm(['--db', db, 'strategy', 'apply', '-v']);
-    await waitFor(() => second.stderr().includes('dcm: paused: no new subcloud starts'), 10_000, 5);
+    await waitFor(() => second.stderr().includes('dcm: paused: no new subcloud starts'), 60_000, 5);
     await sleep(700);
     expect(history(db).length).toBe(before);
     expect(strategyState(db)).toBe('paused');
@@ -120,9 +132,9 @@ describe('pause and resume from another shell', () => {
     createFleet(db, names(30), ['--max-parallel-subclouds', '3', '--sim-latency', '20ms..40ms']);
     const apply = spawnDcm(['--db', db, 'strategy', 'apply', '-v']);
     await waitFor(() => completes(apply.stderr()) >= 3, 30_000, 5);
-    dcmOk(['--db', db, 'strategy', 'pause']);
-    await waitFor(() => apply.stderr().includes('dcm: paused:'), 5_000, 5);
-    await waitFor(() => status(db)['in flight'] === 0, 10_000, 20);
+    await okHere(['--db', db, 'strategy', 'pause']);
+    await waitFor(() => apply.stderr().includes('dcm: paused:'), 60_000, 5);
+    await waitFor(() => status(db)['in flight'] === 0, 60_000, 20);
     apply.child.kill('SIGTERM');
     expect((await apply.done).code).toBe(143);
     expect(json<{ state: string }>(dcmOk(['--db', db, 'strategy', 'abort', '-f', 'json'])).state).toBe('aborted');
@@ -140,13 +152,13 @@ describe('strategy update while applying', () => {
     const apply = spawnDcm(['--db', db, 'strategy', 'apply', '-v']);
     await waitFor(() => completes(apply.stderr()) >= 8, 30_000, 5);
 
-    dcmOk(['--db', db, 'strategy', 'update', '--max-parallel-subclouds', '24']);
-    await waitFor(() => apply.stderr().includes('dcm: window of stage 1: 24'), 5_000, 5);
+    await okHere(['--db', db, 'strategy', 'update', '--max-parallel-subclouds', '24']);
+    await waitFor(() => apply.stderr().includes('dcm: window of stage 1: 24'), 60_000, 5);
     const grown = Date.now() * 1000;
     await waitFor(() => completes(apply.stderr()) >= 150, 60_000, 5);
 
-    dcmOk(['--db', db, 'strategy', 'update', '--max-parallel-subclouds', '3', '--stage', '1']);
-    await waitFor(() => apply.stderr().includes('dcm: window of stage 1: 3'), 5_000, 5);
+    await okHere(['--db', db, 'strategy', 'update', '--max-parallel-subclouds', '3', '--stage', '1']);
+    await waitFor(() => apply.stderr().includes('dcm: window of stage 1: 3'), 60_000, 5);
     const shrunk = Date.now() * 1000;
     const r = await apply.done;
     expect(r.code).toBe(0);
