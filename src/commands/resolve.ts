@@ -62,5 +62,5 @@ export async function stepResolve(ctx: RunCtx, cloud: string, as: ResolveAs, rea
   return { kind: 'step', row };
 }
 
-/** Who wrote the end, where its host would be: `operator alice@host-c`. */
-const byOf = (who: Actor) => `operator ${who.user}@${who.host}`;
+/** Who wrote the end, where its host would be (after `operator `): `alice@host-c`. */
+const byOf = (who: Actor) => `${who.user}@${who.host}`;

@@ -6,7 +6,7 @@
  */
 import type { Driver, OperationRequest, OperationResult } from '../drivers/driver.js';
 import type { Db } from '../store/open.js';
-import { leftRunning, type LeftRunRow } from '../store/runs.js';
+import { leftRunning, operatorEnd, type LeftRunRow } from '../store/runs.js';
 import { stepsByIds, type CursorStep } from '../store/cursor.js';
 
 export interface Adopted {
@@ -39,12 +39,17 @@ export function adoptLeftRuns(
     const step = byId.get(l.stepId);
     // A row whose step moved on (or a driver that cannot adopt) was cut off: it runs again.
     let req: OperationRequest | null = null;
-    if (step && step.state === l.state && only && l.host !== null && l.host !== only.host && elsewhere && driver.remote) {
-      // Started on another host: never run again while it may still go there.
-      const result = elsewhere(l, (req = request(step, l)), only.host);
-      if (result) {
-        out.adopted.set(l.stepId, { step, left: l, result });
-        continue;
+    if (step && step.state === l.state && only && l.host !== null && elsewhere && driver.remote) {
+      req = request(step, l);
+      // Started on another host: never run again while it may still go there. Or on this one,
+      // whose launcher was lost with it, and the operator has said how it ended (`strategy-step
+      // resolve`): that end, before what this host's files say (nothing, if the host went down).
+      if (l.host !== only.host || operatorEnd(db, driver.remote(l, req).key)) {
+        const result = elsewhere(l, req, only.host);
+        if (result) {
+          out.adopted.set(l.stepId, { step, left: l, result });
+          continue;
+        }
       }
     }
     const adoption = step && driver.adopt && step.state === l.state ? driver.adopt(l, req ?? request(step, l)) : null;

@@ -128,8 +128,9 @@ describe('several workers as several hosts, runs longer than the lease', () => {
   /**
    * A host lost for good (worker, launcher and runs) with two runs in flight, of a state whose
    * timeout is an hour: the worker that takes them over would wait that hour, holding their slots.
-   * The operator, who knows how each ended (the site says so), says it: the waiting worker takes
-   * those ends at once, runs neither state again, and the event record says who said what.
+   * The operator, who knows how each ended (the site says so), says it: the worker waiting takes
+   * that end at once, and so does host-a's, back after the taker died too (the operator's end
+   * before the run's files); neither state runs again, and the event record says who said what.
    * Refused on a file, for a step with no run going, and while the runs' own host's worker lives.
    */
   test("a host lost for good: strategy-step resolve says how its runs ended, and the worker waiting for them goes on at once", async () => {
@@ -185,9 +186,17 @@ states:
     const ok = resolve('s001', '--as', 'ok', '--reason', 'the site reports the patch applied');
     expect([ok.code, ok.stderr]).toEqual([0, '']);
     expect(ok.stdout).toMatch(/\| cloud +\| s001 +\|/);
+    // host-b takes that end and goes on with s001; then it dies too, still waiting for s002.
+    await waitFor(() => query<{ n: number }>(fx.db, `SELECT count(*) AS n FROM strategy_step WHERE state = 'complete'`)[0].n === 3, 60_000);
+    hostB.child.kill('SIGKILL');
+    expect((await hostB.done).code).toBeNull();
     const failed = resolve('s002', '--as', 'failed', '--reason', 'the site rolled back');
     expect([failed.code, failed.stderr]).toEqual([0, '']);
-    const end = await hostB.done;
+    // host-a comes back: its new worker takes host-b over and finds s002's run on its own host,
+    // whose launcher was lost with it: the operator's end is taken, not what the run's files say
+    // (here its wrapper's `exit 137: Killed`; a host gone down would have left nothing, and a rerun).
+    const back = worker(fx.db, { ...fx.env, DCM_HOST: 'host-a' });
+    const end = await back.done;
     expect([end.code, end.stderr]).toEqual([1, '']);
     expect(query(fx.db, 'SELECT state FROM strategy')).toEqual([{ state: 'failed' }]);
     expect(statusOf().orchestrator).toBeNull();
