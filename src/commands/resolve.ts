@@ -54,7 +54,9 @@ export async function stepResolve(ctx: RunCtx, cloud: string, as: ResolveAs, rea
     if (runClaim(db, runId)?.what !== 'started') throw new OperationError(`${name}'s run (${run}) was never started there (its worker stopped first): the next apply runs it again`);
     const known = runEnd(db, runId);
     if (known) throw new OperationError(`${name}'s run (${run}) has ended already (${known.code === null ? `killed by ${known.signal ?? 'a signal'}` : `exit ${known.code}`}, said by ${known.host}): the next look at it takes that`);
-    resolveRun(db, runId, byOf(who), as === 'ok' ? 0 : 1, as === 'ok' ? '' : `resolved as failed by ${who.user}${reason ? `: ${reason}` : ''}`);
+    // Its launcher writes outside the writers' lock: its end may land between the look and this.
+    const said = resolveRun(db, runId, byOf(who), as === 'ok' ? 0 : 1, as === 'ok' ? '' : `resolved as failed by ${who.user}${reason ? `: ${reason}` : ''}`);
+    if (!said) throw new OperationError(`${name}'s run (${run}) has ended already, said by its host just now: the next look at it takes that`);
     recordEvent(db, who, EVENTS.runResolved, `${name}: ${run}: ${as}, said by the operator`, reason);
     return findStep(db, name)!;
   });
