@@ -150,6 +150,11 @@ export class Launcher {
     return left;
   }
 
+  /** How many runs adopted wait for their subcloud's slot. */
+  adoptedWaiting(): number {
+    return this.adopted.size;
+  }
+
   /** The subcloud got its slot: a run left going for it is waited for, never started again. */
   takeAdopted(step: CursorStep): boolean {
     const a = this.adopted.get(step.id);

@@ -71,6 +71,7 @@ export class Orchestrator {
       stopped: () => this.control.halted(),
       queue: (t) => this.loop.queue(t),
       takeAdopted: (step) => this.launcher.takeAdopted(step),
+      adoptedWaiting: () => this.launcher.adoptedWaiting(),
       retryDue: (step, state) => this.launcher.retryDue(step, state),
       forget: (stepId) => this.launcher.forget(stepId),
       syncPaused: () => {

@@ -47,6 +47,8 @@ export interface StagesHost {
   queue(t: Transition): void;
   /** A run left going by an earlier orchestrator, adopted now that its subcloud has a slot: true if there was one. */
   takeAdopted(step: CursorStep): boolean;
+  /** How many runs adopted (a takeover's) still wait for their slot. */
+  adoptedWaiting(): number;
   /** When a retry of (step, state) is due after its backoff (null: now), unless its last run was cut off. */
   retryDue(step: CursorStep, state: string): number | null;
   /** The subcloud let go of its slot: its retry budgets and fields are forgotten. */
@@ -123,11 +125,21 @@ export class Stages {
 
   /** The stages to their end; one of several workers goes round again for steps a worker gone let go of. */
   async runAll(): Promise<void> {
+    // Runs adopted that a pass while stopping was run for (below): not again for the same ones.
+    let passedFor = 0;
     for (;;) {
       await this.runStages();
       if (!this.fleet.shared) return;
       while (!this.host.stopped() && this.fleet.inFlightElsewhere(this.rt.db) > 0) await this.waitForOthers();
-      if (this.host.stopped() || this.host.gate().stopping || openStages(this.rt.db).length === 0) return;
+      if (this.host.stopped() || openStages(this.rt.db).length === 0) return;
+      // Stopping (an abort) starts nothing new; but the runs a takeover adopted meanwhile, while
+      // this worker waited for the others, are on their sites: one more pass takes them and waits
+      // for their ends, or the abort would end with them going (sim seed 3602656528).
+      if (this.host.gate().stopping) {
+        const waiting = this.host.adoptedWaiting();
+        if (waiting === 0 || waiting === passedFor) return;
+        passedFor = waiting;
+      }
     }
   }
 

@@ -93,4 +93,16 @@ describe('dcm sim', () => {
     expect(r.out).toMatch(/violations: 0 schedule\(s\)/);
     for (const k of ['takeover', 'freeze']) expect([k, hits(r.out, k)]).toEqual([k, 1]);
   });
+
+  // Found by `npm run sim -- --seed 2024 --schedules 4000 --jobs 1` (3 of 4,000, all the same
+  // break): an abort, then, while a worker that had carried it out waited for the others' runs,
+  // it took over a killed worker on another host and adopted its run still going. It went on as
+  // if nothing were left, and the abort ended with the run going: the step aborted, then `retry`
+  // started its first state beside the old run (an overlap, the window exceeded, a state ended ok
+  // twice). A worker stopping now takes the runs it adopted meanwhile in one more pass.
+  test.each([['3602656528'], ['3805443101'], ['2502844290']])('several hosts: runs adopted after an abort are waited for before it ends (seed %s)', (seed) => {
+    const r = sim(['--seed', seed, '--schedules', '1', '--exact']);
+    expect(r.out).toMatch(/violations: 0 schedule\(s\)/);
+    for (const k of ['takeover', 'abort', 'retry']) expect(hits(r.out, k)).toBeGreaterThanOrEqual(1);
+  });
 });
