@@ -70,8 +70,7 @@ export class Orchestrator {
       ending: () => this.control.ending(),
       stopped: () => this.control.halted(),
       queue: (t) => this.loop.queue(t),
-      takeAdopted: (step) => this.launcher.takeAdopted(step),
-      adoptedWaiting: () => this.launcher.adoptedWaiting(),
+      adopted: () => this.launcher,
       retryDue: (step, state) => this.launcher.retryDue(step, state),
       forget: (stepId) => this.launcher.forget(stepId),
       syncPaused: () => {

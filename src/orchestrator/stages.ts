@@ -45,10 +45,13 @@ export interface StagesHost {
   /** A signal or a fatal error: the run stops here. */
   stopped(): boolean;
   queue(t: Transition): void;
-  /** A run left going by an earlier orchestrator, adopted now that its subcloud has a slot: true if there was one. */
-  takeAdopted(step: CursorStep): boolean;
-  /** How many runs adopted (a takeover's) still wait for their slot. */
-  adoptedWaiting(): number;
+  /** The runs left going by an earlier orchestrator or a worker taken over (launch.ts). */
+  adopted(): {
+    /** Adopted now that its subcloud has a slot: true if there was one. */
+    takeAdopted(step: CursorStep): boolean;
+    /** How many still wait for their slot. */
+    adoptedWaiting(): number;
+  };
   /** When a retry of (step, state) is due after its backoff (null: now), unless its last run was cut off. */
   retryDue(step: CursorStep, state: string): number | null;
   /** The subcloud let go of its slot: its retry budgets and fields are forgotten. */
@@ -136,7 +139,7 @@ export class Stages {
       // this worker waited for the others, are on their sites: one more pass takes them and waits
       // for their ends, or the abort would end with them going (sim seed 3602656528).
       if (this.host.gate().stopping) {
-        const waiting = this.host.adoptedWaiting();
+        const waiting = this.host.adopted().adoptedWaiting();
         if (waiting === 0 || waiting === passedFor) return;
         passedFor = waiting;
       }
@@ -233,7 +236,7 @@ export class Stages {
       this.peak = Math.max(this.peak, this.slots.size);
       this.maxWindow = Math.max(this.maxWindow, this.window?.window ?? 0);
       // Still going (or ended while no dcm ran): wait for it, never start it again.
-      slot.started = this.host.takeAdopted(step);
+      slot.started = this.host.adopted().takeAdopted(step);
       if (slot.started) return;
       if (step.state === STEP_DEFERRED) {
         // Deferred by this process or an earlier one: tried again once due, from the store's record.
