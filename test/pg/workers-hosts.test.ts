@@ -64,9 +64,12 @@ describe('several workers as several hosts, runs longer than the lease', () => {
     const seen = runsPerState(runs);
     expect([...seen].filter(([, n]) => n > 1)).toEqual([]);
     expect(runs).toHaveLength(N * 5);
-    // The runs host-a started ended `ok` in the history, taken by host-b from their ends.
+    // The runs host-a started ended `ok` in the history, those in flight at the fault taken by
+    // host-b from their ends: its first N at least (on a busy machine host-b joins late, and
+    // host-a may have gone on to later states first).
     const first = query<{ outcome: string; n: number }>(fx.db, `SELECT outcome, count(*) AS n FROM step_history WHERE host = 'host-a' GROUP BY outcome`);
-    expect(first).toEqual([{ outcome: 'ok', n: N }]);
+    expect(first.map((r) => r.outcome)).toEqual(['ok']);
+    expect(Number(first[0].n)).toBeGreaterThanOrEqual(N);
     await waitFor(() => fx.leftovers().length === 0, 60_000, 100);
   }, 180_000);
 
