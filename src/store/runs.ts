@@ -188,18 +188,18 @@ export function runClaim(db: Db, runId: string): { what: 'started' | 'abandoned'
   return sql(db, 'SELECT what, host FROM run_claim WHERE run_id = ?').get(runId) as { what: 'started' | 'abandoned'; host: string } | undefined;
 }
 
+/** Who writes an end in a run's host's stead (`resolveRun`): `operator USER@HOST`. */
+const OPERATOR = 'operator ';
+
 /**
  * A run's end as the operator says it (`strategy-step resolve`): written where its host's launcher
- * would have written it, `operator USER@HOST` (`by`) in its host's place, the reason as the last line of its stderr. The
- * first end written wins. False: one was there already.
+ * would have written it, `operator USER@HOST` (`by`) in its host's place, the reason as the last
+ * line of its stderr. The first end written wins. False: one was there already.
  */
 export function resolveRun(db: Db, runId: string, by: string, code: number, reason: string): boolean {
   const facts = JSON.stringify({ err: reason, log: '', match: '', next: null });
   return sql(db, 'INSERT INTO run_end (run_id, host, code, signal, facts, ended_at) VALUES (?, ?, ?, NULL, ?, ?) ON CONFLICT (run_id) DO NOTHING').run(runId, `${OPERATOR}${by}`, code, facts, now()).changes === 1;
 }
-
-/** Who writes an end in a run's host's stead (`resolveRun`): `operator USER@HOST`. */
-const OPERATOR = 'operator ';
 
 /** Whether the operator said how the run ended (`strategy-step resolve`). */
 export function operatorEnd(db: Db, runId: string): boolean {
