@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { dcmOk, ROOT, tempDir } from '../helpers/cli.js';
 import { run } from '../helpers/inprocess.js';
+import { dcmQuickOk } from '../helpers/quick.js';
 
 interface TypeRow {
   type: string;
@@ -18,7 +19,7 @@ interface TypeRow {
   'required options': string | null;
 }
 
-const rows = JSON.parse(dcmOk(['strategy', 'types', '-f', 'json']).stdout) as TypeRow[];
+const rows = JSON.parse(dcmQuickOk(['strategy', 'types', '-f', 'json']).stdout) as TypeRow[];
 const flagsOf = (r: TypeRow) => (r.options ?? '').split('\n').filter(Boolean).map((o) => o.split(' ')[0]);
 
 /** The README's table, as the README writes it: states by arrows, each option in backticks. */
@@ -94,13 +95,13 @@ describe('strategy types', () => {
     expect(marked).toEqual(['kube rootca update start (with --cert-file)', 'kube rootca update upload cert (with --cert-file)']);
     const t = tempDir();
     try {
-      dcmOk(['--db', t.db, 'subcloud', 'add', 's1']);
+      dcmQuickOk(['--db', t.db, 'subcloud', 'add', 's1']);
       const states = (extra: string[]) => {
-        dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'kube-rootca-update', '--sim-latency', '0', ...extra]);
+        dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'kube-rootca-update', '--sim-latency', '0', ...extra]);
         dcmOk(['--db', t.db, 'strategy', 'apply', '-q']);
-        const seen = JSON.parse(dcmOk(['--db', t.db, 'strategy-step', 'history', '-f', 'json']).stdout) as { state: string }[];
-        dcmOk(['--db', t.db, 'strategy', 'delete', '--yes']);
-        dcmOk(['--db', t.db, 'subcloud', 'update', 's1', '--sync', 'kube-rootca=out-of-sync']);
+        const seen = JSON.parse(dcmQuickOk(['--db', t.db, 'strategy-step', 'history', '-f', 'json']).stdout) as { state: string }[];
+        dcmQuickOk(['--db', t.db, 'strategy', 'delete', '--yes']);
+        dcmQuickOk(['--db', t.db, 'subcloud', 'update', 's1', '--sync', 'kube-rootca=out-of-sync']);
         return seen.map((h) => h.state);
       };
       const plain = k.states.split('\n').filter((s) => !marked.includes(s));

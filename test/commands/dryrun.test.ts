@@ -7,6 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { dcm, dirFingerprint, exampleFixtures, expectErrorLine, Fixture, json, stageWindows, withSql } from '../helpers/fleet.js';
 import { run, runOk } from '../helpers/inprocess.js';
+import { dcmQuick } from '../helpers/quick.js';
 
 const fx = exampleFixtures();
 
@@ -62,7 +63,7 @@ describe('the plan is what create makes', () => {
           kubernetes: i % 3 === 0 ? 'in-sync' : 'out-of-sync',
         }));
       }
-      const dcmDb = (args: string[], input?: string) => expect(dcm(['--db', db, ...args], { input }).code).toBe(0);
+      const dcmDb = (args: string[], input?: string) => expect(dcmQuick(['--db', db, ...args], { input }).code).toBe(0);
       dcmDb(['subcloud-group', 'add', '--name', 'g2', '--max_parallel_subclouds', '7']);
       dcmDb(['subcloud-group', 'add', '--name', 'g3', '--update_apply_type', 'serial']);
       dcmDb(['subcloud-group', 'add', '--name', 'g4', '--max_parallel_subclouds', '40']);
@@ -104,14 +105,14 @@ describe('nothing is written', () => {
     const { dir } = fx.fleet.fresh(true);
     const db = path.join(dir, 'dcm.db');
     expectErrorLine(await run(['--db', db, 'strategy', 'create', '--type', 'patch', '--dry-run']), 1, 'Strategy has no steps to apply');
-    expectErrorLine(dcm(['--db', db, 'strategy', 'create', '--type', 'patch', '--dry-run']), 1, 'Strategy has no steps to apply');
+    expectErrorLine(dcmQuick(['--db', db, 'strategy', 'create', '--type', 'patch', '--dry-run']), 1, 'Strategy has no steps to apply');
     expectErrorLine(await run(['--db', db, 'strategy', 'create', '--type', 'patch', '--dry-run', 's1']), 1, 'Subcloud s1 does not exist');
     expect(fs.readdirSync(dir)).toEqual([]);
   });
 
   test('the table a person reads', () => {
     const { db } = fx.fleet.fresh();
-    const r = dcm(['--db', db, 'strategy', 'create', '--type', 'patch', '--dry-run', '--sim-latency', '1s']);
+    const r = dcmQuick(['--db', db, 'strategy', 'create', '--type', 'patch', '--dry-run', '--sim-latency', '1s']);
     expect(r.code).toBe(0);
     // Default (s1, window 2), canary (s4, window 3), rest (s6..s8, serial): 5 states of 1 s each.
     expect(r.stdout).toBe(

@@ -7,6 +7,7 @@ import Database from 'better-sqlite3';
 import { statesOf } from '../../src/domain/types.js';
 import { dcm, waitFor } from '../helpers/cli.js';
 import { countBy, createFleet, flights, history, micros, names, okRunProblems, steps, strategyState, spawnDcm, tempPerTest } from '../helpers/history.js';
+import { dcmQuick } from '../helpers/quick.js';
 
 const PATCH = statesOf('patch');
 
@@ -22,7 +23,7 @@ describe('apply: abort', () => {
       // Let it run a while: some subclouds complete, some are in flight.
       await waitFor(() => (apply.stderr().match(/-> complete/g) ?? []).length >= 12, 30_000, 10);
 
-      const abort = dcm(['--db', t.db, 'strategy', 'abort', '-f', 'json']);
+      const abort = dcmQuick(['--db', t.db, 'strategy', 'abort', '-f', 'json']);
       expect(abort.stderr).toBe('');
       expect(abort.code).toBe(0);
       const requested = JSON.parse(abort.stdout) as { state: string; updated_at: string };
@@ -71,14 +72,14 @@ describe('apply: abort', () => {
     createFleet(t.db, names(30), ['--max-parallel-subclouds', '5', '--sim-latency', '500ms..1s']);
     const apply = spawnDcm(['--db', t.db, 'strategy', 'apply', '-v']);
     await waitFor(() => (apply.stderr().match(/ -> /g) ?? []).length >= 8, 30_000, 5);
-    expect(dcm(['--db', t.db, 'strategy', 'abort']).code).toBe(0);
+    expect(dcmQuick(['--db', t.db, 'strategy', 'abort']).code).toBe(0);
     await waitFor(() => apply.stderr().includes('dcm: abort requested: '), 5_000, 5);
     apply.child.kill('SIGKILL');
     await apply.done;
     expect(strategyState(t.db)).toBe('aborting');
     const midState = steps(t.db).filter((s) => !['initial', 'complete', 'aborted'].includes(s.state));
     expect(midState.length).toBeGreaterThan(0);
-    expect(dcm(['--db', t.db, 'strategy', 'abort']).stderr).toBe('error: Strategy in state aborting cannot be aborted\n');
+    expect(dcmQuick(['--db', t.db, 'strategy', 'abort']).stderr).toBe('error: Strategy in state aborting cannot be aborted\n');
 
     const r = dcm(['--db', t.db, 'strategy', 'apply']);
     expect(r.stderr).toMatch(/resuming the patch strategy \(state aborting\)/);
@@ -102,7 +103,7 @@ describe('apply: abort', () => {
     expect(midState.length).toBeGreaterThan(0);
     expect(strategyState(t.db)).toBe('applying');
 
-    const r = dcm(['--db', t.db, 'strategy', 'abort', '-f', 'json']);
+    const r = dcmQuick(['--db', t.db, 'strategy', 'abort', '-f', 'json']);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout).state).toBe('aborted');
@@ -122,7 +123,7 @@ describe('apply: abort', () => {
     expect(raw.prepare("SELECT count(*) FROM apply_lock WHERE token != ''").pluck().get()).toBe(0);
     raw.close();
     expect(dcm(['--db', t.db, 'strategy', 'apply']).stderr).toBe('error: Strategy in state aborted cannot be applied\n');
-    expect(dcm(['--db', t.db, 'strategy', 'abort']).stderr).toBe('error: Strategy in state aborted cannot be aborted\n');
+    expect(dcmQuick(['--db', t.db, 'strategy', 'abort']).stderr).toBe('error: Strategy in state aborted cannot be aborted\n');
   });
 
   test('abort of a strategy left applying with no orchestrator and no lock: every initial step aborted', () => {
@@ -131,7 +132,7 @@ describe('apply: abort', () => {
     const db = new Database(t.db);
     db.prepare("UPDATE strategy SET state = 'applying'").run();
     db.close();
-    const r = dcm(['--db', t.db, 'strategy', 'abort', '-f', 'json']);
+    const r = dcmQuick(['--db', t.db, 'strategy', 'abort', '-f', 'json']);
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout).state).toBe('aborted');
     expect(steps(t.db).map((s) => [s.state, s.details])).toEqual(Array(5).fill(['aborted', 'aborted before start']));
@@ -140,7 +141,7 @@ describe('apply: abort', () => {
   test('abort is refused unless the strategy is applying', () => {
     const t = temp();
     createFleet(t.db, names(2), []);
-    const r = dcm(['--db', t.db, 'strategy', 'abort']);
+    const r = dcmQuick(['--db', t.db, 'strategy', 'abort']);
     expect(r.code).toBe(1);
     expect(r.stderr).toBe('error: Strategy in state initial cannot be aborted\n');
   });

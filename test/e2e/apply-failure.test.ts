@@ -5,8 +5,9 @@
 import { describe, expect, test } from '@jest/globals';
 import Database from 'better-sqlite3';
 import { statesOf } from '../../src/domain/types.js';
-import { dcm, dcmOk, waitFor } from '../helpers/cli.js';
+import { dcm, waitFor } from '../helpers/cli.js';
 import { createFleet, flights, history, micros, names, okRunProblems, steps, strategyState, spawnDcm, tempPerTest } from '../helpers/history.js';
+import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
 
 const PATCH = statesOf('patch');
 
@@ -69,7 +70,7 @@ describe('apply: failures', () => {
       ['updating patches', 'failed', 'injected failure'],
     ]);
     // A complete step brings its subcloud's patching endpoint in-sync; a failed one leaves it.
-    const s1 = JSON.parse(dcmOk(['--db', db, 'subcloud', 'show', 's1', '-f', 'json']).stdout) as Record<string, string>;
+    const s1 = JSON.parse(dcmQuickOk(['--db', db, 'subcloud', 'show', 's1', '-f', 'json']).stdout) as Record<string, string>;
     expect(s1.patching_sync_status).toBe('in-sync');
     expect(patchingSync(db)).toEqual({
       s1: 'in-sync', s2: 'out-of-sync', s3: 'in-sync', s4: 'in-sync',
@@ -149,14 +150,14 @@ describe('apply: failures', () => {
 
   test('a new patch strategy after a partly failed one picks up only the subclouds not in-sync', () => {
     const db = fresh();
-    dcmOk(['--db', db, 'subcloud', 'add', ...names(6)]);
-    dcmOk(['--db', db, 'subcloud', 'update', 's6', '--management', 'unmanaged']);
-    dcmOk(['--db', db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '4', '--sim-latency', '0..3ms',
+    dcmQuickOk(['--db', db, 'subcloud', 'add', ...names(6)]);
+    dcmQuickOk(['--db', db, 'subcloud', 'update', 's6', '--management', 'unmanaged']);
+    dcmQuickOk(['--db', db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '4', '--sim-latency', '0..3ms',
       '--sim-fail', 's2=creating VIM patch strategy', '--sim-fail', 's5=pre check']);
     expect(dcm(['--db', db, '-q', 'strategy', 'apply']).code).toBe(1);
-    dcmOk(['--db', db, 'strategy', 'delete']);
+    dcmQuickOk(['--db', db, 'strategy', 'delete']);
 
-    dcmOk(['--db', db, 'patch-strategy', 'create', '--max-parallel-subclouds', '4', '--sim-latency', '0..3ms']);
+    dcmQuickOk(['--db', db, 'patch-strategy', 'create', '--max-parallel-subclouds', '4', '--sim-latency', '0..3ms']);
     expect(steps(db).map((s) => [s.cloud, s.state])).toEqual([
       ['s2', 'initial'],
       ['s5', 'initial'],
@@ -167,8 +168,8 @@ describe('apply: failures', () => {
     expect(patchingSync(db)).toMatchObject({ s1: 'in-sync', s2: 'in-sync', s5: 'in-sync', s6: 'out-of-sync' });
     // s2 starts over on the subcloud: the new strategy is a new campaign for the simulator.
     expect(okRunProblems(history(db), ['s2', 's5'], PATCH)).toEqual([]);
-    dcmOk(['--db', db, 'strategy', 'delete']);
-    const none = dcm(['--db', db, 'strategy', 'create', '--type', 'patch']);
+    dcmQuickOk(['--db', db, 'strategy', 'delete']);
+    const none = dcmQuick(['--db', db, 'strategy', 'create', '--type', 'patch']);
     expect(none.code).toBe(1);
     expect(none.stderr).toBe('error: Strategy has no steps to apply\n');
   });

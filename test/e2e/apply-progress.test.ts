@@ -7,6 +7,7 @@ import { describe, expect, test } from '@jest/globals';
 import { spawn } from 'node:child_process';
 import { BIN, dcm, waitFor } from '../helpers/cli.js';
 import { createFleet, names, spawnDcm, tempPerTest } from '../helpers/history.js';
+import { dcmQuick } from '../helpers/quick.js';
 
 const temp = tempPerTest();
 
@@ -86,7 +87,7 @@ describe('apply progress off a terminal', () => {
     const r = dcm(['--db', t.db, 'strategy', 'apply', '--progress-interval', '10']);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/^error: .*give a duration with a unit: 10s, 1m \(got '10'\)\n$/);
-    expect(dcm(['--db', t.db, 'strategy', 'show', '-f', 'value', '-c', 'state']).stdout).toBe('initial\n');
+    expect(dcmQuick(['--db', t.db, 'strategy', 'show', '-f', 'value', '-c', 'state']).stdout).toBe('initial\n');
   });
 
   test('a closed stderr drops the progress and nothing else: the strategy completes, exit 0', async () => {
@@ -109,9 +110,9 @@ describe('apply progress off a terminal', () => {
     createFleet(t.db, names(20), ['--max-parallel-subclouds', '2', '--sim-latency', '40ms..80ms']);
     const first = spawnDcm(['--db', t.db, 'strategy', 'apply', '--progress-interval', '50ms']);
     await waitFor(() => (first.stderr().match(/: complete\n/g) ?? []).length >= 2, 30_000, 10);
-    expect(dcm(['--db', t.db, 'strategy', 'pause']).code).toBe(0);
+    expect(dcmQuick(['--db', t.db, 'strategy', 'pause']).code).toBe(0);
     // Paused and drained: the subclouds in flight ran to their end, nothing runs.
-    const json = () => JSON.parse(dcm(['--db', t.db, 'strategy', 'status', '-f', 'json']).stdout) as Record<string, unknown>;
+    const json = () => JSON.parse(dcmQuick(['--db', t.db, 'strategy', 'status', '-f', 'json']).stdout) as Record<string, unknown>;
     await waitFor(() => {
       const st = json();
       return st.state === 'paused' && st['in flight'] === 0 && st['in progress'] === 0;
@@ -135,7 +136,7 @@ describe('apply progress off a terminal', () => {
     expect((await first.done).code).toBe(130);
     const startedAt = Date.parse(`${String(status.started_at).replace(' ', 'T').slice(0, 23)}Z`);
     await waitFor(() => Date.now() - startedAt > 3000, 30_000, 50);
-    expect(dcm(['--db', t.db, 'strategy', 'resume']).code).toBe(0);
+    expect(dcmQuick(['--db', t.db, 'strategy', 'resume']).code).toBe(0);
     const second = dcm(['--db', t.db, 'strategy', 'apply', '--progress-interval', '50ms']);
     expect(second.code).toBe(0);
     const lines = second.stderr.split('\n').filter((l) => / progress: /.test(l));

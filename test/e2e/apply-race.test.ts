@@ -6,8 +6,9 @@
  */
 import { describe, expect, test } from '@jest/globals';
 import { statesOf } from '../../src/domain/types.js';
-import { dcm, dcmOk } from '../helpers/cli.js';
+import { dcm} from '../helpers/cli.js';
 import { countBy, flights, history, names, okRunProblems, peakInFlight, steps, strategyState, summaryPeak, tempPerTest } from '../helpers/history.js';
+import { dcmQuickOk } from '../helpers/quick.js';
 
 const N = 3000;
 const WINDOW = 1000;
@@ -19,8 +20,8 @@ describe('apply: the seed race cannot happen', () => {
   test.each(SEEDS)('3000 subclouds, window 1000, latency 0..2ms, seed %i', (seed) => {
     const t = temp();
     const clouds = names(N);
-    dcmOk(['--db', t.db, 'subcloud', 'add', ...clouds, '-f', 'value', '-c', 'id']);
-    dcmOk([
+    dcmQuickOk(['--db', t.db, 'subcloud', 'add', ...clouds, '-f', 'value', '-c', 'id']);
+    dcmQuickOk([
       '--db', t.db, 'strategy', 'create', '--type', 'patch',
       '--max-parallel-subclouds', String(WINDOW), '--sim-latency', '0..2ms', '--sim-seed', String(seed),
     ]);

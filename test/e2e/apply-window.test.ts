@@ -8,8 +8,9 @@
 import { describe, expect, test } from '@jest/globals';
 import { drawFor } from '../../src/drivers/sim/random.js';
 import { statesOf } from '../../src/domain/types.js';
-import { dcm, dcmOk } from '../helpers/cli.js';
+import { dcm} from '../helpers/cli.js';
 import { createFleet, flights, history, names, okRunProblems, peakInFlight, steps, summaryPeak, tempPerTest } from '../helpers/history.js';
+import { dcmQuickOk } from '../helpers/quick.js';
 
 const MIN = 10;
 const MAX = 400;
@@ -65,11 +66,11 @@ describe('apply: windows and stages (sim driver)', () => {
 
   test('stage barrier: no stage-2 step starts before every stage-1 step ended; each stage keeps its own window', () => {
     const t = temp();
-    dcmOk(['--db', t.db, 'subcloud-group', 'add', '--name', 'canary', '--max_parallel_subclouds', '3']);
-    dcmOk(['--db', t.db, 'subcloud-group', 'add', '--name', 'wave', '--max_parallel_subclouds', '5']);
-    dcmOk(['--db', t.db, 'subcloud', 'add', ...names(9, 'c'), '--group', 'canary']);
-    dcmOk(['--db', t.db, 'subcloud', 'add', ...names(15, 'w'), '--group', 'wave']);
-    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '1ms..25ms']);
+    dcmQuickOk(['--db', t.db, 'subcloud-group', 'add', '--name', 'canary', '--max_parallel_subclouds', '3']);
+    dcmQuickOk(['--db', t.db, 'subcloud-group', 'add', '--name', 'wave', '--max_parallel_subclouds', '5']);
+    dcmQuickOk(['--db', t.db, 'subcloud', 'add', ...names(9, 'c'), '--group', 'canary']);
+    dcmQuickOk(['--db', t.db, 'subcloud', 'add', ...names(15, 'w'), '--group', 'wave']);
+    dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '1ms..25ms']);
     const r = dcm(['--db', t.db, 'strategy', 'apply']);
     expect(r.code).toBe(0);
     expect(summaryPeak(r.stderr)).toEqual({ peak: 5, window: 5 });

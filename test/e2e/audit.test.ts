@@ -8,8 +8,9 @@
 import { afterEach, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs';
 import path from 'node:path';
-import { dcm, dcmOk, dcmSpawn, waitFor } from '../helpers/cli.js';
+import { dcm, dcmSpawn, waitFor } from '../helpers/cli.js';
 import { execFixture, type ExecFixture } from '../helpers/exec.js';
+import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
 
 let f: ExecFixture;
 afterEach(() => f?.cleanup());
@@ -50,22 +51,22 @@ function site(sites: string, cloud: string, state: unknown): void {
 }
 
 type Row = Record<string, string | number | null>;
-const list = (): Row[] => JSON.parse(dcmOk([...db(), 'subcloud', 'list', '-d', '-f', 'json']).stdout) as Row[];
+const list = (): Row[] => JSON.parse(dcmQuickOk([...db(), 'subcloud', 'list', '-d', '-f', 'json']).stdout) as Row[];
 const byName = (rows: Row[]) => Object.fromEntries(rows.map((r) => [(r.name ?? r.cloud) as string, r]));
-const show = (name: string): Row => JSON.parse(dcmOk([...db(), 'subcloud', 'show', name, '-d', '-f', 'json']).stdout) as Row;
+const show = (name: string): Row => JSON.parse(dcmQuickOk([...db(), 'subcloud', 'show', name, '-d', '-f', 'json']).stdout) as Row;
 
 describe('subcloud audit (exec): the inventory takes what the sites report', () => {
   // Claim, README "Audits": subcloud audit updates software_version, the *_sync columns and availability, prints what changed, exit 0 iff every audit ran.
   test('changes are applied and printed; a site with bad JSON is named, keeps its row, and exits 1', () => {
     f = execFixture();
     const a = auditScript();
-    dcmOk([...db(), 'subcloud', 'add', 'east1', 'east2', 'east3', '--software-version', '22.12', '--sync', 'all=out-of-sync']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 'east1', 'east2', 'east3', '--software-version', '22.12', '--sync', 'all=out-of-sync']);
     site(a.sites, 'east1', { software_version: '24.09', sync: { patching: 'in-sync', usm: 'in-sync', kube_rootca: 'unknown' }, availability: 'online', uptime: 99 });
     site(a.sites, 'east2', { availability: 'offline', sync: { firmware: 'in-sync' }, extra: { anything: true } });
     site(a.sites, 'east3', 'Permission denied (publickey)');
     const before = show('east3');
 
-    const r = dcm([...db(), 'subcloud', 'audit', '--all', '--driver', 'exec', '--exec-config', a.config, '-f', 'json'], { env: f.env });
+    const r = dcmQuick([...db(), 'subcloud', 'audit', '--all', '--driver', 'exec', '--exec-config', a.config, '-f', 'json'], { env: f.env });
     expect(r.code).toBe(1);
     expect(JSON.parse(r.stdout)).toEqual([
       { name: 'east1', field: 'software_version', before: '22.12', after: '24.09' },
@@ -87,23 +88,23 @@ describe('subcloud audit (exec): the inventory takes what the sites report', () 
 
     // Once the site answers, asked again by name: only what is still different is changed.
     site(a.sites, 'east3', { software_version: '24.09' });
-    const again = dcmOk([...db(), 'subcloud', 'audit', 'east3', 'east1', '--driver', 'exec', '--exec-config', a.config, '-f', 'csv'], { env: f.env });
+    const again = dcmQuickOk([...db(), 'subcloud', 'audit', 'east3', 'east1', '--driver', 'exec', '--exec-config', a.config, '-f', 'csv'], { env: f.env });
     expect(again.stdout).toBe('"name","field","before","after"\n"east3","software_version","22.12","24.09"\n');
     expect(again.stderr).toBe('audited 2 subcloud(s): 1 changed, 0 failed\n');
     // -q: the summary is not said.
-    expect(dcmOk([...db(), '-q', 'subcloud', 'audit', '--all', '--driver', 'exec', '--exec-config', a.config], { env: f.env }).stderr).toBe('');
+    expect(dcmQuickOk([...db(), '-q', 'subcloud', 'audit', '--all', '--driver', 'exec', '--exec-config', a.config], { env: f.env }).stderr).toBe('');
   });
 
   // Claim, README "Audits": --max-parallel N bounds the audits in flight; --group G audits that group only.
   test('--max-parallel is never exceeded, by the audits’ own log; --group takes only its subclouds', () => {
     f = execFixture();
     const a = auditScript();
-    dcmOk([...db(), 'subcloud-group', 'add', '--name', 'fleet']);
+    dcmQuickOk([...db(), 'subcloud-group', 'add', '--name', 'fleet']);
     const names = Array.from({ length: 8 }, (_, i) => `f${i + 1}`);
-    dcmOk([...db(), 'subcloud', 'add', ...names, '--group', 'fleet']);
-    dcmOk([...db(), 'subcloud', 'add', 'other']);
+    dcmQuickOk([...db(), 'subcloud', 'add', ...names, '--group', 'fleet']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 'other']);
     for (const n of [...names, 'other']) site(a.sites, n, { software_version: '24.09' });
-    const r = dcm([...db(), 'subcloud', 'audit', '--group', 'fleet', '--max-parallel', '3', '--driver', 'exec', '--exec-config', a.config, '-f', 'value'], {
+    const r = dcmQuick([...db(), 'subcloud', 'audit', '--group', 'fleet', '--max-parallel', '3', '--driver', 'exec', '--exec-config', a.config, '-f', 'value'], {
       env: { ...f.env, AUDITS: a.audits, AUDIT_MS: '150' },
     });
     expect(r.code).toBe(0);
@@ -131,8 +132,8 @@ audit:
   timeout: 300ms
   kill_grace: 100ms
 `);
-    dcmOk([...db(), 'subcloud', 'add', 's1']);
-    const r = dcm([...db(), 'subcloud', 'audit', 's1', '--driver', 'exec', '--exec-config', cfg], { env: f.env });
+    dcmQuickOk([...db(), 'subcloud', 'add', 's1']);
+    const r = dcmQuick([...db(), 'subcloud', 'audit', 's1', '--driver', 'exec', '--exec-config', cfg], { env: f.env });
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('warning: s1: audit timed out after 300ms\n');
     expect(f.leftovers()).toEqual([]);
@@ -150,7 +151,7 @@ audit:
     echo $DCM_CLOUD >> ${started}; [ $DCM_CLOUD = fast ] || sleep 60; echo '{"software_version": "24.09"}'
   kill_grace: 200ms
 `);
-    dcmOk([...db(), 'subcloud', 'add', 'fast', 'slow1', 'slow2', 'slow3', 'queued']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 'fast', 'slow1', 'slow2', 'slow3', 'queued']);
     const before = show('slow1');
     const run = dcmSpawn([...db(), 'subcloud', 'audit', '--all', '--max-parallel', '3', '--driver', 'exec', '--exec-config', cfg, '-f', 'value'], f.env, { detached: true });
     // fast, slow1 and slow2 start; fast answers and slow3 takes its slot; queued waits.
@@ -174,14 +175,14 @@ describe("apply's audit after each subcloud's last state (exec)", () => {
   test('a site that disagrees is flagged in its step; the rows say what the sites report', () => {
     f = execFixture();
     const a = auditScript();
-    dcmOk([...db(), 'subcloud', 'add', 'good', 'stale', 'mute', '--software-version', '22.12', '--sync', 'all=out-of-sync']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 'good', 'stale', 'mute', '--software-version', '22.12', '--sync', 'all=out-of-sync']);
     site(a.sites, 'good', { software_version: '24.09', sync: { usm: 'in-sync', patching: 'in-sync' } });
     site(a.sites, 'stale', { software_version: '22.12', sync: { usm: 'out-of-sync' } });
     site(a.sites, 'mute', '{"sync": ');
-    dcmOk([...db(), 'strategy', 'create', '--type', 'sw-deploy', '--release-id', 'stx-24.09.1', '--driver', 'exec', '--exec-config', a.config]);
+    dcmQuickOk([...db(), 'strategy', 'create', '--type', 'sw-deploy', '--release-id', 'stx-24.09.1', '--driver', 'exec', '--exec-config', a.config]);
     const r = dcm([...db(), 'strategy', 'apply'], { env: { ...f.env, AUDITS: a.audits } });
     expect(r.code).toBe(0);
-    const steps = byName(JSON.parse(dcmOk([...db(), 'strategy-step', 'list', '-f', 'json']).stdout) as Row[]);
+    const steps = byName(JSON.parse(dcmQuickOk([...db(), 'strategy-step', 'list', '-f', 'json']).stdout) as Row[]);
     expect(steps.good).toMatchObject({ state: 'complete', details: '' });
     expect(steps.stale).toMatchObject({ state: 'complete', details: 'warning: audit: the site reports usm out-of-sync; the site reports software version 22.12, not 24.09' });
     expect(steps.mute).toMatchObject({ state: 'complete', details: 'warning: audit: the audit printed no valid JSON: "{\\"sync\\":"' });
@@ -204,13 +205,13 @@ describe("apply's audit after each subcloud's last state (exec)", () => {
   test('--require-audit: a disagreeing or silent site fails its step; the strategy fails', () => {
     f = execFixture();
     const a = auditScript();
-    dcmOk([...db(), 'subcloud', 'add', 'good', 'stale', 'gone', '--sync', 'all=out-of-sync']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 'good', 'stale', 'gone', '--sync', 'all=out-of-sync']);
     site(a.sites, 'good', { sync: { patching: 'in-sync' } });
     site(a.sites, 'stale', { sync: { patching: 'out-of-sync', firmware: 'in-sync' } });
-    dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--patch-id', 'p1', '--driver', 'exec', '--exec-config', a.config, '--require-audit']);
+    dcmQuickOk([...db(), 'strategy', 'create', '--type', 'patch', '--patch-id', 'p1', '--driver', 'exec', '--exec-config', a.config, '--require-audit']);
     const r = dcm([...db(), 'strategy', 'apply'], { env: { ...f.env, AUDITS: a.audits } });
     expect(r.code).toBe(1);
-    const steps = byName(JSON.parse(dcmOk([...db(), 'strategy-step', 'list', '-f', 'json']).stdout) as Row[]);
+    const steps = byName(JSON.parse(dcmQuickOk([...db(), 'strategy-step', 'list', '-f', 'json']).stdout) as Row[]);
     expect(steps.good).toMatchObject({ state: 'complete' });
     expect(steps.stale).toMatchObject({ state: 'failed', details: 'finishing patch strategy: audit: the site reports patching out-of-sync' });
     expect(steps.gone).toMatchObject({ state: 'failed', details: 'finishing patch strategy: audit: exit 3: no such site gone' });
@@ -218,7 +219,7 @@ describe("apply's audit after each subcloud's last state (exec)", () => {
     expect(show('stale')).toMatchObject({ patching_sync_status: 'out-of-sync', firmware_sync_status: 'in-sync' });
     expect(show('gone').patching_sync_status).toBe('out-of-sync');
     // `subcloud errors` says why, as for any failed step.
-    expect(dcmOk([...db(), 'subcloud', 'errors', 'stale']).stdout).toBe('finishing patch strategy: audit: the site reports patching out-of-sync\n');
+    expect(dcmQuickOk([...db(), 'subcloud', 'errors', 'stale']).stdout).toBe('finishing patch strategy: audit: the site reports patching out-of-sync\n');
   });
 });
 
@@ -234,10 +235,10 @@ audit:
   run: |
     while [ ! -f ${release} ]; do sleep 0.05; done; echo '{{"sync": {{"firmware": "in-sync"}}}}'
 `);
-    dcmOk([...db(), 'subcloud', 'add', 's1']);
-    dcmOk([...db(), 'strategy', 'create', '--type', 'firmware', '--driver', 'exec', '--exec-config', cfg]);
+    dcmQuickOk([...db(), 'subcloud', 'add', 's1']);
+    dcmQuickOk([...db(), 'strategy', 'create', '--type', 'firmware', '--driver', 'exec', '--exec-config', cfg]);
     const run = dcmSpawn([...db(), 'strategy', 'apply'], f.env, { detached: true });
-    const step = () => (JSON.parse(dcmOk([...db(), 'strategy-step', 'list', '-f', 'json']).stdout) as Row[])[0];
+    const step = () => (JSON.parse(dcmQuickOk([...db(), 'strategy-step', 'list', '-f', 'json']).stdout) as Row[])[0];
     await waitFor(() => run.child.exitCode !== null || step().details === 'auditing the site', 60_000, 100);
     expect(step()).toMatchObject({ state: 'finishing fw update', details: 'auditing the site' });
     fs.writeFileSync(release, '');
@@ -252,31 +253,31 @@ describe('the sim’s sites answer audits from their own state', () => {
   // Claim, README "Audits": a simulated site keeps what its completed strategies left it at (the endpoint, sw-deploy's release) and reports it.
   test('subcloud audit after an apply without audit, and apply with --sim-audit', () => {
     f = execFixture();
-    dcmOk([...db(), 'subcloud', 'add', 's1', 's2', '--software-version', '22.12', '--sync', 'all=out-of-sync']);
-    dcmOk([...db(), 'subcloud', 'add', 'down', '--availability', 'offline']);
-    dcmOk([...db(), 'strategy', 'create', '--type', 'sw-deploy', '--release-id', 'stx-24.09.1', '--sim-latency', '0']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 's1', 's2', '--software-version', '22.12', '--sync', 'all=out-of-sync']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 'down', '--availability', 'offline']);
+    dcmQuickOk([...db(), 'strategy', 'create', '--type', 'sw-deploy', '--release-id', 'stx-24.09.1', '--sim-latency', '0']);
     expect(dcm([...db(), 'strategy', 'apply']).code).toBe(0);
     // Without an audit, completion sets only the endpoint: the version is what was typed.
     expect(list().map((r) => [r.name, r.software_version])).toEqual([['s1', '22.12'], ['s2', '22.12'], ['down', null]]);
     // Someone edits the inventory by hand; the audit puts back what the site says.
-    dcmOk([...db(), 'subcloud', 'update', 's2', '--sync', 'usm=unknown']);
-    const r = dcm([...db(), 'subcloud', 'audit', 's1', 's2', '-f', 'value']);
+    dcmQuickOk([...db(), 'subcloud', 'update', 's2', '--sync', 'usm=unknown']);
+    const r = dcmQuick([...db(), 'subcloud', 'audit', 's1', 's2', '-f', 'value']);
     expect(r.code).toBe(0);
     expect(r.stdout).toBe('s1 software_version 22.12 24.09\ns2 software_version 22.12 24.09\ns2 usm_sync_status unknown in-sync\n');
     // An offline site does not answer.
-    const down = dcm([...db(), 'subcloud', 'audit', 'down']);
+    const down = dcmQuick([...db(), 'subcloud', 'audit', 'down']);
     expect(down.code).toBe(1);
     expect(down.stderr).toBe('warning: down: audit: the site does not answer (it is offline)\naudited 1 subcloud(s): 0 changed, 1 failed\n');
 
     // With --sim-audit, apply's own audit brings the version: no separate audit needed.
-    dcmOk([...db(), 'strategy', 'delete']);
-    dcmOk([...db(), 'subcloud', 'update', 's1', 's2', '--sync', 'usm=out-of-sync']);
-    dcmOk([...db(), 'strategy', 'create', '--type', 'sw-deploy', '--release-id', 'stx-25.03.0', '--sim-latency', '0', '--sim-audit']);
+    dcmQuickOk([...db(), 'strategy', 'delete']);
+    dcmQuickOk([...db(), 'subcloud', 'update', 's1', 's2', '--sync', 'usm=out-of-sync']);
+    dcmQuickOk([...db(), 'strategy', 'create', '--type', 'sw-deploy', '--release-id', 'stx-25.03.0', '--sim-latency', '0', '--sim-audit']);
     expect(dcm([...db(), 'strategy', 'apply']).code).toBe(0);
     const rows = byName(list());
     expect([rows.s1.software_version, rows.s2.software_version]).toEqual(['25.03', '25.03']);
     expect(show('s1').usm_sync_status).toBe('in-sync');
-    const steps = JSON.parse(dcmOk([...db(), 'strategy-step', 'list', '-f', 'json']).stdout) as Row[];
+    const steps = JSON.parse(dcmQuickOk([...db(), 'strategy-step', 'list', '-f', 'json']).stdout) as Row[];
     expect(steps.map((s) => [s.cloud, s.state, s.details])).toEqual([['s1', 'complete', ''], ['s2', 'complete', '']]);
   });
 });
@@ -301,11 +302,11 @@ describe('bad input: one line, the documented exit code, the file unchanged', ()
     const cfg = f.config('audit: ["true"]\n', 'cfg.yaml');
     const noAudit = f.config('states: {"*": ["true"]}\n', 'noaudit.yaml');
     const badAudit = f.config('audit: {run: ["true"], retries: 2}\n', 'badaudit.yaml');
-    dcmOk([...db(), 'subcloud', 'add', 's1', '--software-version', '22.12']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 's1', '--software-version', '22.12']);
     const before = list();
     const files = { CFG: cfg, NOAUDIT: noAudit, BADAUDIT: badAudit } as Record<string, string>;
     const argv = args.map((x) => files[x] ?? x);
-    const r = dcm([...db(), 'subcloud', 'audit', ...argv]);
+    const r = dcmQuick([...db(), 'subcloud', 'audit', ...argv]);
     expect(r.code).toBe(code);
     expect(r.stdout).toBe('');
     const lines = r.stderr.trim().split('\n');
@@ -318,7 +319,7 @@ describe('bad input: one line, the documented exit code, the file unchanged', ()
 
   test('no file: nothing to audit, exit 0, and no file (nor sites file) is created', () => {
     f = execFixture();
-    const r = dcm([...db(), 'subcloud', 'audit', '--all', '-f', 'json']);
+    const r = dcmQuick([...db(), 'subcloud', 'audit', '--all', '-f', 'json']);
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual([{ name: '<none>', field: '<none>', before: '<none>', after: '<none>' }]);
     expect(fs.existsSync(f.db)).toBe(false);
@@ -327,11 +328,11 @@ describe('bad input: one line, the documented exit code, the file unchanged', ()
 
   test('strategy create --require-audit with an exec config that has no audit: usage error, nothing created', () => {
     f = execFixture();
-    dcmOk([...db(), 'subcloud', 'add', 's1']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 's1']);
     const cfg = f.config('states: {"*": ["true"]}\n');
-    const r = dcm([...db(), 'strategy', 'create', '--type', 'patch', '--driver', 'exec', '--exec-config', cfg, '--require-audit']);
+    const r = dcmQuick([...db(), 'strategy', 'create', '--type', 'patch', '--driver', 'exec', '--exec-config', cfg, '--require-audit']);
     expect(r.code).toBe(2);
     expect(r.stderr).toBe('error: --require-audit needs an audit: add "audit" to the exec config\n');
-    expect(dcm([...db(), 'strategy', 'show']).code).toBe(1);
+    expect(dcmQuick([...db(), 'strategy', 'show']).code).toBe(1);
   });
 });

@@ -9,9 +9,10 @@
  * store FINAL_FLUSH_MS at most (commit-loop.ts, committer.ts).
  */
 import { afterEach, expect, test } from '@jest/globals';
-import { dcmOk, waitFor } from '../helpers/cli.js';
+import { waitFor } from '../helpers/cli.js';
 import { killLeftovers, spawnDcm, steps, tempPerTest } from '../helpers/history.js';
 import { holdWriteLock, sql } from '../helpers/seams.js';
+import { dcmQuickOk } from '../helpers/quick.js';
 
 const temp = tempPerTest();
 let holder: ReturnType<typeof holdWriteLock> | undefined;
@@ -25,8 +26,8 @@ const running = (db: string) => sql(db, (d) => d.prepare("SELECT count(*) FROM s
 
 test('a second Ctrl-C ends an apply whose store stays busy, and the next apply finishes the strategy', async () => {
   const t = temp();
-  dcmOk(['--db', t.db, 'subcloud', 'add', 's1', 's2']);
-  dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '2s..2s']);
+  dcmQuickOk(['--db', t.db, 'subcloud', 'add', 's1', 's2']);
+  dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '2s..2s']);
   const apply = spawnDcm(['--db', t.db, 'strategy', 'apply']);
   await waitFor(() => running(t.db) === 2, 60_000, 20);
   // Held far longer than the test: only the apply's own bound (or the second signal) ends its wait.

@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from '@jest/globals';
 import { statesOf } from '../../src/domain/types.js';
-import { dcm, dcmOk, sleep, waitFor, type RunResult } from '../helpers/cli.js';
+import { dcm, sleep, waitFor, type RunResult } from '../helpers/cli.js';
 import { json } from '../helpers/fleet.js';
 import { run as inProcess } from '../helpers/inprocess.js';
 import {
@@ -22,6 +22,7 @@ import {
   type Flight,
   tempPerTest,
 } from '../helpers/history.js';
+import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
 
 const PATCH = statesOf('patch');
 
@@ -40,7 +41,7 @@ async function okHere(args: string[]): Promise<RunResult> {
   return r;
 }
 
-const status = (db: string) => json<Record<string, unknown>>(dcmOk(['--db', db, 'strategy', 'status', '-f', 'json']));
+const status = (db: string) => json<Record<string, unknown>>(dcmQuickOk(['--db', db, 'strategy', 'status', '-f', 'json']));
 const completes = (stderr: string) => (stderr.match(/-> complete/g) ?? []).length;
 
 /** Subclouds in flight at `t` (µs): started at or before it, not yet ended. */
@@ -82,7 +83,7 @@ describe('pause and resume from another shell', () => {
     expect(fl.some((f) => f.start < pausedAt && f.end > pausedAt)).toBe(true);
     expect(apply.child.exitCode).toBeNull();
 
-    expect(json<{ state: string }>(dcmOk(['--db', db, 'strategy', 'resume', '-f', 'json'])).state).toBe('applying');
+    expect(json<{ state: string }>(dcmQuickOk(['--db', db, 'strategy', 'resume', '-f', 'json'])).state).toBe('applying');
     const r = await apply.done;
     expect(r.stderr).toMatch(/dcm: resumed/);
     expect(r.code).toBe(0);
@@ -108,7 +109,7 @@ describe('pause and resume from another shell', () => {
     expect(r1.stderr).toMatch(/the strategy stays paused/);
     expect(strategyState(db)).toBe('paused');
     expect(status(db).orchestrator).toBeNull();
-    expect(dcm(['--db', db, 'strategy', 'delete', '--yes']).stderr).toBe('error: Strategy in state paused cannot be deleted\n');
+    expect(dcmQuick(['--db', db, 'strategy', 'delete', '--yes']).stderr).toBe('error: Strategy in state paused cannot be deleted\n');
 
     const before = history(db).length;
     const second = spawnDcm(['--db', db, 'strategy', 'apply', '-v']);
@@ -117,7 +118,7 @@ describe('pause and resume from another shell', () => {
     expect(history(db).length).toBe(before);
     expect(strategyState(db)).toBe('paused');
 
-    const abort = json<{ state: string }>(dcmOk(['--db', db, 'strategy', 'abort', '-f', 'json']));
+    const abort = json<{ state: string }>(dcmQuickOk(['--db', db, 'strategy', 'abort', '-f', 'json']));
     expect(abort.state).toBe('abort requested');
     const r2 = await second.done;
     expect(r2.code).toBe(3);
@@ -137,7 +138,7 @@ describe('pause and resume from another shell', () => {
     await waitFor(() => status(db)['in flight'] === 0, 60_000, 20);
     apply.child.kill('SIGTERM');
     expect((await apply.done).code).toBe(143);
-    expect(json<{ state: string }>(dcmOk(['--db', db, 'strategy', 'abort', '-f', 'json'])).state).toBe('aborted');
+    expect(json<{ state: string }>(dcmQuickOk(['--db', db, 'strategy', 'abort', '-f', 'json'])).state).toBe('aborted');
     const counts = countBy(steps(db), (s) => s.state);
     expect(Object.keys(counts).sort()).toEqual(['aborted', 'complete']);
     expect(dcm(['--db', db, 'strategy', 'apply']).stderr).toBe('error: Strategy in state aborted cannot be applied\n');

@@ -6,8 +6,9 @@
  */
 import { describe, expect, test } from '@jest/globals';
 import { statesOf } from '../../src/domain/types.js';
-import { dcm, dcmOk, waitFor } from '../helpers/cli.js';
+import { dcm, waitFor } from '../helpers/cli.js';
 import { countBy, flights, history, names, okRunProblems, peakInFlight, runsByCloudState, spawnDcm, steps, strategyState, type HistoryRun, tempPerTest } from '../helpers/history.js';
+import { dcmQuickOk } from '../helpers/quick.js';
 
 const N = 5000;
 const PATCH = statesOf('patch');
@@ -33,17 +34,17 @@ describe('the seed race cannot happen through pause, resize and retry', () => {
   test(`${N} subclouds, window 300, latency 0..1ms, 2 % failures: pause, resize while paused, resume, shrink, then retry and apply`, async () => {
     const t = temp();
     const clouds = names(N);
-    dcmOk(['--db', t.db, 'subcloud', 'add', ...clouds, '-f', 'value', '-c', 'id']);
-    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '300', '--sim-latency', '0..1ms', '--sim-fail-rate', '0.004', '--sim-seed', '11']);
+    dcmQuickOk(['--db', t.db, 'subcloud', 'add', ...clouds, '-f', 'value', '-c', 'id']);
+    dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '300', '--sim-latency', '0..1ms', '--sim-fail-rate', '0.004', '--sim-seed', '11']);
     const apply = spawnDcm(['--db', t.db, 'strategy', 'apply', '--progress-interval', '0s']);
     await waitFor(() => ends(apply.stderr()) >= 300, 60_000, 2);
-    dcmOk(['--db', t.db, 'strategy', 'pause']);
+    dcmQuickOk(['--db', t.db, 'strategy', 'pause']);
     await waitFor(() => apply.stderr().includes('dcm: paused:'), 5_000, 5);
-    dcmOk(['--db', t.db, 'strategy', 'update', '--max-parallel-subclouds', '600']);
+    dcmQuickOk(['--db', t.db, 'strategy', 'update', '--max-parallel-subclouds', '600']);
     await waitFor(() => apply.stderr().includes('dcm: window of stage 1: 600'), 5_000, 5);
-    dcmOk(['--db', t.db, 'strategy', 'resume']);
+    dcmQuickOk(['--db', t.db, 'strategy', 'resume']);
     await waitFor(() => apply.stderr().includes('dcm: resumed') && ends(apply.stderr()) >= 2500, 60_000, 2);
-    dcmOk(['--db', t.db, 'strategy', 'update', '--max-parallel-subclouds', '100']);
+    dcmQuickOk(['--db', t.db, 'strategy', 'update', '--max-parallel-subclouds', '100']);
     const r = await apply.done;
     expect(r.stderr).not.toMatch(/unexpected state|error:/);
     expect(r.code).toBe(1);
@@ -59,7 +60,7 @@ describe('the seed race cannot happen through pause, resize and retry', () => {
     expect(okRunProblems(runs, complete, PATCH)).toEqual([]);
 
     // Retry: the failed steps run again from the state they failed in, as the next attempt.
-    dcmOk(['--db', t.db, 'strategy', 'retry']);
+    dcmQuickOk(['--db', t.db, 'strategy', 'retry']);
     const again = dcm(['--db', t.db, 'strategy', 'apply', '-q']);
     expect(again.stderr).not.toMatch(/unexpected state|error:/);
     runs = history(t.db);

@@ -5,12 +5,13 @@
  * plans it by target instead.
  */
 import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
-import { dcm, dcmOk, tempDir } from '../helpers/cli.js';
+import { tempDir } from '../helpers/cli.js';
+import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
 
 describe('strategy create: who it left out', () => {
   let t: ReturnType<typeof tempDir>;
-  const run = (...args: string[]) => dcm(['--db', t.db, ...args]);
-  const ok = (...args: string[]) => dcmOk(['--db', t.db, ...args]);
+  const run = (...args: string[]) => dcmQuick(['--db', t.db, ...args]);
+  const ok = (...args: string[]) => dcmQuickOk(['--db', t.db, ...args]);
   beforeEach(() => {
     t = tempDir();
   });

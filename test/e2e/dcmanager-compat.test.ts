@@ -8,7 +8,8 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { BIN, ROOT, sleep, tempDir } from '../helpers/cli.js';
-import { dcm, dcmOk, expectErrorLine, fileHash, withSql } from '../helpers/fleet.js';
+import { dcm, expectErrorLine, fileHash, withSql } from '../helpers/fleet.js';
+import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
 
 let tmp: ReturnType<typeof tempDir>;
 let template: string;
@@ -16,11 +17,11 @@ let template: string;
 beforeAll(() => {
   tmp = tempDir();
   template = path.join(tmp.dir, 'template.db');
-  dcmOk(['--db', template, 'subcloud-group', 'add', '--name', 'canary']);
-  dcmOk(['--db', template, 'subcloud', 'add', 'subcloud1', 'subcloud2', '--group', 'canary']);
-  dcmOk(['--db', template, 'subcloud', 'add', 'subcloud3']);
-  dcmOk(['--db', template, 'subcloud', 'add', 'subcloud4', '--availability', 'offline']);
-  dcmOk(['--db', template, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0', '--sim-fail', 'subcloud3=pre check']);
+  dcmQuickOk(['--db', template, 'subcloud-group', 'add', '--name', 'canary']);
+  dcmQuickOk(['--db', template, 'subcloud', 'add', 'subcloud1', 'subcloud2', '--group', 'canary']);
+  dcmQuickOk(['--db', template, 'subcloud', 'add', 'subcloud3']);
+  dcmQuickOk(['--db', template, 'subcloud', 'add', 'subcloud4', '--availability', 'offline']);
+  dcmQuickOk(['--db', template, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0', '--sim-fail', 'subcloud3=pre check']);
 });
 afterAll(() => tmp.cleanup());
 
@@ -68,23 +69,23 @@ describe('--yes and CLI_CONFIRMATIONS', () => {
 
   test('without CLI_CONFIRMATIONS, --yes is accepted and nothing is asked', () => {
     const db = fleet();
-    dcmOk(['--db', db, 'strategy', 'delete']);
+    dcmQuickOk(['--db', db, 'strategy', 'delete']);
     const db2 = fleet();
-    dcmOk(['--db', db2, 'patch-strategy', 'delete', '--yes']);
+    dcmQuickOk(['--db', db2, 'patch-strategy', 'delete', '--yes']);
   });
 
   test('enabled, off a terminal: refused without --yes (file unchanged), done with it', () => {
     const db = fleet();
     const before = fileHash(db);
     for (const args of [['strategy', 'delete'], ['strategy', 'apply'], ['patch-strategy', 'apply']]) {
-      const r = dcm(['--db', db, ...args], { env: confirmations, input: 'yes\n' });
+      const r = dcmQuick(['--db', db, ...args], { env: confirmations, input: 'yes\n' });
       expectErrorLine(r, 1, 'CLI_CONFIRMATIONS is enabled and there is no terminal to confirm on: give --yes to proceed');
     }
     expect(fileHash(db)).toBe(before);
-    expect(JSON.parse(dcmOk(['--db', db, 'strategy', 'show', '-f', 'json']).stdout).state).toBe('initial');
+    expect(JSON.parse(dcmQuickOk(['--db', db, 'strategy', 'show', '-f', 'json']).stdout).state).toBe('initial');
     expect(dcm(['--db', db, 'strategy', 'apply', '--yes', '-q'], { env: confirmations }).code).toBe(1);
-    dcmOk(['--db', db, 'strategy', 'delete', '--yes'], { env: confirmations });
-    expect(dcm(['--db', db, 'strategy', 'show']).code).toBe(1);
+    dcmQuickOk(['--db', db, 'strategy', 'delete', '--yes'], { env: confirmations });
+    expect(dcmQuick(['--db', db, 'strategy', 'show']).code).toBe(1);
   });
 
   test('enabled, on a terminal: asks, and goes on only on "yes"', async () => {
@@ -109,7 +110,7 @@ describe('--yes and CLI_CONFIRMATIONS', () => {
         }
         expect(fs.readFileSync(done, 'utf8')).toBe(`exit=${code}\n`);
         if (!gone) expect(tmuxCmd('capture-pane', '-p', '-t', answer).stdout).toContain('error: Operation cancelled by the user.');
-        expect(dcm(['--db', db, 'strategy', 'show']).code).toBe(gone ? 1 : 0);
+        expect(dcmQuick(['--db', db, 'strategy', 'show']).code).toBe(gone ? 1 : 0);
       }
     } finally {
       tmuxCmd('kill-server');
@@ -120,16 +121,16 @@ describe('--yes and CLI_CONFIRMATIONS', () => {
 describe('--sysadmin-password', () => {
   test('accepted for prestage and sw-deploy --with-prestage, never printed, stored in a 0600 file', () => {
     const db = path.join(tmp.dir, 'secret.db');
-    const out = dcmOk(['--db', db, 'subcloud', 'add', 's1']).stdout + dcmOk(['--db', db, 'prestage-strategy', 'create', '--sysadmin-password', 'Top-S3cret', '-f', 'json']).stdout;
+    const out = dcmQuickOk(['--db', db, 'subcloud', 'add', 's1']).stdout + dcmQuickOk(['--db', db, 'prestage-strategy', 'create', '--sysadmin-password', 'Top-S3cret', '-f', 'json']).stdout;
     expect(out).not.toContain('Top-S3cret');
     expect(fs.statSync(db).mode & 0o777).toBe(0o600);
     const extra = withSql(db, (d) => (d.prepare('SELECT extra_args FROM strategy').get() as { extra_args: string }).extra_args);
     expect(JSON.parse(extra).sysadmin_password).toBe('Top-S3cret');
     for (const f of ['table', 'json', 'yaml', 'value', 'shell']) {
-      expect(dcmOk(['--db', db, 'strategy', 'show', '-f', f]).stdout).not.toContain('Top-S3cret');
+      expect(dcmQuickOk(['--db', db, 'strategy', 'show', '-f', f]).stdout).not.toContain('Top-S3cret');
     }
     const sw = path.join(tmp.dir, 'secret-sw.db');
-    dcmOk(['--db', sw, 'subcloud', 'add', 's1']);
-    expect(dcmOk(['--db', sw, 'sw-deploy-strategy', 'create', '--release-id', 'r1', '--with-prestage', '--sysadmin-password', 'Top-S3cret']).stdout).not.toContain('Top-S3cret');
+    dcmQuickOk(['--db', sw, 'subcloud', 'add', 's1']);
+    expect(dcmQuickOk(['--db', sw, 'sw-deploy-strategy', 'create', '--release-id', 'r1', '--with-prestage', '--sysadmin-password', 'Top-S3cret']).stdout).not.toContain('Top-S3cret');
   });
 });

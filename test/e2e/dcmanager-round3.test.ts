@@ -6,14 +6,15 @@
  * files (test/golden/cases.json, the cases marked issue 33).
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { dcm, dcmOk, expectErrorLine, fileHash, withSql, templateFleet } from '../helpers/fleet.js';
+import { expectErrorLine, fileHash, withSql, templateFleet } from '../helpers/fleet.js';
+import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
 
 let made: ReturnType<typeof templateFleet>;
 beforeAll(() => {
   made = templateFleet((template) => {
-    dcmOk(['--db', template, 'subcloud-group', 'add', '--name', 'canary']);
-    dcmOk(['--db', template, 'subcloud', 'add', 'subcloud1', 'subcloud2', '--group', 'canary']);
-    dcmOk(['--db', template, 'subcloud', 'add', 'subcloud3', 'subcloud4']);
+    dcmQuickOk(['--db', template, 'subcloud-group', 'add', '--name', 'canary']);
+    dcmQuickOk(['--db', template, 'subcloud', 'add', 'subcloud1', 'subcloud2', '--group', 'canary']);
+    dcmQuickOk(['--db', template, 'subcloud', 'add', 'subcloud3', 'subcloud4']);
   });
 });
 afterAll(() => made.cleanup());
@@ -41,14 +42,14 @@ describe("exit codes of the client's own checks (issue 33, item 5)", () => {
   test.each(cases)('%s', (_what, args, code, message) => {
     const db = fleet();
     const before = fileHash(db);
-    expectErrorLine(dcm(['--db', db, ...args]), code, message);
+    expectErrorLine(dcmQuick(['--db', db, ...args]), code, message);
     expect(fileHash(db)).toBe(before);
   });
 
   test("dcm's own `strategy create` still takes several clouds (one stage, in the order given)", () => {
     const db = fleet();
-    dcmOk(['--db', db, 'strategy', 'create', '--type', 'kubernetes', 'subcloud3', 'subcloud1']);
-    expect(dcmOk(['--db', db, 'strategy-step', 'list', '-f', 'value', '-c', 'cloud']).stdout).toBe('subcloud3\nsubcloud1\n');
+    dcmQuickOk(['--db', db, 'strategy', 'create', '--type', 'kubernetes', 'subcloud3', 'subcloud1']);
+    expect(dcmQuickOk(['--db', db, 'strategy-step', 'list', '-f', 'value', '-c', 'cloud']).stdout).toBe('subcloud3\nsubcloud1\n');
   });
 });
 
@@ -63,50 +64,50 @@ describe("subcloud prestage refused in the server's words (issue 33, item 7)", (
   ];
   test.each(cases)('%s', (_what, state, message) => {
     const db = fleet();
-    dcmOk(['--db', db, 'subcloud', 'update', 'subcloud1', ...state]);
+    dcmQuickOk(['--db', db, 'subcloud', 'update', 'subcloud1', ...state]);
     const before = fileHash(db);
-    expectErrorLine(dcm(['--db', db, 'subcloud', 'prestage', 'subcloud1', '--sim-latency', '0']), 1, message);
+    expectErrorLine(dcmQuick(['--db', db, 'subcloud', 'prestage', 'subcloud1', '--sim-latency', '0']), 1, message);
     expect(fileHash(db)).toBe(before);
-    expectErrorLine(dcm(['--db', db, 'strategy', 'show']), 1, 'Strategy not found');
+    expectErrorLine(dcmQuick(['--db', db, 'strategy', 'show']), 1, 'Strategy not found');
   });
 
   test('strategy-config delete says strategy config, then the server\'s reason', () => {
     const db = fleet();
-    expectErrorLine(dcm(['--db', db, 'strategy-config', 'delete', 'nosuch', '--yes']), 1, 'Unable to delete strategy config: Subcloud not found');
-    expectErrorLine(dcm(['--db', db, 'strategy-config', 'delete', 'subcloud1', '--yes']), 1, 'Unable to delete strategy config: Subcloud patch options not found');
+    expectErrorLine(dcmQuick(['--db', db, 'strategy-config', 'delete', 'nosuch', '--yes']), 1, 'Unable to delete strategy config: Subcloud not found');
+    expectErrorLine(dcmQuick(['--db', db, 'strategy-config', 'delete', 'subcloud1', '--yes']), 1, 'Unable to delete strategy config: Subcloud patch options not found');
   });
 });
 
 describe("the old client's patch strategy (issue 33, item 6)", () => {
   const stored = (db: string) =>
     withSql(db, (d) => JSON.parse((d.prepare('SELECT extra_args FROM strategy').get() as { extra_args: string }).extra_args) as Record<string, unknown>);
-  const clouds = (db: string) => dcmOk(['--db', db, 'strategy-step', 'list', '-f', 'value', '-c', 'cloud']).stdout;
+  const clouds = (db: string) => dcmQuickOk(['--db', db, 'strategy-step', 'list', '-f', 'value', '-c', 'cloud']).stdout;
 
   test('a lone word that names no subcloud is the patch id, for the fleet; one that names a subcloud is the cloud', () => {
     const db = fleet();
-    dcmOk(['--db', db, 'patch-strategy', 'create', 'PATCH_0001', '--upload-only']);
+    dcmQuickOk(['--db', db, 'patch-strategy', 'create', 'PATCH_0001', '--upload-only']);
     expect(stored(db)).toMatchObject({ patch_id: 'PATCH_0001', upload_only: true, remove: false, cloud_name: null });
     // Every subcloud, Default's stage first.
     expect(clouds(db)).toBe('subcloud3\nsubcloud4\nsubcloud1\nsubcloud2\n');
-    dcmOk(['--db', db, 'strategy', 'delete']);
-    dcmOk(['--db', db, 'patch-strategy', 'create', 'subcloud3']);
+    dcmQuickOk(['--db', db, 'strategy', 'delete']);
+    dcmQuickOk(['--db', db, 'patch-strategy', 'create', 'subcloud3']);
     expect(stored(db)).toMatchObject({ patch_id: null, cloud_name: 'subcloud3' });
     expect(clouds(db)).toBe('subcloud3\n');
   });
 
   test('cloud_name then patch_id; --remove; the patch id given twice is refused', () => {
     const db = fleet();
-    const rec = JSON.parse(dcmOk(['--db', db, 'patch-strategy', 'create', 'subcloud2', 'PATCH_0002', '--remove', '-f', 'json']).stdout);
+    const rec = JSON.parse(dcmQuickOk(['--db', db, 'patch-strategy', 'create', 'subcloud2', 'PATCH_0002', '--remove', '-f', 'json']).stdout);
     expect(rec['upload only']).toBe(false);
     expect(stored(db)).toMatchObject({ patch_id: 'PATCH_0002', remove: true, cloud_name: 'subcloud2' });
-    dcmOk(['--db', db, 'strategy', 'delete']);
+    dcmQuickOk(['--db', db, 'strategy', 'delete']);
     const before = fileHash(db);
-    expectErrorLine(dcm(['--db', db, 'patch-strategy', 'create', 'subcloud2', 'P1', '--patch-id', 'P2']), 2, 'the patch id is given twice (P1 and --patch-id P2): give one');
+    expectErrorLine(dcmQuick(['--db', db, 'patch-strategy', 'create', 'subcloud2', 'P1', '--patch-id', 'P2']), 2, 'the patch id is given twice (P1 and --patch-id P2): give one');
     expect(fileHash(db)).toBe(before);
   });
 
   test('`strategy create --type patch WORD` keeps WORD a cloud name: a typo is not a fleet-wide patch', () => {
     const db = fleet();
-    expectErrorLine(dcm(['--db', db, 'strategy', 'create', '--type', 'patch', 'nosuch']), 1, 'Subcloud nosuch does not exist');
+    expectErrorLine(dcmQuick(['--db', db, 'strategy', 'create', '--type', 'patch', 'nosuch']), 1, 'Subcloud nosuch does not exist');
   });
 });

@@ -8,13 +8,14 @@
 import { afterEach, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs';
 import path from 'node:path';
-import { dcm, dcmOk, waitFor } from '../helpers/cli.js';
+import { dcm, waitFor } from '../helpers/cli.js';
 import { isPgUrl } from '../../src/domain/db-url.js';
 import { withSql } from '../helpers/fleet.js';
 import { killLeftovers, names, spawnDcm } from '../helpers/history.js';
 import { execFixture, type ExecFixture } from '../helpers/exec.js';
 import { OPS_HOST, pauseResizeResumeKill, recordedEvents } from '../helpers/operator.js';
 import { openFile, outputPath, withChromium } from '../helpers/browser.js';
+import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
 
 let f: ExecFixture;
 afterEach(() => {
@@ -32,10 +33,10 @@ describe('the event record of a run with a pause, an update, a kill -9, an abort
   test('each event once, in order, with who; a refused command records nothing; the report marks them; delete keeps them', async () => {
     f = execFixture();
     const clouds = names(6);
-    dcmOk(['--db', f.db, 'subcloud', 'add', ...clouds]);
-    dcmOk(['--db', f.db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1', '--driver', 'exec', '--exec-config',
+    dcmQuickOk(['--db', f.db, 'subcloud', 'add', ...clouds]);
+    dcmQuickOk(['--db', f.db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1', '--driver', 'exec', '--exec-config',
       f.config(`defaults: {env: {STEP_MIN_MS: "150", STEP_MAX_MS: "250"}}\nstates:\n  "*": [${f.step}, "{cloud}", "{state}"]\n`)]);
-    expect(dcmOk(['--db', f.db, 'strategy', 'events', '-f', 'value', '-c', 'event']).stdout).toBe('<none>\n');
+    expect(dcmQuickOk(['--db', f.db, 'strategy', 'events', '-f', 'value', '-c', 'event']).stdout).toBe('<none>\n');
 
     // First apply (bob): paused, resized and resumed by alice from another shell, then killed.
     const firstPid = await pauseResizeResumeKill(f.db, as);
@@ -44,21 +45,21 @@ describe('the event record of a run with a pause, an update, a kill -9, an abort
     const second = spawnDcm(['--db', f.db, 'strategy', 'apply'], as('carol'));
     await waitFor(() => eventNames().includes('runs adopted') || second.child.exitCode !== null, 20_000, 5);
     expect(second.child.exitCode).toBeNull();
-    dcmOk(['--db', f.db, 'strategy', 'abort'], { env: as('dave') });
+    dcmQuickOk(['--db', f.db, 'strategy', 'abort'], { env: as('dave') });
     expect((await second.done).code).toBe(3);
 
     // Retried by erin, applied to the end by bob.
-    const retry = dcmOk(['--db', f.db, 'strategy', 'retry'], { env: as('erin') });
+    const retry = dcmQuickOk(['--db', f.db, 'strategy', 'retry'], { env: as('erin') });
     const reset = retry.stderr.split('\n').filter((l) => l.startsWith('  ')).map((l) => l.trim());
     expect(reset.length).toBeGreaterThan(0);
 
     // Refused, for bad state or bad input: no event, no change.
-    const before = { events: events(), strategy: dcmOk(['--db', f.db, 'strategy', 'show', '-f', 'json']).stdout };
+    const before = { events: events(), strategy: dcmQuickOk(['--db', f.db, 'strategy', 'show', '-f', 'json']).stdout };
     for (const args of [['strategy', 'resume'], ['strategy', 'pause'], ['strategy', 'abort'], ['strategy', 'update', '--stage', '9', '--max-parallel-subclouds', '3']]) {
-      expect(dcm(['--db', f.db, ...args], { env: as('mallory') }).code).toBe(1);
+      expect(dcmQuick(['--db', f.db, ...args], { env: as('mallory') }).code).toBe(1);
     }
-    expect(dcm(['--db', f.db, 'strategy', 'update', '--max-parallel-subclouds', '0'], { env: as('mallory') }).code).toBe(2);
-    expect({ events: events(), strategy: dcmOk(['--db', f.db, 'strategy', 'show', '-f', 'json']).stdout }).toEqual(before);
+    expect(dcmQuick(['--db', f.db, 'strategy', 'update', '--max-parallel-subclouds', '0'], { env: as('mallory') }).code).toBe(2);
+    expect({ events: events(), strategy: dcmQuickOk(['--db', f.db, 'strategy', 'show', '-f', 'json']).stdout }).toEqual(before);
 
     const third = dcm(['--db', f.db, 'strategy', 'apply'], { env: as('bob') });
     expect(third.code).toBe(0);
@@ -105,18 +106,18 @@ describe('the event record of a run with a pause, an update, a kill -9, an abort
     expect(byEvent(11).details).toBe('complete (exit 0)');
 
     // Every format the other lists have.
-    const value = dcmOk(['--db', f.db, 'strategy', 'events', '-f', 'value', '-c', 'event', '-c', 'user']).stdout;
+    const value = dcmQuickOk(['--db', f.db, 'strategy', 'events', '-f', 'value', '-c', 'event', '-c', 'user']).stdout;
     expect(value.split('\n')[0]).toBe('apply started bob');
-    const csv = dcmOk(['--db', f.db, 'strategy', 'events', '-f', 'csv', '-c', 'pid', '-c', 'event', '--sort-column', 'event']).stdout.split('\n');
+    const csv = dcmQuickOk(['--db', f.db, 'strategy', 'events', '-f', 'csv', '-c', 'pid', '-c', 'event', '--sort-column', 'event']).stdout.split('\n');
     expect(csv[0]).toBe('"event","pid"');
     expect(csv[1]).toMatch(/^"abort requested",\d+$/);
-    const table = dcmOk(['--db', f.db, 'strategy', 'events']).stdout;
+    const table = dcmQuickOk(['--db', f.db, 'strategy', 'events']).stdout;
     expect(table.split('\n')[1]).toMatch(/^\| time +\| event +\| user +\| host +\| +pid \| details +\| reason +\|$/);
-    expect(dcmOk(['--db', f.db, 'strategy', 'events', '-f', 'yaml']).stdout).toContain("- details: 'max parallel subclouds: 1 -> 2; stage 1 window: 1 -> 2'\n  event: updated\n");
+    expect(dcmQuickOk(['--db', f.db, 'strategy', 'events', '-f', 'yaml']).stdout).toContain("- details: 'max parallel subclouds: 1 -> 2; stage 1 window: 1 -> 2'\n  event: updated\n");
 
     // The report: a labelled mark per event on the timeline, and the record in a table.
     const html = path.join(f.dir, 'report.html');
-    dcmOk(['--db', f.db, 'strategy', 'report', '--html', html]);
+    dcmQuickOk(['--db', f.db, 'strategy', 'report', '--html', html]);
     await withChromium(async (browser) => {
       const o = await openFile(browser, html);
       expect(o.errors).toEqual([]);
@@ -138,12 +139,12 @@ describe('the event record of a run with a pause, an update, a kill -9, an abort
 
     // The record belongs to the strategy: kept with it at delete (issue 34), read by its id; the
     // next one starts empty.
-    const id = (JSON.parse(dcmOk(['--db', f.db, 'strategy', 'list', '-f', 'json']).stdout) as { id: string }[])[0].id;
+    const id = (JSON.parse(dcmQuickOk(['--db', f.db, 'strategy', 'list', '-f', 'json']).stdout) as { id: string }[])[0].id;
     const kept = [...eventNames(), 'deleted'];
-    dcmOk(['--db', f.db, 'strategy', 'delete']);
+    dcmQuickOk(['--db', f.db, 'strategy', 'delete']);
     expect(withSql(f.db, (d) => d.prepare('SELECT count(*) FROM strategy_event').pluck().get())).toBe(0);
-    expect(dcmOk(['--db', f.db, 'strategy', 'events', '-f', 'value', '-c', 'event']).stdout).toBe('<none>\n');
-    expect(dcmOk(['--db', f.db, 'strategy', 'events', '--strategy', id, '-f', 'value', '-c', 'event']).stdout).toBe(
+    expect(dcmQuickOk(['--db', f.db, 'strategy', 'events', '-f', 'value', '-c', 'event']).stdout).toBe('<none>\n');
+    expect(dcmQuickOk(['--db', f.db, 'strategy', 'events', '--strategy', id, '-f', 'value', '-c', 'event']).stdout).toBe(
       `${kept.join('\n')}\n`,
     );
     if (!isPgUrl(f.db)) expect(fs.existsSync(f.db)).toBe(true);
@@ -151,8 +152,8 @@ describe('the event record of a run with a pause, an update, a kill -9, an abort
 
   test('a second apply refused (exit 4) records nothing; a Ctrl-C ends the apply with the strategy left applying, and says so', async () => {
     f = execFixture();
-    dcmOk(['--db', f.db, 'subcloud', 'add', ...names(4)]);
-    dcmOk(['--db', f.db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1', '--sim-latency', '100ms..200ms']);
+    dcmQuickOk(['--db', f.db, 'subcloud', 'add', ...names(4)]);
+    dcmQuickOk(['--db', f.db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1', '--sim-latency', '100ms..200ms']);
     const apply = spawnDcm(['--db', f.db, 'strategy', 'apply', '-v'], as('bob'));
     await waitFor(() => eventNames().includes('apply started') && apply.stderr().includes(' -> '), 20_000, 5);
     // A file has one orchestrator; on a PostgreSQL store a second apply would join as a worker (workers.test.ts).

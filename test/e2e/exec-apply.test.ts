@@ -7,13 +7,14 @@ import { afterEach, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs';
 import path from 'node:path';
 import { statesOf } from '../../src/domain/types.js';
-import { dcm, dcmOk, ROOT } from '../helpers/cli.js';
+import { dcm, ROOT } from '../helpers/cli.js';
 import { isPgUrl } from '../../src/domain/db-url.js';
 import { storeState } from '../helpers/db.js';
 import { defaultLogDir } from '../../src/domain/logs.js';
 import { history, names, steps } from '../helpers/history.js';
 import { execFixture, overlapsPerCloud, peakConcurrent, type ExecFixture } from '../helpers/exec.js';
 import { runFiles, strategyId } from '../helpers/logs.js';
+import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
 
 const PATCH = statesOf('patch');
 let f: ExecFixture;
@@ -29,8 +30,8 @@ describe('exec driver: apply', () => {
     f = execFixture();
     const N = 12;
     const WINDOW = 4;
-    dcmOk([...db(), 'subcloud-group', 'add', '--name', 'east']);
-    dcmOk([...db(), 'subcloud', 'add', ...names(N), '--group', 'east', '--location', "it's here; $(touch pwned)"]);
+    dcmQuickOk([...db(), 'subcloud-group', 'add', '--name', 'east']);
+    dcmQuickOk([...db(), 'subcloud', 'add', ...names(N), '--group', 'east', '--location', "it's here; $(touch pwned)"]);
     // A list runs directly: each item one argument. A string runs in /bin/sh with values quoted.
     const cfg = f.config(`
 defaults:
@@ -41,7 +42,7 @@ states:
     run: ${f.step} {cloud} {location} "$SITE" {patch_id} {stage} {group}
   "*": [${f.step}, "{cloud}", "{state}", "{type}", "{attempt}", "{db}"]
 `);
-    dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--patch-id', 'PATCH-7', '--max-parallel-subclouds', String(WINDOW),
+    dcmQuickOk([...db(), 'strategy', 'create', '--type', 'patch', '--patch-id', 'PATCH-7', '--max-parallel-subclouds', String(WINDOW),
       '--driver', 'exec', '--exec-config', cfg]);
     const r = dcm([...db(), 'strategy', 'apply'], { env: f.env });
     expect(r.stderr).toContain('strategy complete');
@@ -70,7 +71,7 @@ states:
     expect(history(f.db).every((h) => h.outcome === 'ok')).toBe(true);
     expect(f.leftovers()).toEqual([]);
     // Completion brings the endpoint in sync, as for any patch strategy.
-    const show = JSON.parse(dcmOk([...db(), 'subcloud', 'show', 's1', '-f', 'json']).stdout) as Record<string, string>;
+    const show = JSON.parse(dcmQuickOk([...db(), 'subcloud', 'show', 's1', '-f', 'json']).stdout) as Record<string, string>;
     expect(show.patching_sync_status).toBe('in-sync');
   });
 
@@ -78,8 +79,8 @@ states:
   // the result: a later state's name (or `complete`) written to $DCM_NEXT skips forward.
   test('environment: type options, strategy-config options (own row, else the default), DCM_NEXT skips forward, --log-dir', () => {
     f = execFixture();
-    dcmOk([...db(), 'subcloud', 'add', 's1', 's2']);
-    dcmOk([...db(), 'strategy-config', 'update', 's1', '--storage-apply-type', 'serial', '--worker-apply-type', 'serial',
+    dcmQuickOk([...db(), 'subcloud', 'add', 's1', 's2']);
+    dcmQuickOk([...db(), 'strategy-config', 'update', 's1', '--storage-apply-type', 'serial', '--worker-apply-type', 'serial',
       '--max-parallel-workers', '3', '--alarm-restriction-type', 'strict', '--default-instance-action', 'migrate']);
     const envDump = path.join(f.dir, 'env-$DCM_CLOUD-$DCM_ATTEMPT');
     const cfg = f.config(`
@@ -89,7 +90,7 @@ states:
   "*": "true"
 `);
     const logs = path.join(f.dir, 'runlogs');
-    dcmOk([...db(), 'strategy', 'create', '--type', 'kubernetes', '--to-version', 'v1.29.2', '--driver', 'exec', '--exec-config', cfg, '--log-dir', logs]);
+    dcmQuickOk([...db(), 'strategy', 'create', '--type', 'kubernetes', '--to-version', 'v1.29.2', '--driver', 'exec', '--exec-config', cfg, '--log-dir', logs]);
     expect(dcm([...db(), 'strategy', 'apply'], { env: { ...f.env, DCM_STRAY: 'x' } }).code).toBe(0);
     const env = Object.fromEntries(
       fs.readFileSync(path.join(f.dir, 'env-s1-1'), 'utf8').trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
@@ -123,7 +124,7 @@ states:
   // Claim, README "Running real updates", what a run sees: DCM_SYSADMIN_PASSWORD when `--sysadmin-password` was given.
   test('--sysadmin-password reaches each run as DCM_SYSADMIN_PASSWORD, and no command prints it', () => {
     f = execFixture();
-    dcmOk([...db(), 'subcloud', 'add', 's1']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 's1']);
     const dump = path.join(f.dir, 'pw-$DCM_STATE');
     const cfg = f.config(`
 states:
@@ -131,11 +132,11 @@ states:
     run: printf '%s' "$DCM_SYSADMIN_PASSWORD" > "${dump}"
 `);
     const secret = 'Sec-ret#42';
-    dcmOk([...db(), 'strategy', 'create', '--type', 'prestage', '--sysadmin-password', secret, '--driver', 'exec', '--exec-config', cfg]);
+    dcmQuickOk([...db(), 'strategy', 'create', '--type', 'prestage', '--sysadmin-password', secret, '--driver', 'exec', '--exec-config', cfg]);
     expect(dcm([...db(), 'strategy', 'apply'], { env: f.env }).code).toBe(0);
     expect(fs.readFileSync(path.join(f.dir, 'pw-prestage-precheck'), 'utf8')).toBe(secret);
     for (const args of [['strategy', 'show', '-f', 'json'], ['strategy', 'status', '-f', 'yaml'], ['strategy-step', 'list', '-f', 'csv']]) {
-      const r = dcmOk([...db(), ...args]);
+      const r = dcmQuickOk([...db(), ...args]);
       expect(r.stdout + r.stderr).not.toContain(secret);
     }
   });
@@ -144,7 +145,7 @@ states:
   // a new attempt with its own history row; then details `<state>: exit N: <last non-empty line>`.
   test('a failure: details carry the exit code and the last line; retries with backoff, one history row per run', () => {
     f = execFixture();
-    dcmOk([...db(), 'subcloud', 'add', 's1', 's2']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 's1', 's2']);
     const cfg = f.config(`
 defaults: {backoff: 50ms..80ms}
 states:
@@ -153,7 +154,7 @@ states:
     retries: 2
   "*": "true"
 `);
-    dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--driver', 'exec', '--exec-config', cfg]);
+    dcmQuickOk([...db(), 'strategy', 'create', '--type', 'patch', '--driver', 'exec', '--exec-config', cfg]);
     const r = dcm([...db(), 'strategy', 'apply'], { env: f.env });
     expect(r.code).toBe(1);
     const s1 = steps(f.db).find((s) => s.cloud === 's1')!;
@@ -176,7 +177,7 @@ states:
   // (`sleep 1000 &`); the step fails with `<state>: timed out after …`.
   test('a timeout kills the command and the children it started; none is left when the step is failed', () => {
     f = execFixture();
-    dcmOk([...db(), 'subcloud', 'add', 's1']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 's1']);
     const pids = path.join(f.dir, 'pids');
     // The command ignores SIGTERM, so only the SIGKILL after kill_grace ends it.
     const cfg = f.config(`
@@ -186,7 +187,7 @@ states:
     run: sleep 1000 & echo $! >> ${pids}; trap '' TERM; sh -c 'trap "" TERM; sleep 1000' & echo $! >> ${pids}; wait
   "*": "true"
 `);
-    dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--driver', 'exec', '--exec-config', cfg]);
+    dcmQuickOk([...db(), 'strategy', 'create', '--type', 'patch', '--driver', 'exec', '--exec-config', cfg]);
     const r = dcm([...db(), 'strategy', 'apply'], { env: f.env });
     expect(r.code).toBe(1);
     expect(steps(f.db)[0].details).toBe('pre check: timed out after 300ms');
@@ -199,21 +200,21 @@ states:
   // online subcloud, and completion changes no sync status.
   test('--type custom runs the config\'s states in file order, takes every managed online subcloud, changes no sync status', () => {
     f = execFixture();
-    dcmOk([...db(), 'subcloud', 'add', 's1', 's2', '--sync', 'all=in-sync']);
-    dcmOk([...db(), 'subcloud', 'add', 's3', '--availability', 'offline']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 's1', 's2', '--sync', 'all=in-sync']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 's3', '--availability', 'offline']);
     const cfg = f.config(`
 states:
   drain: [${f.step}, drain]
   "10": [${f.step}, ten]
   reboot: [${f.step}, reboot]
 `);
-    const created = dcmOk([...db(), 'strategy', 'create', '--type', 'custom', '--driver', 'exec', '--exec-config', cfg]);
+    const created = dcmQuickOk([...db(), 'strategy', 'create', '--type', 'custom', '--driver', 'exec', '--exec-config', cfg]);
     expect(created.stdout).toContain('custom');
     expect(dcm([...db(), 'strategy', 'apply'], { env: f.env }).code).toBe(0);
     const runs = f.readRuns();
     for (const c of ['s1', 's2']) expect(runs.filter((r) => r.cloud === c).map((r) => r.state)).toEqual(['drain', '10', 'reboot']);
     expect(runs.some((r) => r.cloud === 's3')).toBe(false);
-    const show = JSON.parse(dcmOk([...db(), 'subcloud', 'show', 's1', '-f', 'json']).stdout) as Record<string, string | null>;
+    const show = JSON.parse(dcmQuickOk([...db(), 'subcloud', 'show', 's1', '-f', 'json']).stdout) as Record<string, string | null>;
     expect(show.patching_sync_status).toBe('in-sync');
     expect(show.prestage_status ?? null).toBe(null);
   });
@@ -234,11 +235,11 @@ describe('exec driver: bad configs are refused at create, nothing written', () =
   // duration without a unit: an error naming the state and the key (exit 2), and nothing written.
   test.each(cases)('%s', (_name, text, extra, message) => {
     f = execFixture();
-    dcmOk([...db(), 'subcloud', 'add', 's1']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 's1']);
     const before = storeState(f.db);
     const cfg = f.config(text);
     const args = extra.length ? extra : ['--type', 'patch'];
-    const r = dcm([...db(), 'strategy', 'create', ...args, '--driver', 'exec', '--exec-config', cfg]);
+    const r = dcmQuick([...db(), 'strategy', 'create', ...args, '--driver', 'exec', '--exec-config', cfg]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/^error: /);
     expect(r.stderr).toMatch(message);
@@ -248,7 +249,7 @@ describe('exec driver: bad configs are refused at create, nothing written', () =
 
   test('--sim-* with exec, --exec-config with sim, custom with sim, exec without a config: usage errors', () => {
     f = execFixture();
-    dcmOk([...db(), 'subcloud', 'add', 's1']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 's1']);
     const cfg = f.config('states:\n  "*": "true"\n');
     const before = storeState(f.db);
     for (const [args, message] of [
@@ -260,7 +261,7 @@ describe('exec driver: bad configs are refused at create, nothing written', () =
       [['--type', 'patch', '--driver', 'ssh'], /invalid driver 'ssh'/],
       [['--type', 'patch', '--driver', 'exec', '--exec-config', cfg, '--state-timeout', '5m'], /--state-timeout is not used by --driver exec/],
     ] as [string[], RegExp][]) {
-      const r = dcm([...db(), 'strategy', 'create', ...args]);
+      const r = dcmQuick([...db(), 'strategy', 'create', ...args]);
       expect([r.code, r.stderr]).toEqual([2, expect.stringMatching(message)]);
     }
     expect(storeState(f.db)).toBe(before);
@@ -269,9 +270,9 @@ describe('exec driver: bad configs are refused at create, nothing written', () =
   // Claim, README "Running real updates", the config: the parsed config is stored with the strategy; editing the file later changes no strategy.
   test('editing the config after create changes nothing: the strategy keeps what was checked', () => {
     f = execFixture();
-    dcmOk([...db(), 'subcloud', 'add', 's1']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 's1']);
     const cfg = f.config(`states:\n  "*": [${f.step}, first]\n`);
-    dcmOk([...db(), 'strategy', 'create', '--type', 'firmware', '--driver', 'exec', '--exec-config', cfg]);
+    dcmQuickOk([...db(), 'strategy', 'create', '--type', 'firmware', '--driver', 'exec', '--exec-config', cfg]);
     fs.writeFileSync(cfg, 'states:\n  "*": [false]\n');
     expect(dcm([...db(), 'strategy', 'apply'], { env: f.env }).code).toBe(0);
     expect(f.readRuns().map((r) => r.args)).toEqual(['first', 'first', 'first', 'first']);

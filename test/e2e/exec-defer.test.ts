@@ -7,11 +7,12 @@
 import { afterEach, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs';
 import path from 'node:path';
-import { dcm, dcmOk, dcmSpawn, waitFor } from '../helpers/cli.js';
+import { dcm, dcmSpawn, waitFor } from '../helpers/cli.js';
 import { history, names, steps, strategyState } from '../helpers/history.js';
 import { execFixture, overlapsPerCloud, peakConcurrent, type ExecFixture } from '../helpers/exec.js';
 import { expectRefused, withSql } from '../helpers/fleet.js';
 import { parseTime } from '../../src/store/clock.js';
+import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
 
 let f: ExecFixture;
 afterEach(() => f?.cleanup());
@@ -64,9 +65,9 @@ describe('deferred steps (exit 75)', () => {
     f = execFixture();
     const N = 8;
     const WINDOW = 2;
-    dcmOk([...db(), 'subcloud', 'add', ...names(N)]);
+    dcmQuickOk([...db(), 'subcloud', 'add', ...names(N)]);
     const cfg = config({ DEFER_ALWAYS: 's1 s2' });
-    dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', String(WINDOW),
+    dcmQuickOk([...db(), 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', String(WINDOW),
       '--driver', 'exec', '--exec-config', cfg, '--defer-delay', '150ms', '--defer-until', '4s']);
     const r = dcm([...db(), 'strategy', 'apply'], { env: f.env });
     expect(r.code).toBe(1);
@@ -105,9 +106,9 @@ describe('deferred steps (exit 75)', () => {
   // its stage has other work.
   test('a site that does not answer once, then does, ends complete; defer_exit_codes', () => {
     f = execFixture();
-    dcmOk([...db(), 'subcloud', 'add', ...names(4)]);
+    dcmQuickOk([...db(), 'subcloud', 'add', ...names(4)]);
     const cfg = config({ DEFER_ONCE: 's1', DEFER_CODE: '69' }, 'defer_exit_codes: [69, 75]');
-    dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '2',
+    dcmQuickOk([...db(), 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '2',
       '--driver', 'exec', '--exec-config', cfg, '--defer-delay', '100ms']);
     const r = dcm([...db(), 'strategy', 'apply'], { env: f.env });
     expect(r.stderr).toContain('strategy complete');
@@ -124,7 +125,7 @@ describe('deferred steps (exit 75)', () => {
   // at the deadline; its hanging runs are killed (no process left) and its slot goes on meanwhile.
   test('defer_on_timeout: a site that times out is deferred, retried, and failed at the deadline', () => {
     f = execFixture();
-    dcmOk([...db(), 'subcloud', 'add', ...names(4)]);
+    dcmQuickOk([...db(), 'subcloud', 'add', ...names(4)]);
     const hangs = path.join(f.dir, 'hangs.log');
     const site = path.join(f.dir, 'hang.sh');
     fs.writeFileSync(site, `#!/bin/sh
@@ -140,7 +141,7 @@ states:
   pre check: {run: [${site}], timeout: 700ms, kill_grace: 200ms}
   "*": [${f.step}]
 `);
-    dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '2',
+    dcmQuickOk([...db(), 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '2',
       '--driver', 'exec', '--exec-config', cfg, '--defer-delay', '100ms', '--defer-until', '3s']);
     const r = dcm([...db(), 'strategy', 'apply'], { env: f.env });
     expect(r.code).toBe(1);
@@ -157,9 +158,9 @@ states:
   // Claim, README "Sites that answer": without --defer-until, a deferred step fails once the rest of its stage is done.
   test('no deadline: the site that never answers fails once its stage has nothing else to do', () => {
     f = execFixture();
-    dcmOk([...db(), 'subcloud', 'add', ...names(3)]);
+    dcmQuickOk([...db(), 'subcloud', 'add', ...names(3)]);
     const cfg = config({ DEFER_ALWAYS: 's1' });
-    dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1',
+    dcmQuickOk([...db(), 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1',
       '--driver', 'exec', '--exec-config', cfg, '--defer-delay', '100ms']);
     const r = dcm([...db(), 'strategy', 'apply'], { env: f.env });
     expect(r.code).toBe(1);
@@ -175,16 +176,16 @@ states:
   // once its stored time has come, never forgotten and never run twice at once.
   test('kill -9 while a step is deferred: the next apply tries it when due, from the stored time', async () => {
     f = execFixture();
-    dcmOk([...db(), 'subcloud', 'add', ...names(3)]);
+    dcmQuickOk([...db(), 'subcloud', 'add', ...names(3)]);
     const cfg = config({ DEFER_ONCE: 's1', STEP_MIN_MS: '300', STEP_MAX_MS: '300' });
-    dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1',
+    dcmQuickOk([...db(), 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1',
       '--driver', 'exec', '--exec-config', cfg, '--defer-delay', '3s']);
     const first = dcmSpawn([...db(), 'strategy', 'apply'], f.env, { detached: true });
     await waitFor(() => withSql(f.db, (d) => d.prepare(`SELECT state FROM strategy_step st JOIN subcloud s ON s.id = st.subcloud_id WHERE s.name = 's1'`).pluck().get() === 'deferred'));
     process.kill(first.child.pid!, 'SIGKILL');
     await first.done;
     // Counted apart from failed while it waits.
-    const status = JSON.parse(dcmOk([...db(), 'strategy', 'status', '-f', 'json']).stdout) as Record<string, unknown>;
+    const status = JSON.parse(dcmQuickOk([...db(), 'strategy', 'status', '-f', 'json']).stdout) as Record<string, unknown>;
     expect(status).toMatchObject({ deferred: 1, failed: 0 });
     const due = withSql(f.db, (d) => d.prepare(`SELECT retry_at FROM step_history ORDER BY id LIMIT 1`).pluck().get() as string);
     expect(due).not.toBeNull();
@@ -206,9 +207,9 @@ describe('a deferred step and a run left going', () => {
   // ran again).
   test('kill -9 while one step is deferred and the next runs; the next apply starts once the deferred one is due', async () => {
     f = execFixture();
-    dcmOk([...db(), 'subcloud', 'add', ...names(3)]);
+    dcmQuickOk([...db(), 'subcloud', 'add', ...names(3)]);
     const cfg = config({ DEFER_ONCE: 's1', STEP_MIN_MS: '50', STEP_MAX_MS: '50', SLOW: 's2', SLOW_MS: '8000' });
-    dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1',
+    dcmQuickOk([...db(), 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1',
       '--driver', 'exec', '--exec-config', cfg, '--defer-delay', '1s']);
     const first = dcmSpawn([...db(), 'strategy', 'apply'], f.env, { detached: true });
     await waitFor(() => history(f.db).some((h) => h.cloud === 's2' && h.outcome === 'running'));
@@ -238,9 +239,9 @@ describe('a deferred step and a run left going', () => {
 /** `n` subclouds one at a time, s1's site never answering (deferred for an hour); the apply, once s1 is deferred. */
 async function applyUntilS1Deferred(n: number): Promise<ReturnType<typeof dcmSpawn>> {
   f = execFixture();
-  dcmOk([...db(), 'subcloud', 'add', ...names(n)]);
+  dcmQuickOk([...db(), 'subcloud', 'add', ...names(n)]);
   const cfg = config({ DEFER_ALWAYS: 's1', STEP_MIN_MS: '100', STEP_MAX_MS: '100' });
-  dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1',
+  dcmQuickOk([...db(), 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1',
     '--driver', 'exec', '--exec-config', cfg, '--defer-delay', '1h']);
   const apply = dcmSpawn([...db(), 'strategy', 'apply'], f.env, { detached: true });
   await waitFor(() => stepOf('s1').state === 'deferred');
@@ -251,7 +252,7 @@ describe('deferred steps and control', () => {
   // Claim, README "Sites that answer": an abort ends deferred steps `aborted`; none is tried again.
   test('abort while a step is deferred: it ends aborted, not tried again, and the apply ends', async () => {
     const apply = await applyUntilS1Deferred(4);
-    dcmOk([...db(), 'strategy', 'abort']);
+    dcmQuickOk([...db(), 'strategy', 'abort']);
     const r = await apply.done;
     expect(r.code).toBe(3);
     expect(stepOf('s1')).toMatchObject({ state: 'aborted', details: 'aborted while deferred (the site had not answered)' });
@@ -267,7 +268,7 @@ describe('deferred steps and an abort with no orchestrator', () => {
     const apply = await applyUntilS1Deferred(3);
     process.kill(apply.child.pid!, 'SIGKILL');
     await apply.done;
-    dcmOk([...db(), 'strategy', 'abort']);
+    dcmQuickOk([...db(), 'strategy', 'abort']);
     expect(stepOf('s1')).toMatchObject({ state: 'aborted', details: 'aborted while deferred (the site had not answered)' });
     expect(f.readRuns().filter((x) => x.cloud === 's1')).toHaveLength(1);
   });
@@ -277,24 +278,24 @@ describe('deferred steps and pause', () => {
   // Claim, README "Sites that answer": a deferred step whose time has come is not tried while paused; resume lets it go on.
   test('pause holds a deferred step past its time; it is tried once resumed', async () => {
     f = execFixture();
-    dcmOk([...db(), 'subcloud', 'add', ...names(3)]);
+    dcmQuickOk([...db(), 'subcloud', 'add', ...names(3)]);
     const cfg = config({ DEFER_ONCE: 's1', STEP_MIN_MS: '50', STEP_MAX_MS: '50' });
     // The others take about half a second; s1's next try is due long after, so the strategy cannot
     // end before the pause below lands, however slow a loaded machine makes that command (with
     // 500 ms, all three ended first once, on a busy CI machine).
-    dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1',
+    dcmQuickOk([...db(), 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1',
       '--driver', 'exec', '--exec-config', cfg, '--defer-delay', '4s']);
     const apply = dcmSpawn([...db(), 'strategy', 'apply'], f.env, { detached: true });
     const row = () => withSql(f.db, (d) => d.prepare(`SELECT st.state, (SELECT retry_at FROM step_history h WHERE h.step_id = st.id ORDER BY h.id LIMIT 1) AS due
       FROM strategy_step st JOIN subcloud s ON s.id = st.subcloud_id WHERE s.name = 's1'`).get() as { state: string; due: string | null });
     await waitFor(() => row().state === 'deferred');
-    dcmOk([...db(), 'strategy', 'pause']);
+    dcmQuickOk([...db(), 'strategy', 'pause']);
     const due = parseTime(row().due!);
     // Its time has passed while paused, and the subcloud in flight has ended.
-    await waitFor(() => Date.now() > due + 300 && (JSON.parse(dcmOk([...db(), 'strategy', 'status', '-f', 'json']).stdout) as Record<string, number>)['in flight'] === 0);
+    await waitFor(() => Date.now() > due + 300 && (JSON.parse(dcmQuickOk([...db(), 'strategy', 'status', '-f', 'json']).stdout) as Record<string, number>)['in flight'] === 0);
     expect(row().state).toBe('deferred');
     const resumedAt = Date.now();
-    dcmOk([...db(), 'strategy', 'resume']);
+    dcmQuickOk([...db(), 'strategy', 'resume']);
     const r = await apply.done;
     expect(r.code).toBe(0);
     const s1 = f.readRuns().filter((x) => x.cloud === 's1');
@@ -315,10 +316,10 @@ states:
   // Claim, README "Sites that answer": `subcloud probe` runs the exec config's probe and records availability.
   test('subcloud probe (exec): online when the probe exits 0, offline when not; exit 1 when one did not answer', () => {
     f = execFixture();
-    dcmOk([...db(), 'subcloud', 'add', ...names(4)]);
-    dcmOk([...db(), 'subcloud', 'update', 's3', '--label', 'down=yes']);
+    dcmQuickOk([...db(), 'subcloud', 'add', ...names(4)]);
+    dcmQuickOk([...db(), 'subcloud', 'update', 's3', '--label', 'down=yes']);
     const cfg = probeConfig();
-    const r = dcm([...db(), 'subcloud', 'probe', '--all', '--driver', 'exec', '--exec-config', cfg, '--max-parallel', '2', '-f', 'json']);
+    const r = dcmQuick([...db(), 'subcloud', 'probe', '--all', '--driver', 'exec', '--exec-config', cfg, '--max-parallel', '2', '-f', 'json']);
     expect(r.code).toBe(1);
     expect(JSON.parse(r.stdout)).toEqual([
       { name: 's1', availability: 'online', detail: 's1 answers' },
@@ -327,11 +328,11 @@ states:
       { name: 's4', availability: 'online', detail: 's4 answers' },
     ]);
     expect(r.stderr).toBe('warning: 1 of 4 subcloud(s) did not answer: s3\n');
-    const avail = () => (JSON.parse(dcmOk([...db(), 'subcloud', 'list', '-f', 'json']).stdout) as { name: string; availability: string }[]).map((x) => `${x.name}=${x.availability}`);
+    const avail = () => (JSON.parse(dcmQuickOk([...db(), 'subcloud', 'list', '-f', 'json']).stdout) as { name: string; availability: string }[]).map((x) => `${x.name}=${x.availability}`);
     expect(avail()).toEqual(['s1=online', 's2=online', 's3=offline', 's4=online']);
     // The site is back: probing it again brings it online; exit 0.
-    dcmOk([...db(), 'subcloud', 'update', 's3', '--label', 'down=']);
-    expect(dcm([...db(), 'subcloud', 'probe', 's3', '--driver', 'exec', '--exec-config', cfg]).code).toBe(0);
+    dcmQuickOk([...db(), 'subcloud', 'update', 's3', '--label', 'down=']);
+    expect(dcmQuick([...db(), 'subcloud', 'probe', 's3', '--driver', 'exec', '--exec-config', cfg]).code).toBe(0);
     expect(avail()).toContain('s3=online');
     // No probe in the config: a usage error.
     const none = f.config(`states:\n  "*": [${f.step}]\n`, 'none.yaml');
@@ -342,14 +343,14 @@ states:
   // Claim, README "Sites that answer": the sim's sites answer unless labelled sim_unreachable.
   test('subcloud probe (sim) and a sim site that does not answer is deferred', () => {
     f = execFixture();
-    dcmOk([...db(), 'subcloud', 'add', ...names(3), '--sync', 'all=out-of-sync']);
-    dcmOk([...db(), 'subcloud', 'update', 's2', '--label', 'sim_unreachable=yes']);
-    const r = dcm([...db(), 'subcloud', 'probe', '--all', '-f', 'value', '-c', 'name', '-c', 'availability']);
+    dcmQuickOk([...db(), 'subcloud', 'add', ...names(3), '--sync', 'all=out-of-sync']);
+    dcmQuickOk([...db(), 'subcloud', 'update', 's2', '--label', 'sim_unreachable=yes']);
+    const r = dcmQuick([...db(), 'subcloud', 'probe', '--all', '-f', 'value', '-c', 'name', '-c', 'availability']);
     expect(r.code).toBe(1);
     expect(r.stdout).toBe('s1 online\ns2 offline\ns3 online\n');
     // Brought back online by hand, its first state is deferred until the rest of its stage is done.
-    dcmOk([...db(), 'subcloud', 'update', 's2', '--availability', 'online']);
-    dcmOk([...db(), 'patch-strategy', 'create', '--sim-latency', '20ms', '--defer-delay', '50ms']);
+    dcmQuickOk([...db(), 'subcloud', 'update', 's2', '--availability', 'online']);
+    dcmQuickOk([...db(), 'patch-strategy', 'create', '--sim-latency', '20ms', '--defer-delay', '50ms']);
     expect(dcm([...db(), 'patch-strategy', 'apply']).code).toBe(1);
     expect(stepOf('s2')).toMatchObject({ state: 'failed', details: expect.stringContaining('unreachable: no answer (label sim_unreachable)') });
     expect(stepOf('s1').state).toBe('complete');
@@ -359,26 +360,26 @@ states:
   // --skip-unreachable it leaves them out and lists them on stderr.
   test('strategy create --probe refuses when a site does not answer; --skip-unreachable leaves it out', () => {
     f = execFixture();
-    dcmOk([...db(), 'subcloud', 'add', ...names(4)]);
-    dcmOk([...db(), 'subcloud', 'update', 's2', 's4', '--label', 'down=yes']);
+    dcmQuickOk([...db(), 'subcloud', 'add', ...names(4)]);
+    dcmQuickOk([...db(), 'subcloud', 'update', 's2', 's4', '--label', 'down=yes']);
     const cfg = probeConfig();
     const create = [...db(), 'strategy', 'create', '--type', 'patch', '--driver', 'exec', '--exec-config', cfg, '--probe'];
     expectRefused(f.dir, create, 1, '2 subcloud(s) did not answer the probe: s2 (exit 1: no route to s2), s4 (exit 1: no route to s4); nothing created (--skip-unreachable leaves them out)');
     expectRefused(f.dir, [...db(), 'strategy', 'create', '--type', 'patch', '--skip-unreachable'], 2, '--skip-unreachable needs --probe: only a probe tells which subclouds do not answer');
-    const r = dcmOk([...create, '--skip-unreachable']);
+    const r = dcmQuickOk([...create, '--skip-unreachable']);
     expect(r.stderr).toBe(
       'warning: left out 2 subcloud(s) that did not answer the probe (recorded offline): s2 (exit 1: no route to s2), s4 (exit 1: no route to s4)\n' +
         // Then who the plan left out, by reason (issue 34): they are offline now.
         "warning: left out 2 of 4 subclouds:\n  offline (2): s2, s4 (recorded so by a probe, an audit or the inventory: 'dcm subcloud probe' rechecks)\n",
     );
     expect(steps(f.db).map((s) => s.cloud)).toEqual(['s1', 's3']);
-    const avail = JSON.parse(dcmOk([...db(), 'subcloud', 'show', 's2', '-f', 'json']).stdout) as { availability: string };
+    const avail = JSON.parse(dcmQuickOk([...db(), 'subcloud', 'show', 's2', '-f', 'json']).stdout) as { availability: string };
     expect(avail.availability).toBe('offline');
   });
 
   test('bad --defer-delay and --defer-until values are usage errors that change nothing', () => {
     f = execFixture();
-    dcmOk([...db(), 'subcloud', 'add', 's1']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 's1']);
     expectRefused(f.dir, [...db(), 'patch-strategy', 'create', '--defer-delay', '10'], 2, 'Invalid --defer-delay value: 10. Give a unit: 10s, 10m');
     expectRefused(f.dir, [...db(), 'patch-strategy', 'create', '--defer-until', 'tomorrow'], 2,
       "Invalid --defer-until value: tomorrow. Give a duration from the apply's start (30m, 2h) or a time (2026-12-02T06:00Z)");

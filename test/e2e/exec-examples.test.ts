@@ -6,9 +6,10 @@ import { expect, test } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { dcm, dcmOk, ROOT } from '../helpers/cli.js';
+import { dcm, ROOT } from '../helpers/cli.js';
 import { steps, tempPerTest } from '../helpers/history.js';
 import { runFiles } from '../helpers/logs.js';
+import { dcmQuickOk } from '../helpers/quick.js';
 
 const temp = tempPerTest();
 
@@ -33,8 +34,8 @@ test('examples/exec/ansible: each state runs the playbook limited to the subclou
   if (which.status !== 0) throw new Error('ansible-playbook is not installed: apt-get install -y ansible-core (as .ci/run does)');
   const t = temp();
   const sites = path.join(t.dir, 'sites');
-  dcmOk(['--db', t.db, 'subcloud', 'add', 'subcloud2']);
-  dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'firmware', '--driver', 'exec', '--exec-config', path.join(ROOT, 'examples', 'exec', 'ansible', 'firmware.yaml')]);
+  dcmQuickOk(['--db', t.db, 'subcloud', 'add', 'subcloud2']);
+  dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'firmware', '--driver', 'exec', '--exec-config', path.join(ROOT, 'examples', 'exec', 'ansible', 'firmware.yaml')]);
   const r = dcm(['--db', t.db, 'strategy', 'apply'], { env: { FAKE_SITES: sites } });
   expect(r.code).toBe(0);
   expect(steps(t.db).map((s) => s.state)).toEqual(['complete']);
@@ -53,8 +54,8 @@ test('examples/exec/ansible: each state runs the playbook limited to the subclou
 // Claim, README "Running real updates", the config: `reason` makes the message of Ansible's failed task the step's details, not the PLAY RECAP.
 test('examples/exec/ansible: a failed task\'s message is the step\'s details', () => {
   const t = temp();
-  dcmOk(['--db', t.db, 'subcloud', 'add', 'subcloud2']);
-  dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'firmware', '--driver', 'exec', '--exec-config', path.join(ROOT, 'examples', 'exec', 'ansible', 'firmware.yaml')]);
+  dcmQuickOk(['--db', t.db, 'subcloud', 'add', 'subcloud2']);
+  dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'firmware', '--driver', 'exec', '--exec-config', path.join(ROOT, 'examples', 'exec', 'ansible', 'firmware.yaml')]);
   const r = dcm(['--db', t.db, 'strategy', 'apply'], { env: { FAKE_SITES: path.join(t.dir, 'sites'), FAKE_BROKEN: 'subcloud2' } });
   expect(r.code).toBe(1);
   expect(steps(t.db).map((s) => [s.state, s.details])).toEqual([['failed', 'importing firmware: exit 2: site not ready: subcloud2 is marked broken']]);
@@ -67,8 +68,8 @@ test('examples/exec/ansible: a failed task\'s message is the step\'s details', (
 // last line the script printed (stderr first, else stdout), as dcm's own rule for a plain command.
 test('examples/exec/ansible: a failed script task\'s reason is its output, not Ansible\'s generic message', () => {
   const t = temp();
-  dcmOk(['--db', t.db, 'subcloud', 'add', 'subcloud2']);
-  dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'firmware', '--driver', 'exec', '--exec-config', path.join(ROOT, 'examples', 'exec', 'ansible', 'firmware.yaml')]);
+  dcmQuickOk(['--db', t.db, 'subcloud', 'add', 'subcloud2']);
+  dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'firmware', '--driver', 'exec', '--exec-config', path.join(ROOT, 'examples', 'exec', 'ansible', 'firmware.yaml')]);
   const r = dcm(['--db', t.db, 'strategy', 'apply'], { env: { FAKE_SITES: path.join(t.dir, 'sites'), FAKE_DISK_FULL: 'subcloud2' } });
   expect(r.code).toBe(1);
   expect(steps(t.db).map((s) => [s.state, s.details])).toEqual([['failed', 'importing firmware: exit 2: disk full on /var: 2% free']]);

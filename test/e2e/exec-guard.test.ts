@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { dcmOk } from '../helpers/cli.js';
 import { execFixture, type ExecFixture } from '../helpers/exec.js';
+import { dcmQuickOk } from '../helpers/quick.js';
 
 const GUARD = path.resolve('examples/exec/site-guard.sh');
 let f: ExecFixture;
@@ -18,14 +19,14 @@ describe('site-guard.sh', () => {
     f = execFixture();
     const book = path.join(f.dir, 'guard');
     const ids = path.join(f.dir, 'ids');
-    dcmOk(['--db', f.db, 'subcloud', 'add', 's1', 's2']);
+    dcmQuickOk(['--db', f.db, 'subcloud', 'add', 's1', 's2']);
     const cfg = f.config(`
 defaults: {env: {SITE_GUARD_DIR: "${book}"}}
 states:
   "*":
     run: ${GUARD} sh -c 'echo "$DCM_RUN_ID $DCM_ATTEMPT" >> "$0"' ${ids}
 `);
-    dcmOk(['--db', f.db, 'strategy', 'create', '--type', 'patch', '--driver', 'exec', '--exec-config', cfg]);
+    dcmQuickOk(['--db', f.db, 'strategy', 'create', '--type', 'patch', '--driver', 'exec', '--exec-config', cfg]);
     dcmOk(['--db', f.db, 'strategy', 'apply'], { env: f.env });
     const seen = fs.readFileSync(ids, 'utf8').trim().split('\n');
     expect(seen).toHaveLength(10);

@@ -8,10 +8,11 @@ import { afterEach, describe, expect, test } from '@jest/globals';
 import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import { statesOf } from '../../src/domain/types.js';
-import { dcm, dcmOk, sleep, waitFor } from '../helpers/cli.js';
+import { dcm, sleep, waitFor } from '../helpers/cli.js';
 import { history, killLeftovers, names, spawnDcm, steps } from '../helpers/history.js';
 import { execFixture, overlapsPerCloud, peakConcurrent, type ExecFixture } from '../helpers/exec.js';
 import { runFiles } from '../helpers/logs.js';
+import { dcmQuickOk } from '../helpers/quick.js';
 
 const PATCH = statesOf('patch');
 let f: ExecFixture;
@@ -38,8 +39,8 @@ function runningRows(db: string): { cloud: string; state: string; attempt: numbe
 const startedRun = (db: string) => runningRows(db).find((r) => r.pid !== null);
 
 function setup(n: number, window: number, yaml: string): void {
-  dcmOk(['--db', f.db, 'subcloud', 'add', ...names(n)]);
-  dcmOk(['--db', f.db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', String(window), '--driver', 'exec', '--exec-config', f.config(yaml)]);
+  dcmQuickOk(['--db', f.db, 'subcloud', 'add', ...names(n)]);
+  dcmQuickOk(['--db', f.db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', String(window), '--driver', 'exec', '--exec-config', f.config(yaml)]);
 }
 
 describe('exec driver: kill -9 of dcm, then apply', () => {

@@ -8,11 +8,12 @@
 import { afterEach, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs';
 import path from 'node:path';
-import { dcmOk, dcmSpawn, waitFor } from '../helpers/cli.js';
+import { dcmSpawn, waitFor } from '../helpers/cli.js';
 import { history, steps } from '../helpers/history.js';
 import { execFixture, type ExecFixture } from '../helpers/exec.js';
 import { withSql } from '../helpers/fleet.js';
 import { statesOf } from '../../src/domain/types.js';
+import { dcmQuickOk } from '../helpers/quick.js';
 
 const PRESTAGE = statesOf('prestage');
 let f: ExecFixture;
@@ -20,7 +21,7 @@ afterEach(() => f?.cleanup());
 
 const db = () => ['--db', f.db];
 const details = (cloud: string) => steps(f.db).find((s) => s.cloud === cloud)!.details;
-const statusProgress = () => (JSON.parse(dcmOk([...db(), 'strategy', 'status', '-f', 'json']).stdout) as { progress: string | null }).progress;
+const statusProgress = () => (JSON.parse(dcmQuickOk([...db(), 'strategy', 'status', '-f', 'json']).stdout) as { progress: string | null }).progress;
 /** A shell line that waits for the file named by $<name> (the test creates it). */
 const waitGo = (name: string) => `while [ ! -e "$${name}" ]; do sleep 0.02; done`;
 
@@ -28,7 +29,7 @@ describe('exec driver: $DCM_PROGRESS', () => {
   // Claim, README "Running real updates", what a run sees: DCM_PROGRESS, its last non-empty line the step's details while it runs.
   test('the latest line is the step\'s details while the run goes on, in step list and status; empty once the step completes', async () => {
     f = execFixture();
-    dcmOk([...db(), 'subcloud', 'add', 's1']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 's1']);
     const go1 = path.join(f.dir, 'go1');
     const go2 = path.join(f.dir, 'go2');
     const cfg = f.config(`
@@ -42,7 +43,7 @@ states:
       printf 'deploy phase is 80%% complete\\n\\ndeploy phase is 100%% complete\\n\\n' >> "$DCM_PROGRESS"; ${waitGo('GO2')}
   "*": "true"
 `);
-    dcmOk([...db(), 'strategy', 'create', '--type', 'prestage', '--driver', 'exec', '--exec-config', cfg]);
+    dcmQuickOk([...db(), 'strategy', 'create', '--type', 'prestage', '--driver', 'exec', '--exec-config', cfg]);
     const apply = dcmSpawn([...db(), 'strategy', 'apply'], f.env);
     try {
       await waitFor(() => details('s1') === 'deploy phase is 60% complete', 30_000, 50);
@@ -67,7 +68,7 @@ states:
   // Claim, README "Running real updates", what a run sees: details written only when they change, at most once a second per subcloud.
   test('1,000 lines written at once are a few writes, at most one per second of the run; a run that writes none costs none', async () => {
     f = execFixture();
-    dcmOk([...db(), 'subcloud', 'add', 's1', 's2']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 's1', 's2']);
     const go = path.join(f.dir, 'go');
     const cfg = f.config(`
 defaults:
@@ -80,7 +81,7 @@ states:
       i=0; while [ $i -lt 1000 ]; do i=$((i+1)); echo "apply phase is $i/1000" >> "$DCM_PROGRESS"; done; ${waitGo('GO')}
   "*": "true"
 `);
-    dcmOk([...db(), 'strategy', 'create', '--type', 'prestage', '--driver', 'exec', '--exec-config', cfg, '--max-parallel-subclouds', '2']);
+    dcmQuickOk([...db(), 'strategy', 'create', '--type', 'prestage', '--driver', 'exec', '--exec-config', cfg, '--max-parallel-subclouds', '2']);
     const counters = path.join(f.dir, 'counters.json');
     const apply = dcmSpawn([...db(), 'strategy', 'apply'], { ...f.env, DCM_TEST_HOOKS: '1', DCM_COUNTERS: counters });
     try {
@@ -101,7 +102,7 @@ states:
   // Claim, README "Running real updates", what a run sees: a progress file left by an earlier strategy, or an earlier attempt's, never shows as a later run's.
   test('a progress file left at the same path by an earlier strategy, and an earlier attempt\'s, never become a later run\'s details', async () => {
     f = execFixture();
-    dcmOk([...db(), 'subcloud', 'add', 's1', 's2']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 's1', 's2']);
     const logs = path.join(f.dir, 'runlogs');
     // An earlier strategy's run of s1 left its progress file where s1's first run writes its own.
     fs.mkdirSync(path.join(logs, 's1'), { recursive: true });
@@ -124,7 +125,7 @@ states:
     run: '[ "$DCM_CLOUD" = s2 ] || ${waitGo('GO4')}'
   "*": "true"
 `);
-    dcmOk([...db(), 'strategy', 'create', '--type', 'prestage', '--driver', 'exec', '--exec-config', cfg, '--log-dir', logs, '--max-parallel-subclouds', '2']);
+    dcmQuickOk([...db(), 'strategy', 'create', '--type', 'prestage', '--driver', 'exec', '--exec-config', cfg, '--log-dir', logs, '--max-parallel-subclouds', '2']);
     // Strategies share a path only in layout 1 (each strategy created now has a folder of its
     // own): this one is as an earlier dcm stored it, with no layout version.
     withSql(f.db, (d) => d.prepare("UPDATE strategy SET extra_args = json_remove(extra_args, '$.log_layout')").run());

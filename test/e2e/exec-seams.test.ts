@@ -5,12 +5,19 @@
  * sequence with real processes, and is judged by the state commands' own flock'd log (no two runs
  * of a subcloud overlap, no (subcloud, state) exits 0 twice, the window is never exceeded) and by
  * the history. Waits are for events (a log line, a row, a process exit), each bounded.
+ *
+ * Under `npm test` the seams whose faults the simulator also draws on every schedule (a busy store,
+ * an abort or a retry at any commit, a kill at any moment: test/sim) are tried once each here, and
+ * their variants, seconds of held locks each, run under `npm run test:big` (DCM_BIG_TESTS=1): the
+ * 8 s hold, the abort then a hold, a first Ctrl-C alone during a hold (the second Ctrl-C's test
+ * keeps the hold and the signal), `delete --wait` beside `retry --wait`, and 30 launcher kills
+ * instead of 12.
  */
 import { afterEach, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs';
 import path from 'node:path';
 import { statesOf } from '../../src/domain/types.js';
-import { dcm, dcmOk, sleep, waitFor } from '../helpers/cli.js';
+import { sleep, waitFor } from '../helpers/cli.js';
 import { history, killLeftovers, names, spawnDcm as spawnAttached, steps, strategyState } from '../helpers/history.js';
 import { runFiles } from '../helpers/logs.js';
 import {
@@ -26,8 +33,11 @@ import {
   withEnv,
   type SeamFixture,
 } from '../helpers/seams.js';
+import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
 
 const PATCH = statesOf('patch');
+const BIG = !!process.env.DCM_BIG_TESTS;
+const bigOnly = BIG ? test : test.skip;
 let f: SeamFixture;
 afterEach(() => {
   killLeftovers();
@@ -47,8 +57,8 @@ const applyDetached = async (env: Record<string, string>) => {
 };
 
 function setup(n: number, window: number, yaml: string, extra: string[] = []): void {
-  dcmOk([...db(), 'subcloud', 'add', ...names(n)]);
-  dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', String(window), '--driver', 'exec', '--exec-config', f.config(yaml), ...extra]);
+  dcmQuickOk([...db(), 'subcloud', 'add', ...names(n)]);
+  dcmQuickOk([...db(), 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', String(window), '--driver', 'exec', '--exec-config', f.config(yaml), ...extra]);
 }
 
 const started = (cloud: string, state?: string) => () => f.readStarts().some((s) => s.cloud === cloud && (!state || s.state === state));
@@ -69,14 +79,14 @@ states:
     await apply.done;
     expect(alive(runningRows(f.db).find((r) => r.cloud === 's1')!.pid!)).toBe(true);
 
-    const abort = dcm([...db(), 'strategy', 'abort', '-f', 'json'], { env: f.env });
+    const abort = dcmQuick([...db(), 'strategy', 'abort', '-f', 'json'], { env: f.env });
     expect(abort.code).toBe(0);
     expect(strategyState(f.db)).toBe('aborting');
     expect(abort.stderr).toMatch(/s1/);
     // The live run is not called interrupted: it is still running, for the next apply to adopt.
     expect(history(f.db, 's1').map((h) => [h.state, h.outcome])).toEqual([['pre check', 'running']]);
 
-    const retry = dcm([...db(), 'strategy', 'retry'], { env: f.env });
+    const retry = dcmQuick([...db(), 'strategy', 'retry'], { env: f.env });
     expect([retry.code, retry.stderr]).toEqual([1, expect.stringMatching(/cannot retry while a run of the strategy is still going: s1 \(pre check, pid \d+\)/)]);
 
     const again = await applyDetached(f.env);
@@ -116,7 +126,7 @@ states:
     f = seamFixture();
     const pid = await failedWithLiveRun();
     for (const verb of ['retry', 'delete']) {
-      const r = dcm([...db(), 'strategy', verb], { env: f.env });
+      const r = dcmQuick([...db(), 'strategy', verb], { env: f.env });
       expect([verb, r.code]).toEqual([verb, 1]);
       expect(r.stderr).toMatch(/s2/);
       expect(r.stderr).toContain(String(pid));
@@ -125,15 +135,15 @@ states:
     expect(endedRun('s2', 'pre check')()).toBe(false);
   }, 120_000);
 
-  test.each(['retry', 'delete'])('%s --wait waits for the live run to end, then acts', async (verb) => {
+  test.each(BIG ? ['retry', 'delete'] : ['retry'])('%s --wait waits for the live run to end, then acts', async (verb) => {
     f = seamFixture();
     await failedWithLiveRun();
-    const r = dcm([...db(), 'strategy', verb, '--wait'], { env: f.env });
+    const r = dcmQuick([...db(), 'strategy', verb, '--wait'], { env: f.env });
     expect([r.code, r.stderr]).toEqual([0, expect.anything()]);
     // It acted only once the run had ended: the run's own end line is already in its log.
     expect(endedRun('s2', 'pre check')()).toBe(true);
     if (verb === 'retry') expect(strategyState(f.db)).toBe('initial');
-    else expect(dcm([...db(), 'strategy', 'show']).code).toBe(1);
+    else expect(dcmQuick([...db(), 'strategy', 'show']).code).toBe(1);
     expect(judge()).toEqual([]);
   }, 120_000);
 });
@@ -164,11 +174,11 @@ states:
     expect(await busyRightAfterStart(3000)).toBeLessThanOrEqual(1);
   }, 120_000);
 
-  test('break 2: held 8 s (past a 5 s busy timeout): the apply says once that it waits, and exits 0', async () => {
+  bigOnly('break 2: held 8 s (past a 5 s busy timeout): the apply says once that it waits, and exits 0', async () => {
     expect(await busyRightAfterStart(8000)).toBe(1);
   }, 120_000);
 
-  test('break 3: the abort committed, then another writer holds the file 2.5 s: apply still ends aborted, exit 3', async () => {
+  bigOnly('break 3: the abort committed, then another writer holds the file 2.5 s: apply still ends aborted, exit 3', async () => {
     f = seamFixture();
     setup(12, 2, `
 states:
@@ -181,7 +191,7 @@ states:
     await freezeBetweenWrites(apply.child, [f.db]);
     let h;
     try {
-      dcmOk([...db(), 'strategy', 'abort']);
+      dcmQuickOk([...db(), 'strategy', 'abort']);
       h = holdWriteLock(f.db, 2500);
       await h.held;
     } finally {
@@ -195,7 +205,7 @@ states:
     expect(judge(2)).toEqual([]);
   }, 120_000);
 
-  test('break 4: a first Ctrl-C while another writer holds the file: nothing starts after it; exit 130, strategy applying', async () => {
+  bigOnly('break 4: a first Ctrl-C while another writer holds the file: nothing starts after it; exit 130, strategy applying', async () => {
     f = seamFixture();
     setup(12, 3, `
 states:
@@ -527,8 +537,8 @@ states:
 });
 
 // 30 kills of the launcher and 5 of dcm under `npm run test:big`, 12 and 2 under `npm test`.
-const LAUNCHER_KILLS = process.env.DCM_BIG_TESTS ? 30 : 12;
-const DCM_KILLS = process.env.DCM_BIG_TESTS ? 5 : 2;
+const LAUNCHER_KILLS = BIG ? 30 : 12;
+const DCM_KILLS = BIG ? 5 : 2;
 
 describe(`the launcher (and dcm) killed at random moments, ${LAUNCHER_KILLS}+ times`, () => {
   test(`kill -9 of the launcher ${LAUNCHER_KILLS}+ times and of dcm ${DCM_KILLS}+ times, re-applying as needed: nothing that exited 0 runs again, no overlap, the window holds`, async () => {
@@ -579,7 +589,7 @@ states:
       if (code === 1 && strategyState(f.db) === 'failed') {
         // A step failed because of a kill: give it another go, as an operator would.
         retries.push(steps(f.db).filter((s) => s.state === 'failed').map((s) => `${s.cloud}: ${s.details}`).join('; '));
-        dcmOk([...db(), 'strategy', 'retry']);
+        dcmQuickOk([...db(), 'strategy', 'retry']);
       }
     }
     expect(launcherKills).toBeGreaterThanOrEqual(LAUNCHER_KILLS);

@@ -7,9 +7,10 @@ import { afterEach, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { dcm, dcmOk, sleep, waitFor } from '../helpers/cli.js';
+import { dcm, sleep, waitFor } from '../helpers/cli.js';
 import { history, killLeftovers, names, spawnDcm, steps } from '../helpers/history.js';
 import { execFixture, type ExecFixture } from '../helpers/exec.js';
+import { dcmQuickOk } from '../helpers/quick.js';
 
 let f: ExecFixture;
 afterEach(() => {
@@ -27,8 +28,8 @@ function startedRuns(db: string): number {
 }
 
 function setup(n: number, window: number, yaml: string): void {
-  dcmOk(['--db', f.db, 'subcloud', 'add', ...names(n)]);
-  dcmOk(['--db', f.db, 'strategy', 'create', '--type', 'firmware', '--max-parallel-subclouds', String(window), '--driver', 'exec', '--exec-config', f.config(yaml)]);
+  dcmQuickOk(['--db', f.db, 'subcloud', 'add', ...names(n)]);
+  dcmQuickOk(['--db', f.db, 'strategy', 'create', '--type', 'firmware', '--max-parallel-subclouds', String(window), '--driver', 'exec', '--exec-config', f.config(yaml)]);
 }
 
 describe('exec driver: abort and Ctrl-C', () => {
@@ -45,7 +46,7 @@ states:
 `);
     const apply = spawnDcm(['--db', f.db, 'strategy', 'apply'], f.env);
     await waitFor(() => startedRuns(f.db) === 2, 20_000);
-    dcmOk(['--db', f.db, 'strategy', 'abort']);
+    dcmQuickOk(['--db', f.db, 'strategy', 'abort']);
     await waitFor(() => steps(f.db).filter((s) => s.state === 'aborted').length === 4, 20_000);
     fs.writeFileSync(gate, '');
     const r = await apply.done;

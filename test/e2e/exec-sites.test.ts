@@ -6,9 +6,10 @@
 import { afterEach, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs';
 import path from 'node:path';
-import { dcm, dcmOk } from '../helpers/cli.js';
+import { dcm} from '../helpers/cli.js';
 import { execFixture, type ExecFixture } from '../helpers/exec.js';
 import { SUBCLOUD_FIELDS } from '../../src/drivers/exec/placeholders.js';
+import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
 
 let f: ExecFixture;
 afterEach(() => f?.cleanup());
@@ -26,11 +27,11 @@ describe('exec driver: a site’s fields and labels', () => {
   // the config: {oam_floating_ip} and every other field, {label.KEY}.
   test('placeholders and variables of the subcloud’s fields and labels; --label picks the sites', () => {
     f = execFixture();
-    dcmOk([...db(), 'subcloud-group', 'add', '--name', 'edge']);
-    dcmOk([...db(), 'subcloud', 'add', 'site1', '--group', 'edge', '--oam-floating-ip', '10.1.0.1', '--management-start-ip', '192.168.1.2',
+    dcmQuickOk([...db(), 'subcloud-group', 'add', '--name', 'edge']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 'site1', '--group', 'edge', '--oam-floating-ip', '10.1.0.1', '--management-start-ip', '192.168.1.2',
       '--region-name', 'RegionSite1', '--label', 'ssh_port=2201', '--label', 'rollout=yes']);
-    dcmOk([...db(), 'subcloud', 'add', 'site2', '--label', 'rollout=yes', '--label', 'jump=bastion one']);
-    dcmOk([...db(), 'subcloud', 'add', 'other', '--oam-floating-ip', '10.1.0.9']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 'site2', '--label', 'rollout=yes', '--label', 'jump=bastion one']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 'other', '--oam-floating-ip', '10.1.0.9']);
     const out = path.join(f.dir, 'out.txt');
     const envDir = path.join(f.dir, 'env');
     fs.mkdirSync(envDir);
@@ -41,7 +42,7 @@ states:
       printf '%s|%s|%s|%s|%s|%s|%s\\n' {cloud} {oam_floating_ip} {management_start_ip} {region_name} {label.ssh_port} {label.jump} {group}
       >> ${out}; env | grep '^DCM_SUB_\\|^DCM_LABEL_' | sort > ${envDir}/$DCM_CLOUD
 `);
-    dcmOk([...db(), 'strategy', 'create', '--type', 'custom', '--driver', 'exec', '--exec-config', cfg, '--label', 'rollout=yes']);
+    dcmQuickOk([...db(), 'strategy', 'create', '--type', 'custom', '--driver', 'exec', '--exec-config', cfg, '--label', 'rollout=yes']);
     const r = dcm([...db(), 'strategy', 'apply'], { env: f.env });
     expect(r.code).toBe(0);
     // Only the labelled sites ran; an unset field or a missing label is an empty value.
@@ -73,8 +74,8 @@ states:
 
   test('the field placeholders are the fields subcloud show -d prints, by the same names', () => {
     f = execFixture();
-    dcmOk([...db(), 'subcloud', 'add', 's1', '--oam-floating-ip', '10.0.0.1', '--deploy-config-sync-status', 'deployed', '--label', 'k=v']);
-    const shown = Object.keys(JSON.parse(dcmOk([...db(), 'subcloud', 'show', 's1', '-d', '-f', 'json']).stdout) as object);
+    dcmQuickOk([...db(), 'subcloud', 'add', 's1', '--oam-floating-ip', '10.0.0.1', '--deploy-config-sync-status', 'deployed', '--label', 'k=v']);
+    const shown = Object.keys(JSON.parse(dcmQuickOk([...db(), 'subcloud', 'show', 's1', '-d', '-f', 'json']).stdout) as object);
     // show prints group_id (its group's name is {group}), the endpoint as dcmanager spells it, the
     // record's own times, and the labels.
     const expected = shown.filter((k) => !['labels', 'created_at', 'updated_at'].includes(k)).map((k) => k.replace('kube-rootca', 'kube_rootca'));
@@ -83,12 +84,12 @@ states:
 
   test('an unknown field is still refused at create; {label.KEY} of any key is not', () => {
     f = execFixture();
-    dcmOk([...db(), 'subcloud', 'add', 's1']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 's1']);
     const bad = f.config('states:\n  probe: echo {oam_floating_iq}\n', 'bad.yaml');
-    const r = dcm([...db(), 'strategy', 'create', '--type', 'custom', '--driver', 'exec', '--exec-config', bad]);
+    const r = dcmQuick([...db(), 'strategy', 'create', '--type', 'custom', '--driver', 'exec', '--exec-config', bad]);
     expect(r.stderr).toMatch(/^error: .*unknown placeholder \{oam_floating_iq\}/);
     expect(r.code).toBe(2);
     const ok = f.config('states:\n  probe: echo {label.anything}\n', 'ok.yaml');
-    dcmOk([...db(), 'strategy', 'create', '--type', 'custom', '--driver', 'exec', '--exec-config', ok]);
+    dcmQuickOk([...db(), 'strategy', 'create', '--type', 'custom', '--driver', 'exec', '--exec-config', ok]);
   });
 });

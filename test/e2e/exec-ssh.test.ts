@@ -18,8 +18,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { statesOf } from '../../src/domain/types.js';
-import { BIN, dcm, dcmOk, tempDir } from '../helpers/cli.js';
+import { BIN, dcm, tempDir } from '../helpers/cli.js';
 import { history } from '../helpers/history.js';
+import { dcmQuickOk } from '../helpers/quick.js';
 
 const SSHD = '/usr/sbin/sshd';
 const CLOUDS = ['site1', 'site2', 'site3'];
@@ -153,7 +154,7 @@ maybe('exec over real ssh: three sites on three ports', () => {
 
   function fleet(db: string): void {
     CLOUDS.forEach((c, i) => {
-      dcmOk(['--db', db, 'subcloud', 'add', c, '--oam-floating-ip', '127.0.0.1', '--region-name', `Region${i + 1}`,
+      dcmQuickOk(['--db', db, 'subcloud', 'add', c, '--oam-floating-ip', '127.0.0.1', '--region-name', `Region${i + 1}`,
         '--label', `ssh_port=${ports[i]}`, '--label', `ansible_port=${ports[i]}`]);
     });
   }
@@ -163,7 +164,7 @@ maybe('exec over real ssh: three sites on three ports', () => {
     fleet(db);
     const cfg = path.join(t.dir, 'placeholder.yaml');
     fs.writeFileSync(cfg, `defaults: {timeout: 60s}\nstates:\n  "*": ssh -F ${client} -p {label.ssh_port} {oam_floating_ip} ${siteSh} placeholder {cloud} {state}\n`);
-    dcmOk(['--db', db, 'strategy', 'create', '--type', 'patch', '--patch-id', 'P1', '--max-parallel-subclouds', '3', '--driver', 'exec', '--exec-config', cfg]);
+    dcmQuickOk(['--db', db, 'strategy', 'create', '--type', 'patch', '--patch-id', 'P1', '--max-parallel-subclouds', '3', '--driver', 'exec', '--exec-config', cfg]);
     const r = dcm(['--db', db, 'strategy', 'apply']);
     expect(r.stderr).toContain('strategy complete');
     expect(r.code).toBe(0);
@@ -176,10 +177,10 @@ maybe('exec over real ssh: three sites on three ports', () => {
     const db = path.join(t.dir, 'defer255.db');
     fleet(db);
     const [closed] = await freePorts(1);
-    dcmOk(['--db', db, 'subcloud', 'add', 'site4', '--oam-floating-ip', '127.0.0.1', '--label', `ssh_port=${closed}`]);
+    dcmQuickOk(['--db', db, 'subcloud', 'add', 'site4', '--oam-floating-ip', '127.0.0.1', '--label', `ssh_port=${closed}`]);
     const cfg = path.join(t.dir, 'defer255.yaml');
     fs.writeFileSync(cfg, `defaults: {timeout: 60s}\ndefer_exit_codes: [75, 255]\nstates:\n  "*": ssh -F ${client} -p {label.ssh_port} {oam_floating_ip} ${siteSh} defer255 {cloud} {state}\n`);
-    dcmOk(['--db', db, 'strategy', 'create', '--type', 'patch', '--patch-id', 'P1', '--max-parallel-subclouds', '4', '--driver', 'exec', '--exec-config', cfg, '--defer-delay', '1s']);
+    dcmQuickOk(['--db', db, 'strategy', 'create', '--type', 'patch', '--patch-id', 'P1', '--max-parallel-subclouds', '4', '--driver', 'exec', '--exec-config', cfg, '--defer-delay', '1s']);
     const r = dcm(['--db', db, 'strategy', 'apply']);
     expect(r.code).toBe(1);
     const runs = history(db, 'site4');
@@ -187,7 +188,7 @@ maybe('exec over real ssh: three sites on three ports', () => {
     expect(runs.length).toBeGreaterThanOrEqual(2);
     for (const run of runs.slice(0, -1)) expect(run.details).toMatch(/^deferred: exit 255: /);
     expect(runs[runs.length - 1].details).toMatch(/^unreachable: exit 255: /);
-    const step = JSON.parse(dcmOk(['--db', db, 'strategy-step', 'show', 'site4', '-f', 'json']).stdout) as { details: string };
+    const step = JSON.parse(dcmQuickOk(['--db', db, 'strategy-step', 'show', 'site4', '-f', 'json']).stdout) as { details: string };
     expect(step.details).toMatch(/^pre check: unreachable: exit 255: .*the rest of its stage is done\)$/);
     CLOUDS.forEach((_, i) => expect(siteLog(ports[i], 'defer255')).toHaveLength(statesOf('patch').length));
   }, 120_000);
@@ -206,7 +207,7 @@ cat "$CLIENT" >> "$OUT"`], { encoding: 'utf8', env: { ...process.env, BIN, DB: d
     // Beside the config: its folder is the runs' working directory.
     const cfg = path.join(t.dir, 'sshconfig.yaml');
     fs.writeFileSync(cfg, `states:\n  "*": ssh -F sites.ssh_config {cloud} ${siteSh} ssh_config {cloud} {state}\n`);
-    dcmOk(['--db', db, 'strategy', 'create', '--type', 'kubernetes', '--to-version', 'v1.29.2', '--max-parallel-subclouds', '3',
+    dcmQuickOk(['--db', db, 'strategy', 'create', '--type', 'kubernetes', '--to-version', 'v1.29.2', '--max-parallel-subclouds', '3',
       '--driver', 'exec', '--exec-config', cfg]);
     expect(dcm(['--db', db, 'strategy', 'apply']).code).toBe(0);
     expectEveryStateOnceOnEachSite(db, statesOf('kubernetes'), 'ssh_config');
@@ -218,7 +219,7 @@ cat "$CLIENT" >> "$OUT"`], { encoding: 'utf8', env: { ...process.env, BIN, DB: d
     if (which.status !== 0) throw new Error('ansible-playbook is not installed: apt-get install -y ansible-core (as .ci/run does)');
     const db = path.join(t.dir, 'ansible.db');
     fleet(db);
-    fs.writeFileSync(path.join(t.dir, 'inventory.yaml'), dcmOk(['--db', db, 'subcloud', 'inventory', '--ansible']).stdout);
+    fs.writeFileSync(path.join(t.dir, 'inventory.yaml'), dcmQuickOk(['--db', db, 'subcloud', 'inventory', '--ansible']).stdout);
     // The site hears of the state and of a field of its own, from the host's variables.
     fs.writeFileSync(path.join(t.dir, 'site.yml'), `- hosts: all
   gather_facts: false
@@ -243,11 +244,12 @@ cat "$CLIENT" >> "$OUT"`], { encoding: 'utf8', env: { ...process.env, BIN, DB: d
 states:
   "*": [ansible-playbook, -i, inventory.yaml, -l, "{cloud}", -e, "dcm_state='{state}'", site.yml]
 `);
-    dcmOk(['--db', db, 'strategy', 'create', '--type', 'firmware', '--max-parallel-subclouds', '3', '--driver', 'exec', '--exec-config', cfg]);
+    // A type of three states: each is an ansible-playbook per site, seconds of CPU each.
+    dcmQuickOk(['--db', db, 'strategy', 'create', '--type', 'kube-rootca-update', '--max-parallel-subclouds', '3', '--driver', 'exec', '--exec-config', cfg]);
     const r = dcm(['--db', db, 'strategy', 'apply']);
     expect(r.stderr).toContain('strategy complete');
     expect(r.code).toBe(0);
-    expectEveryStateOnceOnEachSite(db, statesOf('firmware'), 'ansible');
-    CLOUDS.forEach((c, i) => expect(siteLog(ports[i], 'region')).toEqual(statesOf('firmware').map(() => `${c} Region${i + 1}`)));
+    expectEveryStateOnceOnEachSite(db, statesOf('kube-rootca-update'), 'ansible');
+    CLOUDS.forEach((c, i) => expect(siteLog(ports[i], 'region')).toEqual(statesOf('kube-rootca-update').map(() => `${c} Region${i + 1}`)));
   }, 240_000);
 });

@@ -10,8 +10,9 @@ import { afterEach, describe, test } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { dcmOk, tempDir } from '../helpers/cli.js';
+import { tempDir } from '../helpers/cli.js';
 import { expectRefused } from '../helpers/fleet.js';
+import { dcmQuickOk } from '../helpers/quick.js';
 
 let t: ReturnType<typeof tempDir>;
 afterEach(() => t?.cleanup());
@@ -20,7 +21,7 @@ const SNOWMEN = '\u2603'.repeat(255); // 255 characters, 765 bytes in UTF-8
 
 function setup(clouds: string[] = ['s1']): { cfg: string; create: (...a: string[]) => string[] } {
   t = tempDir();
-  dcmOk(['--db', t.db, 'subcloud', 'add', ...clouds]);
+  dcmQuickOk(['--db', t.db, 'subcloud', 'add', ...clouds]);
   const cfg = path.join(t.dir, 'exec.yaml');
   fs.writeFileSync(cfg, 'states:\n  "*": ["true"]\n');
   return { cfg, create: (...a) => ['--db', t.db, 'strategy', 'create', '--type', 'firmware', '--driver', 'exec', ...a] };
@@ -43,15 +44,15 @@ describe('create refuses what apply could not run', () => {
     expectRefused(t.dir, create('--exec-config', cfg, '--log-dir', path.join(t.dir, 'fifo')), 1, /as the log folder: it is a FIFO, not a folder$/);
     expectRefused(t.dir, create('--exec-config', cfg, '--log-dir', ''), 2, "option '--log-dir' is empty: name a folder");
     // A folder that does not exist yet is fine: apply makes it.
-    dcmOk(create('--exec-config', cfg, '--log-dir', path.join(t.dir, 'new', 'logs')));
+    dcmQuickOk(create('--exec-config', cfg, '--log-dir', path.join(t.dir, 'new', 'logs')));
   });
 
   test('a subcloud whose log folder name would pass 255 bytes is refused, named; 255 ASCII characters are fine', () => {
     const { cfg, create } = setup([SNOWMEN, 'x'.repeat(255)]);
     expectRefused(t.dir, create('--exec-config', cfg), 1, /^subcloud '☃{57}\.\.\.' cannot be run by the exec driver: its log folder name would be 765 bytes, over the file system's limit of 255$/);
     expectRefused(t.dir, create('--exec-config', cfg, '--dry-run'), 1, /cannot be run by the exec driver/);
-    dcmOk(['--db', t.db, 'subcloud', 'delete', SNOWMEN]);
-    dcmOk(create('--exec-config', cfg));
+    dcmQuickOk(['--db', t.db, 'subcloud', 'delete', SNOWMEN]);
+    dcmQuickOk(create('--exec-config', cfg));
   });
 
   test.each([

@@ -7,10 +7,11 @@
 import { afterEach, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs';
 import path from 'node:path';
-import { dcm, dcmOk } from '../helpers/cli.js';
+import { dcm} from '../helpers/cli.js';
 import { execFixture, type ExecFixture } from '../helpers/exec.js';
 import { history, steps } from '../helpers/history.js';
 import { strategyId } from '../helpers/logs.js';
+import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
 
 let f: ExecFixture;
 afterEach(() => f?.cleanup());
@@ -28,14 +29,14 @@ function tree(dir: string): string[] {
 describe('run logs of names that used to collide', () => {
   test('subclouds and custom states each get their own log; logs prints each its own', () => {
     f = execFixture();
-    dcmOk(['--db', f.db, 'subcloud', 'add', ...PAIRS]);
+    dcmQuickOk(['--db', f.db, 'subcloud', 'add', ...PAIRS]);
     // Each run says who and what it is.
     const cfg = f.config(`
 states:
   a/b: [sh, -c, 'echo "run of $DCM_CLOUD in $DCM_STATE"']
   a_b: [sh, -c, 'echo "run of $DCM_CLOUD in $DCM_STATE"']
 `);
-    dcmOk(['--db', f.db, 'strategy', 'create', '--type', 'custom', '--max-parallel-subclouds', '8', '--driver', 'exec', '--exec-config', cfg]);
+    dcmQuickOk(['--db', f.db, 'strategy', 'create', '--type', 'custom', '--max-parallel-subclouds', '8', '--driver', 'exec', '--exec-config', cfg]);
     const r = dcm(['--db', f.db, 'strategy', 'apply', '-q'], { env: f.env });
     expect(steps(f.db).filter((s) => s.state !== 'complete')).toEqual([]);
     expect(r.code).toBe(0);
@@ -50,10 +51,10 @@ states:
     expect(fs.readdirSync(logDir)).toEqual([strategyId(f.db)]);
 
     for (const cloud of PAIRS) {
-      const out = dcm(['--db', f.db, 'strategy-step', 'logs', cloud]);
+      const out = dcmQuick(['--db', f.db, 'strategy-step', 'logs', cloud]);
       expect(out.code).toBe(0);
       expect(out.stdout).toBe(`==> attempt 1, a/b <==\nrun of ${cloud} in a/b\n\n==> attempt 1, a_b <==\nrun of ${cloud} in a_b\n`);
-      expect(dcm(['--db', f.db, 'strategy-step', 'logs', cloud, '--state', 'a_b']).stdout).toBe(`run of ${cloud} in a_b\n`);
+      expect(dcmQuick(['--db', f.db, 'strategy-step', 'logs', cloud, '--state', 'a_b']).stdout).toBe(`run of ${cloud} in a_b\n`);
     }
   });
 });

@@ -5,9 +5,10 @@
  * `--progress-interval 600h` prints no summary line in a short apply.
  */
 import { afterEach, describe, expect, test } from '@jest/globals';
-import { dcm, dcmOk, waitFor } from '../helpers/cli.js';
+import { dcm, waitFor } from '../helpers/cli.js';
 import { execFixture, type ExecFixture } from '../helpers/exec.js';
 import { killLeftovers, spawnDcm, steps } from '../helpers/history.js';
+import { dcmQuickOk } from '../helpers/quick.js';
 
 let f: ExecFixture;
 afterEach(() => {
@@ -18,13 +19,13 @@ afterEach(() => {
 describe('long durations', () => {
   test('timeout: 720h lets a run finish', () => {
     f = execFixture();
-    dcmOk(['--db', f.db, 'subcloud', 'add', 's1']);
+    dcmQuickOk(['--db', f.db, 'subcloud', 'add', 's1']);
     const cfg = f.config(`
 defaults: {timeout: 720h, env: {STEP_MIN_MS: "300"}}
 states:
   "*": [${f.step}]
 `);
-    dcmOk(['--db', f.db, 'strategy', 'create', '--type', 'firmware', '--driver', 'exec', '--exec-config', cfg]);
+    dcmQuickOk(['--db', f.db, 'strategy', 'create', '--type', 'firmware', '--driver', 'exec', '--exec-config', cfg]);
     const r = dcm(['--db', f.db, 'strategy', 'apply', '-q'], { env: f.env });
     expect(steps(f.db).map((s) => [s.state, s.details])).toEqual([['complete', '']]);
     expect(r.code).toBe(0);
@@ -33,7 +34,7 @@ states:
 
   test('backoff: 600h: no second attempt while another subcloud runs to its end', async () => {
     f = execFixture();
-    dcmOk(['--db', f.db, 'subcloud', 'add', 'fails', 'slow']);
+    dcmQuickOk(['--db', f.db, 'subcloud', 'add', 'fails', 'slow']);
     // `fails` fails its first run; `slow` takes a second. With the backoff cut to 1 ms, `fails`
     // would run again long before `slow` ends.
     const cfg = f.config(`
@@ -43,7 +44,7 @@ states:
     run: 'if [ "$DCM_CLOUD" = slow ]; then STEP_MIN_MS=1000 ${f.step}; else STEP_EXIT=$([ "$DCM_ATTEMPT" = 1 ] && echo 1 || echo 0) ${f.step}; fi'
   "*": [${f.step}]
 `);
-    dcmOk(['--db', f.db, 'strategy', 'create', '--type', 'firmware', '--max-parallel-subclouds', '2', '--driver', 'exec', '--exec-config', cfg]);
+    dcmQuickOk(['--db', f.db, 'strategy', 'create', '--type', 'firmware', '--max-parallel-subclouds', '2', '--driver', 'exec', '--exec-config', cfg]);
     const apply = spawnDcm(['--db', f.db, 'strategy', 'apply', '-v'], f.env);
     await waitFor(() => steps(f.db).find((s) => s.cloud === 'slow')?.state === 'complete', 60_000, 20);
     const runs = f.readRuns().filter((r) => r.cloud === 'fails');
@@ -61,13 +62,13 @@ states:
 
   test('--progress-interval 600h: no summary line in an apply of a few hundred ms', () => {
     f = execFixture();
-    dcmOk(['--db', f.db, 'subcloud', 'add', 's1']);
+    dcmQuickOk(['--db', f.db, 'subcloud', 'add', 's1']);
     const cfg = f.config(`
 defaults: {env: {STEP_MIN_MS: "100"}}
 states:
   "*": [${f.step}]
 `);
-    dcmOk(['--db', f.db, 'strategy', 'create', '--type', 'firmware', '--driver', 'exec', '--exec-config', cfg]);
+    dcmQuickOk(['--db', f.db, 'strategy', 'create', '--type', 'firmware', '--driver', 'exec', '--exec-config', cfg]);
     const r = dcm(['--db', f.db, 'strategy', 'apply', '--progress-interval', '600h'], { env: f.env });
     expect(r.code).toBe(0);
     expect(r.stderr.split('\n').filter((l) => / progress: /.test(l))).toEqual([]);

@@ -7,7 +7,8 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { dcm, dcmOk, expectErrorLine, Fixture } from '../helpers/fleet.js';
+import { expectErrorLine, Fixture } from '../helpers/fleet.js';
+import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
 
 interface Listed {
   _meta: { hostvars: Record<string, Record<string, unknown>> };
@@ -33,12 +34,12 @@ function ansibleList(file: string): Listed {
 let fx: Fixture;
 beforeAll(() => {
   fx = new Fixture((db) => {
-    dcmOk(['--db', db, 'subcloud-group', 'add', '--name', 'canary']);
-    dcmOk(['--db', db, 'subcloud-group', 'add', '--name', 'edge sites']);
-    dcmOk(['--db', db, 'subcloud', 'add', 'site1', '--group', 'canary', '--oam-floating-ip', '10.2.0.1', '--location', 'Zürich: "rack 1"',
+    dcmQuickOk(['--db', db, 'subcloud-group', 'add', '--name', 'canary']);
+    dcmQuickOk(['--db', db, 'subcloud-group', 'add', '--name', 'edge sites']);
+    dcmQuickOk(['--db', db, 'subcloud', 'add', 'site1', '--group', 'canary', '--oam-floating-ip', '10.2.0.1', '--location', 'Zürich: "rack 1"',
       '--label', 'ansible_port=2201', '--label', 'rack=yes']);
-    dcmOk(['--db', db, 'subcloud', 'add', 'site2', '--group', 'edge sites', '--label', 'ansible_host=site2.example']);
-    dcmOk(['--db', db, 'subcloud', 'add', 'site3', '--deploy-status', 'secondary']);
+    dcmQuickOk(['--db', db, 'subcloud', 'add', 'site2', '--group', 'edge sites', '--label', 'ansible_host=site2.example']);
+    dcmQuickOk(['--db', db, 'subcloud', 'add', 'site3', '--deploy-status', 'secondary']);
   });
 });
 afterAll(() => fx.cleanup());
@@ -46,7 +47,7 @@ afterAll(() => fx.cleanup());
 describe('subcloud inventory --ansible', () => {
   test('ansible-inventory reads the hosts, their variables and the groups', () => {
     const { dir, db } = fx.fresh();
-    const r = dcmOk(['--db', db, 'subcloud', 'inventory', '--ansible']);
+    const r = dcmQuickOk(['--db', db, 'subcloud', 'inventory', '--ansible']);
     expect(r.stderr).toBe("warning: subcloud group 'edge sites' is not an Ansible group name (a letter or _, then letters, digits, _): its subclouds are in all only\n");
     const file = path.join(dir, 'inventory.yaml');
     fs.writeFileSync(file, r.stdout);
@@ -73,18 +74,18 @@ describe('subcloud inventory --ansible', () => {
     expect(inv.all.children).toContain('canary');
     expect(inv.all.children).not.toContain('edge sites');
     // --all takes the secondary subcloud too; --label and --group narrow it.
-    fs.writeFileSync(file, dcmOk(['--db', db, 'subcloud', 'inventory', '--ansible', '--all']).stdout);
+    fs.writeFileSync(file, dcmQuickOk(['--db', db, 'subcloud', 'inventory', '--ansible', '--all']).stdout);
     expect(Object.keys(ansibleList(file)._meta.hostvars).sort()).toEqual(['site1', 'site2', 'site3']);
-    fs.writeFileSync(file, dcmOk(['--db', db, 'subcloud', 'inventory', '--ansible', '--label', 'rack=yes']).stdout);
+    fs.writeFileSync(file, dcmQuickOk(['--db', db, 'subcloud', 'inventory', '--ansible', '--label', 'rack=yes']).stdout);
     expect(Object.keys(ansibleList(file)._meta.hostvars)).toEqual(['site1']);
   });
 
   test('an empty fleet is an empty inventory; without --ansible, a usage error', () => {
     const { dir, db } = fx.fresh(true);
     const file = path.join(dir, 'inventory.yaml');
-    fs.writeFileSync(file, dcmOk(['--db', db, 'subcloud', 'inventory', '--ansible']).stdout);
+    fs.writeFileSync(file, dcmQuickOk(['--db', db, 'subcloud', 'inventory', '--ansible']).stdout);
     expect(ansibleList(file)._meta.hostvars).toEqual({});
     expect(fs.existsSync(db)).toBe(false);
-    expectErrorLine(dcm(['--db', db, 'subcloud', 'inventory']), 2, 'give the inventory format: --ansible');
+    expectErrorLine(dcmQuick(['--db', db, 'subcloud', 'inventory']), 2, 'give the inventory format: --ansible');
   });
 });

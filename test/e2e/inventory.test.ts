@@ -6,7 +6,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { dcm, dcmOk, dirFingerprint, Fixture, withSql } from '../helpers/fleet.js';
+import { dirFingerprint, Fixture, withSql } from '../helpers/fleet.js';
+import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
 
 let fx: Fixture; // temporary directories only
 beforeAll(() => {
@@ -17,7 +18,7 @@ afterAll(() => fx.cleanup());
 describe('where the file is: --db, else $DCM_DB, else ./dcm.db', () => {
   test('./dcm.db in the working directory', () => {
     const { dir } = fx.fresh(true);
-    dcmOk(['subcloud', 'add', 'a1'], { cwd: dir });
+    dcmQuickOk(['subcloud', 'add', 'a1'], { cwd: dir });
     expect(fs.readdirSync(dir)).toEqual(['dcm.db']);
   });
 
@@ -25,11 +26,11 @@ describe('where the file is: --db, else $DCM_DB, else ./dcm.db', () => {
     const { dir } = fx.fresh(true);
     const env = path.join(dir, 'env.db');
     const opt = path.join(dir, 'opt.db');
-    dcmOk(['subcloud', 'add', 'e1'], { cwd: dir, env: { DCM_DB: env } });
+    dcmQuickOk(['subcloud', 'add', 'e1'], { cwd: dir, env: { DCM_DB: env } });
     expect(fs.readdirSync(dir)).toEqual(['env.db']);
-    dcmOk(['--db', opt, 'subcloud', 'add', 'o1'], { cwd: dir, env: { DCM_DB: env } });
+    dcmQuickOk(['--db', opt, 'subcloud', 'add', 'o1'], { cwd: dir, env: { DCM_DB: env } });
     expect(fs.readdirSync(dir).sort()).toEqual(['env.db', 'opt.db']);
-    const names = dcmOk(['subcloud', 'list', '-f', 'value', '-c', 'name'], { cwd: dir, env: { DCM_DB: env } }).stdout;
+    const names = dcmQuickOk(['subcloud', 'list', '-f', 'value', '-c', 'name'], { cwd: dir, env: { DCM_DB: env } }).stdout;
     expect(names).toBe('e1\n');
   });
 });
@@ -38,7 +39,7 @@ describe('read commands on a missing file', () => {
   test('print the empty result, exit 0, and create nothing', () => {
     const { dir, db } = fx.fresh(true);
     const read = (...args: string[]) => {
-      const r = dcm(['--db', db, ...args]);
+      const r = dcmQuick(['--db', db, ...args]);
       expect([r.code, r.stderr]).toEqual([0, '']);
       return r.stdout;
     };
@@ -58,10 +59,10 @@ describe('read commands on a missing file', () => {
     expect(JSON.parse(read('subcloud-group', 'list', '-f', 'json'))).toEqual([{ id: 1, name: 'Default', description: 'Default Subcloud Group' }]);
     expect(read('subcloud-group', 'list-subclouds', 'Default', '-f', 'csv', '-c', 'name')).toBe('"name"\n"<none>"\n');
     // Nothing to show or delete: not found, and still no file.
-    const show = dcm(['--db', db, 'strategy', 'show']);
+    const show = dcmQuick(['--db', db, 'strategy', 'show']);
     expect(show.code).toBe(1);
     expect(show.stderr).toMatch(/^error: .*not found\n$/);
-    expect(dcm(['--db', db, 'strategy', 'delete']).code).toBe(1);
+    expect(dcmQuick(['--db', db, 'strategy', 'delete']).code).toBe(1);
     expect(fs.readdirSync(dir)).toEqual([]);
   });
 });
@@ -69,7 +70,7 @@ describe('read commands on a missing file', () => {
 describe('the file', () => {
   test('a write creates it: WAL, schema version, Default group; reads leave it byte for byte', () => {
     const { dir, db } = fx.fresh(true);
-    dcmOk(['--db', db, 'subcloud', 'add', 'a1']);
+    dcmQuickOk(['--db', db, 'subcloud', 'add', 'a1']);
     const info = withSql(db, (d) => ({
       journal: d.pragma('journal_mode', { simple: true }),
       version: d.pragma('user_version', { simple: true }),
@@ -79,8 +80,8 @@ describe('the file', () => {
     expect(info.version).toBeGreaterThanOrEqual(1);
     expect(info.tables).toEqual(expect.arrayContaining(['subcloud', 'subcloud_group', 'strategy', 'strategy_step', 'strategy_stage']));
     const before = dirFingerprint(dir);
-    dcmOk(['--db', db, 'subcloud', 'list']);
-    dcmOk(['--db', db, 'subcloud-group', 'show', 'Default']);
+    dcmQuickOk(['--db', db, 'subcloud', 'list']);
+    dcmQuickOk(['--db', db, 'subcloud-group', 'show', 'Default']);
     expect(dirFingerprint(dir)).toEqual(before);
   });
 });
@@ -89,17 +90,17 @@ describe('inventory at scale and from standard input', () => {
   test('subcloud add with 1000 names in one command', () => {
     const { db } = fx.fresh(true);
     const names = Array.from({ length: 1000 }, (_, i) => `subcloud${i + 1}`);
-    dcmOk(['--db', db, 'subcloud', 'add', ...names, '--group', '1', '-f', 'value', '-c', 'id']);
-    const listed = dcmOk(['--db', db, 'subcloud', 'list', '-f', 'value', '-c', 'id', '-c', 'name']).stdout.trimEnd().split('\n');
+    dcmQuickOk(['--db', db, 'subcloud', 'add', ...names, '--group', '1', '-f', 'value', '-c', 'id']);
+    const listed = dcmQuickOk(['--db', db, 'subcloud', 'list', '-f', 'value', '-c', 'id', '-c', 'name']).stdout.trimEnd().split('\n');
     expect(listed).toEqual(names.map((n, i) => `${i + 1} ${n}`));
   });
 
   test('import from standard input: `-` and no file argument; CSV, JSON array, JSON lines', () => {
     const { db } = fx.fresh(true);
-    expect(dcmOk(['--db', db, 'subcloud', 'import', '-', '-f', 'value'], { input: 'name,availability\nc1,offline\nc2,online\n' }).stdout).toBe('2\n');
-    expect(dcmOk(['--db', db, 'subcloud', 'import', '-f', 'value'], { input: '[{"name":"a1"},{"name":"a2","management":"unmanaged"}]' }).stdout).toBe('2\n');
-    expect(dcmOk(['--db', db, 'subcloud', 'import', '-', '-f', 'value'], { input: '{"name":"l1"}\n{"name":"l2","sync":"in-sync"}\n' }).stdout).toBe('2\n');
-    expect(dcmOk(['--db', db, 'subcloud', 'list', '-f', 'value', '-c', 'name', '-c', 'management', '-c', 'availability', '-c', 'sync']).stdout).toBe(
+    expect(dcmQuickOk(['--db', db, 'subcloud', 'import', '-', '-f', 'value'], { input: 'name,availability\nc1,offline\nc2,online\n' }).stdout).toBe('2\n');
+    expect(dcmQuickOk(['--db', db, 'subcloud', 'import', '-f', 'value'], { input: '[{"name":"a1"},{"name":"a2","management":"unmanaged"}]' }).stdout).toBe('2\n');
+    expect(dcmQuickOk(['--db', db, 'subcloud', 'import', '-', '-f', 'value'], { input: '{"name":"l1"}\n{"name":"l2","sync":"in-sync"}\n' }).stdout).toBe('2\n');
+    expect(dcmQuickOk(['--db', db, 'subcloud', 'list', '-f', 'value', '-c', 'name', '-c', 'management', '-c', 'availability', '-c', 'sync']).stdout).toBe(
       [
         'c1 managed offline out-of-sync',
         'c2 managed online out-of-sync',

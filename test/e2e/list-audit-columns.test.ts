@@ -6,19 +6,19 @@
 import { describe, expect, test } from '@jest/globals';
 import fs from 'node:fs';
 import path from 'node:path';
-import { dcmOk } from '../helpers/cli.js';
 import { tempPerTest } from '../helpers/history.js';
+import { dcmQuickOk } from '../helpers/quick.js';
 
 const temp = tempPerTest();
 
 describe('subcloud list and audit', () => {
   test('-c <endpoint>_sync_status: each endpoint by the name subcloud show prints', () => {
     const t = temp();
-    dcmOk(['--db', t.db, 'subcloud', 'add', 's1', 's2', '--sync', 'patching=in-sync', '--sync', 'kube-rootca=unknown']);
-    const r = dcmOk(['--db', t.db, 'subcloud', 'list', '-f', 'csv', '-c', 'name', '-c', 'patching_sync_status', '-c', 'kube-rootca_sync_status', '-c', 'sync']);
+    dcmQuickOk(['--db', t.db, 'subcloud', 'add', 's1', 's2', '--sync', 'patching=in-sync', '--sync', 'kube-rootca=unknown']);
+    const r = dcmQuickOk(['--db', t.db, 'subcloud', 'list', '-f', 'csv', '-c', 'name', '-c', 'patching_sync_status', '-c', 'kube-rootca_sync_status', '-c', 'sync']);
     expect(r.stdout).toBe('"name","sync","kube-rootca_sync_status","patching_sync_status"\n"s1","out-of-sync","unknown","in-sync"\n"s2","out-of-sync","unknown","in-sync"\n');
     // Without -c naming them, the list is dcmanager's client's.
-    expect(dcmOk(['--db', t.db, 'subcloud', 'list', '-f', 'csv']).stdout.split('\n')[0]).toBe(
+    expect(dcmQuickOk(['--db', t.db, 'subcloud', 'list', '-f', 'csv']).stdout.split('\n')[0]).toBe(
       '"id","name","management","availability","deploy status","sync","backup status","prestage status"',
     );
   });
@@ -27,8 +27,8 @@ describe('subcloud list and audit', () => {
     const t = temp();
     const cfg = path.join(t.dir, 'sites.yaml');
     fs.writeFileSync(cfg, 'audit: [sh, -c, \'echo "{\\"software_version\\": \\"22.12\\"}"\']\nstates:\n  "*": [\'true\']\n');
-    dcmOk(['--db', t.db, 'subcloud', 'add', ...Array.from({ length: 15 }, (_, i) => `s${i + 1}`)]);
-    const r = dcmOk(['--db', t.db, 'subcloud', 'audit', '--all', '--driver', 'exec', '--exec-config', cfg]);
+    dcmQuickOk(['--db', t.db, 'subcloud', 'add', ...Array.from({ length: 15 }, (_, i) => `s${i + 1}`)]);
+    const r = dcmQuickOk(['--db', t.db, 'subcloud', 'audit', '--all', '--driver', 'exec', '--exec-config', cfg]);
     expect(r.stderr).toBe('audited 15 subcloud(s): 15 changed, 0 failed\n');
   });
 });

@@ -11,11 +11,12 @@ import { afterEach, describe, expect, test } from '@jest/globals';
 import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
-import { dcm, dcmOk, waitFor } from '../helpers/cli.js';
+import { dcm, waitFor } from '../helpers/cli.js';
 import { expectRefused, withSql } from '../helpers/fleet.js';
 import { execFixture, type ExecFixture } from '../helpers/exec.js';
 import { history, killLeftovers, spawnDcm, steps } from '../helpers/history.js';
 import { strategyId } from '../helpers/logs.js';
+import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
 
 let f: ExecFixture;
 afterEach(() => {
@@ -53,7 +54,7 @@ function createStrategy(word: string): void {
 states:
   "*": [sh, -c, 'echo "${word}: $DCM_CLOUD $DCM_STATE"']
 `, `${word}.yaml`);
-  dcmOk(['--db', f.db, 'strategy', 'create', '--type', 'patch', '--driver', 'exec', '--exec-config', cfg]);
+  dcmQuickOk(['--db', f.db, 'strategy', 'create', '--type', 'patch', '--driver', 'exec', '--exec-config', cfg]);
 }
 
 function applyOk(): void {
@@ -64,14 +65,14 @@ function applyOk(): void {
 
 /** create, apply, delete, create, apply: the ids of the first and of the second (current) strategy. */
 function twoStrategies(): { first: string; second: string; firstCreatedAt: string } {
-  dcmOk(['--db', f.db, 'subcloud', 'add', ...CLOUDS]);
+  dcmQuickOk(['--db', f.db, 'subcloud', 'add', ...CLOUDS]);
   createStrategy('first');
   const first = strategyId(f.db);
-  const firstCreatedAt = (JSON.parse(dcmOk(['--db', f.db, 'strategy', 'show', '-f', 'json']).stdout) as { created_at: string }).created_at;
+  const firstCreatedAt = (JSON.parse(dcmQuickOk(['--db', f.db, 'strategy', 'show', '-f', 'json']).stdout) as { created_at: string }).created_at;
   applyOk();
-  dcmOk(['--db', f.db, 'strategy', 'delete']);
+  dcmQuickOk(['--db', f.db, 'strategy', 'delete']);
   // The first completed every subcloud; the second has them to do again.
-  dcmOk(['--db', f.db, 'subcloud', 'update', ...CLOUDS, '--sync', 'all=out-of-sync']);
+  dcmQuickOk(['--db', f.db, 'subcloud', 'update', ...CLOUDS, '--sync', 'all=out-of-sync']);
   createStrategy('second');
   const second = strategyId(f.db);
   applyOk();
@@ -97,16 +98,16 @@ describe('run logs belong to their strategy', () => {
 
     // The current strategy's runs only.
     for (const cloud of CLOUDS) {
-      const out = dcmOk(['--db', f.db, 'strategy-step', 'logs', cloud]).stdout;
+      const out = dcmQuickOk(['--db', f.db, 'strategy-step', 'logs', cloud]).stdout;
       expect(out).toContain(`==> attempt 1, ${PRE} <==\nsecond: ${cloud} ${PRE}\n`);
       expect(out).not.toContain('first');
       expect(out.match(/^==> /gm)).toHaveLength(5);
-      expect(dcmOk(['--db', f.db, 'strategy-step', 'logs', cloud, '--state', PRE]).stdout).toBe(`second: ${cloud} ${PRE}\n`);
+      expect(dcmQuickOk(['--db', f.db, 'strategy-step', 'logs', cloud, '--state', PRE]).stdout).toBe(`second: ${cloud} ${PRE}\n`);
     }
     // The deleted one's, by its id or by its created_at; its own current id reads the current.
-    expect(dcmOk(['--db', f.db, 'strategy-step', 'logs', 'site 2', '--strategy', first, '--state', PRE]).stdout).toBe(`first: site 2 ${PRE}\n`);
-    expect(dcmOk(['--db', f.db, 'strategy-step', 'logs', 's1', '--strategy', firstCreatedAt, '--state', PRE]).stdout).toBe(`first: s1 ${PRE}\n`);
-    const all = dcmOk(['--db', f.db, 'strategy-step', 'logs', 's1', '--strategy', first]).stdout;
+    expect(dcmQuickOk(['--db', f.db, 'strategy-step', 'logs', 'site 2', '--strategy', first, '--state', PRE]).stdout).toBe(`first: site 2 ${PRE}\n`);
+    expect(dcmQuickOk(['--db', f.db, 'strategy-step', 'logs', 's1', '--strategy', firstCreatedAt, '--state', PRE]).stdout).toBe(`first: s1 ${PRE}\n`);
+    const all = dcmQuickOk(['--db', f.db, 'strategy-step', 'logs', 's1', '--strategy', first]).stdout;
     expect(all.match(/^==> attempt 1, .* <==$/gm)).toEqual([
       '==> attempt 1, pre check <==',
       '==> attempt 1, updating patches <==',
@@ -115,20 +116,20 @@ describe('run logs belong to their strategy', () => {
       '==> attempt 1, finishing patch strategy <==',
     ]);
     expect(all).not.toContain('second');
-    expect(dcmOk(['--db', f.db, 'strategy-step', 'logs', 's1', '--strategy', second, '--state', PRE]).stdout).toBe(`second: s1 ${PRE}\n`);
+    expect(dcmQuickOk(['--db', f.db, 'strategy-step', 'logs', 's1', '--strategy', second, '--state', PRE]).stdout).toBe(`second: s1 ${PRE}\n`);
     // An earlier strategy's logs are complete: --follow prints them and exits, though the current one has not ended.
     withSql(f.db, (d) => d.prepare("UPDATE strategy SET state = 'applying'").run());
     withSql(f.db, (d) => d.prepare("UPDATE strategy_step SET state = 'pre check'").run());
-    expect(dcmOk(['--db', f.db, 'strategy-step', 'logs', 's1', '--strategy', first, '--follow', '--state', PRE]).stdout).toBe(`first: s1 ${PRE}\n`);
+    expect(dcmQuickOk(['--db', f.db, 'strategy-step', 'logs', 's1', '--strategy', first, '--follow', '--state', PRE]).stdout).toBe(`first: s1 ${PRE}\n`);
     withSql(f.db, (d) => d.prepare("UPDATE strategy_step SET state = 'complete'").run());
     withSql(f.db, (d) => d.prepare("UPDATE strategy SET state = 'complete'").run());
     // An earlier strategy's subcloud may be gone since: its logs are still read.
-    dcmOk(['--db', f.db, 'strategy', 'delete']);
-    dcmOk(['--db', f.db, 'subcloud', 'delete', 'site 2']);
-    expect(dcmOk(['--db', f.db, 'strategy-step', 'logs', 'site 2', '--strategy', first, '--state', PRE]).stdout).toBe(`first: site 2 ${PRE}\n`);
+    dcmQuickOk(['--db', f.db, 'strategy', 'delete']);
+    dcmQuickOk(['--db', f.db, 'subcloud', 'delete', 'site 2']);
+    expect(dcmQuickOk(['--db', f.db, 'strategy-step', 'logs', 'site 2', '--strategy', first, '--state', PRE]).stdout).toBe(`first: site 2 ${PRE}\n`);
 
     // With no strategy, none is current: a note naming the ids to read (newest first).
-    const none = dcm(['--db', f.db, 'strategy-step', 'logs', 's1']);
+    const none = dcmQuick(['--db', f.db, 'strategy-step', 'logs', 's1']);
     expect(none).toMatchObject({ code: 0, stdout: '' });
     expect(none.stderr).toBe(`dcm: no strategy, so no run logs for s1; earlier strategies' are read with --strategy ID (${second}, ${first})\n`);
   }, 60_000);
@@ -151,7 +152,7 @@ describe('run logs belong to their strategy', () => {
     const logDir = `${f.db}.logs`;
     const firstDir = path.join(logDir, first);
     const secondDir = path.join(logDir, second);
-    const prune = (...args: string[]) => dcm(['--db', f.db, 'db', 'prune-logs', ...args]);
+    const prune = (...args: string[]) => dcmQuick(['--db', f.db, 'db', 'prune-logs', ...args]);
 
     // Fresh files: nothing is old enough.
     expect(prune('--older', '1h')).toMatchObject({ code: 0, stdout: 'removed 0 log folders of deleted strategies (0 bytes)\n', stderr: '' });
@@ -178,10 +179,10 @@ describe('run logs belong to their strategy', () => {
     // The current strategy's folder stays, however old, and is still read.
     expect(fs.readdirSync(logDir)).toEqual([second]);
     expect(prune('--older', '0s', '-q').stdout).toBe('removed 0 log folders of deleted strategies (0 bytes)\n');
-    expect(dcmOk(['--db', f.db, 'strategy-step', 'logs', 's1', '--state', PRE]).stdout).toBe(`second: s1 ${PRE}\n`);
+    expect(dcmQuickOk(['--db', f.db, 'strategy-step', 'logs', 's1', '--state', PRE]).stdout).toBe(`second: s1 ${PRE}\n`);
 
     // Once deleted, the second goes too, in days.
-    dcmOk(['--db', f.db, 'strategy', 'delete']);
+    dcmQuickOk(['--db', f.db, 'strategy', 'delete']);
     expect(prune('--older', '1d').stdout).toBe('removed 0 log folders of deleted strategies (0 bytes)\n');
     expect(prune('--older', '0.05d', '-q').stdout).toMatch(/^removed 1 log folder of deleted strategies \(\d+ bytes\)\n$/);
     expect(fs.readdirSync(logDir)).toEqual([]);
@@ -226,7 +227,7 @@ describe('a strategy created before the layout (no version stored) keeps the old
   test('it applies, its run left going by a kill -9 is adopted, and logs reads it where it was written', async () => {
     f = execFixture();
     const gate = path.join(f.dir, 'gate');
-    dcmOk(['--db', f.db, 'subcloud', 'add', 's1']);
+    dcmQuickOk(['--db', f.db, 'subcloud', 'add', 's1']);
     const logDir = `${f.db}.logs`;
     // An earlier (old-layout) strategy's log, written before this one was created: not this one's.
     fs.mkdirSync(path.join(logDir, 's1'), { recursive: true });
@@ -238,7 +239,7 @@ states:
     run: 'echo "old layout, waiting"; while [ ! -e "$GATE" ]; do sleep 0.05; done; echo "old layout, done"'
   "*": [sh, -c, 'echo "old layout: $DCM_STATE"']
 `);
-    dcmOk(['--db', f.db, 'strategy', 'create', '--type', 'patch', '--driver', 'exec', '--exec-config', cfg]);
+    dcmQuickOk(['--db', f.db, 'strategy', 'create', '--type', 'patch', '--driver', 'exec', '--exec-config', cfg]);
     // As an earlier dcm stored it: no layout version.
     withSql(f.db, (d) => d.prepare("UPDATE strategy SET extra_args = json_remove(extra_args, '$.log_layout')").run());
     expect(withSql(f.db, (d) => d.prepare("SELECT json_extract(extra_args, '$.log_layout') FROM strategy").pluck().get())).toBeNull();
@@ -274,13 +275,13 @@ states:
     ]);
     expect(fs.readFileSync(oldLog, 'utf8')).toBe('old layout, waiting\nold layout, done\n');
     // logs reads them there, and only this strategy's: the earlier one's attempt 2 is not printed.
-    expect(dcmOk(['--db', f.db, 'strategy-step', 'logs', 's1', '--state', PRE]).stdout).toBe('old layout, waiting\nold layout, done\n');
-    const all = dcmOk(['--db', f.db, 'strategy-step', 'logs', 's1']).stdout;
+    expect(dcmQuickOk(['--db', f.db, 'strategy-step', 'logs', 's1', '--state', PRE]).stdout).toBe('old layout, waiting\nold layout, done\n');
+    const all = dcmQuickOk(['--db', f.db, 'strategy-step', 'logs', 's1']).stdout;
     expect(all.match(/^==> .* <==$/gm)).toHaveLength(5);
     expect(all).not.toContain('an earlier strategy');
     expect(all).toContain('==> attempt 1, updating patches <==\nold layout: updating patches\n');
     // prune-logs leaves old-layout folders alone: no strategy owns them.
-    expect(dcmOk(['--db', f.db, 'db', 'prune-logs', '--older', '0s']).stdout).toBe('removed 0 log folders of deleted strategies (0 bytes)\n');
+    expect(dcmQuickOk(['--db', f.db, 'db', 'prune-logs', '--older', '0s']).stdout).toBe('removed 0 log folders of deleted strategies (0 bytes)\n');
     expect(fs.readdirSync(logDir)).toEqual(['s1']);
   }, 90_000);
 });

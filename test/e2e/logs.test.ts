@@ -11,13 +11,14 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { dcm, dcmOk, expectRefused, Fixture, withSql } from '../helpers/fleet.js';
+import { expectRefused, Fixture, withSql } from '../helpers/fleet.js';
 import { BIN, dcmSpawn, waitFor } from '../helpers/cli.js';
+import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
 
 /** Two subclouds with a patch strategy: s1 and s2 have steps. */
 const fx = new Fixture((db) => {
-  dcmOk(['--db', db, 'subcloud', 'add', 's1', 's2', 's3']);
-  dcmOk(['--db', db, 'strategy', 'create', '--type', 'patch']);
+  dcmQuickOk(['--db', db, 'subcloud', 'add', 's1', 's2', 's3']);
+  dcmQuickOk(['--db', db, 'strategy', 'create', '--type', 'patch']);
 });
 afterAll(() => fx.cleanup());
 
@@ -46,7 +47,7 @@ describe('strategy-step logs', () => {
   test('every run of the subcloud in run order, a tail-like header before each', () => {
     const t = fx.fresh();
     writeLogs(`${t.db}.logs`, 's1', S1_LOGS);
-    const r = dcm(['--db', t.db, 'strategy-step', 'logs', 's1']);
+    const r = dcmQuick(['--db', t.db, 'strategy-step', 'logs', 's1']);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.stdout).toBe(
@@ -76,10 +77,10 @@ describe('strategy-step logs', () => {
     const one = spawnSync(process.execPath, [BIN, '--db', t.db, 'strategy-step', 'logs', 's1', '--state', 'pre check']);
     expect(one.status).toBe(0);
     expect(one.stdout.equals(bytes)).toBe(true);
-    const two = dcmOk(['--db', t.db, 'strategy-step', 'logs', 's1', '--state', 'updating patches']).stdout;
+    const two = dcmQuickOk(['--db', t.db, 'strategy-step', 'logs', 's1', '--state', 'updating patches']).stdout;
     expect(two).toBe('==> attempt 1, updating patches <==\nboom\n\n==> attempt 2, updating patches <==\nsecond try\nok\n');
-    expect(dcmOk(['--db', t.db, 'strategy-step', 'logs', 's1', '--attempt', '2']).stdout).toBe('second try\nok\n');
-    expect(dcmOk(['--db', t.db, 'strategy-step', 'logs', 's1', '--state', 'updating patches', '--attempt', '1']).stdout).toBe('boom\n');
+    expect(dcmQuickOk(['--db', t.db, 'strategy-step', 'logs', 's1', '--attempt', '2']).stdout).toBe('second try\nok\n');
+    expect(dcmQuickOk(['--db', t.db, 'strategy-step', 'logs', 's1', '--state', 'updating patches', '--attempt', '1']).stdout).toBe('boom\n');
   });
 
   test('a reader that stops early (| head -1) ends it quietly with exit 0', () => {
@@ -96,10 +97,10 @@ describe('strategy-step logs', () => {
   test('no logs: a note on stderr, nothing on stdout, exit 0', () => {
     const t = fx.fresh();
     writeLogs(`${t.db}.logs`, 's1', S1_LOGS);
-    const none = dcm(['--db', t.db, 'strategy-step', 'logs', 's2']);
+    const none = dcmQuick(['--db', t.db, 'strategy-step', 'logs', 's2']);
     expect(none).toMatchObject({ code: 0, stdout: '' });
     expect(none.stderr).toBe(`dcm: no run logs for s2 (in ${path.join(`${t.db}.logs`, 's2')})\n`);
-    const filtered = dcm(['--db', t.db, 'strategy-step', 'logs', 's1', '--state', 'finishing patch strategy', '--attempt', '3']);
+    const filtered = dcmQuick(['--db', t.db, 'strategy-step', 'logs', 's1', '--state', 'finishing patch strategy', '--attempt', '3']);
     expect(filtered).toMatchObject({ code: 0, stdout: '' });
     expect(filtered.stderr).toMatch(/^dcm: no run logs for s1 in state 'finishing patch strategy' attempt 3 \(in .*\)\n$/);
   });
@@ -130,13 +131,13 @@ describe('strategy-step logs', () => {
       writeLogs(elsewhere, 's1', { '1-pre check.log': 'from the log dir\n' });
       writeLogs(`${t.db}.logs`, 's1', { '1-pre check.log': 'from the default dir\n' });
       withSql(t.db, (d) => d.prepare("UPDATE strategy SET extra_args = json_set(extra_args, '$.log_dir', ?)").run(elsewhere));
-      expect(dcmOk(['--db', t.db, 'strategy-step', 'logs', 's1']).stdout).toBe('from the log dir\n');
-      dcmOk(['--db', t.db, 'strategy', 'delete']);
+      expect(dcmQuickOk(['--db', t.db, 'strategy-step', 'logs', 's1']).stdout).toBe('from the log dir\n');
+      dcmQuickOk(['--db', t.db, 'strategy', 'delete']);
       // The logs of a deleted strategy are its own, read with --strategy (logs-strategies.test.ts).
-      const none = dcm(['--db', t.db, 'strategy-step', 'logs', 's1']);
+      const none = dcmQuick(['--db', t.db, 'strategy-step', 'logs', 's1']);
       expect(none).toMatchObject({ code: 0, stdout: '', stderr: 'dcm: no strategy, so no run logs for s1\n' });
-      expect(dcm(['--db', t.db, 'strategy-step', 'logs', 's1', '--state', 'prestage-prepare']).code).toBe(0);
-      expect(dcm(['--db', t.db, 'strategy-step', 'logs', 's1', '--state', 'nosuch']).stderr).toMatch(
+      expect(dcmQuick(['--db', t.db, 'strategy-step', 'logs', 's1', '--state', 'prestage-prepare']).code).toBe(0);
+      expect(dcmQuick(['--db', t.db, 'strategy-step', 'logs', 's1', '--state', 'nosuch']).stderr).toMatch(
         /^error: invalid state 'nosuch' for any strategy type: choose from 'pre check', .*'prestaging-images'\n$/,
       );
     } finally {
@@ -212,7 +213,7 @@ describe('strategy-step logs --follow', () => {
     const t = fx.fresh();
     writeLogs(`${t.db}.logs`, 's1', { '1-pre check.log': 'done\n' });
     withSql(t.db, (d) => d.prepare("UPDATE strategy_step SET state = 'complete' WHERE subcloud_id = 1").run());
-    expect(dcmOk(['--db', t.db, 'strategy-step', 'logs', 's1', '--follow', '--state', 'pre check', '--attempt', '1']).stdout).toBe('done\n');
+    expect(dcmQuickOk(['--db', t.db, 'strategy-step', 'logs', 's1', '--follow', '--state', 'pre check', '--attempt', '1']).stdout).toBe('done\n');
 
     applying(t.db);
     const follow = dcmSpawn(['--db', t.db, 'strategy-step', 'logs', 's1', '--follow']);

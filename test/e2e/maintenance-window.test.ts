@@ -9,10 +9,11 @@ import { afterEach, describe, expect, test } from '@jest/globals';
 import path from 'node:path';
 import { openFile, withChromium } from '../helpers/browser.js';
 import { statesOf } from '../../src/domain/types.js';
-import { dcm, dcmOk, waitFor } from '../helpers/cli.js';
+import { dcm, waitFor } from '../helpers/cli.js';
 import { expectRefused, json, withSql } from '../helpers/fleet.js';
 import { killLeftovers, spawnDcm, steps } from '../helpers/history.js';
 import { execFixture, overlapsPerCloud, peakConcurrent, type ExecFixture } from '../helpers/exec.js';
+import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
 
 const PATCH = statesOf('patch');
 let f: ExecFixture;
@@ -39,36 +40,36 @@ function stateOf(cloud: string): string {
 }
 
 function statusField(field: string, env: Record<string, string>): string {
-  return (json<Record<string, string>>(dcmOk([...db(), 'strategy', 'status', '-f', 'json'], { env })))[field];
+  return (json<Record<string, string>>(dcmQuickOk([...db(), 'strategy', 'status', '-f', 'json'], { env })))[field];
 }
 
 describe('subcloud-group --maintenance-window / --maintenance-tz', () => {
   test('set, normalised, shown by list and show in every format; none clears it', () => {
     f = execFixture();
-    dcmOk([...db(), 'subcloud-group', 'add', '--name', 'night', '--maintenance-window', 'sat 22:00-SUN 6:00', '--maintenance-tz', 'Europe/Berlin']);
-    const show = json<Record<string, unknown>>(dcmOk([...db(), 'subcloud-group', 'show', 'night', '-f', 'json']));
+    dcmQuickOk([...db(), 'subcloud-group', 'add', '--name', 'night', '--maintenance-window', 'sat 22:00-SUN 6:00', '--maintenance-tz', 'Europe/Berlin']);
+    const show = json<Record<string, unknown>>(dcmQuickOk([...db(), 'subcloud-group', 'show', 'night', '-f', 'json']));
     expect(show).toMatchObject({ 'maintenance window': 'Sat 22:00-Sun 06:00', 'maintenance tz': 'Europe/Berlin' });
-    expect(dcmOk([...db(), 'subcloud-group', 'list', '-f', 'csv']).stdout).toBe(
+    expect(dcmQuickOk([...db(), 'subcloud-group', 'list', '-f', 'csv']).stdout).toBe(
       '"id","name","description","maintenance window"\n' +
         '1,"Default","Default Subcloud Group",""\n' +
         '2,"night","No description provided","Sat 22:00-Sun 06:00 (Europe/Berlin)"\n',
     );
-    expect(dcmOk([...db(), 'subcloud-group', 'list', '-f', 'value', '-c', 'maintenance window']).stdout).toBe('None\nSat 22:00-Sun 06:00 (Europe/Berlin)\n');
-    dcmOk([...db(), 'subcloud-group', 'update', 'night', '--maintenance-window', '22:00-06:00, Sun 10:00-Sun 12:00', '--maintenance-tz', 'UTC']);
-    expect(dcmOk([...db(), 'subcloud-group', 'show', 'night', '-f', 'value', '-c', 'maintenance window', '-c', 'maintenance tz']).stdout).toBe(
+    expect(dcmQuickOk([...db(), 'subcloud-group', 'list', '-f', 'value', '-c', 'maintenance window']).stdout).toBe('None\nSat 22:00-Sun 06:00 (Europe/Berlin)\n');
+    dcmQuickOk([...db(), 'subcloud-group', 'update', 'night', '--maintenance-window', '22:00-06:00, Sun 10:00-Sun 12:00', '--maintenance-tz', 'UTC']);
+    expect(dcmQuickOk([...db(), 'subcloud-group', 'show', 'night', '-f', 'value', '-c', 'maintenance window', '-c', 'maintenance tz']).stdout).toBe(
       '22:00-06:00, Sun 10:00-Sun 12:00\nUTC\n',
     );
-    dcmOk([...db(), 'subcloud-group', 'update', 'night', '--maintenance-window', 'none']);
+    dcmQuickOk([...db(), 'subcloud-group', 'update', 'night', '--maintenance-window', 'none']);
     // Without any window, exactly dcmanager's columns and fields.
-    expect(dcmOk([...db(), 'subcloud-group', 'list', '-f', 'csv']).stdout).toBe(
+    expect(dcmQuickOk([...db(), 'subcloud-group', 'list', '-f', 'csv']).stdout).toBe(
       '"id","name","description"\n1,"Default","Default Subcloud Group"\n2,"night","No description provided"\n',
     );
-    expect(Object.keys(json<Record<string, unknown>>(dcmOk([...db(), 'subcloud-group', 'show', 'night', '-f', 'json'])))).not.toContain('maintenance window');
+    expect(Object.keys(json<Record<string, unknown>>(dcmQuickOk([...db(), 'subcloud-group', 'show', 'night', '-f', 'json'])))).not.toContain('maintenance window');
   });
 
   test('a bad window or zone: one line naming it, exit 2, the file unchanged', () => {
     f = execFixture();
-    dcmOk([...db(), 'subcloud-group', 'add', '--name', 'night']);
+    dcmQuickOk([...db(), 'subcloud-group', 'add', '--name', 'night']);
     const upd = (...a: string[]) => [...db(), 'subcloud-group', 'update', 'night', ...a];
     expectRefused(f.dir, upd('--maintenance-window', 'Sat 25:00-Sun 06:00'), 2, /^invalid --maintenance-window 'Sat 25:00-Sun 06:00': '25:00' is not a time of day/);
     expectRefused(f.dir, upd('--maintenance-window', 'Saturday night'), 2, /^invalid --maintenance-window 'Saturday night': 'Saturday night' is not a span FROM-TO/);
@@ -76,8 +77,8 @@ describe('subcloud-group --maintenance-window / --maintenance-tz', () => {
     expectRefused(f.dir, upd('--maintenance-tz', 'Europe/Atlantis'), 2, /^invalid --maintenance-tz 'Europe\/Atlantis': not an IANA time zone/);
     expectRefused(f.dir, [...db(), 'subcloud-group', 'add', '--name', 'other', '--maintenance-window', '1-2'], 2, /^invalid --maintenance-window '1-2'/);
     // The clock hook is a test hook only.
-    dcmOk([...db(), 'subcloud', 'add', 's1']);
-    dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--sim-latency', '0']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 's1']);
+    dcmQuickOk([...db(), 'strategy', 'create', '--type', 'patch', '--sim-latency', '0']);
     expectRefused(f.dir, [...db(), 'strategy', 'apply'], 2, 'DCM_TEST_CLOCK is a test hook: it needs DCM_TEST_HOOKS=1', { env: { DCM_TEST_CLOCK: '2026-12-05T22:00:00Z' } });
   });
 });
@@ -85,12 +86,12 @@ describe('subcloud-group --maintenance-window / --maintenance-tz', () => {
 describe('strategy create --dry-run with maintenance windows', () => {
   test('a later stage waits for its window: its estimate counts the wait from its own start, and says when it opens', () => {
     f = execFixture();
-    dcmOk([...db(), 'subcloud', 'add', 'd1', 'd2', 'd3']);
-    dcmOk([...db(), 'subcloud-group', 'add', '--name', 'night', '--maintenance-window', 'Sat 22:00-Sun 06:00']);
-    dcmOk([...db(), 'subcloud', 'add', 'w1', 'w2', '--group', 'night']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 'd1', 'd2', 'd3']);
+    dcmQuickOk([...db(), 'subcloud-group', 'add', '--name', 'night', '--maintenance-window', 'Sat 22:00-Sun 06:00']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 'w1', 'w2', '--group', 'night']);
     const plan = (iso: string) =>
       json<{ stage: number | string; 'estimated duration': string }[]>(
-        dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--sim-latency', '1s', '--dry-run', '-f', 'json'], { env: hooks(iso) }),
+        dcmQuickOk([...db(), 'strategy', 'create', '--type', 'patch', '--sim-latency', '1s', '--dry-run', '-f', 'json'], { env: hooks(iso) }),
       ).map((r) => [r.stage, r['estimated duration']]);
     expect(PATCH).toHaveLength(5);
     const waves = '10s';
@@ -103,7 +104,7 @@ describe('strategy create --dry-run with maintenance windows', () => {
     ]);
     // Inside the window: no wait. (And nothing was written: no strategy.)
     expect(plan('2026-12-05T23:00:00Z')).toEqual([[1, waves], [2, '5.0s'], ['total', '15s']]);
-    expect(dcm([...db(), 'strategy', 'show']).code).toBe(1);
+    expect(dcmQuick([...db(), 'strategy', 'show']).code).toBe(1);
   });
 });
 
@@ -113,21 +114,21 @@ describe('apply with maintenance windows (exec driver, one stage of named subclo
     // Tuesday 2026-12-01 12:00 UTC: `morning` was open this morning (past), `night` opens on
     // Saturday (future), `noon` is open now; d1 and d2 have no window.
     const env = { ...f.env, ...hooks('2026-12-01T12:00:00Z') };
-    dcmOk([...db(), 'subcloud-group', 'add', '--name', 'morning', '--maintenance-window', '08:00-09:00']);
-    dcmOk([...db(), 'subcloud-group', 'add', '--name', 'night', '--maintenance-window', 'Sat 22:00-Sun 06:00', '--maintenance-tz', 'Europe/Berlin']);
-    dcmOk([...db(), 'subcloud-group', 'add', '--name', 'noon', '--maintenance-window', 'Tue 11:00-Tue 13:00']);
-    dcmOk([...db(), 'subcloud', 'add', 'p1', '--group', 'morning']);
-    dcmOk([...db(), 'subcloud', 'add', 'f1', '--group', 'night']);
-    dcmOk([...db(), 'subcloud', 'add', 'n1', 'n2', '--group', 'noon']);
-    dcmOk([...db(), 'subcloud', 'add', 'd1', 'd2']);
+    dcmQuickOk([...db(), 'subcloud-group', 'add', '--name', 'morning', '--maintenance-window', '08:00-09:00']);
+    dcmQuickOk([...db(), 'subcloud-group', 'add', '--name', 'night', '--maintenance-window', 'Sat 22:00-Sun 06:00', '--maintenance-tz', 'Europe/Berlin']);
+    dcmQuickOk([...db(), 'subcloud-group', 'add', '--name', 'noon', '--maintenance-window', 'Tue 11:00-Tue 13:00']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 'p1', '--group', 'morning']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 'f1', '--group', 'night']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 'n1', 'n2', '--group', 'noon']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 'd1', 'd2']);
     // The first in step order are the ones that wait: they must give their places up.
     const order = ['p1', 'f1', 'n1', 'd1', 'n2', 'd2'];
     // (The sim driver's dry run: its latency gives the estimate a source.)
-    const dry = dcmOk([...db(), 'strategy', 'create', '--type', 'patch', ...order, '--max-parallel-subclouds', '2', '--sim-latency', '1s',
+    const dry = dcmQuickOk([...db(), 'strategy', 'create', '--type', 'patch', ...order, '--max-parallel-subclouds', '2', '--sim-latency', '1s',
       '--dry-run', '-f', 'json'], { env }).stdout;
     // The estimate waits for the last window the stage needs: Saturday 22:00 in Berlin, 105 hours on.
     expect(JSON.parse(dry)[0]['estimated duration']).toMatch(/^105h\d\dm \(window opens 2026-12-05T21:00:00\.000Z\)$/);
-    dcmOk([...db(), 'strategy', 'create', '--type', 'patch', ...order, '--max-parallel-subclouds', '2', '--driver', 'exec', '--exec-config', execConfig(50)]);
+    dcmQuickOk([...db(), 'strategy', 'create', '--type', 'patch', ...order, '--max-parallel-subclouds', '2', '--driver', 'exec', '--exec-config', execConfig(50)]);
 
     const apply = spawnDcm([...db(), 'strategy', 'apply'], env);
     await waitFor(() => ['n1', 'n2', 'd1', 'd2'].every((c) => stateOf(c) === 'complete'), 60_000);
@@ -144,7 +145,7 @@ describe('apply with maintenance windows (exec driver, one stage of named subclo
     expect([stateOf('p1'), stateOf('f1')]).toEqual(['initial', 'initial']);
 
     // Waiting for a window is a timer: an abort from another shell still acts at once.
-    dcmOk([...db(), 'strategy', 'abort']);
+    dcmQuickOk([...db(), 'strategy', 'abort']);
     const r = await apply.done;
     expect(r.code).toBe(3);
     expect([stateOf('p1'), stateOf('f1')]).toEqual(['aborted', 'aborted']);
@@ -160,9 +161,9 @@ describe('apply with maintenance windows (exec driver, one stage of named subclo
   test('Ctrl-C while waiting for a window: exit 130, the waiting subclouds stay initial for the next apply', async () => {
     f = execFixture();
     const env = { ...f.env, ...hooks('2026-12-01T12:00:00Z') };
-    dcmOk([...db(), 'subcloud-group', 'add', '--name', 'night', '--maintenance-window', 'Sat 22:00-Sun 06:00']);
-    dcmOk([...db(), 'subcloud', 'add', 'w1', 'w2', '--group', 'night']);
-    dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--driver', 'exec', '--exec-config', execConfig(10)]);
+    dcmQuickOk([...db(), 'subcloud-group', 'add', '--name', 'night', '--maintenance-window', 'Sat 22:00-Sun 06:00']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 'w1', 'w2', '--group', 'night']);
+    dcmQuickOk([...db(), 'strategy', 'create', '--type', 'patch', '--driver', 'exec', '--exec-config', execConfig(10)]);
     const apply = spawnDcm([...db(), 'strategy', 'apply'], env);
     await waitFor(() => /group night waits for its maintenance window/.test(apply.stderr()), 60_000);
     apply.child.kill('SIGINT');
@@ -176,17 +177,17 @@ describe('apply with maintenance windows (exec driver, one stage of named subclo
   test('a window changed while the apply waits counts once the apply is paused and resumed', async () => {
     f = execFixture();
     const env = { ...f.env, ...hooks('2026-12-01T12:00:00Z') };
-    dcmOk([...db(), 'subcloud-group', 'add', '--name', 'night', '--maintenance-window', 'Sat 22:00-Sun 06:00']);
-    dcmOk([...db(), 'subcloud', 'add', 'w1', 'w2', '--group', 'night']);
-    dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--driver', 'exec', '--exec-config', execConfig(10)]);
+    dcmQuickOk([...db(), 'subcloud-group', 'add', '--name', 'night', '--maintenance-window', 'Sat 22:00-Sun 06:00']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 'w1', 'w2', '--group', 'night']);
+    dcmQuickOk([...db(), 'strategy', 'create', '--type', 'patch', '--driver', 'exec', '--exec-config', execConfig(10)]);
     const apply = spawnDcm([...db(), 'strategy', 'apply'], env);
     await waitFor(() => /group night waits for its maintenance window/.test(apply.stderr()), 60_000);
-    const upd = dcmOk([...db(), 'subcloud-group', 'update', 'night', '--maintenance-window', 'Tue 11:00-Tue 13:00', '-f', 'value', '-c', 'maintenance window']);
+    const upd = dcmQuickOk([...db(), 'subcloud-group', 'update', 'night', '--maintenance-window', 'Tue 11:00-Tue 13:00', '-f', 'value', '-c', 'maintenance window']);
     expect(upd.stdout).toBe('Tue 11:00-Tue 13:00\n');
     expect(upd.stderr).toBe('warning: a running `dcm strategy apply` reads the maintenance windows as it starts and on `dcm strategy resume`: pause and resume it to have this one count\n');
-    dcmOk([...db(), 'strategy', 'pause']);
+    dcmQuickOk([...db(), 'strategy', 'pause']);
     await waitFor(() => /dcm: paused/.test(apply.stderr()), 60_000);
-    dcmOk([...db(), 'strategy', 'resume']);
+    dcmQuickOk([...db(), 'strategy', 'resume']);
     const r = await apply.done;
     expect(r.code).toBe(0);
     expect(r.stderr).toContain('group night: maintenance window Tue 11:00-Tue 13:00 (UTC) is open, its subclouds start');
@@ -197,10 +198,10 @@ describe('apply with maintenance windows (exec driver, one stage of named subclo
     f = execFixture();
     // Eight seconds before Saturday 22:00 UTC.
     const env = { ...f.env, ...hooks('2026-12-05T21:59:52Z') };
-    dcmOk([...db(), 'subcloud-group', 'add', '--name', 'night', '--maintenance-window', 'Sat 22:00-Sun 06:00']);
-    dcmOk([...db(), 'subcloud', 'add', 'w1', 'w2', 'w3', '--group', 'night']);
-    dcmOk([...db(), 'subcloud', 'add', 'd1']);
-    dcmOk([...db(), 'strategy', 'create', '--type', 'patch', 'w1', 'w2', 'd1', 'w3', '--max-parallel-subclouds', '2', '--driver', 'exec', '--exec-config', execConfig(20)]);
+    dcmQuickOk([...db(), 'subcloud-group', 'add', '--name', 'night', '--maintenance-window', 'Sat 22:00-Sun 06:00']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 'w1', 'w2', 'w3', '--group', 'night']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 'd1']);
+    dcmQuickOk([...db(), 'strategy', 'create', '--type', 'patch', 'w1', 'w2', 'd1', 'w3', '--max-parallel-subclouds', '2', '--driver', 'exec', '--exec-config', execConfig(20)]);
     const before = Date.now();
     const apply = spawnDcm([...db(), 'strategy', 'apply'], env);
     const r = await apply.done;
@@ -225,13 +226,13 @@ describe('apply with maintenance windows (exec driver, one stage of named subclo
 
     // The wait is in the event record, and the report shows it (issue 34): the window, from when
     // until when, and that the window opened.
-    const ev = json<{ event: string; details: string; time: string }[]>(dcmOk([...db(), 'strategy', 'events', '-f', 'json']));
+    const ev = json<{ event: string; details: string; time: string }[]>(dcmQuickOk([...db(), 'strategy', 'events', '-f', 'json']));
     const wait = ev.find((e) => e.event === 'maintenance wait')!;
     const open = ev.find((e) => e.event === 'maintenance window open')!;
     expect(wait.details).toBe('group night waits for its maintenance window Sat 22:00-Sun 06:00 (UTC): opens 2026-12-05T22:00:00.000Z');
     expect(open.details).toBe('group night: maintenance window Sat 22:00-Sun 06:00 (UTC) is open, its subclouds start');
     const html = path.join(f.dir, 'r.html');
-    dcmOk([...db(), 'strategy', 'report', '--html', html]);
+    dcmQuickOk([...db(), 'strategy', 'report', '--html', html]);
     await withChromium(async (browser) => {
       const o = await openFile(browser, html);
       expect(o.errors).toEqual([]);
@@ -253,9 +254,9 @@ describe('apply with maintenance windows (exec driver, one stage of named subclo
     // Eight seconds before Sunday 06:00 UTC (dcm starts well inside the window); each state takes
     // 2 s, the five of them 10 s.
     const env = { ...f.env, ...hooks('2026-12-06T05:59:52Z') };
-    dcmOk([...db(), 'subcloud-group', 'add', '--name', 'night', '--maintenance-window', 'Sat 22:00-Sun 06:00']);
-    dcmOk([...db(), 'subcloud', 'add', 'w1', '--group', 'night']);
-    dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--driver', 'exec', '--exec-config', execConfig(2000)]);
+    dcmQuickOk([...db(), 'subcloud-group', 'add', '--name', 'night', '--maintenance-window', 'Sat 22:00-Sun 06:00']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 'w1', '--group', 'night']);
+    dcmQuickOk([...db(), 'strategy', 'create', '--type', 'patch', '--driver', 'exec', '--exec-config', execConfig(2000)]);
     const r = dcm([...db(), 'strategy', 'apply'], { env });
     expect(r.stderr).toContain('strategy complete');
     expect(r.code).toBe(0);

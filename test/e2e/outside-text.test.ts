@@ -6,11 +6,12 @@
  * terminal, or prints 3 MB of random bytes, leaves one short, visible line.
  */
 import { afterEach, describe, expect, test } from '@jest/globals';
-import { dcm, dcmOk, waitFor } from '../helpers/cli.js';
+import { waitFor } from '../helpers/cli.js';
 import { json } from '../helpers/fleet.js';
 import { killLeftovers, spawnDcm, steps, strategyState, tempPerTest } from '../helpers/history.js';
 import { execFixture, type ExecFixture } from '../helpers/exec.js';
 import { recordedEvents } from '../helpers/operator.js';
+import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
 
 const temp = tempPerTest();
 let f: ExecFixture | undefined;
@@ -27,18 +28,18 @@ const SHOWN = String.raw`x\x1b]0;PWN\x07\x1b[31mred`;
 /** README: a line of outside text is cut to 200 characters. */
 const LINE_MAX = 200;
 
-const status = (db: string) => json<Record<string, string | number | null>>(dcmOk(['--db', db, 'strategy', 'status', '-f', 'json']));
+const status = (db: string) => json<Record<string, string | number | null>>(dcmQuickOk(['--db', db, 'strategy', 'status', '-f', 'json']));
 
 function twoStages(db: string): void {
-  dcmOk(['--db', db, 'subcloud-group', 'add', '--name', 'canary', '--max_parallel_subclouds', '1']);
-  dcmOk(['--db', db, 'subcloud-group', 'add', '--name', 'fleet', '--max_parallel_subclouds', '1']);
-  dcmOk(['--db', db, 'subcloud', 'add', 'c1', '--group', 'canary']);
-  dcmOk(['--db', db, 'subcloud', 'add', 'f1', '--group', 'fleet']);
+  dcmQuickOk(['--db', db, 'subcloud-group', 'add', '--name', 'canary', '--max_parallel_subclouds', '1']);
+  dcmQuickOk(['--db', db, 'subcloud-group', 'add', '--name', 'fleet', '--max_parallel_subclouds', '1']);
+  dcmQuickOk(['--db', db, 'subcloud', 'add', 'c1', '--group', 'canary']);
+  dcmQuickOk(['--db', db, 'subcloud', 'add', 'f1', '--group', 'fleet']);
 }
 
 /** Apply until the gate check paused it; every place the check's words reach, as text. */
 async function pausedByCheck(db: string, check: string): Promise<{ stderr: string; gates: string; events: string; eventsTable: string; report: string }> {
-  dcmOk(['--db', db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '10ms..30ms', '--stage-gate', 'check', '--gate-check', check]);
+  dcmQuickOk(['--db', db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '10ms..30ms', '--stage-gate', 'check', '--gate-check', check]);
   const apply = spawnDcm(['--db', db, 'strategy', 'apply']);
   await waitFor(() => apply.stderr().includes('dcm: paused: stage 1 gate check exited 4'), 60_000, 20);
   expect(strategyState(db)).toBe('paused');
@@ -46,8 +47,8 @@ async function pausedByCheck(db: string, check: string): Promise<{ stderr: strin
     stderr: apply.stderr(),
     gates: String(status(db)['stage gates']),
     events: recordedEvents(db).map((e) => e.details).join('\n'),
-    eventsTable: dcmOk(['--db', db, 'strategy', 'events']).stdout,
-    report: dcmOk(['--db', db, 'strategy', 'report', '--html', '-']).stdout,
+    eventsTable: dcmQuickOk(['--db', db, 'strategy', 'events']).stdout,
+    report: dcmQuickOk(['--db', db, 'strategy', 'report', '--html', '-']).stdout,
   };
   apply.child.kill('SIGINT');
   await apply.done;
@@ -90,9 +91,9 @@ describe("a run's output and a name", () => {
   test("an exec run's failure: its last line escaped in apply's stderr and the step's details", async () => {
     f = execFixture();
     const fx = f;
-    dcmOk(['--db', fx.db, 'subcloud', 'add', 'c1']);
+    dcmQuickOk(['--db', fx.db, 'subcloud', 'add', 'c1']);
     const cfg = fx.config(`states:\n  "*":\n    run: ${JSON.stringify(`${HOSTILE.replace('exit 4', '')} >&2; exit 4`)}\n`);
-    dcmOk(['--db', fx.db, 'strategy', 'create', '--type', 'patch', '--driver', 'exec', '--exec-config', cfg]);
+    dcmQuickOk(['--db', fx.db, 'strategy', 'create', '--type', 'patch', '--driver', 'exec', '--exec-config', cfg]);
     const r = await spawnDcm(['--db', fx.db, 'strategy', 'apply'], fx.env).done;
     expect(r.code).toBe(1);
     const details = steps(fx.db)[0].details;
@@ -100,16 +101,16 @@ describe("a run's output and a name", () => {
     expect(CONTROL.test(details)).toBe(false);
     expect(r.stderr).toContain(SHOWN);
     expect(CONTROL.test(r.stderr.replace(/\n/g, ''))).toBe(false);
-    const list = dcmOk(['--db', fx.db, 'strategy-step', 'list']).stdout;
+    const list = dcmQuickOk(['--db', fx.db, 'strategy-step', 'list']).stdout;
     expect(CONTROL.test(list.replace(/\n/g, ''))).toBe(false);
   });
 
   test('a name typed on the command line: the error line shows it escaped', () => {
     const t = temp();
-    const r = dcm(['--db', t.db, 'subcloud', 'show', 'x\x1b]0;PWN\x07']);
+    const r = dcmQuick(['--db', t.db, 'subcloud', 'show', 'x\x1b]0;PWN\x07']);
     expect(r.code).toBe(1);
     expect(r.stderr).toBe('error: Subcloud x\\x1b]0;PWN\\x07 does not exist\n');
-    const long = dcm(['--db', t.db, 'subcloud-group', 'show', `\x1b[31m${'n'.repeat(100_000)}`]);
+    const long = dcmQuick(['--db', t.db, 'subcloud-group', 'show', `\x1b[31m${'n'.repeat(100_000)}`]);
     expect(long.code).toBe(1);
     expect(CONTROL.test(long.stderr.replace(/\n$/, ''))).toBe(false);
     expect(long.stderr.length).toBeLessThanOrEqual('error: \n'.length + 2000);

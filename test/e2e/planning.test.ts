@@ -4,7 +4,8 @@
  * strategy_stage.max_parallel. More variants run in process in test/cli/strategy.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { dcm, dcmOk, Fixture, json, makeFleet, stageWindows, withSql } from '../helpers/fleet.js';
+import { Fixture, json, makeFleet, stageWindows, withSql } from '../helpers/fleet.js';
+import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
 
 let fx: Fixture;
 beforeAll(() => {
@@ -15,10 +16,10 @@ afterAll(() => fx.cleanup());
 type Step = { cloud: string; stage: number; state: string };
 
 function create(db: string, ...args: string[]): void {
-  dcmOk(['--db', db, 'strategy', 'create', ...args]);
+  dcmQuickOk(['--db', db, 'strategy', 'create', ...args]);
 }
 function steps(db: string): [string, number, string][] {
-  return json<Step[]>(dcmOk(['--db', db, 'strategy-step', 'list', '-f', 'json'])).map((s) => [s.cloud, s.stage, s.state]);
+  return json<Step[]>(dcmQuickOk(['--db', db, 'strategy-step', 'list', '-f', 'json'])).map((s) => [s.cloud, s.stage, s.state]);
 }
 
 describe('strategy create --type patch on the example fleet', () => {
@@ -72,9 +73,9 @@ describe('aliases', () => {
     const a = fx.fresh();
     const b = fx.fresh();
     create(a.db, '--type', 'firmware', '--group', 'canary');
-    dcmOk(['--db', b.db, 'fw-update-strategy', 'create', '--group', 'canary']);
+    dcmQuickOk(['--db', b.db, 'fw-update-strategy', 'create', '--group', 'canary']);
     expect(steps(b.db)).toEqual(steps(a.db));
     expect(stageWindows(b.db)).toEqual(stageWindows(a.db));
-    expect(dcm(['--db', b.db, 'strategy', 'show', '-f', 'value', '-c', 'strategy type']).stdout).toBe('firmware\n');
+    expect(dcmQuick(['--db', b.db, 'strategy', 'show', '-f', 'value', '-c', 'strategy type']).stdout).toBe('firmware\n');
   });
 });

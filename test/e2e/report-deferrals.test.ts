@@ -7,24 +7,25 @@
  */
 import { describe, expect, test } from '@jest/globals';
 import path from 'node:path';
-import { dcm, dcmOk } from '../helpers/cli.js';
+import { dcm} from '../helpers/cli.js';
 import { tempPerTest } from '../helpers/history.js';
 import { openFile, withChromium } from '../helpers/browser.js';
+import { dcmQuickOk } from '../helpers/quick.js';
 
 const temp = tempPerTest();
 
 describe('strategy report: deferrals', () => {
   test('deferred runs: their own card and word, not failed runs', async () => {
     const t = temp();
-    dcmOk(['--db', t.db, 'subcloud', 'add', 's1', 's2', 's3']);
-    dcmOk(['--db', t.db, 'subcloud', 'update', 's2', '--label', 'sim_unreachable=yes']);
-    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '200ms', '--max-parallel-subclouds', '1', '--defer-delay', '100ms']);
+    dcmQuickOk(['--db', t.db, 'subcloud', 'add', 's1', 's2', 's3']);
+    dcmQuickOk(['--db', t.db, 'subcloud', 'update', 's2', '--label', 'sim_unreachable=yes']);
+    dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '200ms', '--max-parallel-subclouds', '1', '--defer-delay', '100ms']);
     expect(dcm(['--db', t.db, '-q', 'strategy', 'apply']).code).toBe(1);
-    const history = JSON.parse(dcmOk(['--db', t.db, 'strategy-step', 'history', 's2', '-f', 'json']).stdout) as { details: string }[];
+    const history = JSON.parse(dcmQuickOk(['--db', t.db, 'strategy-step', 'history', 's2', '-f', 'json']).stdout) as { details: string }[];
     const deferrals = history.filter((h) => h.details.startsWith('deferred: ')).length;
     expect(deferrals).toBeGreaterThanOrEqual(1);
     const html = path.join(t.dir, 'r.html');
-    dcmOk(['--db', t.db, 'strategy', 'report', '--html', html]);
+    dcmQuickOk(['--db', t.db, 'strategy', 'report', '--html', html]);
     await withChromium(async (browser) => {
       const o = await openFile(browser, html);
       expect(o.errors).toEqual([]);
@@ -48,16 +49,16 @@ describe('strategy report: deferrals', () => {
 
   test('what was rolled out: every create option, the deferral and the audit among them', async () => {
     const t = temp();
-    dcmOk(['--db', t.db, 'subcloud', 'add', 's1', 's2', 's3']);
-    dcmOk(['--db', t.db, 'subcloud', 'update', 's1', 's2', 's3', '--sync', 'patching=in-sync']);
-    dcmOk([
+    dcmQuickOk(['--db', t.db, 'subcloud', 'add', 's1', 's2', 's3']);
+    dcmQuickOk(['--db', t.db, 'subcloud', 'update', 's1', 's2', 's3', '--sync', 'patching=in-sync']);
+    dcmQuickOk([
       '--db', t.db, 'strategy', 'create', '--type', 'patch', '--patch-id', 'P1', '--target-version', '22.12.3',
       '--sim-latency', '0..10ms', '--sim-fail', 's2=pre check', '--sim-seed', '7', '--state-timeout', '10m',
       '--defer-delay', '5m', '--defer-until', '2026-12-05 06:00', '--sim-audit', '--require-audit', '--on-event', 'true',
     ]);
     expect(dcm(['--db', t.db, '-q', 'strategy', 'apply']).code).toBe(1);
     const html = path.join(t.dir, 'r.html');
-    dcmOk(['--db', t.db, 'strategy', 'report', '--html', html]);
+    dcmQuickOk(['--db', t.db, 'strategy', 'report', '--html', html]);
     await withChromium(async (browser) => {
       const o = await openFile(browser, html);
       expect(o.errors).toEqual([]);
@@ -79,9 +80,9 @@ describe('strategy report: deferrals', () => {
     });
     // Without them: said to be none (the deferral) or no (the audit), never left out.
     const u = temp();
-    dcmOk(['--db', u.db, 'subcloud', 'add', 's1']);
-    dcmOk(['--db', u.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0']);
-    const page = dcmOk(['--db', u.db, 'strategy', 'report', '--html', '-']).stdout;
+    dcmQuickOk(['--db', u.db, 'subcloud', 'add', 's1']);
+    dcmQuickOk(['--db', u.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0']);
+    const page = dcmQuickOk(['--db', u.db, 'strategy', 'report', '--html', '-']).stdout;
     expect(page).toContain('<dd data-key="create --defer-delay">None</dd>');
     expect(page).toContain('<dd data-key="create audit after each site">no</dd>');
     expect(page).not.toContain('create --on-event');
@@ -92,13 +93,13 @@ describe('strategy report: deferrals', () => {
   test("the audit's findings: a site whose audit did not answer, a warning, or with --require-audit its step's failure", async () => {
     for (const require of [false, true]) {
       const t = temp();
-      dcmOk(['--db', t.db, 'subcloud', 'add', 's1', 's2', 's3']);
-      dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0', '--sim-audit', ...(require ? ['--require-audit'] : [])]);
+      dcmQuickOk(['--db', t.db, 'subcloud', 'add', 's1', 's2', 's3']);
+      dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0', '--sim-audit', ...(require ? ['--require-audit'] : [])]);
       // s2 goes down once planned: its last state's audit gets no answer.
-      dcmOk(['--db', t.db, 'subcloud', 'update', 's2', '--availability', 'offline']);
+      dcmQuickOk(['--db', t.db, 'subcloud', 'update', 's2', '--availability', 'offline']);
       expect(dcm(['--db', t.db, '-q', 'strategy', 'apply']).code).toBe(require ? 1 : 0);
       const html = path.join(t.dir, 'r.html');
-      dcmOk(['--db', t.db, 'strategy', 'report', '--html', html]);
+      dcmQuickOk(['--db', t.db, 'strategy', 'report', '--html', html]);
       await withChromium(async (browser) => {
         const o = await openFile(browser, html);
         expect(o.errors).toEqual([]);

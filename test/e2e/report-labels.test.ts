@@ -5,18 +5,19 @@
  */
 import { describe, expect, test } from '@jest/globals';
 import path from 'node:path';
-import { dcm, dcmOk } from '../helpers/cli.js';
+import { dcm} from '../helpers/cli.js';
 import { withSql } from '../helpers/fleet.js';
 import { tempPerTest } from '../helpers/history.js';
 import { openFile, withChromium } from '../helpers/browser.js';
+import { dcmQuickOk } from '../helpers/quick.js';
 
 const temp = tempPerTest();
 
 describe('strategy report: event labels', () => {
   test('six events at one moment, and five more a moment later: every label drawn, none over another', async () => {
     const t = temp();
-    dcmOk(['--db', t.db, 'subcloud', 'add', 's1', 's2', 's3', 's4']);
-    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '50ms', '--max-parallel-subclouds', '1']);
+    dcmQuickOk(['--db', t.db, 'subcloud', 'add', 's1', 's2', 's3', 's4']);
+    dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '50ms', '--max-parallel-subclouds', '1']);
     expect(dcm(['--db', t.db, '-q', 'strategy', 'apply']).code).toBe(0);
     // Events at the middle of the stage, as the record holds them after a burst of commands:
     // written here by hand, so that they share their moment exactly.
@@ -32,7 +33,7 @@ describe('strategy report: event labels', () => {
       for (const n of names.slice(0, 5)) insert.run(later, n);
     });
     const html = path.join(t.dir, 'r.html');
-    dcmOk(['--db', t.db, 'strategy', 'report', '--html', html]);
+    dcmQuickOk(['--db', t.db, 'strategy', 'report', '--html', html]);
     await withChromium(async (browser) => {
       const o = await openFile(browser, html);
       expect(o.errors).toEqual([]);

@@ -13,12 +13,12 @@ import { spawn, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { dcmOk } from '../helpers/cli.js';
 import { json, withSql } from '../helpers/fleet.js';
 import { history, killLeftovers, names, spawnDcm, type HistoryRun } from '../helpers/history.js';
 import { execFixture, type ExecFixture } from '../helpers/exec.js';
 import { OPS_HOST, pauseResizeResumeKill, recordedEvents, type RecordedEvent } from '../helpers/operator.js';
 import { CHROMIUM, openFile, withChromium } from '../helpers/browser.js';
+import { dcmQuickOk } from '../helpers/quick.js';
 
 const HOST = OPS_HOST;
 /** A run's reason as the page must show it: text, never markup. */
@@ -56,14 +56,14 @@ beforeAll(async () => {
   fs.writeFileSync(path.join(flaky, 's2.down'), '');
   fs.writeFileSync(path.join(flaky, 's3.once'), '');
   const clouds = names(6);
-  dcmOk(['--db', f.db, 'subcloud', 'add', ...clouds]);
+  dcmQuickOk(['--db', f.db, 'subcloud', 'add', ...clouds]);
   config = f.config(
     'defaults: {backoff: 0s, env: {STEP_MIN_MS: "150", STEP_MAX_MS: "250"}}\n' +
       'states:\n' +
       `  updating patches: {run: [${script}, "{cloud}", "{state}"], retries: 1}\n` +
       `  "*": [${f.step}, "{cloud}", "{state}"]\n`,
   );
-  dcmOk(['--db', f.db, 'strategy', 'create', '--type', 'patch', '--patch-id', 'PATCH-7', '--max-parallel-subclouds', '1', '--driver', 'exec', '--exec-config', config]);
+  dcmQuickOk(['--db', f.db, 'strategy', 'create', '--type', 'patch', '--patch-id', 'PATCH-7', '--max-parallel-subclouds', '1', '--driver', 'exec', '--exec-config', config]);
 
   // bob applies; alice pauses, widens the window and resumes from another shell; then apply is killed.
   killedPid = await pauseResizeResumeKill(f.db, as);
@@ -74,12 +74,12 @@ beforeAll(async () => {
 
   // The site is fixed; erin retries, bob applies what is left.
   fs.rmSync(path.join(flaky, 's2.down'));
-  dcmOk(['--db', f.db, 'strategy', 'retry'], { env: as('erin') });
+  dcmQuickOk(['--db', f.db, 'strategy', 'retry'], { env: as('erin') });
   const third = spawnDcm(['--db', f.db, 'strategy', 'apply'], as('bob'));
   expect((await third.done).code).toBe(0);
 
   html = path.join(f.dir, 'postmortem.html');
-  dcmOk(['--db', f.db, 'strategy', 'report', '--html', html]);
+  dcmQuickOk(['--db', f.db, 'strategy', 'report', '--html', html]);
   ev = events();
   runs = history(f.db);
 }, 300_000);
@@ -155,7 +155,7 @@ describe('the report of a run with failures, a retry, a pause, an update and a k
       expect(page.rollout['exec config sha256']).toBe(`${digest} of the file as read at create`);
       const update = ev.find((e) => e.event === 'updated')!;
       expect(page.rollout['max parallel subclouds']).toBe(`1 at create; 2 from ${toSecond(update.time)} (strategy update by alice)`);
-      expect(page.rollout.created).toBe(toSecond(json<{ created_at: string }>(dcmOk(['--db', f.db, 'strategy', 'show', '-f', 'json'])).created_at));
+      expect(page.rollout.created).toBe(toSecond(json<{ created_at: string }>(dcmQuickOk(['--db', f.db, 'strategy', 'show', '-f', 'json'])).created_at));
 
       // Every run that did not end ok, recovered ones too, with its attempt and details; the count says so.
       const recovered = (r: HistoryRun) => runs.find((o) => o.cloud === r.cloud && o.state === r.state && o.outcome === 'ok' && o.attempt > r.attempt);
@@ -164,7 +164,7 @@ describe('the report of a run with failures, a retry, a pause, an update and a k
       expect(page.failedRuns.map((c) => c[7])).toEqual(
         bad.map((r) => {
           const ok = recovered(r);
-          return ok ? `attempt ${ok.attempt} ok at ${toSecond(ok.finished_at!)}` : `no: the step is ${dcmOk(['--db', f.db, 'strategy-step', 'show', r.cloud, '-f', 'value', '-c', 'state']).stdout.trim()}`;
+          return ok ? `attempt ${ok.attempt} ok at ${toSecond(ok.finished_at!)}` : `no: the step is ${dcmQuickOk(['--db', f.db, 'strategy-step', 'show', r.cloud, '-f', 'value', '-c', 'state']).stdout.trim()}`;
         }),
       );
       // s3's failure, recovered by the config's retry; s2's two, by strategy retry after the site was fixed.
@@ -234,7 +234,7 @@ describe('the report of a run with failures, a retry, a pause, an update and a k
       d.prepare("UPDATE strategy SET extra_args = json_remove(extra_args, '$.exec_config_sha256')").run();
       return d.prepare("SELECT json_extract(extra_args, '$.exec_config') FROM strategy").pluck().get() as string;
     });
-    const page = dcmOk(['--db', f.db, 'strategy', 'report', '--html', '-']).stdout;
+    const page = dcmQuickOk(['--db', f.db, 'strategy', 'report', '--html', '-']).stdout;
     const digest = crypto.createHash('sha256').update(stored).digest('hex');
     expect(page).toContain(`<dd data-key="exec config sha256"><code>${digest}</code> <span class="muted">of the config as stored (this strategy predates the file digest)</span></dd>`);
   });

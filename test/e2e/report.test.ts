@@ -5,17 +5,18 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { dcm, dcmOk, tempDir } from '../helpers/cli.js';
+import { dcm, tempDir } from '../helpers/cli.js';
 import { expectErrorLine } from '../helpers/fleet.js';
 import { openFile, outputPath, withChromium, type Opened } from '../helpers/browser.js';
 import { steps as stepsOf } from '../helpers/history.js';
+import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
 
 const tmp = tempDir('dcm-report-');
 afterAll(() => tmp.cleanup());
 
 /** A fleet applied for real: a canary group of 4 (window 3) and 60 more (window 12), 2 injected failures. */
 function appliedFleet(db: string): void {
-  const run = (args: string[], input?: string) => dcmOk(['--db', db, ...args], { input });
+  const run = (args: string[], input?: string) => dcmQuickOk(['--db', db, ...args], { input });
   run(['subcloud-group', 'add', '--name', 'canary', '--max_parallel_subclouds', '3']);
   run(['subcloud-group', 'add', '--name', 'fleet', '--max_parallel_subclouds', '12']);
   run(['subcloud', 'add', 'canary1', 'canary2', 'canary3', 'canary4', '--group', 'canary']);
@@ -56,11 +57,11 @@ describe('a report of a real apply', () => {
   const html = path.join(tmp.dir, 'report.html');
   beforeAll(() => {
     appliedFleet(db);
-    dcmOk(['--db', db, 'strategy', 'report', '--html', html]);
+    dcmQuickOk(['--db', db, 'strategy', 'report', '--html', html]);
   });
 
   test('written by the built binary: the file, and a record of what it holds', () => {
-    const r = dcm(['--db', db, '-f', 'json', 'strategy', 'report', '--html', html]);
+    const r = dcmQuick(['--db', db, '-f', 'json', 'strategy', 'report', '--html', html]);
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual({
       report: html,
@@ -125,7 +126,7 @@ describe('a report of a real apply', () => {
   });
 
   test('--html - writes the page to stdout', () => {
-    const r = dcm(['--db', db, 'strategy', 'report', '--html', '-']);
+    const r = dcmQuick(['--db', db, 'strategy', 'report', '--html', '-']);
     expect(r.code).toBe(0);
     expect(r.stdout.startsWith('<!doctype html>')).toBe(true);
     expect(r.stdout.trimEnd().endsWith('</html>')).toBe(true);
@@ -133,21 +134,21 @@ describe('a report of a real apply', () => {
 
   test('refusals: no strategy, no such directory, no --html, another type', () => {
     const empty = path.join(tmp.dir, 'empty.db');
-    expectErrorLine(dcm(['--db', empty, 'strategy', 'report', '--html', path.join(tmp.dir, 'x.html')]), 1, 'Strategy not found');
+    expectErrorLine(dcmQuick(['--db', empty, 'strategy', 'report', '--html', path.join(tmp.dir, 'x.html')]), 1, 'Strategy not found');
     expect(fs.existsSync(empty)).toBe(false);
     expect(fs.existsSync(path.join(tmp.dir, 'x.html'))).toBe(false);
     const nowhere = path.join(tmp.dir, 'no', 'such', 'r.html');
-    expectErrorLine(dcm(['--db', db, 'strategy', 'report', '--html', nowhere]), 1, `cannot write ${nowhere}: no such directory`);
-    expectErrorLine(dcm(['--db', db, 'strategy', 'report']), 2, "required option '--html <file>' not specified");
-    expectErrorLine(dcm(['--db', db, 'strategy', 'report', '--type', 'firmware', '--html', html]), 1, "Strategy of type 'firmware' not found");
-    expect(dcm(['--db', db, 'patch-strategy', 'report', '--html', html]).code).toBe(0);
+    expectErrorLine(dcmQuick(['--db', db, 'strategy', 'report', '--html', nowhere]), 1, `cannot write ${nowhere}: no such directory`);
+    expectErrorLine(dcmQuick(['--db', db, 'strategy', 'report']), 2, "required option '--html <file>' not specified");
+    expectErrorLine(dcmQuick(['--db', db, 'strategy', 'report', '--type', 'firmware', '--html', html]), 1, "Strategy of type 'firmware' not found");
+    expect(dcmQuick(['--db', db, 'patch-strategy', 'report', '--html', html]).code).toBe(0);
   });
 });
 
 test('stopped on failure: the stage that never started still has a lane per subcloud', async () => {
   const db = path.join(tmp.dir, 'stopped.db');
   const html = path.join(tmp.dir, 'stopped.html');
-  const run = (args: string[]) => dcmOk(['--db', db, ...args]);
+  const run = (args: string[]) => dcmQuickOk(['--db', db, ...args]);
   run(['subcloud-group', 'add', '--name', 'canary']);
   run(['subcloud-group', 'add', '--name', 'rest']);
   run(['subcloud', 'add', 'k1', 'k2', '--group', 'canary']);
@@ -173,7 +174,7 @@ describe('10,000 steps', () => {
   const html = path.join(tmp.dir, 'big.html');
 
   beforeAll(() => {
-    const run = (args: string[], input?: string) => dcmOk(['--db', db, ...args], { input });
+    const run = (args: string[], input?: string) => dcmQuickOk(['--db', db, ...args], { input });
     run(['subcloud-group', 'add', '--name', 'canary', '--max_parallel_subclouds', '10']);
     run(['subcloud-group', 'add', '--name', 'fleet', '--max_parallel_subclouds', '500']);
     const rows = ['name,group'];
@@ -186,7 +187,7 @@ describe('10,000 steps', () => {
 
   test('lanes of several subclouds cover every step; the load time is written down', async () => {
     const t0 = performance.now();
-    const r = dcm(['--db', db, 'strategy', 'report', '--html', html]);
+    const r = dcmQuick(['--db', db, 'strategy', 'report', '--html', html]);
     const writeMs = performance.now() - t0;
     expect(r.code).toBe(0);
     const failed = stepsOf(db).filter((s) => s.state === 'failed').length;

@@ -7,8 +7,9 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT } from '../helpers/cli.js';
-import { dcm, dcmOk, dirFingerprint, expectRefused, tempDir } from '../helpers/fleet.js';
+import { dcm, dirFingerprint, expectRefused, tempDir } from '../helpers/fleet.js';
 import { strategyId } from '../helpers/logs.js';
+import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
 
 const GOLDEN = path.join(ROOT, 'test', 'golden', 'show-commands.json.txt');
 const SECRET = 'S3cr3t!pw';
@@ -41,11 +42,11 @@ states:
   );
   fs.writeFileSync(path.join(t.dir, 'pw'), `${SECRET}\n`, { mode: 0o600 });
   const db = ['--db', t.db];
-  dcmOk([...db, 'subcloud-group', 'add', '--name', 'canary']);
-  dcmOk([...db, 'subcloud-group', 'add', '--name', 'fleet']);
-  dcmOk([...db, 'subcloud', 'add', 's0', '--group', 'canary']);
-  dcmOk([...db, 'subcloud', 'add', 's1', '--group', 'fleet', '--location', "rack 4, it's here"]);
-  dcmOk([...db, 'strategy-config', 'update', 's1', '--storage-apply-type', 'serial', '--worker-apply-type', 'parallel',
+  dcmQuickOk([...db, 'subcloud-group', 'add', '--name', 'canary']);
+  dcmQuickOk([...db, 'subcloud-group', 'add', '--name', 'fleet']);
+  dcmQuickOk([...db, 'subcloud', 'add', 's0', '--group', 'canary']);
+  dcmQuickOk([...db, 'subcloud', 'add', 's1', '--group', 'fleet', '--location', "rack 4, it's here"]);
+  dcmQuickOk([...db, 'strategy-config', 'update', 's1', '--storage-apply-type', 'serial', '--worker-apply-type', 'parallel',
     '--max-parallel-workers', '4', '--alarm-restriction-type', 'strict', '--default-instance-action', 'migrate']);
   create = [...db, 'strategy', 'create', '--type', 'sw-deploy', '--release-id', 'stx-10.0.1', '--with-prestage',
     '--sysadmin-password-file', path.join(t.dir, 'pw'), '--driver', 'exec', '--exec-config', cfg];
@@ -55,7 +56,7 @@ afterAll(() => t.cleanup());
 describe('strategy create --dry-run --show-commands', () => {
   test('the golden file: argv (a string command is /bin/sh -c and its line), cwd, the environment; password masked; nothing written', () => {
     const before = dirFingerprint(t.dir);
-    const r = dcm([...create, '--dry-run', '--show-commands', 's1', '-f', 'json']);
+    const r = dcmQuick([...create, '--dry-run', '--show-commands', 's1', '-f', 'json']);
     expect([r.code, r.stderr]).toEqual([0, '']);
     expect(dirFingerprint(t.dir)).toEqual(before);
     expect(r.stdout).not.toContain(SECRET);
@@ -67,15 +68,15 @@ describe('strategy create --dry-run --show-commands', () => {
   });
 
   test('without a cloud: the plan\'s first subcloud; the table holds the same rows', () => {
-    const first = JSON.parse(dcmOk([...create, '--dry-run', '--show-commands', '-f', 'json']).stdout) as typeof preview;
+    const first = JSON.parse(dcmQuickOk([...create, '--dry-run', '--show-commands', '-f', 'json']).stdout) as typeof preview;
     expect(first.find((x) => x.name === 'DCM_CLOUD')!.value).toBe('s0');
-    const table = dcmOk([...create, '--dry-run', '--show-commands', 's1']).stdout;
+    const table = dcmQuickOk([...create, '--dry-run', '--show-commands', 's1']).stdout;
     expect(table).toMatch(/^\| sw-deploy install license +\| argv\[2\] +\| .*run\.sh 's1' 'rack 4, it'\\''s here' 'stx-10\.0\.1' +\|$/m);
     expect(table).toMatch(/^\| sw-deploy pre-check +\| DCM_SYSADMIN_PASSWORD +\| \*{8} +\|$/m);
   });
 
   test('what apply hands each run is what was shown: argv, the environment, apart from what only an apply knows', () => {
-    dcmOk(create);
+    dcmQuickOk(create);
     const r = dcm(['--db', t.db, 'strategy', 'apply', '-q']);
     expect([r.code, r.stderr]).toEqual([0, '']);
     const id = strategyId(t.db);
@@ -107,9 +108,9 @@ describe('strategy create --dry-run --show-commands', () => {
   });
 
   test('refused, exit 2, nothing written: without --dry-run, with the sim driver, a cloud with no step', () => {
-    dcmOk(['--db', t.db, 'strategy', 'delete', '--yes']);
+    dcmQuickOk(['--db', t.db, 'strategy', 'delete', '--yes']);
     // The apply brought both in-sync: out of sync again, they have steps to show.
-    dcmOk(['--db', t.db, 'subcloud', 'update', 's0', 's1', '--sync', 'usm=out-of-sync']);
+    dcmQuickOk(['--db', t.db, 'subcloud', 'update', 's0', 's1', '--sync', 'usm=out-of-sync']);
     expectRefused(t.dir, [...create, '--show-commands'], 2, '--show-commands needs --dry-run: it shows what would run, and creates nothing');
     expectRefused(t.dir, ['--db', t.db, 'strategy', 'create', '--type', 'firmware', '--dry-run', '--show-commands'], 2,
       '--show-commands needs --driver exec: the sim driver runs no command');

@@ -11,6 +11,7 @@ import { dcm, dcmOk, tempDir, withSites, withSql } from '../helpers/fleet.js';
 import { SCHEMA_VERSION } from '../../src/store/migrations.js';
 import { spawnDcm } from '../helpers/history.js';
 import { holdWriteLock } from '../helpers/seams.js';
+import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
 
 let t: ReturnType<typeof tempDir>;
 afterEach(() => t.cleanup());
@@ -20,8 +21,8 @@ const tablesOf = (db: string) =>
 
 test('a database of schema 7 (sim_site in it) opens, migrates and applies; the sites are in the sites file only', () => {
   t = tempDir();
-  dcmOk(['--db', t.db, 'subcloud', 'add', 's1', 's2', 's3']);
-  dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0']);
+  dcmQuickOk(['--db', t.db, 'subcloud', 'add', 's1', 's2', 's3']);
+  dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0']);
   // Back to schema 7 by hand: 7 -> 8 only dropped sim_site (as migration 0 made it, with 2 -> 3's
   // options column), 8 -> 9 only added step_history.retry_at, 9 -> 10 only created
   // subcloud_label, 10 -> 11 only created strategy_event, 11 -> 12 only added the stage gate
@@ -71,27 +72,27 @@ test('a database of schema 7 (sim_site in it) opens, migrates and applies; the s
 
 test('db check and db backup see the database only; the next strategy starts the sites afresh', () => {
   t = tempDir();
-  dcmOk(['--db', t.db, 'subcloud', 'add', 's1', 's2']);
-  dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0']);
+  dcmQuickOk(['--db', t.db, 'subcloud', 'add', 's1', 's2']);
+  dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0']);
   expect(dcm(['--db', t.db, '-q', 'strategy', 'apply']).code).toBe(0);
   expect(fs.readdirSync(t.dir).sort()).toEqual(expect.arrayContaining(['dcm.db', 'dcm.db.sites']));
   expect(tablesOf(t.db)).not.toContain('sim_site');
-  expect(dcm(['--db', t.db, 'db', 'check']).code).toBe(0);
+  expect(dcmQuick(['--db', t.db, 'db', 'check']).code).toBe(0);
   const backup = path.join(t.dir, 'copy.db');
-  dcmOk(['--db', t.db, 'db', 'backup', backup]);
+  dcmQuickOk(['--db', t.db, 'db', 'backup', backup]);
   expect(tablesOf(backup)).not.toContain('sim_site');
   expect(fs.existsSync(`${backup}.sites`)).toBe(false);
   // Sites are keyed by the strategy's campaign: a new strategy on the same subclouds applies again.
-  dcmOk(['--db', t.db, 'strategy', 'delete']);
-  dcmOk(['--db', t.db, 'subcloud', 'update', 's1', 's2', '--sync', 'all=out-of-sync']);
-  dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0']);
+  dcmQuickOk(['--db', t.db, 'strategy', 'delete']);
+  dcmQuickOk(['--db', t.db, 'subcloud', 'update', 's1', 's2', '--sync', 'all=out-of-sync']);
+  dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0']);
   expect(dcm(['--db', t.db, '-q', 'strategy', 'apply']).code).toBe(0);
 });
 
 test('a database reached through a symlink has the sites file of the real one', () => {
   t = tempDir();
-  dcmOk(['--db', t.db, 'subcloud', 'add', 's1']);
-  dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0']);
+  dcmQuickOk(['--db', t.db, 'subcloud', 'add', 's1']);
+  dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0']);
   const link = path.join(t.dir, 'link.db');
   fs.symlinkSync(t.db, link);
   expect(dcm(['--db', link, '-q', 'strategy', 'apply']).code).toBe(0);
@@ -104,11 +105,11 @@ test('a database reached through a symlink has the sites file of the real one', 
 // start-up after the 5 s busy timeout (`error: database is locked`, exit 1).
 test("the sites file's write lock held by another process past the busy timeout: apply waits for it and completes", async () => {
   t = tempDir();
-  dcmOk(['--db', t.db, 'subcloud', 'add', 's1', 's2']);
-  dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0', 's1']);
+  dcmQuickOk(['--db', t.db, 'subcloud', 'add', 's1', 's2']);
+  dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0', 's1']);
   dcmOk(['--db', t.db, '-q', 'strategy', 'apply']);
-  dcmOk(['--db', t.db, 'strategy', 'delete']);
-  dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0']);
+  dcmQuickOk(['--db', t.db, 'strategy', 'delete']);
+  dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0']);
   const h = holdWriteLock(`${t.db}.sites`, 10_000);
   await h.held;
   const apply = spawnDcm(['--db', t.db, 'strategy', 'apply']);

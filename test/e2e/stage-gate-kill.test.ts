@@ -6,8 +6,9 @@
 import { expect, test } from '@jest/globals';
 import fs from 'node:fs';
 import path from 'node:path';
-import { dcmOk, waitFor } from '../helpers/cli.js';
+import { waitFor } from '../helpers/cli.js';
 import { spawnDcm, steps, strategyState, tempPerTest } from '../helpers/history.js';
+import { dcmQuickOk } from '../helpers/quick.js';
 
 const temp = tempPerTest();
 
@@ -22,10 +23,10 @@ function alive(pid: number): boolean {
 
 test('kill -9 during a check: the next apply stops the old check before it runs its own', async () => {
   const t = temp();
-  dcmOk(['--db', t.db, 'subcloud-group', 'add', '--name', 'canary', '--max_parallel_subclouds', '1']);
-  dcmOk(['--db', t.db, 'subcloud-group', 'add', '--name', 'fleet', '--max_parallel_subclouds', '1']);
-  dcmOk(['--db', t.db, 'subcloud', 'add', 'c1', '--group', 'canary']);
-  dcmOk(['--db', t.db, 'subcloud', 'add', 'f1', '--group', 'fleet']);
+  dcmQuickOk(['--db', t.db, 'subcloud-group', 'add', '--name', 'canary', '--max_parallel_subclouds', '1']);
+  dcmQuickOk(['--db', t.db, 'subcloud-group', 'add', '--name', 'fleet', '--max_parallel_subclouds', '1']);
+  dcmQuickOk(['--db', t.db, 'subcloud', 'add', 'c1', '--group', 'canary']);
+  dcmQuickOk(['--db', t.db, 'subcloud', 'add', 'f1', '--group', 'fleet']);
   const log = path.join(t.dir, 'checks.log');
   const go = path.join(t.dir, 'go');
   // Each check says, as it starts, whether the check before it still runs; then waits for `go`.
@@ -36,7 +37,7 @@ test('kill -9 during a check: the next apply stops the old check before it runs 
     `while [ ! -e ${go} ]; do sleep 0.05; done`,
     `echo "passed $$" >> ${log}`,
   ].join('; ');
-  dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '10ms..30ms', '--stage-gate', 'check', '--gate-check', check]);
+  dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '10ms..30ms', '--stage-gate', 'check', '--gate-check', check]);
   const first = spawnDcm(['--db', t.db, 'strategy', 'apply']);
   await waitFor(() => fs.existsSync(log) && fs.readFileSync(log, 'utf8').includes('start'), 60_000, 20);
   const old = Number(/^start (\d+)/.exec(fs.readFileSync(log, 'utf8'))![1]);

@@ -8,11 +8,12 @@
 import { afterEach, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs';
 import path from 'node:path';
-import { dcm, dcmOk, waitFor } from '../helpers/cli.js';
+import { dcm, waitFor } from '../helpers/cli.js';
 import { expectRefused, json, withSql } from '../helpers/fleet.js';
 import { history, killLeftovers, micros, names, spawnDcm, steps, strategyState, tempPerTest } from '../helpers/history.js';
 import { execFixture, peakConcurrent, type ExecFixture } from '../helpers/exec.js';
 import { recordedEvents } from '../helpers/operator.js';
+import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
 
 const temp = tempPerTest();
 let f: ExecFixture | undefined;
@@ -22,7 +23,7 @@ afterEach(() => {
   f = undefined;
 });
 
-const status = (db: string) => json<Record<string, string | number | null>>(dcmOk(['--db', db, 'strategy', 'status', '-f', 'json']));
+const status = (db: string) => json<Record<string, string | number | null>>(dcmQuickOk(['--db', db, 'strategy', 'status', '-f', 'json']));
 const gateEvents = (db: string) => recordedEvents(db).filter((e) => e.event === 'stage gate').map((e) => e.details);
 const stageRows = (db: string) =>
   withSql(db, (d) => d.prepare('SELECT stage, max_failures, gate, gate_check, gate_state, gate_due_at FROM strategy_stage ORDER BY stage').all()) as {
@@ -36,10 +37,10 @@ const stageRows = (db: string) =>
 
 /** Two groups, made in this order so that `canary` is stage 1 and `fleet` stage 2. */
 function canaryAndFleet(db: string, canary: string[], fleet: string[], fleetWindow = 3): void {
-  dcmOk(['--db', db, 'subcloud-group', 'add', '--name', 'canary', '--max_parallel_subclouds', '1']);
-  dcmOk(['--db', db, 'subcloud-group', 'add', '--name', 'fleet', '--max_parallel_subclouds', String(fleetWindow)]);
-  dcmOk(['--db', db, 'subcloud', 'add', ...canary, '--group', 'canary']);
-  dcmOk(['--db', db, 'subcloud', 'add', ...fleet, '--group', 'fleet']);
+  dcmQuickOk(['--db', db, 'subcloud-group', 'add', '--name', 'canary', '--max_parallel_subclouds', '1']);
+  dcmQuickOk(['--db', db, 'subcloud-group', 'add', '--name', 'fleet', '--max_parallel_subclouds', String(fleetWindow)]);
+  dcmQuickOk(['--db', db, 'subcloud', 'add', ...canary, '--group', 'canary']);
+  dcmQuickOk(['--db', db, 'subcloud', 'add', ...fleet, '--group', 'fleet']);
 }
 
 describe('a stage budget holds the rollout', () => {
@@ -57,7 +58,7 @@ states:
     run: STEP_EXIT=$(case {cloud} in c*) echo 1;; *) echo 0;; esac) ${fx.step} {cloud}
   "*": [${fx.step}, "{cloud}", "{state}"]
 `);
-    dcmOk(['--db', fx.db, 'strategy', 'create', '--type', 'patch', '--stage-max-failures', '0', '--stage-gate', 'pause', '--driver', 'exec', '--exec-config', cfg]);
+    dcmQuickOk(['--db', fx.db, 'strategy', 'create', '--type', 'patch', '--stage-max-failures', '0', '--stage-gate', 'pause', '--driver', 'exec', '--exec-config', cfg]);
     const apply = spawnDcm(['--db', fx.db, 'strategy', 'apply'], fx.env);
     await waitFor(() => strategyState(fx.db) === 'paused', 60_000, 20);
     await waitFor(() => apply.stderr().includes('dcm: paused: stage 1:'), 60_000, 20);
@@ -77,7 +78,7 @@ states:
     expect(fx.readRuns().map((r) => r.cloud)).toEqual(['c1']);
 
     const resumedAt = Date.now() * 1e6;
-    dcmOk(['--db', fx.db, 'strategy', 'resume']);
+    dcmQuickOk(['--db', fx.db, 'strategy', 'resume']);
     const r = await apply.done;
     // Promoted: the rest of the canary runs (and fails), then the fleet; a failed canary still fails the strategy.
     expect(r.code).toBe(1);
@@ -104,7 +105,7 @@ states:
     const t = temp();
     canaryAndFleet(t.db, ['c1', 'c2'], names(4, 'f'), 1);
     // Budget 1 a stage: stage 1 has one failure (not above it), stage 2 two (above it at the second).
-    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '10ms..30ms', '--stage-max-failures', '1',
+    dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '10ms..30ms', '--stage-max-failures', '1',
       '--sim-fail', 'c1=pre check', '--sim-fail', 'f1=pre check', '--sim-fail', 'f2=pre check']);
     const apply = spawnDcm(['--db', t.db, 'strategy', 'apply']);
     await waitFor(() => strategyState(t.db) === 'paused', 60_000, 20);
@@ -115,7 +116,7 @@ states:
     ]);
     expect(gateEvents(t.db)).toEqual([expect.stringMatching(/^stage 2: held: stage 2: 2 step\(s\) failed, more than its budget of 1 .*2 of its subcloud\(s\) not started/)]);
     expect(status(t.db)['stage gates']).toMatch(/^stage 1: none, max failures 1\nstage 2: none, max failures 1: held/);
-    dcmOk(['--db', t.db, 'strategy', 'abort']);
+    dcmQuickOk(['--db', t.db, 'strategy', 'abort']);
     const r = await apply.done;
     expect(r.code).toBe(3);
     expect(strategyState(t.db)).toBe('aborted');
@@ -137,17 +138,17 @@ states:
     run: if [ {cloud} = c1 ]; then while [ ! -e ${go} ]; do sleep 0.05; done; fi; STEP_EXIT=$(case {cloud} in c1|c3) echo 1;; *) echo 0;; esac) ${fx.step} {cloud}
   "*": [${fx.step}, "{cloud}", "{state}"]
 `);
-    dcmOk(['--db', fx.db, 'strategy', 'create', '--type', 'patch', '--stage-max-failures', '0', '--driver', 'exec', '--exec-config', cfg]);
+    dcmQuickOk(['--db', fx.db, 'strategy', 'create', '--type', 'patch', '--stage-max-failures', '0', '--driver', 'exec', '--exec-config', cfg]);
     const apply = spawnDcm(['--db', fx.db, 'strategy', 'apply'], fx.env);
     await waitFor(() => status(fx.db)['in flight'] === 1, 60_000, 20);
-    dcmOk(['--db', fx.db, 'strategy', 'update', '--stage', '1', '--stage-max-failures', '1']);
+    dcmQuickOk(['--db', fx.db, 'strategy', 'update', '--stage', '1', '--stage-max-failures', '1']);
     await waitFor(() => apply.stderr().includes('stage 1 failure budget: more than 1 failed step(s) hold it (0 failed so far)'), 60_000, 20);
     fs.writeFileSync(go, '');
     await waitFor(() => strategyState(fx.db) === 'paused', 60_000, 20);
     expect(steps(fx.db).map((x) => [x.cloud, x.state])).toEqual([['c1', 'failed'], ['c2', 'complete'], ['c3', 'failed'], ['c4', 'initial'], ['f1', 'initial']]);
     expect(gateEvents(fx.db)).toEqual([expect.stringMatching(/^stage 1: held: stage 1: 2 step\(s\) failed, more than its budget of 1 /)]);
     expect(fx.readRuns().some((r) => r.cloud === 'c4' || r.cloud === 'f1')).toBe(false);
-    dcmOk(['--db', fx.db, 'strategy', 'abort']);
+    dcmQuickOk(['--db', fx.db, 'strategy', 'abort']);
     expect((await apply.done).code).toBe(3);
   });
 });
@@ -156,7 +157,7 @@ describe('a held stage across Ctrl-C, abort and retry', () => {
   test('Ctrl-C leaves it paused and held; the next apply waits for resume; retry reopens the stage, which its budget holds again', async () => {
     const t = temp();
     canaryAndFleet(t.db, ['c1', 'c2'], ['f1']);
-    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '10ms..30ms', '--stage-max-failures', '0', '--sim-fail', 'c1=pre check']);
+    dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '10ms..30ms', '--stage-max-failures', '0', '--sim-fail', 'c1=pre check']);
     const first = spawnDcm(['--db', t.db, 'strategy', 'apply']);
     await waitFor(() => strategyState(t.db) === 'paused', 60_000, 20);
     first.child.kill('SIGINT');
@@ -167,19 +168,19 @@ describe('a held stage across Ctrl-C, abort and retry', () => {
     // A second apply finds it held and paused: it waits (no step moves) until the abort.
     const second = spawnDcm(['--db', t.db, 'strategy', 'apply']);
     await waitFor(() => status(t.db).orchestrator !== null, 60_000, 20);
-    dcmOk(['--db', t.db, 'strategy', 'abort']);
+    dcmQuickOk(['--db', t.db, 'strategy', 'abort']);
     expect((await second.done).code).toBe(3);
     expect(steps(t.db).map((x) => [x.cloud, x.state])).toEqual([['c1', 'failed'], ['c2', 'aborted'], ['f1', 'aborted']]);
     expect(history(t.db).map((h) => h.cloud)).toEqual(['c1']);
 
     // Retry reopens stage 1: its gate is asked again, and its budget (c1 fails again) holds it again.
-    dcmOk(['--db', t.db, 'strategy', 'retry']);
+    dcmQuickOk(['--db', t.db, 'strategy', 'retry']);
     expect(stageRows(t.db).map((r) => r.gate_state)).toEqual([null, null]);
     const third = spawnDcm(['--db', t.db, 'strategy', 'apply']);
     await waitFor(() => strategyState(t.db) === 'paused', 60_000, 20);
     expect(steps(t.db).find((x) => x.cloud === 'f1')!.state).toBe('initial');
     expect(gateEvents(t.db).filter((d) => d.startsWith('stage 1: held:')).length).toBe(2);
-    dcmOk(['--db', t.db, 'strategy', 'resume']);
+    dcmQuickOk(['--db', t.db, 'strategy', 'resume']);
     expect((await third.done).code).toBe(1);
     expect(steps(t.db).map((x) => [x.cloud, x.state])).toEqual([['c1', 'failed'], ['c2', 'complete'], ['f1', 'complete']]);
   });
@@ -189,7 +190,7 @@ describe('soak and check gates', () => {
   test('soak: stage 2 starts no sooner than the soak after stage 1 ended, counted from the stored time across a kill -9 of apply', async () => {
     const t = temp();
     canaryAndFleet(t.db, ['c1'], names(2, 'f'));
-    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '10ms..30ms', '--stage-gate', 'soak=3s']);
+    dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '10ms..30ms', '--stage-gate', 'soak=3s']);
     const first = spawnDcm(['--db', t.db, 'strategy', 'apply']);
     await waitFor(() => stageRows(t.db)[0].gate_state === 'soaking', 60_000, 20);
     const due = stageRows(t.db)[0].gate_due_at!;
@@ -213,14 +214,14 @@ describe('soak and check gates', () => {
 
   test('check: a failing check pauses with its exit code and last line; resume promotes; a passing one goes on; each sees its stage', async () => {
     const t = temp();
-    for (const [g, w] of [['a', 1], ['b', 2], ['c', 2]] as const) dcmOk(['--db', t.db, 'subcloud-group', 'add', '--name', g, '--max_parallel_subclouds', String(w)]);
-    dcmOk(['--db', t.db, 'subcloud', 'add', 'a1', '--group', 'a']);
-    dcmOk(['--db', t.db, 'subcloud', 'add', 'b1', 'b2', '--group', 'b']);
-    dcmOk(['--db', t.db, 'subcloud', 'add', 'c1', 'c2', '--group', 'c']);
+    for (const [g, w] of [['a', 1], ['b', 2], ['c', 2]] as const) dcmQuickOk(['--db', t.db, 'subcloud-group', 'add', '--name', g, '--max_parallel_subclouds', String(w)]);
+    dcmQuickOk(['--db', t.db, 'subcloud', 'add', 'a1', '--group', 'a']);
+    dcmQuickOk(['--db', t.db, 'subcloud', 'add', 'b1', 'b2', '--group', 'b']);
+    dcmQuickOk(['--db', t.db, 'subcloud', 'add', 'c1', 'c2', '--group', 'c']);
     const log = path.join(t.dir, 'checks.log');
     // Stage 1's check fails, stage 2's passes.
     const check = `echo "$DCM_STAGE|$DCM_STAGE_CLOUDS" >> ${log}; echo looking; if [ "$DCM_STAGE" = 1 ]; then echo "alarms: 2 critical"; exit 4; fi`;
-    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '10ms..30ms', '--stage-gate', 'check', '--gate-check', check]);
+    dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '10ms..30ms', '--stage-gate', 'check', '--gate-check', check]);
     const apply = spawnDcm(['--db', t.db, 'strategy', 'apply']);
     await waitFor(() => strategyState(t.db) === 'paused', 60_000, 20);
     expect(steps(t.db).filter((x) => x.stage > 1).every((x) => x.state === 'initial')).toBe(true);
@@ -229,7 +230,7 @@ describe('soak and check gates', () => {
     expect(status(t.db)['stage gates']).toBe(`stage 1: check: paused (${reason})\nstage 2: check\nstage 3: check (last stage: no gate after it)`);
     await waitFor(() => apply.stderr().includes(`dcm: paused: ${reason}`), 60_000, 20);
 
-    dcmOk(['--db', t.db, 'strategy', 'resume']);
+    dcmQuickOk(['--db', t.db, 'strategy', 'resume']);
     const r = await apply.done;
     expect(r.code).toBe(0);
     expect(strategyState(t.db)).toBe('complete');
@@ -243,22 +244,22 @@ describe('soak and check gates', () => {
       'stage 1: checking', 'stage 1: paused', 'stage 1: promoted', 'stage 2: checking', 'stage 2: passed',
     ]);
     // The report says each stage's gate and how it went (its event marks are the record's, above).
-    const html = dcmOk(['--db', t.db, 'strategy', 'report', '--html', '-']).stdout;
+    const html = dcmQuickOk(['--db', t.db, 'strategy', 'report', '--html', '-']).stdout;
     expect(html).toMatch(/<dd data-key="stage gates">stage 1: check: promoted \(stage 1 promoted by .*<br>stage 2: check: passed \(stage 2 gate check passed; stage 3 starts\)<br>stage 3: check \(last stage: no gate after it\)<\/dd>/);
   });
 
   test('a soak changed while it runs: update --stage 1 --stage-gate none ends it, the apply goes on at once', async () => {
     const t = temp();
     canaryAndFleet(t.db, ['c1'], ['f1']);
-    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '10ms..30ms', '--stage-gate', 'soak=8760h']);
+    dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '10ms..30ms', '--stage-gate', 'soak=8760h']);
     const apply = spawnDcm(['--db', t.db, 'strategy', 'apply']);
     await waitFor(() => stageRows(t.db)[0].gate_state === 'soaking', 60_000, 20);
     // Its steps have ended, its gate has not: it can be changed.
-    dcmOk(['--db', t.db, 'strategy', 'update', '--stage', '1', '--stage-gate', 'none']);
+    dcmQuickOk(['--db', t.db, 'strategy', 'update', '--stage', '1', '--stage-gate', 'none']);
     const r = await apply.done;
     expect(r.code).toBe(0);
     expect(steps(t.db).map((x) => x.state)).toEqual(['complete', 'complete']);
-    expect(dcm(['--db', t.db, 'strategy', 'update', '--stage', '1', '--stage-gate', 'pause']).code).toBe(1);
+    expect(dcmQuick(['--db', t.db, 'strategy', 'update', '--stage', '1', '--stage-gate', 'pause']).code).toBe(1);
   });
 
   test('Ctrl-C while a check runs stops it (its process group), leaves the gate checking; the next apply runs it again', async () => {
@@ -268,7 +269,7 @@ describe('soak and check gates', () => {
     const go = path.join(t.dir, 'go');
     // The first run waits (for a file that never comes); the second finds it and passes.
     const check = `echo "start $$" >> ${log}; while [ ! -e ${go} ]; do sleep 0.05; done; echo passed >> ${log}`;
-    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '10ms..30ms', '--stage-gate', 'check', '--gate-check', check]);
+    dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '10ms..30ms', '--stage-gate', 'check', '--gate-check', check]);
     const first = spawnDcm(['--db', t.db, 'strategy', 'apply']);
     await waitFor(() => fs.existsSync(log) && fs.readFileSync(log, 'utf8').includes('start'), 60_000, 20);
     const pid = Number(/start (\d+)/.exec(fs.readFileSync(log, 'utf8'))![1]);
@@ -299,7 +300,7 @@ describe('soak and check gates', () => {
     canaryAndFleet(fx.db, ['c1'], ['f1']);
     const marker = path.join(fx.dir, 'checked');
     const cfg = fx.config(`gate_check: echo "$DCM_STAGE_CLOUDS" > ${marker}\nstates:\n  "*": [${fx.step}, "{cloud}", "{state}"]\n`);
-    dcmOk(['--db', fx.db, 'strategy', 'create', '--type', 'patch', '--stage-gate', 'check', '--driver', 'exec', '--exec-config', cfg]);
+    dcmQuickOk(['--db', fx.db, 'strategy', 'create', '--type', 'patch', '--stage-gate', 'check', '--driver', 'exec', '--exec-config', cfg]);
     expect(stageRows(fx.db).map((r) => r.gate_check)).toEqual([`echo "$DCM_STAGE_CLOUDS" > ${marker}`, `echo "$DCM_STAGE_CLOUDS" > ${marker}`]);
     const r = dcm(['--db', fx.db, 'strategy', 'apply'], { env: fx.env });
     expect(r.code).toBe(0);
@@ -312,24 +313,24 @@ describe('where the gates come from, and bad values', () => {
   test("the group's defaults; create overrides them for every stage; update --stage K, or every stage not ended", () => {
     const t = temp();
     canaryAndFleet(t.db, ['c1'], ['f1']);
-    const note = dcmOk(['--db', t.db, 'subcloud-group', 'update', 'canary', '--stage-gate', 'soak=10m', '--stage-max-failures', '0']);
+    const note = dcmQuickOk(['--db', t.db, 'subcloud-group', 'update', 'canary', '--stage-gate', 'soak=10m', '--stage-max-failures', '0']);
     expect(note.stderr).toContain('stage gate defaults of group canary: stage max failures 0, stage gate soak=10m');
     // The group's record stays dcmanager's.
-    expect(Object.keys(json<Record<string, unknown>>(dcmOk(['--db', t.db, 'subcloud-group', 'show', 'canary', '-f', 'json'])))).not.toContain('stage gate');
-    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch']);
+    expect(Object.keys(json<Record<string, unknown>>(dcmQuickOk(['--db', t.db, 'subcloud-group', 'show', 'canary', '-f', 'json'])))).not.toContain('stage gate');
+    dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch']);
     expect(stageRows(t.db).map((r) => [r.max_failures, r.gate])).toEqual([['0', 'soak=10m'], [null, 'none']]);
-    dcmOk(['--db', t.db, 'strategy', 'update', '--stage', '2', '--stage-gate', 'pause']);
-    dcmOk(['--db', t.db, 'strategy', 'update', '--stage-max-failures', '25%']);
+    dcmQuickOk(['--db', t.db, 'strategy', 'update', '--stage', '2', '--stage-gate', 'pause']);
+    dcmQuickOk(['--db', t.db, 'strategy', 'update', '--stage-max-failures', '25%']);
     expect(stageRows(t.db).map((r) => [r.max_failures, r.gate])).toEqual([['25%', 'soak=10m'], ['25%', 'pause']]);
     expect(recordedEvents(t.db).map((e) => e.details)).toEqual(['stage 2 gate: none -> pause', 'stage 1 max failures: 0 -> 25%; stage 2 max failures: None -> 25%']);
     // Every format of the status record carries it, one line a stage.
     const lines = 'stage 1: soak=10m, max failures 25%\nstage 2: pause (last stage: no gate after it), max failures 25%';
-    expect(dcmOk(['--db', t.db, 'strategy', 'status', '-f', 'value', '-c', 'stage gates']).stdout).toBe(`${lines}\n`);
+    expect(dcmQuickOk(['--db', t.db, 'strategy', 'status', '-f', 'value', '-c', 'stage gates']).stdout).toBe(`${lines}\n`);
     // YAML as cliff's PyYAML writes a multi-line string: quoted, a blank line for each line break.
-    expect(dcmOk(['--db', t.db, 'strategy', 'status', '-f', 'yaml', '-c', 'stage gates']).stdout).toBe(`stage gates: '${lines.replace('\n', '\n\n  ')}'\n`);
-    expect(dcmOk(['--db', t.db, 'strategy', 'status']).stdout).toMatch(/\| stage gates +\| stage 1: soak=10m, max failures 25% +\|/);
-    dcmOk(['--db', t.db, 'strategy', 'delete', '--yes']);
-    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--stage-gate', 'none', '--stage-max-failures', '2']);
+    expect(dcmQuickOk(['--db', t.db, 'strategy', 'status', '-f', 'yaml', '-c', 'stage gates']).stdout).toBe(`stage gates: '${lines.replace('\n', '\n\n  ')}'\n`);
+    expect(dcmQuickOk(['--db', t.db, 'strategy', 'status']).stdout).toMatch(/\| stage gates +\| stage 1: soak=10m, max failures 25% +\|/);
+    dcmQuickOk(['--db', t.db, 'strategy', 'delete', '--yes']);
+    dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--stage-gate', 'none', '--stage-max-failures', '2']);
     expect(stageRows(t.db).map((r) => [r.max_failures, r.gate])).toEqual([['2', 'none'], ['2', 'none']]);
   });
 
@@ -345,12 +346,12 @@ describe('where the gates come from, and bad values', () => {
     expectRefused(t.dir, [...create, '--stage-gate', 'check'], 2, noCheck);
     expectRefused(t.dir, [...create, '--stage-gate', 'check', '--gate-check', ' '], 2, "option '--gate-check' is empty: give a command");
     // A group's default `check`, with no command anywhere: refused too, rolled back.
-    dcmOk(['--db', t.db, 'subcloud-group', 'update', 'fleet', '--stage-gate', 'check']);
+    dcmQuickOk(['--db', t.db, 'subcloud-group', 'update', 'fleet', '--stage-gate', 'check']);
     expectRefused(t.dir, create, 2, noCheck);
-    expect(dcm(['--db', t.db, 'strategy', 'show']).code).toBe(1);
+    expect(dcmQuick(['--db', t.db, 'strategy', 'show']).code).toBe(1);
     expectRefused(t.dir, ['--db', t.db, 'subcloud-group', 'update', 'fleet', '--stage-gate', 'soak=1'], 2, /^invalid --stage-gate 'soak=1'/);
 
-    dcmOk([...create, '--gate-check', 'true']);
+    dcmQuickOk([...create, '--gate-check', 'true']);
     const update = ['--db', t.db, 'strategy', 'update'];
     expectRefused(t.dir, [...update, '--stage-gate', 'soak=x'], 2, /^invalid --stage-gate 'soak=x'/);
     expectRefused(t.dir, [...update, '--stage', '3', '--stage-gate', 'pause'], 1, 'Strategy has no stage 3 (it has stages 1 to 2)');

@@ -5,14 +5,15 @@
  * deferred sites are named with their next try.
  */
 import { describe, expect, test } from '@jest/globals';
-import { dcm, dcmOk, waitFor } from '../helpers/cli.js';
+import { waitFor } from '../helpers/cli.js';
 import { spawnDcm, tempPerTest } from '../helpers/history.js';
+import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
 
 const temp = tempPerTest();
 type Status = Record<string, string | number | null>;
 
 function status(db: string, env: Record<string, string> = {}): Status {
-  const r = dcm(['--db', db, 'strategy', 'status', '-f', 'json'], { env });
+  const r = dcmQuick(['--db', db, 'strategy', 'status', '-f', 'json'], { env });
   if (r.code !== 0) throw new Error(`status exited ${r.code}: ${r.stderr}`);
   return JSON.parse(r.stdout) as Status;
 }
@@ -20,11 +21,11 @@ function status(db: string, env: Record<string, string> = {}): Status {
 describe('strategy status: what holds the rollout', () => {
   test('a soak after the canary: the stage row says held by its gate, the ETA includes the soak', async () => {
     const t = temp();
-    dcmOk(['--db', t.db, 'subcloud-group', 'add', '--name', 'canary']);
-    dcmOk(['--db', t.db, 'subcloud-group', 'add', '--name', 'fleet', '--max_parallel_subclouds', '3']);
-    dcmOk(['--db', t.db, 'subcloud', 'add', 'c1', '--group', 'canary']);
-    dcmOk(['--db', t.db, 'subcloud', 'add', 'f1', 'f2', 'f3', '--group', 'fleet']);
-    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '1s', '--stage-gate', 'soak=2h']);
+    dcmQuickOk(['--db', t.db, 'subcloud-group', 'add', '--name', 'canary']);
+    dcmQuickOk(['--db', t.db, 'subcloud-group', 'add', '--name', 'fleet', '--max_parallel_subclouds', '3']);
+    dcmQuickOk(['--db', t.db, 'subcloud', 'add', 'c1', '--group', 'canary']);
+    dcmQuickOk(['--db', t.db, 'subcloud', 'add', 'f1', 'f2', 'f3', '--group', 'fleet']);
+    dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '1s', '--stage-gate', 'soak=2h']);
     const apply = spawnDcm(['--db', t.db, '-q', 'strategy', 'apply']);
     let s: Status = {};
     await waitFor(() => String((s = status(t.db)).stage).includes('held'), 60_000, 100);
@@ -38,9 +39,9 @@ describe('strategy status: what holds the rollout', () => {
 
   test('a site that does not answer: named with its next try', async () => {
     const t = temp();
-    dcmOk(['--db', t.db, 'subcloud', 'add', 's1', 's2']);
-    dcmOk(['--db', t.db, 'subcloud', 'update', 's1', '--label', 'sim_unreachable=yes']);
-    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0', '--defer-delay', '1h', '--defer-until', '3h']);
+    dcmQuickOk(['--db', t.db, 'subcloud', 'add', 's1', 's2']);
+    dcmQuickOk(['--db', t.db, 'subcloud', 'update', 's1', '--label', 'sim_unreachable=yes']);
+    dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0', '--defer-delay', '1h', '--defer-until', '3h']);
     const apply = spawnDcm(['--db', t.db, '-q', 'strategy', 'apply']);
     let s: Status = {};
     await waitFor(() => (s = status(t.db)).deferred === 1 && s.complete === 1, 60_000, 100);
@@ -52,9 +53,9 @@ describe('strategy status: what holds the rollout', () => {
   test('a group whose maintenance window is closed: held by it, the ETA includes the wait until it opens', () => {
     const t = temp();
     const env = { DCM_TEST_HOOKS: '1', DCM_TEST_CLOCK: '2026-12-05T20:00:00Z' };
-    dcmOk(['--db', t.db, 'subcloud-group', 'add', '--name', 'night', '--maintenance-window', 'Sat 22:00-Sun 06:00']);
-    dcmOk(['--db', t.db, 'subcloud', 'add', 'n1', 'n2', '--group', 'night']);
-    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '1s']);
+    dcmQuickOk(['--db', t.db, 'subcloud-group', 'add', '--name', 'night', '--maintenance-window', 'Sat 22:00-Sun 06:00']);
+    dcmQuickOk(['--db', t.db, 'subcloud', 'add', 'n1', 'n2', '--group', 'night']);
+    dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '1s']);
     const s = status(t.db, env);
     expect(s.stage).toBe('1 of 1, held by maintenance window Sat 22:00-Sun 06:00 (UTC) (group night), opens 2026-12-05T22:00:00.000Z');
     expect(s.eta).toMatch(/^2h00m \(includes (2h00m|1h59m) waiting for maintenance window Sat 22:00-Sun 06:00 \(UTC\)\)$/);

@@ -9,9 +9,10 @@
  */
 import { describe, expect, test } from '@jest/globals';
 import Database from 'better-sqlite3';
-import { dcmOk, waitFor } from '../helpers/cli.js';
+import { waitFor } from '../helpers/cli.js';
 import { withSql } from '../helpers/fleet.js';
 import { names, spawnDcm, tempPerTest } from '../helpers/history.js';
+import { dcmQuickOk } from '../helpers/quick.js';
 
 const temp = tempPerTest();
 /** Enough that the rollout (seconds) outlasts the commands that stop it. */
@@ -50,8 +51,8 @@ const ran = (db: string): string[] =>
 describe('a stop holds from the moment it is committed', () => {
   test('pause: no subcloud starts after the pause committed; abort: none after the abort committed, and every other is aborted', async () => {
     const t = temp();
-    dcmOk(['--db', t.db, 'subcloud', 'add', ...names(N)]);
-    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '10', '--sim-latency', '3ms..6ms']);
+    dcmQuickOk(['--db', t.db, 'subcloud', 'add', ...names(N)]);
+    dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '10', '--sim-latency', '3ms..6ms']);
     const apply = spawnDcm(['--db', t.db, 'strategy', 'apply']);
     await waitFor(() => started(t.db).length >= 40 || apply.child.exitCode !== null, 60_000, 5);
 
@@ -63,7 +64,7 @@ describe('a stop holds from the moment it is committed', () => {
     expect(atPause.length).toBeLessThan(N);
     expect(started(t.db)).toEqual(atPause);
 
-    dcmOk(['--db', t.db, 'strategy', 'resume']);
+    dcmQuickOk(['--db', t.db, 'strategy', 'resume']);
     await waitFor(() => started(t.db).length >= atPause.length + 40 || apply.child.exitCode !== null, 60_000, 5);
     const atAbort = stopAt(t.db, 'abort requested');
     expect((await apply.done).code).toBe(3);

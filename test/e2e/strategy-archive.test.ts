@@ -9,11 +9,12 @@
 import { afterEach, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs';
 import path from 'node:path';
-import { dcm, dcmOk } from '../helpers/cli.js';
+import { dcm } from '../helpers/cli.js';
 import { expectRefused, withSql } from '../helpers/fleet.js';
 import { execFixture, type ExecFixture } from '../helpers/exec.js';
 import { killLeftovers } from '../helpers/history.js';
 import { isPgUrl } from '../../src/domain/db-url.js';
+import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
 
 let f: ExecFixture;
 afterEach(() => {
@@ -42,23 +43,23 @@ function bytesUnder(dir: string): number {
 }
 
 const db = () => ['--db', f.db];
-const json = <T>(args: string[]): T => JSON.parse(dcmOk([...db(), ...args, '-f', 'json']).stdout) as T;
+const json = <T>(args: string[]): T => JSON.parse(dcmQuickOk([...db(), ...args, '-f', 'json']).stdout) as T;
 const listed = () => json<ListRow[]>(['strategy', 'list']);
 const eventsOf = (id?: string) =>
   json<{ event: string; user: string; details: string; reason: string | null }[]>(['strategy', 'events', ...(id ? ['--strategy', id] : [])]);
 /** Everything a reader sees of the kept and current strategies: unchanged by a refused command. */
-const seen = (ids: string[]) => [dcmOk([...db(), 'strategy', 'list', '-f', 'json']).stdout, ...ids.map((id) => dcmOk([...db(), 'strategy', 'events', '--strategy', id, '-f', 'json']).stdout)];
+const seen = (ids: string[]) => [dcmQuickOk([...db(), 'strategy', 'list', '-f', 'json']).stdout, ...ids.map((id) => dcmQuickOk([...db(), 'strategy', 'events', '--strategy', id, '-f', 'json']).stdout)];
 
 /** The first strategy, failed at s2, deleted; the second created for s2 again: the 3 a.m. re-create. */
 function failDeleteRecreate(): { first: ListRow; deleteNote: string } {
-  dcmOk([...db(), 'subcloud', 'add', 's1', 's2', 's3']);
-  dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--sim-latency', '0', '--sim-fail', 's2=pre check']);
+  dcmQuickOk([...db(), 'subcloud', 'add', 's1', 's2', 's3']);
+  dcmQuickOk([...db(), 'strategy', 'create', '--type', 'patch', '--sim-latency', '0', '--sim-fail', 's2=pre check']);
   expect(dcm([...db(), '-q', 'strategy', 'apply'], { env: { USER: 'alice' } }).code).toBe(1);
   const [first] = listed();
   expect(first).toMatchObject({ 'strategy type': 'patch', state: 'failed', steps: 3, complete: 2, failed: 1, deleted_at: null });
-  const del = dcmOk([...db(), 'strategy', 'delete', '--reason', 'canary fix: re-create'], { env: { USER: 'bob', DCM_HOST: 'ops1' } });
-  expect(JSON.parse(dcmOk([...db(), 'strategy', 'list', '-f', 'json']).stdout)).toHaveLength(1);
-  dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--sim-latency', '0']);
+  const del = dcmQuickOk([...db(), 'strategy', 'delete', '--reason', 'canary fix: re-create'], { env: { USER: 'bob', DCM_HOST: 'ops1' } });
+  expect(JSON.parse(dcmQuickOk([...db(), 'strategy', 'list', '-f', 'json']).stdout)).toHaveLength(1);
+  dcmQuickOk([...db(), 'strategy', 'create', '--type', 'patch', '--sim-latency', '0']);
   return { first, deleteNote: del.stderr };
 }
 
@@ -70,8 +71,8 @@ describe('strategies kept after delete', () => {
       `kept as strategy ${first.id}: strategy report --strategy ${first.id} and strategy events --strategy ${first.id} read it; db prune removes it\n`,
     );
     // The current strategy is the new one: one step (s2, still out of sync), no events, nothing of the old.
-    expect(dcmOk([...db(), 'strategy-step', 'list', '-f', 'value', '-c', 'cloud']).stdout).toBe('s2\n');
-    expect(dcmOk([...db(), 'strategy', 'events', '-f', 'value', '-c', 'event']).stdout).toBe('<none>\n');
+    expect(dcmQuickOk([...db(), 'strategy-step', 'list', '-f', 'value', '-c', 'cloud']).stdout).toBe('s2\n');
+    expect(dcmQuickOk([...db(), 'strategy', 'events', '-f', 'value', '-c', 'event']).stdout).toBe('<none>\n');
     expect(json<Record<string, unknown>>(['strategy', 'show']).state).toBe('initial');
 
     // Both listed: the kept one first, with who deleted it and when; the current one not deleted.
@@ -91,12 +92,12 @@ describe('strategies kept after delete', () => {
 
     // Its report: the old strategy's steps, failure and events, not the current one's.
     const html = path.join(f.dir, 'before.html');
-    const rep = dcmOk([...db(), 'strategy', 'report', '--strategy', first.id, '--html', html, '-f', 'json']);
+    const rep = dcmQuickOk([...db(), 'strategy', 'report', '--strategy', first.id, '--html', html, '-f', 'json']);
     expect(JSON.parse(rep.stdout)).toMatchObject({ state: 'failed', steps: 3, complete: 2, failed: 1 });
     const page = fs.readFileSync(html, 'utf8');
     for (const text of ['s1', 's2', 's3', 'canary fix: re-create', 'deleted']) expect(page).toContain(text);
     // The current one's report is the current one's.
-    const now = dcmOk([...db(), 'strategy', 'report', '--html', path.join(f.dir, 'now.html'), '-f', 'json']);
+    const now = dcmQuickOk([...db(), 'strategy', 'report', '--html', path.join(f.dir, 'now.html'), '-f', 'json']);
     expect(JSON.parse(now.stdout)).toMatchObject({ state: 'initial', steps: 1 });
 
     // The next apply runs only the current strategy's step; the kept record stays as it was.
@@ -104,14 +105,14 @@ describe('strategies kept after delete', () => {
     expect(listed()[0]).toEqual(rows[0]);
     expect(listed()[1]).toMatchObject({ state: 'complete', steps: 1, complete: 1 });
     // A type alias lists and reads its type only.
-    expect(dcmOk([...db(), 'kube-upgrade-strategy', 'list', '-f', 'value', '-c', 'id']).stdout).toBe('<none>\n');
-    expect(dcmOk([...db(), 'patch-strategy', 'list', '-f', 'value', '-c', 'id']).stdout).toBe(`${first.id}\n${rows[1].id}\n`);
+    expect(dcmQuickOk([...db(), 'kube-upgrade-strategy', 'list', '-f', 'value', '-c', 'id']).stdout).toBe('<none>\n');
+    expect(dcmQuickOk([...db(), 'patch-strategy', 'list', '-f', 'value', '-c', 'id']).stdout).toBe(`${first.id}\n${rows[1].id}\n`);
     expectRefused(f.dir, [...db(), 'kube-upgrade-strategy', 'events', '--strategy', first.id], 1, "Strategy of type 'kubernetes' not found");
   }, 120_000);
 
   test('db prune --older removes the strategies deleted longer ago, with their run logs; never a newer one nor the current one', () => {
     f = execFixture();
-    dcmOk([...db(), 'subcloud', 'add', 's1', 's2']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 's1', 's2']);
     const cfg = f.config(`
 states:
   "*": [sh, -c, 'echo "$DCM_CLOUD $DCM_STATE"']
@@ -119,13 +120,13 @@ states:
     // Its own folder, on either store (a PostgreSQL store's default is beside the working directory).
     const logs = path.join(f.dir, 'run-logs');
     const createApply = () => {
-      dcmOk([...db(), 'strategy', 'create', '--type', 'patch', '--driver', 'exec', '--exec-config', cfg, '--log-dir', logs]);
+      dcmQuickOk([...db(), 'strategy', 'create', '--type', 'patch', '--driver', 'exec', '--exec-config', cfg, '--log-dir', logs]);
       expect(dcm([...db(), 'strategy', 'apply', '-q'], { env: f.env }).code).toBe(0);
     };
     for (let i = 0; i < 2; i++) {
       createApply();
-      dcmOk([...db(), 'strategy', 'delete']);
-      dcmOk([...db(), 'subcloud', 'update', 's1', 's2', '--sync', 'all=out-of-sync']);
+      dcmQuickOk([...db(), 'strategy', 'delete']);
+      dcmQuickOk([...db(), 'subcloud', 'update', 's1', 's2', '--sync', 'all=out-of-sync']);
     }
     createApply();
     const [first, second, current] = listed();
@@ -141,26 +142,26 @@ states:
     const clock = new Date((at(first.deleted_at!) + at(second.deleted_at!)) / 2 + 86_400_000).toISOString();
     const env = { DCM_TEST_HOOKS: '1', DCM_TEST_CLOCK: clock };
     const firstDir = path.join(logs, first.id);
-    const dry = dcmOk([...db(), 'db', 'prune', '--older', '1d', '--dry-run'], { env });
+    const dry = dcmQuickOk([...db(), 'db', 'prune', '--older', '1d', '--dry-run'], { env });
     expect(dry.stdout).toBe(`would remove 1 deleted strategy and 1 log folder (${bytes} bytes)\n`);
     expect(dry.stderr).toBe(`would remove strategy ${first.id} (patch, complete, deleted ${first.deleted_at})\nwould remove ${path.resolve(firstDir)}\n`);
     expect(listed()).toHaveLength(3);
     expect(folders()).toHaveLength(3);
 
-    const r = dcmOk([...db(), 'db', 'prune', '--older', '1d'], { env });
+    const r = dcmQuickOk([...db(), 'db', 'prune', '--older', '1d'], { env });
     expect(r.stdout).toBe(`removed 1 deleted strategy and 1 log folder (${bytes} bytes)\n`);
     expect(listed().map((x) => x.id)).toEqual([second.id, current.id]);
     expect(folders()).toEqual([second.id, current.id].sort());
-    expect(dcm([...db(), 'strategy', 'events', '--strategy', first.id]).code).toBe(1);
+    expect(dcmQuick([...db(), 'strategy', 'events', '--strategy', first.id]).code).toBe(1);
     expect(eventsOf(second.id).map((e) => e.event)).toEqual(['apply started', 'apply ended', 'deleted']);
     // Again: nothing more is that old.
-    expect(dcmOk([...db(), 'db', 'prune', '--older', '1d'], { env }).stdout).toBe('removed 0 deleted strategies and 0 log folders (0 bytes)\n');
+    expect(dcmQuickOk([...db(), 'db', 'prune', '--older', '1d'], { env }).stdout).toBe('removed 0 deleted strategies and 0 log folders (0 bytes)\n');
 
     // Any age: the second goes too; the current strategy, its steps and its logs never do.
-    expect(dcmOk([...db(), '-q', 'db', 'prune', '--older', '0']).stdout).toMatch(/^removed 1 deleted strategy and 1 log folder \(\d+ bytes\)\n$/);
+    expect(dcmQuickOk([...db(), '-q', 'db', 'prune', '--older', '0']).stdout).toMatch(/^removed 1 deleted strategy and 1 log folder \(\d+ bytes\)\n$/);
     expect(listed().map((x) => x.id)).toEqual([current.id]);
     expect(folders()).toEqual([current.id]);
-    expect(dcmOk([...db(), 'strategy-step', 'list', '-f', 'value', '-c', 'state']).stdout).toBe('complete\ncomplete\n');
+    expect(dcmQuickOk([...db(), 'strategy-step', 'list', '-f', 'value', '-c', 'state']).stdout).toBe('complete\ncomplete\n');
   }, 180_000);
 
   test('bad input: one line, its exit code, nothing changed', () => {
@@ -179,7 +180,7 @@ states:
       // No file: nothing to prune is an error, nothing kept is the empty list; neither makes the file.
       const missing = path.join(f.dir, 'none.db');
       expectRefused(f.dir, ['--db', missing, 'db', 'prune', '--older', '1d'], 1, `${missing} does not exist`);
-      expect(dcmOk(['--db', missing, 'strategy', 'list', '-f', 'value', '-c', 'id']).stdout).toBe('<none>\n');
+      expect(dcmQuickOk(['--db', missing, 'strategy', 'list', '-f', 'value', '-c', 'id']).stdout).toBe('<none>\n');
       expectRefused(f.dir, ['--db', missing, 'strategy', 'events', '--strategy', first.id], 1, `Strategy ${first.id} not found (strategy list shows the strategies kept)`);
       expect(fs.existsSync(missing)).toBe(false);
     }

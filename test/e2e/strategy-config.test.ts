@@ -5,7 +5,8 @@
  */
 import { afterAll, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs';
-import { dcm, dcmOk, expectRefused, Fixture, json, makeFleet, TIME, withSites, withSql } from '../helpers/fleet.js';
+import { dcm, expectRefused, Fixture, json, makeFleet, TIME, withSites, withSql } from '../helpers/fleet.js';
+import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
 
 const fx = new Fixture(makeFleet);
 afterAll(() => fx.cleanup());
@@ -38,29 +39,29 @@ const BUILTIN = {
 describe('strategy-config: the default row', () => {
   test('before any update: dcmanager defaults, no times, in every format; a missing file is not created', () => {
     const t = fx.fresh(true);
-    const show = dcmOk(['--db', t.db, 'strategy-config', 'show', '-f', 'json']);
+    const show = dcmQuickOk(['--db', t.db, 'strategy-config', 'show', '-f', 'json']);
     expect(json(show)).toEqual({ ...BUILTIN, created_at: null, updated_at: null });
     expect(Object.keys(json<object>(show))).toEqual([...LIST_COLUMNS, 'created_at', 'updated_at']);
-    const list = dcmOk(['--db', t.db, 'strategy-config', 'list', '-f', 'json']);
+    const list = dcmQuickOk(['--db', t.db, 'strategy-config', 'list', '-f', 'json']);
     expect(json(list)).toEqual([BUILTIN]);
-    expect(dcmOk(['--db', t.db, 'strategy-config', 'list', '-f', 'value']).stdout).toBe(
+    expect(dcmQuickOk(['--db', t.db, 'strategy-config', 'list', '-f', 'value']).stdout).toBe(
       'all clouds default parallel parallel 10 relaxed stop-start\n',
     );
-    const table = dcmOk(['--db', t.db, 'strategy-config', 'show']).stdout;
+    const table = dcmQuickOk(['--db', t.db, 'strategy-config', 'show']).stdout;
     expect(table).toContain('| cloud                   | all clouds default |\n');
     expect(table).toContain('| created_at              | None               |\n');
-    const csv = dcmOk(['--db', t.db, 'strategy-config', 'list', '-f', 'csv']).stdout.split('\n');
+    const csv = dcmQuickOk(['--db', t.db, 'strategy-config', 'list', '-f', 'csv']).stdout.split('\n');
     expect(csv[0]).toBe(LIST_COLUMNS.map((c) => `"${c}"`).join(','));
     expect(csv[1]).toMatch(/^"all clouds default","parallel","parallel",10,"relaxed","stop-start"\r?$/);
     expect(fs.existsSync(t.db)).toBe(false);
     // RegionOne and SystemController are the default, as dcmanager's API takes them.
-    expect(json(dcmOk(['--db', t.db, 'strategy-config', 'show', 'RegionOne', '-f', 'json']))).toMatchObject(BUILTIN);
-    expect(json(dcmOk(['--db', t.db, 'strategy-config', 'show', 'SystemController', '-f', 'json']))).toMatchObject(BUILTIN);
+    expect(json(dcmQuickOk(['--db', t.db, 'strategy-config', 'show', 'RegionOne', '-f', 'json']))).toMatchObject(BUILTIN);
+    expect(json(dcmQuickOk(['--db', t.db, 'strategy-config', 'show', 'SystemController', '-f', 'json']))).toMatchObject(BUILTIN);
   });
 
   test('update without a cloud changes the default; delete RegionOne puts the built-in defaults back', () => {
     const t = fx.fresh();
-    const up = json<Record<string, unknown>>(dcmOk(['--db', t.db, 'strategy-config', 'update', ...SET_DEFAULT, '-f', 'json']));
+    const up = json<Record<string, unknown>>(dcmQuickOk(['--db', t.db, 'strategy-config', 'update', ...SET_DEFAULT, '-f', 'json']));
     expect(up).toMatchObject({
       cloud: 'all clouds default',
       'worker apply type': 'serial',
@@ -69,16 +70,16 @@ describe('strategy-config: the default row', () => {
     });
     // The seeded row has no creation time, as dcmanager's; the update stamps updated_at.
     expect(up.updated_at).toMatch(TIME);
-    expect(json(dcmOk(['--db', t.db, 'strategy-config', 'show', '-f', 'json']))).toEqual(up);
-    expect(json<unknown[]>(dcmOk(['--db', t.db, 'strategy-config', 'list', '-f', 'json']))[0]).toMatchObject({ 'max parallel workers': 7 });
+    expect(json(dcmQuickOk(['--db', t.db, 'strategy-config', 'show', '-f', 'json']))).toEqual(up);
+    expect(json<unknown[]>(dcmQuickOk(['--db', t.db, 'strategy-config', 'list', '-f', 'json']))[0]).toMatchObject({ 'max parallel workers': 7 });
 
-    const del = dcm(['--db', t.db, 'strategy-config', 'delete', 'RegionOne', '--yes']);
+    const del = dcmQuick(['--db', t.db, 'strategy-config', 'delete', 'RegionOne', '--yes']);
     expect(del).toMatchObject({ code: 0, stdout: '', stderr: '' });
-    expect(json(dcmOk(['--db', t.db, 'strategy-config', 'show', '-f', 'json']))).toEqual({ ...BUILTIN, created_at: null, updated_at: null });
+    expect(json(dcmQuickOk(['--db', t.db, 'strategy-config', 'show', '-f', 'json']))).toEqual({ ...BUILTIN, created_at: null, updated_at: null });
     // Deleting it again is no error (dcmanager ignores a missing default row).
-    expect(dcm(['--db', t.db, 'strategy-config', 'delete', 'SystemController']).code).toBe(0);
+    expect(dcmQuick(['--db', t.db, 'strategy-config', 'delete', 'SystemController']).code).toBe(0);
     // Created again by the next update, now with a creation time.
-    const again = json<Record<string, unknown>>(dcmOk(['--db', t.db, 'strategy-config', 'update', ...SET_DEFAULT, '-f', 'json']));
+    const again = json<Record<string, unknown>>(dcmQuickOk(['--db', t.db, 'strategy-config', 'update', ...SET_DEFAULT, '-f', 'json']));
     expect(again.created_at).toMatch(TIME);
     expect(again.updated_at).toBeNull();
   });
@@ -87,7 +88,7 @@ describe('strategy-config: the default row', () => {
 describe("strategy-config: a subcloud's own row", () => {
   test('update, then show and list; by name or by id; another update changes it in place', () => {
     const t = fx.fresh();
-    const up = json<Record<string, unknown>>(dcmOk(['--db', t.db, 'strategy-config', 'update', 's6', ...SET_S1, '-f', 'json']));
+    const up = json<Record<string, unknown>>(dcmQuickOk(['--db', t.db, 'strategy-config', 'update', 's6', ...SET_S1, '-f', 'json']));
     expect(up).toEqual({
       cloud: 's6',
       'storage apply type': 'serial',
@@ -98,23 +99,23 @@ describe("strategy-config: a subcloud's own row", () => {
       created_at: expect.stringMatching(TIME),
       updated_at: null,
     });
-    dcmOk(['--db', t.db, 'strategy-config', 'update', '1', ...SET_S1]); // s1 by its id
-    expect(json(dcmOk(['--db', t.db, 'strategy-config', 'show', 's6', '-f', 'json']))).toEqual(up);
-    expect(dcmOk(['--db', t.db, 'strategy-config', 'list', '-f', 'value', '-c', 'cloud']).stdout).toBe('all clouds default\ns1\ns6\n');
+    dcmQuickOk(['--db', t.db, 'strategy-config', 'update', '1', ...SET_S1]); // s1 by its id
+    expect(json(dcmQuickOk(['--db', t.db, 'strategy-config', 'show', 's6', '-f', 'json']))).toEqual(up);
+    expect(dcmQuickOk(['--db', t.db, 'strategy-config', 'list', '-f', 'value', '-c', 'cloud']).stdout).toBe('all clouds default\ns1\ns6\n');
     // The default row is untouched by a subcloud's update.
-    expect(json(dcmOk(['--db', t.db, 'strategy-config', 'show', '-f', 'json']))).toMatchObject(BUILTIN);
+    expect(json(dcmQuickOk(['--db', t.db, 'strategy-config', 'show', '-f', 'json']))).toMatchObject(BUILTIN);
 
     const changed = json<Record<string, unknown>>(
-      dcmOk(['--db', t.db, 'strategy-config', 'update', 's6', ...SET_DEFAULT, '-f', 'json']),
+      dcmQuickOk(['--db', t.db, 'strategy-config', 'update', 's6', ...SET_DEFAULT, '-f', 'json']),
     );
     expect(changed).toMatchObject({ cloud: 's6', 'max parallel workers': 7, created_at: up.created_at });
     expect(changed.updated_at).toMatch(TIME);
-    expect(json<unknown[]>(dcmOk(['--db', t.db, 'strategy-config', 'list', '-f', 'json']))).toHaveLength(3);
+    expect(json<unknown[]>(dcmQuickOk(['--db', t.db, 'strategy-config', 'list', '-f', 'json']))).toHaveLength(3);
   });
 
   test("show of a subcloud without its own row, unknown clouds, deletes: dcmanager's answers, file unchanged", () => {
     const t = fx.fresh();
-    dcmOk(['--db', t.db, 'strategy-config', 'update', 's6', ...SET_S1]);
+    dcmQuickOk(['--db', t.db, 'strategy-config', 'update', 's6', ...SET_S1]);
     expectRefused(t.dir, ['--db', t.db, 'strategy-config', 'show', 's1'], 1, 'No options found for Subcloud with id 1, defaults will be used.');
     expectRefused(t.dir, ['--db', t.db, 'strategy-config', 'show', 'nosuch'], 1, 'Subcloud not found');
     expectRefused(t.dir, ['--db', t.db, 'strategy-config', 'show', '99'], 1, 'Subcloud not found');
@@ -122,9 +123,9 @@ describe("strategy-config: a subcloud's own row", () => {
     expectRefused(t.dir, ['--db', t.db, 'strategy-config', 'delete', 'nosuch'], 1, 'Unable to delete strategy config: Subcloud not found');
     expectRefused(t.dir, ['--db', t.db, 'strategy-config', 'delete', 's1'], 1, 'Unable to delete strategy config: Subcloud patch options not found');
 
-    const del = dcm(['--db', t.db, 'strategy-config', 'delete', 's6', '--yes']);
+    const del = dcmQuick(['--db', t.db, 'strategy-config', 'delete', 's6', '--yes']);
     expect(del).toMatchObject({ code: 0, stdout: '', stderr: '' });
-    expect(dcmOk(['--db', t.db, 'strategy-config', 'list', '-f', 'value', '-c', 'cloud']).stdout).toBe('all clouds default\n');
+    expect(dcmQuickOk(['--db', t.db, 'strategy-config', 'list', '-f', 'value', '-c', 'cloud']).stdout).toBe('all clouds default\n');
     expectRefused(t.dir, ['--db', t.db, 'strategy-config', 'show', 's6'], 1, /^No options found for Subcloud with id 6,/);
   });
 
@@ -150,12 +151,12 @@ describe("strategy-config: a subcloud's own row", () => {
 
   test("a subcloud's row goes with the subcloud (subcloud delete), as dcmanager's ON DELETE CASCADE", () => {
     const t = fx.fresh();
-    dcmOk(['--db', t.db, 'strategy-config', 'update', 's7', ...SET_S1]);
-    dcmOk(['--db', t.db, 'subcloud', 'delete', 's7']);
-    expect(dcmOk(['--db', t.db, 'strategy-config', 'list', '-f', 'value', '-c', 'cloud']).stdout).toBe('all clouds default\n');
+    dcmQuickOk(['--db', t.db, 'strategy-config', 'update', 's7', ...SET_S1]);
+    dcmQuickOk(['--db', t.db, 'subcloud', 'delete', 's7']);
+    expect(dcmQuickOk(['--db', t.db, 'strategy-config', 'list', '-f', 'value', '-c', 'cloud']).stdout).toBe('all clouds default\n');
     expect(withSql(t.db, (d) => d.prepare('SELECT COUNT(*) FROM strategy_config').pluck().get())).toBe(0);
     // A new subcloud of the same name starts without options of its own.
-    dcmOk(['--db', t.db, 'subcloud', 'add', 's7']);
+    dcmQuickOk(['--db', t.db, 'subcloud', 'add', 's7']);
     expectRefused(t.dir, ['--db', t.db, 'strategy-config', 'show', 's7'], 1, /^No options found for Subcloud with id \d+, defaults will be used\.$/);
   });
 });
@@ -163,9 +164,9 @@ describe("strategy-config: a subcloud's own row", () => {
 describe('strategy-config: what drivers receive', () => {
   test("during apply, a subcloud with its own row gets its options, the others the default row's", () => {
     const t = fx.fresh();
-    dcmOk(['--db', t.db, 'strategy-config', 'update', ...SET_DEFAULT]);
-    dcmOk(['--db', t.db, 'strategy-config', 'update', 's6', ...SET_S1]);
-    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0']);
+    dcmQuickOk(['--db', t.db, 'strategy-config', 'update', ...SET_DEFAULT]);
+    dcmQuickOk(['--db', t.db, 'strategy-config', 'update', 's6', ...SET_S1]);
+    dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0']);
     const r = dcm(['--db', t.db, '-q', 'strategy', 'apply']);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
@@ -198,9 +199,9 @@ describe('strategy-config: what drivers receive', () => {
 
   test('with the default row deleted, subclouds without a row get the built-in defaults', () => {
     const t = fx.fresh();
-    dcmOk(['--db', t.db, 'strategy-config', 'update', ...SET_DEFAULT]);
-    dcmOk(['--db', t.db, 'strategy-config', 'delete', 'RegionOne']);
-    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', 's1', '--sim-latency', '0']);
+    dcmQuickOk(['--db', t.db, 'strategy-config', 'update', ...SET_DEFAULT]);
+    dcmQuickOk(['--db', t.db, 'strategy-config', 'delete', 'RegionOne']);
+    dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', 's1', '--sim-latency', '0']);
     expect(dcm(['--db', t.db, '-q', 'strategy', 'apply']).code).toBe(0);
     const options = withSites(t.db, (d) => d.prepare("SELECT options FROM sim_site WHERE name = 's1'").pluck().get() as string);
     expect(JSON.parse(options)).toEqual({

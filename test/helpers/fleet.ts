@@ -12,6 +12,7 @@ import { isPgUrl } from '../../src/domain/db-url.js';
 import { afterAll, beforeAll, expect } from '@jest/globals';
 import { sitesFileOf } from '../../src/platform/sites-file.js';
 import { dcm, dcmOk, tempDir, type RunResult } from './cli.js';
+import { dcmQuickOk } from './quick.js';
 
 export { dcm, dcmOk, tempDir };
 
@@ -101,7 +102,7 @@ export function stageWindows(db: string): [number, number][] {
  * s2 unmanaged, s3 in-sync; canary (id 2, parallel, 3): s4, s5 offline; rest (id 3, serial): s6..s8.
  */
 export function makeFleet(db: string): void {
-  const run = (args: string[], input?: string) => dcmOk(['--db', db, ...args], { input });
+  const run = (args: string[], input?: string) => dcmQuickOk(['--db', db, ...args], { input });
   run(['subcloud-group', 'add', '--name', 'canary', '--max_parallel_subclouds', '3']);
   run(['subcloud-group', 'add', '--name', 'rest', '--update_apply_type', 'serial']);
   run(['subcloud', 'import', '-'], FLEET_JSONL);
@@ -165,7 +166,7 @@ export function exampleFixtures(): { fleet: Fixture; withStrategy: Fixture } {
     fx.fleet = new Fixture(makeFleet);
     fx.withStrategy = new Fixture((db) => {
       fs.copyFileSync(fx.fleet.template, db);
-      dcmOk(['--db', db, 'strategy', 'create', '--type', 'patch']);
+      dcmQuickOk(['--db', db, 'strategy', 'create', '--type', 'patch']);
     });
   });
   afterAll(() => {

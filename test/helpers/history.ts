@@ -5,7 +5,8 @@
 import { parseTimestamp } from '../../src/domain/time.js';
 import type { ChildProcess } from 'node:child_process';
 import { afterEach } from '@jest/globals';
-import { dcmOk, dcmSpawn, tempDir } from './cli.js';
+import { dcmSpawn, tempDir } from './cli.js';
+import { dcmQuickOk } from './quick.js';
 import type { HistoryRow, StepRow } from '../../src/store/steps.js';
 
 /** A history row as `strategy-step history -f json` prints it (the store's own row shape). */
@@ -21,15 +22,15 @@ function records<T extends { state: unknown }>(text: string): T[] {
 
 export function history(db: string, cloud?: string): HistoryRun[] {
   const args = ['--db', db, 'strategy-step', 'history', ...(cloud ? [cloud] : []), '-f', 'json', '--noindent'];
-  return records<HistoryRun>(dcmOk(args).stdout);
+  return records<HistoryRun>(dcmQuickOk(args).stdout);
 }
 
 export function steps(db: string): StepRecord[] {
-  return records<StepRecord>(dcmOk(['--db', db, 'strategy-step', 'list', '-f', 'json', '--noindent']).stdout);
+  return records<StepRecord>(dcmQuickOk(['--db', db, 'strategy-step', 'list', '-f', 'json', '--noindent']).stdout);
 }
 
 export function strategyState(db: string): string {
-  return (JSON.parse(dcmOk(['--db', db, 'strategy', 'show', '-f', 'json']).stdout) as { state: string }).state;
+  return (JSON.parse(dcmQuickOk(['--db', db, 'strategy', 'show', '-f', 'json']).stdout) as { state: string }).state;
 }
 
 /** Microseconds since the epoch. */
@@ -123,8 +124,8 @@ export const names = (n: number, prefix = 's', from = 1): string[] =>
 
 /** Add `n` subclouds (s1 … sN unless `clouds` is given) and create a strategy with `createArgs`. */
 export function createFleet(db: string, clouds: string[], createArgs: string[], type = 'patch'): void {
-  dcmOk(['--db', db, 'subcloud', 'add', ...clouds, '-f', 'value', '-c', 'id']);
-  dcmOk(['--db', db, 'strategy', 'create', '--type', type, ...createArgs]);
+  dcmQuickOk(['--db', db, 'subcloud', 'add', ...clouds, '-f', 'value', '-c', 'id']);
+  dcmQuickOk(['--db', db, 'strategy', 'create', '--type', type, ...createArgs]);
 }
 
 /** Transition lines on stderr (`<time> <cloud>: <from> -> <to>`). */

@@ -6,6 +6,7 @@ import { expect } from '@jest/globals';
 import { dcmOk, waitFor } from './cli.js';
 import { json, withSql } from './fleet.js';
 import { spawnDcm } from './history.js';
+import { dcmQuickOk } from './quick.js';
 
 /** The host every operator's shell names (`DCM_HOST`): the record must say where each move came from. */
 export const OPS_HOST = 'ops-host';
@@ -22,7 +23,7 @@ export interface RecordedEvent {
 
 /** The event record; an empty one prints a row of `<none>`, as every empty list does. */
 export const recordedEvents = (db: string): RecordedEvent[] =>
-  json<RecordedEvent[]>(dcmOk(['--db', db, 'strategy', 'events', '-f', 'json'])).filter((e) => e.event !== '<none>');
+  json<RecordedEvent[]>(dcmQuickOk(['--db', db, 'strategy', 'events', '-f', 'json'])).filter((e) => e.event !== '<none>');
 
 /** Runs recorded going with their pid: the apply has a run out that a kill -9 leaves behind. */
 export const runningWithPid = (db: string): number =>

@@ -9,11 +9,12 @@ import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
 import { statesOf } from '../../src/domain/types.js';
-import { BIN, dcm, dcmOk, tempDir, waitFor, type RunResult } from './cli.js';
+import { BIN, dcm, tempDir, waitFor, type RunResult } from './cli.js';
 import { history, names, okRunProblems, spawnDcm, steps, strategyState } from './history.js';
 import { readRuns as readRunsAt, type Run } from './exec.js';
 import { strategyLayout } from './logs.js';
 import { runBase } from '../../src/domain/logs.js';
+import { dcmQuickOk } from './quick.js';
 import { judgeRuns, readStarts as readStartsAt, seamFixture, type SeamFixture } from './seams.js';
 
 export const PATCH = statesOf('patch');
@@ -92,8 +93,8 @@ states:
     fs.rmSync(d, { recursive: true, force: true });
     fs.mkdirSync(d);
     const db = path.join(d, 'dcm.db');
-    dcmOk(['--db', db, 'subcloud', 'add', ...CLOUDS]);
-    dcmOk(['--db', db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', String(WINDOW), '--driver', 'exec', '--exec-config', cfg,
+    dcmQuickOk(['--db', db, 'subcloud', 'add', ...CLOUDS]);
+    dcmQuickOk(['--db', db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', String(WINDOW), '--driver', 'exec', '--exec-config', cfg,
       '--log-dir', path.join(d, 'logs')]);
     return db;
   };
@@ -103,8 +104,8 @@ states:
 /** The same fleet with the sim driver; s7 fails in its second state. */
 export function simScenario(): { dir: string; db: string; cleanup: () => void; fresh(n: number): string } {
   const t = tempDir('dcm-sim-points-');
-  dcmOk(['--db', t.db, 'subcloud', 'add', ...CLOUDS]);
-  dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', String(WINDOW), '--sim-latency', '10ms..30ms',
+  dcmQuickOk(['--db', t.db, 'subcloud', 'add', ...CLOUDS]);
+  dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', String(WINDOW), '--sim-latency', '10ms..30ms',
     '--sim-fail', `s7=${PATCH[1]}`]);
   return { ...t, fresh: (n) => copyTemplate(t.db, t.dir, n) };
 }

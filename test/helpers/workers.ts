@@ -5,8 +5,9 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { dcmOk, dcmSpawn, sleep } from './cli.js';
+import { dcmSpawn, sleep } from './cli.js';
 import type { ExecFixture } from './exec.js';
+import { dcmQuickOk } from './quick.js';
 import { SyncPg } from '../../src/platform/pg-sync.js';
 
 /** Debian's libfaketime (package faketime; .ci/run installs it): a process with its wall clock moved. */
@@ -55,8 +56,8 @@ export function worker(db: string, env: Record<string, string>, ...args: string[
 }
 
 export function setup(db: string, n: number, window: number, yaml: string, fx: ExecFixture, ...more: string[]): void {
-  dcmOk(['--db', db, 'subcloud', 'add', ...names(n)]);
-  dcmOk(['--db', db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', String(window), '--driver', 'exec', '--exec-config', fx.config(yaml), ...more]);
+  dcmQuickOk(['--db', db, 'subcloud', 'add', ...names(n)]);
+  dcmQuickOk(['--db', db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', String(window), '--driver', 'exec', '--exec-config', fx.config(yaml), ...more]);
 }
 
 /** An exec config: every state runs the fixture's step.sh, which takes min..max ms and logs the run. */
