@@ -212,7 +212,11 @@ describe('a deferred step and a run left going', () => {
     dcmQuickOk([...db(), 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1',
       '--driver', 'exec', '--exec-config', cfg, '--defer-delay', '1s']);
     const first = dcmSpawn([...db(), 'strategy', 'apply'], f.env, { detached: true });
-    await waitFor(() => history(f.db).some((h) => h.cloud === 's2' && h.outcome === 'running'));
+    // Launched, not only committed: its pid is recorded once its launcher started it (a kill between
+    // the two leaves an operation that never ran, which the next apply runs, not adopts).
+    const launched = () => withSql(f.db, (d) => d.prepare(`SELECT count(*) FROM step_history h JOIN strategy_step st ON st.id = h.step_id
+      JOIN subcloud sc ON sc.id = st.subcloud_id WHERE sc.name = 's2' AND h.outcome = 'running' AND h.pid IS NOT NULL`).pluck().get() as number);
+    await waitFor(() => launched() > 0);
     process.kill(first.child.pid!, 'SIGKILL');
     await first.done;
     const due = parseTime(withSql(f.db, (d) => d.prepare(`SELECT retry_at FROM step_history WHERE retry_at IS NOT NULL`).pluck().get() as string));
