@@ -21,6 +21,11 @@ try {
 }
 const state = new Int32Array(workerData.shared);
 const port = workerData.port;
+// A thread that dies (an error after a command returned) wakes a caller that waits on it: 2 says so.
+process.on('exit', () => {
+  Atomics.store(state, 0, 2);
+  Atomics.notify(state, 0);
+});
 const base = { ...process.env };
 
 function sink() {

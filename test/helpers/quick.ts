@@ -17,7 +17,7 @@ import { ROOT, dcm, type RunResult } from './cli.js';
 /** As long as cli.ts lets a synchronous dcm run: only a hung command ever reaches it. */
 const LIMIT_MS = 600_000;
 
-let thread: { worker: Worker; port: MessagePort; state: Int32Array } | null = null;
+let thread: { worker: Worker; port: MessagePort; state: Int32Array; ended: boolean } | null = null;
 
 function start(): NonNullable<typeof thread> {
   const shared = new SharedArrayBuffer(4);
@@ -30,7 +30,9 @@ function start(): NonNullable<typeof thread> {
   });
   // The thread never keeps jest's process alive; it ends with the file (below).
   worker.unref();
-  return { worker, port: port1, state: new Int32Array(shared) };
+  const t = { worker, port: port1, state: new Int32Array(shared), ended: false };
+  worker.once('exit', () => (t.ended = true));
+  return t;
 }
 
 afterAll(async () => {
@@ -58,7 +60,8 @@ function needsProcess(args: string[], opts: { input?: string; env?: Record<strin
  */
 export function dcmQuick(args: string[], opts: { input?: string; env?: Record<string, string>; cwd?: string } = {}): RunResult {
   if (needsProcess(args, opts)) return dcm(args, opts);
-  thread ??= start();
+  // A thread that died since the last call (its exit came between calls) is replaced.
+  if (!thread || thread.ended) thread = start();
   Atomics.store(thread.state, 0, 0);
   thread.worker.postMessage({ args, env: opts.env ?? {} });
   if (Atomics.wait(thread.state, 0, 0, LIMIT_MS) === 'timed-out') {
@@ -67,7 +70,10 @@ export function dcmQuick(args: string[], opts: { input?: string; env?: Record<st
     throw new Error(`dcmQuick: dcm ${args.join(' ')} did not end within ${LIMIT_MS / 1000} s`);
   }
   const msg = receiveMessageOnPort(thread.port);
-  if (!msg) throw new Error('dcmQuick: the thread answered nothing');
+  if (!msg) {
+    thread = null;
+    throw new Error(`dcmQuick: the thread ended without answering dcm ${args.join(' ')}`);
+  }
   const r = msg.message as { code: number; stdout: string; stderr: string };
   return { code: r.code, signal: null, stdout: r.stdout, stderr: r.stderr };
 }
