@@ -1,5 +1,5 @@
 /**
- * The worker thread behind test/helpers/cli.ts's `dcmQuick`: the built CLI's `main(argv, io)`,
+ * The worker thread behind test/helpers/quick.ts's `dcmQuick`: the built CLI's `main(argv, io)`,
  * loaded once and called once per request, so a test's set-up and read-backs do not each pay a
  * Node start (about 0.25 s of CPU; the suite starts thousands). Plain JavaScript: a worker runs
  * outside jest's transform, on the built tree as bin/dcm.js does.
