@@ -281,9 +281,13 @@ states:
     expect(query(fx.db, 'SELECT state FROM strategy')).toEqual([{ state: 'aborted' }]);
     a.child.kill('SIGCONT');
     expect((await a.done).code).toBe(4);
-    // Nothing is left running; what host-a started ended ok, its results taken by host-b.
+    // Nothing is left running; what host-a started ended ok, its results taken by host-b: its first
+    // 3 at least (on a busy machine host-b joins late, and host-a may have gone on to a later
+    // state before it was frozen).
     expect(query(fx.db, `SELECT 1 FROM step_history WHERE outcome = 'running'`)).toEqual([]);
-    expect(query<{ outcome: string; n: number }>(fx.db, `SELECT outcome, count(*) AS n FROM step_history WHERE host = 'host-a' GROUP BY outcome`)).toEqual([{ outcome: 'ok', n: 3 }]);
+    const fromA = query<{ outcome: string; n: number }>(fx.db, `SELECT outcome, count(*) AS n FROM step_history WHERE host = 'host-a' GROUP BY outcome`);
+    expect(fromA.map((r) => r.outcome)).toEqual(['ok']);
+    expect(Number(fromA[0].n)).toBeGreaterThanOrEqual(3);
     dcmOk(['--db', fx.db, 'strategy', 'retry'], { env: { DCM_HOST: 'host-c' } });
     const c = worker(fx.db, { ...fx.env, DCM_HOST: 'host-c' });
     expect((await c.done).code).toBe(0);
