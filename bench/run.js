@@ -88,7 +88,7 @@ async function main() {
     [scheduling, [['2', 'Scheduling efficiency']]],
     [readLatency, [['3', 'Read latency'], ['3h', 'Start-up']]],
     [scale, [['4a', 'Scale: import'], ['4b', 'Scale: create']]],
-    [execOverhead, [['6', 'Exec driver overhead'], ['6x', 'Exec driver vs xargs -P'], ['6g', 'Exec driver vs GNU parallel'], ['6p', 'Exec driver, per run'], ['6s', 'Exec driver, sleep 0.2 makespan'], ['6sx', 'sleep 0.2 vs xargs -P'], ['6sg', 'sleep 0.2 vs GNU parallel']]],
+    [execOverhead, [['6', 'Exec driver overhead'], ['6w', 'Exec driver, native wrapper vs sh wrapper'], ['6x', 'Exec driver vs xargs -P'], ['6g', 'Exec driver vs GNU parallel'], ['6p', 'Exec driver, per run'], ['6s', 'Exec driver, sleep 0.2 makespan'], ['6sx', 'sleep 0.2 vs xargs -P'], ['6sg', 'sleep 0.2 vs GNU parallel']]],
     [windowMemory, [['7w', 'Memory follows the window (10,000)'], ['7W', 'Memory follows the window (100,000)']]],
     [controlLatency, [['8-pause', 'Noticed after pause'], ['8-resume', 'Noticed after resume'], ['8-update', 'Noticed after update']]],
     [stopLatency, [['9-abort', 'Noticed after abort'], ['9-removed', 'Exit after the file removed'], ['9-changed', 'Exit after a step changed behind it']]],

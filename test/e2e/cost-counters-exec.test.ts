@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { BIN, dcmOk, tempDir } from '../helpers/cli.js';
 import { names } from '../helpers/history.js';
-import { WRAPPER_SHELL } from '../../src/drivers/exec/wrapper.js';
+import { NATIVE_WRAPPER, WRAPPER_SHELL } from '../../src/drivers/exec/wrapper.js';
 
 let t: ReturnType<typeof tempDir>;
 afterEach(() => t?.cleanup());
@@ -53,45 +53,58 @@ function traced(file: string, dir: string): { forks: number; execs: Map<string, 
   return { forks, execs, opens, mkdirs };
 }
 
+/** An apply of `n` subclouds × 5 states of /bin/true, window 10, under `strace -f`: what it saw. */
+function tracedApply(n: number, env: NodeJS.ProcessEnv = {}) {
+  // As for tmux and chromium: missing, the test says what to install rather than pass unseen.
+  if (!hasStrace) throw new Error('strace is not installed: apt-get install -y strace (.ci/run installs it)');
+  t = tempDir('dcm-cost-exec-');
+  const cfg = path.join(t.dir, 'true.yaml');
+  fs.writeFileSync(cfg, 'states:\n  "*": [/bin/true]\n');
+  const db = path.join(t.dir, 'dcm.db');
+  dcmOk(['--db', db, 'subcloud', 'add', ...names(n)]);
+  dcmOk(['--db', db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '10', '--driver', 'exec', '--exec-config', cfg]);
+  const trace = path.join(t.dir, 'strace.txt');
+  const r = spawnSync(
+    'strace',
+    ['-f', '-qq', '-e', 'trace=clone,clone3,fork,vfork,execve,open,openat,creat,mkdir,mkdirat', '-e', 'signal=none', '-o', trace, process.execPath, BIN, '--db', db, '-q', 'strategy', 'apply'],
+    { encoding: 'utf8', cwd: t.dir, env: { ...process.env, ...env } },
+  );
+  expect([r.status, r.stderr]).toEqual([0, '']);
+  return traced(trace, `${db}.logs${path.sep}`);
+}
+
 describe('exec path: processes and files per run, counted by strace', () => {
-  test('each run is three programs (its sh wrapper, the stderr tee, the command) and six opens in its log folder', () => {
-    // As for tmux and chromium: missing, the test says what to install rather than pass unseen.
-    if (!hasStrace) throw new Error('strace is not installed: apt-get install -y strace (.ci/run installs it)');
-    t = tempDir('dcm-cost-exec-');
-    const n = 40;
-    const states = 5;
-    const cfg = path.join(t.dir, 'true.yaml');
-    fs.writeFileSync(cfg, 'states:\n  "*": [/bin/true]\n');
-    const db = path.join(t.dir, 'dcm.db');
-    dcmOk(['--db', db, 'subcloud', 'add', ...names(n)]);
-    dcmOk(['--db', db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '10', '--driver', 'exec', '--exec-config', cfg]);
-    const trace = path.join(t.dir, 'strace.txt');
-    const r = spawnSync(
-      'strace',
-      ['-f', '-qq', '-e', 'trace=clone,clone3,fork,vfork,execve,open,openat,creat,mkdir,mkdirat', '-e', 'signal=none', '-o', trace, process.execPath, BIN, '--db', db, '-q', 'strategy', 'apply'],
-      { encoding: 'utf8', cwd: t.dir },
-    );
-    expect([r.status, r.stderr]).toEqual([0, '']);
-    const runs = n * states;
-    const logs = `${db}.logs${path.sep}`;
-    const { forks, execs, opens, mkdirs } = traced(trace, logs);
+  const n = 40;
+  const runs = n * 5;
 
-    // Processes: per run exactly its wrapper (a POSIX sh, dash where there is one: never bash,
-    // which costs twice as much to start), the tee that keeps stderr apart, and the command;
-    // besides them only dcm and its one launcher (both node). One more process per run (a
-    // helper, a second shell) would make one of these 400 or more.
-    const shell = path.basename(WRAPPER_SHELL);
-    expect(Object.fromEntries(execs)).toEqual({ [shell]: runs, tee: runs, true: runs, [path.basename(process.execPath)]: 2 });
-    // And no process that runs no program of its own (a subshell): three made per run, and the launcher.
-    expect(forks).toBe(3 * runs + 1);
-
+  test('each run is two programs (native/dcm-run and the command) and five opens in its log folder', () => {
+    // Built by the install (native/build.mjs); a tree where it was not would run the sh wrapper
+    // below and fail here, not pass unseen.
+    expect(NATIVE_WRAPPER).not.toBeNull();
+    const { forks, execs, opens, mkdirs } = tracedApply(n);
+    // Processes: per run exactly its wrapper (dcm-run, which takes the run, keeps stderr apart and
+    // writes the status) and the command; besides them only dcm and its one launcher (both node).
+    // One more process per run (a helper, a shell) would make one of these 400 or more.
+    expect(Object.fromEntries(execs)).toEqual({ 'dcm-run': runs, true: runs, [path.basename(process.execPath)]: 2 });
+    // And no process that runs no program of its own: two made per run, and the launcher.
+    expect(forks).toBe(2 * runs + 1);
     // Files opened in the run-log folder, per run: the launcher's claim (.pid) and the log, the
-    // wrapper's take (.run), stderr's copy (.err) and status (.status), dcm's read of $DCM_NEXT
-    // (.next). Six per run; nothing else there is opened. dcm does not read back the status of
-    // a wrapper that exited by itself (it exits with the code it wrote): one .status open, not two.
-    expect(Object.fromEntries(opens)).toEqual({ '.pid': runs, '.log': runs, '.run': runs, '.err': runs, '.status': runs, '.next': runs });
+    // wrapper's take (.run) and status (.status), dcm's read of $DCM_NEXT (.next). Five per run;
+    // nothing else there is opened: a run that writes no stderr opens no .err, and dcm does not
+    // read back the status of a wrapper that exited by itself (it exits with the code it wrote).
+    expect(Object.fromEntries(opens)).toEqual({ '.pid': runs, '.log': runs, '.run': runs, '.status': runs, '.next': runs });
     // Folders: the strategy's and one per subcloud, made once, not once per run.
     expect(mkdirs).toBeLessThanOrEqual(n + 4);
     expect(mkdirs).toBeGreaterThanOrEqual(n);
+  });
+
+  test('where native/dcm-run was not built (DCM_RUN_WRAPPER=sh): three programs a run (its sh wrapper, the stderr tee, the command) and six opens', () => {
+    const { forks, execs, opens } = tracedApply(n, { DCM_RUN_WRAPPER: 'sh' });
+    // Its sh is a POSIX one, dash where there is one: never bash, which costs twice as much to start.
+    const shell = path.basename(WRAPPER_SHELL);
+    expect(Object.fromEntries(execs)).toEqual({ [shell]: runs, tee: runs, true: runs, [path.basename(process.execPath)]: 2 });
+    expect(forks).toBe(3 * runs + 1);
+    // The tee opens .err whether or not stderr comes.
+    expect(Object.fromEntries(opens)).toEqual({ '.pid': runs, '.log': runs, '.run': runs, '.err': runs, '.status': runs, '.next': runs });
   });
 });

@@ -518,7 +518,7 @@ states:
 
 describe('failure details (SPEC §7.2)', () => {
   // README "The result": stderr's last line is the reason; the log holds both streams (stderr one
-  // hop later, through the run's tee, so the command here leaves a moment between them).
+  // hop later, through the run's wrapper, so the command here leaves a moment between them).
   test('`<state>: exit N: <last non-empty line of stderr, else stdout>`; the log keeps both, in the order written', async () => {
     f = seamFixture();
     setup(2, 2, `

@@ -8,6 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { setLongTimeout, type Timer } from '../../platform/timers.js';
+import { NATIVE_WRAPPER } from './wrapper.js';
 
 export interface LaunchRequest {
   file: string;
@@ -63,7 +64,9 @@ export class Launcher {
     // Its own process group: a Ctrl-C at the terminal reaches dcm only, and a kill -9 of dcm
     // leaves it running to record how the runs end. It holds none of dcm's own stdio: it may
     // outlive dcm, and whoever reads dcm's output must see its end when dcm ends.
-    const child = spawn(process.execPath, [LAUNCHER], { detached: true, stdio: ['pipe', 'pipe', 'ignore'], env: this.env });
+    // The run wrapper is chosen here, where DCM_RUN_WRAPPER can be read (wrapper.ts).
+    const args = NATIVE_WRAPPER ? [LAUNCHER] : [LAUNCHER, '--sh'];
+    const child = spawn(process.execPath, args, { detached: true, stdio: ['pipe', 'pipe', 'ignore'], env: this.env });
     this.child = child;
     child.stdin!.on('error', () => {
       // The launcher is gone: its exit handler reports every pending run lost.

@@ -7,11 +7,12 @@
  * about what a bare loop does. Why it outlives dcm: it claims each run and writes its pid as soon
  * as it has one (`.pid`). After a kill -9 of dcm it goes on until its last run has ended.
  *
- * Each run is the command under a small sh wrapper (./wrapper.ts), the leader of the run's own
- * process group, which writes the run's exit status (`.status`) itself as its last act: the
- * status of a command that ended is never lost, whatever became of dcm and of this launcher. The
- * wrapper also copies the command's stderr into the log (in the order written, through `tee`)
- * and into `.err`, whose last line is the failure's reason (SPEC §7.2). It exits with the
+ * Each run is the command under a small wrapper (./wrapper.ts: native/dcm-run, or an sh script
+ * where that was not built), the leader of the run's own process group, which writes the run's
+ * exit status (`.status`) itself as its last act: the status of a command that ended is never
+ * lost, whatever became of dcm and of this launcher. The wrapper also copies the command's stderr
+ * into the log (in the order written) and into `.err`, whose last line is the failure's reason
+ * (SPEC §7.2). It exits with the
  * command's code, which this launcher passes on: dcm reads `.status` only for a wrapper that did
  * not exit by itself.
  *
@@ -32,7 +33,7 @@ import fs from 'node:fs';
 import readline from 'node:readline';
 import { procStartTime } from './procs.js';
 import { PRIVATE_FILE } from '../../platform/private.js';
-import { WRAPPER, WRAPPER_SHELL } from './wrapper.js';
+import { NATIVE_WRAPPER, wrapped } from './wrapper.js';
 import { setLongTimeout } from '../../platform/timers.js';
 import { readStatus } from './files.js';
 import { fileFacts, readAll } from './run-facts.js';
@@ -63,6 +64,9 @@ let writing = 0;
  * 077, so that every file a run leaves beside its log is private whatever the user's umask.
  */
 const USER_UMASK = process.umask(0o077).toString(8).padStart(4, '0');
+
+/** The wrapper dcm chose: `--sh` when it found no native/dcm-run or was told to use the sh one. */
+const NATIVE = process.argv.includes('--sh') ? null : NATIVE_WRAPPER;
 
 let running = 0;
 let dcmGone = false;
@@ -197,7 +201,8 @@ function start(req: Launch, claim: number, launching: string): void {
   }
   let child;
   try {
-    child = spawn(WRAPPER_SHELL, ['-c', WRAPPER, 'dcm-run', req.base, USER_UMASK, req.file, ...req.args], {
+    const [program, argv] = wrapped(NATIVE, req.base, USER_UMASK, req.file, req.args);
+    child = spawn(program, argv, {
       detached: true,
       stdio: ['ignore', fd, fd],
       cwd: req.cwd,

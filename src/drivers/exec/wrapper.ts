@@ -1,8 +1,38 @@
 /**
  * The wrapper every exec run starts under (launcher.ts), in a module of its own so that the bench
- * can time the same wrapper in a bare spawn loop: the floor of this design.
+ * can time the same wrapper in a bare spawn loop: the floor of this design. Two of them do the same
+ * thing: native/dcm-run, a small C program built at install (one process beside the command),
+ * and, where it was not built, the sh script below (two: the shell and a `tee`).
  */
 import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * native/dcm-run (native/dcm-run.c, which says what it does), when the install built it; the same
+ * folder depth from src/ and from dist/. `DCM_RUN_WRAPPER=sh` in dcm's environment chooses the sh
+ * wrapper all the same (the tests of the fallback, the bench's comparison); dcm tells its launcher
+ * (`--sh`), whose environment has none of dcm's own DCM_* settings.
+ */
+const NATIVE = fileURLToPath(new URL('../../../native/dcm-run', import.meta.url));
+export const NATIVE_WRAPPER: string | null = process.env.DCM_RUN_WRAPPER !== 'sh' && isExecutable(NATIVE) ? NATIVE : null;
+
+function isExecutable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The program and arguments that run `file args…` as the run whose files start with `base`, under
+ * `native` (NATIVE_WRAPPER, as dcm chose it), else the sh wrapper.
+ */
+export function wrapped(native: string | null, base: string, umask: string, file: string, args: readonly string[]): [string, string[]] {
+  if (native) return [native, [base, umask, file, ...args]];
+  return [WRAPPER_SHELL, ['-c', WRAPPER, 'dcm-run', base, umask, file, ...args]];
+}
 
 /**
  * The shell it runs in: dash where there is one (Debian's and Ubuntu's /bin/sh), else /bin/sh. A

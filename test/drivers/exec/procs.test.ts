@@ -38,7 +38,8 @@ describe('process groups', () => {
     const scans = new TagScans();
     for (let i = 0; i < 200; i++) {
       const found = await scans.find('test/a/x/1', since, a.pid!);
-      if (found.tagged.length === 3) break;
+      // Both sleeps started, and the setsid one out of the group.
+      if (found.tagged.length === 3 && found.group.length === 2) break;
       await new Promise((r) => setTimeout(r, 10));
     }
     const before = procPasses();
