@@ -5,8 +5,9 @@
  * naming what was found (exit 1), never an empty fleet, and nothing is written.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { dcm, dcmOk, tempDir } from '../helpers/cli.js';
+import { dcm, tempDir } from '../helpers/cli.js';
 import { SyncPg } from '../../src/platform/pg-sync.js';
+import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
 
 let t: ReturnType<typeof tempDir>;
 let conn: SyncPg;
@@ -19,7 +20,7 @@ beforeAll(() => {
   t = tempDir();
   conn = new SyncPg(t.db);
   // A database that holds a fleet.
-  dcmOk(['--db', t.db, 'subcloud', 'add', 'pg1', 'pg2']);
+  dcmQuickOk(['--db', t.db, 'subcloud', 'add', 'pg1', 'pg2']);
 });
 afterAll(() => {
   conn.close();
@@ -28,6 +29,7 @@ afterAll(() => {
 
 describe('TLS', () => {
   test.each(['require', 'prefer', 'verify-ca'])('sslmode=%s on a server without TLS: one line, exit 1, no warning', (mode) => {
+    // A process of its own: what node-postgres would print goes to the process's stderr.
     const r = dcm(['--db', withParam(t.db, `sslmode=${mode}`), 'subcloud', 'list']);
     expect(r.code).toBe(1);
     expect(r.stderr.split('\n')).toEqual([expect.stringMatching(/^error: cannot open database postgresql:\/\/.*sslmode=.*: The server does not support SSL connections$/), '']);
@@ -40,32 +42,32 @@ describe('a search_path that names no dcm database', () => {
     const url = withParam(t.db, 'options=-csearch_path%3Dnosuch');
     const before = schemas();
     for (const args of [['subcloud', 'list'], ['strategy', 'show'], ['subcloud', 'add', 'x1']]) {
-      const r = dcm(['--db', url, ...args]);
+      const r = dcmQuick(['--db', url, ...args]);
       expect([args.join(' '), r.code]).toEqual([args.join(' '), 1]);
       expect(r.stdout).toBe('');
       expect(r.stderr).toMatch(/^error: postgresql:\/\/.*: no schema of its search_path \(nosuch\) exists in the database \(its schemas: .*public.*\)\n$/);
     }
     expect(schemas()).toEqual(before);
     // The fleet is where it was.
-    expect(dcmOk(['--db', t.db, 'subcloud', 'list', '-c', 'name', '-f', 'value']).stdout).toBe('pg1\npg2\n');
+    expect(dcmQuickOk(['--db', t.db, 'subcloud', 'list', '-c', 'name', '-f', 'value']).stdout).toBe('pg1\npg2\n');
   });
 
   test('a schema that exists and holds no dcm database: a reader is told so (not an empty fleet); a write makes one there', () => {
     conn.query('CREATE SCHEMA IF NOT EXISTS other');
     const url = withParam(t.db, 'options=-csearch_path%3Dother');
-    const r = dcm(['--db', url, 'subcloud', 'list']);
+    const r = dcmQuick(['--db', url, 'subcloud', 'list']);
     expect(r.code).toBe(1);
     expect(r.stdout).toBe('');
     expect(r.stderr).toMatch(/^error: postgresql:\/\/.* names the schema other \(search_path\), which holds no dcm database; a write command \(subcloud add\) makes one there\n$/);
     // The same through libpq's PGOPTIONS.
-    const viaEnv = dcm(['--db', t.db, 'subcloud', 'list'], { env: { PGOPTIONS: '-c search_path=other' } });
+    const viaEnv = dcmQuick(['--db', t.db, 'subcloud', 'list'], { env: { PGOPTIONS: '-c search_path=other' } });
     expect(viaEnv.code).toBe(1);
     expect(viaEnv.stderr).toContain('names the schema other (search_path)');
     expect(tablesIn('other')).toEqual([]);
 
-    dcmOk(['--db', url, 'subcloud', 'add', 'o1']);
+    dcmQuickOk(['--db', url, 'subcloud', 'add', 'o1']);
     expect(tablesIn('other')).toContain('dcm_meta');
-    expect(dcmOk(['--db', url, 'subcloud', 'list', '-c', 'name', '-f', 'value']).stdout).toBe('o1\n');
+    expect(dcmQuickOk(['--db', url, 'subcloud', 'list', '-c', 'name', '-f', 'value']).stdout).toBe('o1\n');
     // A database with no search_path named still reads as empty when it holds no dcm schema (README).
   });
 });

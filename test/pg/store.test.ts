@@ -6,10 +6,11 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs';
-import { dcm, dcmOk, tempDir } from '../helpers/cli.js';
+import { tempDir } from '../helpers/cli.js';
 import { SyncPg } from '../../src/platform/pg-sync.js';
 import { SCHEMA_VERSION } from '../../src/store/migrations.js';
 import { openPgDb } from '../../src/store/pg/open.js';
+import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
 
 let t: ReturnType<typeof tempDir>;
 let conn: SyncPg;
@@ -27,7 +28,7 @@ afterAll(() => {
 
 describe('a dcm database on PostgreSQL', () => {
   test('a reader of an empty database prints the empty result and writes nothing', () => {
-    const r = dcm(['--db', t.db, 'subcloud', 'list', '--format', 'json']);
+    const r = dcmQuick(['--db', t.db, 'subcloud', 'list', '--format', 'json']);
     expect(r.code).toBe(0);
     // dcmanager's empty list: one row of <none>.
     expect(JSON.parse(r.stdout)).toMatchObject([{ name: '<none>' }]);
@@ -35,7 +36,7 @@ describe('a dcm database on PostgreSQL', () => {
   });
 
   test('the first write makes the schema: marked as dcm\'s, at this version, with the Default group', () => {
-    dcmOk(['--db', t.db, 'subcloud', 'add', 'pg1', '--management', 'managed', '--availability', 'online']);
+    dcmQuickOk(['--db', t.db, 'subcloud', 'add', 'pg1', '--management', 'managed', '--availability', 'online']);
     expect(tables()).toContain('subcloud');
     const meta = conn.query(`SELECT key, value FROM dcm_meta ORDER BY key`).rows;
     expect(meta).toEqual([
@@ -43,18 +44,18 @@ describe('a dcm database on PostgreSQL', () => {
       { key: 'data_version', value: expect.stringMatching(/^\d+$/) },
       { key: 'schema_version', value: String(SCHEMA_VERSION) },
     ]);
-    const groups = JSON.parse(dcmOk(['--db', t.db, 'subcloud-group', 'list', '--format', 'json']).stdout);
+    const groups = JSON.parse(dcmQuickOk(['--db', t.db, 'subcloud-group', 'list', '--format', 'json']).stdout);
     expect(groups.map((g: { name: string }) => g.name)).toEqual(['Default']);
     // A new group after the seeded one gets the next number, as in a file.
-    dcmOk(['--db', t.db, 'subcloud-group', 'add', '--name', 'g2']);
-    const again = JSON.parse(dcmOk(['--db', t.db, 'subcloud-group', 'list', '--format', 'json']).stdout);
+    dcmQuickOk(['--db', t.db, 'subcloud-group', 'add', '--name', 'g2']);
+    const again = JSON.parse(dcmQuickOk(['--db', t.db, 'subcloud-group', 'list', '--format', 'json']).stdout);
     expect(again.map((g: { id: number }) => g.id)).toEqual([1, 2]);
   });
 
   test('a newer schema is refused, and nothing is written', () => {
     conn.query(`UPDATE dcm_meta SET value = $1 WHERE key = 'schema_version'`, [String(SCHEMA_VERSION + 1)]);
     try {
-      const r = dcm(['--db', t.db, 'subcloud', 'add', 'pg2']);
+      const r = dcmQuick(['--db', t.db, 'subcloud', 'add', 'pg2']);
       expect(r.code).toBe(1);
       expect(r.stderr.trim()).toMatch(new RegExp(`written by a newer dcm \\(schema version ${SCHEMA_VERSION + 1}; this dcm knows up to ${SCHEMA_VERSION}\\)$`));
       expect(r.stderr.trim().split('\n')).toHaveLength(1);
@@ -71,12 +72,12 @@ describe('a dcm database on PostgreSQL', () => {
       // (one that is not dcm's, which the server lets sit in its transaction).
       other.query('SET idle_in_transaction_session_timeout = 0');
       other.many([{ text: 'BEGIN' }, { text: 'SELECT pg_advisory_xact_lock($1)', values: [0x44434d31] }]);
-      const r = dcm(['--db', t.db, 'subcloud', 'add', 'pg3']);
+      const r = dcmQuick(['--db', t.db, 'subcloud', 'add', 'pg3']);
       expect(r.code).toBe(1);
       expect(r.stderr).toMatch(/\(the database is busy\)\n$/);
       other.query('ROLLBACK');
       expect(conn.query(`SELECT count(*) AS n FROM subcloud WHERE name = 'pg3'`).rows).toEqual([{ n: 0 }]);
-      dcmOk(['--db', t.db, 'subcloud', 'add', 'pg3']);
+      dcmQuickOk(['--db', t.db, 'subcloud', 'add', 'pg3']);
     } finally {
       other.close();
     }
@@ -145,32 +146,32 @@ describe('data_version on PostgreSQL: moves when another connection\'s write com
 
 describe('db check and db backup on PostgreSQL', () => {
   test('check: ok on a sound database; a missing table and rows that do not tie together are named, exit 1', () => {
-    const ok = dcm(['--db', t.db, 'db', 'check', '-f', 'value']);
+    const ok = dcmQuick(['--db', t.db, 'db', 'check', '-f', 'value']);
     expect({ code: ok.code, out: ok.stdout }).toEqual({ code: 0, out: 'ok\n' });
     // Two runs of one step both running: what the orchestrator never leaves, and the database
     // itself refuses while its partial unique index is there (a damaged one has lost it).
-    dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', 'pg1', '--sim-latency', '0']);
+    dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', 'pg1', '--sim-latency', '0']);
     conn.query('DROP INDEX step_history_one_running');
     conn.query(`INSERT INTO step_history (step_id, state, attempt, started_at, outcome)
                 SELECT id, 'pre check', a, '2026-01-01 00:00:00.000000', 'running' FROM strategy_step, generate_series(1, 2) a`);
     conn.query('ALTER TABLE state_duration RENAME TO state_duration_gone');
     try {
-      const bad = dcm(['--db', t.db, 'db', 'check', '-f', 'value']);
+      const bad = dcmQuick(['--db', t.db, 'db', 'check', '-f', 'value']);
       expect(bad.code).toBe(1);
       expect(bad.stdout).toBe('table state_duration is missing\n');
       conn.query('ALTER TABLE state_duration_gone RENAME TO state_duration');
-      const runs = dcm(['--db', t.db, 'db', 'check', '-f', 'value']);
+      const runs = dcmQuick(['--db', t.db, 'db', 'check', '-f', 'value']);
       expect({ code: runs.code, out: runs.stdout }).toEqual({ code: 1, out: '1 step(s) with more than one running operation\n' });
     } finally {
       conn.query(`DELETE FROM step_history`);
       conn.query(`CREATE UNIQUE INDEX step_history_one_running ON step_history (step_id) WHERE outcome = 'running'`);
-      dcmOk(['--db', t.db, 'strategy', 'delete']);
+      dcmQuickOk(['--db', t.db, 'strategy', 'delete']);
     }
   });
 
   test('backup says to use pg_dump (exit 2) and writes nothing', () => {
     const file = `${t.dir}/copy.dump`;
-    const r = dcm(['--db', t.db, 'db', 'backup', file]);
+    const r = dcmQuick(['--db', t.db, 'db', 'backup', file]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/^error: db backup copies a database file; for postgresql:\/\/.* use the server's pg_dump \(pg_dump -Fc -f .*copy\.dump '<address>'\)\n$/);
     expect(fs.existsSync(file)).toBe(false);
@@ -183,7 +184,7 @@ describe('what is not a dcm database, or not there', () => {
     const c = new SyncPg(foreign.db);
     try {
       c.query('CREATE TABLE orders (id int)');
-      const r = dcm(['--db', foreign.db, 'subcloud', 'add', 'x']);
+      const r = dcmQuick(['--db', foreign.db, 'subcloud', 'add', 'x']);
       expect(r.code).toBe(1);
       expect(r.stderr).toMatch(/is not a dcm database \(it holds other tables\)\n$/);
       expect((c.query(`SELECT tablename FROM pg_tables WHERE schemaname = 'public'`).rows as unknown[]).length).toBe(1);
@@ -195,7 +196,7 @@ describe('what is not a dcm database, or not there', () => {
 
   test('a server that is not there: one line naming the database, without its password', () => {
     const url = 'postgresql://someone:s3cret@/dcm?host=/nonexistent-dir';
-    const r = dcm(['--db', url, 'subcloud', 'list']);
+    const r = dcmQuick(['--db', url, 'subcloud', 'list']);
     expect(r.code).toBe(1);
     expect(r.stderr).not.toContain('s3cret');
     expect(r.stderr).toMatch(/^error: cannot open database postgresql:\/\/someone:\*\*\*@\/dcm\?host=\/nonexistent-dir: .*ENOENT/);
