@@ -138,8 +138,7 @@ int main(int argc, char **argv) {
     } else {
       dup2(1, 2);
     }
-    /* Its handler is not the command's: the default, as a shell leaves it. */
-    signal(SIGCHLD, SIG_DFL);
+    /* exec puts SIGCHLD's handler back to the default: the command gets none of this one. */
     execvp(argv[3], argv + 3);
     int e = errno;
     dprintf(2, "dcm-run: %s: %s\n", argv[3], e == ENOENT ? "not found" : strerror(e));
