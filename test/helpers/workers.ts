@@ -3,6 +3,7 @@
  * workers as dcm processes (each its own `DCM_HOST` where it plays a host), the store read as the
  * server has it, and what a worker that never ends was doing.
  */
+import { afterAll } from '@jest/globals';
 import fs from 'node:fs';
 import path from 'node:path';
 import { dcmSpawn, sleep } from './cli.js';
@@ -29,12 +30,36 @@ export function stopWorkers(): void {
 
 export const names = (n: number, prefix = 's') => Array.from({ length: n }, (_, i) => `${prefix}${String(i + 1).padStart(3, '0')}`);
 
+/**
+ * One connection per database for the test's reads, kept for the file: a test polls the store
+ * every few tens of milliseconds while workers run, and a connection each time (a thread loading
+ * node-postgres, a server process forked) cost more CPU than the workers it watched.
+ */
+const readers = new Map<string, SyncPg>();
+afterAll(() => {
+  for (const pg of readers.values()) pg.close();
+  readers.clear();
+});
+
+/** A connection the server ended or lost (a test cuts them, or restarts the server): read again on a new one. */
+const lostConnection = (err: unknown) => {
+  const code = (err as { code?: string }).code;
+  // No SQLSTATE (the connection ended), a socket's errno (ECONNRESET), or the server's word for it
+  // (08…: connection exception; 57…: operator intervention, pg_terminate_backend or a shutdown).
+  return code === undefined || /^E[A-Z]+$/.test(code) || code.startsWith('08') || code.startsWith('57');
+};
+
 export function query<T>(db: string, text: string, values: unknown[] = []): T[] {
-  const pg = new SyncPg(db);
-  try {
-    return pg.query(text, values).rows as T[];
-  } finally {
-    pg.close();
+  for (let attempt = 1; ; attempt++) {
+    let pg = readers.get(db);
+    if (!pg) readers.set(db, (pg = new SyncPg(db)));
+    try {
+      return pg.query(text, values).rows as T[];
+    } catch (err) {
+      readers.delete(db);
+      pg.close();
+      if (attempt > 1 || !lostConnection(err)) throw err;
+    }
   }
 }
 
