@@ -48,22 +48,14 @@ const BIG = [
   'test/e2e/audit.test.ts',
 ];
 
-// The several-hosts files: workers of several processes on one server, minutes of faults, which
-// wait more than they compute.
-const HOSTS = ['test/pg/workers.test.ts', 'test/pg/workers-hosts.test.ts', 'test/pg/workers-loop.test.ts'];
-
-// DCM_TEST_PG_PART: `hosts` runs the several-hosts files alone, `store` the rest of the pass
-// (test/run-suite.mjs, `npm test`, runs the first beside the suite on SQLite files, the second after it).
-const PART = process.env.DCM_TEST_PG_PART;
-
 export default {
   ...base,
   // DCM_TEST_PG_QUICK=1: the store's own tests only (.ci/run, on the Node versions after the first:
   // the PostgreSQL code is JavaScript over node-postgres, and the whole pass runs on Node 20).
-  testMatch: (PART === 'hosts' ? HOSTS : process.env.DCM_TEST_PG_QUICK === '1' ? STORE : process.env.DCM_BIG_TESTS ? [...BOTH, ...BIG] : BOTH).map((p) => `<rootDir>/${p}`),
-  // The several-hosts files are the orchestrator's, not the store's: the quick pass leaves them to
-  // the whole pass on Node 20.
-  testPathIgnorePatterns: ['/node_modules/', ...(process.env.DCM_TEST_PG_QUICK === '1' || PART === 'store' ? HOSTS.map((p) => `<rootDir>/${p}`) : [])],
+  testMatch: (process.env.DCM_TEST_PG_QUICK === '1' ? STORE : process.env.DCM_BIG_TESTS ? [...BOTH, ...BIG] : BOTH).map((p) => `<rootDir>/${p}`),
+  // The several-hosts loops (workers of several processes on one server, minutes of faults) are
+  // the orchestrator's, not the store's: the quick pass leaves them to the whole pass on Node 20.
+  testPathIgnorePatterns: ['/node_modules/', ...(process.env.DCM_TEST_PG_QUICK === '1' ? ['<rootDir>/test/pg/workers.test.ts', '<rootDir>/test/pg/workers-hosts.test.ts', '<rootDir>/test/pg/workers-loop.test.ts'] : [])],
   globalSetup: '<rootDir>/test/pg/global-setup.ts',
   globalTeardown: '<rootDir>/test/pg/global-teardown.ts',
 };
