@@ -11,9 +11,10 @@
  *    (octal), stdout on its own stdout (the run's log) and stderr on a pipe it reads.
  * 3. It copies what comes down that pipe, as it comes, to its stdout (the log, so the log keeps
  *    stdout and stderr in the order written) and to BASE.err (appended: its last line is a failed
- *    run's reason; made on the first byte, so a run that writes no stderr has no .err), and waits for the command alone: a background process that keeps stderr open
- *    does not hold the run's end back (what is in the pipe when the command exits is copied, the
- *    rest is the leftovers', which dcm cleans up).
+ *    run's reason; made on the first byte, so a run that writes no stderr has no .err). It waits
+ *    for the command alone: a background process that keeps stderr open does not hold the run's
+ *    end back (what is in the pipe when the command exits is copied, the rest is the leftovers',
+ *    which dcm cleans up).
  * 4. It writes `CODE RUN_ID` to BASE.status as its last act and exits with CODE: the command's
  *    exit code, or 128 + the signal that ended it, as sh says it.
  *

@@ -68,7 +68,10 @@ interface LeftProcess {
 /** A claim that may belong to this run (none, or one left by an earlier strategy, does not). */
 const live = (c: RunClaim | null): boolean => c !== null && !('stale' in c);
 
-/** How long a finished run's group may take to go by itself (the sh wrapper's `tee` copying the last of stderr). */
+/**
+ * How long a finished run's group may take to go by itself (the sh wrapper's `tee` copying the last
+ * of stderr).
+ */
 const DRAIN_MS = 250;
 
 /**
@@ -258,8 +261,9 @@ export class ExecDriver implements Driver {
   }
 
   /**
-   * Leftovers of a run whose wrapper has exited: its group's other members (the sh wrapper's `tee` still copying
-   * the last of stderr gets a moment), then its processes that left the group, found by DCM_RUN_ID.
+   * Leftovers of a run whose wrapper has exited: its group's other members (the sh wrapper's `tee`
+   * still copying the last of stderr gets a moment), then its processes that left the group, found
+   * by DCM_RUN_ID.
    */
   private async cleanLeftovers(pgid: number, runId: string, since: number, graceMs: number): Promise<void> {
     // One pass (shared with the runs that end in the same turn) tells both; in the usual case the

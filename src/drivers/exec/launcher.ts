@@ -12,9 +12,8 @@
  * exit status (`.status`) itself as its last act: the status of a command that ended is never
  * lost, whatever became of dcm and of this launcher. The wrapper also copies the command's stderr
  * into the log (in the order written) and into `.err`, whose last line is the failure's reason
- * (SPEC §7.2). It exits with the
- * command's code, which this launcher passes on: dcm reads `.status` only for a wrapper that did
- * not exit by itself.
+ * (SPEC §7.2). It exits with the command's code, which this launcher passes on: dcm reads
+ * `.status` only for a wrapper that did not exit by itself.
  *
  * On a server's store (several hosts) it is also what tells the store how each run ended, since
  * it outlives its worker and a worker on another host may have taken the run over: as each run
