@@ -5,8 +5,8 @@
  * the bare loop spawning each through dcm's own run wrapper (native/dcm-run: the floor of the
  * design, before any of dcm's own work). The sh wrapper dcm falls back to where native/dcm-run was
  * not built (with its stderr tee) is measured beside it, in the loop and in dcm
- * (DCM_RUN_WRAPPER=sh), in the same rounds: what the native one saves. Per-run times, one run at a time: spawn to exit
- * in the loop, the history row's started_at..finished_at in dcm. GNU parallel `-j 50` beside
+ * (DCM_RUN_WRAPPER=sh), in the same rounds: what the native one saves. Per-run times, one run at a
+ * time: spawn to exit in the loop, the history row's started_at..finished_at in dcm. GNU parallel `-j 50` beside
  * xargs when it is installed. Then the shape of issue 31: 200 subclouds × 5 states of `sleep 0.2`,
  * window 50, whose ideal makespan is 4.0 s, beside xargs and GNU parallel on the same 1,000 sleeps.
  *
@@ -77,20 +77,24 @@ export async function execOverhead(ctx) {
   const parallelMs = [];
   let dcmRunTimes = [];
   let loopRunTimes = [];
+  // Each apply from a fresh copy of the prepared file, its logs gone; each wrapped loop with its
+  // runs' folder emptied.
+  const apply = (env = {}) => {
+    copyDb(prepared, work);
+    fs.rmSync(path.join(dir, 'logs'), { recursive: true, force: true });
+    return measure(node, [ctx.dcm, '--db', work, 'strategy', 'apply', '-q'], { env });
+  };
+  const loop = (...cmd) => {
+    fs.rmSync(wrapped, { recursive: true, force: true });
+    fs.mkdirSync(wrapped);
+    return measure(node, [LOOP, String(subclouds), String(states), String(window), ...cmd]);
+  };
   for (let i = -1; i < reps; i++) {
-    copyDb(prepared, work);
-    fs.rmSync(path.join(dir, 'logs'), { recursive: true, force: true });
-    const d = await measure(node, [ctx.dcm, '--db', work, 'strategy', 'apply', '-q']);
-    copyDb(prepared, work);
-    fs.rmSync(path.join(dir, 'logs'), { recursive: true, force: true });
-    const ds = await measure(node, [ctx.dcm, '--db', work, 'strategy', 'apply', '-q'], { env: { DCM_RUN_WRAPPER: 'sh' } });
-    const l = await measure(node, [LOOP, String(subclouds), String(states), String(window), '/bin/true']);
-    fs.rmSync(wrapped, { recursive: true, force: true });
-    fs.mkdirSync(wrapped);
-    const w = await measure(node, [LOOP, String(subclouds), String(states), String(window), '/bin/true', '--wrap', NATIVE_WRAPPER, wrapped]);
-    fs.rmSync(wrapped, { recursive: true, force: true });
-    fs.mkdirSync(wrapped);
-    const ws = await measure(node, [LOOP, String(subclouds), String(states), String(window), wrapper]);
+    const d = await apply();
+    const ds = await apply({ DCM_RUN_WRAPPER: 'sh' });
+    const l = await loop('/bin/true');
+    const w = await loop('/bin/true', '--wrap', NATIVE_WRAPPER, wrapped);
+    const ws = await loop(wrapper);
     const seq = path.join(dir, 'seq.txt');
     fs.writeFileSync(seq, `${Array.from({ length: subclouds * states }, (_, k) => k).join('\n')}\n`);
     const x = await measure('sh', ['-c', `xargs -P ${window} -n 1 /bin/true < "${seq}"`]);
