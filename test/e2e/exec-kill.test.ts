@@ -6,9 +6,11 @@
  */
 import { afterEach, describe, expect, test } from '@jest/globals';
 import Database from 'better-sqlite3';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import path from 'node:path';
 import { statesOf } from '../../src/domain/types.js';
-import { dcm, sleep, waitFor } from '../helpers/cli.js';
+import { BIN, dcm, sleep, waitFor } from '../helpers/cli.js';
 import { history, killLeftovers, names, spawnDcm, steps } from '../helpers/history.js';
 import { execFixture, overlapsPerCloud, peakConcurrent, type ExecFixture } from '../helpers/exec.js';
 import { runFiles } from '../helpers/logs.js';
@@ -176,6 +178,38 @@ states:
     ]);
     expect(f.readRuns().map((x) => [x.state, x.attempt, x.resumed])).toEqual([['pre check', 2, true]]);
   }, 60_000);
+
+  // Claim, README "Running real updates", kill -9 at any moment: a run whose taker was killed between
+  // creating its `.run` and writing it runs again; the next apply never waits for it forever.
+  test('a run whose `.run` was left empty (its wrapper killed between creating it and writing it) runs again as the next attempt', async () => {
+    f = execFixture();
+    setup(1, 1, `
+states:
+  pre check:
+    run: '[ "$DCM_ATTEMPT" = 1 ] && sleep 1000; exec ${f.step} again'
+  "*": "true"
+`);
+    const first = spawnDcm(['--db', f.db, 'strategy', 'apply'], f.env);
+    await waitFor(() => startedRun(f.db) !== undefined, 20_000);
+    const { pgid } = startedRun(f.db)!;
+    first.child.kill('SIGKILL');
+    await first.done;
+    process.kill(-pgid!, 'SIGKILL');
+    await waitFor(() => f.leftovers().length === 0, 10_000);
+    // What a kill between the wrapper's exclusive create and its write leaves (a dcm giving the
+    // run up, killed at the same point, leaves the same).
+    fs.writeFileSync(`${runFiles(f.db, 's1', 1, 'pre check')}.run`, '');
+    const apply = spawnDcm(['--db', f.db, 'strategy', 'apply'], f.env);
+    await waitFor(() => apply.child.exitCode !== null, 45_000).catch(() => {
+      throw new Error(`the apply still waits after 45 s: ${apply.stderr()}`);
+    });
+    expect((await apply.done).code).toBe(0);
+    expect(history(f.db, 's1').filter((h) => h.state === 'pre check').map((h) => [h.attempt, h.outcome, h.details])).toEqual([
+      [1, 'interrupted', 'nothing of the run is left and it wrote no exit status'],
+      [2, 'ok', ''],
+    ]);
+    expect(f.readRuns().map((x) => [x.state, x.attempt, x.resumed])).toEqual([['pre check', 2, true]]);
+  }, 90_000);
 });
 
 describe('exec driver: the launcher killed under a running dcm', () => {
@@ -213,4 +247,33 @@ states:
     expect(runs).toHaveLength(PATCH.length);
     expect(f.leftovers()).toEqual([]);
   }, 60_000);
+
+  // Claim, README "Running real updates": a launcher that cannot be started (node's binary removed
+  // under a running dcm) fails the state it was to start, in one line; the apply never waits forever.
+  test('node removed under dcm, then its launcher killed: the next state fails `cannot start`, the apply ends (exit 1)', async () => {
+    f = execFixture();
+    const node = path.join(f.dir, 'node');
+    fs.copyFileSync(process.execPath, node);
+    fs.chmodSync(node, 0o755);
+    // The first state removes the node dcm runs from, then kills its launcher (its wrapper's parent).
+    setup(1, 1, `
+states:
+  pre check: 'rm -f ${node}; kill -9 $(cut -d" " -f4 /proc/$PPID/stat); exit 0'
+  "*": "true"
+`);
+    const apply = spawn(node, [BIN, '--db', f.db, 'strategy', 'apply'], { env: { ...process.env, ...f.env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    apply.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const done = new Promise<number | null>((resolve) => apply.on('close', (code) => resolve(code)));
+    await waitFor(() => apply.exitCode !== null, 45_000).catch(() => {
+      apply.kill('SIGKILL');
+      throw new Error(`the apply still waits after 45 s: ${stderr}`);
+    });
+    expect(await done).toBe(1);
+    expect(history(f.db, 's1').map((h) => [h.state, h.outcome])).toEqual([
+      ['pre check', 'ok'],
+      [PATCH[1], 'failed'],
+    ]);
+    expect(steps(f.db)[0].details).toMatch(new RegExp(`^${PATCH[1]}: cannot start: the launcher could not be started: spawn ${node} ENOENT`));
+  }, 90_000);
 });

@@ -540,6 +540,27 @@ states:
 const LAUNCHER_KILLS = BIG ? 30 : 12;
 const DCM_KILLS = BIG ? 5 : 2;
 
+/** What an apply that went wrong was doing: its last words, the steps not done, the run processes left. */
+function stuck(stderr: string): string {
+  const open = steps(f.db).filter((s) => s.state !== 'complete').map((s) => `${s.cloud} ${s.state} ${s.details ?? ''}`);
+  const procs = f.leftovers().map((p) => {
+    try {
+      return `${p}: ${fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ')}`;
+    } catch {
+      return `${p}: gone`;
+    }
+  });
+  // The run files of those steps' subclouds (claims, takes, statuses): what the apply reads to decide.
+  const logs = `${f.db}.logs`;
+  const undone = new Set(steps(f.db).filter((s) => s.state !== 'complete').map((s) => s.cloud));
+  const files = fs.existsSync(logs)
+    ? (fs.readdirSync(logs, { recursive: true }) as string[])
+        .filter((n) => undone.has(path.basename(path.dirname(n))) && /\.(pid|run|status)$/.test(n))
+        .map((n) => `${n}: ${fs.readFileSync(path.join(logs, n), 'utf8').trim()}`)
+    : [];
+  return [stderr.slice(-1500), 'steps not complete:', ...open, 'processes:', ...procs, 'run files:', ...files].join('\n');
+}
+
 describe(`the launcher (and dcm) killed at random moments, ${LAUNCHER_KILLS}+ times`, () => {
   test(`kill -9 of the launcher ${LAUNCHER_KILLS}+ times and of dcm ${DCM_KILLS}+ times, re-applying as needed: nothing that exited 0 runs again, no overlap, the window holds`, async () => {
     f = seamFixture();
@@ -583,13 +604,19 @@ states:
           launcherKills++;
         }
       }
-      const r = await apply.done;
+      // An apply that does not end says what it was doing, rather than the test's timeout alone.
+      let timer: NodeJS.Timeout | undefined;
+      const r = await Promise.race([apply.done, new Promise<null>((ok) => (timer = setTimeout(() => ok(null), 240_000)))]);
+      clearTimeout(timer);
+      if (r === null) throw new Error(`apply did not end in 240 s:\n${stuck(apply.stderr())}`);
       if (r.signal !== null && r.signal !== 'SIGKILL') throw new Error(`dcm ended by ${r.signal}: ${r.stderr.slice(-300)}`);
       code = r.code;
       if (code === 1 && strategyState(f.db) === 'failed') {
         // A step failed because of a kill: give it another go, as an operator would.
         retries.push(steps(f.db).filter((s) => s.state === 'failed').map((s) => `${s.cloud}: ${s.details}`).join('; '));
         dcmQuickOk([...db(), 'strategy', 'retry']);
+      } else if (r.signal === null && code !== 0) {
+        throw new Error(`apply exited ${code} with the strategy ${strategyState(f.db)}:\n${stuck(r.stderr)}`);
       }
     }
     expect(launcherKills).toBeGreaterThanOrEqual(LAUNCHER_KILLS);

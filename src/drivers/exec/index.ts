@@ -74,6 +74,9 @@ const live = (c: RunClaim | null): boolean => c !== null && !('stale' in c);
  */
 const DRAIN_MS = 250;
 
+/** Looks (about 1.5 s of them) after which a run taken by a taker that is gone and said nothing runs again. */
+const UNDECIDED_LOOKS = 12;
+
 /**
  * How long past its timeout and kill grace the launcher lets a run go before it stops the run
  * itself: the worker stops it first while it lives; the launcher's stop is for a worker frozen or
@@ -373,6 +376,8 @@ export class ExecDriver implements Driver {
     // claim) may name an unrelated process by now, and is never signalled on its own word.
     const tagged = () => processesWithEnv('DCM_RUN_ID', new Set([runId]), since).get(runId) ?? [];
     let every = 10;
+    // Looks in a row that found nothing of the run alive and could not settle it (below).
+    let undecided = 0;
     for (;;) {
       const claim = readClaim(base, runId);
       // Read before the processes: a wrapper that had taken the run was already tagged then.
@@ -412,6 +417,17 @@ export class ExecDriver implements Driver {
           if (req.signal.aborted) return { kind: 'failed', reason: 'interrupted' };
           return { kind: 'retry', outcome: 'interrupted', reason: 'the run was never started (its launcher stopped first)', delayMs: 0 };
         }
+        // `.run` was taken, but names neither this run's wrapper nor nobody: empty, because its
+        // taker (the wrapper, or a dcm giving the run up) was killed between creating it and
+        // writing it, or left by an earlier strategy. A taker about to write is alive and tagged;
+        // once nothing of the run has been alive for a while, the command either never started or
+        // died with its wrapper, and the run goes again as the next attempt, never waited for forever.
+        if (++undecided >= UNDECIDED_LOOKS) {
+          if (req.signal.aborted) return { kind: 'failed', reason: 'interrupted' };
+          return { kind: 'retry', outcome: 'interrupted', reason: 'nothing of the run is left and it wrote no exit status', delayMs: 0 };
+        }
+      } else {
+        undecided = 0;
       }
       await sleep(every);
       every = Math.min(every * 2, 200);

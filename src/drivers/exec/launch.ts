@@ -68,24 +68,31 @@ export class Launcher {
     const args = NATIVE_WRAPPER ? [LAUNCHER] : [LAUNCHER, '--sh'];
     const child = spawn(process.execPath, args, { detached: true, stdio: ['pipe', 'pipe', 'ignore'], env: this.env });
     this.child = child;
-    child.stdin!.on('error', () => {
+    let ended!: () => void;
+    this.exitedPromise = new Promise<void>((resolve) => (ended = resolve));
+    // The next run starts a new launcher; the runs this one had are settled here.
+    const gone = (started: Started, exited: Exited) => {
+      if (this.child === child) this.child = null;
+      for (const p of this.pending.values()) {
+        p.started(started);
+        p.exited(exited);
+      }
+      this.pending.clear();
+      ended();
+    };
+    // It died: its runs are lost to it (they may have started).
+    child.once('exit', () => gone({ error: 'the launcher stopped', lost: true }, { code: null, signal: null, lost: true }));
+    child.once('error', (err) => {
+      // It never started (node's binary removed or replaced under dcm, no process or file
+      // descriptor left): 'exit' never comes, and no run was started by it, so each is refused.
+      if (child.pid === undefined) gone({ error: `the launcher could not be started: ${err.message}` }, { code: null, signal: null });
+    });
+    child.stdin?.on('error', () => {
       // The launcher is gone: its exit handler reports every pending run lost.
     });
-    readline.createInterface({ input: child.stdout! }).on('line', (line) => this.answer(line));
+    if (child.stdout) readline.createInterface({ input: child.stdout }).on('line', (line) => this.answer(line));
     // Through its input, never its argv or environment: the address may hold the password.
-    if (this.store) child.stdin!.write(`${JSON.stringify({ store: this.store })}\n`);
-    this.exitedPromise = new Promise<void>((resolve) =>
-      child.once('exit', () => {
-        // The next run starts a new launcher; the runs this one had are lost to it.
-        if (this.child === child) this.child = null;
-        for (const p of this.pending.values()) {
-          p.started({ error: 'the launcher stopped', lost: true });
-          p.exited({ code: null, signal: null, lost: true });
-        }
-        this.pending.clear();
-        resolve();
-      }),
-    );
+    if (this.store) child.stdin?.write(`${JSON.stringify({ store: this.store })}\n`);
     return child;
   }
 
@@ -112,7 +119,7 @@ export class Launcher {
     const started = new Promise<Started>((resolve) => (pending = { started: resolve, exited: () => {} }));
     const exited = new Promise<Exited>((resolve) => (pending.exited = resolve));
     this.pending.set(id, pending);
-    child.stdin!.write(`${JSON.stringify({ id, ...req })}\n`);
+    child.stdin?.write(`${JSON.stringify({ id, ...req })}\n`);
     return { started, exited };
   }
 
@@ -120,7 +127,7 @@ export class Launcher {
   async close(): Promise<void> {
     const child = this.child;
     if (!child) return;
-    child.stdin!.end();
+    child.stdin?.end();
     let timer: Timer | undefined;
     await Promise.race([this.exitedPromise, new Promise<void>((r) => (timer = setLongTimeout(r, 5000)))]);
     timer?.clear();
