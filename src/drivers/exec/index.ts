@@ -376,8 +376,7 @@ export class ExecDriver implements Driver {
     // claim) may name an unrelated process by now, and is never signalled on its own word.
     const tagged = () => processesWithEnv('DCM_RUN_ID', new Set([runId]), since).get(runId) ?? [];
     let every = 10;
-    // Looks in a row that found nothing of the run alive and could not settle it (below).
-    let undecided = 0;
+    let undecided = 0; // looks in a row with nothing alive and nothing settled (below)
     for (;;) {
       const claim = readClaim(base, runId);
       // Read before the processes: a wrapper that had taken the run was already tagged then.
@@ -417,11 +416,9 @@ export class ExecDriver implements Driver {
           if (req.signal.aborted) return { kind: 'failed', reason: 'interrupted' };
           return { kind: 'retry', outcome: 'interrupted', reason: 'the run was never started (its launcher stopped first)', delayMs: 0 };
         }
-        // `.run` was taken, but names neither this run's wrapper nor nobody: empty, because its
-        // taker (the wrapper, or a dcm giving the run up) was killed between creating it and
-        // writing it, or left by an earlier strategy. A taker about to write is alive and tagged;
-        // once nothing of the run has been alive for a while, the command either never started or
-        // died with its wrapper, and the run goes again as the next attempt, never waited for forever.
+        // `.run` taken but empty (its taker, wrapper or dcm, killed between creating and writing
+        // it) or another strategy's. A live wrapper is tagged: with nothing alive for a while, the
+        // command never started or died with its wrapper; it goes again, never waited for forever.
         if (++undecided >= UNDECIDED_LOOKS) {
           if (req.signal.aborted) return { kind: 'failed', reason: 'interrupted' };
           return { kind: 'retry', outcome: 'interrupted', reason: 'nothing of the run is left and it wrote no exit status', delayMs: 0 };
