@@ -45,6 +45,28 @@ function setup(n: number, window: number, yaml: string): void {
   dcmQuickOk(['--db', f.db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', String(window), '--driver', 'exec', '--exec-config', f.config(yaml)]);
 }
 
+/**
+ * s1's first pre check (attempt 1 sleeps) killed with everything: dcm, then the run's whole group,
+ * wrapper included, as when the site goes down with it. It left no status.
+ */
+async function killedWithoutStatus(): Promise<void> {
+  f = execFixture();
+  setup(1, 1, `
+states:
+  pre check:
+    run: '[ "$DCM_ATTEMPT" = 1 ] && sleep 1000; exec ${f.step} again'
+  "*": "true"
+`);
+  const first = spawnDcm(['--db', f.db, 'strategy', 'apply'], f.env);
+  await waitFor(() => startedRun(f.db) !== undefined, 20_000);
+  const { pgid } = startedRun(f.db)!;
+  first.child.kill('SIGKILL');
+  await first.done;
+  // The site went down with the run: its whole group is killed, wrapper included.
+  process.kill(-pgid!, 'SIGKILL');
+  await waitFor(() => f.leftovers().length === 0, 10_000);
+}
+
 describe('exec driver: kill -9 of dcm, then apply', () => {
   // Claim, README "Running real updates", kill -9 of dcm: two runs of one subcloud never overlap, nothing runs twice, no process left.
   test('SIGKILLed at random moments 10+ times: no overlap per subcloud, nothing run twice, no process left', async () => {
@@ -155,21 +177,7 @@ states:
 
   // Claim, README "Running real updates", kill -9 of dcm: a run that ended without a status runs again, as the next attempt, with DCM_RESUMED=1.
   test('a run that ended without a status runs again as the next attempt, with DCM_RESUMED=1', async () => {
-    f = execFixture();
-    setup(1, 1, `
-states:
-  pre check:
-    run: '[ "$DCM_ATTEMPT" = 1 ] && sleep 1000; exec ${f.step} again'
-  "*": "true"
-`);
-    const first = spawnDcm(['--db', f.db, 'strategy', 'apply'], f.env);
-    await waitFor(() => startedRun(f.db) !== undefined, 20_000);
-    const { pgid } = startedRun(f.db)!;
-    first.child.kill('SIGKILL');
-    await first.done;
-    // The site went down with the run: its whole group is killed, wrapper included.
-    process.kill(-pgid!, 'SIGKILL');
-    await waitFor(() => f.leftovers().length === 0, 10_000);
+    await killedWithoutStatus();
     const r = dcm(['--db', f.db, 'strategy', 'apply'], { env: f.env });
     expect(r.code).toBe(0);
     expect(history(f.db, 's1').filter((h) => h.state === 'pre check').map((h) => [h.attempt, h.outcome])).toEqual([
@@ -182,20 +190,7 @@ states:
   // Claim, README "Running real updates", kill -9 at any moment: a run whose taker was killed between
   // creating its `.run` and writing it runs again; the next apply never waits for it forever.
   test('a run whose `.run` was left empty (its wrapper killed between creating it and writing it) runs again as the next attempt', async () => {
-    f = execFixture();
-    setup(1, 1, `
-states:
-  pre check:
-    run: '[ "$DCM_ATTEMPT" = 1 ] && sleep 1000; exec ${f.step} again'
-  "*": "true"
-`);
-    const first = spawnDcm(['--db', f.db, 'strategy', 'apply'], f.env);
-    await waitFor(() => startedRun(f.db) !== undefined, 20_000);
-    const { pgid } = startedRun(f.db)!;
-    first.child.kill('SIGKILL');
-    await first.done;
-    process.kill(-pgid!, 'SIGKILL');
-    await waitFor(() => f.leftovers().length === 0, 10_000);
+    await killedWithoutStatus();
     // What a kill between the wrapper's exclusive create and its write leaves (a dcm giving the
     // run up, killed at the same point, leaves the same).
     fs.writeFileSync(`${runFiles(f.db, 's1', 1, 'pre check')}.run`, '');
