@@ -13,9 +13,16 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { tempDir, waitFor } from '../../helpers/cli.js';
 import { NATIVE_WRAPPER, wrapped } from '../../../src/drivers/exec/wrapper.js';
+import { processesWithEnv } from '../../../src/platform/proc.js';
 
+const RUN_ID = 'strat/s1/pre check/1';
 let t: ReturnType<typeof tempDir>;
-afterEach(() => t?.cleanup());
+afterEach(async () => {
+  // The sh wrapper's `tee` may start, and create `.err`, after the wrapper has exited: the folder
+  // is removed once no process of the run is left (it carries the run's DCM_RUN_ID).
+  await waitFor(() => !processesWithEnv('DCM_RUN_ID', new Set([RUN_ID])).has(RUN_ID), 10_000);
+  t?.cleanup();
+});
 
 const WRAPPERS = [
   ['native/dcm-run', NATIVE_WRAPPER],
@@ -28,7 +35,7 @@ function run(native: string | null, base: string, file: string, args: string[], 
   try {
     const [program, argv] = wrapped(native, base, umask, file, args);
     // Under the launcher's umask (077).
-    const r = spawnSync('sh', ['-c', 'umask 077; exec "$@"', 'sh', program, ...argv], { stdio: ['ignore', log, log], env: { ...process.env, DCM_RUN_ID: 'strat/s1/pre check/1' } });
+    const r = spawnSync('sh', ['-c', 'umask 077; exec "$@"', 'sh', program, ...argv], { stdio: ['ignore', log, log], env: { ...process.env, DCM_RUN_ID: RUN_ID } });
     return { code: r.status };
   } finally {
     fs.closeSync(log);
