@@ -542,7 +542,8 @@ const DCM_KILLS = BIG ? 5 : 2;
 
 /** What an apply that went wrong was doing: its last words, the steps not done, the run processes left. */
 function stuck(stderr: string): string {
-  const open = steps(f.db).filter((s) => s.state !== 'complete').map((s) => `${s.cloud} ${s.state} ${s.details ?? ''}`);
+  const undone = steps(f.db).filter((s) => s.state !== 'complete');
+  const open = undone.map((s) => `${s.cloud} ${s.state} ${s.details ?? ''}`);
   const procs = f.leftovers().map((p) => {
     try {
       return `${p}: ${fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ')}`;
@@ -552,10 +553,10 @@ function stuck(stderr: string): string {
   });
   // The run files of those steps' subclouds (claims, takes, statuses): what the apply reads to decide.
   const logs = `${f.db}.logs`;
-  const undone = new Set(steps(f.db).filter((s) => s.state !== 'complete').map((s) => s.cloud));
+  const clouds = new Set(undone.map((s) => s.cloud));
   const files = fs.existsSync(logs)
     ? (fs.readdirSync(logs, { recursive: true }) as string[])
-        .filter((n) => undone.has(path.basename(path.dirname(n))) && /\.(pid|run|status)$/.test(n))
+        .filter((n) => clouds.has(path.basename(path.dirname(n))) && /\.(pid|run|status)$/.test(n))
         .map((n) => `${n}: ${fs.readFileSync(path.join(logs, n), 'utf8').trim()}`)
     : [];
   return [stderr.slice(-1500), 'steps not complete:', ...open, 'processes:', ...procs, 'run files:', ...files].join('\n');
