@@ -45,7 +45,7 @@ export async function strategyAbort(ctx: RunCtx, type?: StrategyType, reasonText
     } else {
       // The lock of an orchestrator that died goes with the abort it will never carry out.
       if (holder) releaseLock(db, holder.token);
-      const live = liveRuns(db, s, ctx.dbPath);
+      const live = liveRuns(db, s, ctx);
       interruptRunning(db, 'aborted while no orchestrator was running', live.map((l) => l.left.historyId));
       // A deferred step ends as a live orchestrator's abort ends it, not as one caught mid-state.
       const n = abortInitialSteps(db) + abortDeferredSteps(db) + abortMidStateSteps(db, live.map((l) => l.left.stepId));

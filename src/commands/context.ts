@@ -9,6 +9,7 @@ import { inspectDbPath } from '../store/path.js';
 import { PRIVATE_FILE } from '../platform/private.js';
 import { isPgUrl } from '../domain/db-url.js';
 import type { RowStream } from './results.js';
+import type { LeftRunRow } from '../store/runs.js';
 
 export interface Ctx {
   dbPath: string;
@@ -17,6 +18,13 @@ export interface Ctx {
    * shown (an unknown `-c` column) throws, and the change is rolled back with it.
    */
   checkResult?: (result: unknown) => void;
+  /**
+   * Whether a run left `running` (its orchestrator gone) still goes, and the pid to name for it;
+   * null once it cannot be going. Unset: the exec driver's run files and processes say
+   * (commands/live-runs.ts), and no other driver's runs outlive dcm. The simulator's sites outlive
+   * its simulated processes, and answer for their own runs (sim/world.ts).
+   */
+  runLives?: (left: LeftRunRow) => number | null;
 }
 
 /** What a command gets when the CLI runs it: the file, and the CLI's answers to quiet and confirmation. */

@@ -201,7 +201,7 @@ export async function strategyRetry(ctx: Ctx, type: StrategyType | undefined, in
     immediate(db, () => {
       const s = theStrategy(db, type);
       // A run still going (dcm was killed) must end, or be adopted, before its step moves.
-      refuseWhileLive(liveRuns(db, s, ctx.dbPath), 'retry');
+      refuseWhileLive(liveRuns(db, s, ctx), 'retry');
       if (!RETRYABLE.includes(s.state)) throw new OperationError(`Strategy in state ${s.state} cannot be retried`);
       const states = statesOf(s.type as StrategyType, s.extra as { cert_file?: string | null });
       const named = input.clouds.length ? [...new Set(input.clouds)] : null;

@@ -24,26 +24,32 @@ export interface LiveRun {
 }
 
 /**
- * The strategy's runs left `running` whose processes live (only the exec driver starts
- * processes), and on a server those another host started: they may still go there, or have
- * ended there with a result the next apply takes (orchestrator/remote-runs.ts), and are never
- * closed from here as if cut off.
+ * The strategy's runs left `running` that still go (only the exec driver's runs outlive dcm; the
+ * context may say otherwise: `Ctx.runLives`), and on a server those another host started: they may
+ * still go there, or have ended there with a result the next apply takes
+ * (orchestrator/remote-runs.ts), and are never closed from here as if cut off.
  */
-export function liveRuns(db: Db, strategy: { created_at: string; extra: Record<string, unknown> }, dbPath: string): LiveRun[] {
-  if (strategy.extra.driver !== 'exec') return [];
-  const logs = layoutOf(strategy, dbPath);
+export function liveRuns(db: Db, strategy: { created_at: string; extra: Record<string, unknown> }, ctx: Ctx): LiveRun[] {
+  const lives = ctx.runLives ?? (strategy.extra.driver === 'exec' ? execRunLives(strategy, ctx.dbPath) : null);
+  if (!lives) return [];
   const out: LiveRun[] = [];
   const here = hostName();
-  const shared = isPgUrl(dbPath);
+  const shared = isPgUrl(ctx.dbPath);
   for (const left of leftRunning(db)) {
     if (shared && left.host !== null && left.host !== here) {
       out.push({ left, pid: left.proc?.pid ?? 0, elsewhere: left.host });
       continue;
     }
-    const pid = liveRunPid(logs, strategy.created_at, left);
+    const pid = lives(left);
     if (pid !== null) out.push({ left, pid });
   }
   return out;
+}
+
+/** An exec run lives while a process carries its tag, or its launcher is still starting it. */
+function execRunLives(strategy: { created_at: string; extra: Record<string, unknown> }, dbPath: string): (left: LeftRunRow) => number | null {
+  const logs = layoutOf(strategy, dbPath);
+  return (left) => liveRunPid(logs, strategy.created_at, left);
 }
 
 /** `subcloud1 (pre check, pid 123)`, and how many more. */
@@ -73,7 +79,7 @@ export async function waitForLiveRuns(ctx: Ctx, quiet: boolean): Promise<void> {
   const check = () =>
     withReadDb(ctx, [] as LiveRun[], (db) => {
       const s = getStrategy(db);
-      return s ? liveRuns(db, s, ctx.dbPath).filter((l) => !l.elsewhere) : [];
+      return s ? liveRuns(db, s, ctx).filter((l) => !l.elsewhere) : [];
     });
   let live = check();
   if (live.length && !quiet) process.stderr.write(`waiting for ${nameLive(live)} to end\n`);

@@ -413,7 +413,7 @@ export async function strategyDelete(ctx: Ctx, type?: StrategyType, opts: { wait
   const result = withExistingWriteDb(ctx, (db) => {
     const s = theStrategy(db, type);
     // Its history is how a live run is found: never delete it from under one.
-    refuseWhileLive(liveRuns(db, s, ctx.dbPath), 'delete the strategy');
+    refuseWhileLive(liveRuns(db, s, ctx), 'delete the strategy');
     if (!['initial', ...STRATEGY_ENDED].includes(s.state)) {
       throw new OperationError(`Strategy in state ${s.state} cannot be deleted`);
     }

@@ -25,10 +25,12 @@ import { ApplyLock } from '../orchestrator/lock.js';
 import { installClock, ProcessTimers, type VirtualClock } from './clock.js';
 import { planner, type Fault, type Schedule } from './schedule.js';
 import { SimDriver, Sites, type RunBook, type Violation } from './sites.js';
-import { claimRun, recordRunEnd } from '../store/runs.js';
+import { claimRun, recordRunEnd, type LeftRunRow } from '../store/runs.js';
 
 const TYPE: StrategyType = 'kubernetes';
 const ENDED = ['complete', 'failed', 'aborted'];
+/** The pid the commands name for a run a site still has going (it has none: it is simulated). */
+const SITE_PID = 4_189_999;
 /** A schedule that has not ended after this much virtual time has hung. */
 const LIMIT_MS = 2 * 3600_000;
 
@@ -82,7 +84,7 @@ class World {
   private restarts = 0;
   private busyUntil = 0;
   private readonly completed = new Set<number>();
-  private readonly ctx: { dbPath: string; quiet: boolean; confirm: () => Promise<void> };
+  private readonly ctx: { dbPath: string; quiet: boolean; confirm: () => Promise<void>; runLives: (left: LeftRunRow) => number | null };
   private db!: Db;
 
   constructor(
@@ -90,8 +92,10 @@ class World {
     private readonly clock: VirtualClock,
     file: string,
   ) {
-    this.ctx = { dbPath: file, quiet: true, confirm: async () => {} };
     this.sites = new Sites(planner(s), (line) => this.log(line));
+    // Abort, retry and delete see a run left going as the sites do (they outlive the sim's processes).
+    const runLives = (left: LeftRunRow) => (this.sites.find(left)?.endMs === null ? SITE_PID : null);
+    this.ctx = { dbPath: file, quiet: true, confirm: async () => {}, runLives };
   }
 
   private log(line: string): void {
@@ -131,7 +135,7 @@ class World {
 
   /** Something may still happen: a process runs, or a start or a fault is due. */
   private busy(): boolean {
-    return this.procs.some((p) => !p.ended && !p.timers.dead) || this.pending > 0;
+    return this.alive().length > 0 || this.pending > 0;
   }
 
   private later(fn: () => void, ms: number): void {
@@ -182,6 +186,8 @@ class World {
     } catch (err) {
       this.log(`${name} could not start: ${(err as Error).message}`);
       db.close();
+      // One host, the operator's apply running (after a retry): it applies again as it ends, if need be.
+      if (this.s.hosts === 1 && this.alive().length) return;
       // A busy store or a lock still held: the operator tries again a little later.
       if (this.restarts++ < 50) this.later(() => this.spawn(w), 5_000);
       return;
@@ -275,18 +281,28 @@ class World {
       if (this.restarts++ < 50) this.later(() => this.spawn(w), 5_000);
       return;
     }
-    if (state !== 'complete' && this.s.retry && !this.retried && !this.procs.some((q) => !q.ended && !q.timers.dead)) {
+    if (state !== 'complete' && this.s.retry && !this.retried && !this.alive().length) {
       this.retried = true;
-      this.later(() => void this.operator('retry', async () => {
-        await strategyRetry(this.ctx, undefined, { clouds: [] });
-        const again = this.db
-          .prepare(`SELECT sc.name FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id WHERE st.state = 'initial'`)
-          .pluck()
-          .all() as string[];
-        for (const site of again) this.sites.newEntry(site);
-        this.spawn(w);
-      }), 10_000);
+      this.later(() => this.retryAndApply(w, 'retry'), 10_000);
     }
+  }
+
+  /** The sim's processes alive now (not ended, not killed). */
+  private alive(): Proc[] {
+    return this.procs.filter((p) => !p.ended && !p.timers.dead);
+  }
+
+  /** `strategy retry`, then `strategy apply` if none runs; refused while a run goes (the apply on its way adopts it). */
+  private retryAndApply(w: number, what: string): void {
+    void this.operator(what, async () => {
+      await strategyRetry(this.ctx, undefined, { clouds: [] });
+      const again = this.db
+        .prepare(`SELECT sc.name FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id WHERE st.state = 'initial'`)
+        .pluck()
+        .all() as string[];
+      for (const site of again) this.sites.newEntry(site);
+      if (!this.alive().length) this.spawn(w);
+    });
   }
 
   private kill(p: Proc): void {
@@ -322,9 +338,8 @@ class World {
   }
 
   private arm(f: Fault): void {
-    const live = () => this.procs.filter((p) => !p.ended && !p.timers.dead);
     /** Worker `n`'s process now running, if any (several hosts). */
-    const worker = (n: number) => live().find((q) => q.name.startsWith(`worker${n}#`));
+    const worker = (n: number) => this.alive().find((q) => q.name.startsWith(`worker${n}#`));
     switch (f.kind) {
       case 'pause':
         this.later(() => void this.operator('pause', () => strategyPause(this.ctx)), f.atMs);
@@ -337,15 +352,22 @@ class World {
         }), f.atMs);
         break;
       case 'abort':
-        // With no apply alive the abort's command finishes the abort itself, from what the sim
-        // driver can see of live runs: only an abort beside a live apply is simulated.
         this.later(() => {
-          if (live().length) void this.operator('abort', () => strategyAbort(this.ctx));
+          if (this.alive().length) return void this.operator('abort', () => strategyAbort(this.ctx));
+          // One host, no apply alive (killed, not started again yet): the command finishes the abort,
+          // leaving the runs still going to the next apply; the operator retries a second later, as
+          // at 3 a.m. Nothing may start beside a run still going. (Several hosts: beside a worker.)
+          if (this.s.hosts > 1) return;
+          void this.operator('abort-no-apply', async () => {
+            await strategyAbort(this.ctx);
+            if (getStrategy(this.db)?.state === 'aborting') this.hit('abort-left-going');
+          });
+          this.later(() => this.retryAndApply(0, 'retry-after-abort'), 1_000);
         }, f.atMs);
         break;
       case 'interrupt':
         this.later(() => {
-          for (const p of live()) {
+          for (const p of this.alive()) {
             this.hit('interrupt');
             p.orch.interrupt('SIGINT');
             if (f.twice) p.orch.interrupt('SIGINT');

@@ -40,6 +40,18 @@ describe('dcm sim', () => {
     expect(r.out).toMatch(/violations: 0 schedule\(s\)/);
   });
 
+  // An apply killed; `strategy abort` from another shell while its runs still go at the sites, and
+  // `strategy retry` a second later. With live-runs.ts made blind to runs still going (as before
+  // the one-host fix), `npm run sim -- --seed 1 --schedules 100 --hosts 1` fails on this schedule
+  // (its 56th): two operations on a site at once, the window exceeded, states ended ok twice. The
+  // abort leaves those runs to the next apply, the retry is refused while they go, and the next
+  // apply adopts them and ends the abort.
+  test('one host: an abort and a retry while a killed apply\'s runs still go start nothing beside them', () => {
+    const r = sim(['--seed', '2504371952', '--schedules', '1', '--exact', '--hosts', '1']);
+    expect(r.out).toMatch(/violations: 0 schedule\(s\)/);
+    for (const k of ['kill', 'abort-no-apply', 'abort-left-going']) expect([k, hits(r.out, k) > 0]).toEqual([k, true]);
+  });
+
   test('a seed replays the same trace', () => {
     const a = sim(['--seed', '935528834', '--schedules', '1', '--exact', '--trace', '--expect-violations', '--jobs', '1']);
     const b = sim(['--seed', '935528834', '--schedules', '1', '--exact', '--trace', '--expect-violations', '--jobs', '1']);
