@@ -361,8 +361,8 @@ class World {
           void this.operator('abort-no-apply', async () => {
             await strategyAbort(this.ctx);
             if (getStrategy(this.db)?.state === 'aborting') this.hit('abort-left-going');
+            this.later(() => this.retryAndApply(0, 'retry-after-abort'), 1_000);
           });
-          this.later(() => this.retryAndApply(0, 'retry-after-abort'), 1_000);
         }, f.atMs);
         break;
       case 'interrupt':
