@@ -84,9 +84,13 @@ describe('three workers under faults at random', () => {
       const w = live[Math.floor(Math.random() * live.length)];
       faults++;
       const dice = Math.random();
-      // The last two faults are a cut and a restart if none came by chance.
-      const cut = hosts && ((dice >= 0.1 && dice < 0.25) || (faults === FAULTS - 1 && cuts === 0));
-      if (hosts && !cut && (dice < 0.1 || (faults === FAULTS && restarts === 0))) {
+      // The last two faults are a cut and a restart if none came by chance: each forced one wins
+      // over the dice (a cut drawn as the last fault once left the run with no restart at all).
+      const mustCut = hosts && faults === FAULTS - 1 && cuts === 0;
+      const mustRestart = hosts && faults === FAULTS && restarts === 0;
+      const restart = hosts && (mustRestart || (!mustCut && dice < 0.1));
+      const cut = hosts && !restart && (mustCut || (dice >= 0.1 && dice < 0.25));
+      if (restart) {
         // The server crashes and starts again (a second or so): every session is cut, and none can
         // connect meanwhile.
         restarts++;
