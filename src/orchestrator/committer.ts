@@ -120,8 +120,19 @@ export class Committer {
   /** Whether `err` is a busy file; said once per apply on stderr. */
   isBusy(err: unknown): boolean {
     if (faultOf(err) !== 'busy') return false;
-    this.sayBusy();
+    // A server's lost connection is busy to the store (nothing of the try was committed), but an
+    // operator reading "locked by another process" after a server restart would look for one.
+    if ((err as { connectionLost?: boolean }).connectionLost) this.sayLost();
+    else this.sayBusy();
     return true;
+  }
+
+  private lostSaid = false;
+
+  private sayLost(): void {
+    if (this.lostSaid) return;
+    this.lostSaid = true;
+    this.warn('the connection to the database server was lost: connecting again (nothing is lost meanwhile)');
   }
 
   sayBusy(): void {

@@ -9,11 +9,11 @@
  * see every earlier commit and no other writer between. A deferred transaction reads one snapshot
  * (REPEATABLE READ), as a SQLite read transaction does, and takes no lock.
  */
-import { connectionLost, PgError, SyncPg, type PgQuery, type PgResult } from './pg-sync.js';
+import { blockingClockMs, connectionLost, PgError, SyncPg, type PgQuery, type PgResult } from './pg-sync.js';
 import { toPg } from './pg-dialect.js';
 
 /** The advisory lock every dcm writer of one database takes ("DCM1", as the SQLite file's mark). */
-const WRITER_LOCK = 0x44434d31;
+export const WRITER_LOCK = 0x44434d31;
 
 /**
  * PostgreSQL's errors under the codes the store already tells apart: a lock not had within the
@@ -31,7 +31,7 @@ function asStoreError(err: unknown): unknown {
         : err.code?.startsWith('23')
           ? 'SQLITE_CONSTRAINT'
           : err.code;
-  const e = new PgError(err.message, code);
+  const e = new PgError(err.message, code, connectionLost(err));
   e.stack = err.stack;
   return e;
 }
@@ -169,13 +169,13 @@ const RECONNECT_MS = 5_000;
 const RECONNECT_EVERY_MS = 200;
 
 function connect(url: string, again: boolean): SyncPg {
-  const until = Date.now() + RECONNECT_MS;
+  const until = blockingClockMs() + RECONNECT_MS;
   for (;;) {
     try {
       return new SyncPg(url);
     } catch (err) {
       const transient = again ? connectionLost(err) : (err as { code?: string }).code === '57P03';
-      if (!transient || Date.now() >= until) throw err;
+      if (!transient || blockingClockMs() >= until) throw err;
       // The store is synchronous (see pg-sync.ts): the wait between tries blocks, a few seconds at most.
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, RECONNECT_EVERY_MS);
     }
@@ -194,6 +194,8 @@ export class PgDatabase {
   private lost = false;
   /** lock_timeout as last set (`busy_timeout`), set again on a new connection. */
   private lockTimeoutMs: number | null = null;
+  /** Session settings (setSession), made again on a new connection. */
+  private readonly session: string[] = [];
 
   private readonly writerLock: number;
   private readonly version: { bump: string; read: string } | undefined;
@@ -358,7 +360,8 @@ export class PgDatabase {
     switch (name) {
       case 'busy_timeout':
         if (set !== undefined) {
-          this.lockTimeoutMs = Number(set);
+          // SQLite's 0 is no wait at all; PostgreSQL's 0 is a wait without end: 1 ms is its least.
+          this.lockTimeoutMs = Math.max(1, Number(set));
           this.query({ text: `SET lock_timeout = ${this.lockTimeoutMs}` });
         }
         return simple(Number(set ?? 0));
@@ -400,6 +403,17 @@ export class PgDatabase {
     }
     this.lost = false;
     if (this.lockTimeoutMs !== null) this.conn.query(`SET lock_timeout = ${this.lockTimeoutMs}`);
+    for (const text of this.session) this.conn.query(text);
+  }
+
+  /**
+   * A setting of the session (`SET search_path TO …`), made now and again on every new connection:
+   * one made once would be lost with the first (a server restart, a cut), and the statements
+   * after it would run without it.
+   */
+  setSession(text: string): void {
+    this.query({ text });
+    this.session.push(text);
   }
 
   close(): this {

@@ -32,6 +32,8 @@ export class PgError extends Error {
   constructor(
     message: string,
     readonly code: string | undefined,
+    /** The connection is gone (connectionLost), whatever code the store gives the error. */
+    readonly connectionLost = false,
   ) {
     super(message);
     this.name = 'PgError';
@@ -125,6 +127,15 @@ export function connectionLost(err: unknown): boolean {
   return /Connection terminated|connection error and is not queryable|not queryable|did not answer within/i.test(e?.message ?? '');
 }
 
+/**
+ * Milliseconds on the machine's monotonic clock, for the waits that block this thread. Not Date's
+ * nor performance's: nothing moves those while the thread waits if a virtual clock is installed
+ * over them (the simulator's, src/sim/clock.ts), and a bound read from them would never come.
+ */
+export function blockingClockMs(): number {
+  return Number(process.hrtime.bigint() / 1_000_000n);
+}
+
 export class SyncPg {
   private readonly worker: Worker;
   private readonly port: MessagePort;
@@ -183,13 +194,13 @@ export class SyncPg {
   private call(req: object, timeoutMs = this.timeoutMs): { results: PgResult[]; error?: { message: string; code?: string } } {
     Atomics.store(this.flag, 0, 0);
     this.port.postMessage(req);
-    const deadline = Date.now() + timeoutMs;
+    const deadline = blockingClockMs() + timeoutMs;
     for (;;) {
-      const left = deadline - Date.now();
+      const left = deadline - blockingClockMs();
       if (left <= 0 || Atomics.wait(this.flag, 0, 0, Math.min(left, 1000)) === 'timed-out') {
         const msg = receiveMessageOnPort(this.port);
         if (msg) return msg.message;
-        if (Date.now() >= deadline) {
+        if (blockingClockMs() >= deadline) {
           this.closed = true;
           void this.worker.terminate();
           throw new PgError(`PostgreSQL did not answer within ${Math.round(timeoutMs / 1000)} s`, undefined);

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs';
-import { tempDir } from '../helpers/cli.js';
+import { dcmSpawn, tempDir, waitFor } from '../helpers/cli.js';
 import { SyncPg } from '../../src/platform/pg-sync.js';
 import { SCHEMA_VERSION } from '../../src/store/migrations.js';
 import { openPgDb } from '../../src/store/pg/open.js';
@@ -84,6 +84,33 @@ describe('a dcm database on PostgreSQL', () => {
   });
 });
 
+describe('busy_timeout = 0', () => {
+  // SQLite's 0 fails a writer at once; PostgreSQL's lock_timeout = 0 would wait without end, and
+  // a synchronous store waiting for a lock that a session of the same thread holds never wakes.
+  test('a writer behind another session\'s lock fails busy at once, as on a file, rather than waiting for ever', () => {
+    const other = new SyncPg(t.db);
+    const db = openPgDb(t.db, { create: false })!;
+    try {
+      other.query('SET idle_in_transaction_session_timeout = 0');
+      other.many([{ text: 'BEGIN' }, { text: 'SELECT pg_advisory_xact_lock($1)', values: [0x44434d31] }]);
+      db.pragma('busy_timeout = 0');
+      expect(db.prepare(`SELECT current_setting('lock_timeout')`).pluck().get()).toBe('1ms');
+      let err: unknown = null;
+      try {
+        db.transaction(() => db.prepare(`UPDATE subcloud SET description = ? WHERE name = ?`).run('never', 'pg1')).immediate();
+      } catch (e) {
+        err = e;
+      }
+      expect((err as { code?: string }).code).toBe('SQLITE_BUSY');
+      other.query('ROLLBACK');
+      expect(conn.query(`SELECT count(*) AS n FROM subcloud WHERE description = 'never'`).rows).toEqual([{ n: 0 }]);
+    } finally {
+      db.close();
+      other.close();
+    }
+  });
+});
+
 describe('a lost connection', () => {
   test('the transaction it cut fails as busy, with nothing committed and nothing run outside it; the next one runs on a new connection, its lock_timeout set again', () => {
     const db = openPgDb(t.db, { create: false })!;
@@ -111,6 +138,35 @@ describe('a lost connection', () => {
       expect(db.prepare(`SELECT current_setting('idle_in_transaction_session_timeout')`).pluck().get()).toBe('5s');
     } finally {
       db.close();
+    }
+  });
+});
+
+describe('an apply whose sessions the server cuts', () => {
+  // The simulated sites set their schema's search_path on their connection once: the connection
+  // made again after a cut ran without it, and every state after the cut failed (`relation
+  // "sim_site" does not exist`). Session settings are now made again on every new connection.
+  test('with the simulated sites: goes on and completes every step', async () => {
+    const d = tempDir();
+    const mine = new SyncPg(d.db);
+    try {
+      const clouds = Array.from({ length: 9 }, (_, i) => `cut${i + 1}`);
+      dcmQuickOk(['--db', d.db, 'subcloud', 'add', ...clouds]);
+      dcmQuickOk(['--db', d.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '500ms..1s', '--max-parallel-subclouds', '3']);
+      const apply = dcmSpawn(['--db', d.db, 'strategy', 'apply', '-q', '--lease', '3s']);
+      const steps = () => mine.query(`SELECT state, count(*) AS n FROM strategy_step GROUP BY state ORDER BY state`).rows as { state: string; n: number }[];
+      // Mid-rollout: some steps mid-state, most not started.
+      await waitFor(() => steps().some((r) => r.state !== 'initial' && r.state !== 'complete') && (steps().find((r) => r.state === 'initial')?.n ?? 0) >= 3, 60_000, 20);
+      // Every other session on the database is ended by the server: the apply's (the store's, the
+      // lease's, the sites'). A write that meets the cut waits and says so; a read is sent again.
+      const cut = mine.query(`SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`).rows;
+      expect(cut.length).toBeGreaterThanOrEqual(3);
+      const r = await apply.done;
+      expect([r.code, r.stderr]).toEqual([0, expect.not.stringMatching(/does not exist|error/)]);
+      expect(steps()).toEqual([{ state: 'complete', n: 9 }]);
+    } finally {
+      mine.close();
+      d.cleanup();
     }
   });
 });

@@ -40,7 +40,6 @@ const SCHEMA_VERSION = 2;
 const PG_SCHEMA = `
   CREATE SCHEMA IF NOT EXISTS dcm_sim;
   CREATE TABLE IF NOT EXISTS dcm_sim.sim_site (name TEXT COLLATE "C" PRIMARY KEY, ${SITE_COLUMNS});
-  SET search_path TO dcm_sim;
 `;
 /** "SIM1": the advisory lock the sites' writers take turns on (the store's is "DCM1"). */
 const SITES_WRITER_LOCK = 0x53494d31;
@@ -138,6 +137,8 @@ export class SiteBook {
       try {
         pg.pragma('busy_timeout = 5000');
         pg.transaction(() => pg.exec(PG_SCHEMA)).immediate();
+        // On every connection: the first one may be cut (a server restart) mid-rollout.
+        pg.setSession('SET search_path TO dcm_sim');
       } catch (err) {
         pg.close();
         throw err;
