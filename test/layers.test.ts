@@ -90,3 +90,20 @@ describe('import directions', () => {
     expect(fs.existsSync(path.join(SRC, 'orchestrator', 'commands.ts'))).toBe(false);
   });
 });
+
+describe('the store speaks for its backends', () => {
+  // The orchestrator and the commands say what they mean (setBusyWait, dataVersion, quickCheck…),
+  // and the store says it as SQLite or as PostgreSQL does: a pragma is SQLite's word. The test
+  // seams (test-hooks.ts, loaded only when the environment names one) count the store's calls.
+  test('no file of the orchestrator or the commands calls a pragma', () => {
+    const calls = FILES.filter((f) => ['orchestrator', 'commands'].includes(layerOf(f)) && !f.endsWith(`${path.sep}test-hooks.ts`)).flatMap((f) =>
+      fs
+        .readFileSync(f, 'utf8')
+        .split('\n')
+        .map((line, i) => [`${rel(f)}:${i + 1}`, line] as const)
+        .filter(([, line]) => /\.pragma\(/.test(line) && !/^\s*(\/\/|\*)/.test(line))
+        .map(([at]) => at),
+    );
+    expect(calls).toEqual([]);
+  });
+});

@@ -1,7 +1,8 @@
 /** `dcm strategy apply`: the orchestrator (src/orchestrator) run as a service of this command. */
 import { OperationError, UsageError } from '../domain/errors.js';
 import { STRATEGY_RUNNING, statesOf, TYPES, type StrategyType } from '../domain/types.js';
-import { openDb, type Db } from '../store/open.js';
+import { openDb, setBusyWait, useWindowPageCache, type Db } from '../store/open.js';
+import { quickCheck } from '../store/maintenance.js';
 import { isPgUrl } from '../domain/db-url.js';
 import { casStrategyState } from '../store/strategy.js';
 import fs from 'node:fs';
@@ -29,7 +30,6 @@ import { simLatencyMidpoint } from '../domain/estimate.js';
 import { onSignals } from '../orchestrator/signals.js';
 import { EVENTS } from '../domain/events.js';
 import { whoAmI } from '../platform/who.js';
-import { WINDOW_PAGE_CACHE } from '../platform/sqlite-cache.js';
 import { recordEvent } from '../store/events.js';
 import { Notifier, onEventOf } from '../orchestrator/notify.js';
 
@@ -89,13 +89,12 @@ function removeOwnSidecars(sidecars: Map<string, { dev: number; ino: number } | 
 
 /** A file that fails SQLite's quick check is not applied: its steps cannot be trusted. */
 function checkIntact(db: Db, file: string): void {
-  let verdict: string[];
+  let lines: string[];
   try {
-    verdict = db.pragma('quick_check', { simple: false }) as string[];
+    lines = quickCheck(db);
   } catch (err) {
     throw applyFaultError(err, file) ?? err;
   }
-  const lines = (verdict as unknown as { quick_check: string }[]).map((r) => r.quick_check);
   if (lines.length !== 1 || lines[0] !== 'ok') {
     throw new OperationError(`${file} is damaged (${lines[0]}); nothing was applied. dcm db check says what is wrong; restore a backup`);
   }
@@ -133,8 +132,8 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
   // On a server each try waits at most a quarter of the lease (1 s at most), then the orchestrator
   // waits between tries with its event loop free: Ctrl-C, driver answers and the lease's renewal
   // go on while another session holds the writers' lock.
-  db.pragma(`busy_timeout = ${onServer ? serverTryMs(opts.leaseMs ?? LEASE_MS) : 5000}`);
-  db.pragma(WINDOW_PAGE_CACHE);
+  setBusyWait(db, onServer ? serverTryMs(opts.leaseMs ?? LEASE_MS) : 5000);
+  useWindowPageCache(db);
   // A database on a server has no path to be removed or replaced under the apply.
   const checkFile = onServer ? () => {} : fileWatch(ctx.dbPath);
   // On a server each apply is one of the strategy's workers (orchestrator/workers.ts); a file has

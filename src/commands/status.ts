@@ -23,7 +23,7 @@ import { deferredLine, etaText, stageHold, type ClosedWindow, type Hold } from '
 import { parseTime } from '../store/clock.js';
 import { actionText, OPERATOR_EVENTS } from '../domain/events.js';
 import { lastEventOf } from '../store/events.js';
-import { getStrategy, listStages, type Strategy } from '../store/strategy.js';
+import { dataVersion, getStrategy, listStages, type Strategy } from '../store/strategy.js';
 import { listStepColumns } from '../store/steps.js';
 import { holderAlive } from '../orchestrator/lock.js';
 import { unknownEnds } from './live-runs.js';
@@ -347,7 +347,7 @@ async function watchLoop(
         db = openDb(ctx.dbPath, { create: false });
         continue;
       }
-      const v = db.pragma('data_version', { simple: true }) as number;
+      const v = dataVersion(db);
       if (v !== version || Date.now() - last >= refreshMs) {
         version = v;
         last = Date.now();

@@ -24,6 +24,11 @@ export function openForMaintenance(real: string): Db {
   return db;
 }
 
+/** `PRAGMA quick_check` (apply's, before it trusts the steps): ['ok'], or the first problems SQLite found. */
+export function quickCheck(db: Db): string[] {
+  return (db.pragma('quick_check', { simple: false }) as { quick_check: string }[]).map((r) => r.quick_check);
+}
+
 /** `PRAGMA integrity_check`: ['ok'], or the problems SQLite found (at most `max`). */
 export function integrityCheck(db: Db, max = 100): string[] {
   try {
