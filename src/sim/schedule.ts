@@ -3,7 +3,8 @@
  * stages, how long each state takes on each site and how it ends (ok, failed, the site not
  * answering), and the faults: kills at commit boundaries, a store held busy, Ctrl-C, operator
  * commands (pause, resume, window, abort, retry), and with several hosts, workers frozen past
- * their lease or killed. Plain data: printed, shrunk by dropping faults, and replayed.
+ * their lease or killed; on a PostgreSQL server also dcm's sessions cut by the server, and its
+ * store held busy past the lease. Plain data: printed, shrunk by dropping faults, and replayed.
  */
 import { Prng } from './prng.js';
 import type { Plan } from './sites.js';
@@ -11,7 +12,7 @@ import type { Plan } from './sites.js';
 export type Fault =
   /** One host: the process of generation `gen` is killed right after its commit `commit`, and a new apply starts `restartMs` later. */
   | { kind: 'kill'; gen: number; commit: number; restartMs: number }
-  /** The commit `commit` of generation `gen` finds the store held by another connection for `holdMs`. */
+  /** The commit `commit` of generation `gen` (on a server, worker `gen - 1`'s first) finds the store held by another connection for `holdMs`. */
   | { kind: 'busy'; gen: number; commit: number; holdMs: number }
   | { kind: 'pause'; atMs: number; forMs: number }
   | { kind: 'window'; atMs: number; size: number }
@@ -20,7 +21,9 @@ export type Fault =
   | { kind: 'interrupt'; atMs: number; twice: boolean; restartMs: number }
   /** Several hosts: worker `worker` is frozen (SIGSTOP) for `forMs`, or killed and started again on its host. */
   | { kind: 'freeze'; worker: number; atMs: number; forMs: number }
-  | { kind: 'kill-worker'; worker: number; atMs: number; restartMs: number };
+  | { kind: 'kill-worker'; worker: number; atMs: number; restartMs: number }
+  /** A PostgreSQL server: every session of dcm's is ended by the server (pg_terminate_backend), as in its restart. */
+  | { kind: 'cut'; atMs: number };
 
 export interface Schedule {
   seed: number;
@@ -40,11 +43,17 @@ export interface Schedule {
 export interface DrawOptions {
   /** Several hosts (2 or 3 workers); absent: drawn (a third of the schedules). */
   hosts?: number;
+  /**
+   * On a PostgreSQL server: several hosts always (2 or 3 when not given; a server's one host is
+   * workers whose processes that host sees, which the simulator's are not), and sessions cut. A
+   * seed whose schedule on a file has several hosts draws the same one here, then the cuts.
+   */
+  server?: boolean;
 }
 
 export function drawSchedule(seed: number, o: DrawOptions = {}): Schedule {
   const r = new Prng(seed);
-  const hosts = o.hosts ?? (r.chance(1 / 3) ? r.int(2, 3) : 1);
+  const hosts = o.hosts ?? (r.chance(1 / 3) || o.server ? r.int(2, 3) : 1);
   const stages = Array.from({ length: r.int(1, 3) }, () => ({ window: r.int(1, 6), sites: r.int(2, 10) }));
   const faults: Fault[] = [];
   const horizonMs = 10 * 60_000;
@@ -66,7 +75,7 @@ export function drawSchedule(seed: number, o: DrawOptions = {}): Schedule {
   if (r.chance(0.3)) faults.push({ kind: 'pause', atMs: at(), forMs: r.int(1_000, 120_000) });
   if (r.chance(0.3)) faults.push({ kind: 'window', atMs: at(), size: r.int(1, 8) });
   if (r.chance(0.2)) faults.push({ kind: 'abort', atMs: at() });
-  return {
+  const s: Schedule = {
     seed,
     hosts,
     stages,
@@ -77,6 +86,14 @@ export function drawSchedule(seed: number, o: DrawOptions = {}): Schedule {
     retry: r.chance(0.7),
     faults,
   };
+  // Drawn last, so that everything above is the schedule the same seed has on a file. A server's
+  // busy store may be held past the lease: the workers' leases are renewed on connections of
+  // their own, never behind the writers' lock, and nobody is taken for gone for that wait.
+  if (o.server) {
+    for (let i = r.int(0, 2); i > 0; i--) faults.push({ kind: 'cut', atMs: at() });
+    if (r.chance(0.5)) faults.push({ kind: 'busy', gen: r.int(1, hosts), commit: r.int(1, 40), holdMs: r.int(500, 30_000) });
+  }
+  return s;
 }
 
 /** How each (site, state, attempt) goes: drawn from the schedule's seed in the order operations reach the sites. */

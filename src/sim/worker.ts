@@ -10,6 +10,7 @@ import { runSchedule } from './world.js';
 
 interface Job {
   hosts?: number;
+  db?: string;
   trace: boolean;
 }
 
@@ -19,7 +20,7 @@ parentPort!.on('message', (seed: number | null) => {
     parentPort!.close();
     return;
   }
-  void runSchedule(drawSchedule(seed, { hosts: job.hosts })).then((o) =>
+  void runSchedule(drawSchedule(seed, { hosts: job.hosts, server: job.db !== undefined }), job.db).then((o) =>
     parentPort!.postMessage({ seed, outcome: { ...o, trace: job.trace || o.violations.length ? o.trace : [] } }),
   );
 });

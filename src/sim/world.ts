@@ -1,22 +1,18 @@
 /**
- * One simulated rollout: a real store (a SQLite file), the real orchestrator (src/orchestrator,
- * with the real commands for the fleet and the operator), simulated sites (sites.ts) and simulated
- * dcm processes on a virtual clock (clock.ts), meeting the faults of a schedule (schedule.ts). After
- * every commit and at the end it checks what must always hold: the sites' invariants (sites.ts), no
- * ended step reopened, every step ended, the strategy ended, no run left going.
+ * One simulated rollout: a real store (a SQLite file, or a database on a PostgreSQL server:
+ * store.ts), the real orchestrator (src/orchestrator, with the real commands for the fleet and the
+ * operator), simulated sites (sites.ts) and simulated dcm processes on a virtual clock (clock.ts),
+ * meeting the faults of a schedule (schedule.ts). After every commit and at the end it checks what
+ * must always hold: the sites' invariants (sites.ts), and the store's (judge.ts): no ended step
+ * reopened, every step ended, the strategy ended, no run left going.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import Database from 'better-sqlite3';
 import { statesOf, TYPES, type StrategyType } from '../domain/types.js';
 import { groupAdd } from '../commands/groups.js';
 import { subcloudAdd } from '../commands/subclouds.js';
 import { strategyCreate } from '../commands/strategy.js';
 import { strategyPause, strategyResume, strategyRetry, strategyUpdate } from '../commands/control.js';
 import { strategyAbort } from '../commands/abort.js';
-import { openDb, type Db } from '../store/open.js';
-import { sql } from '../store/statements.js';
+import { loadPgBackend, openDb, type Db } from '../store/open.js';
 import { casStrategyState, getStrategy } from '../store/strategy.js';
 import { Orchestrator } from '../orchestrator/orchestrator.js';
 import type { ProgressSink } from '../orchestrator/progress.js';
@@ -26,9 +22,11 @@ import { installClock, ProcessTimers, type VirtualClock } from './clock.js';
 import { planner, type Fault, type Schedule } from './schedule.js';
 import { SimDriver, Sites, type RunBook, type Violation } from './sites.js';
 import { claimRun, recordRunEnd, type LeftRunRow } from '../store/runs.js';
+import { standInForServerClock } from '../store/workers.js';
+import { simStore, type SimStore } from './store.js';
+import { ENDED, Judge } from './judge.js';
 
 const TYPE: StrategyType = 'kubernetes';
-const ENDED = ['complete', 'failed', 'aborted'];
 /** The pid the commands name for a run a site still has going (it has none: it is simulated). */
 const SITE_PID = 4_189_999;
 /** A schedule that has not ended after this much virtual time has hung. */
@@ -49,6 +47,8 @@ interface Proc {
   gen: number;
   timers: ProcessTimers;
   db: Db;
+  /** A server: the lease's own connection, as apply's (never behind the writers' lock). */
+  beatDb: Db | null;
   driver: SimDriver;
   orch: Orchestrator;
   lease: WorkerLease | null;
@@ -60,16 +60,19 @@ interface Proc {
 /** Thrown inside the process at its kill: what it was doing stops there. */
 class Killed extends Error {}
 
-export async function runSchedule(s: Schedule): Promise<Outcome> {
+/** Run schedule `s` on a file, or, given `server` (a postgresql:// address), on a database of its own there. */
+export async function runSchedule(s: Schedule, server?: string): Promise<Outcome> {
+  if (server) await loadPgBackend();
+  const store = simStore(server);
   const clock = installClock();
-  // In memory where the system has it: the sim's cost is its commits, not the disk's.
-  const base = fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();
-  const dir = fs.mkdtempSync(path.join(base, 'dcm-sim-'));
+  // The leases' clock is the server's: on the simulator's, it is the virtual one too.
+  standInForServerClock(() => Date.now());
   try {
-    return await new World(s, clock, path.join(dir, 'sim.db')).run();
+    return await new World(s, clock, store).run();
   } finally {
+    standInForServerClock(null);
     clock.uninstall();
-    fs.rmSync(dir, { recursive: true, force: true });
+    store.dispose();
   }
 }
 
@@ -77,25 +80,26 @@ class World {
   private readonly trace: string[] = [];
   private readonly hits: Record<string, number> = {};
   private readonly sites: Sites;
+  private readonly judge: Judge;
   private readonly procs: Proc[] = [];
   private gen = 0;
   private pending = 0;
   private retried = false;
   private restarts = 0;
   private busyUntil = 0;
-  private readonly completed = new Set<number>();
   private readonly ctx: { dbPath: string; quiet: boolean; confirm: () => Promise<void>; runLives: (left: LeftRunRow) => number | null };
   private db!: Db;
 
   constructor(
     private readonly s: Schedule,
     private readonly clock: VirtualClock,
-    file: string,
+    private readonly store: SimStore,
   ) {
     this.sites = new Sites(planner(s), (line) => this.log(line));
+    this.judge = new Judge(this.sites);
     // Abort, retry and delete see a run left going as the sites do (they outlive the sim's processes).
     const runLives = (left: LeftRunRow) => (this.sites.find(left)?.endMs === null ? SITE_PID : null);
-    this.ctx = { dbPath: file, quiet: true, confirm: async () => {}, runLives };
+    this.ctx = { dbPath: store.address, quiet: true, confirm: async () => {}, runLives };
   }
 
   private log(line: string): void {
@@ -118,7 +122,7 @@ class World {
   async run(): Promise<Outcome> {
     await this.build();
     this.log('fleet built');
-    this.db = openDb(this.ctx.dbPath, { create: false, write: true })!;
+    this.db = openDb(this.store.worldAddress, { create: false, write: true })!;
     this.db.pragma('busy_timeout = 0');
     for (const f of this.s.faults) this.arm(f);
     if (this.s.hosts === 1) this.spawn(0);
@@ -126,10 +130,10 @@ class World {
     while (this.busy() && Date.now() - this.start < LIMIT_MS) await this.clock.nextAsync();
     // What is still out at the sites ends (or is left going: a violation below).
     await this.clock.tickAsync(this.s.stateTimeoutMs * 2);
-    this.finalChecks();
+    this.judge.atEnd(this.db, `${LIMIT_MS / 3600_000} h`);
     const state = getStrategy(this.db)?.state ?? 'none';
     this.db.close();
-    for (const p of this.procs) if (p.db.open) p.db.close();
+    for (const p of this.procs) for (const d of [p.db, p.beatDb]) if (d?.open) d.close();
     return { violations: this.sites.violations, trace: this.trace, hits: this.hits, state, virtualMs: Date.now() - this.start };
   }
 
@@ -171,7 +175,9 @@ class World {
     // Several hosts: the sites tell the store how their runs end (as the exec launcher does), and a
     // worker that takes another host's over waits for those ends instead of running them again.
     const driver = new SimDriver(this.sites, timers, host, this.s.hosts > 1 ? this.book : null);
-    const lease = this.s.hosts > 1 ? new WorkerLease(db, this.s.leaseMs, null, { host, pid: 4_190_000 + gen, timers }) : null;
+    const beatDb = this.store.server ? openDb(this.ctx.dbPath, { create: false, write: true })! : null;
+    beatDb?.pragma('busy_timeout = 0');
+    const lease = this.s.hosts > 1 ? new WorkerLease(db, this.s.leaseMs, null, { host, pid: 4_190_000 + gen, timers, ...(beatDb ? { beatDb } : {}) }) : null;
     if (lease) lease.adoptsElsewhere = true;
     const start = () => {
       if (getStrategy(db)!.state === 'initial') casStrategyState(db, ['initial'], 'applying');
@@ -186,6 +192,7 @@ class World {
     } catch (err) {
       this.log(`${name} could not start: ${(err as Error).message}`);
       db.close();
+      beatDb?.close();
       // One host, the operator's apply running (after a retry): it applies again as it ends, if need be.
       if (this.s.hosts === 1 && this.alive().length) return;
       // A busy store or a lock still held: the operator tries again a little later.
@@ -193,7 +200,7 @@ class World {
       return;
     }
     const s = getStrategy(db)!;
-    const proc: Proc = { name, gen, timers, db, driver, lease, lock, ended: false, orch: null as unknown as Orchestrator };
+    const proc: Proc = { name, gen, timers, db, beatDb, driver, lease, lock, ended: false, orch: null as unknown as Orchestrator };
     const killAt = this.s.faults.find((f): f is Extract<Fault, { kind: 'kill' }> => f.kind === 'kill' && f.gen === gen);
     let busyAt = this.s.faults.find((f): f is Extract<Fault, { kind: 'busy' }> => f.kind === 'busy' && f.gen === gen);
     proc.orch = new Orchestrator(
@@ -211,7 +218,7 @@ class World {
           },
           inCommit: () => {},
           afterCommit: (c) => {
-            this.checkSteps();
+            this.judge.afterCommit(this.db);
             if (killAt && c === killAt.commit) {
               this.kill(proc);
               this.later(() => this.spawn(w), killAt.restartMs);
@@ -273,6 +280,7 @@ class World {
     if (p.lock) this.markGone(p.lock.token, 4_190_000 + p.gen);
     p.timers.kill();
     p.db.close();
+    p.beatDb?.close();
     this.log(`${p.name} ends: ${how}`);
     const state = getStrategy(this.db)?.state ?? 'none';
     if (!ENDED.includes(state)) {
@@ -316,6 +324,7 @@ class World {
     this.hit('adopted', p.driver.adopted);
     p.driver.adopted = 0;
     if (p.db.open) p.db.close();
+    if (p.beatDb?.open) p.beatDb.close();
   }
 
   private markGone(token: string, pid: number): void {
@@ -327,14 +336,10 @@ class World {
   private holdStore(ms: number): void {
     if (Date.now() < this.busyUntil) return;
     this.hit('busy');
-    const other = new Database(this.ctx.dbPath);
-    other.exec('BEGIN IMMEDIATE');
+    const release = this.store.holdWriters();
     this.busyUntil = Date.now() + ms;
     this.log(`store held busy for ${ms} ms`);
-    setTimeout(() => {
-      other.exec('COMMIT');
-      other.close();
-    }, ms);
+    setTimeout(release, ms);
   }
 
   private arm(f: Fault): void {
@@ -387,6 +392,13 @@ class World {
           }, f.forMs);
         }, f.atMs);
         break;
+      case 'cut':
+        this.later(() => {
+          this.hit('cut');
+          this.store.cutSessions();
+          this.log("the server cut dcm's sessions");
+        }, f.atMs);
+        break;
       case 'kill-worker':
         this.later(() => {
           const p = worker(f.worker);
@@ -413,24 +425,6 @@ class World {
     } catch (err) {
       this.log(`operator: ${what} refused: ${(err as Error).message}`);
     }
-  }
-
-  /** No step that ended complete is ever reopened (a retry reopens failed and aborted ones only). */
-  private checkSteps(): void {
-    const rows = sql(this.db, 'SELECT id, state FROM strategy_step').all() as { id: number; state: string }[];
-    for (const r of rows) {
-      if (r.state === 'complete') this.completed.add(r.id);
-      else if (this.completed.has(r.id)) this.sites.violation('step-reopened', `step ${r.id} was complete and is ${r.state}`);
-    }
-  }
-
-  private finalChecks(): void {
-    this.checkSteps();
-    const state = getStrategy(this.db)?.state ?? 'none';
-    if (!ENDED.includes(state)) this.sites.violation('not-ended', `the strategy is ${state} after ${LIMIT_MS / 3600_000} h`);
-    const open = this.db.prepare(`SELECT COUNT(*) FROM strategy_step WHERE state NOT IN ('complete', 'failed', 'aborted')`).pluck().get() as number;
-    if (ENDED.includes(state) && open) this.sites.violation('lost-step', `${open} step(s) not ended in a ${state} strategy`);
-    for (const e of this.sites.stillRunning()) this.sites.violation('left-going', `${e.site} ${e.state}#${e.attempt} still runs after the end`);
   }
 
   private progress(p: Proc): ProgressSink {

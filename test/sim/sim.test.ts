@@ -52,6 +52,17 @@ describe('dcm sim', () => {
     for (const k of ['kill', 'abort-no-apply', 'abort-left-going']) expect([k, hits(r.out, k) > 0]).toEqual([k, true]);
   });
 
+  // On a server (test/pg/sim.test.ts runs it there): a file's path, or one host, is refused with the reason.
+  test.each([
+    ["a file's path", ['--db', 'fleet.db'], /^error: --db needs a postgresql:\/\/ address/],
+    ['a server with one host', ['--db', 'postgresql:///x', '--hosts', '1'], /^error: --db runs several hosts \(--hosts 2 or more\)/],
+  ])('--db: %s is refused, exit 2', (_what, args, message) => {
+    const r = sim(['--seed', '1', '--schedules', '1', ...args]);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(message);
+    expect(r.err.trim().split('\n')).toHaveLength(1);
+  });
+
   test('a seed replays the same trace', () => {
     const a = sim(['--seed', '935528834', '--schedules', '1', '--exact', '--trace', '--expect-violations', '--jobs', '1']);
     const b = sim(['--seed', '935528834', '--schedules', '1', '--exact', '--trace', '--expect-violations', '--jobs', '1']);

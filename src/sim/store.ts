@@ -1,0 +1,111 @@
+/**
+ * The store a schedule runs on: a SQLite file (in memory where the system has it), or, with
+ * `--db postgresql://…`, a database of its own on that server, created for the schedule and dropped
+ * after it. dcm's code reaches either only as it always does (openDb on an address); what this
+ * module owns is the rest: making and removing it, another session holding its writers' lock (a
+ * busy store), and cutting dcm's sessions (a lost connection, a server restart as a client sees it).
+ *
+ * The world's own sessions (the sites' book of their runs, the judge's reads, the holder of a busy
+ * store) are named, and a cut spares them: what it tests is dcm's way back, not the judge's.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { threadId } from 'node:worker_threads';
+import Database from 'better-sqlite3';
+import { SyncPg } from '../platform/pg-sync.js';
+import { WRITER_LOCK } from '../platform/pg-database.js';
+
+export interface SimStore {
+  /** The address dcm's simulated processes and commands open (their `--db`). */
+  readonly address: string;
+  /** The address the world's own sessions open: spared by a cut. */
+  readonly worldAddress: string;
+  readonly server: boolean;
+  /** Another session takes the writers' lock; the function returned lets it go. */
+  holdWriters(): () => void;
+  /** Every session of dcm's on the database is ended by the server (none on a file: a file has no connection to lose). */
+  cutSessions(): number;
+  dispose(): void;
+}
+
+const WORLD = 'dcm-sim-world';
+
+export function simStore(server: string | undefined): SimStore {
+  return server ? serverStore(server) : fileStore();
+}
+
+function fileStore(): SimStore {
+  // In memory where the system has it: the sim's cost is its commits, not the disk's.
+  const base = fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();
+  const dir = fs.mkdtempSync(path.join(base, 'dcm-sim-'));
+  const file = path.join(dir, 'sim.db');
+  return {
+    address: file,
+    worldAddress: file,
+    server: false,
+    holdWriters() {
+      const other = new Database(file);
+      other.exec('BEGIN IMMEDIATE');
+      return () => {
+        other.exec('COMMIT');
+        other.close();
+      };
+    },
+    cutSessions: () => 0,
+    dispose: () => fs.rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+/** One session per thread on the server's own database, for creating and dropping the schedules'. */
+let admin: { server: string; conn: SyncPg } | null = null;
+let made = 0;
+
+function asAdmin(server: string, text: string, values?: unknown[]): unknown[] {
+  if (admin?.server !== server) {
+    admin?.conn.close();
+    admin = { server, conn: new SyncPg(server) };
+  }
+  return admin.conn.query(text, values).rows;
+}
+
+/** `url` naming the database `name` (the rest of the address, its query included, as it was). */
+function naming(url: string, name: string, query = ''): string {
+  const m = /^(postgres(?:ql)?:\/\/[^/?#]*)(\/[^?#]*)?(\?[^#]*)?$/i.exec(url);
+  if (!m) throw new Error(`--db ${url} is not a postgresql:// address`);
+  const q = [m[3]?.slice(1), query].filter(Boolean).join('&');
+  return `${m[1]}/${name}${q ? `?${q}` : ''}`;
+}
+
+function serverStore(server: string): SimStore {
+  // Unique across the simulator's threads and runs; not in the trace (nothing prints the address).
+  const name = `dcm_sim_${process.pid}_${threadId}_${++made}`;
+  asAdmin(server, `CREATE DATABASE ${name}`);
+  const address = naming(server, name);
+  const worldAddress = naming(server, name, `application_name=${WORLD}`);
+  return {
+    address,
+    worldAddress,
+    server: true,
+    holdWriters() {
+      const other = new SyncPg(worldAddress);
+      // A session that is not dcm's may sit in its transaction (dcm's are ended after 5 s idle).
+      other.query('SET idle_in_transaction_session_timeout = 0');
+      other.many([{ text: 'BEGIN' }, { text: 'SELECT pg_advisory_xact_lock($1)', values: [WRITER_LOCK] }]);
+      return () => {
+        other.query('COMMIT');
+        other.close();
+      };
+    },
+    cutSessions() {
+      // Each waited for (up to 5 s) until its session is gone: the next statement meets the cut.
+      const rows = asAdmin(
+        server,
+        `SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE datname = $1 AND application_name <> $2 AND pid <> pg_backend_pid()`,
+        [name, WORLD],
+      );
+      return rows.length;
+    },
+    dispose: () => void asAdmin(server, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+  };
+}
