@@ -106,6 +106,22 @@ export interface LineOptions {
   inputs?: TrackerInputs;
 }
 
+/** Streams that have failed (a closed pipe), and those listened to: one listener a stream. */
+const failedStreams = new WeakSet<object>();
+const watchedStreams = new WeakSet<object>();
+
+/**
+ * One 'error' listener on a stream however many progress sinks write to it: a caller that runs
+ * applies in its own process (the tests, an embedding) would otherwise add one to its stderr per
+ * apply, and Node warns of a leak at the eleventh.
+ */
+function watchFailure(out: NodeJS.WritableStream): void {
+  const e = out as NodeJS.EventEmitter;
+  if (typeof e.on !== 'function' || watchedStreams.has(out)) return;
+  watchedStreams.add(out);
+  e.on('error', () => failedStreams.add(out));
+}
+
 /**
  * Off a terminal: one line per subcloud that ends (with `verbose`, per transition), a summary line
  * every `intervalMs`, and a closing summary. A stream that fails (a closed pipe) is dropped: the
@@ -121,11 +137,11 @@ export class LineProgress implements ProgressSink {
     private readonly opts: LineOptions,
   ) {
     this.tracker = new ProgressTracker(this.opts.inputs);
-    (out as NodeJS.EventEmitter).on?.('error', () => (this.broken = true));
+    watchFailure(out);
   }
 
   private write(text: string): void {
-    if (this.broken) return;
+    if (this.broken || failedStreams.has(this.out)) return;
     try {
       this.out.write(text);
     } catch {

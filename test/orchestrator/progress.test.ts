@@ -3,6 +3,7 @@ import { describe, expect, test } from '@jest/globals';
 import { ProgressTracker } from '../../src/orchestrator/progress-tracker.js';
 import { closingSummary, liveLines, periodicLine } from '../../src/orchestrator/progress-view.js';
 import { LiveProgress } from '../../src/orchestrator/progress-live.js';
+import { LineProgress } from '../../src/orchestrator/progress.js';
 import { EventEmitter } from 'node:events';
 import type { TransitionEvent } from '../../src/orchestrator/progress.js';
 
@@ -215,5 +216,20 @@ describe('progress text', () => {
     expect(closingSummary({ state: 'complete', counts: { complete: 2 }, durationMs: 10, sinceFirstStartMs: 65_000, peakInFlight: 1, maxWindow: 1 })).toBe(
       'strategy complete: 2 complete in 10ms of this apply, 1m05s since the first start (peak 1 subclouds in flight, window 1)\n',
     );
+  });
+});
+
+describe('the line progress on a stream many applies share', () => {
+  // `subcloud prestage` and the tests run applies in one process, on its one stderr: each apply
+  // added an 'error' listener to it, and Node warned of a leak at the eleventh.
+  test('one error listener however many progress sinks, and a failed stream silences them all', () => {
+    const out = Object.assign(new EventEmitter(), { text: '', write: (c: string) => ((out.text += c), true) });
+    const sinks = Array.from({ length: 12 }, () => new LineProgress(out as unknown as NodeJS.WritableStream, { quiet: false, verbose: false, intervalMs: 0, inputs: {} }));
+    expect(out.listenerCount('error')).toBe(1);
+    sinks[11].warn('before');
+    expect(out.text).toBe('dcm: before\n');
+    out.emit('error', Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }));
+    for (const p of sinks) p.warn('after');
+    expect(out.text).toBe('dcm: before\n');
   });
 });
