@@ -1,7 +1,8 @@
 /** `dcm strategy apply`: the orchestrator (src/orchestrator) run as a service of this command. */
 import { OperationError, UsageError } from '../domain/errors.js';
 import { STRATEGY_RUNNING, statesOf, TYPES, type StrategyType } from '../domain/types.js';
-import { openDb, setBusyWait, useWindowPageCache, type Db } from '../store/open.js';
+import { openDb, setBusyWait, type Db } from '../store/open.js';
+import { useWindowPageCache } from '../platform/sqlite-cache.js';
 import { quickCheck } from '../store/maintenance.js';
 import { isPgUrl } from '../domain/db-url.js';
 import { casStrategyState } from '../store/strategy.js';

@@ -7,3 +7,11 @@
  * to 114 MiB (0.99 of the time).
  */
 export const WINDOW_PAGE_CACHE = 'cache_size = -2000';
+
+/**
+ * Give a connection that reads a window at a time that cache. Here, not in store/open.ts: only
+ * apply and the sim's sites need it, and every other command would load this module for nothing.
+ */
+export function useWindowPageCache(db: { pragma(text: string): unknown }): void {
+  db.pragma(WINDOW_PAGE_CACHE);
+}

@@ -15,7 +15,6 @@ import { refuseOrphanWal } from './leftovers.js';
 import { canWriteIn, inspectDbPath, type DbPath } from './path.js';
 import { APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION } from './migrations.js';
 import { isPgUrl } from '../domain/db-url.js';
-import { WINDOW_PAGE_CACHE } from '../platform/sqlite-cache.js';
 
 export type Db = DatabaseT.Database;
 
@@ -156,11 +155,6 @@ export function readerSnapshot(real: string): Buffer | null {
   const image = fs.readFileSync(real);
   if (image.length >= 20 && image[18] === 2 && image[19] === 2) image[18] = image[19] = 1;
   return image;
-}
-
-/** A connection that reads a window at a time keeps SQLite's small page cache (platform/sqlite-cache.ts). */
-export function useWindowPageCache(db: Db): void {
-  db.pragma(WINDOW_PAGE_CACHE);
 }
 
 /**
