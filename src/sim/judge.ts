@@ -7,9 +7,8 @@
 import type { Db } from '../store/open.js';
 import { sql } from '../store/statements.js';
 import { getStrategy } from '../store/strategy.js';
+import { STRATEGY_ENDED as ENDED } from '../domain/types.js';
 import type { Sites } from './sites.js';
-
-export const ENDED = ['complete', 'failed', 'aborted'];
 
 export class Judge {
   private readonly completed = new Set<number>();

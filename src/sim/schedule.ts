@@ -45,8 +45,8 @@ export interface DrawOptions {
   hosts?: number;
   /**
    * On a PostgreSQL server: several hosts always (2 or 3 when not given; a server's one host is
-   * workers whose processes that host sees, which the simulator's are not), and sessions cut. A
-   * seed whose schedule on a file has several hosts draws the same one here, then the cuts.
+   * workers whose processes that host sees, which the simulator's are not), sessions cut, and a
+   * busy store. A seed whose schedule on a file has several hosts draws the same one here, then these.
    */
   server?: boolean;
 }

@@ -6,7 +6,7 @@
  * must always hold: the sites' invariants (sites.ts), and the store's (judge.ts): no ended step
  * reopened, every step ended, the strategy ended, no run left going.
  */
-import { statesOf, TYPES, type StrategyType } from '../domain/types.js';
+import { statesOf, STRATEGY_ENDED as ENDED, TYPES, type StrategyType } from '../domain/types.js';
 import { groupAdd } from '../commands/groups.js';
 import { subcloudAdd } from '../commands/subclouds.js';
 import { strategyCreate } from '../commands/strategy.js';
@@ -24,7 +24,7 @@ import { SimDriver, Sites, type RunBook, type Violation } from './sites.js';
 import { claimRun, recordRunEnd, type LeftRunRow } from '../store/runs.js';
 import { standInForServerClock } from '../store/workers.js';
 import { simStore, type SimStore } from './store.js';
-import { ENDED, Judge } from './judge.js';
+import { Judge } from './judge.js';
 
 const TYPE: StrategyType = 'kubernetes';
 /** The pid the commands name for a run a site still has going (it has none: it is simulated). */
