@@ -1,4 +1,8 @@
 /** ESM + ts-jest, as DESIGN.md's toolchain notes describe. */
+// A statement through a connection inside its own transaction fails at once instead of waiting
+// for ever (src/platform/turns.ts); the tests' processes and the dcm processes they start.
+process.env.DCM_CHECK_TURNS ??= '1';
+
 export default {
   preset: 'ts-jest/presets/default-esm',
   testEnvironment: 'node',

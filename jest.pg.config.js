@@ -48,6 +48,10 @@ const BIG = [
   'test/e2e/audit.test.ts',
 ];
 
+// A statement through a connection inside its own transaction fails at once instead of waiting
+// for ever (src/platform/turns.ts); the tests' processes and the dcm processes they start.
+process.env.DCM_CHECK_TURNS ??= '1';
+
 export default {
   ...base,
   // DCM_TEST_PG_QUICK=1: the store's own tests only (.ci/run, on the Node versions after the first:

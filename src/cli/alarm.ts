@@ -30,7 +30,7 @@ export function registerAlarm(program: Command, run: Runner): void {
     .description("the subclouds' alarms (dcmanager's alarm summary)")
     .command('summary')
     .description('list the alarm summary of every subcloud (dcm reaches no fault manager: counts and status None)')
-    .action(() => run(async (ctx) => (await import('../commands/subcloud-ops.js')).alarmSummary(ctx)));
+    .action(() => run(async (ctx) => await (await import('../commands/subcloud-ops.js')).alarmSummary(ctx)));
   program
     .command('bash-completion')
     .description("every command and option on one line, as dcmanager's bash-completion prints them")

@@ -59,19 +59,19 @@ function input(o: RawGroupOpts): GroupInput {
 export function registerGroup(program: Command, run: Runner): void {
   const g = program.command('subcloud-group').description('manage subcloud groups');
   groupOptions(g.command('add').requiredOption('--name <name>', 'group name').description('add a group')).action(
-    (o: RawGroupOpts) => run(async (ctx) => (await commands()).groupAdd(ctx, { ...input(o), name: o.name! })),
+    (o: RawGroupOpts) => run(async (ctx) => await (await commands()).groupAdd(ctx, { ...input(o), name: o.name! })),
   );
   g.command('list')
     .description('list groups')
-    .action(() => run(async (ctx) => (await commands()).groupList_(ctx)));
+    .action(() => run(async (ctx) => await (await commands()).groupList_(ctx)));
   g.command('show')
     .argument('<group>', 'name or id')
     .description('show a group')
-    .action((ref: string) => run(async (ctx) => (await commands()).groupShow_(ctx, ref)));
+    .action((ref: string) => run(async (ctx) => await (await commands()).groupShow_(ctx, ref)));
   groupOptions(g.command('update').argument('<group>', 'name or id').option('--name <name>', 'new name'))
     .option('--reason <text>', "why, in words: kept in the strategy's event record while a strategy exists")
     .description('change a group')
-    .action((ref: string, o: RawGroupOpts) => run(async (ctx) => (await commands()).groupUpdateWarned(ctx, ref, input(o))));
+    .action((ref: string, o: RawGroupOpts) => run(async (ctx) => await (await commands()).groupUpdateWarned(ctx, ref, input(o))));
   g.command('delete')
     .argument('<group>', 'name or id')
     .option('--yes', YES_HELP)
@@ -79,11 +79,11 @@ export function registerGroup(program: Command, run: Runner): void {
     .action((ref: string, o: { yes?: boolean }) =>
       run(async (ctx) => {
         await ctx.confirm(o.yes);
-        return (await commands()).groupDelete(ctx, ref);
+        return await (await commands()).groupDelete(ctx, ref);
       }),
     );
   g.command('list-subclouds')
     .argument('<group>', 'name or id')
     .description('list the subclouds of a group')
-    .action((ref: string) => run(async (ctx) => (await commands()).groupListSubclouds(ctx, ref)));
+    .action((ref: string) => run(async (ctx) => await (await commands()).groupListSubclouds(ctx, ref)));
 }

@@ -99,7 +99,8 @@ export async function main(argv: string[], io: Io = { stdout: process.stdout, st
       const chunks = streamChunks(outcome.result, out);
       if (chunks) await writeChunks(io.stdout, chunks);
       else {
-        const text = (await import('./output/render.js')).render(outcome.result, out);
+        const [{ render }, { gathered }] = await Promise.all([import('./output/render.js'), import('./output/views.js')]);
+        const text = render(await gathered(outcome.result), out);
         if (text) io.stdout.write(text);
       }
     }

@@ -19,20 +19,20 @@ export function registerSteps(program: Command, run: Runner): void {
       run(async (ctx) => {
         const filter = { states: o.state, stage: o.stage };
         if (o.watch) {
-          (await commands()).checkStepFilter(ctx, filter);
+          await (await commands()).checkStepFilter(ctx, filter);
           return { watch: (await import('../commands/status.js')).watchSteps(ctx, filter) };
         }
-        return (await commands()).stepList_(ctx, filter);
+        return await (await commands()).stepList_(ctx, filter);
       }),
     );
   s.command('show')
     .argument('<cloud>')
     .description('show the step of a subcloud')
-    .action((cloud: string) => run(async (ctx) => (await commands()).stepShow_(ctx, cloud)));
+    .action((cloud: string) => run(async (ctx) => await (await commands()).stepShow_(ctx, cloud)));
   s.command('history')
     .argument('[cloud]')
     .description('every state operation run, in the order they started')
-    .action((cloud: string | undefined) => run(async (ctx) => (await commands()).stepHistory(ctx, cloud)));
+    .action((cloud: string | undefined) => run(async (ctx) => await (await commands()).stepHistory(ctx, cloud)));
   s.command('logs')
     .argument('<cloud>')
     .description("the output of the exec driver's runs for a subcloud, in run order")
@@ -49,6 +49,6 @@ export function registerSteps(program: Command, run: Runner): void {
     .addOption(new Option('--as <outcome>', 'how it ended: ok (the state is done) or failed').choices(['ok', 'failed']).makeOptionMandatory())
     .option('--reason <text>', 'why, in words: kept in the event record (and, failed, the step\'s details)')
     .action((cloud: string, o: { as: 'ok' | 'failed'; reason?: string }) =>
-      run(async (ctx) => (await import('../commands/resolve.js')).stepResolve(ctx, cloud, o.as, o.reason)),
+      run(async (ctx) => await (await import('../commands/resolve.js')).stepResolve(ctx, cloud, o.as, o.reason)),
     );
 }

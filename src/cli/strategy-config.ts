@@ -47,7 +47,7 @@ function configCommands(c: Command, run: Runner): void {
     )
     .action((cloud: string | undefined, o: RawConfigOpts) =>
       run(async (ctx) =>
-        (await commands()).configUpdate(ctx, cloud, {
+        await (await commands()).configUpdate(ctx, cloud, {
           storage_apply_type: o.storageApplyType,
           worker_apply_type: o.workerApplyType,
           max_parallel_workers: o.maxParallelWorkers,
@@ -58,11 +58,11 @@ function configCommands(c: Command, run: Runner): void {
     );
   c.command('list')
     .description('the default options, then every subcloud with options of its own')
-    .action(() => run(async (ctx) => (await commands()).configListAll(ctx)));
+    .action(() => run(async (ctx) => await (await commands()).configListAll(ctx)));
   c.command('show')
     .argument('[cloud]', CLOUD_HELP)
     .description("show a subcloud's own options, or the defaults")
-    .action((cloud: string | undefined) => run(async (ctx) => (await commands()).configShowOne(ctx, cloud)));
+    .action((cloud: string | undefined) => run(async (ctx) => await (await commands()).configShowOne(ctx, cloud)));
   c.command('delete')
     .argument('<cloud>', 'subcloud name or id (RegionOne: put the built-in defaults back)')
     .option('--yes', YES_HELP)

@@ -168,10 +168,10 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
 
   withType(parent.command('show'), false)
     .description('show the strategy')
-    .action((o: { type?: StrategyType }) => run(async (ctx) => (await commands()).strategyShow_(ctx, typeOf(o))));
+    .action((o: { type?: StrategyType }) => run(async (ctx) => await (await commands()).strategyShow_(ctx, typeOf(o))));
   withType(parent.command('list'), false)
     .description('the strategies the file holds: those deleted (kept until db prune) and the current one; id, type, state, counts, when')
-    .action((o: { type?: StrategyType }) => run(async (ctx) => (await import('../commands/archive.js')).strategyList(ctx, typeOf(o))));
+    .action((o: { type?: StrategyType }) => run(async (ctx) => await (await import('../commands/archive.js')).strategyList(ctx, typeOf(o))));
   withType(parent.command('apply'), false)
     .description('run the strategy in the foreground until it ends (exit 0 complete, 1 failed, 3 aborted)')
     .option('--yes', YES_HELP)
@@ -182,7 +182,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .action((o: { type?: StrategyType; yes?: boolean; verbose?: boolean; progressInterval?: number; maxLocal?: number; lease?: number }) =>
       run(async (ctx) => {
         await ctx.confirm(o.yes);
-        return (await applyCommand()).strategyApply(ctx, typeOf(o), {
+        return await (await applyCommand()).strategyApply(ctx, typeOf(o), {
           verbose: o.verbose,
           progressIntervalMs: o.progressInterval,
           maxLocal: o.maxLocal,
@@ -204,8 +204,8 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .action((o: { type?: StrategyType; watch?: boolean }) =>
       run(async (ctx) => {
         const status = await import('../commands/status.js');
-        if (o.watch) return { watch: status.watchStatus(ctx, typeOf(o)) };
-        return status.strategyStatus(ctx, typeOf(o));
+        if (o.watch) return { watch: await status.watchStatus(ctx, typeOf(o)) };
+        return await status.strategyStatus(ctx, typeOf(o));
       }),
     );
   withType(parent.command('report'), false)
@@ -214,26 +214,26 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .option(...STRATEGY_ID)
     .action((o: { type?: StrategyType; html: string; strategy?: string }) =>
       run(async (ctx) =>
-        (await import('../commands/report.js')).strategyReport(ctx, typeOf(o), o.html, (await import('./output/report-html.js')).renderHtmlReport, o.strategy),
+        await (await import('../commands/report.js')).strategyReport(ctx, typeOf(o), o.html, (await import('./output/report-html.js')).renderHtmlReport, o.strategy),
       ),
     );
   withType(parent.command('events'), false)
     .description('the event record: apply start and end, pause, resume, update, abort, retry, lock takeover, runs adopted; when and who')
     .option(...STRATEGY_ID)
-    .action((o: { type?: StrategyType; strategy?: string }) => run(async (ctx) => (await import('../commands/events.js')).strategyEvents(ctx, typeOf(o), o.strategy)));
+    .action((o: { type?: StrategyType; strategy?: string }) => run(async (ctx) => await (await import('../commands/events.js')).strategyEvents(ctx, typeOf(o), o.strategy)));
   withType(parent.command('abort'), false)
     .description('abort the strategy being applied')
     .option(...REASON)
-    .action((o: { type?: StrategyType; reason?: string }) => run(async (ctx) => (await abortCommand()).strategyAbort(ctx, typeOf(o), o.reason)));
+    .action((o: { type?: StrategyType; reason?: string }) => run(async (ctx) => await (await abortCommand()).strategyAbort(ctx, typeOf(o), o.reason)));
   const control = () => import('../commands/control.js');
   withType(parent.command('pause'), false)
     .description('applying -> paused: start no new subcloud; those in flight run to their end')
     .option(...REASON)
-    .action((o: { type?: StrategyType; reason?: string }) => run(async (ctx) => (await control()).strategyPause(ctx, typeOf(o), o.reason)));
+    .action((o: { type?: StrategyType; reason?: string }) => run(async (ctx) => await (await control()).strategyPause(ctx, typeOf(o), o.reason)));
   withType(parent.command('resume'), false)
     .description('paused -> applying: the orchestrator goes on')
     .option(...REASON)
-    .action((o: { type?: StrategyType; reason?: string }) => run(async (ctx) => (await control()).strategyResume(ctx, typeOf(o), o.reason)));
+    .action((o: { type?: StrategyType; reason?: string }) => run(async (ctx) => await (await control()).strategyResume(ctx, typeOf(o), o.reason)));
   const update = withType(parent.command('update'), false)
     .description('change the window (of every stage, or of stage K), the failure budget or the stage gates; a running apply follows within 1 s')
     .addOption(new Option('--max-parallel-subclouds <n>', 'subclouds in flight at once').argParser(integer))
@@ -244,7 +244,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
   update.action(
     (o: { type?: StrategyType; maxParallelSubclouds?: number; stage?: number; maxFailures?: string; stageMaxFailures?: string; stageGate?: string; gateCheck?: string; reason?: string }) =>
       run(async (ctx) =>
-        (await control()).strategyUpdate(ctx, typeOf(o), {
+        await (await control()).strategyUpdate(ctx, typeOf(o), {
           maxParallelSubclouds: o.maxParallelSubclouds,
           stage: o.stage,
           maxFailures: o.maxFailures,
@@ -262,7 +262,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .option('--wait', 'wait while a run of the strategy still goes (after a kill of apply) instead of refusing')
     .option(...REASON)
     .action((clouds: string[], o: { type?: StrategyType; failed?: boolean; aborted?: boolean; wait?: boolean; reason?: string }) =>
-      run(async (ctx) => (await control()).strategyRetry(ctx, typeOf(o), { clouds, failed: o.failed, aborted: o.aborted, wait: o.wait, reason: o.reason })),
+      run(async (ctx) => await (await control()).strategyRetry(ctx, typeOf(o), { clouds, failed: o.failed, aborted: o.aborted, wait: o.wait, reason: o.reason })),
     );
   withType(parent.command('delete'), false)
     .description('delete the strategy; its record (steps, history, events, options) is kept: strategy list, report and events --strategy ID')
@@ -272,7 +272,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .action((o: { type?: StrategyType; yes?: boolean; wait?: boolean; reason?: string }) =>
       run(async (ctx) => {
         await ctx.confirm(o.yes);
-        return (await commands()).strategyDelete(ctx, typeOf(o), { wait: o.wait, reason: o.reason });
+        return await (await commands()).strategyDelete(ctx, typeOf(o), { wait: o.wait, reason: o.reason });
       }),
     );
 }

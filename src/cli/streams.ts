@@ -85,8 +85,8 @@ export function streamClosed(stream: NodeJS.WritableStream): boolean {
  * write failed (`> /dev/full`). Between pieces the event loop turns, so that the error a write
  * met is known before the next piece is made.
  */
-export async function writeChunks(out: NodeJS.WritableStream, chunks: Iterable<string>): Promise<void> {
-  for (const chunk of chunks) {
+export async function writeChunks(out: NodeJS.WritableStream, chunks: AsyncIterable<string> | Iterable<string>): Promise<void> {
+  for await (const chunk of chunks) {
     if (streamClosed(out)) return;
     if (!out.write(chunk)) {
       await new Promise<void>((resolve) => {

@@ -31,12 +31,12 @@ function fieldOptions(cmd: Command): Command {
 export function registerSubcloud(program: Command, run: Runner): void {
   const sc = program.command('subcloud').description('manage the subcloud inventory');
   fieldOptions(sc.command('add').argument('<name...>').description('add one or more subclouds')).action(
-    (names: string[], opts: RawSubcloudFields) => run(async (ctx) => (await commands()).subcloudAdd(ctx, names, parseSubcloudFields(opts))),
+    (names: string[], opts: RawSubcloudFields) => run(async (ctx) => await (await commands()).subcloudAdd(ctx, names, parseSubcloudFields(opts))),
   );
   sc.command('import')
     .argument('[file]', 'CSV, JSON array or JSON lines; - for standard input', '-')
     .description('add subclouds from a file: all rows or none')
-    .action((file: string) => run(async (ctx) => (await commands()).subcloudImport(ctx, file)));
+    .action((file: string) => run(async (ctx) => await (await commands()).subcloudImport(ctx, file)));
   sc.command('list')
     .option('--group <group>', 'only this group')
     .option('--all', 'list all subclouds, including those whose deploy status is secondary or secondary-failed')
@@ -69,9 +69,9 @@ export function registerSubcloud(program: Command, run: Runner): void {
     .argument('<name>')
     .option('-d, --detail', 'show additional details for a subcloud')
     .description('show every field of a subcloud')
-    .action((name: string, o: { detail?: boolean }) => run(async (ctx) => (await commands()).subcloudShow_(ctx, name, Boolean(o.detail))));
+    .action((name: string, o: { detail?: boolean }) => run(async (ctx) => await (await commands()).subcloudShow_(ctx, name, Boolean(o.detail))));
   fieldOptions(sc.command('update').argument('<name...>').description('change subclouds')).action(
-    (names: string[], opts: RawSubcloudFields) => run(async (ctx) => (await commands()).subcloudUpdate(ctx, names, parseSubcloudFields(opts))),
+    (names: string[], opts: RawSubcloudFields) => run(async (ctx) => await (await commands()).subcloudUpdate(ctx, names, parseSubcloudFields(opts))),
   );
   sc.command('delete')
     .argument('<name...>', 'name or id')
@@ -80,7 +80,7 @@ export function registerSubcloud(program: Command, run: Runner): void {
     .action((names: string[], o: { yes?: boolean }) =>
       run(async (ctx) => {
         await ctx.confirm(o.yes);
-        return (await commands()).subcloudDelete(ctx, names);
+        return await (await commands()).subcloudDelete(ctx, names);
       }),
     );
   sc.command('manage')
@@ -91,7 +91,7 @@ export function registerSubcloud(program: Command, run: Runner): void {
     // Accepted for scripts that pass it everywhere; managing a site takes nothing away, so it
     // does not ask.
     .action((ref: string, o: { force?: boolean }) =>
-      run(async (ctx) => (await ops()).subcloudSetManagement(ctx, ref, 'managed', Boolean(o.force))),
+      run(async (ctx) => await (await ops()).subcloudSetManagement(ctx, ref, 'managed', Boolean(o.force))),
     );
   sc.command('unmanage')
     .argument('<subcloud>', 'name or id')
@@ -101,7 +101,7 @@ export function registerSubcloud(program: Command, run: Runner): void {
     .action((ref: string, o: { yes?: boolean }) =>
       run(async (ctx) => {
         await ctx.confirm(o.yes);
-        return (await ops()).subcloudSetManagement(ctx, ref, 'unmanaged');
+        return await (await ops()).subcloudSetManagement(ctx, ref, 'unmanaged');
       }),
     );
   sc.command('audit')
@@ -136,7 +136,7 @@ export function registerSubcloud(program: Command, run: Runner): void {
     .option('--exec-config <file>', "exec driver: the config whose probe command asks a site (exit 0: it answers)")
     .description('ask each site whether it answers; records availability online or offline (exit 1 if one did not answer)')
     .action((names: string[], o: { group?: string; all?: boolean; maxParallel?: number; driver?: string; execConfig?: string }) =>
-      run(async (ctx) => (await import('../commands/subcloud-probe.js')).subcloudProbe(ctx, { names, ...o })),
+      run(async (ctx) => await (await import('../commands/subcloud-probe.js')).subcloudProbe(ctx, { names, ...o })),
     );
   const prestage = sc
     .command('prestage')
@@ -157,7 +157,7 @@ export function registerSubcloud(program: Command, run: Runner): void {
   prestage.action((ref: string, o: { release?: string; forInstall?: boolean; forSwDeploy?: boolean; sysadminPassword?: string } & Record<string, unknown>) =>
     run(async (ctx) => {
       const { release, forInstall, forSwDeploy, sysadminPassword } = o;
-      return (await ops()).subcloudPrestage(ctx, ref, { typeOptions: { release, forInstall, forSwDeploy, sysadminPassword }, driverOptions: o });
+      return await (await ops()).subcloudPrestage(ctx, ref, { typeOptions: { release, forInstall, forSwDeploy, sysadminPassword }, driverOptions: o });
     }),
   );
 }

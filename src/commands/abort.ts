@@ -26,32 +26,32 @@ import type { RunCtx } from './context.js';
 export async function strategyAbort(ctx: RunCtx, type?: StrategyType, reasonText?: string): Promise<Outcome> {
   const reason = checkReason(reasonText);
   const warnings: string[] = [];
-  const result = withExistingWriteDb(ctx, (db) => {
-    const s = theStrategy(db, type);
-    const holder = readLock(db);
+  const result = await withExistingWriteDb(ctx, async (db) => {
+    const s = await theStrategy(db, type);
+    const holder = await readLock(db);
     // On a PostgreSQL store the strategy's workers (orchestrator/workers.ts) carry an abort out.
-    const workers = liveWorkers(db);
+    const workers = await liveWorkers(db);
     const running = (holder !== undefined && holderAlive(holder)) || workers.length > 0;
     // A paused strategy is aborted as an applying one is (SPEC §4 "Control while applying"); one
     // left aborting by an abort that had to leave a live run is finished by a later abort.
     const abortable = ['applying', 'paused'];
     if (!abortable.includes(s.state)) throw new OperationError(`Strategy in state ${s.state} cannot be aborted`);
     if (running) {
-      casStrategyState(db, abortable, 'abort requested');
+      await casStrategyState(db, abortable, 'abort requested');
       const by = workers.length
         ? `its ${workers.length} worker(s) (${workers.map((w) => `pid ${w.pid} on ${w.host}`).join(', ')}) carry it out`
         : `the orchestrator (pid ${holder!.pid} on ${holder!.host}) carries it out`;
-      recordEvent(db, whoAmI(), EVENTS.abortRequested, `${s.state} -> abort requested: ${by}`, reason);
+      await recordEvent(db, whoAmI(), EVENTS.abortRequested, `${s.state} -> abort requested: ${by}`, reason);
     } else {
       // The lock of an orchestrator that died goes with the abort it will never carry out.
-      if (holder) releaseLock(db, holder.token);
-      const live = liveRuns(db, s, ctx);
-      interruptRunning(db, 'aborted while no orchestrator was running', live.map((l) => l.left.historyId));
+      if (holder) await releaseLock(db, holder.token);
+      const live = await liveRuns(db, s, ctx);
+      await interruptRunning(db, 'aborted while no orchestrator was running', live.map((l) => l.left.historyId));
       // A deferred step ends as a live orchestrator's abort ends it, not as one caught mid-state.
-      const n = abortInitialSteps(db) + abortDeferredSteps(db) + abortMidStateSteps(db, live.map((l) => l.left.stepId));
+      const n = await abortInitialSteps(db) + await abortDeferredSteps(db) + await abortMidStateSteps(db, live.map((l) => l.left.stepId));
       const to = live.length ? 'aborting' : 'aborted';
-      casStrategyState(db, abortable, to);
-      recordEvent(
+      await casStrategyState(db, abortable, to);
+      await recordEvent(
         db,
         whoAmI(),
         EVENTS.aborted,
@@ -63,9 +63,9 @@ export async function strategyAbort(ctx: RunCtx, type?: StrategyType, reasonText
           `still running, left for the next apply: ${nameLive(live)}; the strategy stays aborting: ` +
             `\`dcm strategy apply\` waits for it and ends the abort${resolveHint(live)}`,
         );
+        }
       }
-    }
-    return { kind: 'strategy' as const, strategy: getStrategy(db)! };
+    return { kind: 'strategy' as const, strategy: (await getStrategy(db))! };
   });
   if (!result) strategyNotFound(type);
   return { result, warnings };

@@ -89,10 +89,10 @@ function removeOwnSidecars(sidecars: Map<string, { dev: number; ino: number } | 
 }
 
 /** A file that fails SQLite's quick check is not applied: its steps cannot be trusted. */
-function checkIntact(db: Db, file: string): void {
+async function checkIntact(db: Db, file: string): Promise<void> {
   let lines: string[];
   try {
-    lines = quickCheck(db);
+    lines = await quickCheck(db);
   } catch (err) {
     throw applyFaultError(err, file) ?? err;
   }
@@ -114,8 +114,8 @@ export interface ApplyOptions {
 }
 
 /** What the ETA starts from: this strategy's durations so far, earlier runs' statistics, the sim latency. */
-function estimateInputs(db: Db, type: string, extra: Record<string, unknown>): TrackerInputs {
-  return { history: durationStats(db, durationKey(type, extra)), observed: observedDurations(db), fallbackMs: simLatencyMidpoint(extra) };
+async function estimateInputs(db: Db, type: string, extra: Record<string, unknown>): Promise<TrackerInputs> {
+  return { history: await durationStats(db, durationKey(type, extra)), observed: await observedDurations(db), fallbackMs: simLatencyMidpoint(extra) };
 }
 
 export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: ApplyOptions = {}): Promise<Outcome> {
@@ -125,7 +125,7 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
   if (!onServer && (opts.maxLocal !== undefined || opts.leaseMs !== undefined)) {
     throw new UsageError(`${opts.maxLocal !== undefined ? '--max-local' : '--lease'} needs a PostgreSQL store: a file has one orchestrator`);
   }
-  const db = withStoreFaults(ctx.dbPath, () => openDb(ctx.dbPath, { create: false, write: true }));
+  const db = await withStoreFaults(ctx.dbPath, () => openDb(ctx.dbPath, { create: false, write: true }));
   if (!db) strategyNotFound(type);
   const cost = counters(db);
   // SPEC §2: every connection waits at least 5 s for another writer; past that the orchestrator
@@ -133,14 +133,14 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
   // On a server each try waits at most a quarter of the lease (1 s at most), then the orchestrator
   // waits between tries with its event loop free: Ctrl-C, driver answers and the lease's renewal
   // go on while another session holds the writers' lock.
-  setBusyWait(db, onServer ? serverTryMs(opts.leaseMs ?? LEASE_MS) : 5000);
+  await setBusyWait(db, onServer ? serverTryMs(opts.leaseMs ?? LEASE_MS) : 5000);
   useWindowPageCache(db);
   // A database on a server has no path to be removed or replaced under the apply.
   const checkFile = onServer ? () => {} : fileWatch(ctx.dbPath);
   // On a server each apply is one of the strategy's workers (orchestrator/workers.ts); a file has
   // one orchestrator, under the apply lock.
   // The lease is renewed on a connection of its own, never behind the writers' lock.
-  const beatDb = onServer ? openDb(ctx.dbPath, { create: false, write: true }) : null;
+  const beatDb = onServer ? await openDb(ctx.dbPath, { create: false, write: true }) : null;
   const lease = onServer ? new WorkerLease(db, opts.leaseMs ?? LEASE_MS, opts.maxLocal ?? null, beatDb ? { beatDb } : {}) : null;
   const lock = new ApplyLock(db, ctx.dbPath);
   const holder = lease ?? lock;
@@ -152,15 +152,15 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
   let notifier: Notifier | null = null;
   const sidecars = new Map<string, { dev: number; ino: number } | null>();
   try {
-    checkIntact(db, ctx.dbPath);
+    await checkIntact(db, ctx.dbPath);
     // Not found, or ended, before anything else: an ended strategy has no use for the lock.
-    const first = theStrategy(db, type);
+    const first = await theStrategy(db, type);
     const progress = makeProgress(process.stderr, {
       quiet: ctx.quiet,
       verbose: opts.verbose ?? false,
       intervalMs: opts.progressIntervalMs ?? 10_000,
       // -q shows no estimate: the history scan behind one is not worth making.
-      inputs: ctx.quiet ? {} : estimateInputs(db, first.type, first.extra),
+      inputs: ctx.quiet ? {} : await estimateInputs(db, first.type, first.extra),
     });
     // An unknown -c column is refused before anything runs (exit 2, nothing changed).
     ctx.checkResult?.({ kind: 'strategy', strategy: first });
@@ -168,16 +168,17 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
       throw new OperationError(`Strategy in state ${first.state} cannot be applied`);
     }
     const who = { ...whoAmI(), host: holder.host, pid: holder.pid };
-    if (lease) lease.record = (t) => recordEvent(db, who, EVENTS.workerTakenOver, workerTakenText(t));
+    if (lease) lease.record = (t, tx) => recordEvent(tx, who, EVENTS.workerTakenOver, workerTakenText(t));
     // Runs of a worker gone from another host are waited for (their ends reach the store) where the driver tells them.
     if (lease) lease.adoptsElsewhere = endsReachStore(first.extra);
     let s = first;
-    const start = () => {
-      s = theStrategy(db, type);
+    // Inside the lock's (or the join's) transaction: through its handle.
+    const start = async (tx: Db) => {
+      s = await theStrategy(tx, type);
       if (s.state === 'initial') {
-        if (!casStrategyState(db, ['initial'], 'applying')) throw new OperationError(`Strategy in state ${theStrategy(db).state} cannot be applied`);
+        if (!await casStrategyState(tx, ['initial'], 'applying')) throw new OperationError(`Strategy in state ${(await theStrategy(tx)).state} cannot be applied`);
       } else if (!RESUMABLE.includes(s.state)) throw new OperationError(`Strategy in state ${s.state} cannot be applied`);
-      recordEvent(db, who, EVENTS.applyStarted, s.state === 'initial' ? 'initial -> applying' : `resuming (state ${s.state})`);
+      await recordEvent(tx, who, EVENTS.applyStarted, s.state === 'initial' ? 'initial -> applying' : `resuming (state ${s.state})`);
     };
     // The lock (or the worker's row), the start and their record in one transaction: a refused
     // start takes no lock and records nothing.
@@ -185,9 +186,9 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
       const taken = await joinWhenFree(lease, start, (text) => progress.note(text));
       for (const t of taken) progress.note(`took over the worker pid ${t.worker.pid} on ${t.worker.host} (${t.why})`);
     } else {
-      const { tookOverFrom } = lock.acquire((holder) => {
-        start();
-        if (holder) recordEvent(db, who, EVENTS.lockTakenOver, takeoverNote(holder, Date.now(), lock.host));
+      const { tookOverFrom } = await lock.acquire(async (tx, holder) => {
+        await start(tx);
+        if (holder) await recordEvent(tx, who, EVENTS.lockTakenOver, takeoverNote(holder, Date.now(), lock.host));
       });
       if (tookOverFrom) progress.note(takeoverNote(tookOverFrom, Date.now(), lock.host));
     }
@@ -207,7 +208,7 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
       // setTimeout takes as 1 ms: every operation would time out).
       stateTimeoutMs: Number(s.extra.state_timeout_ms) || TYPES[s.type as StrategyType].defaultStateTimeoutMs,
       drainMs: drainMs(process.env.DCM_DRAIN_MS),
-      fence: () => holder.check(),
+      fence: (tx) => holder.check(tx),
       fenceToken: holder.token,
       shared: lease,
       windowClock: windowClock(process.env),
@@ -239,9 +240,9 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
     removeSignals = onSignals((signal) => orchestrator.interrupt(signal));
     // The strategy's on_event command hears what this apply records (a stage held, its end, …).
     const onEvent = onEventOf(s.extra);
-    if (onEvent) notifier = new Notifier(db, onEvent, s, who, (text) => progress.note(text)).start();
+    if (onEvent) notifier = await new Notifier(db, onEvent, s, who, (text) => progress.note(text)).start();
     const exitCode = await orchestrator.run();
-    return { result: { kind: 'strategy', strategy: theStrategy(db) }, exitCode };
+    return { result: { kind: 'strategy', strategy: await theStrategy(db) }, exitCode };
   } catch (err) {
     fileGone = err instanceof FileGoneError;
     throw err;
@@ -254,8 +255,8 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
     // Let go of the lock, unless the path now names another file: that one is not ours to write.
     try {
       if (locked && !fileGone) {
-        if (lease) lease.leave();
-        else lock.release();
+        if (lease) await lease.leave();
+        else await lock.release();
       }
     } catch {
       // A full or busy file: the lock of a process that is gone is taken over by the next apply.
@@ -278,11 +279,11 @@ function serverTryMs(leaseMs: number): number {
  * Join the strategy's workers, waiting while another session holds the writers' lock (said once),
  * as a worker already running waits: a second worker joining a busy strategy never dies of it.
  */
-async function joinWhenFree(lease: WorkerLease, start: () => void, note: (text: string) => void): Promise<TakenOver[]> {
+async function joinWhenFree(lease: WorkerLease, start: (tx: Db) => Promise<void>, note: (text: string) => void): Promise<TakenOver[]> {
   let said = false;
   for (;;) {
     try {
-      return lease.join(start);
+      return await lease.join(start);
     } catch (err) {
       if (faultOf(err) !== 'busy') throw err;
       if (!said) note('the database is locked by another process: waiting for it to join the workers');

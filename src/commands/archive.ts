@@ -32,38 +32,38 @@ export function unknownStrategy(id: string): never {
 }
 
 /** The current strategy when `id` is its own, else undefined. */
-function currentIf(db: Db, id: string): Strategy | undefined {
-  const s = getStrategy(db);
+async function currentIf(db: Db, id: string): Promise<Strategy | undefined> {
+  const s = await getStrategy(db);
   return s && strategyIdOf(s.created_at) === id ? s : undefined;
 }
 
 /** A kept strategy by id, of the type asked for (a type alias); an unknown id is an error. */
-export function archivedOrCurrent(db: Db, id: string, type: StrategyType | undefined): { current: Strategy } | { kept: ArchivedStrategy } {
-  const current = currentIf(db, id);
+export async function archivedOrCurrent(db: Db, id: string, type: StrategyType | undefined): Promise<{ current: Strategy } | { kept: ArchivedStrategy }> {
+  const current = await currentIf(db, id);
   if (current) {
     if (type && current.type !== type) strategyNotFound(type);
     return { current };
   }
-  const kept = getArchived(db, id) ?? unknownStrategy(id);
+  const kept = await getArchived(db, id) ?? unknownStrategy(id);
   if (type && kept.type !== type) strategyNotFound(type);
   return { kept };
 }
 
 /** A kept strategy's events; null when `id` is the current strategy's (read as usual). */
-export function keptEvents(db: Db, id: string, type: StrategyType | undefined): EventRow[] | null {
-  const current = currentIf(db, id);
+export async function keptEvents(db: Db, id: string, type: StrategyType | undefined): Promise<EventRow[] | null> {
+  const current = await currentIf(db, id);
   if (current) {
     if (type && current.type !== type) strategyNotFound(type);
     return null;
   }
-  const kept = archivedEvents(db, id) ?? unknownStrategy(id);
+  const kept = await archivedEvents(db, id) ?? unknownStrategy(id);
   if (type && kept.type !== type) strategyNotFound(type);
   return kept.events;
 }
 
 /** A live strategy's line of the list: counted from its steps, not deleted. */
-function currentLine(db: Db, s: Strategy): ArchiveSummary {
-  const counts = stepCounts(db);
+async function currentLine(db: Db, s: Strategy): Promise<ArchiveSummary> {
+  const counts = await stepCounts(db);
   return { id: strategyIdOf(s.created_at), type: s.type, state: s.state, ...counts, created_at: s.created_at, updated_at: s.updated_at, deleted_at: null, deleted_by: null };
 }
 
@@ -72,11 +72,11 @@ function currentLine(db: Db, s: Strategy): ArchiveSummary {
  * (not deleted: deleted_at None) last; a type alias lists its type's only. No file: the empty list.
  */
 export async function strategyList(ctx: Ctx, type?: StrategyType): Promise<ListResult> {
-  const rows = withReadDb(ctx, [] as ArchiveSummary[], (db) =>
-    db
-      .transaction(() => {
-        const s = getStrategy(db);
-        return [...listArchived(db), ...(s ? [currentLine(db, s)] : [])];
+  const rows = await withReadDb(ctx, [] as ArchiveSummary[], async (db) =>
+    await db
+      .transaction(async (tx) => {
+        const s = await getStrategy(tx);
+        return [...(await listArchived(tx)), ...(s ? [await currentLine(tx, s)] : [])];
       })
       .deferred(),
   );

@@ -43,13 +43,13 @@ export interface RunCtx extends Ctx {
  * command has succeeded: bad input leaves no file behind, and a file another process created
  * meanwhile is never overwritten or removed (the command then runs again, on that file).
  */
-export function withWriteDb<T>(ctx: Ctx, fn: (db: Db) => T): T {
-  if (isPgUrl(ctx.dbPath)) return withServerFaults(ctx.dbPath, () => runInTransaction(openDb(ctx.dbPath, { create: true })!, ctx, fn));
-  return withFileFaults(ctx.dbPath, () => {
+export async function withWriteDb<T>(ctx: Ctx, fn: (db: Db) => T | Promise<T>): Promise<T> {
+  if (isPgUrl(ctx.dbPath)) return await withServerFaults(ctx.dbPath, async () => runInTransaction((await openDb(ctx.dbPath, { create: true }))!, ctx, fn));
+  return await withFileFaults(ctx.dbPath, async () => {
     for (;;) {
       const p = inspectDbPath(ctx.dbPath);
       removeStaleTemps(p.real);
-      if (p.exists) return runInTransaction(openDb(ctx.dbPath, { create: true })!, ctx, fn);
+      if (p.exists) return await runInTransaction((await openDb(ctx.dbPath, { create: true }))!, ctx, fn);
       checkDbPath(ctx.dbPath, false);
       const tmp = tempName(p.real, process.pid, crypto.randomBytes(4).toString('hex'));
       try {
@@ -57,13 +57,13 @@ export function withWriteDb<T>(ctx: Ctx, fn: (db: Db) => T): T {
         fs.closeSync(fs.openSync(tmp, 'wx', PRIVATE_FILE));
         let db: Db;
         try {
-          db = openDb(tmp, { create: true })!;
+          db = (await openDb(tmp, { create: true }))!;
         } catch (err) {
           if (err instanceof OperationError) throw new OperationError(err.message.split(tmp).join(ctx.dbPath));
           throw err;
         }
         // Closing the last connection checkpoints the WAL: the temporary file then holds everything.
-        const result = runInTransaction(db, ctx, fn);
+        const result = await runInTransaction(db, ctx, fn);
         if (publish(tmp, p.real)) return result;
       } finally {
         for (const suffix of ['', '-wal', '-shm', '-journal']) fs.rmSync(tmp + suffix, { force: true });
@@ -98,12 +98,12 @@ function printedOf(result: unknown): unknown {
   return r && typeof r === 'object' && r.kind === undefined && r.result !== undefined ? r.result : result;
 }
 
-function runInTransaction<T>(db: Db, ctx: Ctx, fn: (db: Db) => T): T {
+async function runInTransaction<T>(db: Db, ctx: Ctx, fn: (db: Db) => T | Promise<T>): Promise<T> {
   try {
     // Inner `immediate()` calls become savepoints of this transaction.
-    return db
-      .transaction(() => {
-        const result = fn(db);
+    return await db
+      .transaction(async (tx) => {
+        const result = await fn(tx);
         // A command that says more than its result (notes, an exit code) is checked on the result
         // it prints: an unknown -c refuses `strategy update --gate-check …` before it commits.
         ctx.checkResult?.(printedOf(result));
@@ -119,27 +119,27 @@ function runInTransaction<T>(db: Db, ctx: Ctx, fn: (db: Db) => T): T {
  * A write that only makes sense on a file that exists (delete, abort): `fn` runs in one BEGIN
  * IMMEDIATE transaction, its result checked before the commit; null when there is no file.
  */
-export function withExistingWriteDb<T>(ctx: Ctx, fn: (db: Db) => T): T | null {
+export async function withExistingWriteDb<T>(ctx: Ctx, fn: (db: Db) => T | Promise<T>): Promise<T | null> {
   if (isPgUrl(ctx.dbPath)) {
-    return withServerFaults(ctx.dbPath, () => {
-      const db = openDb(ctx.dbPath, { create: false });
-      return db ? runInTransaction(db, ctx, fn) : null;
-    });
+    return await withServerFaults(ctx.dbPath, async () => {
+      const db = await openDb(ctx.dbPath, { create: false });
+      return db ? await runInTransaction(db, ctx, fn) : null;
+        });
   }
-  return withFileFaults(ctx.dbPath, () => {
-    removeStaleTemps(inspectDbPath(ctx.dbPath).real);
-    const db = openDb(ctx.dbPath, { create: false, write: true });
-    return db ? runInTransaction(db, ctx, fn) : null;
-  });
+  return await withFileFaults(ctx.dbPath, async () => {
+      removeStaleTemps(inspectDbPath(ctx.dbPath).real);
+      const db = await openDb(ctx.dbPath, { create: false, write: true });
+      return db ? await runInTransaction(db, ctx, fn) : null;
+    });
 }
 
 /** Run `fn` on the file, or return `empty` when the file does not exist (nothing is created). */
-export function withReadDb<T>(ctx: Ctx, empty: T, fn: (db: Db) => T): T {
-  return withStoreFaults(ctx.dbPath, () => {
-    const db = openReader(ctx.dbPath);
+export async function withReadDb<T>(ctx: Ctx, empty: T, fn: (db: Db) => T | Promise<T>): Promise<T> {
+  return await withStoreFaults(ctx.dbPath, async () => {
+    const db = await openReader(ctx.dbPath);
     if (!db) return empty;
     try {
-      return fn(db);
+      return await fn(db);
     } finally {
       db.close();
     }
@@ -154,23 +154,23 @@ export function withReadDb<T>(ctx: Ctx, empty: T, fn: (db: Db) => T): T {
  * only waits for it), where gathering every row first (`.all()`) would hold the whole list in
  * memory. `--watch` keeps reading with `.all()` and letting go between frames.
  */
-export function readRows<T>(ctx: Ctx, fn: (db: Db) => Iterable<T>): RowStream<T> {
+export function readRows<T>(ctx: Ctx, fn: (db: Db) => AsyncIterable<T>): RowStream<T> {
   return {
     streamed: true,
-    *[Symbol.iterator]() {
-      const db = withStoreFaults(ctx.dbPath, () => openReader(ctx.dbPath));
+    async *[Symbol.asyncIterator]() {
+      const db = await withStoreFaults(ctx.dbPath, () => openReader(ctx.dbPath));
       if (!db) return;
-      let it: Iterator<T> | undefined;
+      let it: AsyncIterator<T> | undefined;
       try {
-        it = withStoreFaults(ctx.dbPath, () => fn(db)[Symbol.iterator]());
+        it = withStoreFaults(ctx.dbPath, () => fn(db)[Symbol.asyncIterator]());
         for (;;) {
-          const next = withStoreFaults(ctx.dbPath, () => it!.next());
+          const next = await withStoreFaults(ctx.dbPath, () => it!.next());
           if (next.done) return;
           yield next.value;
         }
       } finally {
         // The statement first: a connection with a statement still stepping cannot close.
-        it?.return?.();
+        await it?.return?.();
         db.close();
       }
     },
@@ -178,9 +178,9 @@ export function readRows<T>(ctx: Ctx, fn: (db: Db) => Iterable<T>): RowStream<T>
 }
 
 /** A reader's connection to the database, or null when there is none (no file, no dcm schema). */
-export function openReader(dbPath: string): Db | null {
+export async function openReader(dbPath: string): Promise<Db | null> {
   if (!isPgUrl(dbPath)) removeStaleTemps(inspectDbPath(dbPath).real);
-  return openDb(dbPath, { create: false });
+  return await openDb(dbPath, { create: false });
 }
 
 /** A store's faults as the user's errors: a file's or a server's (store/faults.ts). */
@@ -189,6 +189,6 @@ export function withStoreFaults<T>(dbPath: string, fn: () => T): T {
 }
 
 /** One read-modify-write: BEGIN IMMEDIATE, so a concurrent writer waits instead of failing. */
-export function immediate<T>(db: Db, fn: () => T): T {
-  return db.transaction(fn).immediate();
+export async function immediate<T>(db: Db, fn: (tx: Db) => Promise<T>): Promise<T> {
+  return await db.transaction(fn).immediate();
 }

@@ -38,16 +38,16 @@ import { formatStageGate, formatStageMaxFailures, parseStageGate, parseStageMaxF
 import { listStageGates, reopenGates, setStageGates } from '../store/stage-gates.js';
 
 /** Move the strategy from one of `from` to `to`, or say it cannot be `verb`ed. */
-function moveState(ctx: Ctx, type: StrategyType | undefined, from: readonly string[], to: string, verb: string, event: EventName, reasonText?: string): CommandResult {
+async function moveState(ctx: Ctx, type: StrategyType | undefined, from: readonly string[], to: string, verb: string, event: EventName, reasonText?: string): Promise<CommandResult> {
   const reason = checkReason(reasonText);
-  const result = withExistingWriteDb(ctx, (db) =>
-    immediate(db, () => {
-      const s = theStrategy(db, type);
-      if (!from.includes(s.state) || !casStrategyState(db, from, to)) {
+  const result = await withExistingWriteDb(ctx, async (db) =>
+    await immediate(db, async (tx) => {
+      const s = await theStrategy(tx, type);
+      if (!from.includes(s.state) || !await casStrategyState(tx, from, to)) {
         throw new OperationError(`Strategy in state ${s.state} cannot be ${verb}`);
       }
-      recordEvent(db, whoAmI(), event, `${s.state} -> ${to}`, reason);
-      return { kind: 'strategy' as const, strategy: getStrategy(db)! };
+      await recordEvent(tx, whoAmI(), event, `${s.state} -> ${to}`, reason);
+      return { kind: 'strategy' as const, strategy: (await getStrategy(tx))! };
     }),
   );
   return result ?? strategyNotFound(type);
@@ -55,12 +55,12 @@ function moveState(ctx: Ctx, type: StrategyType | undefined, from: readonly stri
 
 /** `applying` → `paused`: the orchestrator starts no new subcloud; those in flight run to their end. */
 export async function strategyPause(ctx: Ctx, type?: StrategyType, reason?: string): Promise<CommandResult> {
-  return moveState(ctx, type, PAUSABLE, 'paused', 'paused', EVENTS.paused, reason);
+  return await moveState(ctx, type, PAUSABLE, 'paused', 'paused', EVENTS.paused, reason);
 }
 
 /** `paused` → `applying`: the orchestrator goes on (or `apply` does, if none is running). */
 export async function strategyResume(ctx: Ctx, type?: StrategyType, reason?: string): Promise<CommandResult> {
-  return moveState(ctx, type, RESUMABLE_BY_OPERATOR, 'applying', 'resumed', EVENTS.resumed, reason);
+  return await moveState(ctx, type, RESUMABLE_BY_OPERATOR, 'applying', 'resumed', EVENTS.resumed, reason);
 }
 
 export interface UpdateInput {
@@ -94,9 +94,9 @@ export async function strategyUpdate(ctx: Ctx, type: StrategyType | undefined, i
   if (input.maxParallelSubclouds !== undefined) checkMaxParallel('patch', input.maxParallelSubclouds);
   const budget = input.maxFailures === undefined ? undefined : formatMaxFailures(parseMaxFailures(input.maxFailures));
 
-  const result = withExistingWriteDb(ctx, (db) =>
-    immediate(db, () => {
-      const s = theStrategy(db, type);
+  const result = await withExistingWriteDb(ctx, async (db) =>
+    (await immediate(db, async (tx) => {
+      const s = await theStrategy(tx, type);
       if (!UPDATABLE.includes(s.state)) throw new OperationError(`Strategy in state ${s.state} cannot be updated`);
       const notes: string[] = [];
       // Old -> new, for the event record.
@@ -105,28 +105,28 @@ export async function strategyUpdate(ctx: Ctx, type: StrategyType | undefined, i
       if (window !== undefined) {
         // The type's own limit (prestage: 250).
         checkMaxParallel(s.type as StrategyType, window);
-        const stages = stageWindows(db);
+        const stages = await stageWindows(tx);
         if (input.stage !== undefined && !stages.some((st) => st.stage === input.stage)) {
           const n = stages.length;
           throw new OperationError(`Strategy has no stage ${input.stage} (it has ${n === 1 ? 'stage 1' : `stages 1 to ${n}`})`);
         }
         const { resize, kept } = stagesToResize(stages, input.stage);
-        setStageWindows(db, window, resize);
+        await setStageWindows(tx, window, resize);
         if (input.stage === undefined) changes.push({ name: MAX_PARALLEL_NAME, from: s.max_parallel_subclouds, to: window });
         for (const st of stages) if (resize.includes(st.stage)) changes.push({ name: stageWindowName(st.stage), from: st.window, to: window });
-        if (input.stage === undefined) setStrategyMaxParallel(db, window);
+        if (input.stage === undefined) await setStrategyMaxParallel(tx, window);
         else notes.push(`stage ${input.stage} now runs ${window} at a time; the other stages keep their windows`);
         for (const k of kept) notes.push(`stage ${k.stage} has ended and keeps the window it ran with (${k.window})`);
       }
       if (budget !== undefined) {
         changes.push({ name: 'max failures', from: s.max_failures, to: budget });
-        setMaxFailures(db, budget);
+        await setMaxFailures(tx, budget);
       }
-      if (gates) updateStageGates(db, input.stage, gates, changes, notes);
-      touchStrategy(db);
-      recordEvent(db, whoAmI(), EVENTS.updated, changeText(changes), reason);
-      return { result: { kind: 'strategy' as const, strategy: getStrategy(db)! }, notes };
-    }),
+      if (gates) await updateStageGates(tx, input.stage, gates, changes, notes);
+      await touchStrategy(tx);
+      await recordEvent(tx, whoAmI(), EVENTS.updated, changeText(changes), reason);
+      return { result: { kind: 'strategy' as const, strategy: (await getStrategy(tx))! }, notes };
+    })),
   );
   return result ?? strategyNotFound(type);
 }
@@ -146,19 +146,19 @@ function stageGateUpdate(input: UpdateInput): { maxFailures?: string; gate?: str
  * Stage K's gate options, or those of every stage not ended (an ended stage keeps what it ran
  * with, as its window does); a stage left with `check` and no command is refused.
  */
-function updateStageGates(
+async function updateStageGates(
   db: Db,
   stage: number | undefined,
   gates: { maxFailures?: string; gate?: string; gateCheck?: string },
   changes: { name: string; from: string | number | null; to: string | number | null }[],
   notes: string[],
-): void {
-  const windows = stageWindows(db);
+): Promise<void> {
+  const windows = await stageWindows(db);
   if (stage !== undefined && !windows.some((st) => st.stage === stage)) {
     const n = windows.length;
     throw new OperationError(`Strategy has no stage ${stage} (it has ${n === 1 ? 'stage 1' : `stages 1 to ${n}`})`);
   }
-  const all = listStageGates(db);
+  const all = await listStageGates(db);
   // A stage whose steps have ended but whose gate is still going (a soak, a check, a pause) can be
   // changed: its gate is what the update is for.
   const atGate = new Set(all.filter((g) => g.gate_state !== null && PENDING_GATES.includes(g.gate_state)).map((g) => g.stage));
@@ -170,7 +170,7 @@ function updateStageGates(
       throw new UsageError('--stage-gate check needs a command: --gate-check CMD, or gate_check in the exec config');
     }
   }
-  setStageGates(db, rows.map((g) => g.stage), gates);
+  await setStageGates(db, rows.map((g) => g.stage), gates);
   for (const g of rows) {
     if (gates.maxFailures !== undefined) changes.push({ name: `stage ${g.stage} max failures`, from: g.max_failures, to: gates.maxFailures });
     if (gates.gate !== undefined) changes.push({ name: `stage ${g.stage} gate`, from: g.gate, to: gates.gate });
@@ -197,20 +197,20 @@ export async function strategyRetry(ctx: Ctx, type: StrategyType | undefined, in
   const kinds = input.failed || input.aborted ? { failed: Boolean(input.failed), aborted: Boolean(input.aborted) } : { failed: true, aborted: true };
   const reason = checkReason(input.reason);
   if (input.wait) await waitForLiveRuns(ctx, false);
-  const result = withExistingWriteDb(ctx, (db) =>
-    immediate(db, () => {
-      const s = theStrategy(db, type);
+  const result = await withExistingWriteDb(ctx, async (db) =>
+    (await immediate(db, async (tx) => {
+      const s = await theStrategy(tx, type);
       // A run still going (dcm was killed) must end, or be adopted, before its step moves.
-      refuseWhileLive(liveRuns(db, s, ctx), 'retry');
+      refuseWhileLive((await liveRuns(tx, s, ctx)), 'retry');
       if (!RETRYABLE.includes(s.state)) throw new OperationError(`Strategy in state ${s.state} cannot be retried`);
       const states = statesOf(s.type as StrategyType, s.extra as { cert_file?: string | null });
       const named = input.clouds.length ? [...new Set(input.clouds)] : null;
       if (named) {
-        const stepStates = stepStatesOf(db, named);
+        const stepStates = await stepStatesOf(tx, named);
         for (const c of named) {
           const st = stepStates.get(c);
           if (st === undefined) {
-            if (findSubcloud(db, c) === undefined) throw new OperationError(`Subcloud ${c} does not exist`);
+            if ((await findSubcloud(tx, c)) === undefined) throw new OperationError(`Subcloud ${c} does not exist`);
             throw new OperationError(`Subcloud ${c} has no step in the strategy`);
           }
           if (retryTarget({ state: st, failedIn: null }, kinds, states) === null) {
@@ -221,17 +221,17 @@ export async function strategyRetry(ctx: Ctx, type: StrategyType | undefined, in
       }
       // Which steps went where, said on stderr: the record on stdout is dcmanager's and says nothing of them.
       const reset: string[] = [];
-      for (const c of retryCandidates(db, named)) {
+      for (const c of (await retryCandidates(tx, named))) {
         const to = retryTarget({ state: c.state, failedIn: c.lastRunState }, kinds, states);
-        if (to !== null && resetStep(db, c.id, c.state, to)) reset.push(`  ${c.cloud}: ${c.state} -> ${to}`);
+        if (to !== null && (await resetStep(tx, c.id, c.state, to))) reset.push(`  ${c.cloud}: ${c.state} -> ${to}`);
       }
       if (reset.length === 0) throw new OperationError('Nothing to retry');
-      reopenGates(db);
-      casStrategyState(db, RETRYABLE, 'initial');
-      recordEvent(db, whoAmI(), EVENTS.retried, `${reset.length} step(s): ${reset.map((r) => r.trim()).join(', ')}`, reason);
+      await reopenGates(tx);
+      await casStrategyState(tx, RETRYABLE, 'initial');
+      await recordEvent(tx, whoAmI(), EVENTS.retried, `${reset.length} step(s): ${reset.map((r) => r.trim()).join(', ')}`, reason);
       const notes = [`retry reset ${reset.length} step${reset.length === 1 ? '' : 's'} (dcm strategy apply runs them):`, ...reset];
-      return { result: { kind: 'strategy' as const, strategy: getStrategy(db)! }, notes };
-    }),
+      return { result: { kind: 'strategy' as const, strategy: (await getStrategy(tx))! }, notes };
+    })),
   );
   return result ?? strategyNotFound(type);
 }

@@ -15,12 +15,18 @@ import type { Probed } from './subcloud-probe.js';
 export async function probeForCreate(
   ctx: Ctx,
   extra: ExtraArgs,
-  plan: (db: Db) => { steps: readonly PlannedStep[] },
+  plan: (db: Db) => Promise<{ steps: readonly PlannedStep[] }>,
   skip: boolean,
   warn?: (text: string) => void,
 ): Promise<Probed[]> {
-  const rows = withReadDb(ctx, [] as SubcloudRow[], (db) =>
-    db.transaction(() => plan(db).steps.map((st) => findSubcloud(db, st.name)!)).deferred(),
+  const rows = await withReadDb(ctx, [] as SubcloudRow[], async (db) =>
+    await db
+      .transaction(async (tx) => {
+        const out: SubcloudRow[] = [];
+        for (const st of (await plan(tx)).steps) out.push((await findSubcloud(tx, st.name))!);
+        return out;
+      })
+      .deferred(),
   );
   const [{ proberOfStrategy }, { probeRows, DEFAULT_PROBE_PARALLEL }] = await Promise.all([import('../drivers/probe.js'), import('./subcloud-probe.js')]);
   const probed = await probeRows(await proberOfStrategy(extra, ctx.dbPath), rows, DEFAULT_PROBE_PARALLEL);

@@ -11,14 +11,15 @@ import type { Outcome } from './results.js';
 import { fileFault, withServerFaults } from '../store/faults.js';
 import { tempName } from '../store/leftovers.js';
 import { backupTo, integrityCheck, openForMaintenance } from '../store/maintenance.js';
-import { checkDbPath, type Db } from '../store/open.js';
+import { checkDbPath } from '../store/open.js';
+import type { SqliteDb } from '../platform/sqlite-db.js';
 import { canWriteIn, inspectDbPath } from '../store/path.js';
 import { publish, type Ctx } from './context.js';
 import { PRIVATE_FILE } from '../platform/private.js';
 import { isPgUrl, shownUrl } from '../domain/db-url.js';
 
 /** The existing database, opened without migrating or writing; an error when there is none. */
-function openExisting(ctx: Ctx): Db {
+function openExisting(ctx: Ctx): SqliteDb {
   if (!checkDbPath(ctx.dbPath, true)) throw new OperationError(`${ctx.dbPath} does not exist`);
   try {
     return openForMaintenance(inspectDbPath(ctx.dbPath).real);
@@ -38,7 +39,7 @@ export async function dbCheck(ctx: Ctx): Promise<Outcome> {
   const db = openExisting(ctx);
   let problems: string[];
   try {
-    problems = integrityCheck(db);
+    problems = await integrityCheck(db);
   } catch (err) {
     throw fileFault(err, ctx.dbPath) ?? err;
   } finally {

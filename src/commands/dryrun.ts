@@ -30,10 +30,10 @@ export const DRY_RUN_COLUMNS = ['stage', 'group', 'window', 'steps', 'estimated 
  * kept in the file, else from the sim driver's latency, else `unknown` (SPEC §4 "Estimates"), by
  * the same model as `strategy status`'s ETA.
  */
-export function dryRunView(db: Db | null, plan: Plan, type: StrategyType, extra: ExtraArgs): ListResult {
+export async function dryRunView(db: Db | null, plan: Plan, type: StrategyType, extra: ExtraArgs): Promise<ListResult> {
   const states = statesOf(type, extra as { cert_file?: string | null });
   const { means, source, sds } = stateMeans(states, {
-    history: db ? durationStats(db, durationKey(type, extra)) : undefined,
+    history: db ? await durationStats(db, durationKey(type, extra)) : undefined,
     fallbackMs: simLatencyMidpoint(extra),
   });
   const byStage = new Map<number, string[]>();
@@ -43,7 +43,7 @@ export function dryRunView(db: Db | null, plan: Plan, type: StrategyType, extra:
     names.push(s.name);
   }
   const from = ESTIMATE_SOURCE_LABEL[source];
-  const windows = db ? windowedParts(db, plan) : null;
+  const windows = db ? await windowedParts(db, plan) : null;
   let total = 0;
   const rows: Value[][] = plan.stages.map((st) => {
     const names = byStage.get(st.stage) ?? [];
@@ -69,11 +69,11 @@ export function dryRunView(db: Db | null, plan: Plan, type: StrategyType, extra:
  * Each stage's subclouds by maintenance window (stages none of whose subclouds has one are left
  * out: the plain estimate holds for them), with when each may start, from the window clock's now.
  */
-function windowedParts(db: Db, plan: Plan): { parts: Map<number, WindowedPart[]>; nowMs: number } | null {
-  const groups = groupsWithWindows(db);
+async function windowedParts(db: Db, plan: Plan): Promise<{ parts: Map<number, WindowedPart[]>; nowMs: number } | null> {
+  const groups = await groupsWithWindows(db);
   if (groups.length === 0) return null;
   const nowMs = windowClock(process.env)();
-  const groupOf = subcloudGroupsOf(db, groups.map((g) => g.id));
+  const groupOf = await subcloudGroupsOf(db, groups.map((g) => g.id));
   const opensAt = new Map<number, (atMs: number) => number>();
   for (const g of groups) {
     const w = parseMaintenanceWindow(g.maintenance_window);

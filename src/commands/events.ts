@@ -15,13 +15,13 @@ import { keptEvents, strategyIdOption, unknownStrategy } from './archive.js';
  */
 export async function strategyEvents(ctx: Ctx, type?: StrategyType, strategyId?: string): Promise<ListResult> {
   const id = strategyIdOption(strategyId);
-  const rows = withReadDb(ctx, null, (db) => {
-    const kept = id === undefined ? null : keptEvents(db, id, type);
+  const rows = await withReadDb(ctx, null, async (db) => {
+    const kept = id === undefined ? null : await keptEvents(db, id, type);
     if (kept) return kept.map((e) => [e.at, e.event, e.user, e.host, e.pid, e.details, e.reason ?? null]);
-    const s = getStrategy(db);
+    const s = await getStrategy(db);
     if (!s) return [];
     if (type && s.type !== type) strategyNotFound(type);
-    return listEvents(db).map((e) => [e.at, e.event, e.user, e.host, e.pid, e.details, e.reason]);
+    return (await listEvents(db)).map((e) => [e.at, e.event, e.user, e.host, e.pid, e.details, e.reason]);
   });
   // No file holds no kept strategy either.
   if (rows === null && id !== undefined) unknownStrategy(id);

@@ -39,8 +39,8 @@ export interface GroupInput {
   reason?: string;
 }
 
-function mustFind(db: Db, ref: string): GroupRow {
-  const g = findGroup(db, ref);
+async function mustFind(db: Db, ref: string): Promise<GroupRow> {
+  const g = await findGroup(db, ref);
   if (!g) throw new OperationError(`Subcloud group ${ref} does not exist`);
   return g;
 }
@@ -60,10 +60,10 @@ export async function groupAdd(ctx: Ctx, input: GroupInput & { name: string }): 
   checkGroupName(input.name);
   const gates = groupGateInput(input);
   const mw = windowOf(input);
-  const result = withWriteDb(ctx, (db) =>
-    immediate(db, () => {
-      if (findGroup(db, input.name)) throw new OperationError(`Subcloud group ${input.name} already exists`);
-      const id = insertGroup(db, {
+  const result = await withWriteDb(ctx, async (db) =>
+    await immediate(db, async (tx) => {
+      if (await findGroup(tx, input.name)) throw new OperationError(`Subcloud group ${input.name} already exists`);
+      const id = await insertGroup(tx, {
         name: input.name,
         description: input.description ?? 'No description provided',
         updateApplyType: input.updateApplyType ?? 'parallel',
@@ -71,11 +71,11 @@ export async function groupAdd(ctx: Ctx, input: GroupInput & { name: string }): 
         maintenanceWindow: mw.window ?? null,
         maintenanceTz: mw.tz ?? null,
       });
-      if (gates) setGroupGateDefaults(db, id, gates);
-      return { kind: 'group' as const, row: mustFind(db, String(id)) };
+      if (gates) await setGroupGateDefaults(tx, id, gates);
+      return { kind: 'group' as const, row: await mustFind(tx, String(id)) };
     }),
   );
-  return { result, notes: gates ? [gateNote(ctx, result.row.id, result.row.name)] : [] };
+  return { result, notes: gates ? [await gateNote(ctx, result.row.id, result.row.name)] : [] };
 }
 
 /** The stage gate options of a group, checked on their own; undefined when none was given. */
@@ -88,17 +88,17 @@ function groupGateInput(input: GroupInput): { maxFailures?: string; gate?: strin
 }
 
 /** The group's record is dcmanager's: its stage gate defaults are said on stderr. */
-function gateNote(ctx: Ctx, id: number, name: string): string {
-  const d = withReadDb(ctx, null, (db) => groupGateDefaults(db, id));
+async function gateNote(ctx: Ctx, id: number, name: string): Promise<string> {
+  const d = await withReadDb(ctx, null, (db) => groupGateDefaults(db, id));
   return `stage gate defaults of group ${name}: stage max failures ${d?.max_failures ?? 'none'}, stage gate ${d?.gate ?? 'none'} (a strategy created from now on takes them)`;
 }
 
 export async function groupList_(ctx: Ctx): Promise<CommandResult> {
-  return { kind: 'groups', rows: withReadDb(ctx, null, (db) => listGroups(db)) ?? [DEFAULT_UNCREATED] };
+  return { kind: 'groups', rows: await withReadDb(ctx, null, (db) => listGroups(db)) ?? [DEFAULT_UNCREATED] };
 }
 
 export async function groupShow_(ctx: Ctx, ref: string): Promise<CommandResult> {
-  const row = withReadDb(ctx, null, (db) => mustFind(db, ref)) ?? (isDefault(ref) ? DEFAULT_UNCREATED : notFound(ref));
+  const row = await withReadDb(ctx, null, (db) => mustFind(db, ref)) ?? (isDefault(ref) ? DEFAULT_UNCREATED : notFound(ref));
   return { kind: 'group', row };
 }
 
@@ -129,8 +129,8 @@ export const DEFAULT_UNCREATED: GroupRecord = {
 export async function groupUpdateWarned(ctx: Ctx, ref: string, input: GroupInput): Promise<{ result: CommandResult; warnings: string[]; notes: string[] }> {
   const result = await groupUpdate(ctx, ref, input);
   const warnings: string[] = [];
-  const notes = groupGateInput(input) && result.kind === 'group' ? [gateNote(ctx, result.row.id, result.row.name)] : [];
-  if (input.maxParallelSubclouds !== undefined && withReadDb(ctx, false, (db) => getStrategy(db) !== undefined)) {
+  const notes = groupGateInput(input) && result.kind === 'group' ? [await gateNote(ctx, result.row.id, result.row.name)] : [];
+  if (input.maxParallelSubclouds !== undefined && await withReadDb(ctx, false, async (db) => (await getStrategy(db)) !== undefined)) {
     warnings.push(
       'the strategy keeps the windows it was created with; to change them while it exists: ' +
         'dcm strategy update --max-parallel-subclouds N [--stage K]',
@@ -138,7 +138,7 @@ export async function groupUpdateWarned(ctx: Ctx, ref: string, input: GroupInput
   }
   if (
     (input.maintenanceWindow !== undefined || input.maintenanceTz !== undefined) &&
-    withReadDb(ctx, false, (db) => ['applying', 'paused', 'abort requested', 'aborting'].includes(getStrategy(db)?.state ?? ''))
+    await withReadDb(ctx, false, async (db) => ['applying', 'paused', 'abort requested', 'aborting'].includes((await getStrategy(db))?.state ?? ''))
   ) {
     // The orchestrator reads the windows as it starts and on resume, never polls them.
     warnings.push('a running `dcm strategy apply` reads the maintenance windows as it starts and on `dcm strategy resume`: pause and resume it to have this one count');
@@ -161,44 +161,44 @@ export async function groupUpdate(ctx: Ctx, ref: string, input: GroupInput): Pro
   if (mw.tz !== undefined) changes.maintenance_tz = mw.tz;
   if (Object.keys(changes).length === 0 && !gates) throw new OperationError('Nothing to update');
   const reason = checkReason(input.reason);
-  return withWriteDb(ctx, (db) =>
-    immediate(db, () => {
-      const g = mustFind(db, ref);
+  return await withWriteDb(ctx, async (db) =>
+    await immediate(db, async (tx) => {
+      const g = await mustFind(tx, ref);
       if (changes.name !== undefined && g.id === 1 && changes.name !== 'Default') {
         throw new OperationError('Default subcloud group may not be renamed');
       }
-      const clash = changes.name !== undefined ? findGroup(db, changes.name) : undefined;
+      const clash = changes.name !== undefined ? await findGroup(tx, changes.name) : undefined;
       if (clash && clash.id !== g.id) throw new OperationError(`Subcloud group ${changes.name} already exists`);
-      if (Object.keys(changes).length) updateGroup(db, g.id, changes);
-      if (gates) setGroupGateDefaults(db, g.id, gates);
+      if (Object.keys(changes).length) await updateGroup(tx, g.id, changes);
+      if (gates) await setGroupGateDefaults(tx, g.id, gates);
       // During a strategy a group's change is part of its story (a window widened, a maintenance
       // window moved): recorded with the strategy, old -> new, and the operator's words.
-      if (getStrategy(db)) {
+      if (await getStrategy(tx)) {
         const was = g as unknown as Record<string, unknown>;
         const said = Object.entries(changes).map(([k, v]) => `${k.replace(/_/g, ' ')}: ${was[k] ?? 'None'} -> ${v ?? 'None'}`);
         if (gates?.maxFailures !== undefined) said.push(`stage max failures default: ${gates.maxFailures}`);
         if (gates?.gate !== undefined) said.push(`stage gate default: ${gates.gate}`);
-        recordEvent(db, whoAmI(), EVENTS.groupUpdated, `group ${g.name}: ${said.join('; ')}`, reason);
+        await recordEvent(tx, whoAmI(), EVENTS.groupUpdated, `group ${g.name}: ${said.join('; ')}`, reason);
       }
-      return { kind: 'group', row: mustFind(db, String(g.id)) };
+      return { kind: 'group', row: await mustFind(tx, String(g.id)) };
     }),
   );
 }
 
 export async function groupDelete(ctx: Ctx, ref: string): Promise<CommandResult> {
-  return withWriteDb(ctx, (db) =>
-    immediate(db, () => {
-      const g = mustFind(db, ref);
+  return await withWriteDb(ctx, async (db) =>
+    await immediate(db, async (tx) => {
+      const g = await mustFind(tx, ref);
       if (g.id === 1) throw new OperationError('Default subcloud group may not be deleted');
-      const n = countSubcloudsInGroup(db, g.id);
+      const n = await countSubcloudsInGroup(tx, g.id);
       if (n > 0) throw new OperationError(`Subcloud group ${g.name} has ${n} subcloud(s) and may not be deleted`);
-      deleteGroup(db, g.id);
+      await deleteGroup(tx, g.id);
       return { kind: 'nothing' };
     }),
   );
 }
 
 export async function groupListSubclouds(ctx: Ctx, ref: string): Promise<CommandResult> {
-  const rows = withReadDb(ctx, null, (db) => listSubclouds(db, mustFind(db, ref).id)) ?? (isDefault(ref) ? [] : notFound(ref));
+  const rows = await withReadDb(ctx, null, async (db) => await listSubclouds(db, (await mustFind(db, ref)).id)) ?? (isDefault(ref) ? [] : notFound(ref));
   return { kind: 'group-subclouds', rows };
 }

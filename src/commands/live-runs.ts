@@ -29,13 +29,13 @@ export interface LiveRun {
  * still go there, or have ended there with a result the next apply takes
  * (orchestrator/remote-runs.ts), and are never closed from here as if cut off.
  */
-export function liveRuns(db: Db, strategy: { created_at: string; extra: Record<string, unknown> }, ctx: Ctx): LiveRun[] {
+export async function liveRuns(db: Db, strategy: { created_at: string; extra: Record<string, unknown> }, ctx: Ctx): Promise<LiveRun[]> {
   const lives = ctx.runLives ?? (strategy.extra.driver === 'exec' ? execRunLives(strategy, ctx.dbPath) : null);
   if (!lives) return [];
   const out: LiveRun[] = [];
   const here = hostName();
   const shared = isPgUrl(ctx.dbPath);
-  for (const left of leftRunning(db)) {
+  for (const left of (await leftRunning(db))) {
     if (shared && left.host !== null && left.host !== here) {
       out.push({ left, pid: left.proc?.pid ?? 0, elsewhere: left.host });
       continue;
@@ -76,16 +76,16 @@ export function refuseWhileLive(live: LiveRun[], verb: string): void {
 /** `--wait`: until none of the strategy's runs lives (they end by themselves or by their timeout). */
 export async function waitForLiveRuns(ctx: Ctx, quiet: boolean): Promise<void> {
   // Not another host's: only an apply takes their ends, and the command then says so.
-  const check = () =>
-    withReadDb(ctx, [] as LiveRun[], (db) => {
-      const s = getStrategy(db);
-      return s ? liveRuns(db, s, ctx).filter((l) => !l.elsewhere) : [];
+  const check = async () =>
+    await withReadDb(ctx, [] as LiveRun[], async (db) => {
+      const s = await getStrategy(db);
+      return s ? (await liveRuns(db, s, ctx)).filter((l) => !l.elsewhere) : [];
     });
-  let live = check();
+  let live = await check();
   if (live.length && !quiet) process.stderr.write(`waiting for ${nameLive(live)} to end\n`);
   while (live.length) {
     await new Promise((r) => setTimeout(r, 250));
-    live = check();
+    live = await check();
   }
 }
 
@@ -97,13 +97,13 @@ export async function waitForLiveRuns(ctx: Ctx, quiet: boolean): Promise<void> {
  * line each; none on a file (one host, whose runs are seen through their files) or for the sim
  * driver (its runs on a host that is gone run again when taken over).
  */
-export function unknownEnds(db: Db, strategy: { created_at: string; extra: Record<string, unknown> }): string[] {
+export async function unknownEnds(db: Db, strategy: { created_at: string; extra: Record<string, unknown> }): Promise<string[]> {
   if (!isPgUrl(db.name) || strategy.extra.driver !== 'exec') return [];
-  const watched = new Set(liveWorkers(db).map((w) => w.host));
+  const watched = new Set((await liveWorkers(db)).map((w) => w.host));
   const out: string[] = [];
-  for (const l of leftRunning(db)) {
+  for (const l of (await leftRunning(db))) {
     if (l.host === null || watched.has(l.host)) continue;
-    if (runEnd(db, runIdOf({ campaign: strategy.created_at, cloud: l.cloud, state: l.state, attempt: l.attempt }))) continue;
+    if (await runEnd(db, runIdOf({ campaign: strategy.created_at, cloud: l.cloud, state: l.state, attempt: l.attempt }))) continue;
     out.push(`end unknown: ${l.cloud} (${l.state}, attempt ${l.attempt}, on ${l.host}, no live worker there): waited for until it cannot be going any more, or \`dcm strategy-step resolve ${l.cloud} --as ok|failed\``);
   }
   return out;

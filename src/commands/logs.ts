@@ -122,8 +122,8 @@ export function checkStrategyOption(text: string | undefined): string | undefine
 }
 
 /** Check the cloud and `--state`, and find the subcloud's log folder; null: no strategy to read. */
-function target(db: Db | null, ctx: Ctx, cloud: string, opts: LogsOptions, id: string | undefined): Target | null {
-  const s = db ? getStrategy(db) : undefined;
+async function target(db: Db | null, ctx: Ctx, cloud: string, opts: LogsOptions, id: string | undefined): Promise<Target | null> {
+  const s = db ? await getStrategy(db) : undefined;
   let t: Target;
   if (id !== undefined && !(s && strategyIdOf(s.created_at) === id)) {
     // An earlier strategy: its folder, wherever it was kept. Its subcloud may be gone since.
@@ -132,7 +132,7 @@ function target(db: Db | null, ctx: Ctx, cloud: string, opts: LogsOptions, id: s
     if (!found) throw new OperationError(`no run logs of strategy ${id} (in ${dirs.join(' or ')})`);
     t = { dir: path.join(found, logSlug(cloud)), states: allStates(), version: 2, since: null, earlier: true };
   } else {
-    if (!db || !findSubcloud(db, cloud)) throw new OperationError(`Subcloud ${cloud} does not exist`);
+    if (!db || !await findSubcloud(db, cloud)) throw new OperationError(`Subcloud ${cloud} does not exist`);
     if (!s) {
       // No strategy: no logs are current, but a state is still checked against every type's.
       if (opts.state !== undefined && !allStates().includes(opts.state)) {
@@ -189,7 +189,7 @@ async function copyFrom(file: string, offset: number, sink: LogSink): Promise<nu
       const { bytesRead } = await fh.read(buf, 0, buf.length, offset);
       if (bytesRead === 0) return offset;
       offset += bytesRead;
-      if (!(await sink.write(buf.subarray(0, bytesRead)))) return null;
+      if (!await sink.write(buf.subarray(0, bytesRead))) return null;
     }
   } finally {
     await fh.close();
@@ -242,10 +242,10 @@ function describeFilter(cloud: string, opts: LogsOptions): string {
 /** Prints the logs; returns the exit code (130/143 when `--follow` is stopped by a signal). */
 export async function stepLogs(ctx: Ctx, cloud: string, opts: LogsOptions, sink: LogSink): Promise<number> {
   const id = checkStrategyOption(opts.strategy);
-  const db = openDb(ctx.dbPath, { create: false });
+  const db = await openDb(ctx.dbPath, { create: false });
   let t: Target | null;
   try {
-    t = target(db, ctx, cloud, opts, id);
+    t = await target(db, ctx, cloud, opts, id);
   } catch (err) {
     db?.close();
     throw err;
@@ -263,13 +263,13 @@ export async function stepLogs(ctx: Ctx, cloud: string, opts: LogsOptions, sink:
     db?.close();
     const runs = runsOf(t, opts);
     if (runs.length === 0) {
-      sink.note(`no run logs ${describeFilter(cloud, opts)} (in ${t.dir})${elsewhere(ctx, cloud, t)}`);
+      sink.note(`no run logs ${describeFilter(cloud, opts)} (in ${t.dir})${await elsewhere(ctx, cloud, t)}`);
       return EXIT.ok;
     }
     const printer = new Printer(sink, runs.length > 1);
     for (const r of runs) {
-      if (!(await printer.header(r))) break;
-      if ((await copyFrom(path.join(t.dir, r.file), 0, printer.body())) === null) break;
+      if (!await printer.header(r)) break;
+      if (await copyFrom(path.join(t.dir, r.file), 0, printer.body()) === null) break;
     }
     return EXIT.ok;
   }
@@ -284,12 +284,12 @@ export async function stepLogs(ctx: Ctx, cloud: string, opts: LogsOptions, sink:
  * Where the subcloud's runs ran when it was not here (several workers on a PostgreSQL store): each
  * host keeps the logs of the runs it started.
  */
-function elsewhere(ctx: Ctx, cloud: string, t: Target): string {
+async function elsewhere(ctx: Ctx, cloud: string, t: Target): Promise<string> {
   if (t.earlier) return '';
-  const db = openDb(ctx.dbPath, { create: false });
+  const db = await openDb(ctx.dbPath, { create: false });
   if (!db) return '';
   try {
-    const hosts = runHostsElsewhere(db, cloud, hostName());
+    const hosts = await runHostsElsewhere(db, cloud, hostName());
     return hosts.length ? `; its runs ran on ${hosts.map((h) => `${h.host} (${h.n})`).join(', ')}: their logs are there` : '';
   } finally {
     db.close();
@@ -297,10 +297,10 @@ function elsewhere(ctx: Ctx, cloud: string, t: Target): string {
 }
 
 /** The step has nothing more to run: ended, or its strategy has ended or is gone. */
-function stepOver(db: Db, cloud: string): boolean {
-  const s = getStrategy(db);
+async function stepOver(db: Db, cloud: string): Promise<boolean> {
+  const s = await getStrategy(db);
   if (!s || STRATEGY_ENDED.includes(s.state)) return true;
-  const step = findStep(db, cloud);
+  const step = await findStep(db, cloud);
   return !step || STEP_ENDED.includes(step.state);
 }
 
@@ -318,7 +318,7 @@ async function follow(ctx: Ctx, db: Db, t: Target, cloud: string, opts: LogsOpti
   try {
     for (;;) {
       // The state first, then the logs: a run's output is complete before its step moves on.
-      const over = stepOver(db, cloud);
+      const over = await stepOver(db, cloud);
       const runs = runsOf(t, opts);
       for (const r of runs) {
         const file = path.join(t.dir, r.file);
@@ -330,14 +330,14 @@ async function follow(ctx: Ctx, db: Db, t: Target, cloud: string, opts: LogsOpti
           continue;
         }
         if (known !== undefined && size === known) continue;
-        if (!(await printer.header(r))) return EXIT.ok;
+        if (!await printer.header(r)) return EXIT.ok;
         const next = await copyFrom(file, known ?? 0, printer.body());
         if (next === null) return EXIT.ok; // the reader is gone (`| head`)
         offsets.set(r.file, next);
       }
       if (signal) return signal === 'SIGTERM' ? EXIT.sigterm : EXIT.sigint;
       if (over) {
-        if (offsets.size === 0) sink.note(`no run logs ${describeFilter(cloud, opts)} (in ${t.dir})${elsewhere(ctx, cloud, t)}`);
+        if (offsets.size === 0) sink.note(`no run logs ${describeFilter(cloud, opts)} (in ${t.dir})${await elsewhere(ctx, cloud, t)}`);
         return EXIT.ok;
       }
       await new Promise<void>((resolve) => {

@@ -77,8 +77,8 @@ export async function pruneLogs(ctx: Ctx, opts: PruneOptions): Promise<Outcome> 
   // The option on its own first, as a usage error, before the file is read.
   const ageMs = ageOption('--older', opts.older);
   if (opts.logDir === '') throw new UsageError("option '--log-dir' is empty: name a folder");
-  const current = withReadDb(ctx, null, (db) => {
-    const s = getStrategy(db);
+  const current = await withReadDb(ctx, null, async (db) => {
+    const s = await getStrategy(db);
     return { strategy: s ? { id: strategyIdOf(s.created_at), dir: layoutOf(s, ctx.dbPath).dir } : null };
   });
   if (current === null) throw new OperationError(`${ctx.dbPath} does not exist`);

@@ -38,9 +38,9 @@ export async function pruneStrategies(ctx: Ctx, opts: PruneStrategiesOptions): P
   const ageMs = ageOption('--older', opts.older);
   // The test clock (DCM_TEST_HOOKS=1 DCM_TEST_CLOCK=ISO) ages the records without waiting.
   const cutoff = timeAt(windowClock(process.env)() - ageMs);
-  const found = withExistingWriteDb(ctx, (db) => {
-    const old = archivedBefore(db, cutoff);
-    if (!opts.dryRun) removeArchived(db, old.map((s) => s.id));
+  const found = await withExistingWriteDb(ctx, async (db) => {
+    const old = await archivedBefore(db, cutoff);
+    if (!opts.dryRun) await removeArchived(db, old.map((s) => s.id));
     return old;
   });
   if (found === null) throw new OperationError(`${ctx.dbPath} does not exist`);

@@ -62,8 +62,8 @@ interface ReportSource {
   events: EventRow[];
 }
 
-function currentSource(db: Db, type: StrategyType | undefined): ReportSource {
-  return { s: theStrategy(db, type), gates: listStageGates(db), stages: listStages(db), steps: listSteps(db), runs: listRuns(db), events: listEvents(db) };
+async function currentSource(db: Db, type: StrategyType | undefined): Promise<ReportSource> {
+  return { s: await theStrategy(db, type), gates: await listStageGates(db), stages: await listStages(db), steps: await listSteps(db), runs: await listRuns(db), events: await listEvents(db) };
 }
 
 function keptSource(k: ArchivedStrategy): ReportSource {
@@ -117,13 +117,13 @@ function inputOf(src: ReportSource, nowUs: number): ReportInput {
  * Read everything the report shows in one read transaction (a snapshot while apply runs): the
  * current strategy's, or with `id` a kept one's (the current one's when it is its own id).
  */
-function readInput(ctx: Ctx, type: StrategyType | undefined, id: string | undefined, nowUs: number): ReportInput | null {
-  return withReadDb(ctx, null, (db) =>
-    db
-      .transaction((): ReportInput => {
-        if (id === undefined) return inputOf(currentSource(db, type), nowUs);
-        const found = archivedOrCurrent(db, id, type);
-        return inputOf('kept' in found ? keptSource(found.kept) : currentSource(db, type), nowUs);
+async function readInput(ctx: Ctx, type: StrategyType | undefined, id: string | undefined, nowUs: number): Promise<ReportInput | null> {
+  return await withReadDb(ctx, null, async (db) =>
+    await db
+      .transaction(async (tx): Promise<ReportInput> => {
+        if (id === undefined) return inputOf(await currentSource(tx, type), nowUs);
+        const found = await archivedOrCurrent(tx, id, type);
+        return inputOf('kept' in found ? keptSource(found.kept) : await currentSource(tx, type), nowUs);
       })
       .deferred(),
   );
@@ -164,7 +164,7 @@ export async function strategyReport(
 ): Promise<Result | Outcome> {
   const id = strategyIdOption(strategyId);
   const nowUs = Date.now() * 1000;
-  const input = readInput(ctx, type, id, nowUs) ?? (id === undefined ? strategyNotFound(type) : unknownStrategy(id));
+  const input = await readInput(ctx, type, id, nowUs) ?? (id === undefined ? strategyNotFound(type) : unknownStrategy(id));
   const model = buildReport(input);
   const html = render(model, nowUs);
   if (file === '-') return { text: html };

@@ -36,29 +36,29 @@ export async function stepResolve(ctx: RunCtx, cloud: string, as: ResolveAs, rea
   }
   const reason = checkReason(reasonText);
   const who = whoAmI();
-  const row = withExistingWriteDb(ctx, (db) => {
-    const s = getStrategy(db);
+  const row = await withExistingWriteDb(ctx, async (db) => {
+    const s = await getStrategy(db);
     if (!s) strategyNotFound();
     if (s.extra.driver !== 'exec') throw new OperationError(`strategy-step resolve is for the exec driver's runs: this strategy's driver is ${String(s.extra.driver ?? 'sim')}`);
-    const name = subcloudNameOf(db, cloud);
-    const step = findStep(db, name);
+    const name = await subcloudNameOf(db, cloud);
+    const step = await findStep(db, name);
     if (!step) throw new OperationError(`Strategy step for subcloud ${cloud} not found`);
-    const left = leftRunning(db).find((l) => l.cloud === name);
+    const left = (await leftRunning(db)).find((l) => l.cloud === name);
     if (!left) throw new OperationError(`${name} has no run going (its step is ${step.state}): nothing to resolve`);
     const run = `${left.state}, attempt ${left.attempt}, on ${left.host ?? 'an unknown host'}`;
-    const watcher = left.host === null ? undefined : liveWorkers(db).find((w) => w.host === left.host);
+    const watcher = left.host === null ? undefined : (await liveWorkers(db)).find((w) => w.host === left.host);
     if (watcher) throw new OperationError(`${name}'s run (${run}) is watched by a live worker there (pid ${watcher.pid}): its end comes from it`);
     const runId = runIdOf({ campaign: s.created_at, cloud: name, state: left.state, attempt: left.attempt });
     // Committed by its worker, never handed to its launcher (it stopped first): it never ran, and
     // the next look at it gives it up to run again. Nothing to say of its end.
-    if (runClaim(db, runId)?.what !== 'started') throw new OperationError(`${name}'s run (${run}) was never started there (its worker stopped first): the next apply runs it again`);
-    const known = runEnd(db, runId);
+    if ((await runClaim(db, runId))?.what !== 'started') throw new OperationError(`${name}'s run (${run}) was never started there (its worker stopped first): the next apply runs it again`);
+    const known = await runEnd(db, runId);
     if (known) throw new OperationError(`${name}'s run (${run}) has ended already (${known.code === null ? `killed by ${known.signal ?? 'a signal'}` : `exit ${known.code}`}, said by ${known.host}): the next look at it takes that`);
     // Its launcher writes outside the writers' lock: its end may land between the look and this.
-    const said = resolveRun(db, runId, byOf(who), as === 'ok' ? 0 : 1, as === 'ok' ? '' : `resolved as failed by ${who.user}${reason ? `: ${reason}` : ''}`);
+    const said = await resolveRun(db, runId, byOf(who), as === 'ok' ? 0 : 1, as === 'ok' ? '' : `resolved as failed by ${who.user}${reason ? `: ${reason}` : ''}`);
     if (!said) throw new OperationError(`${name}'s run (${run}) has ended already, said by its host just now: the next look at it takes that`);
-    recordEvent(db, who, EVENTS.runResolved, `${name}: ${run}: ${as}, said by the operator`, reason);
-    return findStep(db, name)!;
+    await recordEvent(db, who, EVENTS.runResolved, `${name}: ${run}: ${as}, said by the operator`, reason);
+    return (await findStep(db, name))!;
   });
   if (!row) strategyNotFound();
   return { kind: 'step', row };

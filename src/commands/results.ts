@@ -20,7 +20,7 @@ export type StepLine = [string, number, string, string, string | null, string | 
  * yields each row and closes it; the CLI may stream them to stdout or gather them (to sort, or to
  * size a table's columns). A list of 100,000 rows then never lives in memory at once.
  */
-export interface RowStream<T> extends Iterable<T> {
+export interface RowStream<T> extends AsyncIterable<T> {
   readonly streamed: true;
 }
 

@@ -22,13 +22,13 @@ export const SHOW_COMMANDS_COLUMNS = ['state', 'name', 'value'];
 export type Preview = Awaited<ReturnType<typeof loadPreview>>;
 
 /** `cloud`: a subcloud of the plan by name, or `true` for the plan's first. */
-export function showCommandsView(db: Db, plan: Plan, cloud: string | true, input: { type: StrategyType; extra: ExtraArgs; dbPath: string; preview: Preview }): ListResult {
+export async function showCommandsView(db: Db, plan: Plan, cloud: string | true, input: { type: StrategyType; extra: ExtraArgs; dbPath: string; preview: Preview }): Promise<ListResult> {
   const step = cloud === true ? plan.steps[0] : plan.steps.find((s) => s.name === cloud);
   if (!step) throw new UsageError(`--show-commands ${cloud}: the subcloud has no step in this plan`);
-  const own = getSubcloudConfig(db, step.subcloudId);
+  const own = await getSubcloudConfig(db, step.subcloudId);
   // A planned step's subcloud is in the file the plan was read from, in this same transaction.
-  const row = subcloudById(db, step.subcloudId)!;
-  const options = new ConfigBook(getDefaultConfig(db), own ? [[step.subcloudId, own]] : []).optionsFor(step.subcloudId);
+  const row = (await subcloudById(db, step.subcloudId))!;
+  const options = new ConfigBook(await getDefaultConfig(db), own ? [[step.subcloudId, own]] : []).optionsFor(step.subcloudId);
   const runs = input.preview(input.extra, {
     cloud: step.name,
     type: input.type,

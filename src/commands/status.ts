@@ -72,17 +72,17 @@ export const STATUS_FIELDS = [
 const STATUS_FAILURES = 5;
 
 /** How long the strategy has left, by the same model as the live view's ETA. */
-export function estimateLeft(
+export async function estimateLeft(
   db: Db,
   s: Strategy,
   counts: { stage: number; state: string; n: number }[],
   windows: Map<number, number>,
   nowMs: number,
-): { ms: number | null; source: EstimateSource; stepMs: number | null } {
+): Promise<{ ms: number | null; source: EstimateSource; stepMs: number | null }> {
   const states = statesOf(s.type as StrategyType, s.extra as { cert_file?: string | null });
   const { means, source, sds } = stateMeans(states, {
-    observed: observedDurations(db),
-    history: durationStats(db, durationKey(s.type, s.extra)),
+    observed: await observedDurations(db),
+    history: await durationStats(db, durationKey(s.type, s.extra)),
     fallbackMs: simLatencyMidpoint(s.extra),
   });
   if (!means) return { ms: null, source, stepMs: null };
@@ -95,7 +95,7 @@ export function estimateLeft(
   // Steps mid-state: those with an operation running have run for a while; the others (between
   // two operations, or held) count from now.
   const running = new Map<string, number[]>();
-  for (const op of runningOps(db)) {
+  for (const op of (await runningOps(db))) {
     const key = `${op.stage}\u0000${op.state}`;
     let list = running.get(key);
     if (!list) running.set(key, (list = []));
@@ -130,11 +130,11 @@ function budgetText(stored: string | null, stopOnFailure: boolean, total: number
  * The apply lock's holder; on a PostgreSQL store, the strategy's workers instead (one line each:
  * host, pid, heartbeat age, subclouds in flight and ended).
  */
-function orchestratorText(db: Db, nowMs: number, unknown: readonly string[]): string | null {
-  const workers = workerStatuses(db);
+async function orchestratorText(db: Db, nowMs: number, unknown: readonly string[]): Promise<string | null> {
+  const workers = await workerStatuses(db);
   if (workers.length || unknown.length) {
     // Heartbeats are on the store's clock, not this host's.
-    const clock = storeClockMs(db);
+    const clock = await storeClockMs(db);
     const lines = workers.map((w) => {
       const age = Math.max(0, clock - w.heartbeatMs);
       const gone = age > w.leaseMs ? ' (lease ran out)' : '';
@@ -143,7 +143,7 @@ function orchestratorText(db: Db, nowMs: number, unknown: readonly string[]): st
     // Runs whose host has no live worker and whose end has not come (live-runs.ts), after them.
     return [...(workers.length ? [`${workers.length} worker(s):`, ...lines] : ['no live worker']), ...unknown].join('\n');
   }
-  const lock = readLock(db);
+  const lock = await readLock(db);
   if (!lock) return null;
   const age = formatSpan(Math.max(0, nowMs - lock.heartbeat_ms));
   const alive = holderAlive(lock, nowMs);
@@ -157,10 +157,10 @@ let windowNow: (() => number) | null = null;
  * The groups whose subclouds not started have a maintenance window: each closed one waits, with
  * when it opens (ISO, UTC), each open one says so. Null when no such group has a step left.
  */
-function maintenanceText(db: Db): string | null {
-  const groups = groupsWithWindows(db);
+async function maintenanceText(db: Db): Promise<string | null> {
+  const groups = await groupsWithWindows(db);
   if (groups.length === 0) return null;
-  const waiting = initialStepsByGroup(db, groups.map((g) => g.id));
+  const waiting = await initialStepsByGroup(db, groups.map((g) => g.id));
   if (waiting.size === 0) return null;
   windowNow ??= windowClock(process.env);
   const now = new Date(windowNow());
@@ -187,21 +187,21 @@ const STATUS_DEFERRED = 5;
  * What holds `current` back (domain/status-hold.ts), and the latest a closed maintenance window
  * lets the rollout end (from now): its stage's gates, and the windows its steps not started wait for.
  */
-function holdOf(
+async function holdOf(
   db: Db,
   current: number,
   stageCounts: { stage: number; state: string; n: number }[],
   nowMs: number,
   stepMs: number | null,
-): { hold: Hold | null; latest: { ms: number; label: string } | null } {
-  const gates = listStageGates(db).map((g) => ({ ...g, dueMs: g.gate_due_at === null ? null : parseTime(g.gate_due_at) }));
+): Promise<{ hold: Hold | null; latest: { ms: number; label: string } | null }> {
+  const gates = (await listStageGates(db)).map((g) => ({ ...g, dueMs: g.gate_due_at === null ? null : parseTime(g.gate_due_at) }));
   const closed: ClosedWindow[] = [];
   let latest: { ms: number; label: string } | null = null;
-  const groups = groupsWithWindows(db);
+  const groups = await groupsWithWindows(db);
   if (groups.length) {
     windowNow ??= windowClock(process.env);
     const wnow = windowNow();
-    const byStage = initialStepsByStageGroup(db, groups.map((g) => g.id));
+    const byStage = await initialStepsByStageGroup(db, groups.map((g) => g.id));
     const closedOf = new Map<number, ClosedWindow>();
     for (const g of groups) {
       const w = parseMaintenanceWindow(g.maintenance_window);
@@ -231,15 +231,15 @@ function holdOf(
  * counts come from one moment, so an operation that starts between two of its reads is never
  * counted as in flight beside a step still counted as initial.
  */
-export function statusRecord(db: Db, type: StrategyType | undefined, nowMs: number): { record: ShowResult; state: string } {
-  return db.transaction(() => readStatus(db, type, nowMs)).deferred();
+export async function statusRecord(db: Db, type: StrategyType | undefined, nowMs: number): Promise<{ record: ShowResult; state: string }> {
+  return await db.transaction(async (tx) => readStatus(tx, type, nowMs)).deferred();
 }
 
-function readStatus(db: Db, type: StrategyType | undefined, nowMs: number): { record: ShowResult; state: string } {
-  const s = theStrategy(db, type);
-  const stageRows = listStages(db);
+async function readStatus(db: Db, type: StrategyType | undefined, nowMs: number): Promise<{ record: ShowResult; state: string }> {
+  const s = await theStrategy(db, type);
+  const stageRows = await listStages(db);
   const windows = new Map(stageRows.map((r) => [r.stage, r.max_parallel]));
-  const counts = stageStateCounts(db);
+  const counts = await stageStateCounts(db);
   const perState = { initial: 0, 'in progress': 0, complete: 0, failed: 0, deferred: 0, aborted: 0 };
   let total = 0;
   const open = new Set<number>();
@@ -256,10 +256,10 @@ function readStatus(db: Db, type: StrategyType | undefined, nowMs: number): { re
   // The stage being run: the first with a step not ended; once all have ended, the last.
   const current = ended || open.size === 0 ? stageList[stageList.length - 1] : Math.min(...open);
   const stageIndex = current === undefined ? -1 : stageList.indexOf(current);
-  const running = runningOps(db).length;
-  const failures = latestFailures(db, STATUS_FAILURES);
-  const progress = running ? latestProgress(db, STATUS_FAILURES) : [];
-  const startedAt = firstStartedAt(db);
+  const running = (await runningOps(db)).length;
+  const failures = await latestFailures(db, STATUS_FAILURES);
+  const progress = running ? await latestProgress(db, STATUS_FAILURES) : [];
+  const startedAt = await firstStartedAt(db);
   let elapsed: string | null = null;
   if (startedAt) {
     const from = parseTimestamp(startedAt) / 1000;
@@ -270,19 +270,19 @@ function readStatus(db: Db, type: StrategyType | undefined, nowMs: number): { re
   let source: string | null = null;
   let hold: Hold | null = null;
   if (!ended) {
-    const est = estimateLeft(db, s, counts, windows, nowMs);
-    const held = current === undefined ? { hold: null, latest: null } : holdOf(db, current, counts, nowMs, est.stepMs);
+    const est = await estimateLeft(db, s, counts, windows, nowMs);
+    const held = current === undefined ? { hold: null, latest: null } : await holdOf(db, current, counts, nowMs, est.stepMs);
     hold = held.hold;
     // Paused, nothing new starts: the estimate is the time the rest takes once resumed; a known
     // wait (a soak, a maintenance window) is in it, and said.
     eta = est.ms === null ? 'unknown' : etaText(est.ms, hold, s.state === 'paused', held.latest);
     source = est.ms === null ? null : ESTIMATE_SOURCE_LABEL[est.source];
   }
-  const deferred = perState.deferred ? deferredSteps(db, STATUS_DEFERRED) : [];
+  const deferred = perState.deferred ? await deferredSteps(db, STATUS_DEFERRED) : [];
   const values: Record<(typeof STATUS_FIELDS)[number], Value> = {
     'strategy type': s.type,
     state: s.state,
-    'last action': ((e) => (e ? actionText(e) : null))(lastEventOf(db, OPERATOR_EVENTS)),
+    'last action': ((e) => (e ? actionText(e) : null))(await lastEventOf(db, OPERATOR_EVENTS)),
     driver: (s.extra.driver as string | undefined) ?? 'sim',
     stage: current === undefined ? null : `${stageIndex + 1} of ${stageList.length}${hold ? `, ${hold.text}` : ''}`,
     window: current === undefined ? null : (windows.get(current) ?? null),
@@ -301,13 +301,13 @@ function readStatus(db: Db, type: StrategyType | undefined, nowMs: number): { re
     progress: progress.length ? progress.map((p) => `${p.cloud}: ${p.details}`).join('\n') : null,
     failures: failures.length ? failures.map((f) => `${f.cloud}: ${f.details}`).join('\n') : null,
     'max failures': budgetText(s.max_failures, s.stop_on_failure, total),
-    'stage gates': gateLines(listStageGates(db))?.join('\n') ?? null,
+    'stage gates': gateLines(await listStageGates(db))?.join('\n') ?? null,
     started_at: startedAt,
     elapsed,
     eta,
     'estimate from': source,
-    orchestrator: orchestratorText(db, nowMs, ended ? [] : unknownEnds(db, s)),
-    maintenance: ended ? null : maintenanceText(db),
+    orchestrator: await orchestratorText(db, nowMs, ended ? [] : await unknownEnds(db, s)),
+    maintenance: ended ? null : await maintenanceText(db),
   };
   return { record: show(STATUS_FIELDS.map((f) => [f, values[f]])), state: s.state };
 }
@@ -331,28 +331,28 @@ export interface WatchOptions {
  */
 async function watchLoop(
   ctx: Ctx,
-  frame: (db: Db) => { result: Printable; done: number | null },
+  frame: (db: Db) => Promise<{ result: Printable; done: number | null }>,
   emit: Emit,
   o: WatchOptions,
 ): Promise<number> {
   const pollMs = o.pollMs ?? 250;
   const refreshMs = o.refreshMs ?? 1000;
-  let db = openDb(ctx.dbPath, { create: false });
+  let db = await openDb(ctx.dbPath, { create: false });
   try {
     let version = -1;
     let last = 0;
     for (;;) {
       if (!db) {
         await sleep(pollMs);
-        db = openDb(ctx.dbPath, { create: false });
+        db = await openDb(ctx.dbPath, { create: false });
         continue;
       }
-      const v = dataVersion(db);
+      const v = await dataVersion(db);
       if (v !== version || Date.now() - last >= refreshMs) {
         version = v;
         last = Date.now();
-        const f = frame(db);
-        if (!(await emit(f.result))) return EXIT.ok;
+        const f = await frame(db);
+        if (!await emit(f.result)) return EXIT.ok;
         if (f.done !== null) return f.done;
       }
       await sleep(pollMs);
@@ -363,20 +363,20 @@ async function watchLoop(
 }
 
 export async function strategyStatus(ctx: Ctx, type?: StrategyType): Promise<Result> {
-  const r = withReadDb(ctx, null, (db) => (getStrategy(db) ? statusRecord(db, type, Date.now()).record : null));
+  const r = await withReadDb(ctx, null, async (db) => await getStrategy(db) ? (await statusRecord(db, type, Date.now())).record : null);
   if (!r) strategyNotFound(type);
   return r;
 }
 
 /** `strategy status --watch`: redraw until the strategy ends, then exit as `apply` would. */
-export function watchStatus(ctx: Ctx, type: StrategyType | undefined, o: WatchOptions = {}): (emit: Emit) => Promise<number> {
+export async function watchStatus(ctx: Ctx, type: StrategyType | undefined, o: WatchOptions = {}): Promise<(emit: Emit) => Promise<number>> {
   // Not found is an error at once, as without --watch.
-  withReadDb(ctx, null, (db) => theStrategy(db, type)) ?? strategyNotFound(type);
-  return (emit) =>
-    watchLoop(
+  (await withReadDb(ctx, null, (db) => theStrategy(db, type))) ?? strategyNotFound(type);
+  return async (emit) =>
+    await watchLoop(
       ctx,
-      (db) => {
-        const { record, state } = statusRecord(db, type, Date.now());
+      async (db) => {
+        const { record, state } = await statusRecord(db, type, Date.now());
         return { result: record, done: STRATEGY_ENDED.includes(state) ? exitForState(state) : null };
       },
       emit,
@@ -386,12 +386,12 @@ export function watchStatus(ctx: Ctx, type: StrategyType | undefined, o: WatchOp
 
 /** `strategy-step list --watch`: redraw on change until the strategy ends (or is gone). */
 export function watchSteps(ctx: Ctx, filter: { states?: string[]; stage?: number }, o: WatchOptions = {}): (emit: Emit) => Promise<number> {
-  return (emit) =>
-    watchLoop(
+  return async (emit) =>
+    await watchLoop(
       ctx,
-      (db) => {
-        const s = getStrategy(db);
-        const result: CommandResult = { kind: 'steps', rows: s ? (listStepColumns(db, filter) as StepLine[]) : [] };
+      async (db) => {
+        const s = await getStrategy(db);
+        const result: CommandResult = { kind: 'steps', rows: s ? (await listStepColumns(db, filter) as StepLine[]) : [] };
         return { result, done: !s || STRATEGY_ENDED.includes(s.state) ? EXIT.ok : null };
       },
       emit,

@@ -14,34 +14,34 @@ import { findSubcloud, subcloudNameOf } from '../store/subclouds.js';
  * states (a type whose states come with the strategy) worth a look in the file. (`--stage N` of a
  * stage the strategy does not have lists nothing, as a filter that matches nothing does.)
  */
-export function checkStepFilter(ctx: Ctx, filter: { states?: string[]; stage?: number }): void {
+export async function checkStepFilter(ctx: Ctx, filter: { states?: string[]; stage?: number }): Promise<void> {
   const states = filter.states;
   if (!states?.length || states.every((s) => allStepStates().includes(s))) return;
-  const own = withReadDb(ctx, [] as string[], (db) => {
-    const s = getStrategy(db);
+  const own = await withReadDb(ctx, [] as string[], async (db) => {
+    const s = await getStrategy(db);
     return (s && statesOf(s.type as StrategyType, s.extra as { cert_file?: string | null })) ?? [];
   });
   checkStepStates(states, own);
 }
 
 export async function stepList_(ctx: Ctx, filter: { states?: string[]; stage?: number }): Promise<CommandResult> {
-  checkStepFilter(ctx, filter);
-  return { kind: 'steps', rows: readRows(ctx, (db) => iterateStepColumns(db, filter) as IterableIterator<StepLine>) };
+  await checkStepFilter(ctx, filter);
+  return { kind: 'steps', rows: readRows(ctx, (db) => iterateStepColumns(db, filter) as AsyncIterableIterator<StepLine>) };
 }
 
 export async function stepShow_(ctx: Ctx, cloud: string): Promise<CommandResult> {
-  const row = withReadDb(ctx, null, (db) => findStep(db, subcloudNameOf(db, cloud)) ?? null);
+  const row = await withReadDb(ctx, null, async (db) => await findStep(db, await subcloudNameOf(db, cloud)) ?? null);
   if (!row) throw new OperationError(`Strategy step for subcloud ${cloud} not found`);
   return { kind: 'step', row };
 }
 
 /** A subcloud named that does not exist is an error, as for `strategy-step logs` (not an empty list). */
 export async function stepHistory(ctx: Ctx, cloud?: string): Promise<CommandResult> {
-  const rows = withReadDb(ctx, null, (db) => {
-    if (cloud === undefined) return listHistory(db, undefined);
+  const rows = await withReadDb(ctx, null, async (db) => {
+    if (cloud === undefined) return await listHistory(db, undefined);
     // A subcloud named by its id, as dcmanager's API takes it; one that does not exist is an error.
-    const name = subcloudNameOf(db, cloud);
-    return findSubcloud(db, name) ? listHistory(db, name) : null;
+    const name = await subcloudNameOf(db, cloud);
+    return (await findSubcloud(db, name)) ? await listHistory(db, name) : null;
   });
   if (rows === null && cloud !== undefined) throw new OperationError(`Subcloud ${cloud} does not exist`);
   return { kind: 'history', rows: rows ?? [] };

@@ -46,8 +46,8 @@ export function configList(rows: ConfigRow[]): ListResult {
 }
 
 /** The default row as dcmanager reports it: the stored one, else the built-in defaults. */
-function defaultRow(db: Db | null): ConfigRow {
-  const stored = db ? getDefaultConfig(db) : undefined;
+async function defaultRow(db: Db | null): Promise<ConfigRow> {
+  const stored = db ? await getDefaultConfig(db) : undefined;
   return { cloud: DEFAULT_CLOUD, ...(stored ?? { ...BUILTIN_DEFAULTS, created_at: null, updated_at: null }) };
 }
 
@@ -56,33 +56,33 @@ function subcloudNotFound(): never {
 }
 
 export async function configUpdate(ctx: Ctx, cloud: string | undefined, options: ConfigOptions): Promise<ShowResult> {
-  return withWriteDb(ctx, (db) =>
-    immediate(db, () => {
+  return await withWriteDb(ctx, async (db) =>
+    await immediate(db, async (tx) => {
       if (isDefaultRef(cloud)) {
-        upsertDefaultConfig(db, options);
-        return configShow(defaultRow(db));
+        await upsertDefaultConfig(tx, options);
+        return configShow(await defaultRow(tx));
       }
-      const sc = subcloudByRef(db, cloud!);
+      const sc = await subcloudByRef(tx, cloud!);
       if (!sc) throw new OperationError(`Unable to update patch options for subcloud ${cloud}: Subcloud not found`);
-      upsertSubcloudConfig(db, sc.id, options);
-      return configShow(getSubcloudConfig(db, sc.id)!);
+      await upsertSubcloudConfig(tx, sc.id, options);
+      return configShow((await getSubcloudConfig(tx, sc.id))!);
     }),
   );
 }
 
 /** The default row first, then every subcloud with its own row, in subcloud order. */
 export async function configListAll(ctx: Ctx): Promise<ListResult> {
-  return withReadDb(ctx, configList([defaultRow(null)]), (db) => configList([defaultRow(db), ...listSubcloudConfigs(db)]));
+  return await withReadDb(ctx, configList([await defaultRow(null)]), async (db) => configList([await defaultRow(db), ...(await listSubcloudConfigs(db))]));
 }
 
 export async function configShowOne(ctx: Ctx, cloud: string | undefined): Promise<ShowResult> {
-  if (isDefaultRef(cloud)) return withReadDb(ctx, configShow(defaultRow(null)), (db) => configShow(defaultRow(db)));
-  return withReadDb(ctx, null, (db) => {
-    const sc = subcloudByRef(db, cloud!) ?? subcloudNotFound();
-    const row = getSubcloudConfig(db, sc.id);
+  if (isDefaultRef(cloud)) return await withReadDb(ctx, configShow(await defaultRow(null)), async (db) => configShow(await defaultRow(db)));
+  return (await withReadDb(ctx, null, async (db) => {
+    const sc = await subcloudByRef(db, cloud!) ?? subcloudNotFound();
+    const row = await getSubcloudConfig(db, sc.id);
     if (!row) throw new OperationError(`No options found for Subcloud with id ${sc.id}, defaults will be used.`);
     return configShow(row);
-  }) ?? subcloudNotFound();
+  })) ?? subcloudNotFound();
 }
 
 /** The current client's words for a refused delete; the reason after them is the server's. */
@@ -91,15 +91,15 @@ const UNABLE_TO_DELETE = 'Unable to delete strategy config';
 /** Prints nothing, as dcmanager's client. A file that does not exist has no row to delete. */
 export async function configDelete(ctx: Ctx, cloud: string): Promise<void> {
   // Nothing is printed, so there is no result for `-c` to check.
-  const done = withExistingWriteDb({ dbPath: ctx.dbPath }, (db) => {
+  const done = await withExistingWriteDb({ dbPath: ctx.dbPath }, async (db) => {
     if (isDefaultRef(cloud)) {
-      deleteDefaultConfig(db);
+      await deleteDefaultConfig(db);
+        return true;
+      }
+      const sc = await subcloudByRef(db, cloud);
+      if (!sc) throw new OperationError(`${UNABLE_TO_DELETE}: Subcloud not found`);
+      if (!await deleteSubcloudConfig(db, sc.id)) throw new OperationError(`${UNABLE_TO_DELETE}: Subcloud patch options not found`);
       return true;
-    }
-    const sc = subcloudByRef(db, cloud);
-    if (!sc) throw new OperationError(`${UNABLE_TO_DELETE}: Subcloud not found`);
-    if (!deleteSubcloudConfig(db, sc.id)) throw new OperationError(`${UNABLE_TO_DELETE}: Subcloud patch options not found`);
-    return true;
   });
   if (!done && !isDefaultRef(cloud)) throw new OperationError(`${UNABLE_TO_DELETE}: Subcloud not found`);
 }

@@ -2,7 +2,7 @@
 import path from 'node:path';
 import { OperationError, UsageError } from '../domain/errors.js';
 import { formatMaxFailures, parseMaxFailures } from '../domain/control.js';
-import { checkCombination, checkMaxParallel, planSteps, planStepsInOrder, type PlannedStep } from '../domain/planning.js';
+import { checkCombination, checkMaxParallel, planSteps, StepPlanner, type PlannedStep } from '../domain/planning.js';
 import { timeoutExtraArgs, typeExtraArgs, type ExtraArgs, type RawDriverOptions, type RawTypeOptions } from '../domain/options.js';
 import { driverExtraArgs, loadPreview, parseDriverName } from '../drivers/index.js';
 import { STRATEGY_ENDED, statesOf, type ApplyType, type StrategyType } from '../domain/types.js';
@@ -91,8 +91,8 @@ export function strategyNotFound(type?: StrategyType): never {
 }
 
 /** The one strategy, of the given type if `type` is set. */
-export function theStrategy(db: Db, type?: StrategyType): Strategy {
-  const s = getStrategy(db);
+export async function theStrategy(db: Db, type?: StrategyType): Promise<Strategy> {
+  const s = await getStrategy(db);
   if (!s || (type && s.type !== type)) strategyNotFound(type);
   return s;
 }
@@ -134,14 +134,14 @@ function auditExtraArgs(driverName: string, driver: ExtraArgs, raw: RawDriverOpt
  * `patch-strategy create P1` patches the fleet with P1; the current client's `patch-strategy create
  * subcloud1` names a subcloud). The file is read only for that lone word.
  */
-function resolvePatchId(ctx: Ctx, input: CreateInput): CreateInput {
+async function resolvePatchId(ctx: Ctx, input: CreateInput): Promise<CreateInput> {
   if (input.type !== 'patch') return input;
   const given = input.typeOptions?.patchId;
   let patchId = input.positionalPatchId;
   let clouds = input.cloudNames ?? [];
   if (input.loneWordMayBePatchId && patchId === undefined && given === undefined && clouds.length === 1 && input.cloudName === undefined) {
     const word = clouds[0];
-    if (!withReadDb(ctx, false, (db) => findSubcloud(db, word) !== undefined)) {
+    if (!await withReadDb(ctx, false, async (db) => (await findSubcloud(db, word)) !== undefined)) {
       patchId = word;
       clouds = [];
     }
@@ -152,7 +152,7 @@ function resolvePatchId(ctx: Ctx, input: CreateInput): CreateInput {
 }
 
 export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<CommandResult | Result> {
-  const input = resolvePatchId(ctx, given);
+  const input = await resolvePatchId(ctx, given);
   // Option values on their own first (SPEC §5), as usage errors, before the file is read: a bad
   // value is reported even when a strategy already exists.
   const req = {
@@ -207,25 +207,25 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
   // The check command: the option's, else the exec config's `gate_check`.
   const gateCheck = gates.gateCheck ?? configGateCheck(driver.exec_config);
   if (gates.gate === 'check' && gateCheck === null) throw new UsageError(NO_CHECK);
-  const fillGates = (db: Db) => {
-    fillStageGates(db, { maxFailures: gates.maxFailures, gate: gates.gate, gateCheck });
+  const fillGates = async (db: Db) => {
+    await fillStageGates(db, { maxFailures: gates.maxFailures, gate: gates.gate, gateCheck });
     // A group's default may be `check`: with no command anywhere it could never pass.
-    if (gateCheck === null && listStageGates(db).some((g) => g.gate === 'check')) throw new UsageError(NO_CHECK);
+    if (gateCheck === null && (await listStageGates(db)).some((g) => g.gate === 'check')) throw new UsageError(NO_CHECK);
   };
   // The range (check 3) is a value on its own too; only options that may not be combined (check 2,
   // reported after check 1) come before it.
   if (combines(req)) checkMaxParallel(input.type, req.maxParallelSubclouds);
 
   /** Checks 1, 2 and 4-7 against the file, then the plan; who it leaves out goes to `leftOut`. */
-  const plan = (db: Db | null, leftOut?: LeftOutTally) => {
-    const existing = db && getStrategy(db);
+  const plan = async (db: Db | null, leftOut?: LeftOutTally) => {
+    const existing = db && await getStrategy(db);
     if (existing) throw new OperationError(`Strategy of type: '${existing.type}' already exists`);
     checkCombination(req);
-    const records = db ? planningRecords(db) : [];
-    checkSimFailClouds(simFails, new Set(records.map((r) => r.name)), () => records.map((r) => r.name));
-    const selected = labels && db ? planningRecords(db, labels) : records;
+    const records = db ? await planningRecords(db) : [];
+    checkSimFailClouds(simFails, new Set(records.map((r) => r.name)), records.map((r) => r.name));
+    const selected = labels && db ? await planningRecords(db, labels) : records;
     // A dry run on a file that does not exist yet: the Default group every file holds.
-    const groups = db ? listGroups(db) : [DEFAULT_UNCREATED];
+    const groups = db ? await listGroups(db) : [DEFAULT_UNCREATED];
     const planned = planSteps(req, groups.map((g) => ({
       id: g.id,
       name: g.name,
@@ -234,8 +234,8 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
     })), selected, leftOut);
     if (driverName === 'exec') checkLogFolders(planned.steps.map((st) => st.name));
     if (leftOut && db && !named) {
-      const only = req.groupName ? findGroup(db, req.groupName) : undefined;
-      const out = outsideSelection(db, only ? only.id : null, labels ?? {}, leftOut.keep);
+      const only = req.groupName ? await findGroup(db, req.groupName) : undefined;
+      const out = await outsideSelection(db, only ? only.id : null, labels ?? {}, leftOut.keep);
       leftOut.addCounted('outside', out.count, out.names);
     }
     return planned;
@@ -258,21 +258,21 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
     const show = input.showCommands;
     // Loaded before the read transaction, which cannot wait.
     const preview = show === undefined ? null : await loadPreview();
-    const view = (db: Db | null) => {
+    const view = async (db: Db | null) => {
       // A dry run names every subcloud it would leave out.
       const tally = new LeftOutTally(Infinity);
-      const planned = plan(db, tally);
+      const planned = await plan(db, tally);
       sayLeftOut(tally, planned.steps.length, Infinity);
       // A missing file has no subcloud, so its plan has no step: plan() has refused it already.
-      if (preview && db && show !== undefined) return showCommandsView(db, planned, show, { type: input.type, extra: all, dbPath: path.resolve(ctx.dbPath), preview });
-      return dryRunView(db, planned, input.type, all);
+      if (preview && db && show !== undefined) return await showCommandsView(db, planned, show, { type: input.type, extra: all, dbPath: path.resolve(ctx.dbPath), preview });
+      return await dryRunView(db, planned, input.type, all);
     };
     // Read only: a missing file is an empty fleet, and nothing is created or written.
-    return withReadDb(ctx, null, (db) => db.transaction(() => view(db)).deferred()) ?? view(null);
+    return (await withReadDb(ctx, null, (db) => db.transaction(async (tx) => view(tx)).deferred())) ?? await view(null);
   }
 
-  const record = (db: Db) => {
-    const shown = recordedWindow(db, req);
+  const record = async (db: Db) => {
+    const shown = await recordedWindow(db, req);
     return {
       type: input.type,
       subcloudApplyType: shown.subcloudApplyType,
@@ -285,62 +285,65 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
   // Probed before the write (a probe may take its timeout): the subclouds the plan would take now.
   const offline = input.probe ? await probeForCreate(ctx, { ...extra, ...driver }, plan, Boolean(input.skipUnreachable), input.warn) : [];
 
-  return withWriteDb(ctx, (db) =>
-    immediate(db, () => {
+  return await withWriteDb(ctx, async (db) =>
+    (await immediate(db, async (tx) => {
       // Left out as dcmanager leaves out an offline subcloud: recorded so, with the strategy.
-      if (offline.length) recordAvailability(db, offline.map((p) => ({ id: p.id, answered: false })), new Map());
+      if (offline.length) await recordAvailability(tx, offline.map((p) => ({ id: p.id, answered: false })), new Map());
       const tally = new LeftOutTally();
       if (named) {
-        const p = plan(db, tally);
-        insertStrategy(db, record(db), p.stages);
-        insertSteps(db, p.steps);
-        fillGates(db);
+        const p = await plan(tx, tally);
+        await insertStrategy(tx, await record(tx), p.stages);
+        await insertSteps(tx, p.steps);
+        await fillGates(tx);
         sayLeftOut(tally, p.steps.length, 10);
-        return { kind: 'strategy', strategy: theStrategy(db) };
+        return { kind: 'strategy', strategy: await theStrategy(tx) };
       }
       // The fleet or a group: planned as the subclouds are read, a page at a time, and the steps
       // inserted in batches, so that memory does not follow the fleet. The strategy row goes
       // first (the steps refer to it) and the stages last (known once every subcloud is seen);
       // an error of the plan on any page rolls all of it back with the transaction.
-      const existing = getStrategy(db);
+      const existing = await getStrategy(tx);
       if (existing) throw new OperationError(`Strategy of type: '${existing.type}' already exists`);
       checkCombination(req);
-      const known = new Set(simFails.map((f) => f.slice(0, f.indexOf('='))).filter((c) => idOfName(db, c) !== undefined));
-      checkSimFailClouds(simFails, known, () => allSubcloudNames(db));
-      const groups = listGroups(db).map((g) => ({
+      const known = new Set<string>();
+      for (const f of simFails) {
+        const c = f.slice(0, f.indexOf('='));
+        if ((await idOfName(tx, c)) !== undefined) known.add(c);
+      }
+      checkSimFailClouds(simFails, known, simFails.some((f) => !known.has(f.slice(0, f.indexOf('=')))) ? await allSubcloudNames(tx) : []);
+      const groups = (await listGroups(tx)).map((g) => ({
         id: g.id,
         name: g.name,
         updateApplyType: g.update_apply_type,
         maxParallelSubclouds: g.max_parallel_subclouds,
       }));
-      const only = req.groupName ? findGroup(db, req.groupName) : undefined;
-      insertStrategy(db, record(db), []);
-      const steps = planStepsInOrder(req, groups, planningPages(db, only ? only.id : null, undefined, labels ?? {}), tally);
+      const only = req.groupName ? await findGroup(tx, req.groupName) : undefined;
+      await insertStrategy(tx, await record(tx), []);
+      const planner = new StepPlanner(req, groups, tally);
       const batch: PlannedStep[] = [];
       let planned = 0;
-      for (let r = steps.next(); ; r = steps.next()) {
-        if (!r.done) {
-          planned++;
-          // As in the named path: a name the exec driver could not make a log folder of is refused
-          // at create (the transaction rolls back), not at each step's first run.
-          if (driverName === 'exec') checkLogFolders([r.value.name]);
-          batch.push(r.value);
-        }
-        if (r.done || batch.length === 10_000) {
-          insertSteps(db, batch);
+      for await (const s of planningPages(tx, only ? only.id : null, undefined, labels ?? {})) {
+        const step = planner.add(s);
+        if (!step) continue;
+        planned++;
+        // As in the named path: a name the exec driver could not make a log folder of is refused
+        // at create (the transaction rolls back), not at each step's first run.
+        if (driverName === 'exec') checkLogFolders([step.name]);
+        batch.push(step);
+        if (batch.length === 10_000) {
+          await insertSteps(tx, batch);
           batch.length = 0;
         }
-        if (r.done) {
-          insertStages(db, r.value);
-          fillGates(db);
-          break;
-        }
       }
-      const out = outsideSelection(db, only ? only.id : null, labels ?? {}, tally.keep);
+      const stages = planner.finish();
+      await insertSteps(tx, batch);
+      await insertStages(tx, stages);
+      await fillGates(tx);
+      const out = await outsideSelection(tx, only ? only.id : null, labels ?? {}, tally.keep);
       tally.addCounted('outside', out.count, out.names);
       sayLeftOut(tally, planned, 10);
-      return { kind: 'strategy', strategy: theStrategy(db) };
-    }),
+      return { kind: 'strategy', strategy: await theStrategy(tx) };
+    })),
   );
 }
 
@@ -392,36 +395,36 @@ export const DEFAULT_RECORDED_MAX_PARALLEL = 2;
  * themselves are the stages' (each group's own, when no window was given); this is what the
  * record says, as a script reading `strategy show` expects it.
  */
-function recordedWindow(
+async function recordedWindow(
   db: Db,
   req: { groupName: string | null; subcloudApplyType: ApplyType | null; maxParallelSubclouds: number | null },
-): { subcloudApplyType: ApplyType | null; maxParallelSubclouds: number | null } {
-  const group = req.groupName === null ? undefined : findGroup(db, req.groupName);
+): Promise<{ subcloudApplyType: ApplyType | null; maxParallelSubclouds: number | null }> {
+  const group = req.groupName === null ? undefined : (await findGroup(db, req.groupName));
   const applyType = group ? group.update_apply_type : req.subcloudApplyType;
   const max = applyType === 'serial' ? 1 : group ? group.max_parallel_subclouds : (req.maxParallelSubclouds ?? DEFAULT_RECORDED_MAX_PARALLEL);
   return { subcloudApplyType: applyType, maxParallelSubclouds: max };
 }
 
 export async function strategyShow_(ctx: Ctx, type?: StrategyType): Promise<CommandResult> {
-  return { kind: 'strategy', strategy: withReadDb(ctx, null, (db) => theStrategy(db, type)) ?? strategyNotFound(type) };
+  return { kind: 'strategy', strategy: (await withReadDb(ctx, null, (db) => theStrategy(db, type))) ?? strategyNotFound(type) };
 }
 
 /** Delete the strategy, keeping its record (store/archive.ts) until `db prune` removes it. */
 export async function strategyDelete(ctx: Ctx, type?: StrategyType, opts: { wait?: boolean; reason?: string } = {}): Promise<Outcome> {
   const reason = checkReason(opts.reason);
   if (opts.wait) await waitForLiveRuns(ctx, false);
-  const result = withExistingWriteDb(ctx, (db) => {
-    const s = theStrategy(db, type);
+  const result = await withExistingWriteDb(ctx, async (db) => {
+    const s = await theStrategy(db, type);
     // Its history is how a live run is found: never delete it from under one.
-    refuseWhileLive(liveRuns(db, s, ctx), 'delete the strategy');
+    refuseWhileLive((await liveRuns(db, s, ctx)), 'delete the strategy');
     if (!['initial', ...STRATEGY_ENDED].includes(s.state)) {
       throw new OperationError(`Strategy in state ${s.state} cannot be deleted`);
     }
     // The record as printed is checked (an unknown -c) before anything is written.
     ctx.checkResult?.({ kind: 'strategy', strategy: s });
     const who = whoAmI();
-    recordEvent(db, who, EVENTS.deleted, `${s.state}, kept as strategy ${strategyIdOf(s.created_at)}`, reason);
-    const id = archiveStrategy(db, `${who.user}@${who.host}`);
+    await recordEvent(db, who, EVENTS.deleted, `${s.state}, kept as strategy ${strategyIdOf(s.created_at)}`, reason);
+    const id = await archiveStrategy(db, `${who.user}@${who.host}`);
     // dcmanager's API answers with the record it marked `deleting` (its updated_at stamped), then
     // removes it in the background; dcm has removed it already, and prints what dcmanager prints.
     return { id, strategy: { ...s, state: 'deleting', updated_at: now() } };

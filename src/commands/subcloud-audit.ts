@@ -56,17 +56,17 @@ function parseParallel(text: string | undefined): number {
 }
 
 /** Which subclouds: the names given (in that order), a group's, or every one; exactly one of the three. */
-function selectTargets(db: Db, input: AuditInput): SubcloudRow[] {
+async function selectTargets(db: Db, input: AuditInput): Promise<SubcloudRow[]> {
   if (input.group !== undefined) {
-    const g = findGroup(db, input.group);
+    const g = await findGroup(db, input.group);
     if (!g) throw new OperationError(`Subcloud group ${input.group} does not exist`);
-    return listSubclouds(db, g.id);
+    return await listSubclouds(db, g.id);
   }
-  if (input.all) return listSubclouds(db);
+  if (input.all) return await listSubclouds(db);
   const seen = new Set<number>();
   const out: SubcloudRow[] = [];
   for (const ref of input.names) {
-    const row = mustFind(db, ref);
+    const row = await mustFind(db, ref);
     if (!seen.has(row.id)) out.push(row);
     seen.add(row.id);
   }
@@ -94,7 +94,7 @@ export async function subcloudAudit(ctx: RunCtx, input: AuditInput): Promise<Out
   }
   if (driverName === 'exec' && !input.execConfig) throw new UsageError('--driver exec needs --exec-config FILE (a config with "audit")');
 
-  const rows = withReadDb(ctx, null as SubcloudRow[] | null, (db) => selectTargets(db, input));
+  const rows = await withReadDb(ctx, null as SubcloudRow[] | null, (db) => selectTargets(db, input));
   if (rows === null) {
     // No file: no subcloud. Names were given: the first is not there, as `show` would say.
     if (input.names.length) throw new OperationError(`Subcloud ${input.names[0]} does not exist`);
@@ -113,14 +113,14 @@ export async function subcloudAudit(ctx: RunCtx, input: AuditInput): Promise<Out
   let done = 0;
 
   /** Each report against the row as it is now (another shell may have changed it since the read). */
-  const write = () => {
+  const write = async () => {
     const batch = pending;
     pending = [];
     if (batch.length === 0) return;
-    withExistingWriteDb(writeCtx, (db) =>
-      immediate(db, () => {
+    await withExistingWriteDb(writeCtx, async (db) =>
+      await immediate(db, async (tx) => {
         for (const { target, report } of batch) {
-          const row = subcloudById(db, target.id);
+          const row = await subcloudById(tx, target.id);
           if (!row) {
             failures.push({ index: target.index, text: `${target.name}: deleted while it was audited` });
             continue;
@@ -134,7 +134,7 @@ export async function subcloudAudit(ctx: RunCtx, input: AuditInput): Promise<Out
           }
           const sync = Object.fromEntries(ENDPOINTS.filter((e) => report.sync?.[e] !== undefined).map((e) => [e, report.sync![e]]));
           if (Object.keys(sync).length) update.sync = sync;
-          updateSubcloud(db, row.id, update);
+          await updateSubcloud(tx, row.id, update);
           for (const c of found) changes.push({ index: target.index, row: [target.name, c.field, c.before, c.after] });
         }
       }),
@@ -166,13 +166,13 @@ export async function subcloudAudit(ctx: RunCtx, input: AuditInput): Promise<Out
           done++;
           if (outcome.ok) {
             pending.push({ target: t, report: outcome.report });
-            if (pending.length >= WRITE_BATCH) write();
+            if (pending.length >= WRITE_BATCH) await write();
           } else failures.push({ index: t.index, text: `${t.name}: ${outcome.reason}` });
           input.onProgress?.(done, targets.length, failures.length);
         }),
       ),
     );
-    write();
+    await write();
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

@@ -27,10 +27,10 @@ const RUNNING = ['applying', 'paused', 'abort requested', 'aborting'];
  * else null: a step that has left `initial` and not ended, in a strategy applying (or paused, or
  * aborting).
  */
-function stepInFlight(db: Db, subcloudId: number): { state: string; strategy: string } | null {
-  const s = getStrategy(db);
+async function stepInFlight(db: Db, subcloudId: number): Promise<{ state: string; strategy: string } | null> {
+  const s = await getStrategy(db);
   if (!s || !RUNNING.includes(s.state)) return null;
-  const state = sql(db, 'SELECT state FROM strategy_step WHERE subcloud_id = ?').pluck().get(subcloudId) as string | undefined;
+  const state = await sql(db, 'SELECT state FROM strategy_step WHERE subcloud_id = ?').pluck().get(subcloudId) as string | undefined;
   if (state === undefined || state === 'initial' || STRATEGY_ENDED.includes(state)) return null;
   return { state, strategy: `${s.state} ${s.type}` };
 }
@@ -44,22 +44,22 @@ export type ManagementState = 'managed' | 'unmanaged';
  */
 export async function subcloudSetManagement(ctx: Ctx, ref: string, want: ManagementState, force = false): Promise<CommandResult> {
   const verb = want === 'managed' ? 'manage' : 'unmanage';
-  return withWriteDb(ctx, (db) =>
-    immediate(db, () => {
-      const sc = mustFind(db, ref);
+  return await withWriteDb(ctx, async (db) =>
+    await immediate(db, async (tx) => {
+      const sc = await mustFind(tx, ref);
       const refuse = (why: string): never => {
         throw new OperationError(`Unable to ${verb} subcloud ${ref}: ${why}`);
       };
       if (sc.management === want) refuse(`Subcloud is already ${want}`);
-      const inFlight = stepInFlight(db, sc.id);
+      const inFlight = await stepInFlight(tx, sc.id);
       if (inFlight) {
         refuse(`its step is in progress in the ${inFlight.strategy} strategy (state ${inFlight.state}); wait until it ends, or abort the strategy`);
       }
       if (want === 'managed' && sc.availability !== 'online' && !force) {
         refuse(`Subcloud is ${sc.availability}; give --force to manage it anyway`);
       }
-      updateSubcloud(db, sc.id, { management: want });
-      return { kind: 'subcloud', row: mustFind(db, String(sc.id)), detail: false, reply: {} };
+      await updateSubcloud(tx, sc.id, { management: want });
+      return { kind: 'subcloud', row: await mustFind(tx, String(sc.id)), detail: false, reply: {} };
     }),
   );
 }
@@ -73,9 +73,9 @@ export const NO_ERRORS = 'No errors present';
  * history; plain text, as the client prints it.
  */
 export async function subcloudErrors(ctx: Ctx, ref: string): Promise<string> {
-  const text = withReadDb(ctx, null as string | null, (db) => {
-    const sc = mustFind(db, ref);
-    const last = sql(
+  const text = await withReadDb(ctx, null as string | null, async (db) => {
+    const sc = await mustFind(db, ref);
+    const last = await sql(
       db,
       `SELECT h.state, h.details FROM step_history h JOIN strategy_step st ON st.id = h.step_id
        WHERE st.subcloud_id = ? AND h.outcome IN ('failed', 'timeout') ORDER BY h.id DESC LIMIT 1`,
@@ -115,7 +115,7 @@ export interface PrestageInput {
  * `subcloud errors`. Prints the subcloud as dcmanager's detail_prestage_format does.
  */
 export async function subcloudPrestage(ctx: RunCtx, ref: string, input: PrestageInput): Promise<Outcome> {
-  const sc = withReadDb(ctx, null, (db) => mustFind(db, ref));
+  const sc = await withReadDb(ctx, null, (db) => mustFind(db, ref));
   if (!sc) throw new OperationError(`Subcloud ${ref} does not exist`);
   checkPrestageable(sc);
   const release = input.typeOptions.release ?? null;
@@ -126,7 +126,7 @@ export async function subcloudPrestage(ctx: RunCtx, ref: string, input: Prestage
   await strategyCreate(inner, { type: 'prestage', cloudNames: [sc.name], typeOptions: input.typeOptions, driverOptions: input.driverOptions });
   const applied = await strategyApply(inner, 'prestage', {});
   if (applied.exitCode === 0) await strategyDelete(inner, 'prestage');
-  const after = withReadDb(ctx, sc, (db) => mustFind(db, String(sc.id)));
+  const after = await withReadDb(ctx, sc, (db) => mustFind(db, String(sc.id)));
   return { result: view(after), exitCode: applied.exitCode };
 }
 
@@ -137,7 +137,7 @@ export async function subcloudPrestage(ctx: RunCtx, ref: string, input: Prestage
  * online subcloud is one the audit would reach, with no alarm dcm knows of (0 and `OK`).
  */
 export async function alarmSummary(ctx: Ctx): Promise<Result> {
-  const rows = withReadDb(ctx, [], (db) => listSubclouds(db));
+  const rows = await withReadDb(ctx, [], (db) => listSubclouds(db));
   const columns = ['NAME', 'CRITICAL_ALARMS', 'MAJOR_ALARMS', 'MINOR_ALARMS', 'WARNINGS', 'STATUS'];
   return list(
     columns,

@@ -14,7 +14,7 @@ import { recordAvailability, type ProbedSite } from '../store/availability.js';
 import { parseDriverName } from '../drivers/index.js';
 import { proberFromOptions, type Prober, type ProbeResult } from '../drivers/probe.js';
 import { immediate, withReadDb, withWriteDb, type Ctx } from './context.js';
-import { mustFind } from './subclouds.js';
+import { mustFindAll } from './subclouds.js';
 import { list } from './plain-results.js';
 import type { Outcome } from './results.js';
 
@@ -66,15 +66,15 @@ export async function subcloudProbe(ctx: Ctx, input: ProbeInput): Promise<Outcom
     throw new UsageError(`Invalid --max-parallel value: ${parallel}. It must be between 1 and 1000`);
   }
   const prober = await proberFromOptions(parseDriverName(input.driver), { execConfig: input.execConfig }, ctx.dbPath);
-  const rows = withReadDb(ctx, null as SubcloudRow[] | null, (db) => {
-    if (input.all) return listSubclouds(db);
+  const rows = await withReadDb(ctx, null as SubcloudRow[] | null, async (db) => {
+    if (input.all) return await listSubclouds(db);
     if (input.group !== undefined) {
-      const g = findGroup(db, input.group);
+      const g = await findGroup(db, input.group);
       if (!g) throw new OperationError(`Subcloud group ${input.group} does not exist`);
-      return listSubclouds(db, g.id);
+      return await listSubclouds(db, g.id);
     }
     const seen = new Set<number>();
-    return input.names.map((n) => mustFind(db, n)).filter((r) => !seen.has(r.id) && seen.add(r.id));
+      return (await mustFindAll(db, input.names)).filter((r) => !seen.has(r.id) && seen.add(r.id));
   });
   if (rows === null) {
     if (input.names.length) throw new OperationError(`Subcloud ${input.names[0]} does not exist`);
@@ -88,7 +88,7 @@ export async function subcloudProbe(ctx: Ctx, input: ProbeInput): Promise<Outcom
   );
   const before = new Map(chosen.map((r) => [r.id, r.availability]));
   // The table is checked against -c inside the write: a bad column records nothing.
-  const result = probed.length ? withWriteDb(ctx, (db) => immediate(db, () => (recordAvailability(db, probedSites(probed), before), table))) : table;
+  const result = probed.length ? await withWriteDb(ctx, async (db) => await immediate(db, async (tx) => ((await recordAvailability(tx, probedSites(probed), before)), table))) : table;
   const silent = probed.filter((p) => !p.result.answered);
   return {
     result,

@@ -17,39 +17,39 @@ import {
   listSubclouds,
   updateSubcloud,
   type SubcloudFields,
+  type SubcloudRow,
 } from '../store/subclouds.js';
 import { immediate, readRows, withReadDb, withWriteDb, type Ctx } from './context.js';
 import type { CommandResult } from './results.js';
 
-function groupId(db: Db, ref: string): number {
-  const g = findGroup(db, ref);
+async function groupId(db: Db, ref: string): Promise<number> {
+  const g = await findGroup(db, ref);
   if (!g) throw new OperationError(`Subcloud group ${ref} does not exist`);
   return g.id;
 }
 
 /** Input fields to stored fields: the group reference becomes its id. */
-function toStored(db: Db, input: SubcloudInput): SubcloudFields {
+async function toStored(db: Db, input: SubcloudInput): Promise<SubcloudFields> {
   const { group, ...rest } = input;
-  return group === undefined ? rest : { ...rest, group_id: groupId(db, group) };
+  return group === undefined ? rest : { ...rest, group_id: await groupId(db, group) };
 }
 
-function addRows(db: Db, rows: { name: string; fields: SubcloudInput; line?: number }[]): void {
-  const taken = existingNames(db, rows.map((r) => r.name));
+async function addRows(db: Db, rows: { name: string; fields: SubcloudInput; line?: number }[]): Promise<void> {
+  const taken = await existingNames(db, rows.map((r) => r.name));
   if (taken.length) {
     const row = rows.find((r) => r.name === taken[0])!;
     throw new OperationError(`${row.line ? `line ${row.line}: ` : ''}Subcloud ${taken[0]} already exists`);
   }
-  insertSubclouds(
-    db,
-    rows.map((r) => {
+  const stored: { name: string; fields: SubcloudFields }[] = [];
+  for (const r of rows) {
       try {
-        return { name: r.name, fields: toStored(db, r.fields) };
+      stored.push({ name: r.name, fields: await toStored(db, r.fields) });
       } catch (err) {
         if (r.line && err instanceof OperationError) throw new OperationError(`line ${r.line}: ${err.message}`);
         throw err;
       }
-    }),
-  );
+  }
+  await insertSubclouds(db, stored);
 }
 
 export async function subcloudAdd(ctx: Ctx, names: string[], input: SubcloudInput): Promise<CommandResult> {
@@ -57,11 +57,11 @@ export async function subcloudAdd(ctx: Ctx, names: string[], input: SubcloudInpu
   const seen = new Set<string>();
   const dup = names.find((n) => seen.size === seen.add(n).size);
   if (dup) throw new OperationError(`Subcloud ${dup} is given twice`);
-  return withWriteDb(ctx, (db) =>
-    immediate(db, () => {
-      addRows(db, names.map((name) => ({ name, fields: input })));
+  return await withWriteDb(ctx, async (db) =>
+    await immediate(db, async (tx) => {
+      await addRows(tx, names.map((name) => ({ name, fields: input })));
       const added = new Set(names);
-      return { kind: 'subclouds', rows: listSubclouds(db).filter((r) => added.has(r.name)), detail: false };
+      return { kind: 'subclouds', rows: (await listSubclouds(tx)).filter((r) => added.has(r.name)), detail: false };
     }),
   );
 }
@@ -79,8 +79,8 @@ export async function subcloudImport(ctx: Ctx, file: string): Promise<CommandRes
   // (no name column, broken JSON on line 1) creates nothing, not even a temporary file.
   const batches = importBatches(buf);
   const head = batches.next();
-  return withWriteDb(ctx, (db) =>
-    immediate(db, () => {
+  return await withWriteDb(ctx, async (db) =>
+    await immediate(db, async (tx) => {
       // All rows or none: every batch is inserted inside this one transaction, so a bad row on
       // any line rolls back the batches before it (and a new file is never published).
       let count = 0;
@@ -88,20 +88,21 @@ export async function subcloudImport(ctx: Ctx, file: string): Promise<CommandRes
       // one (the table has no AUTOINCREMENT, and this transaction is the only writer), so a name
       // that meets an id above `before` is a name given twice in the file.
       const lines: number[] = [];
-      const before = maxSubcloudId(db);
-      const insert = (rows: ImportRow[]) => {
-        const stored = rows.map((r) => {
+      const before = await maxSubcloudId(tx);
+      const insert = async (rows: ImportRow[]) => {
+        const stored: { name: string; fields: SubcloudFields }[] = [];
+        for (const r of rows) {
           try {
-            return { name: r.name, fields: toStored(db, r.fields) };
+            stored.push({ name: r.name, fields: await toStored(tx, r.fields) });
           } catch (err) {
             if (err instanceof OperationError) throw new OperationError(`line ${r.line}: ${err.message}`);
             throw err;
           }
-        });
+        }
         for (const r of rows) lines.push(r.line);
-        insertSubclouds(db, stored, (i) => {
+        await insertSubclouds(tx, stored, async (i) => {
           const r = rows[i];
-          const other = idOfName(db, r.name);
+          const other = await idOfName(tx, r.name);
           if (other !== undefined && other > before) {
             throw new OperationError(`line ${r.line}: duplicate name '${r.name}' (first on line ${lines[other - before - 1]})`);
           }
@@ -109,8 +110,8 @@ export async function subcloudImport(ctx: Ctx, file: string): Promise<CommandRes
         });
         count += rows.length;
       };
-      if (!head.done) insert(head.value);
-      for (const rows of batches) insert(rows);
+      if (!head.done) await insert(head.value);
+      for (const rows of batches) await insert(rows);
       return { kind: 'imported', count };
     }),
   );
@@ -124,51 +125,58 @@ export async function subcloudList_(
   opts: { group?: string; all?: boolean; detail?: boolean; labels?: LabelSelector } = {},
 ): Promise<CommandResult> {
   // Read as printed: the group is looked up when the listing starts, before anything is written.
-  const rows = readRows(ctx, (db) =>
-    iterateSubclouds(db, opts.group === undefined ? undefined : groupId(db, opts.group), Boolean(opts.all), SECONDARY, opts.labels),
-  );
+  const rows = readRows(ctx, async function* (db) {
+    yield* iterateSubclouds(db, opts.group === undefined ? undefined : await groupId(db, opts.group), Boolean(opts.all), SECONDARY, opts.labels);
+  });
   return { kind: 'subclouds', rows, detail: Boolean(opts.detail) };
 }
 
 /** A subcloud by name, or by id when all digits (see findSubcloudByRef). */
-export function mustFind(db: Db, name: string) {
-  const sc = findSubcloudByRef(db, name);
+export async function mustFind(db: Db, name: string): Promise<SubcloudRow> {
+  const sc = await findSubcloudByRef(db, name);
   if (!sc) throw new OperationError(`Subcloud ${name} does not exist`);
   return sc;
 }
 
+/** Each of `names` (mustFind), in order. */
+export async function mustFindAll(db: Db, names: readonly string[]): Promise<SubcloudRow[]> {
+  const rows: SubcloudRow[] = [];
+  for (const n of names) rows.push(await mustFind(db, n));
+  return rows;
+}
+
 export async function subcloudShow_(ctx: Ctx, name: string, detail = false): Promise<CommandResult> {
-  const row = withReadDb(ctx, null, (db) => mustFind(db, name));
+  const row = await withReadDb(ctx, null, (db) => mustFind(db, name));
   if (!row) throw new OperationError(`Subcloud ${name} does not exist`);
   return { kind: 'subcloud', row, detail };
 }
 
 export async function subcloudUpdate(ctx: Ctx, names: string[], input: SubcloudInput): Promise<CommandResult> {
   if (Object.keys(input).length === 0) throw new OperationError('Nothing to update');
-  return withWriteDb(ctx, (db) =>
-    immediate(db, () => {
-      const rows = names.map((n) => mustFind(db, n));
-      const fields = toStored(db, input);
-      for (const r of rows) updateSubcloud(db, r.id, fields);
+  return await withWriteDb(ctx, async (db) =>
+    (await immediate(db, async (tx) => {
+      const rows = await mustFindAll(tx, names);
+      const fields = await toStored(tx, input);
+      for (const r of rows) await updateSubcloud(tx, r.id, fields);
       // One name: the subcloud as `show` prints it, as dcmanager's `subcloud update` does.
-      if (names.length === 1) return { kind: 'subcloud', row: mustFind(db, String(rows[0].id)), detail: false };
+      if (names.length === 1) return { kind: 'subcloud', row: await mustFind(tx, String(rows[0].id)), detail: false };
       const changed = new Set(rows.map((r) => r.id));
-      return { kind: 'subclouds', rows: listSubclouds(db).filter((r) => changed.has(r.id)), detail: false };
-    }),
+      return { kind: 'subclouds', rows: (await listSubclouds(tx)).filter((r) => changed.has(r.id)), detail: false };
+    })),
   );
 }
 
 export async function subcloudDelete(ctx: Ctx, names: string[]): Promise<CommandResult> {
-  return withWriteDb(ctx, (db) =>
-    immediate(db, () => {
-      const rows = names.map((n) => mustFind(db, n));
+  return await withWriteDb(ctx, async (db) =>
+    (await immediate(db, async (tx) => {
+      const rows = await mustFindAll(tx, names);
       for (const r of rows) {
-        if (hasStep(db, r.id)) {
+        if (await hasStep(tx, r.id)) {
           throw new OperationError(`Subcloud ${r.name} has a step in the current strategy; delete the strategy first`);
         }
       }
-      for (const r of rows) deleteSubcloud(db, r.id);
+      for (const r of rows) await deleteSubcloud(tx, r.id);
       return { kind: 'nothing' };
-    }),
+    })),
   );
 }

@@ -75,11 +75,10 @@ export function checkStepStates(states: readonly string[] | undefined, extra: re
  * `--sim-fail CLOUD=STATE` names subclouds that exist: a typo would otherwise inject nothing and
  * the rehearsal would pass for the wrong reason.
  */
-export function checkSimFailClouds(items: readonly string[], known: ReadonlySet<string>, names: () => string[]): void {
+export function checkSimFailClouds(items: readonly string[], known: ReadonlySet<string>, all: readonly string[]): void {
   for (const item of items) {
     const cloud = item.slice(0, item.indexOf('='));
     if (known.has(cloud)) continue;
-    const all = names();
     if (all.length === 0) throw new UsageError(`Invalid --sim-fail cloud '${cloud}': there are no subclouds`);
     const near = nearest(cloud, all, 5);
     const shown = [...near, ...all.filter((n) => !near.includes(n))];

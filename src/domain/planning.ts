@@ -193,57 +193,86 @@ export function planSteps(
 
 /**
  * planSteps for the whole fleet or one group (no cloud named), fed one subcloud at a time, so
- * that a create over 1,000,000 subclouds never holds them all: `subclouds` must come in group id,
- * then subcloud id order (the order planSteps sorts them into). Yields each step as planned and
- * returns the stages; throws planSteps' errors (the caller's transaction undoes what it wrote).
+ * that a create over 1,000,000 subclouds never holds them all: subclouds must come in group id,
+ * then subcloud id order (the order planSteps sorts them into). `add` plans each one (its step, or
+ * null when it is left out) and `finish` gives the stages; both throw planSteps' errors (the
+ * caller's transaction undoes what it wrote). The subclouds are pushed in, not pulled: the store
+ * reads them a page at a time, asynchronously.
  */
+export class StepPlanner {
+  private readonly endpoint;
+  private readonly force: boolean;
+  private readonly target: string | null;
+  private readonly groupById: Map<number, GroupRecord>;
+  private readonly only: GroupRecord | undefined;
+  private readonly stages: StagePlan[] = [];
+  private lastGroup = -1;
+
+  constructor(
+    private readonly req: PlanRequest,
+    groups: readonly GroupRecord[],
+    private readonly leftOut?: LeftOutTally,
+  ) {
+    if (req.cloudName || req.cloudNames?.length) throw new Error('StepPlanner plans no named cloud: use planSteps');
+    const info = TYPES[req.type];
+    this.endpoint = info.endpoint;
+    this.force = Boolean(req.force) && info.forceAllowed;
+    this.target = req.targetVersion ?? null;
+    this.groupById = new Map(groups.map((g) => [g.id, g]));
+    if (req.groupName) {
+      this.only =
+        groups.find((x) => x.name === req.groupName) ??
+        (/^\d+$/.test(req.groupName) ? groups.find((x) => x.id === Number(req.groupName)) : undefined);
+      if (!this.only) throw new OperationError(`Subcloud group ${req.groupName} does not exist`);
+    }
+  }
+
+  private windowFor(group: GroupRecord | undefined): number {
+    const applyType = this.req.subcloudApplyType ?? group?.updateApplyType ?? 'parallel';
+    if (applyType === 'serial') return 1;
+    return this.req.maxParallelSubclouds ?? group?.maxParallelSubclouds ?? 2;
+  }
+
+  add(s: SubcloudRecord): PlannedStep | null {
+    if (this.only && s.groupId !== this.only.id) return null;
+    const why = candidacy(this.req.type, s);
+    if (why) {
+      this.leftOut?.add(why, s.name);
+      return null;
+    }
+    const info = TYPES[this.req.type];
+    if (this.target === null && this.endpoint && s.sync[this.endpoint] === 'unknown') throw new OperationError(`${info.syncLabel} sync status is unknown for one or more subclouds`);
+    const out = taken(s, this.endpoint, this.force, this.target);
+    if (out) {
+      this.leftOut?.add(out, s.name);
+      return null;
+    }
+    // A group is a single stage; the fleet, a stage per group.
+    if (this.stages.length === 0 || (!this.only && s.groupId !== this.lastGroup)) {
+      const group = this.groupById.get(s.groupId);
+      this.stages.push({ stage: this.stages.length + 1, window: this.windowFor(group), groupName: group?.name ?? '' });
+    }
+    this.lastGroup = s.groupId;
+    return { subcloudId: s.id, name: s.name, stage: this.stages.length };
+  }
+
+  finish(): StagePlan[] {
+    if (this.stages.length === 0) throw new OperationError('Strategy has no steps to apply');
+    return this.stages;
+  }
+}
+
+/** StepPlanner over an iterable: yields each step as planned and returns the stages. */
 export function* planStepsInOrder(
   req: PlanRequest,
   groups: readonly GroupRecord[],
   subclouds: Iterable<SubcloudRecord>,
   leftOut?: LeftOutTally,
 ): Generator<PlannedStep, StagePlan[], undefined> {
-  if (req.cloudName || req.cloudNames?.length) throw new Error('planStepsInOrder plans no named cloud: use planSteps');
-  const info = TYPES[req.type];
-  const endpoint = info.endpoint;
-  const force = Boolean(req.force) && info.forceAllowed;
-  const target = req.targetVersion ?? null;
-  const groupById = new Map(groups.map((g) => [g.id, g]));
-  let only: GroupRecord | undefined;
-  if (req.groupName) {
-    only =
-      groups.find((x) => x.name === req.groupName) ??
-      (/^\d+$/.test(req.groupName) ? groups.find((x) => x.id === Number(req.groupName)) : undefined);
-    if (!only) throw new OperationError(`Subcloud group ${req.groupName} does not exist`);
-  }
-  const windowFor = (group: GroupRecord | undefined): number => {
-    const applyType = req.subcloudApplyType ?? group?.updateApplyType ?? 'parallel';
-    if (applyType === 'serial') return 1;
-    return req.maxParallelSubclouds ?? group?.maxParallelSubclouds ?? 2;
-  };
-  const stages: StagePlan[] = [];
-  let lastGroup = -1;
+  const planner = new StepPlanner(req, groups, leftOut);
   for (const s of subclouds) {
-    if (only && s.groupId !== only.id) continue;
-    const why = candidacy(req.type, s);
-    if (why) {
-      leftOut?.add(why, s.name);
-      continue;
-    }
-    if (target === null && endpoint && s.sync[endpoint] === 'unknown') throw new OperationError(`${info.syncLabel} sync status is unknown for one or more subclouds`);
-    const out = taken(s, endpoint, force, target);
-    if (out) {
-      leftOut?.add(out, s.name);
-      continue;
-    }
-    // A group is a single stage; the fleet, a stage per group.
-    if (stages.length === 0 || (!only && s.groupId !== lastGroup)) {
-      const group = groupById.get(s.groupId);
-      stages.push({ stage: stages.length + 1, window: windowFor(group), groupName: group?.name ?? '' });
-    }
-    lastGroup = s.groupId;
-    yield { subcloudId: s.id, name: s.name, stage: stages.length };
+    const step = planner.add(s);
+    if (step) yield step;
   }
-  if (stages.length === 0) throw new OperationError('Strategy has no steps to apply');
-  return stages;
+  return planner.finish();
 }

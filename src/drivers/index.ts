@@ -60,7 +60,7 @@ const MODULES: Record<DriverName, DriverModule> = {
     extraArgs: async (input) => (await import('./sim/options.js')).simExtraArgs(input),
     async create(dbPath, { extra }) {
       const { SimDriver, simSettings } = await import('./sim/index.js');
-      return new SimDriver(dbPath, simSettings(extra));
+      return await SimDriver.open(dbPath, simSettings(extra));
     },
   },
   exec: {
@@ -154,7 +154,7 @@ export async function createAuditor(dbPath: string, name: DriverName, execConfig
   if (name === 'sim') {
     if (execConfig !== undefined) throw new UsageError('--exec-config is an option of the exec driver, not of --driver sim');
     const [{ SimDriver, simSettings }, { visibleDriver }] = await Promise.all([import('./sim/index.js'), import('./visible.js')]);
-    return visibleDriver(new SimDriver(dbPath, simSettings({})) as Auditor);
+    return visibleDriver(await SimDriver.open(dbPath, simSettings({})) as Auditor);
   }
   if (!execConfig) throw new UsageError('--driver exec needs --exec-config FILE (a config with "audit")');
   const [{ parseConfigText, resolveAuditConfig }, { readConfigFile }, { auditOnlyDriver }, { checkAuditAlone }, { visibleDriver }] = await Promise.all([

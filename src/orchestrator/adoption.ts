@@ -23,28 +23,28 @@ export interface LeftRuns {
 }
 
 /** `request(step, left)`: the request the run would have been started with (for the driver's rules). */
-export function adoptLeftRuns(
+export async function adoptLeftRuns(
   db: Db,
   driver: Driver,
-  request: (step: CursorStep, left: LeftRunRow) => OperationRequest,
+  request: (step: CursorStep, left: LeftRunRow) => Promise<OperationRequest>,
   /** One of several workers: only the runs of the steps it holds, but those it already waits for. */
   only?: { owner: number; skip: (stepId: number) => boolean; host: string },
   /** A run another host started: its end as that host writes it (remote-runs.ts). */
   elsewhere?: (left: LeftRunRow, req: OperationRequest, here: string) => Promise<OperationResult> | null,
-): LeftRuns {
-  const left = only ? leftRunning(db, only.owner).filter((l) => !only.skip(l.stepId)) : leftRunning(db);
-  const byId = stepsByIds(db, left.map((l) => l.stepId));
+): Promise<LeftRuns> {
+  const left = only ? (await leftRunning(db, only.owner)).filter((l) => !only.skip(l.stepId)) : await leftRunning(db);
+  const byId = await stepsByIds(db, left.map((l) => l.stepId));
   const out: LeftRuns = { adopted: new Map(), interrupted: [] };
   for (const l of left) {
     const step = byId.get(l.stepId);
     // A row whose step moved on (or a driver that cannot adopt) was cut off: it runs again.
     let req: OperationRequest | null = null;
     if (step && step.state === l.state && only && l.host !== null && elsewhere && driver.remote) {
-      req = request(step, l);
+      req = await request(step, l);
       // Started on another host: never run again while it may still go there. Or on this one,
       // whose launcher was lost with it, and the operator has said how it ended (`strategy-step
       // resolve`): that end, before what this host's files say (nothing, if the host went down).
-      if (l.host !== only.host || operatorEnd(db, driver.remote(l, req).key)) {
+      if (l.host !== only.host || await operatorEnd(db, driver.remote(l, req).key)) {
         const result = elsewhere(l, req, only.host);
         if (result) {
           out.adopted.set(l.stepId, { step, left: l, result });
@@ -52,7 +52,7 @@ export function adoptLeftRuns(
         }
       }
     }
-    const adoption = step && driver.adopt && step.state === l.state ? driver.adopt(l, req ?? request(step, l)) : null;
+    const adoption = step && driver.adopt && step.state === l.state ? driver.adopt(l, req ?? await request(step, l)) : null;
     if (adoption?.kind === 'wait') out.adopted.set(l.stepId, { step: step!, left: l, result: adoption.result });
     else out.interrupted.push(l.historyId);
   }

@@ -56,7 +56,7 @@ export function withAuditAfter(driver: Driver, opts: AuditAfterOptions): Driver 
   const wrapped: Driver = {
     run: async (req) => after(req, await driver.run(req)),
     audit,
-    labelKeys: driver.labelKeys,
+    // None: the audit reads the subcloud's fields and labels at its last state, whatever the driver reads.
     ownsTimeouts: driver.ownsTimeouts,
     close: (opts) => driver.close(opts),
   };

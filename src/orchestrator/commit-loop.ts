@@ -10,9 +10,10 @@
  * settle a report), the window's slots (it asks its host), timers other than its runtime's.
  */
 import { NO_NEW_SUBCLOUDS, opensNewSubcloud, stopRule, type Gate, type ReportResult } from '../domain/control.js';
-import { STEP_DEFERRED } from '../domain/deferral.js';
+import { STEP_DEFERRED, type DeferralDecision } from '../domain/deferral.js';
 import type { Transition } from '../domain/transition.js';
 import type { CursorStep } from '../store/cursor.js';
+import type { Db } from '../store/open.js';
 import { now } from '../store/clock.js';
 import { strategyState } from '../store/strategy.js';
 import { recordRunDetails, recordRunProcesses } from '../store/runs.js';
@@ -20,6 +21,11 @@ import type { Refusal } from '../store/workers.js';
 import type { ProgressSink } from './progress.js';
 import { Committer, BUSY_RETRY_MS } from './committer.js';
 import { decideRun, type DecideContext, type Decided, type Report } from './decide.js';
+
+/** What deciding a report needs; a deferral's verdict reads the store, before the decision. */
+export type LoopDecideContext = Omit<DecideContext, 'deferral'> & {
+  deferral(w: Worker, reason: string): Promise<DeferralDecision>;
+};
 import type { Fleet } from './fleet.js';
 import type { Registry, Worker } from './registry.js';
 import { RunProcesses } from './run-processes.js';
@@ -53,7 +59,7 @@ export interface CommitHost {
   /** What the report of `w`'s run, decided, counts toward (failures, retries, a run cut off). */
   decided(d: Decided, w: Worker): void;
   /** A stop committed in the store that this process has not seen yet: look now. */
-  lookNow(): boolean;
+  lookNow(): Promise<boolean>;
   /** The host name recorded with each run's process. */
   host: string;
   fail(err: Error): void;
@@ -70,6 +76,14 @@ export class CommitLoop {
   private pending: Transition[] = [];
   private reports: Report[] = [];
   private flushScheduled = false;
+  /**
+   * The flush under way, if any: flushes take turns, as they did when a commit could not be
+   * interrupted. A commit on a server gives the event loop back while the server answers; a report
+   * or a signal meanwhile waits for this flush to end before the next one decides anything.
+   */
+  private flushing: Promise<void> | null = null;
+  /** The decision's context for a report that is not a deferral. */
+  private readonly noDeferral: DecideContext;
   /** The commit being made opens a new subcloud (its fence then reads the store's state). */
   private opensNew = false;
   /** The commit being made claims subclouds (one of several workers). */
@@ -80,24 +94,29 @@ export class CommitLoop {
     private readonly registry: Registry,
     private readonly fleet: Fleet,
     private readonly host: CommitHost,
-    private readonly decideCtx: DecideContext,
+    private readonly decideCtx: LoopDecideContext,
     private readonly progress: ProgressSink,
     type: string,
-    outerFence: (() => void) | undefined,
+    outerFence: ((tx: Db) => Promise<void>) | undefined,
   ) {
-    const db = rt.db;
-    const fence = () => {
-      outerFence?.();
+    const fence = async (tx: Db) => {
+      await outerFence?.(tx);
       // Read once a commit, and only by one that starts subclouds: each read is a round trip on a server.
-      const state = this.opensNew || this.claiming ? strategyState(db) : undefined;
+      const state = this.opensNew || this.claiming ? await strategyState(tx) : undefined;
       if (this.opensNew && NO_NEW_SUBCLOUDS.includes(state ?? '')) throw new StopInFile();
       if (this.claiming) {
         // One of several workers: the subclouds this commit starts are claimed in it, or none is.
         if (state !== 'applying') throw new StopInFile();
-        return fleet.claim(db);
+        return await fleet.claim(tx);
       }
     };
-    this.committer = new Committer(db, type, fence, (t) => progress.warn(t), rt.hooks, rt.counters, rt.timers);
+    this.noDeferral = {
+      ...decideCtx,
+      deferral: () => {
+        throw new Error('a deferral decided with no verdict read');
+      },
+    };
+    this.committer = new Committer(rt.db, type, fence, (t) => progress.warn(t), rt.hooks, rt.counters, rt.timers);
     this.procs = new RunProcesses(() => this.schedule(), rt.timers);
     this.details = new RunDetails(() => this.schedule(), rt.now, rt.timers);
   }
@@ -128,19 +147,30 @@ export class CommitLoop {
   schedule(): void {
     if (this.flushScheduled) return;
     this.flushScheduled = true;
-    this.rt.timers.soon(() => this.flush());
+    this.rt.timers.soon(() => void this.flush());
   }
 
-  private flush(): void {
+  private async flush(): Promise<void> {
+    while (this.flushing) await this.flushing;
     this.flushScheduled = false;
     if (this.host.done()) return;
+    const done = this.flushOnce();
+    this.flushing = done;
     try {
-      this.decideReports();
-      if (!this.commitPending()) {
+      await done;
+    } finally {
+      if (this.flushing === done) this.flushing = null;
+    }
+  }
+
+  private async flushOnce(): Promise<void> {
+    try {
+      await this.decideReports();
+      if (!await this.commitPending()) {
         // Another writer holds the store past the busy timeout: nothing was committed and nothing
         // it opens has started; it is all kept, and tried again shortly (under the stop rule anew).
         this.flushScheduled = true;
-        this.rt.timers.after(() => this.flush(), BUSY_RETRY_MS);
+        this.rt.timers.after(() => void this.flush(), BUSY_RETRY_MS);
       }
     } catch (err) {
       this.host.fail(err as Error);
@@ -153,12 +183,13 @@ export class CommitLoop {
    * still `running` in the history, which the next apply adopts or runs again as its log says.
    */
   async finalFlush(signal: NodeJS.Signals): Promise<void> {
-    this.decideReports();
+    while (this.flushing) await this.flushing;
+    await this.decideReports();
     const giveUp = this.rt.now() + FINAL_FLUSH_MS;
     // The end's own write (finish.ts) and any other wait for the store keep the same bound.
-    this.committer.stopWaiting(giveUp, signal);
+    await this.committer.stopWaiting(giveUp, signal);
     while (this.pending.length || this.procs.waiting) {
-      if (this.commitPending()) return;
+      if (await this.commitPending()) return;
       if (this.rt.now() >= giveUp) {
         this.progress.warn(`the database stayed locked for ${FINAL_FLUSH_MS / 1000} s: ${this.pending.length} answer(s) not recorded; the next apply finds those runs as a kill would leave them`);
         return;
@@ -168,15 +199,24 @@ export class CommitLoop {
   }
 
   /** Turn each report into the transition it calls for; stale reports change nothing. */
-  private decideReports(): void {
+  private async decideReports(): Promise<void> {
     const reports = this.reports;
     this.reports = [];
+    // A site that did not answer: its deferral's verdict reads the store (the stage's others left,
+    // the step's deferrals so far). Read first, so that every report is then settled and decided
+    // at once, with nothing in between.
+    const verdicts = new Map<Report, DeferralDecision>();
+    for (const r of reports) {
+      if (r.result.kind !== 'defer' || !this.registry.current(r.stepId, r.opId)) continue;
+      verdicts.set(r, await this.decideCtx.deferral(this.registry.get(r.stepId)!, r.result.reason));
+    }
     for (const r of reports) {
       const w = this.registry.settle(r.stepId, r.opId);
       if (!w) continue; // answered after its timeout: the step moved on
       // Its run has ended: a progress line of it still waiting is never written.
       this.details.forget(r.stepId);
-      const d = decideRun(w, r, this.decideCtx);
+      const verdict = verdicts.get(r);
+      const d = decideRun(w, r, verdict ? { ...this.decideCtx, deferral: () => verdict } : this.noDeferral);
       this.pending.push(d.transition);
       this.host.decided(d, w);
     }
@@ -186,7 +226,7 @@ export class CommitLoop {
    * The one commit path for transitions: the stop rule on the whole batch, one fenced commit with
    * the processes to record, then (only then) the starts it opened. False: the store was busy.
    */
-  private commitPending(lookAgain = true): boolean {
+  private async commitPending(lookAgain = true): Promise<boolean> {
     const batch = this.applyStopRule(this.pending);
     this.pending = [];
     // A batch that opens a new subcloud reads the strategy's state inside its transaction: a
@@ -209,9 +249,9 @@ export class CommitLoop {
     let written = 0;
     const also =
       procs.length || rows.length
-        ? () => {
-            if (procs.length) recordRunProcesses(this.rt.db, procs, this.host.host);
-            if (rows.length) written = recordRunDetails(this.rt.db, rows);
+        ? async (tx: Db) => {
+            if (procs.length) await recordRunProcesses(tx, procs, this.host.host);
+            if (rows.length) written = await recordRunDetails(tx, rows);
           }
         : undefined;
     let committed = false;
@@ -221,7 +261,7 @@ export class CommitLoop {
       // One of several workers claims each subcloud in the commit of its first operation here.
       this.claiming = this.fleet.asking(batch, (id) => this.host.slot(id).step);
       try {
-        this.committer.tryCommit(batch, also);
+        await this.committer.tryCommit(batch, also);
         committed = true;
       } finally {
         this.opensNew = false;
@@ -234,8 +274,8 @@ export class CommitLoop {
         // tried once more under the stop rule anew, its new subclouds held back. Should the stop's
         // own write find the store busy, the batch waits like a busy one.
         this.pending = batch.concat(this.pending);
-        if (!lookAgain || !this.host.lookNow()) return false;
-        return this.commitPending(false);
+        if (!lookAgain || !await this.host.lookNow()) return false;
+        return await this.commitPending(false);
       }
       if (!this.committer.isBusy(err)) throw err;
       this.pending = batch.concat(this.pending);

@@ -42,12 +42,12 @@ export class Committer {
   private count = 0;
 
   /** Returns the steps a batch leaves out, if any (TransitionWriter's guard). */
-  private readonly fence: () => ReadonlySet<number> | void;
+  private readonly fence: (tx: Db) => Promise<ReadonlySet<number> | void>;
 
   constructor(
     private readonly db: Db,
     type: string,
-    fence: () => ReadonlySet<number> | void,
+    fence: (tx: Db) => Promise<ReadonlySet<number> | void>,
     private readonly warn: (text: string) => void,
     private readonly hooks: CommitHooks | null = null,
     private readonly counters: CostCounters | null = null,
@@ -55,9 +55,9 @@ export class Committer {
   ) {
     // The fence opens every transaction of the orchestrator: where a test hook acts inside one.
     this.fence = hooks
-      ? () => {
-          const left = fence();
-          hooks.inCommit(this.count + 1);
+      ? async (tx) => {
+          const left = await fence(tx);
+          await hooks.inCommit(this.count + 1, tx);
           return left;
         }
       : fence;
@@ -69,25 +69,25 @@ export class Committer {
    * transaction. Throws what SQLite throws, SQLITE_BUSY included: nothing of it was committed,
    * and the caller keeps it for the next attempt.
    */
-  tryCommit(batch: Transition[], also?: () => void): void {
-    this.hooks?.beforeCommit(this.count + 1);
-    if (batch.length) this.writer.commit(batch, also);
-    else if (also) return void this.tryWrite(also);
+  async tryCommit(batch: Transition[], also?: (tx: Db) => Promise<void>): Promise<void> {
+    await this.hooks?.beforeCommit(this.count + 1);
+    if (batch.length) await this.writer.commit(batch, also);
+    else if (also) return void (await this.tryWrite(also));
     else return;
     if (this.counters) this.counters.transitions += batch.length;
-    this.committed();
+    await this.committed();
   }
 
-  /** One attempt at a fenced read-modify-write; throws on a busy file. */
-  tryWrite<T>(fn: () => T): T {
-    this.hooks?.beforeCommit(this.count + 1);
-    const out = this.db
-      .transaction(() => {
-        this.fence();
-        return fn();
+  /** One attempt at a fenced read-modify-write (`fn` writes through `tx`, the transaction's handle); throws on a busy file. */
+  async tryWrite<T>(fn: (tx: Db) => Promise<T>): Promise<T> {
+    await this.hooks?.beforeCommit(this.count + 1);
+    const out = await this.db
+      .transaction(async (tx) => {
+        await this.fence(tx);
+        return fn(tx);
       })
       .immediate();
-    this.committed();
+    await this.committed();
     return out;
   }
 
@@ -95,10 +95,10 @@ export class Committer {
    * A write that must happen: tried until the file is not busy any more, or, once `giveUpAt` is
    * set (a second Ctrl-C), until then: a busy store then ends the apply with what a kill leaves.
    */
-  async write<T>(fn: () => T): Promise<T> {
+  async write<T>(fn: (tx: Db) => Promise<T>): Promise<T> {
     for (;;) {
       try {
-        return this.tryWrite(fn);
+        return await this.tryWrite(fn);
       } catch (err) {
         if (!this.isBusy(err)) throw err;
         if (this.giveUpAt !== null && Date.now() >= this.giveUpAt) throw new StoreStayedBusy(this.signal);
@@ -111,10 +111,10 @@ export class Committer {
   private signal: NodeJS.Signals = 'SIGINT';
 
   /** A second signal: writes wait for a busy store until `atMs` (epoch ms) at the latest. */
-  stopWaiting(atMs: number, signal: NodeJS.Signals): void {
+  async stopWaiting(atMs: number, signal: NodeJS.Signals): Promise<void> {
     this.giveUpAt = atMs;
     this.signal = signal;
-    setBusyWait(this.db, LAST_WRITES_BUSY_MS);
+    await setBusyWait(this.db, LAST_WRITES_BUSY_MS);
   }
 
   /** Whether `err` is a busy file; said once per apply on stderr. */
@@ -141,8 +141,8 @@ export class Committer {
     this.warn('the database is locked by another process: waiting for it (nothing is lost meanwhile)');
   }
 
-  private committed(): void {
+  private async committed(): Promise<void> {
     this.count++;
-    this.hooks?.afterCommit(this.count);
+    await this.hooks?.afterCommit(this.count);
   }
 }

@@ -12,6 +12,7 @@ import { failureLimit, gate, type Gate } from '../domain/control.js';
 import { formatDuration } from '../domain/durations.js';
 import { applyFaultError } from '../store/faults.js';
 import { casStrategyState } from '../store/strategy.js';
+import type { Db } from '../store/open.js';
 import { abortInitialSteps } from '../store/transitions.js';
 import { abortDeferredSteps } from '../store/deferrals.js';
 import { runsStillRunning } from '../store/runs.js';
@@ -146,9 +147,9 @@ export class Control {
   }
 
   /** The abort's write: the strategy to `aborting`, every step not started `aborted`. */
-  abortWrite(): number {
-    casStrategyState(this.rt.db, ['abort requested'], 'aborting');
-    return abortInitialSteps(this.rt.db) + abortDeferredSteps(this.rt.db);
+  async abortWrite(tx: Db): Promise<number> {
+    await casStrategyState(tx, ['abort requested'], 'aborting');
+    return (await abortInitialSteps(tx)) + await abortDeferredSteps(tx);
   }
 
   /** The abort committed: start nothing new, let the rest run to its end. */
@@ -222,7 +223,7 @@ export class Control {
   }
 
   /** Stop at once (a store fault, a lost lock or lease): nothing more is written; run() throws it. */
-  fail(err: Error): void {
+  async fail(err: Error): Promise<void> {
     if (this.fatal) return;
     // Stopping: what a heartbeat would take over now, nobody would run (workers.ts retire).
     this.fleet.retire();
@@ -230,7 +231,7 @@ export class Control {
     this.fatal = applyFaultError(err, this.host.file) ?? err;
     this.noNewSubclouds = true;
     this.noNewOperations = true;
-    if (err instanceof LostLeaseError) this.letGo();
+    if (err instanceof LostLeaseError) await this.letGo();
     else this.stopNow();
     this.host.wake();
   }
@@ -240,11 +241,11 @@ export class Control {
    * history rows still `running`) are theirs now and go on; those closed as interrupted, to run
    * again elsewhere, are stopped. A read only: this worker writes nothing more.
    */
-  private letGo(): void {
+  private async letGo(): Promise<void> {
     const workers = this.registry.list();
     let going: Set<number>;
     try {
-      going = new Set(runsStillRunning(this.rt.db, workers.map((w) => w.historyId)));
+      going = new Set(await runsStillRunning(this.rt.db, workers.map((w) => w.historyId)));
     } catch {
       going = new Set();
     }

@@ -38,15 +38,15 @@ export class Deferrals {
   }
 
   /** A site did not answer in `state`: deferred again, or failed unreachable. */
-  decide(step: CursorStep, state: string, reason: string): DeferralDecision {
+  async decide(step: CursorStep, state: string, reason: string): Promise<DeferralDecision> {
     const d = decideDeferral({
       state,
       reason,
       nowMs: Date.now(),
       delayMs: this.delayMs,
       deadlineMs: this.deadlineMs,
-      othersLeft: othersLeftInStage(this.db, step.stage, step.id),
-      deferrals: deferralsOf(this.db, step.id),
+      othersLeft: await othersLeftInStage(this.db, step.stage, step.id),
+      deferrals: await deferralsOf(this.db, step.id),
     });
     if (d.kind === 'defer') this.decided.set(step.id, d.dueMs);
     return d;
@@ -63,8 +63,8 @@ export class Deferrals {
    * A deferred step read from the file (a resume): the state it is tried again in, and whether its
    * try is due now. Not due: it waits here, its slot free.
    */
-  resumeOf(step: CursorStep): { state: string } | { waits: true } | null {
-    const run = deferredRun(this.db, step.id);
+  async resumeOf(step: CursorStep): Promise<{ state: string } | { waits: true } | null> {
+    const run = await deferredRun(this.db, step.id);
     if (!run) return null;
     if (run.dueMs !== null && run.dueMs > Date.now()) {
       this.wait(step, run.dueMs);

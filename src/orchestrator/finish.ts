@@ -37,36 +37,36 @@ export interface RunEnd {
  * Write how the run ended and say it; returns the exit code. `write` is the orchestrator's fenced
  * transaction, retried while the file is busy.
  */
-export async function finishRun(db: Db, write: <T>(fn: () => T) => Promise<T>, progress: ProgressSink, end: RunEnd): Promise<number> {
+export async function finishRun(db: Db, write: <T>(fn: (tx: Db) => Promise<T>) => Promise<T>, progress: ProgressSink, end: RunEnd): Promise<number> {
   const ending = endOfRun({
     signal: end.signal === null ? null : end.signal === 'SIGTERM' ? 'SIGTERM' : 'SIGINT',
     aborting: end.aborting,
-    counts: countStepStates(db),
+    counts: await countStepStates(db),
     failedSeen: end.failedSeen,
   });
   let final = ending.state;
   let exit = ending.exit;
-  const counts = await write(() => {
-    const was = strategyState(db) ?? null;
+  const counts = await write(async (tx) => {
+    const was = await strategyState(tx) ?? null;
     if (end.shared && final !== null && was !== null && !STRATEGY_RUNNING.includes(was)) {
       // Another worker wrote the end first: this one ends as the strategy did.
       final = was as typeof final;
       exit = exitForState(was);
-      if (end.who) recordEvent(db, end.who, EVENTS.applyEnded, applyEndText(final, 'applying', null, exit));
-      return countStepStates(db);
+      if (end.who) await recordEvent(tx, end.who, EVENTS.applyEnded, applyEndText(final, 'applying', null, exit));
+      return await countStepStates(tx);
     }
     // Operations abandoned by a second signal (or the drain's bound) will run again on resume;
     // until then the history says they were interrupted rather than still running. Only this
     // process's own runs, and only while it holds the lock (the fence).
-    if (end.signal) interruptRuns(db, end.abandoned, `the orchestrator stopped waiting for it (${end.signal})`);
+    if (end.signal) await interruptRuns(tx, end.abandoned, `the orchestrator stopped waiting for it (${end.signal})`);
     // Nothing is in flight: steps put back by a retry and never started again end with the run.
-    if (final === 'aborted') abortMidStateSteps(db);
-    if (final === 'failed') failLeftSteps(db, 'not run again: no new subcloud started after the failure budget was spent');
-    if (final !== null && !casStrategyState(db, STRATEGY_RUNNING, final)) {
-      throw new Error(`the strategy was changed by another process while applying (it is now ${strategyState(db)})`);
+    if (final === 'aborted') await abortMidStateSteps(tx);
+    if (final === 'failed') await failLeftSteps(tx, 'not run again: no new subcloud started after the failure budget was spent');
+    if (final !== null && !await casStrategyState(tx, STRATEGY_RUNNING, final)) {
+      throw new Error(`the strategy was changed by another process while applying (it is now ${await strategyState(tx)})`);
     }
-    if (end.who) recordEvent(db, end.who, EVENTS.applyEnded, applyEndText(final, end.paused ? 'paused' : 'applying', end.signal, exit));
-    return countStepStates(db);
+    if (end.who) await recordEvent(tx, end.who, EVENTS.applyEnded, applyEndText(final, end.paused ? 'paused' : 'applying', end.signal, exit));
+    return await countStepStates(tx);
   });
   progress.summary({
     state: final ?? (end.paused ? 'paused' : 'applying'),
@@ -77,9 +77,9 @@ export async function finishRun(db: Db, write: <T>(fn: () => T) => Promise<T>, p
     // One of several workers takes a share of each stage's window (issue 34: its closing line said
     // `window 2` of a window of 4): the line gives the stages' window, and the share beside it.
     ...(end.shared
-      ? { maxWindow: Math.max(end.maxWindow, ...stageWindows(db).map((w) => w.window)), shareOfWindow: end.maxWindow }
+      ? { maxWindow: Math.max(end.maxWindow, ...(await stageWindows(db)).map((w) => w.window)), shareOfWindow: end.maxWindow }
       : { maxWindow: end.maxWindow }),
-    ...failedSteps(db, SUMMARY_FAILURES),
+    ...(await failedSteps(db, SUMMARY_FAILURES)),
   });
   return exit;
 }

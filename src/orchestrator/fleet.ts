@@ -26,13 +26,13 @@ export interface Fleet {
   /** The commit about to be made: the subclouds whose first operation here it opens are claimed in it. */
   asking(batch: readonly Transition[], slotStep: (stepId: number) => CursorStep): boolean;
   /** Inside the commit's fence: the claims asked for; the steps refused are left out of the commit. */
-  claim(db: Db): ReadonlySet<number> | undefined;
+  claim(db: Db): Promise<ReadonlySet<number> | undefined>;
   /** The commit is over (made or not): what it was granted is this worker's; the refused, to let go of. */
   settle(committed: boolean): Map<number, Refusal>;
   /** The adoption of left runs, limited to this worker's steps. */
   adoptScope(skip: (id: number) => boolean): { owner: number; skip: (id: number) => boolean; host: string } | undefined;
   /** Runs adopted: their next runs carry the fence their takeover gave them. */
-  adopted(db: Db, ids: readonly number[]): void;
+  adopted(db: Db, ids: readonly number[]): Promise<void>;
   /** A step this worker holds (an adopted run's): its next operations need no claim. */
   hold(stepId: number): void;
   /** The DCM_FENCE of a step's run (`fileToken`: the apply lock's, on a file). */
@@ -48,11 +48,11 @@ export interface Fleet {
   /** The live workers' caps as a heartbeat read them: true when this worker's share changed. */
   followShare(caps: (number | null)[]): boolean;
   /** Subclouds other workers have in flight (the strategy's end waits for them). */
-  inFlightElsewhere(db: Db): number;
+  inFlightElsewhere(db: Db): Promise<number>;
   /** Steps of `stage` still open on any worker. */
-  openInStage(db: Db, stage: number): number;
+  openInStage(db: Db, stage: number): Promise<number>;
   /** Whether this worker runs the stage gates (the lead), or undefined: the one orchestrator does. */
-  readonly leads: ((db: Db) => boolean) | undefined;
+  readonly leads: ((db: Db) => Promise<boolean>) | undefined;
   /** Stops taking others over (the orchestrator has stopped). */
   retire(): void;
   /** The live workers (for the fleet's view); empty on a file. */
@@ -65,10 +65,10 @@ export const LONE_FLEET: Fleet = {
   shared: false,
   ownerId: undefined,
   asking: () => false,
-  claim: () => undefined,
+  claim: async () => undefined,
   settle: () => new Map(),
   adoptScope: () => undefined,
-  adopted: () => {},
+  adopted: async () => {},
   hold: () => {},
   fenceOf: (_id, token) => token,
   ended: () => {},
@@ -76,11 +76,11 @@ export const LONE_FLEET: Fleet = {
   block: () => {},
   localWindow: (size) => size,
   followShare: () => false,
-  inFlightElsewhere: () => 0,
-  openInStage: () => 0,
+  inFlightElsewhere: async () => 0,
+  openInStage: async () => 0,
   leads: undefined,
   retire: () => {},
-  live: () => [],
+  live: async () => [],
   clear: () => {},
 };
 
@@ -122,9 +122,9 @@ export class SharedFleet implements Fleet {
     return this.claiming.length > 0;
   }
 
-  claim(db: Db): ReadonlySet<number> | undefined {
+  async claim(db: Db): Promise<ReadonlySet<number> | undefined> {
     if (!this.claiming.length) return undefined;
-    const r = claimSteps(db, this.lease.id, this.lease.maxLocal, this.claiming);
+    const r = await claimSteps(db, this.lease.id, this.lease.maxLocal, this.claiming);
     this.granted = r.granted;
     // The refused are left out of this commit, not the commit given up: a rolled-back try would
     // hold the writers' lock once more for the same batch, and every worker waits on it.
@@ -149,8 +149,8 @@ export class SharedFleet implements Fleet {
     return { owner: this.lease.id, skip, host: this.lease.host };
   }
 
-  adopted(db: Db, ids: readonly number[]): void {
-    for (const [id, fence] of stepFences(db, ids)) this.fences.set(id, fence);
+  async adopted(db: Db, ids: readonly number[]): Promise<void> {
+    for (const [id, fence] of (await stepFences(db, ids))) this.fences.set(id, fence);
   }
 
   hold(stepId: number): void {
@@ -194,15 +194,15 @@ export class SharedFleet implements Fleet {
     return true;
   }
 
-  inFlightElsewhere(db: Db): number {
-    return inFlightElsewhere(db, this.lease.id);
+  async inFlightElsewhere(db: Db): Promise<number> {
+    return await inFlightElsewhere(db, this.lease.id);
   }
 
-  openInStage(db: Db, stage: number): number {
-    return stageElsewhere(db, this.lease.id, stage).open;
+  async openInStage(db: Db, stage: number): Promise<number> {
+    return (await stageElsewhere(db, this.lease.id, stage)).open;
   }
 
-  readonly leads = (db: Db): boolean => leadWorker(db) === this.lease.id;
+  readonly leads = async (db: Db): Promise<boolean> => await leadWorker(db) === this.lease.id;
 
   retire(): void {
     this.lease.retire();

@@ -60,6 +60,8 @@ export class Launcher {
   /** Runs an earlier orchestrator left going, with the worker made for each: waited for once their subcloud has its slot. */
   private readonly adopted = new Map<number, { run: Adopted | null; worker: Worker }>();
   readonly deadlines: Deadlines;
+  /** Runs of another host's being waited for (remote-runs.ts): each one's stop. */
+  private readonly remoteWaits = new Set<() => void>();
 
   constructor(
     private readonly rt: Runtime,
@@ -81,18 +83,18 @@ export class Launcher {
   }
 
   /** The history as a run starts: retries used, backoffs due. */
-  loadBudgets(): void {
-    this.budgets = retryBudgets(this.rt.db);
+  async loadBudgets(): Promise<void> {
+    this.budgets = await retryBudgets(this.rt.db);
   }
 
   /** The history once left runs are closed: the runs cut off, whose next runs are told so. */
-  loadResumed(): void {
-    this.resumed = interruptedLast(this.rt.db);
+  async loadResumed(): Promise<void> {
+    this.resumed = await interruptedLast(this.rt.db);
   }
 
   /** More runs were closed as interrupted (a takeover): their next runs are told so. */
-  resumedAgain(): void {
-    for (const key of interruptedLast(this.rt.db)) this.resumed.add(key);
+  async resumedAgain(): Promise<void> {
+    for (const key of (await interruptedLast(this.rt.db))) this.resumed.add(key);
   }
 
   /** What a decided report counts toward: a run cut off, a retry used. */
@@ -124,12 +126,12 @@ export class Launcher {
    * a fatal stop reaches the run through it. One of several workers adopts only the runs of the
    * steps it holds (workers.ts gave it those of a worker gone from its host), and not twice.
    */
-  adoptLeft(): ReturnType<typeof adoptLeftRuns> {
+  async adoptLeft(): ReturnType<typeof adoptLeftRuns> {
     // A slot not started yet waits for its first claim here: that subcloud is adopted all the same.
     const skip = (id: number) => this.adopted.has(id) || this.host.startedSlot(id);
     // The workers made for the runs the driver is asked about (not registered: not running here yet).
     const made: Worker[] = [];
-    const left = adoptLeftRuns(
+    const left = await adoptLeftRuns(
       this.rt.db,
       this.rt.driver,
       (step, l) => {
@@ -140,14 +142,20 @@ export class Launcher {
       this.fleet.adoptScope(skip),
       (l, req, here) => {
         const remote = this.rt.driver.remote?.(l, req);
-        return remote ? waitRemote(this.rt, l, remote, here) : null;
+        return remote ? waitRemote(this.rt, l, remote, here, this.remoteWaits) : null;
       },
     );
     const byStep = new Map(made.map((w) => [w.step.id, w]));
     for (const [id, run] of left.adopted) this.adopted.set(id, { run, worker: byStep.get(id)! });
     // One of several workers: the next runs of a subcloud adopted carry the fence its takeover gave it.
-    if (this.fleet.shared) this.fleet.adopted(this.rt.db, [...left.adopted.keys()]);
+    if (this.fleet.shared) await this.fleet.adopted(this.rt.db, [...left.adopted.keys()]);
     return left;
+  }
+
+  /** The orchestrator ends: no more looks for runs of other hosts (they are the next apply's). */
+  stop(): void {
+    this.deadlines.stop();
+    for (const stop of [...this.remoteWaits]) stop();
   }
 
   /** How many runs adopted wait for their subcloud's slot. */
@@ -172,15 +180,10 @@ export class Launcher {
     const worker = this.registry.make(step, state, attempt, historyId);
     this.registry.add(worker);
     if (!this.rt.driver.ownsTimeouts) this.deadlines.add(step.id, worker.opId, this.registry.size);
-    let running: Promise<OperationResult>;
-    try {
-      const req = this.request(worker);
+    const resumed = this.resumed.has(keyOf(step.id, state));
       this.resumed.delete(keyOf(step.id, state));
-      running = this.rt.driver.run(req);
-    } catch (err) {
       // A driver that throws instead of rejecting fails this operation, not the whole apply.
-      running = Promise.reject(err);
-    }
+    const running = this.request(worker, resumed).then((req) => this.rt.driver.run(req));
     this.awaitResult(worker, running);
   }
 
@@ -199,7 +202,7 @@ export class Launcher {
     );
   }
 
-  private request(worker: Worker): OperationRequest {
+  private request(worker: Worker, resumed = this.resumed.has(keyOf(worker.step.id, worker.state))): Promise<OperationRequest> {
     const { step, state, historyId } = worker;
     const key = keyOf(step.id, state);
     return this.runs.request(worker, {
@@ -208,7 +211,7 @@ export class Launcher {
       campaign: this.opts.campaign,
       extra: this.opts.extra,
       config: this.host.config(),
-      resumed: this.resumed.has(key),
+      resumed,
       failures: this.budgets.get(key)?.failures ?? 0,
       fence: this.fleet.fenceOf(step.id, this.opts.fenceToken),
       onStarted: (proc) => this.host.started(historyId, proc),

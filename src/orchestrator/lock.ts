@@ -82,12 +82,13 @@ export class ApplyLock {
 
   /**
    * Take the lock or throw (exit 4) naming the live holder. `also` runs in the same transaction,
-   * after the lock is written (the apply's start and its record); what it throws undoes the take.
+   * after the lock is written (the apply's start and its record, through `tx`, the transaction's
+   * handle); what it throws undoes the take.
    */
-  acquire(also?: (tookOverFrom: LockRow | undefined) => void): { tookOverFrom?: LockRow } {
-    return this.db
-      .transaction(() => {
-        const row = readLock(this.db);
+  async acquire(also?: (tx: Db, tookOverFrom: LockRow | undefined) => Promise<void>): Promise<{ tookOverFrom?: LockRow }> {
+    return await this.db
+      .transaction(async (tx) => {
+        const row = await readLock(tx);
         if (row && row.token !== this.token && holderAlive(row, Date.now(), this.host)) {
           const age = Math.floor((Date.now() - row.heartbeat_ms) / 1000);
           const silent =
@@ -97,29 +98,29 @@ export class ApplyLock {
             EXIT.locked,
           );
         }
-        writeLock(this.db, { pid: this.pid, host: this.host, token: this.token, procStart: processStart(this.pid) });
-        also?.(row);
+        await writeLock(tx, { pid: this.pid, host: this.host, token: this.token, procStart: processStart(this.pid) });
+        await also?.(tx, row);
         return row ? { tookOverFrom: row } : {};
       })
       .immediate();
   }
 
-  /** The fence: call inside every transaction of the holder; throws LostLockError once taken over. */
-  check(): void {
-    if (!holdsLock(this.db, this.token)) throw new LostLockError(lastHolder(this.db));
+  /** The fence: call inside every transaction of the holder (`tx`, its handle); throws LostLockError once taken over. */
+  async check(tx: Db): Promise<void> {
+    if (!await holdsLock(tx, this.token)) throw new LostLockError(await lastHolder(tx));
   }
 
   /** Keep the heartbeat fresh; `onLost` runs once if another process took the lock over. */
-  startHeartbeat(onLost: (err: LostLockError) => void, onError: (err: Error) => void = () => {}): void {
-    this.timer = this.timers.every(() => {
+  startHeartbeat(onLost: (err: LostLockError) => void | Promise<void>, onError: (err: Error) => void | Promise<void> = () => {}): void {
+    this.timer = this.timers.every(async () => {
       try {
-        if (!beat(this.db, this.token)) {
+        if (!await beat(this.db, this.token)) {
           this.stopHeartbeat();
-          onLost(new LostLockError(lastHolder(this.db)));
+          await onLost(new LostLockError(await lastHolder(this.db)));
         }
       } catch (err) {
         // A busy or full file: the next beat tries again; the orchestrator's own writes say what is wrong.
-        onError(err as Error);
+        await onError(err as Error);
       }
     }, HEARTBEAT_MS);
     this.timer.unref();
@@ -131,8 +132,8 @@ export class ApplyLock {
   }
 
   /** Let go of the lock (only if still ours; a write to a file that is still ours). */
-  release(): void {
+  async release(): Promise<void> {
     this.stopHeartbeat();
-    if (this.db.open) releaseLock(this.db, this.token);
+    if (this.db.open) await releaseLock(this.db, this.token);
   }
 }

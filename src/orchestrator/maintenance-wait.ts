@@ -36,15 +36,15 @@ export class MaintenanceWait {
    * Null: no group has a window, no subcloud ever waits. Read again (`before`: what was read last),
    * a group said to wait is still said to open when it does.
    */
-  static load(db: Db, clock: () => number, before: MaintenanceWait | null = null): MaintenanceWait | null {
-    const rows = groupsWithWindows(db);
+  static async load(db: Db, clock: () => number, before: MaintenanceWait | null = null): Promise<MaintenanceWait | null> {
+    const rows = await groupsWithWindows(db);
     if (rows.length === 0) return null;
     const groups = new Map<number, GroupWindow>();
     for (const r of rows) {
       const said = before?.groups.get(r.id)?.said ?? 0;
       groups.set(r.id, { name: r.name, window: parseMaintenanceWindow(r.maintenance_window), tz: r.maintenance_tz ?? 'UTC', closedUntil: 0, said });
     }
-    return new MaintenanceWait(groups, subcloudGroupsOf(db, [...groups.keys()]), clock);
+    return new MaintenanceWait(groups, await subcloudGroupsOf(db, [...groups.keys()]), clock);
   }
 
   now(): number {

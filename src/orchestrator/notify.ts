@@ -56,7 +56,9 @@ export function noticeOf(e: Pick<EventRow, 'event' | 'details'>): NoticeKind | n
 }
 
 export class Notifier {
-  private last: number;
+  private last = 0;
+  /** Looks take turns: two at once would tell the same event twice. */
+  private looking: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | null = null;
   private readonly running = new Set<Promise<void>>();
   private endTold = false;
@@ -67,22 +69,26 @@ export class Notifier {
     private readonly strategy: { type: string; created_at: string },
     private readonly who: Actor,
     private readonly say: (text: string) => void,
-  ) {
-    // Only what this apply sees happen: an earlier apply's events were its to tell.
-    this.last = lastEventId(db);
-  }
+  ) {}
 
-  start(): this {
-    this.timer = setInterval(() => this.scan(), POLL_MS);
+  async start(): Promise<this> {
+    // Only what this apply sees happen: an earlier apply's events were its to tell.
+    this.last = await lastEventId(this.db);
+    this.timer = setInterval(() => void this.scan(), POLL_MS);
     this.timer.unref();
     return this;
   }
 
   /** Read what was recorded since the last look and tell what should be told. Never throws. */
-  scan(): void {
+  scan(): Promise<void> {
+    this.looking = this.looking.then(() => this.look());
+    return this.looking;
+  }
+
+  private async look(): Promise<void> {
     let rows: (EventRow & { id: number })[];
     try {
-      rows = eventsAfter(this.db, this.last);
+      rows = await eventsAfter(this.db, this.last);
     } catch {
       return; // A busy or closing store: the next look reads them.
     }
@@ -105,7 +111,7 @@ export class Notifier {
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    this.scan();
+    await this.scan();
     await Promise.all([...this.running]);
   }
 
@@ -125,7 +131,7 @@ export class Notifier {
     const text = `on_event for ${kind} (${e.at}): ${problem}`;
     this.say(`notification failed: ${text}`);
     try {
-      recordEvent(this.db, this.who, EVENTS.notificationFailed, text);
+      await recordEvent(this.db, this.who, EVENTS.notificationFailed, text);
     } catch {
       // The store is busy or gone: said on stderr already; the rollout goes on.
     }

@@ -7,6 +7,7 @@ import type { ExtraArgs } from '../domain/options.js';
 import type { StrategyType } from '../domain/types.js';
 import type { Actor } from '../platform/who.js';
 import type { WorkerLease } from './workers.js';
+import type { Db } from '../store/open.js';
 
 export interface OrchestratorOptions {
   type: StrategyType;
@@ -24,7 +25,7 @@ export interface OrchestratorOptions {
    * The fence (SPEC §2.1): runs first in every transaction this orchestrator makes and throws once
    * another process holds the apply lock, so a displaced orchestrator writes nothing more.
    */
-  fence?: () => void;
+  fence?: (tx: Db) => Promise<void>;
   /** Throws when the path no longer names the file that is open (removed or replaced); polled. */
   checkFile?: () => void;
   /** The path, for the messages of file faults. */

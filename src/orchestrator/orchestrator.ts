@@ -62,6 +62,7 @@ export class Orchestrator {
     private readonly opts: OrchestratorOptions,
   ) {
     const db = rt.db;
+    const busy = (err: unknown) => this.loop.committer.isBusy(err);
     this.registry = new Registry(rt.now);
     this.fleet = opts.shared ? new SharedFleet(opts.shared, rt.timers) : LONE_FLEET;
     this.runs = new RunRequests(rt);
@@ -73,15 +74,15 @@ export class Orchestrator {
       adopted: () => this.launcher,
       retryDue: (step, state) => this.launcher.retryDue(step, state),
       forget: (stepId) => this.launcher.forget(stepId),
-      syncPaused: () => {
-        this.control.setPaused(strategyState(db) === 'paused');
+      syncPaused: async () => {
+        this.control.setPaused(await strategyState(db) === 'paused');
         return this.control.paused;
       },
-      pauseByGate: (reason) => {
+      pauseByGate: async (reason) => {
         this.control.setPaused(true, true);
         progress.note(`paused: ${reason}`);
         // The poll learns the state this process wrote, so that a resume is told from it.
-        this.requests?.lookNow();
+        await this.requests?.lookNow();
       },
       write: (fn) => this.loop.committer.write(fn),
       fail: (err) => this.control.fail(err),
@@ -101,7 +102,8 @@ export class Orchestrator {
       },
       stageHeld: () => this.stages.stageBudget?.exceeded() ?? false,
       drain: () => this.stages.interrupted((id) => this.registry.has(id) || this.loop.queued(id)),
-      resumed: () => this.stages.reloadWindows((err) => this.loop.committer.isBusy(err), () => this.runs.readLabelled()),
+      // Read again, then looked at again: a subcloud set aside for the old window may start now.
+      resumed: () => void this.stages.reloadWindows(busy, () => this.runs.readLabelled()).then(() => this.stages.pump(), (err: Error) => this.control.fail(err)),
       aborted: () => this.stages.deferrals?.clear(),
       hardStop: () => this.hardStop?.(),
       file: opts.file ?? 'the database',
@@ -129,9 +131,9 @@ export class Orchestrator {
           if (d.failed === 'stage') this.stages.stageBudget?.stepFailed(w.step.cloud);
           if (d.failed) this.control.stepFailed(w.step.cloud);
         },
-        lookNow: () => {
+        lookNow: async () => {
           if (!this.requests) return false;
-          this.requests.lookNow();
+          await this.requests.lookNow();
           return true;
         },
         host: opts.host ?? hostName(),
@@ -169,9 +171,9 @@ export class Orchestrator {
     this.takeover = new TakeoverHandler(rt, this.fleet, this.stages, this.control, progress, {
       adoptLeft: () => this.launcher.adoptLeft(),
       held: (id) => this.loop.filter((t) => t.stepId !== id),
-      closeInterrupted: (ids) => this.loop.committer.write(() => interruptRuns(db, ids, 'its worker stopped while this operation ran')),
+      closeInterrupted: (ids) => this.loop.committer.write((tx) => interruptRuns(tx, ids, 'its worker stopped while this operation ran')),
       resumedAgain: () => this.launcher.resumedAgain(),
-      busy: (err) => this.loop.committer.isBusy(err),
+      busy,
     });
   }
 
@@ -180,44 +182,44 @@ export class Orchestrator {
     const db = this.rt.db;
     const started = this.rt.now();
     // A strategy resumed (or retried) was first started by an earlier process: elapsed counts from then.
-    const first = firstStartedAt(db);
+    const first = await firstStartedAt(db);
     // One of several workers reads a start another host wrote: taken on the store's clock, so that a
     // host whose own clock is off does not count its offset as time since the first start.
-    const skewMs = this.fleet.shared && first !== null ? storeClockMs(db) - started : 0;
+    const skewMs = this.fleet.shared && first !== null ? await storeClockMs(db) - started : 0;
     this.firstStartedMs = first === null ? undefined : Math.min(started, parseTime(first) - skewMs);
-    this.config = new ConfigBook(getDefaultConfig(db), subcloudOptions(db));
-    this.runs.readLabelled();
-    this.stages.load(this.firstStartedMs ?? started);
-    this.launcher.loadBudgets();
-    const left = this.launcher.adoptLeft();
+    this.config = new ConfigBook(await getDefaultConfig(db), await subcloudOptions(db));
+    await this.runs.readLabelled();
+    await this.stages.load(this.firstStartedMs ?? started);
+    await this.launcher.loadBudgets();
+    const left = await this.launcher.adoptLeft();
     if (left.adopted.size) {
       this.progress.note(`resuming: ${left.adopted.size} run(s) left by the last apply are still going or ended meanwhile; they are not run again`);
     }
     if (left.interrupted.length) this.progress.note(`resuming: ${left.interrupted.length} operation(s) were interrupted and will run again`);
     const who = this.opts.who;
-    await this.loop.committer.write(() => {
-      interruptRuns(db, left.interrupted, 'the orchestrator stopped while this operation ran');
+    await this.loop.committer.write(async (tx) => {
+      await interruptRuns(tx, left.interrupted, 'the orchestrator stopped while this operation ran');
       // Runs left `running` mean the last apply died with them out (kill -9, a lost host).
-      if (who && (left.adopted.size || left.interrupted.length)) recordEvent(db, who, EVENTS.runsAdopted, adoptedText(left.adopted.size, left.interrupted.length));
+      if (who && (left.adopted.size || left.interrupted.length)) await recordEvent(tx, who, EVENTS.runsAdopted, adoptedText(left.adopted.size, left.interrupted.length));
     });
-    this.launcher.loadResumed();
+    await this.launcher.loadResumed();
     // Counts, not steps: the steps themselves are read a window at a time (store/cursor.ts).
-    const { failed, total } = failedAndTotal(db);
+    const { failed, total } = await failedAndTotal(db);
     this.control.counted(failed, total);
-    const snap = controlSnapshot(db)!;
+    const snap = (await controlSnapshot(db))!;
     this.stages.windows = new Map(snap.windows);
     this.control.setBudget(snap.maxFailures, false);
     this.progress.begin?.({
       type: this.opts.type,
       states: this.opts.states,
-      stages: stageCounts(stageStateCounts(db), this.stages.windows),
+      stages: stageCounts(await stageStateCounts(db), this.stages.windows),
       startedMs: started,
       firstStartedMs: this.firstStartedMs,
       stateTimeoutMs: this.opts.stateTimeoutMs,
     });
-    this.takeover.showFleet();
+    await this.takeover.showFleet();
     const aborting = snap.state === 'abort requested' || snap.state === 'aborting';
-    if (aborting) this.control.aborted(await this.loop.committer.write(() => this.control.abortWrite()));
+    if (aborting) this.control.aborted(await this.loop.committer.write((tx) => this.control.abortWrite(tx)));
     if (snap.state === 'paused') this.control.setPaused(true);
     this.requests = this.watchRequests(snap);
     this.requests.start();
@@ -232,7 +234,7 @@ export class Orchestrator {
       this.requests.stop();
       this.stages.stop();
       this.control.clear();
-      this.launcher.deadlines.stop();
+      this.launcher.stop();
       this.fleet.clear();
       this.loop.procs.stop();
       this.loop.details.stop();
@@ -240,7 +242,7 @@ export class Orchestrator {
     }
     if (this.control.fatal) throw this.control.fatal;
     this.launcher.deadlines.stop();
-    return finishRun(db, (fn) => this.loop.committer.write(fn), this.progress, {
+    return await finishRun(db, (fn) => this.loop.committer.write(fn), this.progress, {
       signal: this.control.interruptedBy,
       aborting: this.control.aborting,
       paused: this.control.paused,
@@ -256,28 +258,27 @@ export class Orchestrator {
   }
 
   /** The requests from other shells (requests.ts finds them; control carries them out). */
-  private watchRequests(snap: NonNullable<ReturnType<typeof controlSnapshot>>): ExternalRequests {
+  private watchRequests(snap: NonNullable<Awaited<ReturnType<typeof controlSnapshot>>>): ExternalRequests {
     const c = this.control;
-    const busy = (err: unknown) => this.loop.committer.isBusy(err);
     return new ExternalRequests(
       this.rt.db,
       {
-        abort: () => {
+        abort: async () => {
           if (c.aborting) return;
           // Seen only once its effect has committed: a busy store throws, and the poll asks again.
-          c.aborted(this.loop.committer.tryWrite(() => c.abortWrite()));
+          c.aborted(await this.loop.committer.tryWrite((tx) => c.abortWrite(tx)));
         },
         pause: (on) => c.setPaused(on),
         window: (stage, w) => this.stages.setWindow(stage, w, this.loop),
         budget: (text) => c.setBudget(text, true),
         fail: (err) => c.fail(err),
-        busy,
+        busy: (err) => this.loop.committer.isBusy(err),
         ended: () => c.endedElsewhere(),
-        changed: () => {
+        changed: async () => {
           // One of several workers: the failures the others committed count toward the budget.
-          if (this.fleet.shared) this.takeover.countFailures();
+          if (this.fleet.shared) await this.takeover.countFailures();
           const budget = this.stages.stageBudget;
-          if (budget && this.stages.gates?.refreshBudget(budget)) this.stages.pump();
+          if (budget && await this.stages.gates?.refreshBudget(budget)) this.stages.pump();
           // A gate waiting out a soak looks again: `strategy update` may have changed it.
           this.stages.gates?.wake();
         },
@@ -288,9 +289,9 @@ export class Orchestrator {
   }
 
   /** This worker's lease was renewed: what it took over is taken in, and the views see the fleet. */
-  beat(taken: readonly TakenOver[]): void {
-    if (taken.length) this.takeover.takenOver(taken);
-    this.takeover.showFleet();
+  async beat(taken: readonly TakenOver[]): Promise<void> {
+    if (taken.length) await this.takeover.takenOver(taken);
+    await this.takeover.showFleet();
   }
 
   /** First Ctrl-C / SIGTERM drains; a second stops waiting. */
@@ -298,18 +299,15 @@ export class Orchestrator {
     this.control.interrupt(signal);
   }
 
-  /**
-   * A write beside the orchestrator's own (the heartbeat) failed: a busy store is waited for and
-   * said once; a full or corrupt one stops the apply as the orchestrator's own writes would.
-   */
-  writeFailed(err: Error): void {
+  /** A write beside the orchestrator's own (the heartbeat) failed: a busy store is waited for, a full or corrupt one stops the apply. */
+  async writeFailed(err: Error): Promise<void> {
     if (this.loop.committer.isBusy(err)) return;
-    if (faultOf(err)) this.control.fail(err);
+    if (faultOf(err)) await this.control.fail(err);
   }
 
   /** Stop at once, from outside (the lock was lost): nothing more is written; run() throws `err`. */
-  stopWith(err: Error): void {
-    this.control.fail(err);
+  async stopWith(err: Error): Promise<void> {
+    await this.control.fail(err);
   }
 
   /** Runs were left to the worker that took this one over: the driver must not stop them as it closes. */

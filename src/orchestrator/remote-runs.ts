@@ -18,37 +18,44 @@ import type { Runtime } from './runtime.js';
 /** How often the store is asked for the end of a run another host has. */
 const LOOK_MS = 1_000;
 
-export function waitRemote(rt: Runtime, left: LeftRunRow, remote: RemoteRun, host: string): Promise<OperationResult> {
+/**
+ * The result of `left` once its host writes it. `waits` holds how to stop looking while it waits:
+ * the orchestrator stops them all as it ends (its lease lost, a second Ctrl-C), leaving the run to
+ * whoever applies next, and no look left to keep the process alive.
+ */
+export function waitRemote(rt: Runtime, left: LeftRunRow, remote: RemoteRun, host: string, waits: Set<() => void>): Promise<OperationResult> {
   const deadline = rt.now() + remote.maxLeftMs;
   return new Promise((resolve) => {
     let done = false;
     let claimed = false;
-    const look = () => {
+    const stop = () => {
+      done = true;
+      timer.clear();
+      waits.delete(stop);
+    };
+    const look = async () => {
       if (done) return;
       let end;
       let givenUp = false;
       try {
-        end = runEnd(rt.db, remote.key);
+        end = await runEnd(rt.db, remote.key);
         // Once: a run its worker committed and its launcher never claimed is given up here, so it
         // can never start there after all; the first claim wins (the launcher's, or this one).
         if (!end && !claimed) {
-          givenUp = abandonRemoteRun(rt.db, remote.key, host);
+          givenUp = await abandonRemoteRun(rt.db, remote.key, host);
           claimed = true;
         }
       } catch {
         return; // a busy store or a lost connection: the next look
       }
       if (givenUp) {
-        done = true;
-        timer.clear();
+        stop();
         resolve({ kind: 'retry', outcome: 'interrupted', reason: `the run was never started on ${left.host ?? 'its host'} (its worker stopped first)`, delayMs: 0 });
       } else if (end) {
-        done = true;
-        timer.clear();
+        stop();
         resolve(remote.outcome(end));
       } else if (rt.now() >= deadline) {
-        done = true;
-        timer.clear();
+        stop();
         resolve({
           kind: 'retry',
           outcome: 'interrupted',
@@ -58,6 +65,7 @@ export function waitRemote(rt: Runtime, left: LeftRunRow, remote: RemoteRun, hos
       }
     };
     const timer = rt.timers.every(look, LOOK_MS);
+    waits.add(stop);
     rt.timers.soon(look);
   });
 }

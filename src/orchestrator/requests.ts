@@ -18,8 +18,8 @@ import { controlSnapshot, dataVersion } from '../store/strategy.js';
 const ENDED: readonly string[] = ['complete', 'failed', 'aborted'];
 
 export interface RequestHandlers {
-  /** The strategy is `abort requested`. */
-  abort(): void;
+  /** The strategy is `abort requested`: seen once its write has committed (a busy store throws, and the poll asks again). */
+  abort(): Promise<void>;
   /** Paused (true) or resumed (false). */
   pause(on: boolean): void;
   /** A stage's window changed. */
@@ -33,7 +33,7 @@ export interface RequestHandlers {
   /** Another worker of the strategy ended it (orchestrator/workers.ts): this one starts nothing more. */
   ended?(state: string): void;
   /** Another process committed something: what is not in the snapshot (the running stage's budget) is read again. */
-  changed?(): void;
+  changed?(): Promise<void>;
 }
 
 export interface Snapshot {
@@ -68,26 +68,36 @@ export class ExternalRequests {
   }
 
   /** Look now, whatever `data_version` says: a commit found a stop in the file the poll has not seen yet. */
-  lookNow(): void {
+  async lookNow(): Promise<void> {
     this.lastDataVersion = -1;
-    this.poll();
+    await this.poll();
   }
 
-  /** Look now (also called by the timer). Cheap when nothing changed. */
-  poll(): void {
+  /**
+   * Look now (also called by the timer). Cheap when nothing changed. Looks take turns: two at once
+   * would both see a change and carry it out twice.
+   */
+  poll(): Promise<void> {
+    this.looking = this.looking.then(() => this.look());
+    return this.looking;
+  }
+
+  private looking: Promise<void> = Promise.resolve();
+
+  private async look(): Promise<void> {
     try {
       const t = performance.now();
       if (this.opts.checkFile && t - this.lastFileCheck >= 500) {
         this.lastFileCheck = t;
         this.opts.checkFile();
       }
-      const version = dataVersion(this.db);
+      const version = await dataVersion(this.db);
       if (version === this.lastDataVersion) return;
       this.lastDataVersion = version;
-      const now = controlSnapshot(this.db);
+      const now = await controlSnapshot(this.db);
       if (!now) return;
-      this.compare(now);
-      this.handlers.changed?.();
+      await this.compare(now);
+      await this.handlers.changed?.();
     } catch (err) {
       // A busy file: the next poll looks again (data_version is read anew, so nothing is missed).
       if (faultOf(err) === 'busy' || this.handlers.busy(err)) {
@@ -99,7 +109,7 @@ export class ExternalRequests {
   }
 
   /** Each change is recorded as seen right after its handler returned (a throw leaves it unseen). */
-  private compare(now: Snapshot): void {
+  private async compare(now: Snapshot): Promise<void> {
     const last = this.last;
     for (const [stage, w] of now.windows) {
       if (last.windows.get(stage) === w) continue;
@@ -112,7 +122,7 @@ export class ExternalRequests {
     }
     if (now.state !== last.state) {
       // 'aborting': another worker of the strategy carried the abort out first (orchestrator/workers.ts).
-      if (now.state === 'abort requested' || now.state === 'aborting') this.handlers.abort();
+      if (now.state === 'abort requested' || now.state === 'aborting') await this.handlers.abort();
       else if (ENDED.includes(now.state)) this.handlers.ended?.(now.state);
       else if (now.state === 'paused') this.handlers.pause(true);
       else if (now.state === 'applying' && last.state === 'paused') this.handlers.pause(false);

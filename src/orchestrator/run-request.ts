@@ -51,9 +51,9 @@ export class RunRequests {
 
   constructor(private readonly rt: Runtime) {}
 
-  readLabelled(): void {
+  async readLabelled(): Promise<void> {
     const keys = this.rt.driver.labelKeys;
-    this.labelled = keys ? subcloudsLabelled(this.rt.db, keys) : null;
+    this.labelled = keys ? await subcloudsLabelled(this.rt.db, keys) : null;
   }
 
   /** The subcloud ended or let its slot go: its fields are read again next time. */
@@ -61,10 +61,15 @@ export class RunRequests {
     this.fields.delete(stepId);
   }
 
-  request(worker: Worker, c: RunContext): OperationRequest {
+  /**
+   * The request for the worker's run. A subcloud's fields are read before it (once per subcloud in
+   * flight) when the driver may read them: a driver that names the labels it reads gets them read
+   * only for a subcloud that has one, and no fields.
+   */
+  async request(worker: Worker, c: RunContext): Promise<OperationRequest> {
     const { step, state, attempt } = worker;
-    const fields = (s: CursorStep) => this.subcloudFields(s);
     const labelled = this.labelled;
+    const read = labelled === null || labelled.has(step.subcloudId) ? await this.subcloudFields(step) : null;
     return {
       cloud: step.cloud,
       type: c.type,
@@ -83,10 +88,12 @@ export class RunRequests {
       // sim_unreachable label, at a step's first state, only for a subcloud that has it), once per
       // subcloud in flight.
       get subcloud() {
-        return fields(step).fields;
+        // A driver with `labelKeys` reads no fields (the sim reads its label only).
+        if (!read) throw new Error(`the fields of ${step.cloud} were not read: its driver names the labels it reads (labelKeys)`);
+        return read.fields;
       },
       get labels() {
-        return labelled && !labelled.has(step.subcloudId) ? NO_LABELS : fields(step).labels;
+        return read ? read.labels : NO_LABELS;
       },
       get signal() {
         if (!worker.controller) {
@@ -102,10 +109,10 @@ export class RunRequests {
     };
   }
 
-  private subcloudFields(step: CursorStep): Fields {
+  private async subcloudFields(step: CursorStep): Promise<Fields> {
     let f = this.fields.get(step.id);
     if (!f) {
-      const row = subcloudById(this.rt.db, step.subcloudId);
+      const row = await subcloudById(this.rt.db, step.subcloudId);
       // A step's subcloud cannot be deleted (subcloud delete refuses), so the row is there.
       f = row ? { fields: fieldTexts(row), labels: readLabels(row.labels) } : { fields: {}, labels: {} };
       this.fields.set(step.id, f);

@@ -14,10 +14,10 @@ import { REAL_TIMERS, type Timers } from '../platform/timers.js';
 
 /** Faults at the commit path: every commit is a point a test or the simulator can name (its N counts from 1). */
 export interface CommitHooks {
-  beforeCommit(n: number): void;
-  /** Inside the Nth commit's transaction, once its fence is checked. */
-  inCommit(n: number): void;
-  afterCommit(n: number): void;
+  beforeCommit(n: number): void | Promise<void>;
+  /** Inside the Nth commit's transaction (`tx`, its handle), once its fence is checked. */
+  inCommit(n: number, tx: Db): void | Promise<void>;
+  afterCommit(n: number): void | Promise<void>;
 }
 
 /** What an apply cost, counted exactly (`DCM_TEST_HOOKS=1 DCM_COUNTERS=FILE`): guards that do not flake. */

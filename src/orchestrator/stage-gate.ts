@@ -42,11 +42,11 @@ export interface GateHost {
    * orchestrator follows the file first. The file, not the poll: a resume committed between this
    * process's own pause and the poll's next look would otherwise go unseen.
    */
-  syncPaused(): boolean;
+  syncPaused(): Promise<boolean>;
   /** An abort, a signal, a fatal error or the strategy's own budget: no gate runs, no stage starts. */
   ending(): boolean;
   /** The orchestrator's fenced write, retried while the file is busy. */
-  write<T>(fn: () => T): Promise<T>;
+  write<T>(fn: (tx: Db) => Promise<T>): Promise<T>;
   /** The gate paused the strategy (written already): say so, and stop starting subclouds. */
   pause(reason: string): void;
   note(text: string): void;
@@ -56,7 +56,7 @@ export interface GateHost {
    * One of several workers (workers.ts): whether this one runs the gates now. The others wait for
    * what it records, so that a soak is started and a check run once, whatever the workers.
    */
-  leads?(): boolean;
+  leads?(): Promise<boolean>;
 }
 
 /** How often a worker that does not run the gates looks at what the one that does has recorded. */
@@ -119,27 +119,27 @@ export class StageGates {
    * The stages the run goes through, in order: every stage from the first that is open (has a step
    * not ended) or has not passed its gate (a stage killed in its soak, or at its pause).
    */
-  stagesFrom(open: readonly number[]): number[] {
-    const rows = listStageGates(this.db);
-    const all = stagesWithSteps(this.db);
+  async stagesFrom(open: readonly number[]): Promise<number[]> {
+    const rows = await listStageGates(this.db);
+    const all = await stagesWithSteps(this.db);
     const settled = new Set(rows.filter((r) => r.gate_state === 'passed' || r.gate_state === 'promoted' || (r.gate_state === null && r.gate === 'none' && r.max_failures === null)).map((r) => r.stage));
     const first = all.findIndex((st) => open.includes(st) || !settled.has(st));
     return first < 0 ? [] : all.slice(first);
   }
 
   /** The budget of a stage about to run (its failures so far are the file's). */
-  budget(stage: number): StageBudget {
-    const row = stageGate(this.db, stage);
-    const tally = stageTally(this.db, stage);
+  async budget(stage: number): Promise<StageBudget> {
+    const row = await stageGate(this.db, stage);
+    const tally = await stageTally(this.db, stage);
     const text = row?.max_failures ?? null;
     return new StageBudget(stage, tally.failed, stageFailureLimit(text, tally.total), text, row?.gate_state === 'promoted', (t) => this.host.note(t));
   }
 
   /** Another process committed (perhaps `strategy update` of the running stage's budget): true if it changed. */
-  refreshBudget(b: StageBudget): boolean {
-    const row = stageGate(this.db, b.stage);
+  async refreshBudget(b: StageBudget): Promise<boolean> {
+    const row = await stageGate(this.db, b.stage);
     const text = row?.max_failures ?? null;
-    return b.setBudget(text, stageFailureLimit(text, stageTally(this.db, b.stage).total));
+    return b.setBudget(text, stageFailureLimit(text, (await stageTally(this.db, b.stage)).total));
   }
 
   /** Something the gate may wait for happened (resume, pause, abort, signal): look again. */
@@ -162,9 +162,9 @@ export class StageGates {
   async after(stage: number, next: number | null): Promise<AfterStage> {
     for (;;) {
       if (this.stopped || this.host.ending()) return 'stop';
-      const row = stageGate(this.db, stage);
+      const row = await stageGate(this.db, stage);
       if (!row) return 'go';
-      const tally = stageTally(this.db, stage);
+      const tally = await stageTally(this.db, stage);
       const action = afterStage({
         stage,
         next,
@@ -175,10 +175,10 @@ export class StageGates {
         notStarted: tally.initial,
         endedMs: tally.lastEnd === null ? null : parseTime(tally.lastEnd),
         dueMs: row.gate_due_at === null ? null : parseTime(row.gate_due_at),
-        paused: this.host.syncPaused(),
+        paused: await this.host.syncPaused(),
         nowMs: Date.now(),
       });
-      if (this.host.leads && !this.host.leads()) {
+      if (this.host.leads && !await this.host.leads()) {
         // Only what is settled in the record moves this worker on; the rest is the leader's to do.
         if (action.kind === 'go' && !action.record) return 'go';
         if (action.kind === 'again') return 'again';
@@ -236,10 +236,10 @@ export class StageGates {
 
   /** The gate's outcome and its event, in one fenced transaction; `pause`: the strategy too. */
   private record(stage: number, state: GateState, reason: string, dueAt: string | null = null, pause = false): Promise<void> {
-    return this.host.write(() => {
-      setGateState(this.db, stage, state, reason, dueAt);
-      if (pause) casStrategyState(this.db, ['applying'], 'paused');
-      if (this.host.who) recordEvent(this.db, this.host.who, EVENTS.stageGate, `stage ${stage}: ${state}: ${reason}`);
+    return this.host.write(async (tx) => {
+      await setGateState(tx, stage, state, reason, dueAt);
+      if (pause) await casStrategyState(tx, ['applying'], 'paused');
+      if (this.host.who) await recordEvent(tx, this.host.who, EVENTS.stageGate, `stage ${stage}: ${state}: ${reason}`);
     });
   }
 
@@ -257,10 +257,10 @@ export class StageGates {
    * in its environment. Null: stopped (a signal, an abort) before it ended; the next apply runs it again.
    */
   private async runCheck(command: string, stage: number, next: number): Promise<{ code: number | null; signal: string | null; lastLine: string } | null> {
-    const tag = `${getStrategy(this.db)?.created_at ?? ''}/${stage}`;
+    const tag = `${(await getStrategy(this.db))?.created_at ?? ''}/${stage}`;
     await this.stopLeftChecks(tag, stage);
     if (this.stopped || this.host.ending()) return null;
-    return this.spawnCheck(command, stage, next, tag);
+    return await this.spawnCheck(command, stage, next, tag);
   }
 
   /**
@@ -292,16 +292,16 @@ export class StageGates {
     send('SIGTERM');
     if (await gone(LEFT_CHECK_GRACE_MS)) return;
     send('SIGKILL');
-    if (!(await gone(LEFT_CHECK_KILL_MS))) this.host.note(`stage ${stage}: the gate check left running (pid ${left.filter(processAlive).join(', ')}) could not be stopped; running it again beside it`);
+    if (!await gone(LEFT_CHECK_KILL_MS)) this.host.note(`stage ${stage}: the gate check left running (pid ${left.filter(processAlive).join(', ')}) could not be stopped; running it again beside it`);
   }
 
-  private spawnCheck(command: string, stage: number, next: number, tag: string): Promise<{ code: number | null; signal: string | null; lastLine: string } | null> {
+  private async spawnCheck(command: string, stage: number, next: number, tag: string): Promise<{ code: number | null; signal: string | null; lastLine: string } | null> {
     const env = {
       ...process.env,
       [GATE_CHECK_TAG]: tag,
       DCM_STAGE: String(stage),
       DCM_NEXT_STAGE: String(next),
-      DCM_STAGE_CLOUDS: stageCloudNames(this.db, stage).join(' '),
+      DCM_STAGE_CLOUDS: (await stageCloudNames(this.db, stage)).join(' '),
       DCM_STRATEGY_TYPE: this.host.type,
     };
     return new Promise((resolve) => {

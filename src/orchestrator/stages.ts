@@ -17,6 +17,7 @@ import type { Actor } from '../platform/who.js';
 import type { Timer } from '../platform/timers.js';
 import { openStages, StageCursor, type CursorStep } from '../store/cursor.js';
 import { strategyState } from '../store/strategy.js';
+import type { Db } from '../store/open.js';
 import { Deferrals } from './deferrals.js';
 import type { Fleet } from './fleet.js';
 import { MaintenanceWait } from './maintenance-wait.js';
@@ -57,9 +58,9 @@ export interface StagesHost {
   /** The subcloud let go of its slot: its retry budgets and fields are forgotten. */
   forget(stepId: number): void;
   /** The strategy's pause as the store says, followed; and a gate's own pause. */
-  syncPaused(): boolean;
+  syncPaused(): Promise<boolean>;
   pauseByGate(reason: string): void;
-  write<T>(fn: () => T): Promise<T>;
+  write<T>(fn: (tx: Db) => Promise<T>): Promise<T>;
   fail(err: Error): void;
   who?: Actor;
   type: string;
@@ -97,7 +98,7 @@ export class Stages {
   ) {}
 
   /** What the run starts from: deferred steps, maintenance windows. */
-  load(firstStartedMs: number): void {
+  async load(firstStartedMs: number): Promise<void> {
     this.deferrals = new Deferrals(
       this.rt.db,
       this.host.extra,
@@ -107,7 +108,7 @@ export class Stages {
       },
       this.rt.timers,
     );
-    this.maintenance = MaintenanceWait.load(this.rt.db, this.host.windowClock);
+    this.maintenance = await MaintenanceWait.load(this.rt.db, this.host.windowClock);
   }
 
   get inFlight(): number {
@@ -133,8 +134,8 @@ export class Stages {
     for (;;) {
       await this.runStages();
       if (!this.fleet.shared) return;
-      while (!this.host.stopped() && this.fleet.inFlightElsewhere(this.rt.db) > 0) await this.waitForOthers();
-      if (this.host.stopped() || openStages(this.rt.db).length === 0) return;
+      while (!this.host.stopped() && await this.fleet.inFlightElsewhere(this.rt.db) > 0) await this.waitForOthers();
+      if (this.host.stopped() || (await openStages(this.rt.db)).length === 0) return;
       // Stopping (an abort) starts nothing new; but the runs a takeover adopted meanwhile, while
       // this worker waited for the others, are on their sites: one more pass takes them and waits
       // for their ends, or the abort would end with them going (sim seed 3602656528).
@@ -150,8 +151,8 @@ export class Stages {
     const gates = (this.gates = this.stageGates());
     // Every stage from the first open one: a stage that ended while its gate was not passed yet
     // (killed in a soak, at a pause) still has its gate to go through.
-    const open = openStages(this.rt.db);
-    const stages = gates.stagesFrom(open);
+    const open = await openStages(this.rt.db);
+    const stages = await gates.stagesFrom(open);
     for (const [i, stage] of stages.entries()) {
       for (let again = open.includes(stage); ; again = true) {
         if (again) await this.runStage(stage, gates);
@@ -172,14 +173,14 @@ export class Stages {
   private async runStage(stage: number, gates: StageGates): Promise<void> {
     const size = this.windows.get(stage) ?? 1;
     this.stage = stage;
-    this.stageBudget = gates.budget(stage);
+    this.stageBudget = await gates.budget(stage);
     this.progress.stageStarted?.(stage, size);
     for (;;) {
       await this.runStagePass(stage, size);
       // One of several workers: the stage ends when every worker's subclouds of it have ended.
       // Those another worker let go of (it was taken over) are this pass's to find.
       if (!this.fleet.shared || this.host.stopped() || this.host.gate().stopping) break;
-      if (this.fleet.openInStage(this.rt.db, stage) === 0) break;
+      if (await this.fleet.openInStage(this.rt.db, stage) === 0) break;
       await this.waitForOthers();
     }
     this.window = null;
@@ -221,16 +222,15 @@ export class Stages {
     this.progress.note(line);
     const who = this.host.who;
     if (!who) return;
-    const db = this.rt.db;
     const event = opened ? EVENTS.maintenanceOpen : EVENTS.maintenanceWait;
-    this.host.write(() => recordEvent(db, who, event, line)).catch((err: Error) => this.host.fail(err));
+    this.host.write((tx) => recordEvent(tx, who, event, line)).catch((err: Error) => this.host.fail(err));
   }
 
   /** Resolves true when the subcloud has ended, false when it was held back before it started. */
   private runSubcloud(step: CursorStep): Promise<boolean> {
     // A subcloud runs here once at a time (the window holds a step once, window.ts).
     if (this.slots.has(step.id)) return Promise.resolve(true);
-    return new Promise<boolean>((release) => {
+    return new Promise<boolean>((release, reject) => {
       const slot: Slot = { step, release, started: false };
       this.slots.set(step.id, slot);
       this.peak = Math.max(this.peak, this.slots.size);
@@ -240,9 +240,10 @@ export class Stages {
       if (slot.started) return;
       if (step.state === STEP_DEFERRED) {
         // Deferred by this process or an earlier one: tried again once due, from the store's record.
-        const d = this.deferrals!.resumeOf(step);
+        this.deferrals!.resumeOf(step).then((d) => {
         if (d && 'state' in d) this.host.queue(startRun(step, STEP_DEFERRED, d.state, NEXT_ATTEMPT));
         else this.release(step.id, true);
+        }, reject);
         return;
       }
       const first = step.state === 'initial' ? this.host.states[0] : step.state;
@@ -319,10 +320,10 @@ export class Stages {
    * the apply waited pauses and resumes to have it count), and the subclouds set aside are asked
    * again. Only then: the windows are not polled. `busy`: a busy store keeps the windows read before.
    */
-  reloadWindows(busy: (err: unknown) => boolean, alsoRead: () => void): void {
+  async reloadWindows(busy: (err: unknown) => boolean, alsoRead: () => Promise<void>): Promise<void> {
     try {
-      this.maintenance = MaintenanceWait.load(this.rt.db, this.host.windowClock, this.maintenance);
-      alsoRead();
+      this.maintenance = await MaintenanceWait.load(this.rt.db, this.host.windowClock, this.maintenance);
+      await alsoRead();
     } catch (err) {
       if (!busy(err)) throw err;
     }
@@ -394,6 +395,6 @@ export class Stages {
 }
 
 /** The store's pause, as a gate's host reads it. */
-export function pausedInStore(rt: Runtime): boolean {
-  return strategyState(rt.db) === 'paused';
+export async function pausedInStore(rt: Runtime): Promise<boolean> {
+  return (await strategyState(rt.db)) === 'paused';
 }

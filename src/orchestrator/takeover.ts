@@ -25,7 +25,7 @@ export interface TakeoverHost {
   /** Close runs cut off (their process is gone) as interrupted, in a fenced write. */
   closeInterrupted(historyIds: number[]): Promise<unknown>;
   /** Runs were closed as interrupted: their next runs are told they were cut off. */
-  resumedAgain(): void;
+  resumedAgain(): Promise<void>;
   /** A store error a view can wait out (busy), said once. */
   busy(err: unknown): boolean;
 }
@@ -44,38 +44,38 @@ export class TakeoverHandler {
    * The share of the window follows the workers there are, and the progress views count every
    * worker's steps, not only this one's (read with each heartbeat, a few statements every few seconds).
    */
-  showFleet(): void {
+  async showFleet(): Promise<void> {
     if (!this.fleet.shared || this.control.done()) return;
     const db = this.rt.db;
     try {
-      const live = this.fleet.live(db);
+      const live = await this.fleet.live(db);
       this.stages.followShare(live.map((w) => w.max_local));
-      this.progress.fleet?.({ workers: live.length, inFlightElsewhere: this.fleet.inFlightElsewhere(db), counts: stageStateCounts(db) });
+      this.progress.fleet?.({ workers: live.length, inFlightElsewhere: await this.fleet.inFlightElsewhere(db), counts: await stageStateCounts(db) });
     } catch (err) {
       // A view is not worth a stop: a busy store shows the fleet at the next beat.
-      if (!this.host.busy(err)) this.control.fail(err as Error);
+      if (!this.host.busy(err)) await this.control.fail(err as Error);
     }
   }
 
   /** Workers were taken over by this one's heartbeat. */
-  takenOver(taken: readonly TakenOver[]): void {
+  async takenOver(taken: readonly TakenOver[]): Promise<void> {
     if (this.control.done()) return;
     for (const t of taken) {
       this.progress.note(`took over the worker pid ${t.worker.pid} on ${t.worker.host} (${t.why}): ${t.adopted} run(s) adopted, ${t.interrupted} interrupted to run again`);
     }
     // Runs closed as interrupted run again told so (DCM_RESUMED), once the stage is read again.
-    const readAgain = () => {
+    const readAgain = async () => {
       try {
-        this.host.resumedAgain();
+        await this.host.resumedAgain();
       } catch (err) {
-        this.control.fail(err as Error);
+        await this.control.fail(err as Error);
         return;
       }
       this.stages.rescan();
     };
     if (taken.some((t) => t.adopted > 0)) {
       try {
-        const left = this.host.adoptLeft();
+        const left = await this.host.adoptLeft();
         for (const [id, a] of left.adopted) {
           if (this.stages.hasSlot(id)) {
             // Read before it was taken over and waiting for its first claim, which would now be
@@ -91,15 +91,15 @@ export class TakeoverHandler {
           return;
         }
       } catch (err) {
-        this.control.fail(err as Error);
+        await this.control.fail(err as Error);
         return;
       }
     }
-    readAgain();
+    await readAgain();
   }
 
   /** The strategy's failed steps, every worker's: the budget counts them all. */
-  countFailures(): void {
-    this.control.failedElsewhere(failedAndTotal(this.rt.db).failed);
+  async countFailures(): Promise<void> {
+    this.control.failedElsewhere((await failedAndTotal(this.rt.db)).failed);
   }
 }

@@ -90,59 +90,64 @@ function holdWriteLock(file: string, ms: number): void {
 
 type TxFn = ((...a: unknown[]) => unknown) & Record<'deferred' | 'immediate', (...a: unknown[]) => unknown>;
 
+/** The part of a connection the counters wrap: its own statements, and its transactions'. */
+interface Counted {
+  prepare: (...a: never[]) => unknown;
+  pragma: (...a: never[]) => unknown;
+  transaction: (...a: never[]) => unknown;
+  readonly inside: Pick<Counted, 'prepare' | 'pragma'>;
+}
+
 /**
  * Counters for this apply, or null when not asked for. Statements and commits are counted by
- * wrapping the connection's `prepare` and `transaction` (only then: no cost otherwise);
- * transitions by the committer.
+ * wrapping the connection's `prepare` and `transaction`, and the `prepare` of its transactions'
+ * handle (only then: no cost otherwise); transitions by the committer.
  */
-export function costCounters(
-  env: NodeJS.ProcessEnv,
-  db: {
-    prepare: (...a: never[]) => unknown;
-    pragma: (...a: never[]) => unknown;
-    transaction: (...a: never[]) => unknown;
-    readonly inTransaction: boolean;
-  },
-): { counters: CostCounters; file: string } | null {
+export function costCounters(env: NodeJS.ProcessEnv, db: Counted): { counters: CostCounters; file: string } | null {
   const file = env.DCM_COUNTERS;
   // Refused without DCM_TEST_HOOKS=1 by commitHooks, before the file is read.
   if (file === undefined || env.DCM_TEST_HOOKS !== '1') return null;
   const counters: CostCounters = { commits: 0, transitions: 0, statements: 0, details: 0, autocommitReads: 0 };
-  const prepare = db.prepare.bind(db) as (...a: unknown[]) => Record<string, unknown>;
-  (db as { prepare: unknown }).prepare = (...args: unknown[]) => {
-    const stmt = prepare(...args);
-    for (const m of ['run', 'get', 'all', 'iterate']) {
-      const f = stmt[m] as ((...a: unknown[]) => unknown) | undefined;
-      if (typeof f !== 'function') continue;
-      stmt[m] = (...a: unknown[]) => {
-        counters.statements++;
-        if (!db.inTransaction) {
-          if (m === 'run') counters.commits++;
-          else counters.autocommitReads++;
-        }
-        return f.apply(stmt, a);
-      };
-    }
-    return stmt;
+  // A statement through the connection is a transaction of its own (a write, a commit); one
+  // through the transactions' handle is part of theirs.
+  const countStatements = (on: Pick<Counted, 'prepare' | 'pragma'>, alone: boolean) => {
+    const prepare = on.prepare.bind(on) as (...a: unknown[]) => Record<string, unknown>;
+    (on as { prepare: unknown }).prepare = (...args: unknown[]) => {
+      const stmt = prepare(...args);
+      for (const m of ['run', 'get', 'all', 'iterate']) {
+        const f = stmt[m] as ((...a: unknown[]) => unknown) | undefined;
+        if (typeof f !== 'function') continue;
+        stmt[m] = (...a: unknown[]) => {
+          counters.statements++;
+          if (alone) {
+            if (m === 'run') counters.commits++;
+            else counters.autocommitReads++;
+          }
+          return f.apply(stmt, a);
+        };
+      }
+      return stmt;
+    };
+    const pragma = on.pragma.bind(on) as (...a: unknown[]) => unknown;
+    (on as { pragma: unknown }).pragma = (...args: unknown[]) => {
+      counters.statements++;
+      return pragma(...args);
+    };
   };
-  // A write transaction commits when its outermost function returns (a nested one is a savepoint).
-  // Deferred ones are the connection's reads (one snapshot), not commits.
+  countStatements(db, true);
+  countStatements(db.inside, false);
+  // A write transaction of the connection commits when its function returns (one through the
+  // handle is a savepoint). Deferred ones are the connection's reads (one snapshot), not commits.
   const transaction = db.transaction.bind(db) as (fn: unknown) => TxFn;
   (db as { transaction: unknown }).transaction = (fn: unknown) => {
     const tx = transaction(fn);
-    const counted = (f: (...a: unknown[]) => unknown) => (...a: unknown[]) => {
-      const outermost = !db.inTransaction;
-      const out = f(...a);
-      if (outermost) counters.commits++;
+    const counted = (f: (...a: unknown[]) => unknown) => async (...a: unknown[]) => {
+      const out = await f(...a);
+      counters.commits++;
       return out;
     };
     // dcm's writes are all immediate (SPEC §2: every read-modify-write is BEGIN IMMEDIATE).
     return Object.assign((...a: unknown[]) => tx(...a), { deferred: tx.deferred, immediate: counted(tx.immediate) });
-  };
-  const pragma = db.pragma.bind(db) as (...a: unknown[]) => unknown;
-  (db as { pragma: unknown }).pragma = (...args: unknown[]) => {
-    counters.statements++;
-    return pragma(...args);
   };
   return { counters, file };
 }

@@ -25,7 +25,7 @@ import { REAL_TIMERS, type Timer, type Timers } from '../platform/timers.js';
 
 export interface WindowHost {
   /** Up to `limit` more of the stage's open steps, in order; fewer once there are no more. */
-  fetch(limit: number): CursorStep[];
+  fetch(limit: number): Promise<CursorStep[]>;
   gate(): Gate;
   /**
    * Run the subcloud to its end. Resolves true once it has ended, false when it was held back
@@ -105,6 +105,14 @@ export class StageWindow {
    */
   private readonly entries = new Map<number, Entry>();
   private exhausted = false;
+  /**
+   * A read of the stage is under way (the store answers when it does): reads take turns, each from
+   * where the last one ended, and a pump meanwhile asks for another once it is over.
+   */
+  private feeding = false;
+  private feedAgain = false;
+  /** Rescans so far: a read begun before the last one is dropped, and the stage read again in order. */
+  private rescans = 0;
   /** A step never started was read (the cursor reads those caught mid-state first). */
   private sawNew = false;
   private done: (() => void) | null = null;
@@ -157,20 +165,46 @@ export class StageWindow {
     for (const w of waiting) w.wake();
     try {
       this.bringBack(g);
-      this.feed(g);
     } catch (err) {
       this.host.failed(err as Error);
     }
+    this.feed();
     this.checkEnd(g);
   }
 
-  private feed(g: Gate): void {
+  private feed(): void {
+    if (this.feeding) {
+      this.feedAgain = true;
+      return;
+    }
+    this.feeding = true;
+    this.feedAll().then(
+      () => {
+        this.feeding = false;
+        if (this.feedAgain) {
+          this.feedAgain = false;
+          this.pump();
+        } else this.checkEnd(this.host.gate());
+      },
+      (err: unknown) => {
+        this.feeding = false;
+        this.host.failed(err as Error);
+      },
+    );
+  }
+
+  private async feedAll(): Promise<void> {
+    for (;;) {
+      const g = this.host.gate();
     // Once stopping, only steps caught mid-state may still start; the cursor reads them first, so
     // the first new one read says there are no more (a stopped stage is not read to its end).
     const aside = Math.max(0, this.asideSteps.size - ASIDE_MAX);
-    while (!this.exhausted && !(g.stopping && this.sawNew) && this.outstanding + aside < this.limit.concurrency + READ_AHEAD_MAX) {
+      if (this.finished || this.exhausted || (g.stopping && this.sawNew) || this.outstanding + aside >= this.limit.concurrency + READ_AHEAD_MAX) return;
       const want = Math.min(READ_AHEAD_MAX, this.limit.concurrency);
-      const more = this.host.fetch(want);
+      const rescans = this.rescans;
+      const more = await this.host.fetch(want);
+      // Read again from the start meanwhile: this read is dropped (the rewound cursor reads it again).
+      if (rescans !== this.rescans || this.finished) continue;
       if (more.length < want) this.exhausted = true;
       for (const step of more) {
         if (kindOf(step) === 'new') this.sawNew = true;
@@ -250,6 +284,7 @@ export class StageWindow {
   rescan(): void {
     if (this.finished || !this.done) return;
     this.clearQueue();
+    this.rescans++;
     this.exhausted = false;
     this.sawNew = false;
     this.pump();
@@ -322,7 +357,7 @@ export class StageWindow {
   private checkEnd(g: Gate): void {
     if (this.finished || !this.done) return;
     const deferred = g.stopping ? 0 : (this.host.deferred?.() ?? 0);
-    if (this.outstanding === 0 && deferred === 0 && this.asideSteps.size === 0 && (this.exhausted || (g.stopping && this.sawNew))) {
+    if (!this.feeding && this.outstanding === 0 && deferred === 0 && this.asideSteps.size === 0 && (this.exhausted || (g.stopping && this.sawNew))) {
       this.finished = true;
       this.armAside(Infinity);
       this.done();

@@ -57,7 +57,7 @@ export class WorkerLease {
   id = 0;
   private timer: Timer | null = null;
   /** Records a takeover in the event record, in the transaction that makes it. */
-  record: ((t: TakenOver) => void) | null = null;
+  record: ((t: TakenOver, tx: Db) => Promise<void>) | null = null;
   /**
    * Runs of a worker gone from another host are kept `running` for this one to wait for (their
    * ends reach the store from their host: orchestrator/remote-runs.ts) rather than closed to run again.
@@ -90,14 +90,14 @@ export class WorkerLease {
    * are gone are taken over, and the steps left with a run still `running` and no worker (an
    * apply of one orchestrator that was killed) become this one's, to adopt.
    */
-  join(also?: () => void): TakenOver[] {
-    return this.db
-      .transaction(() => {
-        this.id = addWorker(this.db, { host: this.host, pid: this.pid, procStart: processStart(this.pid), token: this.token, leaseMs: this.leaseMs, maxLocal: this.maxLocal });
+  async join(also?: (tx: Db) => Promise<void>): Promise<TakenOver[]> {
+    return await this.db
+      .transaction(async (tx) => {
+        this.id = await addWorker(tx, { host: this.host, pid: this.pid, procStart: processStart(this.pid), token: this.token, leaseMs: this.leaseMs, maxLocal: this.maxLocal });
         // The start first, then the takeovers: the event record says so in that order, as for a file's lock.
-        also?.();
-        const taken = this.takeOverGone();
-        this.db
+        await also?.(tx);
+        const taken = await this.takeOverGone(tx);
+        await tx
           .prepare(
             `UPDATE strategy_step SET owner = ?, fence = fence + 1 WHERE owner IS NULL
                AND EXISTS (SELECT 1 FROM step_history h WHERE h.step_id = strategy_step.id AND h.outcome = 'running')`,
@@ -108,9 +108,9 @@ export class WorkerLease {
       .immediate();
   }
 
-  /** The fence: inside every transaction of this worker; throws once its row is gone. */
-  check(): void {
-    if (!holdsWorker(this.db, this.id, this.token)) throw new LostLeaseError(this.leaseMs);
+  /** The fence: inside every transaction of this worker (`tx`, its handle); throws once its row is gone. */
+  async check(tx: Db): Promise<void> {
+    if (!await holdsWorker(tx, this.id, this.token)) throw new LostLeaseError(this.leaseMs);
   }
 
   /** The DCM_FENCE of a run: this worker, and how many times its step was claimed. */
@@ -123,31 +123,35 @@ export class WorkerLease {
    * gone; `onBeat`: the lease was renewed, with the workers this beat took over (their subclouds
    * are free, or this worker's to adopt), if any.
    */
-  startHeartbeat(onLost: (err: LostLeaseError) => void, onError: (err: Error) => void, onBeat: (taken: TakenOver[]) => void): void {
-    this.timer = this.timers.every(() => {
+  startHeartbeat(
+    onLost: (err: LostLeaseError) => void | Promise<void>,
+    onError: (err: Error) => void | Promise<void>,
+    onBeat: (taken: TakenOver[]) => void | Promise<void>,
+  ): void {
+    this.timer = this.timers.every(async () => {
       try {
         // The renewal alone, outside the writers' lock: a worker that waits for the lock (another
         // session holds it) is alive, and is never taken for gone for that wait. It renews only
         // its own row, while it is there: a worker taken over renews nothing.
-        if (!beatWorker(this.beatDb, this.id, this.token)) throw new LostLeaseError(this.leaseMs);
+        if (!await beatWorker(this.beatDb, this.id, this.token)) throw new LostLeaseError(this.leaseMs);
         // The takeovers, under the writers' lock, only when a worker looks gone (a read first).
-        const taken = this.taking && this.someoneGone()
-          ? this.db
-              .transaction(() => {
-                this.check();
-                return this.takeOverGone();
+        const taken = this.taking && await this.someoneGone()
+          ? await this.db
+              .transaction(async (tx) => {
+                await this.check(tx);
+                return await this.takeOverGone(tx);
               })
               .immediate()
           : [];
-        onBeat(taken);
+        await onBeat(taken);
       } catch (err) {
         if (err instanceof LostLeaseError) {
           this.stopHeartbeat();
-          onLost(err);
+          await onLost(err);
           return;
         }
         // A busy store or a lost connection: the next beat tries again; the orchestrator's own writes say what is wrong.
-        onError(err as Error);
+        await onError(err as Error);
       }
     }, heartbeatMs(this.leaseMs));
     this.timer.unref();
@@ -169,14 +173,14 @@ export class WorkerLease {
   }
 
   /** Leave: the row goes and the subclouds this worker still held are free (only if still its own). */
-  leave(): void {
+  async leave(): Promise<void> {
     this.stopHeartbeat();
     if (!this.db.open || !this.id) return;
     try {
-      this.db
-        .transaction(() => {
-          if (!holdsWorker(this.db, this.id, this.token)) throw new LostLeaseError(this.leaseMs);
-          leaveWorker(this.db, this.id);
+      await this.db
+        .transaction(async (tx) => {
+          if (!await holdsWorker(tx, this.id, this.token)) throw new LostLeaseError(this.leaseMs);
+          await leaveWorker(tx, this.id);
         })
         .immediate();
     } catch (err) {
@@ -186,16 +190,16 @@ export class WorkerLease {
   }
 
   /** Whether another worker looks gone, as read now (without the writers' lock). */
-  private someoneGone(): boolean {
-    const nowMs = storeClockMs(this.beatDb);
-    return listWorkers(this.beatDb).some((w) => w.id !== this.id && goneWhy(w, nowMs, this.host) !== null);
+  private async someoneGone(): Promise<boolean> {
+    const nowMs = await storeClockMs(this.beatDb);
+    return (await listWorkers(this.beatDb)).some((w) => w.id !== this.id && goneWhy(w, nowMs, this.host) !== null);
   }
 
-  /** Inside a transaction: every other worker that is gone is taken over by this one. */
-  private takeOverGone(): TakenOver[] {
+  /** Inside a transaction (`tx`): every other worker that is gone is taken over by this one. */
+  private async takeOverGone(tx: Db): Promise<TakenOver[]> {
     const out: TakenOver[] = [];
-    const nowMs = storeClockMs(this.db);
-    const rows = listWorkers(this.db);
+    const nowMs = await storeClockMs(tx);
+    const rows = await listWorkers(tx);
     // Hosts with a worker still heard from: a worker gone there is theirs to take over, since
     // only they can see its runs and adopt them rather than run them again.
     const heardOn = (host: string, except: number) => rows.some((o) => o.id !== except && o.host === host && nowMs - o.heartbeat_ms <= o.lease_ms);
@@ -205,11 +209,11 @@ export class WorkerLease {
       if (!why) continue;
       const sameHost = w.host === this.host;
       if (!sameHost && heardOn(w.host, w.id)) continue;
-      const r = takeOver(this.db, w, this.id, sameHost || this.adoptsElsewhere, `its worker (pid ${w.pid} on ${w.host}) is gone: ${why}`);
+      const r = await takeOver(tx, w, this.id, sameHost || this.adoptsElsewhere, `its worker (pid ${w.pid} on ${w.host}) is gone: ${why}`);
       // Renewed since it was read (its renewal takes no lock): alive after all, and left alone.
       if (!r) continue;
       const t = { worker: w, why, ...r };
-      this.record?.(t);
+      await this.record?.(t, tx);
       out.push(t);
     }
     return out;
@@ -217,8 +221,9 @@ export class WorkerLease {
 }
 
 /** The workers not gone, as seen from this host: an abort from any shell leaves the strategy to them. */
-export function liveWorkers(db: Db, nowMs = storeClockMs(db), host = hostName()): WorkerRow[] {
-  return listWorkers(db).filter((w) => goneWhy(w, nowMs, host) === null);
+export async function liveWorkers(db: Db, nowMs?: number, host = hostName()): Promise<WorkerRow[]> {
+  const at = nowMs ?? await storeClockMs(db);
+  return (await listWorkers(db)).filter((w) => goneWhy(w, at, host) === null);
 }
 
 /** How often the lease is renewed: a third of it, at most every 5 s. */

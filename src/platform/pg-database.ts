@@ -11,6 +11,8 @@
  */
 import { blockingClockMs, connectionLost, PgError, SyncPg, type PgQuery, type PgResult } from './pg-sync.js';
 import { toPg } from './pg-dialect.js';
+import type { Db, RunResult, Statement, Transaction } from './db.js';
+import { Turns, TxHandle, type Inside } from './turns.js';
 
 /** The advisory lock every dcm writer of one database takes ("DCM1", as the SQLite file's mark). */
 export const WRITER_LOCK = 0x44434d31;
@@ -54,7 +56,7 @@ export interface PgSchemaOptions {
   version?: { bump: string; read: string };
 }
 
-export class PgStatement {
+export class PgStatement implements Statement {
   private plucked = false;
   private rawRows = false;
   readonly reader: boolean;
@@ -65,6 +67,8 @@ export class PgStatement {
   constructor(
     private readonly db: PgDatabase,
     readonly source: string,
+    /** A statement of the open transaction's handle (it runs at once). */
+    private readonly inside = false,
   ) {
     const t = toPg(source);
     const into = /^\s*INSERT\s+INTO\s+(\w+)/i.exec(source)?.[1];
@@ -90,7 +94,8 @@ export class PgStatement {
    * Inside a transaction the write is sent with the next statement that needs an answer (or the
    * commit), and its result is read only when asked for: a batch of writes is one round trip.
    */
-  run(...params: Params): { changes: number; lastInsertRowid: number } {
+  async run(...params: Params): Promise<RunResult> {
+    if (this.db.turns.held !== this.inside) await this.db.turns.settle(this.inside);
     const q = this.query(params);
     const slot = this.db.send(this.returnsId ? { ...q, array: true } : q);
     const result = (): PgResult => {
@@ -110,16 +115,18 @@ export class PgStatement {
     };
   }
 
-  get(...params: Params): unknown {
+  async get(...params: Params): Promise<unknown> {
+    if (this.db.turns.held !== this.inside) await this.db.turns.settle(this.inside);
     return this.shape(this.db.query(this.query(params)).rows)[0];
   }
 
-  all(...params: Params): unknown[] {
+  async all(...params: Params): Promise<unknown[]> {
+    if (this.db.turns.held !== this.inside) await this.db.turns.settle(this.inside);
     return this.shape(this.db.query(this.query(params)).rows);
   }
 
-  iterate(...params: Params): IterableIterator<unknown> {
-    return this.all(...params)[Symbol.iterator]();
+  async *iterate(...params: Params): AsyncIterableIterator<unknown> {
+    yield* await this.all(...params);
   }
 
   /** The query for the worker: bound parameters, rows as arrays when they are plucked or raw. */
@@ -150,12 +157,6 @@ function value(v: unknown): unknown {
   return v;
 }
 
-export interface TransactionFn<A extends unknown[], R> {
-  (...args: A): R;
-  deferred(...args: A): R;
-  immediate(...args: A): R;
-  exclusive(...args: A): R;
-}
 
 /** Statements that change nothing in the database: sent again after a lost connection. */
 const RESENDABLE = /^\s*(SELECT|SET|SHOW|WITH\s+[^;]*\bSELECT\b(?![\s\S]*\b(INSERT|UPDATE|DELETE)\b))/i;
@@ -182,7 +183,10 @@ function connect(url: string, again: boolean): SyncPg {
   }
 }
 
-export class PgDatabase {
+export class PgDatabase implements Db, Inside {
+  readonly turns = new Turns();
+  readonly inside: Db = new TxHandle(this);
+  readonly inTransaction = false;
   readonly memory = false;
   open = true;
   private depth = 0;
@@ -220,10 +224,6 @@ export class PgDatabase {
     let name = this.names.get(text);
     if (!name) this.names.set(text, (name = `dcm${this.names.size + 1}`));
     return name;
-  }
-
-  get inTransaction(): boolean {
-    return this.depth > 0;
   }
 
   /** Run `q` now, after the writes still waiting to be sent, in the same round trip. */
@@ -278,49 +278,64 @@ export class PgDatabase {
     return new PgStatement(this, source);
   }
 
+  prepareInside(source: string): PgStatement {
+    return new PgStatement(this, source, true);
+  }
+
   /** Statements with no parameters, several at once (PostgreSQL's simple protocol); run now. */
-  exec(text: string): this {
+  async exec(text: string): Promise<this> {
+    if (this.turns.held) await this.turns.settle(false);
     this.query({ text });
     return this;
   }
 
-  transaction<A extends unknown[], R>(fn: (...args: A) => R): TransactionFn<A, R> {
-    const run = (mode: 'deferred' | 'immediate') => (...args: A): R => this.within(mode, () => fn(...args));
-    const tx = run('deferred') as TransactionFn<A, R>;
-    tx.deferred = run('deferred');
-    tx.immediate = run('immediate');
-    tx.exclusive = run('immediate');
+  async execInside(text: string): Promise<void> {
+    this.query({ text });
+  }
+
+  transaction<T>(fn: (tx: Db) => Promise<T>): Transaction<T> {
+    const tx = (() => this.within('deferred', fn)) as Transaction<T>;
+    tx.deferred = tx;
+    tx.immediate = () => this.within('immediate', fn);
     return tx;
   }
 
-  private within<R>(mode: 'deferred' | 'immediate', fn: () => R): R {
-    if (this.depth > 0) {
-      const sp = `dcm_sp${++this.savepoints}`;
-      const made = this.send({ text: `SAVEPOINT ${sp}` });
-      this.depth++;
+  private within<R>(mode: 'deferred' | 'immediate', fn: (tx: Db) => Promise<R>): Promise<R> {
+    return this.turns.hold(
+      () => {},
+      () => this.outermost(mode, () => fn(this.inside)),
+    );
+  }
+
+  async savepoint<R>(fn: () => Promise<R>): Promise<R> {
+    const sp = `dcm_sp${++this.savepoints}`;
+    const made = this.send({ text: `SAVEPOINT ${sp}` });
+    this.depth++;
+    try {
+      const r = await fn();
+      // Sent now: a write of the savepoint's part that fails fails it here, where SQLite's would.
+      this.query({ text: `RELEASE SAVEPOINT ${sp}` });
+      return r;
+    } catch (err) {
       try {
-        const r = fn();
-        // Sent now: a write of the savepoint's part that fails fails it here, where SQLite's would.
-        this.query({ text: `RELEASE SAVEPOINT ${sp}` });
-        return r;
-      } catch (err) {
-        try {
-          // What the savepoint's part queued runs, then is undone with it.
-          this.flush();
-        } catch {
-          // The transaction failed: rolling back to the savepoint still undoes it.
-        }
-        // A savepoint never made (what went before it failed, a busy lock say) has nothing to
-        // undo: the transaction is failed, and the error is the one that failed it.
-        if (made.result) {
-          this.query({ text: `ROLLBACK TO SAVEPOINT ${sp}` });
-          this.send({ text: `RELEASE SAVEPOINT ${sp}` });
-        }
-        throw err;
-      } finally {
-        this.depth--;
+        // What the savepoint's part queued runs, then is undone with it.
+        this.flush();
+      } catch {
+        // The transaction failed: rolling back to the savepoint still undoes it.
       }
+      // A savepoint never made (what went before it failed, a busy lock say) has nothing to
+      // undo: the transaction is failed, and the error is the one that failed it.
+      if (made.result) {
+        this.query({ text: `ROLLBACK TO SAVEPOINT ${sp}` });
+        this.send({ text: `RELEASE SAVEPOINT ${sp}` });
+      }
+      throw err;
+    } finally {
+      this.depth--;
     }
+  }
+
+  private async outermost<R>(mode: 'deferred' | 'immediate', fn: () => Promise<R>): Promise<R> {
     // Sent with the transaction's first statement that needs an answer.
     this.reconnectIfLost();
     this.depth = 1;
@@ -329,7 +344,7 @@ export class PgDatabase {
       this.send({ text: 'SELECT pg_advisory_xact_lock($1)', values: [this.writerLock] });
     } else this.send({ text: 'BEGIN ISOLATION LEVEL REPEATABLE READ' });
     try {
-      const r = fn();
+      const r = await fn();
       if (mode === 'immediate' && this.version) this.send({ text: this.version.bump });
       this.query({ text: 'COMMIT' });
       return r;
@@ -352,7 +367,12 @@ export class PgDatabase {
    * counter (PgSchemaOptions.version), which moves with every writer's commit, this one's included
    * (SQLite's leaves out the connection's own: here a reader may look once more than it needs).
    */
-  pragma(text: string, opts: { simple?: boolean } = {}): unknown {
+  async pragma(text: string, opts: { simple?: boolean } = {}): Promise<unknown> {
+    if (this.turns.held) await this.turns.settle(false);
+    return this.pragmaInside(text, opts);
+  }
+
+  async pragmaInside(text: string, opts: { simple?: boolean } = {}): Promise<unknown> {
     const m = /^\s*(\w+)\s*(?:=\s*(.+?)\s*)?(?:\((.*)\))?\s*$/.exec(text);
     const name = m?.[1].toLowerCase() ?? text;
     const set = m?.[2];
@@ -416,11 +436,10 @@ export class PgDatabase {
     this.session.push(text);
   }
 
-  close(): this {
+  close(): void {
     if (this.open) {
       this.open = false;
       this.conn.close();
     }
-    return this;
   }
 }

@@ -47,16 +47,26 @@ export function setLongTimeout(fn: () => void, ms: number): Timer {
   return timer;
 }
 
-/** Call `fn` every `ms` until cleared; the first call after `ms`. */
-export function setLongInterval(fn: () => void, ms: number): Timer {
+/**
+ * Call `fn` every `ms` until cleared; the first call after `ms`. An `fn` that returns a promise is
+ * not called again before it settles (a tick meanwhile is skipped): a heartbeat or a poll that waits
+ * for the database never runs twice at once.
+ */
+export function setLongInterval(fn: () => void | Promise<unknown>, ms: number): Timer {
   let current: Timer;
   let refed = true;
   let cleared = false;
+  let going = false;
   const next = () => {
     current = setLongTimeout(() => {
       // Re-armed before the call: an `fn` that clears the interval stops it for good.
       next();
-      fn();
+      if (going) return;
+      const out = fn();
+      if (out instanceof Promise) {
+        going = true;
+        out.finally(() => (going = false)).catch(() => {});
+      }
     }, ms);
     if (!refed) current.unref();
   };
@@ -88,8 +98,8 @@ export function sleep(ms: number): Promise<void> {
 export interface Timers {
   /** `fn` once, after `ms` (setLongTimeout). */
   after(fn: () => void, ms: number): Timer;
-  /** `fn` every `ms` until cleared (setLongInterval). */
-  every(fn: () => void, ms: number): Timer;
+  /** `fn` every `ms` until cleared, never twice at once (setLongInterval). */
+  every(fn: () => void | Promise<unknown>, ms: number): Timer;
   /** `fn` on the next turn of the event loop, after what is queued now (setImmediate). */
   soon(fn: () => void): void;
 }

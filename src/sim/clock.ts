@@ -31,11 +31,11 @@ export class ProcessTimers implements Timers {
   dead = false;
   frozen = false;
 
-  private wrap(fn: () => void): () => void {
+  private wrap(fn: () => void | Promise<unknown>): () => void | Promise<unknown> {
     return () => {
       if (this.dead) return;
-      if (this.frozen) this.held.push(fn);
-      else fn();
+      if (this.frozen) this.held.push(() => void fn());
+      else return fn();
     };
   }
 
@@ -55,15 +55,15 @@ export class ProcessTimers implements Timers {
   }
 
   after(fn: () => void, ms: number): Timer {
-    return this.dead ? NO_TIMER : this.track(REAL_TIMERS.after(this.wrap(fn), ms));
+    return this.dead ? NO_TIMER : this.track(REAL_TIMERS.after(() => void this.wrap(fn)(), ms));
   }
 
-  every(fn: () => void, ms: number): Timer {
+  every(fn: () => void | Promise<unknown>, ms: number): Timer {
     return this.dead ? NO_TIMER : this.track(REAL_TIMERS.every(this.wrap(fn), ms));
   }
 
   soon(fn: () => void): void {
-    if (!this.dead) REAL_TIMERS.soon(this.wrap(fn));
+    if (!this.dead) REAL_TIMERS.soon(() => void this.wrap(fn)());
   }
 
   /** kill -9: nothing set here runs again. */

@@ -16,8 +16,8 @@ export class Judge {
   constructor(private readonly sites: Sites) {}
 
   /** No step that ended complete is ever reopened (a retry reopens failed and aborted ones only). */
-  afterCommit(db: Db): void {
-    const rows = sql(db, 'SELECT id, state FROM strategy_step').all() as { id: number; state: string }[];
+  async afterCommit(db: Db): Promise<void> {
+    const rows = await sql(db, 'SELECT id, state FROM strategy_step').all() as { id: number; state: string }[];
     for (const r of rows) {
       if (r.state === 'complete') this.completed.add(r.id);
       else if (this.completed.has(r.id)) this.sites.violation('step-reopened', `step ${r.id} was complete and is ${r.state}`);
@@ -25,11 +25,11 @@ export class Judge {
   }
 
   /** The schedule is over (`after`: how long it was given, said when the strategy did not end). */
-  atEnd(db: Db, after: string): void {
-    this.afterCommit(db);
-    const state = getStrategy(db)?.state ?? 'none';
+  async atEnd(db: Db, after: string): Promise<void> {
+    await this.afterCommit(db);
+    const state = (await getStrategy(db))?.state ?? 'none';
     if (!ENDED.includes(state)) this.sites.violation('not-ended', `the strategy is ${state} after ${after}`);
-    const open = db.prepare(`SELECT COUNT(*) FROM strategy_step WHERE state NOT IN ('complete', 'failed', 'aborted')`).pluck().get() as number;
+    const open = await db.prepare(`SELECT COUNT(*) FROM strategy_step WHERE state NOT IN ('complete', 'failed', 'aborted')`).pluck().get() as number;
     if (ENDED.includes(state) && open) this.sites.violation('lost-step', `${open} step(s) not ended in a ${state} strategy`);
     for (const e of this.sites.stillRunning()) this.sites.violation('left-going', `${e.site} ${e.state}#${e.attempt} still runs after the end`);
   }

@@ -156,20 +156,18 @@ export class Sites {
  * and its end is written there as it ends, whatever became of the process that started it.
  */
 export interface RunBook {
-  claim(key: string, host: string): boolean;
-  ended(key: string, host: string, code: number | null, signal: string | null): void;
+  claim(key: string, host: string): Promise<boolean>;
+  ended(key: string, host: string, code: number | null, signal: string | null): Promise<void>;
 }
 
 /** `fn`, tried again every 200 ms (virtual) while the store is busy; any other error ends it. */
-function untilFree<T>(fn: () => T): Promise<T> {
+function untilFree<T>(fn: () => Promise<T>): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const attempt = () => {
-      try {
-        resolve(fn());
-      } catch (err) {
+      fn().then(resolve, (err: unknown) => {
         if (faultOf(err) === 'busy') setTimeout(attempt, 200);
         else reject(err as Error);
-      }
+      });
     };
     attempt();
   });

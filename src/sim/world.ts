@@ -122,16 +122,16 @@ class World {
   async run(): Promise<Outcome> {
     await this.build();
     this.log('fleet built');
-    this.db = openDb(this.store.worldAddress, { create: false, write: true })!;
-    this.db.pragma('busy_timeout = 0');
+    this.db = (await openDb(this.store.worldAddress, { create: false, write: true }))!;
+    await this.db.pragma('busy_timeout = 0');
     for (const f of this.s.faults) this.arm(f);
-    if (this.s.hosts === 1) this.spawn(0);
+    if (this.s.hosts === 1) await this.spawn(0);
     else for (let w = 0; w < this.s.hosts; w++) this.later(() => this.spawn(w), w * 700);
     while (this.busy() && Date.now() - this.start < LIMIT_MS) await this.clock.nextAsync();
     // What is still out at the sites ends (or is left going: a violation below).
     await this.clock.tickAsync(this.s.stateTimeoutMs * 2);
-    this.judge.atEnd(this.db, `${LIMIT_MS / 3600_000} h`);
-    const state = getStrategy(this.db)?.state ?? 'none';
+    await this.judge.atEnd(this.db, `${LIMIT_MS / 3600_000} h`);
+    const state = (await getStrategy(this.db))?.state ?? 'none';
     this.db.close();
     for (const p of this.procs) for (const d of [p.db, p.beatDb]) if (d?.open) d.close();
     return { violations: this.sites.violations, trace: this.trace, hits: this.hits, state, virtualMs: Date.now() - this.start };
@@ -162,33 +162,33 @@ class World {
   }
 
   /** A new `apply`: worker `w` on its host (several hosts), or the next generation on the one host. */
-  private spawn(w: number): void {
-    const state = getStrategy(this.db)?.state ?? 'none';
+  private async spawn(w: number): Promise<void> {
+    const state = (await getStrategy(this.db))?.state ?? 'none';
     if (ENDED.includes(state)) return;
     const gen = ++this.gen;
     const host = this.s.hosts === 1 ? 'host-1' : `host-${w + 1}`;
     const name = this.s.hosts === 1 ? `apply#${gen}` : `worker${w}#${gen}`;
     const timers = new ProcessTimers();
-    const db = openDb(this.ctx.dbPath, { create: false, write: true })!;
-    db.pragma('busy_timeout = 0');
-    db.pragma('synchronous = OFF');
+    const db = (await openDb(this.ctx.dbPath, { create: false, write: true }))!;
+    await db.pragma('busy_timeout = 0');
+    await db.pragma('synchronous = OFF');
     // Several hosts: the sites tell the store how their runs end (as the exec launcher does), and a
     // worker that takes another host's over waits for those ends instead of running them again.
     const driver = new SimDriver(this.sites, timers, host, this.s.hosts > 1 ? this.book : null);
-    const beatDb = this.store.server ? openDb(this.ctx.dbPath, { create: false, write: true })! : null;
-    beatDb?.pragma('busy_timeout = 0');
+    const beatDb = this.store.server ? (await openDb(this.ctx.dbPath, { create: false, write: true }))! : null;
+    await beatDb?.pragma('busy_timeout = 0');
     const lease = this.s.hosts > 1 ? new WorkerLease(db, this.s.leaseMs, null, { host, pid: 4_190_000 + gen, timers, ...(beatDb ? { beatDb } : {}) }) : null;
     if (lease) lease.adoptsElsewhere = true;
-    const start = () => {
-      if (getStrategy(db)!.state === 'initial') casStrategyState(db, ['initial'], 'applying');
+    const start = async (tx: Db) => {
+      if ((await getStrategy(tx))!.state === 'initial') await casStrategyState(tx, ['initial'], 'applying');
     };
     const lock = lease ? null : new ApplyLock(db, this.ctx.dbPath, timers);
     try {
       if (lease) {
-        const taken = lease.join(start);
+        const taken = await lease.join(start);
         this.hit('takeover', taken.length);
-        lease.record = () => this.hit('takeover');
-      } else if (lock!.acquire(start).tookOverFrom) this.hit('lock-takeover');
+        lease.record = async () => this.hit('takeover');
+      } else if ((await lock!.acquire((tx) => start(tx))).tookOverFrom) this.hit('lock-takeover');
     } catch (err) {
       this.log(`${name} could not start: ${(err as Error).message}`);
       db.close();
@@ -199,7 +199,7 @@ class World {
       if (this.restarts++ < 50) this.later(() => this.spawn(w), 5_000);
       return;
     }
-    const s = getStrategy(db)!;
+    const s = (await getStrategy(db))!;
     const proc: Proc = { name, gen, timers, db, beatDb, driver, lease, lock, ended: false, orch: null as unknown as Orchestrator };
     const killAt = this.s.faults.find((f): f is Extract<Fault, { kind: 'kill' }> => f.kind === 'kill' && f.gen === gen);
     let busyAt = this.s.faults.find((f): f is Extract<Fault, { kind: 'busy' }> => f.kind === 'busy' && f.gen === gen);
@@ -217,10 +217,10 @@ class World {
             if (busyAt && c >= busyAt.commit) busyAt = undefined;
           },
           inCommit: () => {},
-          afterCommit: (c) => {
-            this.judge.afterCommit(this.db);
+          afterCommit: async (c) => {
+            await this.judge.afterCommit(this.db);
             if (killAt && c === killAt.commit) {
-              this.kill(proc);
+              await this.kill(proc);
               this.later(() => this.spawn(w), killAt.restartMs);
               throw new Killed(`${name} killed after commit ${c}`);
             }
@@ -238,7 +238,7 @@ class World {
         // A second between looks at the store (an apply's is 250 ms): the sim's cost is its polls.
         pollMs: 1_000,
         drainMs: 60_000,
-        fence: lease ? () => lease.check() : () => lock!.check(),
+        fence: lease ? (tx) => lease.check(tx) : (tx) => lock!.check(tx),
         shared: lease,
         host,
         file: this.ctx.dbPath,
@@ -261,28 +261,28 @@ class World {
     );
   }
 
-  private ended(p: Proc, w: number, how: string | null): void {
+  private async ended(p: Proc, w: number, how: string | null): Promise<void> {
     if (p.timers.dead) return;
     p.ended = true;
     this.hit('adopted', p.driver.adopted);
     try {
-      p.lease?.leave();
+      await p.lease?.leave();
     } catch {
       // Taken over already, or the store busy: the lease runs out.
     }
     p.lease?.stopHeartbeat();
     try {
-      p.lock?.release();
+      await p.lock?.release();
     } catch {
       // A busy store: the next apply takes the lock of a process that is gone.
     }
     // The process has exited: a lock row it could not remove names a pid that no longer runs.
-    if (p.lock) this.markGone(p.lock.token, 4_190_000 + p.gen);
+    if (p.lock) await this.markGone(p.lock.token, 4_190_000 + p.gen);
     p.timers.kill();
     p.db.close();
     p.beatDb?.close();
     this.log(`${p.name} ends: ${how}`);
-    const state = getStrategy(this.db)?.state ?? 'none';
+    const state = (await getStrategy(this.db))?.state ?? 'none';
     if (!ENDED.includes(state)) {
       // Interrupted, lost its lease, or stopped by a store that stayed busy: the operator (or the
       // host's service) applies again, as the message says; a bounded number of times.
@@ -304,32 +304,32 @@ class World {
   private retryAndApply(w: number, what: string): void {
     void this.operator(what, async () => {
       await strategyRetry(this.ctx, undefined, { clouds: [] });
-      const again = this.db
+      const again = await this.db
         .prepare(`SELECT sc.name FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id WHERE st.state = 'initial'`)
         .pluck()
         .all() as string[];
       for (const site of again) this.sites.newEntry(site);
-      if (!this.alive().length) this.spawn(w);
+      if (!this.alive().length) await this.spawn(w);
     });
   }
 
-  private kill(p: Proc): void {
+  private async kill(p: Proc): Promise<void> {
     this.hit('kill');
     this.log(`${p.name} killed`);
     p.timers.kill();
     p.lease?.stopHeartbeat();
     p.lock?.stopHeartbeat();
     // Its pid is gone: the lock row names a process that no longer runs (all the sim's processes share this one's).
-    if (p.lock) this.markGone(p.lock.token, 4_190_000 + p.gen);
+    if (p.lock) await this.markGone(p.lock.token, 4_190_000 + p.gen);
     this.hit('adopted', p.driver.adopted);
     p.driver.adopted = 0;
     if (p.db.open) p.db.close();
     if (p.beatDb?.open) p.beatDb.close();
   }
 
-  private markGone(token: string, pid: number): void {
+  private async markGone(token: string, pid: number): Promise<void> {
     if (Date.now() < this.busyUntil) return this.later(() => this.markGone(token, pid), this.busyUntil - Date.now() + 1);
-    this.db.prepare('UPDATE apply_lock SET pid = ? WHERE token = ?').run(pid, token);
+    await this.db.prepare('UPDATE apply_lock SET pid = ? WHERE token = ?').run(pid, token);
   }
 
   /** Another connection holds the store's write lock for `ms`. */
@@ -365,7 +365,7 @@ class World {
           if (this.s.hosts > 1) return;
           void this.operator('abort-no-apply', async () => {
             await strategyAbort(this.ctx);
-            if (getStrategy(this.db)?.state === 'aborting') this.hit('abort-left-going');
+            if ((await getStrategy(this.db))?.state === 'aborting') this.hit('abort-left-going');
             this.later(() => this.retryAndApply(0, 'retry-after-abort'), 1_000);
           });
         }, f.atMs);
@@ -400,10 +400,10 @@ class World {
         }, f.atMs);
         break;
       case 'kill-worker':
-        this.later(() => {
+        this.later(async () => {
           const p = worker(f.worker);
           if (!p) return;
-          this.kill(p);
+          await this.kill(p);
           this.later(() => this.spawn(f.worker), f.restartMs);
         }, f.atMs);
         break;

@@ -47,22 +47,22 @@ const SUMMARY = 'id, type, state, steps, complete, failed, created_at, updated_a
  * has checked that it may be deleted and recorded its `deleted` event, which is kept with it).
  * Returns the kept record's id, or null when there was no strategy.
  */
-export function archiveStrategy(db: Db, deletedBy: string): string | null {
-  const row = sql(db, 'SELECT * FROM strategy WHERE id = 1').get() as StrategyRow | undefined;
+export async function archiveStrategy(db: Db, deletedBy: string): Promise<string | null> {
+  const row = await sql(db, 'SELECT * FROM strategy WHERE id = 1').get() as StrategyRow | undefined;
   if (!row) return null;
-  const stages = sql(
+  const stages = await sql(
     db,
     `SELECT stage, max_parallel, group_name, max_failures, gate, gate_check, gate_state, gate_reason, gate_at, gate_due_at
      FROM strategy_stage ORDER BY stage`,
   ).all() as ArchivedStage[];
-  const steps = listSteps(db);
-  const runs = sql(
+  const steps = await listSteps(db);
+  const runs = await sql(
     db,
     'SELECT step_id, state, attempt, started_at, finished_at, outcome, details FROM step_history ORDER BY id',
   ).all() as RunRow[];
-  const events = sql(db, 'SELECT at, event, "user", host, pid, details, reason FROM strategy_event ORDER BY id').all() as EventRow[];
+  const events = await sql(db, 'SELECT at, event, "user", host, pid, details, reason FROM strategy_event ORDER BY id').all() as EventRow[];
   const id = strategyIdOf(row.created_at);
-  sql(
+  await sql(
     db,
     `INSERT INTO strategy_archive (id, type, state, steps, complete, failed, created_at, updated_at, deleted_at, deleted_by,
        strategy_json, stages_json, steps_json, runs_json, events_json)
@@ -84,27 +84,27 @@ export function archiveStrategy(db: Db, deletedBy: string): string | null {
     JSON.stringify(runs),
     JSON.stringify(events),
   );
-  deleteStrategy(db);
+  await deleteStrategy(db);
   return id;
 }
 
 /** The live strategy's steps as a list line counts them. */
-export function stepCounts(db: Db): { steps: number; complete: number; failed: number } {
-  return sql(
+export async function stepCounts(db: Db): Promise<{ steps: number; complete: number; failed: number }> {
+  return (await sql(
     db,
     `SELECT count(*) AS steps, coalesce(sum(CASE WHEN state = 'complete' THEN 1 ELSE 0 END), 0) AS complete,
        coalesce(sum(CASE WHEN state = 'failed' THEN 1 ELSE 0 END), 0) AS failed FROM strategy_step`,
-  ).get() as { steps: number; complete: number; failed: number };
+  ).get()) as { steps: number; complete: number; failed: number };
 }
 
 /** The kept strategies, oldest first (by when each was created). */
-export function listArchived(db: Db): ArchiveSummary[] {
-  return sql(db, `SELECT ${SUMMARY} FROM strategy_archive ORDER BY created_at, id`).all() as ArchiveSummary[];
+export async function listArchived(db: Db): Promise<ArchiveSummary[]> {
+  return (await sql(db, `SELECT ${SUMMARY} FROM strategy_archive ORDER BY created_at, id`).all()) as ArchiveSummary[];
 }
 
 /** One kept record, whole, or undefined. */
-export function getArchived(db: Db, id: string): ArchivedStrategy | undefined {
-  const r = sql(db, `SELECT ${SUMMARY}, strategy_json, stages_json, steps_json, runs_json, events_json FROM strategy_archive WHERE id = ?`).get(id) as
+export async function getArchived(db: Db, id: string): Promise<ArchivedStrategy | undefined> {
+  const r = await sql(db, `SELECT ${SUMMARY}, strategy_json, stages_json, steps_json, runs_json, events_json FROM strategy_archive WHERE id = ?`).get(id) as
     | (ArchiveSummary & Record<'strategy_json' | 'stages_json' | 'steps_json' | 'runs_json' | 'events_json', string>)
     | undefined;
   if (!r) return undefined;
@@ -120,14 +120,14 @@ export function getArchived(db: Db, id: string): ArchivedStrategy | undefined {
 }
 
 /** A kept record's events only (`strategy events --strategy ID`): the rest is not parsed. */
-export function archivedEvents(db: Db, id: string): { type: string; events: EventRow[] } | undefined {
-  const r = sql(db, 'SELECT type, events_json FROM strategy_archive WHERE id = ?').get(id) as { type: string; events_json: string } | undefined;
+export async function archivedEvents(db: Db, id: string): Promise<{ type: string; events: EventRow[] } | undefined> {
+  const r = await sql(db, 'SELECT type, events_json FROM strategy_archive WHERE id = ?').get(id) as { type: string; events_json: string } | undefined;
   return r && { type: r.type, events: JSON.parse(r.events_json) as EventRow[] };
 }
 
 /** The kept records deleted before `cutoff` (a time as the store writes them), oldest first. */
-export function archivedBefore(db: Db, cutoff: string): (ArchiveSummary & { extra: Record<string, unknown> })[] {
-  const rows = sql(db, `SELECT ${SUMMARY}, strategy_json FROM strategy_archive WHERE deleted_at < ? ORDER BY deleted_at, id`).all(cutoff) as (ArchiveSummary & {
+export async function archivedBefore(db: Db, cutoff: string): Promise<(ArchiveSummary & { extra: Record<string, unknown> })[]> {
+  const rows = await sql(db, `SELECT ${SUMMARY}, strategy_json FROM strategy_archive WHERE deleted_at < ? ORDER BY deleted_at, id`).all(cutoff) as (ArchiveSummary & {
     strategy_json: string;
   })[];
   // Its options say where its run logs are (domain/logs.ts layoutOf).
@@ -135,9 +135,9 @@ export function archivedBefore(db: Db, cutoff: string): (ArchiveSummary & { extr
 }
 
 /** Remove these kept records; returns how many went. */
-export function removeArchived(db: Db, ids: readonly string[]): number {
+export async function removeArchived(db: Db, ids: readonly string[]): Promise<number> {
   const stmt = sql(db, 'DELETE FROM strategy_archive WHERE id = ?');
   let n = 0;
-  for (const id of ids) n += stmt.run(id).changes;
+  for (const id of ids) n += (await stmt.run(id)).changes;
   return n;
 }

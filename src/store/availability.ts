@@ -8,9 +8,9 @@ export interface ProbedSite {
 }
 
 /** `online` when it answered, `offline` when not; only the rows that change are written. */
-export function recordAvailability(db: Db, probed: readonly ProbedSite[], before: ReadonlyMap<number, string>): void {
+export async function recordAvailability(db: Db, probed: readonly ProbedSite[], before: ReadonlyMap<number, string>): Promise<void> {
   for (const p of probed) {
     const availability = p.answered ? 'online' : 'offline';
-    if (before.get(p.id) !== availability) updateSubcloud(db, p.id, { availability });
+    if (before.get(p.id) !== availability) await updateSubcloud(db, p.id, { availability });
   }
 }

@@ -3,7 +3,7 @@
  * open steps in step order, so that the process holds about a window of steps whatever the fleet
  * (SPEC §4 "memory follows the window").
  */
-import type Database from 'better-sqlite3';
+import type { Statement } from '../platform/db.js';
 import type { Db } from './open.js';
 import { sql } from './statements.js';
 import type { ApplyStep } from './transitions.js';
@@ -56,7 +56,7 @@ const ORDER: readonly Phase[] = ['adopted', 'going', 'waiting', 'initial'];
 export class StageCursor {
   private phase = 0;
   private after = 0;
-  private readonly reads: Map<Phase, Database.Statement>;
+  private readonly reads: Map<Phase, Statement>;
 
   /** `owner`: one of several workers (orchestrator/workers.ts) reads only the steps no other live worker holds. */
   constructor(
@@ -80,19 +80,25 @@ export class StageCursor {
     );
   }
 
+  /** Rewinds so far: a read under way when one comes leaves the cursor where the rewind put it. */
+  private rewinds = 0;
+
   /** Read from the start again (a worker looking for steps another one let go of). */
   rewind(): void {
+    this.rewinds++;
     this.phase = 0;
     this.after = 0;
   }
 
   /** Up to `limit` more steps; fewer (or none) once the stage has no more. */
-  next(limit: number): CursorStep[] {
+  async next(limit: number): Promise<CursorStep[]> {
     const out: CursorStep[] = [];
+    const rewinds = this.rewinds;
     while (out.length < limit && this.phase < ORDER.length) {
       const stmt = this.reads.get(ORDER[this.phase])!;
       const args = this.owner === undefined ? [this.stage, this.after, limit - out.length] : [this.stage, this.after, this.owner, limit - out.length];
-      const rows = stmt.all(...args) as (ApplyStep & { retried: number })[];
+      const rows = await stmt.all(...args) as (ApplyStep & { retried: number })[];
+      if (rewinds !== this.rewinds) return [];
       for (const r of rows) out.push({ ...r, retried: r.retried === 1 });
       if (rows.length) this.after = rows[rows.length - 1].id;
       if (out.length < limit) {
@@ -105,24 +111,24 @@ export class StageCursor {
 }
 
 /** The stages that have a step not ended, in order. */
-export function openStages(db: Db): number[] {
-  return sql(db, `SELECT DISTINCT stage FROM strategy_step WHERE state NOT IN ('complete', 'failed', 'aborted') ORDER BY stage`)
+export async function openStages(db: Db): Promise<number[]> {
+  return (await sql(db, `SELECT DISTINCT stage FROM strategy_step WHERE state NOT IN ('complete', 'failed', 'aborted') ORDER BY stage`)
     .pluck()
-    .all() as number[];
+    .all()) as number[];
 }
 
 /** How many steps have failed (the failure budget counts them) and how many there are. */
-export function failedAndTotal(db: Db): { failed: number; total: number } {
-  return sql(db, `SELECT coalesce(sum(CASE WHEN state = 'failed' THEN 1 ELSE 0 END), 0) AS failed, count(*) AS total FROM strategy_step`)
-    .get() as { failed: number; total: number };
+export async function failedAndTotal(db: Db): Promise<{ failed: number; total: number }> {
+  return (await sql(db, `SELECT coalesce(sum(CASE WHEN state = 'failed' THEN 1 ELSE 0 END), 0) AS failed, count(*) AS total FROM strategy_step`)
+    .get()) as { failed: number; total: number };
 }
 
 /** The steps of these ids (runs left running by a process that is gone), by id. */
-export function stepsByIds(db: Db, ids: readonly number[]): Map<number, CursorStep> {
+export async function stepsByIds(db: Db, ids: readonly number[]): Promise<Map<number, CursorStep>> {
   const stmt = sql(db, `SELECT ${COLUMNS} FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id WHERE st.id = ?`);
   const out = new Map<number, CursorStep>();
   for (const id of ids) {
-    const r = stmt.get(id) as ApplyStep | undefined;
+    const r = await stmt.get(id) as ApplyStep | undefined;
     if (r) out.set(id, { ...r, retried: false });
   }
   return out;

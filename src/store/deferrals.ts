@@ -17,32 +17,32 @@ export interface DeferredRun {
 /** A history row closed by a deferral has details starting so (how they are counted). */
 export const DEFERRED_RUN_PREFIX = 'deferred: ';
 
-export function deferredRun(db: Db, stepId: number): DeferredRun | null {
-  const last = db
+export async function deferredRun(db: Db, stepId: number): Promise<DeferredRun | null> {
+  const last = await db
     .prepare(`SELECT state, retry_at AS retryAt FROM step_history WHERE step_id = ? ORDER BY id DESC LIMIT 1`)
     .get(stepId) as { state: string; retryAt: string | null } | undefined;
   if (!last) return null;
-  return { state: last.state, dueMs: last.retryAt === null ? null : parseTime(last.retryAt), deferrals: deferralsOf(db, stepId) };
+  return { state: last.state, dueMs: last.retryAt === null ? null : parseTime(last.retryAt), deferrals: await deferralsOf(db, stepId) };
 }
 
 /** How often the step was deferred so far (in this strategy's history). */
-export function deferralsOf(db: Db, stepId: number): number {
-  return db
+export async function deferralsOf(db: Db, stepId: number): Promise<number> {
+  return (await db
     .prepare(`SELECT count(*) FROM step_history WHERE step_id = ? AND outcome = 'failed' AND details LIKE ? || '%'`)
     .pluck()
-    .get(stepId, DEFERRED_RUN_PREFIX) as number;
+    .get(stepId, DEFERRED_RUN_PREFIX)) as number;
 }
 
 /** Whether the stage has a step, other than `stepId`, still to run or running (not ended, not deferred). */
-export function othersLeftInStage(db: Db, stage: number, stepId: number): boolean {
+export async function othersLeftInStage(db: Db, stage: number, stepId: number): Promise<boolean> {
   return (
-    db
+    (await db
       .prepare(
         `SELECT 1 FROM strategy_step WHERE stage = ? AND id <> ? AND state NOT IN ('complete', 'failed', 'aborted', 'deferred') LIMIT 1`,
       )
-      .get(stage, stepId) !== undefined
+      .get(stage, stepId)) !== undefined
   );
 }
 
 /** The abort's write for deferred steps: they end `aborted` (they hold no slot and run nothing). */
-export const abortDeferredSteps = (db: Db): number => abortStepsIn(db, 'deferred', 'aborted while deferred (the site had not answered)');
+export const abortDeferredSteps = (db: Db): Promise<number> => abortStepsIn(db, 'deferred', 'aborted while deferred (the site had not answered)');

@@ -45,7 +45,7 @@ export function durationKey(type: string, extra: Record<string, unknown>): strin
 }
 
 /** Add a batch of samples: one upsert per state. Call inside the batch's transaction. */
-export function recordDurations(db: Db, type: string, tally: DurationTally): void {
+export async function recordDurations(db: Db, type: string, tally: DurationTally): Promise<void> {
   if (tally.size === 0) return;
   const stmt = sql(
     db,
@@ -56,19 +56,19 @@ export function recordDurations(db: Db, type: string, tally: DurationTally): voi
        max_ms = max(d.max_ms, excluded.max_ms), updated_at = excluded.updated_at`,
   );
   const at = now();
-  for (const [state, s] of tally.byState) stmt.run(type, state, s.count, s.sumMs, s.sumSqMs, s.minMs, s.maxMs, at);
+  for (const [state, s] of tally.byState) await stmt.run(type, state, s.count, s.sumMs, s.sumSqMs, s.minMs, s.maxMs, at);
 }
 
 /** The statistics kept for a type and config (durationKey), by state (empty when none, or in a file from before them). */
-export function durationStats(db: Db, type: string): Map<string, DurationStat> {
+export async function durationStats(db: Db, type: string): Promise<Map<string, DurationStat>> {
   return toMap(
-    sql(db, 'SELECT state, count, sum_ms, sumsq_ms, min_ms, max_ms FROM state_duration WHERE type = ?').all(type) as StatRow[],
+    await sql(db, 'SELECT state, count, sum_ms, sumsq_ms, min_ms, max_ms FROM state_duration WHERE type = ?').all(type) as StatRow[],
   );
 }
 
 /** The durations of this strategy's operations that ended well, by state, from its history. */
-export function observedDurations(db: Db): Map<string, DurationStat> {
-  const rows = sql(
+export async function observedDurations(db: Db): Promise<Map<string, DurationStat>> {
+  const rows = await sql(
     db,
     `SELECT state, count(*) AS count, coalesce(sum(d), 0) AS sum_ms, coalesce(sum(d * d), 0) AS sumsq_ms,
        min(d) AS min_ms, max(d) AS max_ms

@@ -26,8 +26,8 @@ export interface EventRow {
  * Add an event to the strategy's record, in the caller's transaction. With no strategy (it was
  * deleted meanwhile) there is nothing to record it for, and nothing is written.
  */
-export function recordEvent(db: Db, who: Actor, event: string, details = '', reason: string | null = null): void {
-  sql(
+export async function recordEvent(db: Db, who: Actor, event: string, details = '', reason: string | null = null): Promise<void> {
+  await sql(
     db,
     `INSERT INTO strategy_event (strategy_id, at, event, "user", host, pid, details, reason)
      SELECT id, ?, ?, ?, ?, ?, ?, ? FROM strategy WHERE id = 1`,
@@ -35,24 +35,24 @@ export function recordEvent(db: Db, who: Actor, event: string, details = '', rea
 }
 
 /** The record in the order it was written. */
-export function listEvents(db: Db): EventRow[] {
-  return sql(db, 'SELECT at, event, "user", host, pid, details, reason FROM strategy_event ORDER BY id').all() as EventRow[];
+export async function listEvents(db: Db): Promise<EventRow[]> {
+  return (await sql(db, 'SELECT at, event, "user", host, pid, details, reason FROM strategy_event ORDER BY id').all()) as EventRow[];
 }
 
 /** The latest event of these names (the operator's last action), or undefined. */
-export function lastEventOf(db: Db, events: readonly string[]): EventRow | undefined {
-  return sql(
+export async function lastEventOf(db: Db, events: readonly string[]): Promise<EventRow | undefined> {
+  return (await sql(
     db,
     `SELECT at, event, "user", host, pid, details, reason FROM strategy_event WHERE event IN (${events.map(() => '?').join(', ')}) ORDER BY id DESC LIMIT 1`,
-  ).get(...events) as EventRow | undefined;
+  ).get(...events)) as EventRow | undefined;
 }
 
 /** The last event's id (0 without any): where a reader of what comes next starts. */
-export function lastEventId(db: Db): number {
-  return Number(sql(db, 'SELECT coalesce(max(id), 0) FROM strategy_event').pluck().get() ?? 0);
+export async function lastEventId(db: Db): Promise<number> {
+  return Number(await sql(db, 'SELECT coalesce(max(id), 0) FROM strategy_event').pluck().get() ?? 0);
 }
 
 /** The events recorded after `id`, in order, with their ids (orchestrator/notify.ts). */
-export function eventsAfter(db: Db, id: number): (EventRow & { id: number })[] {
-  return sql(db, 'SELECT id, at, event, "user", host, pid, details, reason FROM strategy_event WHERE id > ? ORDER BY id').all(id) as (EventRow & { id: number })[];
+export async function eventsAfter(db: Db, id: number): Promise<(EventRow & { id: number })[]> {
+  return (await sql(db, 'SELECT id, at, event, "user", host, pid, details, reason FROM strategy_event WHERE id > ? ORDER BY id').all(id)) as (EventRow & { id: number })[];
 }

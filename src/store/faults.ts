@@ -59,11 +59,25 @@ export function fileFault(err: unknown, file: string, then = 'run the command ag
 }
 
 /** Run `fn`, rethrowing a file fault as its DcmError (anything else unchanged). */
+/** `fn`'s faults of the file as the user's errors; an asynchronous `fn`'s as well. */
+export function withFileFaults<T>(file: string, fn: () => Promise<T>, then?: string): Promise<T>;
+export function withFileFaults<T>(file: string, fn: () => T, then?: string): T;
 export function withFileFaults<T>(file: string, fn: () => T, then?: string): T {
+  return faultsAs(fn, (err) => fileFault(err, file, then));
+}
+
+/** `fn`, its errors (thrown, or its promise's) mapped by `as` when it knows them. */
+function faultsAs<T>(fn: () => T, as: (err: unknown) => Error | null): T {
   try {
-    return fn();
+    const r = fn();
+    if (r instanceof Promise) {
+      return r.catch((err: unknown) => {
+        throw as(err) ?? err;
+      }) as T;
+    }
+    return r;
   } catch (err) {
-    throw fileFault(err, file, then) ?? err;
+    throw as(err) ?? err;
   }
 }
 
@@ -99,10 +113,8 @@ export function serverFault(err: unknown, url: string): DcmError | null {
   return new OperationError(`database ${shownUrl(url)}: ${err.message.split('\n')[0]}`);
 }
 
+export function withServerFaults<T>(url: string, fn: () => Promise<T>): Promise<T>;
+export function withServerFaults<T>(url: string, fn: () => T): T;
 export function withServerFaults<T>(url: string, fn: () => T): T {
-  try {
-    return fn();
-  } catch (err) {
-    throw serverFault(err, url) ?? err;
-  }
+  return faultsAs(fn, (err) => serverFault(err, url));
 }

@@ -18,18 +18,18 @@ export interface GroupRow {
   updated_at: string | null;
 }
 
-export function listGroups(db: Db): GroupRow[] {
-  return sql(db, 'SELECT * FROM subcloud_group ORDER BY id').all() as GroupRow[];
+export async function listGroups(db: Db): Promise<GroupRow[]> {
+  return (await sql(db, 'SELECT * FROM subcloud_group ORDER BY id').all()) as GroupRow[];
 }
 
 /** By name, or by id when the text is a number (dcmanager accepts both). */
-export function findGroup(db: Db, ref: string): GroupRow | undefined {
-  const byName = sql(db, 'SELECT * FROM subcloud_group WHERE name = ?').get(ref) as GroupRow | undefined;
+export async function findGroup(db: Db, ref: string): Promise<GroupRow | undefined> {
+  const byName = await sql(db, 'SELECT * FROM subcloud_group WHERE name = ?').get(ref) as GroupRow | undefined;
   if (byName || !/^\d+$/.test(ref)) return byName;
-  return sql(db, 'SELECT * FROM subcloud_group WHERE id = ?').get(Number(ref)) as GroupRow | undefined;
+  return (await sql(db, 'SELECT * FROM subcloud_group WHERE id = ?').get(Number(ref))) as GroupRow | undefined;
 }
 
-export function insertGroup(
+export async function insertGroup(
   db: Db,
   g: {
     name: string;
@@ -39,17 +39,17 @@ export function insertGroup(
     maintenanceWindow?: string | null;
     maintenanceTz?: string | null;
   },
-): number {
-  const r = sql(
+): Promise<number> {
+  const r = await sql(
     db,
     `INSERT INTO subcloud_group (name, description, update_apply_type, max_parallel_subclouds, maintenance_window, maintenance_tz, created_at)
      VALUES (?, ?, ?, ?, ?, ?, ?)`,
-  )
+    )
     .run(g.name, g.description, g.updateApplyType, g.maxParallelSubclouds, g.maintenanceWindow ?? null, g.maintenanceTz ?? null, now());
   return Number(r.lastInsertRowid);
 }
 
-export function updateGroup(
+export async function updateGroup(
   db: Db,
   id: number,
   changes: Partial<{
@@ -60,22 +60,22 @@ export function updateGroup(
     maintenance_window: string | null;
     maintenance_tz: string | null;
   }>,
-): void {
+): Promise<void> {
   const keys = Object.keys(changes) as (keyof typeof changes)[];
   const sets = keys.map((k) => `${k} = @${k}`).join(', ');
-  sql(db, `UPDATE subcloud_group SET ${sets}, updated_at = @updated_at WHERE id = @id`).run({
+  await sql(db, `UPDATE subcloud_group SET ${sets}, updated_at = @updated_at WHERE id = @id`).run({
     ...changes,
     updated_at: now(),
     id,
   });
 }
 
-export function deleteGroup(db: Db, id: number): void {
-  sql(db, 'DELETE FROM subcloud_group WHERE id = ?').run(id);
+export async function deleteGroup(db: Db, id: number): Promise<void> {
+  await sql(db, 'DELETE FROM subcloud_group WHERE id = ?').run(id);
 }
 
-export function countSubcloudsInGroup(db: Db, id: number): number {
-  return (sql(db, 'SELECT count(*) AS n FROM subcloud WHERE group_id = ?').get(id) as { n: number }).n;
+export async function countSubcloudsInGroup(db: Db, id: number): Promise<number> {
+  return (await sql(db, 'SELECT count(*) AS n FROM subcloud WHERE group_id = ?').get(id) as { n: number }).n;
 }
 
 /** A group's maintenance window, as the orchestrator and `strategy status` read it. */
@@ -87,15 +87,15 @@ export interface GroupWindowRow {
 }
 
 /** The groups that have a maintenance window (most files: none). */
-export function groupsWithWindows(db: Db): GroupWindowRow[] {
-  return sql(db, 'SELECT id, name, maintenance_window, maintenance_tz FROM subcloud_group WHERE maintenance_window IS NOT NULL ORDER BY id').all() as GroupWindowRow[];
+export async function groupsWithWindows(db: Db): Promise<GroupWindowRow[]> {
+  return (await sql(db, 'SELECT id, name, maintenance_window, maintenance_tz FROM subcloud_group WHERE maintenance_window IS NOT NULL ORDER BY id').all()) as GroupWindowRow[];
 }
 
 /** The subclouds of these groups, by id: the group each is in. */
-export function subcloudGroupsOf(db: Db, groupIds: readonly number[]): Map<number, number> {
+export async function subcloudGroupsOf(db: Db, groupIds: readonly number[]): Promise<Map<number, number>> {
   const out = new Map<number, number>();
   if (groupIds.length === 0) return out;
-  const rows = sql(db, `SELECT id, group_id FROM subcloud WHERE group_id IN (${groupIds.map(() => '?').join(', ')})`).all(...groupIds) as {
+  const rows = await sql(db, `SELECT id, group_id FROM subcloud WHERE group_id IN (${groupIds.map(() => '?').join(', ')})`).all(...groupIds) as {
     id: number;
     group_id: number;
   }[];
@@ -104,10 +104,10 @@ export function subcloudGroupsOf(db: Db, groupIds: readonly number[]): Map<numbe
 }
 
 /** Steps not started (`initial`) of the strategy, by the group of their subcloud, for these groups. */
-export function initialStepsByGroup(db: Db, groupIds: readonly number[]): Map<number, number> {
+export async function initialStepsByGroup(db: Db, groupIds: readonly number[]): Promise<Map<number, number>> {
   const out = new Map<number, number>();
   if (groupIds.length === 0) return out;
-  const rows = sql(
+  const rows = await sql(
     db,
     `SELECT sc.group_id AS id, count(*) AS n FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
      WHERE st.state = 'initial' AND sc.group_id IN (${groupIds.map(() => '?').join(', ')}) GROUP BY sc.group_id`,

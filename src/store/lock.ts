@@ -27,21 +27,21 @@ export interface LockHolder {
 }
 
 /** The holder of the lock, if it is held (a released lock keeps its last holder, with no token). */
-export function readLock(db: Db): LockRow | undefined {
-  return sql(db, `SELECT pid, host, started_at, heartbeat_at, heartbeat_ms, token, proc_start FROM apply_lock WHERE id = 1 AND token != ''`)
-    .get() as LockRow | undefined;
+export async function readLock(db: Db): Promise<LockRow | undefined> {
+  return (await sql(db, `SELECT pid, host, started_at, heartbeat_at, heartbeat_ms, token, proc_start FROM apply_lock WHERE id = 1 AND token != ''`)
+    .get()) as LockRow | undefined;
 }
 
 /** Who held the lock last, held or released: a displaced orchestrator names it when it stops. */
-export function lastHolder(db: Db): LockRow | undefined {
-  return sql(db, 'SELECT pid, host, started_at, heartbeat_at, heartbeat_ms, token, proc_start FROM apply_lock WHERE id = 1').get() as
+export async function lastHolder(db: Db): Promise<LockRow | undefined> {
+  return (await sql(db, 'SELECT pid, host, started_at, heartbeat_at, heartbeat_ms, token, proc_start FROM apply_lock WHERE id = 1').get()) as
     | LockRow
     | undefined;
 }
 
-export function writeLock(db: Db, h: LockHolder): void {
+export async function writeLock(db: Db, h: LockHolder): Promise<void> {
   const at = now();
-  sql(
+  await sql(
     db,
     `INSERT INTO apply_lock (id, pid, host, started_at, heartbeat_at, heartbeat_ms, token, proc_start) VALUES (1, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT(id) DO UPDATE SET pid = excluded.pid, host = excluded.host, started_at = excluded.started_at,
@@ -51,23 +51,23 @@ export function writeLock(db: Db, h: LockHolder): void {
 }
 
 /** Refresh the heartbeat; false when the lock is no longer this token's (someone took it over). */
-export function beat(db: Db, token: string): boolean {
+export async function beat(db: Db, token: string): Promise<boolean> {
   return (
-    sql(db, 'UPDATE apply_lock SET heartbeat_at = ?, heartbeat_ms = ? WHERE id = 1 AND token = ?').run(now(), Date.now(), token)
+    (await sql(db, 'UPDATE apply_lock SET heartbeat_at = ?, heartbeat_ms = ? WHERE id = 1 AND token = ?').run(now(), Date.now(), token))
       .changes === 1
   );
 }
 
 /** True while `token` holds the lock; read inside the writer's transaction, it fences the write. */
-export function holdsLock(db: Db, token: string): boolean {
-  return sql(db, 'SELECT 1 FROM apply_lock WHERE id = 1 AND token = ?').pluck().get(token) !== undefined;
+export async function holdsLock(db: Db, token: string): Promise<boolean> {
+  return (await sql(db, 'SELECT 1 FROM apply_lock WHERE id = 1 AND token = ?').pluck().get(token)) !== undefined;
 }
 
 /**
  * Let go of the lock, if `token` still holds it. The row stays, without a token, so that an
  * orchestrator displaced earlier can still say who took its place.
  */
-export function releaseLock(db: Db, token: string): void {
-  sql(db, `UPDATE apply_lock SET token = '' WHERE id = 1 AND token = ?`).run(token);
+export async function releaseLock(db: Db, token: string): Promise<void> {
+  await sql(db, `UPDATE apply_lock SET token = '' WHERE id = 1 AND token = ?`).run(token);
 }
 

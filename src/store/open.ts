@@ -16,7 +16,11 @@ import { canWriteIn, inspectDbPath, type DbPath } from './path.js';
 import { APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION } from './migrations.js';
 import { isPgUrl } from '../domain/db-url.js';
 
-export type Db = DatabaseT.Database;
+export type { Db } from '../platform/db.js';
+import type { Db } from '../platform/db.js';
+import { SqliteDb } from '../platform/sqlite-db.js';
+
+type Raw = DatabaseT.Database;
 
 export { resolveDbPath } from './path.js';
 
@@ -69,7 +73,7 @@ export interface OpenOptions {
   write?: boolean;
 }
 
-let openPg: ((url: string, opts: { create: boolean }) => Db | null) | null = null;
+let openPg: ((url: string, opts: { create: boolean }) => Promise<Db | null>) | null = null;
 
 /**
  * The PostgreSQL backend (store/pg/), loaded only for a database on a server: its modules would
@@ -77,21 +81,21 @@ let openPg: ((url: string, opts: { create: boolean }) => Db | null) | null = nul
  */
 export async function loadPgBackend(): Promise<void> {
   const { openPgDb } = await import('./pg/open.js');
-  openPg = (url, opts) => openPgDb(url, opts) as unknown as Db | null;
+  openPg = (url, opts) => openPgDb(url, opts);
 }
 
 /**
  * Open the file, or return null when it is missing and `create` is false. A PostgreSQL address
  * opens that database instead (store/pg/open.ts, once loadPgBackend has loaded it), with the same face.
  */
-export function openDb(file: string, opts: OpenOptions): Db | null {
+export async function openDb(file: string, opts: OpenOptions): Promise<Db | null> {
   if (isPgUrl(file)) {
     if (!openPg) throw new Error('the PostgreSQL backend is not loaded (store/open.ts: loadPgBackend)');
-    return openPg(file, { create: opts.create });
+    return await openPg(file, { create: opts.create });
   }
   const p = checkPath(file, !opts.create, opts.create || opts.write === true);
   if (!p) return null;
-  let db: Db;
+  let db: Raw;
   try {
     // The real path: SQLite keeps -wal and -shm beside the file it opens.
     const image = opts.create || opts.write ? null : readerSnapshot(p.real);
@@ -123,7 +127,7 @@ export function openDb(file: string, opts: OpenOptions): Db | null {
     db.pragma('synchronous = NORMAL');
     db.pragma('foreign_keys = ON');
     if (version < SCHEMA_VERSION) migrate(db, version);
-    return db;
+    return new SqliteDb(db);
   } catch (err) {
     db.close();
     if ((err as { code?: string }).code === 'SQLITE_NOTADB') {
@@ -133,7 +137,7 @@ export function openDb(file: string, opts: OpenOptions): Db | null {
   }
 }
 
-function migrate(db: Db, from: number): void {
+function migrate(db: Raw, from: number): void {
   db.transaction(() => {
     // Re-read inside the write lock: another process may have migrated meanwhile.
     const now = db.pragma('user_version', { simple: true }) as number;
@@ -162,6 +166,6 @@ export function readerSnapshot(real: string): Buffer | null {
  * while applying). After a second Ctrl-C the apply's last writes wait a short while each, so that
  * their bound (orchestrator/commit-loop.ts) is the whole wait, not one statement's.
  */
-export function setBusyWait(db: Db, ms: number): void {
-  db.pragma(`busy_timeout = ${Math.max(0, Math.floor(ms))}`);
+export async function setBusyWait(db: Db, ms: number): Promise<void> {
+  await db.pragma(`busy_timeout = ${Math.max(0, Math.floor(ms))}`);
 }

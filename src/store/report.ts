@@ -7,6 +7,6 @@ import type { HistoryRow } from './steps.js';
 export type RunRow = Omit<HistoryRow, 'cloud'> & { step_id: number };
 
 /** Every state-operation run, in the order they started. */
-export function listRuns(db: Db): RunRow[] {
-  return sql(db, 'SELECT step_id, state, attempt, started_at, finished_at, outcome, details FROM step_history ORDER BY id').all() as RunRow[];
+export async function listRuns(db: Db): Promise<RunRow[]> {
+  return (await sql(db, 'SELECT step_id, state, attempt, started_at, finished_at, outcome, details FROM step_history ORDER BY id').all()) as RunRow[];
 }

@@ -24,13 +24,13 @@ export interface LeftRunRow {
  * History rows still `running`: their orchestrator died (or was stopped) while they ran. With
  * `owner` (one of several workers, orchestrator/workers.ts): only those of the steps it holds.
  */
-export function leftRunning(db: Db, owner?: number): LeftRunRow[] {
-  const rows = db
+export async function leftRunning(db: Db, owner?: number): Promise<LeftRunRow[]> {
+  const rows = await db
     .prepare(
       `SELECT h.id, h.step_id, sc.name AS cloud, h.state, h.attempt, h.started_at, h.pid, h.pgid, h.proc_start, h.host
        FROM step_history h JOIN strategy_step st ON st.id = h.step_id JOIN subcloud sc ON sc.id = st.subcloud_id
        WHERE h.outcome = 'running'${owner === undefined ? '' : ' AND st.owner = ?'} ORDER BY h.id`,
-    )
+      )
     .all(...(owner === undefined ? [] : [owner])) as {
     id: number;
     step_id: number;
@@ -56,26 +56,26 @@ export function leftRunning(db: Db, owner?: number): LeftRunRow[] {
 }
 
 /** Of these history rows, those still `running`. */
-export function runsStillRunning(db: Db, historyIds: readonly number[]): number[] {
+export async function runsStillRunning(db: Db, historyIds: readonly number[]): Promise<number[]> {
   if (historyIds.length === 0) return [];
-  return sql(db, `SELECT id FROM step_history WHERE outcome = 'running' AND id IN (SELECT value FROM json_each(?))`)
+  return (await sql(db, `SELECT id FROM step_history WHERE outcome = 'running' AND id IN (SELECT value FROM json_each(?))`)
     .pluck()
-    .all(JSON.stringify(historyIds)) as number[];
+    .all(JSON.stringify(historyIds))) as number[];
 }
 
 /** The processes runs started, by history row (inside the caller's transaction). */
-export function recordRunProcesses(db: Db, procs: readonly [number, RunProcess][], host: string): void {
+export async function recordRunProcesses(db: Db, procs: readonly [number, RunProcess][], host: string): Promise<void> {
   const stmt = sql(db, 'UPDATE step_history SET pid = ?, pgid = ?, proc_start = ?, host = ? WHERE id = ?');
-  for (const [historyId, p] of procs) stmt.run(p.pid, p.pgid, p.procStart, host, historyId);
+  for (const [historyId, p] of procs) await stmt.run(p.pid, p.pgid, p.procStart, host, historyId);
 }
 
 /** The hosts other than `host` where runs of the subcloud ran (their logs are there), with how many. */
-export function runHostsElsewhere(db: Db, cloud: string, host: string): { host: string; n: number }[] {
-  return sql(
+export async function runHostsElsewhere(db: Db, cloud: string, host: string): Promise<{ host: string; n: number }[]> {
+  return (await sql(
     db,
     `SELECT h.host, count(*) AS n FROM step_history h JOIN strategy_step st ON st.id = h.step_id JOIN subcloud sc ON sc.id = st.subcloud_id
      WHERE sc.name = ? AND h.host IS NOT NULL AND h.host != ? GROUP BY h.host ORDER BY h.host`,
-  ).all(cloud, host) as { host: string; n: number }[];
+  ).all(cloud, host)) as { host: string; n: number }[];
 }
 
 /** A run's progress line for its step's details (orchestrator/run-details.ts). */
@@ -93,7 +93,7 @@ export interface RunDetailsRow {
  * hands only lines of runs in flight; this guard keeps a line from an ended run or an earlier
  * attempt off a later state's details even so. Returns how many rows changed.
  */
-export function recordRunDetails(db: Db, rows: readonly RunDetailsRow[]): number {
+export async function recordRunDetails(db: Db, rows: readonly RunDetailsRow[]): Promise<number> {
   const stmt = sql(
     db,
     `UPDATE strategy_step SET details = ?, updated_at = ?
@@ -102,18 +102,18 @@ export function recordRunDetails(db: Db, rows: readonly RunDetailsRow[]): number
   );
   const at = now();
   let n = 0;
-  for (const r of rows) n += stmt.run(r.text, at, r.stepId, r.state, r.text, r.historyId, r.stepId).changes;
+  for (const r of rows) n += (await stmt.run(r.text, at, r.stepId, r.state, r.text, r.historyId, r.stepId)).changes;
   return n;
 }
 
 /** (step, state) keys whose latest run was interrupted: the next run of that state is resumed. */
-export function interruptedLast(db: Db): Set<string> {
-  const rows = db
+export async function interruptedLast(db: Db): Promise<Set<string>> {
+  const rows = await db
     .prepare(
       `SELECT h.step_id AS stepId, h.state FROM step_history h
        WHERE h.outcome = 'interrupted'
          AND h.attempt = (SELECT max(attempt) FROM step_history x WHERE x.step_id = h.step_id AND x.state = h.state)`,
-    )
+      )
     .all() as { stepId: number; state: string }[];
   return new Set(rows.map((r) => `${r.stepId}\u0000${r.state}`));
 }
@@ -132,14 +132,14 @@ export interface RetryBudget {
  * backoff (SPEC §7.2). The runs of one entry into a state are its latest rows back to the first
  * that was neither a retried failure nor an interruption (`strategy retry` starts a new entry).
  */
-export function retryBudgets(db: Db): Map<string, RetryBudget> {
-  const rows = db
+export async function retryBudgets(db: Db): Promise<Map<string, RetryBudget>> {
+  const rows = await db
     .prepare(
       `SELECT h.step_id AS stepId, h.state, h.outcome, h.retry_at AS retryAt, h.details LIKE ? || '%' AS deferral
        FROM step_history h JOIN strategy_step st ON st.id = h.step_id AND st.state = h.state
        WHERE st.state NOT IN ('initial', 'complete', 'failed', 'aborted')
        ORDER BY h.step_id, h.attempt DESC, h.id DESC`,
-    )
+      )
     .all(DEFERRED_RUN_PREFIX) as { stepId: number; state: string; outcome: string; retryAt: string | null; deferral: number }[];
   const out = new Map<string, RetryBudget>();
   const closed = new Set<string>();
@@ -171,21 +171,21 @@ export interface RunEndRow {
   host: string;
 }
 
-export function runEnd(db: Db, runId: string): RunEndRow | undefined {
-  return sql(db, 'SELECT code, signal, facts, host FROM run_end WHERE run_id = ?').get(runId) as RunEndRow | undefined;
+export async function runEnd(db: Db, runId: string): Promise<RunEndRow | undefined> {
+  return (await sql(db, 'SELECT code, signal, facts, host FROM run_end WHERE run_id = ?').get(runId)) as RunEndRow | undefined;
 }
 
 /**
  * A run another host's worker committed and may not have started (it stopped first): claimed
  * here for nobody, unless its launcher claimed it first. True: given up, it will never start.
  */
-export function abandonRemoteRun(db: Db, runId: string, host: string): boolean {
-  return sql(db, `INSERT INTO run_claim (run_id, host, what, at) VALUES (?, ?, 'abandoned', ?) ON CONFLICT (run_id) DO NOTHING`).run(runId, host, now()).changes === 1;
+export async function abandonRemoteRun(db: Db, runId: string, host: string): Promise<boolean> {
+  return (await sql(db, `INSERT INTO run_claim (run_id, host, what, at) VALUES (?, ?, 'abandoned', ?) ON CONFLICT (run_id) DO NOTHING`).run(runId, host, now())).changes === 1;
 }
 
 /** How a run was claimed: `started` by its host's launcher, or `abandoned` (given up by a taker); none yet. */
-export function runClaim(db: Db, runId: string): { what: 'started' | 'abandoned'; host: string } | undefined {
-  return sql(db, 'SELECT what, host FROM run_claim WHERE run_id = ?').get(runId) as { what: 'started' | 'abandoned'; host: string } | undefined;
+export async function runClaim(db: Db, runId: string): Promise<{ what: 'started' | 'abandoned'; host: string } | undefined> {
+  return (await sql(db, 'SELECT what, host FROM run_claim WHERE run_id = ?').get(runId)) as { what: 'started' | 'abandoned'; host: string } | undefined;
 }
 
 /** Who writes an end in a run's host's stead (`resolveRun`): `operator USER@HOST`. */
@@ -196,22 +196,22 @@ const OPERATOR = 'operator ';
  * would have written it, `operator USER@HOST` (`by`) in its host's place, the reason as the last
  * line of its stderr. The first end written wins. False: one was there already.
  */
-export function resolveRun(db: Db, runId: string, by: string, code: number, reason: string): boolean {
+export async function resolveRun(db: Db, runId: string, by: string, code: number, reason: string): Promise<boolean> {
   const facts = JSON.stringify({ err: reason, log: '', match: '', next: null });
-  return sql(db, 'INSERT INTO run_end (run_id, host, code, signal, facts, ended_at) VALUES (?, ?, ?, NULL, ?, ?) ON CONFLICT (run_id) DO NOTHING').run(runId, `${OPERATOR}${by}`, code, facts, now()).changes === 1;
+  return (await sql(db, 'INSERT INTO run_end (run_id, host, code, signal, facts, ended_at) VALUES (?, ?, ?, NULL, ?, ?) ON CONFLICT (run_id) DO NOTHING').run(runId, `${OPERATOR}${by}`, code, facts, now())).changes === 1;
 }
 
 /** Whether the operator said how the run ended (`strategy-step resolve`). */
-export function operatorEnd(db: Db, runId: string): boolean {
-  return sql(db, 'SELECT 1 FROM run_end WHERE run_id = ? AND host LIKE ?').get(runId, `${OPERATOR}%`) !== undefined;
+export async function operatorEnd(db: Db, runId: string): Promise<boolean> {
+  return (await sql(db, 'SELECT 1 FROM run_end WHERE run_id = ? AND host LIKE ?').get(runId, `${OPERATOR}%`)) !== undefined;
 }
 
 /** A run claimed by the host that starts it (the simulator's sites; the exec launcher writes its own). False: given up first. */
-export function claimRun(db: Db, runId: string, host: string): boolean {
-  return sql(db, `INSERT INTO run_claim (run_id, host, what, at) VALUES (?, ?, 'started', ?) ON CONFLICT (run_id) DO NOTHING`).run(runId, host, now()).changes === 1;
+export async function claimRun(db: Db, runId: string, host: string): Promise<boolean> {
+  return (await sql(db, `INSERT INTO run_claim (run_id, host, what, at) VALUES (?, ?, 'started', ?) ON CONFLICT (run_id) DO NOTHING`).run(runId, host, now())).changes === 1;
 }
 
 /** A run's end as its host saw it (the simulator's sites; the exec launcher writes its own). */
-export function recordRunEnd(db: Db, runId: string, host: string, code: number | null, signal: string | null): void {
-  sql(db, 'INSERT INTO run_end (run_id, host, code, signal, facts, ended_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING').run(runId, host, code, signal, '{}', now());
+export async function recordRunEnd(db: Db, runId: string, host: string, code: number | null, signal: string | null): Promise<void> {
+  await sql(db, 'INSERT INTO run_end (run_id, host, code, signal, facts, ended_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING').run(runId, host, code, signal, '{}', now());
 }

@@ -12,8 +12,8 @@ export interface StageStateCount {
   n: number;
 }
 
-export function stageStateCounts(db: Db): StageStateCount[] {
-  return sql(db, 'SELECT stage, state, count(*) AS n FROM strategy_step GROUP BY stage, state ORDER BY stage').all() as StageStateCount[];
+export async function stageStateCounts(db: Db): Promise<StageStateCount[]> {
+  return (await sql(db, 'SELECT stage, state, count(*) AS n FROM strategy_step GROUP BY stage, state ORDER BY stage').all()) as StageStateCount[];
 }
 
 export interface RunningOp {
@@ -24,21 +24,21 @@ export interface RunningOp {
 }
 
 /** The operations running now (their history row is `running`), with the step's stage. */
-export function runningOps(db: Db): RunningOp[] {
-  return sql(
+export async function runningOps(db: Db): Promise<RunningOp[]> {
+  return (await sql(
     db,
     `SELECT sc.name AS cloud, st.stage, h.state, h.started_at
      FROM step_history h JOIN strategy_step st ON st.id = h.step_id JOIN subcloud sc ON sc.id = st.subcloud_id
      WHERE h.outcome = 'running'`,
-  ).all() as RunningOp[];
+  ).all()) as RunningOp[];
 }
 
 /**
  * The latest `limit` details of steps whose run is in flight (a run's progress line: a run's step
  * has empty details otherwise), newest last.
  */
-export function latestProgress(db: Db, limit: number): { cloud: string; details: string }[] {
-  const rows = sql(
+export async function latestProgress(db: Db, limit: number): Promise<{ cloud: string; details: string }[]> {
+  const rows = await sql(
     db,
     `SELECT sc.name AS cloud, st.details
      FROM step_history h JOIN strategy_step st ON st.id = h.step_id JOIN subcloud sc ON sc.id = st.subcloud_id
@@ -49,8 +49,8 @@ export function latestProgress(db: Db, limit: number): { cloud: string; details:
 }
 
 /** The first `limit` failed steps in the order they failed, and how many failed in all. */
-export function failedSteps(db: Db, limit: number): { failures: { cloud: string; details: string }[]; failedTotal: number } {
-  const failures = sql(
+export async function failedSteps(db: Db, limit: number): Promise<{ failures: { cloud: string; details: string }[]; failedTotal: number }> {
+  const failures = await sql(
     db,
     `SELECT sc.name AS cloud, st.details FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
      WHERE st.state = 'failed' ORDER BY st.finished_at, st.id LIMIT ?`,
@@ -58,13 +58,13 @@ export function failedSteps(db: Db, limit: number): { failures: { cloud: string;
   const failedTotal =
     failures.length < limit
       ? failures.length
-      : (sql(db, `SELECT count(*) FROM strategy_step WHERE state = 'failed'`).pluck().get() as number);
+      : await sql(db, `SELECT count(*) FROM strategy_step WHERE state = 'failed'`).pluck().get() as number;
   return { failures, failedTotal };
 }
 
 /** The latest `limit` failed steps, newest last. */
-export function latestFailures(db: Db, limit: number): { cloud: string; details: string }[] {
-  const rows = sql(
+export async function latestFailures(db: Db, limit: number): Promise<{ cloud: string; details: string }[]> {
+  const rows = await sql(
     db,
     `SELECT sc.name AS cloud, st.details FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
      WHERE st.state = 'failed' ORDER BY st.finished_at DESC, st.id DESC LIMIT ?`,
@@ -73,18 +73,18 @@ export function latestFailures(db: Db, limit: number): { cloud: string; details:
 }
 
 /** When the strategy's first step started (its apply's start), or null before any did. */
-export function firstStartedAt(db: Db): string | null {
-  return (sql(db, 'SELECT min(started_at) FROM strategy_step').pluck().get() as string | null) ?? null;
+export async function firstStartedAt(db: Db): Promise<string | null> {
+  return (await sql(db, 'SELECT min(started_at) FROM strategy_step').pluck().get() as string | null) ?? null;
 }
 
 /** Steps not started (`initial`) of these groups' subclouds, by stage and group (maintenance windows). */
-export function initialStepsByStageGroup(db: Db, groupIds: readonly number[]): { stage: number; group_id: number; n: number }[] {
+export async function initialStepsByStageGroup(db: Db, groupIds: readonly number[]): Promise<{ stage: number; group_id: number; n: number }[]> {
   if (groupIds.length === 0) return [];
-  return sql(
+  return (await sql(
     db,
     `SELECT st.stage, sc.group_id, count(*) AS n FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
      WHERE st.state = 'initial' AND sc.group_id IN (${groupIds.map(() => '?').join(', ')}) GROUP BY st.stage, sc.group_id`,
-  ).all(...groupIds) as { stage: number; group_id: number; n: number }[];
+  ).all(...groupIds)) as { stage: number; group_id: number; n: number }[];
 }
 
 export interface DeferredStep {
@@ -95,12 +95,12 @@ export interface DeferredStep {
 }
 
 /** The first `limit` deferred steps in step order, with the state and attempt of their last run and its next try. */
-export function deferredSteps(db: Db, limit: number): DeferredStep[] {
-  return sql(
+export async function deferredSteps(db: Db, limit: number): Promise<DeferredStep[]> {
+  return (await sql(
     db,
     `SELECT sc.name AS cloud, h.state, h.attempt, h.retry_at FROM strategy_step st
        JOIN subcloud sc ON sc.id = st.subcloud_id
        JOIN step_history h ON h.id = (SELECT max(id) FROM step_history WHERE step_id = st.id)
      WHERE st.state = 'deferred' ORDER BY st.id LIMIT ?`,
-  ).all(limit) as DeferredStep[];
+  ).all(limit)) as DeferredStep[];
 }

@@ -28,13 +28,13 @@ export interface HistoryRow {
   details: string;
 }
 
-export function insertSteps(db: Db, steps: readonly PlannedStep[]): void {
+export async function insertSteps(db: Db, steps: readonly PlannedStep[]): Promise<void> {
   const stmt = sql(
     db,
     `INSERT INTO strategy_step (strategy_id, subcloud_id, stage, state, created_at) VALUES (1, ?, ?, 'initial', ?)`,
   );
   const created = now();
-  for (const s of steps) stmt.run(s.subcloudId, s.stage, created);
+  for (const s of steps) await stmt.run(s.subcloudId, s.stage, created);
 }
 
 const SELECT_STEPS = `SELECT st.id, st.subcloud_id, sc.name AS cloud, st.stage, st.state, st.details, st.started_at,
@@ -62,23 +62,23 @@ function stepFilter(filter: StepFilter): { where: string; args: unknown[] } {
 }
 
 /** Steps in step order (stage, then the order they were planned in). */
-export function listSteps(db: Db, filter: StepFilter = {}): StepRow[] {
+export async function listSteps(db: Db, filter: StepFilter = {}): Promise<StepRow[]> {
   const { where, args } = stepFilter(filter);
   const text = `${SELECT_STEPS} ${where} ORDER BY st.stage, st.id`;
-  return sql(db, text).all(...args) as StepRow[];
+  return (await sql(db, text).all(...args)) as StepRow[];
 }
 
 /**
  * The step list's columns only, as arrays (cloud, stage, state, details, started_at, finished_at):
  * a `watch` loop over thousands of steps should cost little more than the query.
  */
-export function listStepColumns(db: Db, filter: StepFilter = {}): (string | number | null)[][] {
-  return stepColumns(db, filter).all(...stepFilter(filter).args) as (string | number | null)[][];
+export async function listStepColumns(db: Db, filter: StepFilter = {}): Promise<(string | number | null)[][]> {
+  return (await stepColumns(db, filter).all(...stepFilter(filter).args)) as (string | number | null)[][];
 }
 
 /** The same rows one at a time, for a list streamed to its output (commands/context readRows). */
-export function iterateStepColumns(db: Db, filter: StepFilter = {}): IterableIterator<(string | number | null)[]> {
-  return stepColumns(db, filter).iterate(...stepFilter(filter).args) as IterableIterator<(string | number | null)[]>;
+export function iterateStepColumns(db: Db, filter: StepFilter = {}): AsyncIterableIterator<(string | number | null)[]> {
+  return stepColumns(db, filter).iterate(...stepFilter(filter).args) as AsyncIterableIterator<(string | number | null)[]>;
 }
 
 function stepColumns(db: Db, filter: StepFilter) {
@@ -88,24 +88,24 @@ function stepColumns(db: Db, filter: StepFilter) {
   return sql(db, text).raw(true);
 }
 
-export function findStep(db: Db, cloud: string): StepRow | undefined {
-  return sql(db, `${SELECT_STEPS} WHERE sc.name = ?`).get(cloud) as StepRow | undefined;
+export async function findStep(db: Db, cloud: string): Promise<StepRow | undefined> {
+  return (await sql(db, `${SELECT_STEPS} WHERE sc.name = ?`).get(cloud)) as StepRow | undefined;
 }
 
 /** History rows in the order the operations started. */
-export function listHistory(db: Db, cloud?: string): HistoryRow[] {
+export async function listHistory(db: Db, cloud?: string): Promise<HistoryRow[]> {
   const base = `SELECT sc.name AS cloud, h.state, h.attempt, h.started_at, h.finished_at, h.outcome, h.details
     FROM step_history h JOIN strategy_step st ON st.id = h.step_id JOIN subcloud sc ON sc.id = st.subcloud_id`;
-  if (cloud === undefined) return sql(db, `${base} ORDER BY h.id`).all() as HistoryRow[];
-  return sql(db, `${base} WHERE sc.name = ? ORDER BY h.id`).all(cloud) as HistoryRow[];
+  if (cloud === undefined) return (await sql(db, `${base} ORDER BY h.id`).all()) as HistoryRow[];
+  return (await sql(db, `${base} WHERE sc.name = ? ORDER BY h.id`).all(cloud)) as HistoryRow[];
 }
 
 /** The state each named cloud's step is in; clouds without a step are missing from the map. */
-export function stepStatesOf(db: Db, clouds: readonly string[]): Map<string, string> {
+export async function stepStatesOf(db: Db, clouds: readonly string[]): Promise<Map<string, string>> {
   const stmt = sql(db, 'SELECT st.state FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id WHERE sc.name = ?').pluck();
   const out = new Map<string, string>();
   for (const c of clouds) {
-    const state = stmt.get(c) as string | undefined;
+    const state = await stmt.get(c) as string | undefined;
     if (state !== undefined) out.set(c, state);
   }
   return out;
@@ -115,12 +115,12 @@ export function stepStatesOf(db: Db, clouds: readonly string[]): Map<string, str
  * Failed and aborted steps (of the named clouds only, when given) with the state of their last
  * run, for `strategy retry`.
  */
-export function retryCandidates(db: Db, clouds: readonly string[] | null): { id: number; cloud: string; state: string; lastRunState: string | null }[] {
+export async function retryCandidates(db: Db, clouds: readonly string[] | null): Promise<{ id: number; cloud: string; state: string; lastRunState: string | null }[]> {
   const text = `SELECT st.id, sc.name AS cloud, st.state,
       (SELECT h.state FROM step_history h WHERE h.step_id = st.id ORDER BY h.id DESC LIMIT 1) AS lastRunState
     FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
     WHERE st.state IN ('failed', 'aborted')`;
-  const rows = sql(db, `${text} ORDER BY st.stage, st.id`).all() as { id: number; cloud: string; state: string; lastRunState: string | null }[];
+  const rows = await sql(db, `${text} ORDER BY st.stage, st.id`).all() as { id: number; cloud: string; state: string; lastRunState: string | null }[];
   if (!clouds) return rows;
   const wanted = new Set(clouds);
   return rows.filter((r) => wanted.has(r.cloud));
@@ -132,7 +132,7 @@ export function retryCandidates(db: Db, clouds: readonly string[] | null): { id:
  * worker ids can be used again) must not take the step for one it holds in flight. Its started_at
  * stays (the first time it started); the history keeps every earlier run.
  */
-export function resetStep(db: Db, id: number, from: string, to: string): boolean {
-  return sql(db, `UPDATE strategy_step SET state = ?, details = '', finished_at = NULL, updated_at = ?, owner = NULL WHERE id = ? AND state = ?`)
-    .run(to, now(), id, from).changes === 1;
+export async function resetStep(db: Db, id: number, from: string, to: string): Promise<boolean> {
+  return (await sql(db, `UPDATE strategy_step SET state = ?, details = '', finished_at = NULL, updated_at = ?, owner = NULL WHERE id = ? AND state = ?`)
+    .run(to, now(), id, from)).changes === 1;
 }

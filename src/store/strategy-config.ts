@@ -13,23 +13,23 @@ export interface ConfigRow extends ConfigOptions {
 
 const FIELDS = 'storage_apply_type, worker_apply_type, max_parallel_workers, alarm_restriction_type, default_instance_action';
 
-export function getDefaultConfig(db: Db): (ConfigOptions & { created_at: string | null; updated_at: string | null }) | undefined {
-  return sql(db, `SELECT ${FIELDS}, created_at, updated_at FROM strategy_config_default WHERE id = 1`).get() as
+export async function getDefaultConfig(db: Db): Promise<(ConfigOptions & { created_at: string | null; updated_at: string | null }) | undefined> {
+  return (await sql(db, `SELECT ${FIELDS}, created_at, updated_at FROM strategy_config_default WHERE id = 1`).get()) as
     | (ConfigOptions & { created_at: string | null; updated_at: string | null })
     | undefined;
 }
 
 /** Update the default row, or create it again after a delete (dcmanager's update-or-create). */
-export function upsertDefaultConfig(db: Db, o: ConfigOptions): void {
+export async function upsertDefaultConfig(db: Db, o: ConfigOptions): Promise<void> {
   const at = now();
-  const changed = sql(
+  const changed = (await sql(
     db,
     `UPDATE strategy_config_default SET storage_apply_type = @storage_apply_type, worker_apply_type = @worker_apply_type,
        max_parallel_workers = @max_parallel_workers, alarm_restriction_type = @alarm_restriction_type,
        default_instance_action = @default_instance_action, updated_at = @at WHERE id = 1`,
-  ).run({ ...pick(o), at }).changes;
+  ).run({ ...pick(o), at })).changes;
   if (changed === 0) {
-    sql(db, `INSERT INTO strategy_config_default (id, ${FIELDS}, created_at) VALUES (1, ?, ?, ?, ?, ?, ?)`).run(
+    await sql(db, `INSERT INTO strategy_config_default (id, ${FIELDS}, created_at) VALUES (1, ?, ?, ?, ?, ?, ?)`).run(
       ...values(o),
       at,
     );
@@ -37,22 +37,22 @@ export function upsertDefaultConfig(db: Db, o: ConfigOptions): void {
 }
 
 /** Remove the default row: the built-in defaults apply until the next update. */
-export function deleteDefaultConfig(db: Db): void {
-  sql(db, 'DELETE FROM strategy_config_default WHERE id = 1').run();
+export async function deleteDefaultConfig(db: Db): Promise<void> {
+  await sql(db, 'DELETE FROM strategy_config_default WHERE id = 1').run();
 }
 
-export function getSubcloudConfig(db: Db, subcloudId: number): ConfigRow | undefined {
-  return sql(
+export async function getSubcloudConfig(db: Db, subcloudId: number): Promise<ConfigRow | undefined> {
+  return (await sql(
     db,
     `SELECT sc.name AS cloud, ${prefixed('c')}, c.created_at, c.updated_at
      FROM strategy_config c JOIN subcloud sc ON sc.id = c.subcloud_id WHERE c.subcloud_id = ?`,
-  ).get(subcloudId) as ConfigRow | undefined;
+  ).get(subcloudId)) as ConfigRow | undefined;
 }
 
 /** Create or update a subcloud's own row. */
-export function upsertSubcloudConfig(db: Db, subcloudId: number, o: ConfigOptions): void {
+export async function upsertSubcloudConfig(db: Db, subcloudId: number, o: ConfigOptions): Promise<void> {
   const at = now();
-  sql(
+  await sql(
     db,
     `INSERT INTO strategy_config (subcloud_id, ${FIELDS}, created_at) VALUES (@id, @storage_apply_type, @worker_apply_type,
        @max_parallel_workers, @alarm_restriction_type, @default_instance_action, @at)
@@ -64,22 +64,22 @@ export function upsertSubcloudConfig(db: Db, subcloudId: number, o: ConfigOption
 }
 
 /** True when the subcloud had a row of its own. */
-export function deleteSubcloudConfig(db: Db, subcloudId: number): boolean {
-  return sql(db, 'DELETE FROM strategy_config WHERE subcloud_id = ?').run(subcloudId).changes === 1;
+export async function deleteSubcloudConfig(db: Db, subcloudId: number): Promise<boolean> {
+  return (await sql(db, 'DELETE FROM strategy_config WHERE subcloud_id = ?').run(subcloudId)).changes === 1;
 }
 
 /** Every subcloud's own row, in subcloud id order (dcmanager lists them in subcloud order). */
-export function listSubcloudConfigs(db: Db): ConfigRow[] {
-  return sql(
+export async function listSubcloudConfigs(db: Db): Promise<ConfigRow[]> {
+  return (await sql(
     db,
     `SELECT sc.name AS cloud, ${prefixed('c')}, c.created_at, c.updated_at
      FROM strategy_config c JOIN subcloud sc ON sc.id = c.subcloud_id ORDER BY c.subcloud_id`,
-  ).all() as ConfigRow[];
+  ).all()) as ConfigRow[];
 }
 
 /** The options of every subcloud with a row of its own, by subcloud id (few: one per override). */
-export function subcloudOptions(db: Db): [number, ConfigOptions][] {
-  const rows = sql(db, `SELECT subcloud_id, ${FIELDS} FROM strategy_config`).all() as (ConfigOptions & { subcloud_id: number })[];
+export async function subcloudOptions(db: Db): Promise<[number, ConfigOptions][]> {
+  const rows = await sql(db, `SELECT subcloud_id, ${FIELDS} FROM strategy_config`).all() as (ConfigOptions & { subcloud_id: number })[];
   return rows.map(({ subcloud_id, ...o }) => [subcloud_id, o]);
 }
 
@@ -100,10 +100,10 @@ function prefixed(alias: string): string {
  * A subcloud named as dcmanager's API takes it: all digits is an id, anything else a name. A name
  * made of digits (dcm allows one) is found by name when no subcloud has that id.
  */
-export function subcloudByRef(db: Db, ref: string): { id: number; name: string } | undefined {
+export async function subcloudByRef(db: Db, ref: string): Promise<{ id: number; name: string } | undefined> {
   if (/^\d+$/.test(ref)) {
-    const byId = sql(db, 'SELECT id, name FROM subcloud WHERE id = ?').get(Number(ref)) as { id: number; name: string } | undefined;
+    const byId = await sql(db, 'SELECT id, name FROM subcloud WHERE id = ?').get(Number(ref)) as { id: number; name: string } | undefined;
     if (byId) return byId;
   }
-  return sql(db, 'SELECT id, name FROM subcloud WHERE name = ?').get(ref) as { id: number; name: string } | undefined;
+  return (await sql(db, 'SELECT id, name FROM subcloud WHERE name = ?').get(ref)) as { id: number; name: string } | undefined;
 }

@@ -25,14 +25,14 @@ export interface Strategy extends Omit<StrategyRow, 'extra_args' | 'stop_on_fail
   extra: ExtraArgs;
 }
 
-export function getStrategy(db: Db): Strategy | undefined {
-  const row = sql(db, 'SELECT * FROM strategy WHERE id = 1').get() as StrategyRow | undefined;
+export async function getStrategy(db: Db): Promise<Strategy | undefined> {
+  const row = await sql(db, 'SELECT * FROM strategy WHERE id = 1').get() as StrategyRow | undefined;
   if (!row) return undefined;
   const { extra_args, stop_on_failure, ...rest } = row;
   return { ...rest, stop_on_failure: stop_on_failure === 1, extra: JSON.parse(extra_args) as ExtraArgs };
 }
 
-export function insertStrategy(
+export async function insertStrategy(
   db: Db,
   s: {
     type: string;
@@ -43,24 +43,24 @@ export function insertStrategy(
     extra: ExtraArgs;
   },
   stages: readonly StagePlan[],
-): void {
-  sql(
+): Promise<void> {
+  await sql(
     db,
     `INSERT INTO strategy (id, type, subcloud_apply_type, max_parallel_subclouds, stop_on_failure, state,
        extra_args, created_at, max_failures)
      VALUES (1, ?, ?, ?, ?, 'initial', ?, ?, ?)`,
   ).run(s.type, s.subcloudApplyType, s.maxParallelSubclouds, s.stopOnFailure ? 1 : 0, JSON.stringify(s.extra), now(), s.maxFailures ?? null);
-  insertStages(db, stages);
+  await insertStages(db, stages);
 }
 
 /** The strategy's stages (a create that plans as it goes inserts them after its steps). */
-export function insertStages(db: Db, stages: readonly StagePlan[]): void {
+export async function insertStages(db: Db, stages: readonly StagePlan[]): Promise<void> {
   const stmt = sql(db, 'INSERT INTO strategy_stage (stage, strategy_id, max_parallel, group_name) VALUES (?, 1, ?, ?)');
-  for (const st of stages) stmt.run(st.stage, st.window, st.groupName);
+  for (const st of stages) await stmt.run(st.stage, st.window, st.groupName);
 }
 
-export function listStages(db: Db): { stage: number; max_parallel: number; group_name: string | null }[] {
-  return sql(db, 'SELECT stage, max_parallel, group_name FROM strategy_stage ORDER BY stage').all() as {
+export async function listStages(db: Db): Promise<{ stage: number; max_parallel: number; group_name: string | null }[]> {
+  return (await sql(db, 'SELECT stage, max_parallel, group_name FROM strategy_stage ORDER BY stage').all()) as {
     stage: number;
     max_parallel: number;
     group_name: string | null;
@@ -68,33 +68,33 @@ export function listStages(db: Db): { stage: number; max_parallel: number; group
 }
 
 /** Compare-and-swap of the strategy state: true when this writer made the change. */
-export function casStrategyState(db: Db, from: readonly string[], to: string): boolean {
+export async function casStrategyState(db: Db, from: readonly string[], to: string): Promise<boolean> {
   const marks = from.map(() => '?').join(', ');
-  const r = sql(db, `UPDATE strategy SET state = ?, updated_at = ? WHERE id = 1 AND state IN (${marks})`)
+  const r = await sql(db, `UPDATE strategy SET state = ?, updated_at = ? WHERE id = 1 AND state IN (${marks})`)
     .run(to, now(), ...from);
   return r.changes === 1;
 }
 
-export function strategyState(db: Db): string | undefined {
-  return sql(db, 'SELECT state FROM strategy WHERE id = 1').pluck().get() as string | undefined;
+export async function strategyState(db: Db): Promise<string | undefined> {
+  return (await sql(db, 'SELECT state FROM strategy WHERE id = 1').pluck().get()) as string | undefined;
 }
 
-export function deleteStrategy(db: Db): void {
+export async function deleteStrategy(db: Db): Promise<void> {
   // The starts and ends its runs' launchers wrote (several hosts), by the strategy's id in their run ids.
-  const created = sql(db, 'SELECT created_at FROM strategy WHERE id = 1').pluck().get() as string | undefined;
+  const created = await sql(db, 'SELECT created_at FROM strategy WHERE id = 1').pluck().get() as string | undefined;
   if (created !== undefined) {
     // The strategy's id as run ids begin with it (domain/logs.ts strategyIdOf; not loaded here for lists).
     const runs = `${created.replace(/\D/g, '')}/%`;
-    sql(db, 'DELETE FROM run_claim WHERE run_id LIKE ?').run(runs);
-    sql(db, 'DELETE FROM run_end WHERE run_id LIKE ?').run(runs);
+    await sql(db, 'DELETE FROM run_claim WHERE run_id LIKE ?').run(runs);
+    await sql(db, 'DELETE FROM run_end WHERE run_id LIKE ?').run(runs);
   }
   // Steps, stages and history go with it (ON DELETE CASCADE).
-  sql(db, 'DELETE FROM strategy WHERE id = 1').run();
+  await sql(db, 'DELETE FROM strategy WHERE id = 1').run();
 }
 
 /** The stages with their windows, and whether every step of each has ended (`strategy update`). */
-export function stageWindows(db: Db): { stage: number; window: number; ended: boolean }[] {
-  const rows = sql(
+export async function stageWindows(db: Db): Promise<{ stage: number; window: number; ended: boolean }[]> {
+  const rows = await sql(
     db,
     `SELECT g.stage, g.max_parallel AS window,
        NOT EXISTS (SELECT 1 FROM strategy_step s WHERE s.stage = g.stage
@@ -105,10 +105,10 @@ export function stageWindows(db: Db): { stage: number; window: number; ended: bo
 }
 
 /** `strategy update`: the window of these stages; returns how many changed. */
-export function setStageWindows(db: Db, window: number, stages: readonly number[]): number {
+export async function setStageWindows(db: Db, window: number, stages: readonly number[]): Promise<number> {
   const stmt = sql(db, 'UPDATE strategy_stage SET max_parallel = ? WHERE stage = ?');
   let n = 0;
-  for (const st of stages) n += stmt.run(window, st).changes;
+  for (const st of stages) n += (await stmt.run(window, st)).changes;
   return n;
 }
 
@@ -116,18 +116,18 @@ export function setStageWindows(db: Db, window: number, stages: readonly number[
  * `strategy update` without `--stage`: the strategy's own max parallel subclouds, which its record
  * prints, becomes the window every stage still to run now has.
  */
-export function setStrategyMaxParallel(db: Db, window: number): void {
-  sql(db, 'UPDATE strategy SET max_parallel_subclouds = ? WHERE id = 1').run(window);
+export async function setStrategyMaxParallel(db: Db, window: number): Promise<void> {
+  await sql(db, 'UPDATE strategy SET max_parallel_subclouds = ? WHERE id = 1').run(window);
 }
 
 /** `strategy update --max-failures`: the budget as given. */
-export function setMaxFailures(db: Db, text: string): void {
-  sql(db, 'UPDATE strategy SET max_failures = ? WHERE id = 1').run(text);
+export async function setMaxFailures(db: Db, text: string): Promise<void> {
+  await sql(db, 'UPDATE strategy SET max_failures = ? WHERE id = 1').run(text);
 }
 
 /** The strategy was changed by a command (update): its updated_at says when. */
-export function touchStrategy(db: Db): void {
-  sql(db, 'UPDATE strategy SET updated_at = ? WHERE id = 1').run(now());
+export async function touchStrategy(db: Db): Promise<void> {
+  await sql(db, 'UPDATE strategy SET updated_at = ? WHERE id = 1').run(now());
 }
 
 /** What a running orchestrator re-reads when the file changed: state, windows, budget. */
@@ -136,13 +136,13 @@ export function touchStrategy(db: Db): void {
  * connection (better-sqlite3's `pragma()` prepares it anew, and the orchestrator asks four times a
  * second); on PostgreSQL the store's commit counter, which its `pragma` answers.
  */
-export function dataVersion(db: Db): number {
-  if (isPgUrl(db.name)) return db.pragma('data_version', { simple: true }) as number;
-  return sql(db, 'PRAGMA data_version').pluck().get() as number;
+export async function dataVersion(db: Db): Promise<number> {
+  if (isPgUrl(db.name)) return (await db.pragma('data_version', { simple: true })) as number;
+  return (await sql(db, 'PRAGMA data_version').pluck().get()) as number;
 }
 
-export function controlSnapshot(db: Db): { state: string; maxFailures: string | null; windows: Map<number, number> } | undefined {
-  const row = sql(db, 'SELECT state, max_failures FROM strategy WHERE id = 1').get() as { state: string; max_failures: string | null } | undefined;
+export async function controlSnapshot(db: Db): Promise<{ state: string; maxFailures: string | null; windows: Map<number, number> } | undefined> {
+  const row = await sql(db, 'SELECT state, max_failures FROM strategy WHERE id = 1').get() as { state: string; max_failures: string | null } | undefined;
   if (!row) return undefined;
-  return { state: row.state, maxFailures: row.max_failures, windows: new Map(listStages(db).map((s) => [s.stage, s.max_parallel])) };
+  return { state: row.state, maxFailures: row.max_failures, windows: new Map((await listStages(db)).map((s) => [s.stage, s.max_parallel])) };
 }

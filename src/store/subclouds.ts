@@ -57,9 +57,9 @@ const UNTRACKED = [
 
 const SELECT = `SELECT s.*, g.name AS group_name, ${labelsColumn('s')} AS labels FROM subcloud s JOIN subcloud_group g ON g.id = s.group_id`;
 
-export function listSubclouds(db: Db, groupId?: number): SubcloudRow[] {
-  if (groupId === undefined) return sql(db, `${SELECT} ORDER BY s.id`).all() as SubcloudRow[];
-  return sql(db, `${SELECT} WHERE s.group_id = ? ORDER BY s.id`).all(groupId) as SubcloudRow[];
+export async function listSubclouds(db: Db, groupId?: number): Promise<SubcloudRow[]> {
+  if (groupId === undefined) return (await sql(db, `${SELECT} ORDER BY s.id`).all()) as SubcloudRow[];
+  return (await sql(db, `${SELECT} WHERE s.group_id = ? ORDER BY s.id`).all(groupId)) as SubcloudRow[];
 }
 
 /**
@@ -72,7 +72,7 @@ export function iterateSubclouds(
   all: boolean,
   hidden: readonly string[],
   labels: LabelSelector = {},
-): IterableIterator<SubcloudRow> {
+): AsyncIterableIterator<SubcloudRow> {
   const { conds, args } = labelCondition('s', labels);
   if (groupId !== undefined) {
     conds.push('s.group_id = ?');
@@ -83,51 +83,53 @@ export function iterateSubclouds(
     args.push(...hidden);
   }
   const where = conds.length ? `WHERE ${conds.join(' AND ')}` : '';
-  return sql(db, `${SELECT} ${where} ORDER BY s.id`).iterate(...args) as IterableIterator<SubcloudRow>;
+  return sql(db, `${SELECT} ${where} ORDER BY s.id`).iterate(...args) as AsyncIterableIterator<SubcloudRow>;
 }
 
-export function subcloudById(db: Db, id: number): SubcloudRow | undefined {
-  return sql(db, `${SELECT} WHERE s.id = ?`).get(id) as SubcloudRow | undefined;
+export async function subcloudById(db: Db, id: number): Promise<SubcloudRow | undefined> {
+  return (await sql(db, `${SELECT} WHERE s.id = ?`).get(id)) as SubcloudRow | undefined;
 }
 
-export function findSubcloud(db: Db, name: string): SubcloudRow | undefined {
-  return sql(db, `${SELECT} WHERE s.name = ?`).get(name) as SubcloudRow | undefined;
+export async function findSubcloud(db: Db, name: string): Promise<SubcloudRow | undefined> {
+  return (await sql(db, `${SELECT} WHERE s.name = ?`).get(name)) as SubcloudRow | undefined;
 }
 
 /**
  * A subcloud as dcmanager's API takes it (`subcloud show 8`): all digits is an id, anything else a
  * name. A name made of digits (dcm allows one) is found by name when no subcloud has that id.
  */
-export function findSubcloudByRef(db: Db, ref: string): SubcloudRow | undefined {
+export async function findSubcloudByRef(db: Db, ref: string): Promise<SubcloudRow | undefined> {
   if (/^\d+$/.test(ref)) {
-    const byId = sql(db, `${SELECT} WHERE s.id = ?`).get(Number(ref)) as SubcloudRow | undefined;
+    const byId = await sql(db, `${SELECT} WHERE s.id = ?`).get(Number(ref)) as SubcloudRow | undefined;
     if (byId) return byId;
   }
-  return findSubcloud(db, ref);
+  return await findSubcloud(db, ref);
 }
 
 /** The name `ref` stands for (an id of all digits becomes its subcloud's name); else `ref` as given. */
-export function subcloudNameOf(db: Db, ref: string): string {
-  return /^\d+$/.test(ref) ? (findSubcloudByRef(db, ref)?.name ?? ref) : ref;
+export async function subcloudNameOf(db: Db, ref: string): Promise<string> {
+  return /^\d+$/.test(ref) ? ((await findSubcloudByRef(db, ref))?.name ?? ref) : ref;
 }
 
-export function existingNames(db: Db, names: readonly string[]): string[] {
+export async function existingNames(db: Db, names: readonly string[]): Promise<string[]> {
   const stmt = sql(db, 'SELECT 1 FROM subcloud WHERE name = ?').pluck();
-  return names.filter((n) => stmt.get(n) !== undefined);
+  const out: string[] = [];
+  for (const n of names) if ((await stmt.get(n)) !== undefined) out.push(n);
+  return out;
 }
 
 /**
  * Only what planning reads, for every subcloud in id order: `strategy create` over a large fleet
  * should not pay for the columns it never looks at.
  */
-export function planningRecords(db: Db, labels: LabelSelector = {}): SubcloudRecord[] {
+export async function planningRecords(db: Db, labels: LabelSelector = {}): Promise<SubcloudRecord[]> {
   const only = labelCondition('subcloud', labels);
-  const rows = sql(
+  const rows = await sql(
     db,
     `SELECT id, name, group_id, management, availability, deploy_status,
        patching_sync, usm_sync, kubernetes_sync, kube_rootca_sync, firmware_sync, software_version
      FROM subcloud ${only.conds.length ? `WHERE ${only.conds.join(' AND ')}` : ''} ORDER BY id`,
-  )
+    )
     .raw(true)
     .all(...only.args) as [number, string, number, string, string, string, SyncStatus, SyncStatus, SyncStatus, SyncStatus, SyncStatus, string | null][];
   return rows.map((r) => ({
@@ -147,12 +149,12 @@ export function planningRecords(db: Db, labels: LabelSelector = {}): SubcloudRec
  * subclouds the label selector picks): each page is read whole (`.all()`), so that the connection
  * is free to insert between pages.
  */
-export function* planningPages(
+export async function* planningPages(
   db: Db,
   groupId: number | null,
   pageSize = 10_000,
   labels: LabelSelector = {},
-): Generator<SubcloudRecord, void, undefined> {
+): AsyncGenerator<SubcloudRecord, void, undefined> {
   const cols = `id, name, group_id, management, availability, deploy_status,
        patching_sync, usm_sync, kubernetes_sync, kube_rootca_sync, firmware_sync, software_version`;
   const only = labelCondition('subcloud', labels);
@@ -164,7 +166,7 @@ export function* planningPages(
   let g = groupId ?? -1;
   let id = -1;
   for (;;) {
-    const rows = page.all(g, id, ...only.args, pageSize) as [number, string, number, string, string, string, SyncStatus, SyncStatus, SyncStatus, SyncStatus, SyncStatus, string | null][];
+    const rows = await page.all(g, id, ...only.args, pageSize) as [number, string, number, string, string, string, SyncStatus, SyncStatus, SyncStatus, SyncStatus, SyncStatus, string | null][];
     for (const r of rows) {
       yield {
         id: r[0],
@@ -188,14 +190,14 @@ export function* planningPages(
  * The subclouds a `--group` or `--label` selection leaves out (issue 34: create names who it left
  * out, and why): how many, and the first `limit` names in id order. None without a selection.
  */
-export function outsideSelection(db: Db, groupId: number | null, labels: LabelSelector, limit: number): { count: number; names: string[] } {
+export async function outsideSelection(db: Db, groupId: number | null, labels: LabelSelector, limit: number): Promise<{ count: number; names: string[] }> {
   const only = labelCondition('subcloud', labels);
   const conds = [...(groupId === null ? [] : ['group_id = ?']), ...only.conds];
   if (conds.length === 0) return { count: 0, names: [] };
   const args = [...(groupId === null ? [] : [groupId]), ...only.args];
   const where = `NOT (${conds.join(' AND ')})`;
-  const count = sql(db, `SELECT count(*) FROM subcloud WHERE ${where}`).pluck().get(...args) as number;
-  const names = count === 0 ? [] : (sql(db, `SELECT name FROM subcloud WHERE ${where} ORDER BY id LIMIT ?`).pluck().all(...args, Math.min(limit, 2 ** 31 - 1)) as string[]);
+  const count = await sql(db, `SELECT count(*) FROM subcloud WHERE ${where}`).pluck().get(...args) as number;
+  const names = count === 0 ? [] : await sql(db, `SELECT name FROM subcloud WHERE ${where} ORDER BY id LIMIT ?`).pluck().all(...args, Math.min(limit, 2 ** 31 - 1)) as string[];
   return { count: Number(count), names };
 }
 
@@ -211,7 +213,7 @@ function flatten(f: SubcloudFields): Record<string, unknown> {
  * `onTaken`, a name already in the table calls it with the row's index (it throws), instead of
  * failing with SQLite's constraint error; the id of the first row inserted is returned.
  */
-export function insertSubclouds(db: Db, rows: { name: string; fields: SubcloudFields }[], onTaken?: (index: number) => never): number | null {
+export async function insertSubclouds(db: Db, rows: { name: string; fields: SubcloudFields }[], onTaken?: (index: number) => Promise<never>): Promise<number | null> {
   const cols = insertColumns();
   const stmt = sql(db, `INSERT INTO subcloud (${cols.names.join(', ')}) VALUES (${cols.names.map(() => '?').join(', ')})`);
   const created = now();
@@ -230,12 +232,12 @@ export function insertSubclouds(db: Db, rows: { name: string; fields: SubcloudFi
     values[cols.index.get('created_at')!] = created;
     let id: number;
     try {
-      id = Number(stmt.run(values).lastInsertRowid);
+      id = Number((await stmt.run(values)).lastInsertRowid);
     } catch (err) {
-      if (onTaken && (err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') onTaken(i);
+      if (onTaken && (err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') await onTaken(i);
       throw err;
     }
-    if (r.fields.labels) changeLabels(db, id, r.fields.labels);
+    if (r.fields.labels) await changeLabels(db, id, r.fields.labels);
     firstId ??= id;
   }
   return firstId;
@@ -270,63 +272,63 @@ function insertColumns(): NonNullable<typeof INSERT_COLUMNS> {
 }
 
 /** Every subcloud's name in id order (for a message that suggests one). */
-export function allSubcloudNames(db: Db): string[] {
-  return sql(db, 'SELECT name FROM subcloud ORDER BY id').pluck().all() as string[];
+export async function allSubcloudNames(db: Db): Promise<string[]> {
+  return (await sql(db, 'SELECT name FROM subcloud ORDER BY id').pluck().all()) as string[];
 }
 
 /** The highest subcloud id (0 for none): new rows take the ids after it. */
-export function maxSubcloudId(db: Db): number {
-  return sql(db, 'SELECT coalesce(max(id), 0) FROM subcloud').pluck().get() as number;
+export async function maxSubcloudId(db: Db): Promise<number> {
+  return (await sql(db, 'SELECT coalesce(max(id), 0) FROM subcloud').pluck().get()) as number;
 }
 
 /** The id of the subcloud of that name, if there is one. */
-export function idOfName(db: Db, name: string): number | undefined {
-  return sql(db, 'SELECT id FROM subcloud WHERE name = ?').pluck().get(name) as number | undefined;
+export async function idOfName(db: Db, name: string): Promise<number | undefined> {
+  return (await sql(db, 'SELECT id FROM subcloud WHERE name = ?').pluck().get(name)) as number | undefined;
 }
 
-export function updateSubcloud(db: Db, id: number, fields: SubcloudFields): void {
+export async function updateSubcloud(db: Db, id: number, fields: SubcloudFields): Promise<void> {
   const flat = flatten(fields);
   const keys = Object.keys(flat);
-  if (fields.labels) changeLabels(db, id, fields.labels);
+  if (fields.labels) await changeLabels(db, id, fields.labels);
   if (keys.length === 0 && !fields.labels) return;
   const sets = [...keys.map((k) => `${k} = @${k}`), 'updated_at = @updated_at'].join(', ');
-  sql(db, `UPDATE subcloud SET ${sets} WHERE id = @id`).run({
+  await sql(db, `UPDATE subcloud SET ${sets} WHERE id = @id`).run({
     ...flat,
     updated_at: now(),
     id,
   });
 }
 
-export function deleteSubcloud(db: Db, id: number): void {
-  sql(db, 'DELETE FROM subcloud WHERE id = ?').run(id);
+export async function deleteSubcloud(db: Db, id: number): Promise<void> {
+  await sql(db, 'DELETE FROM subcloud WHERE id = ?').run(id);
 }
 
-export function hasStep(db: Db, subcloudId: number): boolean {
-  return sql(db, 'SELECT 1 FROM strategy_step WHERE subcloud_id = ?').get(subcloudId) !== undefined;
+export async function hasStep(db: Db, subcloudId: number): Promise<boolean> {
+  return (await sql(db, 'SELECT 1 FROM strategy_step WHERE subcloud_id = ?').get(subcloudId)) !== undefined;
 }
 
 // Labels: the subcloud_label table, a subcloud's free labels, and selecting subclouds by them.
 
 /** Set (a value) or remove (null) labels of one subcloud, inside the caller's transaction. */
-export function changeLabels(db: Db, subcloudId: number, changes: LabelChanges): void {
+export async function changeLabels(db: Db, subcloudId: number, changes: LabelChanges): Promise<void> {
   for (const [key, value] of Object.entries(changes)) {
-    if (value === null) sql(db, 'DELETE FROM subcloud_label WHERE subcloud_id = ? AND key = ?').run(subcloudId, key);
+    if (value === null) await sql(db, 'DELETE FROM subcloud_label WHERE subcloud_id = ? AND key = ?').run(subcloudId, key);
     else {
-      sql(db, 'INSERT INTO subcloud_label (subcloud_id, key, value) VALUES (?, ?, ?) ON CONFLICT (subcloud_id, key) DO UPDATE SET value = excluded.value')
+      await sql(db, 'INSERT INTO subcloud_label (subcloud_id, key, value) VALUES (?, ?, ?) ON CONFLICT (subcloud_id, key) DO UPDATE SET value = excluded.value')
         .run(subcloudId, key, value);
     }
   }
 }
 
 /** The subclouds with a label of one of these keys (a driver's `labelKeys`). */
-export function subcloudsLabelled(db: Db, keys: readonly string[]): Set<number> {
+export async function subcloudsLabelled(db: Db, keys: readonly string[]): Promise<Set<number>> {
   if (keys.length === 0) return new Set();
-  const ids = sql(db, `SELECT DISTINCT subcloud_id FROM subcloud_label WHERE key IN (${keys.map(() => '?').join(', ')})`).pluck().all(...keys) as number[];
+  const ids = await sql(db, `SELECT DISTINCT subcloud_id FROM subcloud_label WHERE key IN (${keys.map(() => '?').join(', ')})`).pluck().all(...keys) as number[];
   return new Set(ids);
 }
 
-export function labelsOf(db: Db, subcloudId: number): Labels {
-  const rows = sql(db, 'SELECT key, value FROM subcloud_label WHERE subcloud_id = ? ORDER BY key').raw(true).all(subcloudId) as [string, string][];
+export async function labelsOf(db: Db, subcloudId: number): Promise<Labels> {
+  const rows = await sql(db, 'SELECT key, value FROM subcloud_label WHERE subcloud_id = ? ORDER BY key').raw(true).all(subcloudId) as [string, string][];
   return Object.fromEntries(rows);
 }
 

@@ -2,8 +2,8 @@
  * The orchestrator's writes. Every step change is a guarded update (`… WHERE id = ? AND state = ?`):
  * `changes === 1` is the compare-and-swap, and a stale writer learns it changed nothing.
  */
-import type Database from 'better-sqlite3';
 import type { Db } from './open.js';
+import type { RunResult, Statement } from '../platform/db.js';
 import { now } from './clock.js';
 import { SYNC_COLUMN, updateSubcloud } from './subclouds.js';
 import type { Endpoint } from '../domain/types.js';
@@ -43,21 +43,21 @@ export interface ApplyStep {
  * Runs left `running` by a process that died are `interrupted`: they will run again as the next
  * attempt. Returns how many there were.
  */
-export function interruptRunning(db: Db, details = 'the orchestrator stopped while this operation ran', keep: readonly number[] = []): number {
-  return db
+export async function interruptRunning(db: Db, details = 'the orchestrator stopped while this operation ran', keep: readonly number[] = []): Promise<number> {
+  return (await db
     .prepare(
       `UPDATE step_history SET outcome = 'interrupted', finished_at = ?, details = ?
        WHERE outcome = 'running' AND id NOT IN (SELECT value FROM json_each(?))`,
-    )
-    .run(now(), details, JSON.stringify(keep)).changes;
+      )
+    .run(now(), details, JSON.stringify(keep))).changes;
 }
 
 /** The runs this process started and stopped waiting for (a second Ctrl-C): `interrupted`. */
-export function interruptRuns(db: Db, historyIds: readonly number[], details: string): number {
+export async function interruptRuns(db: Db, historyIds: readonly number[], details: string): Promise<number> {
   const stmt = db.prepare(`UPDATE step_history SET outcome = 'interrupted', finished_at = ?, details = ? WHERE id = ? AND outcome = 'running'`);
   const at = now();
   let n = 0;
-  for (const id of historyIds) n += stmt.run(at, details, id).changes;
+  for (const id of historyIds) n += (await stmt.run(at, details, id)).changes;
   return n;
 }
 
@@ -72,7 +72,7 @@ export const completionSet = (e: Endpoint | null): string => (e === null ? `pres
  * numbers the runs started as the next attempt itself (NEXT_ATTEMPT: as `numberAttempts` would,
  * and writes the number into the transition).
  */
-export type BatchWrites = (db: Db, batch: readonly Transition[], at: string) => Written[];
+export type BatchWrites = (db: Db, batch: readonly Transition[], at: string) => Promise<Written[]>;
 
 const batchWrites = new WeakMap<object, BatchWrites>();
 
@@ -86,9 +86,9 @@ export class TransitionWriter {
   private readonly closeRun;
   private readonly openRun;
   private readonly lastAttempts;
-  private readonly sync: Map<Endpoint | null, Database.Statement<[string, number]>>;
+  private readonly sync: Map<Endpoint | null, Statement>;
   /** Commit `batch` in one transaction; `before` runs first inside it (other writes of the same turn). */
-  readonly commit: (batch: Transition[], before?: () => void) => void;
+  readonly commit: (batch: Transition[], before?: (tx: Db) => Promise<void>) => Promise<void>;
 
   /**
    * `type`: the strategy type whose duration statistics ok runs are added to (none without it).
@@ -99,37 +99,44 @@ export class TransitionWriter {
   constructor(
     private readonly db: Db,
     type?: string,
-    guard: () => ReadonlySet<number> | void = () => {},
+    guard: (tx: Db) => Promise<ReadonlySet<number> | void> = async () => {},
   ) {
-    this.update = db.prepare(
+    // Prepared once, run only inside the batches' transactions: on the connection's handle for them.
+    const inside = db.inside;
+    this.update = inside.prepare(
       // Positional (to, details, attempt, now, ended, now, now, id, from): binding by name looks
       // every parameter up on an object, once per transition.
       `UPDATE strategy_step SET state = ?, details = ?, attempt = COALESCE(?, attempt),
          started_at = COALESCE(started_at, ?), finished_at = CASE WHEN ? THEN ? ELSE NULL END, updated_at = ?
        WHERE id = ? AND state = ?`,
     );
-    this.closeRun = db.prepare(
+    this.closeRun = inside.prepare(
       `UPDATE step_history SET outcome = ?, finished_at = ?, details = ?, retry_at = ? WHERE id = ? AND outcome = 'running'`,
     );
-    this.openRun = db.prepare(
+    this.openRun = inside.prepare(
       `INSERT INTO step_history (step_id, state, attempt, started_at, outcome) VALUES (?, ?, ?, ?, 'running')`,
     );
-    this.lastAttempts = db
+    this.lastAttempts = inside
       .prepare('SELECT step_id, state, max(attempt) FROM step_history WHERE step_id IN (SELECT value FROM json_each(?)) GROUP BY step_id, state')
       .raw();
     this.sync = new Map();
     for (const e of [null, ...(Object.keys(SYNC_COLUMN) as Endpoint[])]) {
-      this.sync.set(e, db.prepare<[string, number]>(`UPDATE subcloud SET ${completionSet(e)}, updated_at = ? WHERE id = ?`));
+      this.sync.set(e, inside.prepare(`UPDATE subcloud SET ${completionSet(e)}, updated_at = ? WHERE id = ?`));
     }
     const writeBatch = batchWrites.get(db);
-    const tx = db.transaction((all: Transition[], before?: () => void) => {
-      const left = guard();
+    const write = async (tx: Db, all: Transition[], before?: (tx: Db) => Promise<void>): Promise<void> => {
+      const left = await guard(tx);
       const batch = left?.size ? all.filter((t) => !left.has(t.stepId)) : all;
-      before?.();
+      await before?.(tx);
       // Every write of the batch first, then what each one changed (on PostgreSQL the backend's
       // few statements over arrays: store/pg/transitions.ts); a stale step rolls the batch back.
-      if (!writeBatch) this.numberAttempts(batch);
-      const written = writeBatch ? writeBatch(db, batch, now()) : batch.map((t) => this.apply(t));
+      if (!writeBatch) await this.numberAttempts(batch);
+      let written: Written[];
+      if (writeBatch) written = await writeBatch(tx, batch, now());
+      else {
+        written = [];
+        for (const t of batch) written.push(await this.apply(tx, t));
+      }
       for (let i = 0; i < batch.length; i++) this.verify(batch[i], written[i]);
       // One upsert per state per batch, in the batch's own transaction.
       if (type === undefined) return;
@@ -137,15 +144,15 @@ export class TransitionWriter {
       for (const t of batch) {
         if (t.close?.outcome === 'ok' && t.close.durationMs !== undefined) tally.add(t.from, t.close.durationMs);
       }
-      recordDurations(db, type, tally);
-    });
-    this.commit = (batch, before) => {
+      await recordDurations(tx, type, tally);
+    };
+    this.commit = async (batch, before) => {
       try {
-        tx.immediate(batch, before);
+        await db.transaction((tx) => write(tx, batch, before)).immediate();
       } catch (err) {
         // Rolled back: the history rows it opened do not exist; a retry opens them anew.
         for (const t of batch) t.historyId = undefined;
-        throw this.explain(err, batch);
+        throw (await this.explain(err, batch));
       }
     };
   }
@@ -155,14 +162,14 @@ export class TransitionWriter {
    * (one running operation per step, a unique index), before the batch's checks are reached: said
    * as what it is, a step another process changed, read after the rollback.
    */
-  private explain(err: unknown, batch: readonly Transition[]): unknown {
+  private async explain(err: unknown, batch: readonly Transition[]): Promise<unknown> {
     if ((err as { code?: string })?.code !== 'SQLITE_CONSTRAINT_UNIQUE') return err;
     const stateOf = this.db.prepare('SELECT state FROM strategy_step WHERE id = ?').pluck();
     const running = this.db.prepare(`SELECT 1 FROM step_history WHERE step_id = ? AND outcome = 'running'`).pluck();
     for (const t of batch) {
       if (t.startAttempt === undefined) continue;
-      if (stateOf.get(t.stepId) !== t.from) return staleStep(t.cloud, `is no longer in state ${t.from}`);
-      if (!t.close && running.get(t.stepId) !== undefined) return staleStep(t.cloud, 'already has an operation running');
+      if ((await stateOf.get(t.stepId)) !== t.from) return staleStep(t.cloud, `is no longer in state ${t.from}`);
+      if (!t.close && (await running.get(t.stepId)) !== undefined) return staleStep(t.cloud, 'already has an operation running');
     }
     return err;
   }
@@ -172,12 +179,12 @@ export class TransitionWriter {
    * run of that step and state, read for the whole batch at once in its own transaction (a
    * rolled-back batch reads them again to the same numbers: the rows it opened are gone with it).
    */
-  private numberAttempts(batch: Transition[]): void {
+  private async numberAttempts(batch: Transition[]): Promise<void> {
     const ids = new Set<number>();
     for (const t of batch) if (t.startAttempt === NEXT_ATTEMPT) ids.add(t.stepId);
     if (ids.size === 0) return;
     const last = new Map<string, number>();
-    for (const [id, state, n] of this.lastAttempts.all(JSON.stringify([...ids])) as [number, string, number][]) last.set(`${id}\n${state}`, n);
+    for (const [id, state, n] of (await this.lastAttempts.all(JSON.stringify([...ids]))) as [number, string, number][]) last.set(`${id}\n${state}`, n);
     // In batch order, as if each start read the history after the writes before it: a second
     // start of the same step and state in one batch follows the first.
     for (const t of batch) {
@@ -189,20 +196,20 @@ export class TransitionWriter {
     }
   }
 
-  private apply(t: Transition): Written {
+  private async apply(tx: Db, t: Transition): Promise<Written> {
     const at = now();
     let closed: RunResult | undefined;
     if (t.close) {
       const c = t.close;
-      closed = this.closeRun.run(c.outcome, c.finishedAt, recordText(c.details), c.retryAt ?? null, c.historyId);
+      closed = await this.closeRun.run(c.outcome, c.finishedAt, recordText(c.details), c.retryAt ?? null, c.historyId);
     }
-    const updated = this.update.run(t.to, recordText(t.details), t.startAttempt ?? null, at, t.ended ? 1 : 0, at, at, t.stepId, t.from);
-    const opened = t.startAttempt !== undefined ? this.openRun.run(t.stepId, t.to, t.startAttempt, at) : undefined;
-    if (t.completes) this.sync.get(t.completes.endpoint)!.run(at, t.subcloudId);
+    const updated = await this.update.run(t.to, recordText(t.details), t.startAttempt ?? null, at, t.ended ? 1 : 0, at, at, t.stepId, t.from);
+    const opened = t.startAttempt !== undefined ? await this.openRun.run(t.stepId, t.to, t.startAttempt, at) : undefined;
+    if (t.completes) await this.sync.get(t.completes.endpoint)!.run(at, t.subcloudId);
     // The site's own word, after what completion assumes: the inventory follows what it reports.
     if (t.observed) {
       const o = t.observed;
-      updateSubcloud(this.db, t.subcloudId, { software_version: o.software_version, availability: o.availability, sync: o.sync });
+      await updateSubcloud(tx, t.subcloudId, { software_version: o.software_version, availability: o.availability, sync: o.sync });
     }
     return { closed, updated, opened };
   }
@@ -220,7 +227,6 @@ export class TransitionWriter {
 }
 
 /** What one write changed (better-sqlite3's run result, or a backend's batch's word for one row). */
-type RunResult = Pick<Database.RunResult, 'changes' | 'lastInsertRowid'>;
 
 /** The results of one transition's writes, read once the batch's writes are all made. */
 export interface Written {
@@ -230,32 +236,32 @@ export interface Written {
 }
 
 /** Steps in `state`, which run nothing, become `aborted` with these details (abort); returns how many. */
-export function abortStepsIn(db: Db, state: 'initial' | 'deferred', details: string): number {
+export async function abortStepsIn(db: Db, state: 'initial' | 'deferred', details: string): Promise<number> {
   const at = now();
-  return db
+  return (await db
     .prepare(`UPDATE strategy_step SET state = 'aborted', details = ?, finished_at = ?, updated_at = ? WHERE state = ?`)
-    .run(details, at, at, state).changes;
+    .run(details, at, at, state)).changes;
 }
 
 /** Steps never started become `aborted` (abort); returns how many. */
-export const abortInitialSteps = (db: Db): number => abortStepsIn(db, 'initial', 'aborted before start');
+export const abortInitialSteps = (db: Db): Promise<number> => abortStepsIn(db, 'initial', 'aborted before start');
 
 /**
  * Steps caught mid-state by an abort with no orchestrator running: aborted, naming the state;
  * but those in `keep` (a run of theirs still lives: the next apply adopts it).
  */
-export function abortMidStateSteps(db: Db, keep: readonly number[] = []): number {
+export async function abortMidStateSteps(db: Db, keep: readonly number[] = []): Promise<number> {
   const at = now();
-  return db
+  return (await db
     .prepare(
       `UPDATE strategy_step SET details = 'aborted in state ' || state, state = 'aborted', finished_at = ?, updated_at = ?
        WHERE state NOT IN ('initial', 'complete', 'failed', 'aborted') AND id NOT IN (SELECT value FROM json_each(?))`,
-    )
-    .run(at, at, JSON.stringify(keep)).changes;
+      )
+    .run(at, at, JSON.stringify(keep))).changes;
 }
 
-export function countStepStates(db: Db): Record<string, number> {
-  const rows = db.prepare('SELECT state, count(*) AS n FROM strategy_step GROUP BY state').all() as {
+export async function countStepStates(db: Db): Promise<Record<string, number>> {
+  const rows = await db.prepare('SELECT state, count(*) AS n FROM strategy_step GROUP BY state').all() as {
     state: string;
     n: number;
   }[];
@@ -267,12 +273,12 @@ export function countStepStates(db: Db): Record<string, number> {
  * retry` that the failure budget kept from starting again. They are failed again, saying why, so
  * that a later `retry` finds them.
  */
-export function failLeftSteps(db: Db, why: string): number {
+export async function failLeftSteps(db: Db, why: string): Promise<number> {
   const at = now();
-  return db
+  return (await db
     .prepare(
       `UPDATE strategy_step SET details = state || ': ' || ?, state = 'failed', finished_at = ?, updated_at = ?
        WHERE state NOT IN ('initial', 'complete', 'failed', 'aborted')`,
-    )
-    .run(why, at, at).changes;
+      )
+    .run(why, at, at)).changes;
 }

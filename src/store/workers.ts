@@ -48,10 +48,10 @@ const COLUMNS = 'id, host, pid, proc_start, token, started_at, heartbeat_at, hea
  * so that a host whose own clock is off neither takes a live worker over nor keeps a dead one. A
  * file has one host, and its clock.
  */
-export function storeClockMs(db: Db): number {
+export async function storeClockMs(db: Db): Promise<number> {
   if (!isPgUrl(db.name)) return Date.now();
   if (serverClockStandIn) return serverClockStandIn();
-  return Number(sql(db, 'SELECT CAST(extract(epoch FROM clock_timestamp()) * 1000 AS bigint)').pluck().get());
+  return Number(await sql(db, 'SELECT CAST(extract(epoch FROM clock_timestamp()) * 1000 AS bigint)').pluck().get());
 }
 
 let serverClockStandIn: (() => number) | null = null;
@@ -65,29 +65,29 @@ export function standInForServerClock(clock: (() => number) | null): void {
   serverClockStandIn = clock;
 }
 
-export function addWorker(db: Db, w: NewWorker): number {
+export async function addWorker(db: Db, w: NewWorker): Promise<number> {
   const at = now();
-  return sql(
+  return (await sql(
     db,
     `INSERT INTO apply_worker (host, pid, proc_start, token, started_at, heartbeat_at, heartbeat_ms, lease_ms, max_local)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-  )
+    )
     .pluck()
-    .get(w.host, w.pid, w.procStart, w.token, at, at, storeClockMs(db), w.leaseMs, w.maxLocal) as number;
+    .get(w.host, w.pid, w.procStart, w.token, at, at, await storeClockMs(db), w.leaseMs, w.maxLocal)) as number;
 }
 
-export function listWorkers(db: Db): WorkerRow[] {
-  return sql(db, `SELECT ${COLUMNS} FROM apply_worker ORDER BY id`).all() as WorkerRow[];
+export async function listWorkers(db: Db): Promise<WorkerRow[]> {
+  return (await sql(db, `SELECT ${COLUMNS} FROM apply_worker ORDER BY id`).all()) as WorkerRow[];
 }
 
 /** The fence of a worker's transaction: true while its row is there, with its token. */
-export function holdsWorker(db: Db, id: number, token: string): boolean {
-  return sql(db, 'SELECT 1 FROM apply_worker WHERE id = ? AND token = ?').pluck().get(id, token) !== undefined;
+export async function holdsWorker(db: Db, id: number, token: string): Promise<boolean> {
+  return (await sql(db, 'SELECT 1 FROM apply_worker WHERE id = ? AND token = ?').pluck().get(id, token)) !== undefined;
 }
 
 /** Renew the lease; false once the row is gone (another worker took this one's subclouds over). */
-export function beatWorker(db: Db, id: number, token: string): boolean {
-  return sql(db, 'UPDATE apply_worker SET heartbeat_at = ?, heartbeat_ms = ? WHERE id = ? AND token = ?').run(now(), storeClockMs(db), id, token).changes === 1;
+export async function beatWorker(db: Db, id: number, token: string): Promise<boolean> {
+  return (await sql(db, 'UPDATE apply_worker SET heartbeat_at = ?, heartbeat_ms = ? WHERE id = ? AND token = ?').run(now(), await storeClockMs(db), id, token)).changes === 1;
 }
 
 /**
@@ -95,24 +95,24 @@ export function beatWorker(db: Db, id: number, token: string): boolean {
  * calls `running` (it stopped on a fault before it could say) is closed interrupted, to run again
  * as the next attempt; then the worker goes.
  */
-export function leaveWorker(db: Db, id: number): void {
-  interruptRunsOf(db, id, 'its worker stopped while this operation ran');
-  removeWorker(db, id);
+export async function leaveWorker(db: Db, id: number): Promise<void> {
+  await interruptRunsOf(db, id, 'its worker stopped while this operation ran');
+  await removeWorker(db, id);
 }
 
 /** Close the `running` operations of the steps worker `id` holds as interrupted; how many. */
-function interruptRunsOf(db: Db, id: number, details: string): number {
-  return sql(
+async function interruptRunsOf(db: Db, id: number, details: string): Promise<number> {
+  return (await sql(
     db,
     `UPDATE step_history SET outcome = 'interrupted', finished_at = ?, details = ?
      WHERE outcome = 'running' AND step_id IN (SELECT id FROM strategy_step WHERE owner = ?)`,
-  ).run(now(), details, id).changes;
+  ).run(now(), details, id)).changes;
 }
 
 /** A worker leaves (or is taken over): its row goes, and the steps it held that have not ended are nobody's. */
-export function removeWorker(db: Db, id: number): void {
-  sql(db, `UPDATE strategy_step SET owner = NULL WHERE owner = ? AND state NOT IN ('complete', 'failed', 'aborted')`).run(id);
-  sql(db, 'DELETE FROM apply_worker WHERE id = ?').run(id);
+export async function removeWorker(db: Db, id: number): Promise<void> {
+  await sql(db, `UPDATE strategy_step SET owner = NULL WHERE owner = ? AND state NOT IN ('complete', 'failed', 'aborted')`).run(id);
+  await sql(db, 'DELETE FROM apply_worker WHERE id = ?').run(id);
 }
 
 /**
@@ -123,33 +123,33 @@ export function removeWorker(db: Db, id: number): void {
  * and nothing can tell how they end), to run again as their next attempt.
  * Returns how many of each; null when the worker renewed its lease since `gone` was read.
  */
-export function takeOver(db: Db, gone: WorkerRow, taker: number, adopt: boolean, reason: string): { adopted: number; interrupted: number } | null {
+export async function takeOver(db: Db, gone: WorkerRow, taker: number, adopt: boolean, reason: string): Promise<{ adopted: number; interrupted: number } | null> {
   // First, and only as it was read: a renewal takes no lock (it never waits behind a writer), so
   // one may have landed since; then the worker is alive, and nothing of it is touched.
-  if (sql(db, 'DELETE FROM apply_worker WHERE id = ? AND heartbeat_ms = ?').run(gone.id, gone.heartbeat_ms).changes === 0) return null;
+  if ((await sql(db, 'DELETE FROM apply_worker WHERE id = ? AND heartbeat_ms = ?').run(gone.id, gone.heartbeat_ms)).changes === 0) return null;
   let adopted = 0;
   let interrupted = 0;
   if (adopt) {
     // A run whose process was not recorded yet ran (or was starting) on the gone worker's host.
-    sql(
+    await sql(
       db,
       `UPDATE step_history SET host = ? WHERE outcome = 'running' AND host IS NULL AND step_id IN (SELECT id FROM strategy_step WHERE owner = ?)`,
     ).run(gone.host, gone.id);
-    adopted = sql(
+    adopted = (await sql(
       db,
       `UPDATE strategy_step SET owner = ?, fence = fence + 1 WHERE owner = ? AND EXISTS (SELECT 1 FROM step_history h WHERE h.step_id = strategy_step.id AND h.outcome = 'running')`,
-    ).run(taker, gone.id).changes;
+    ).run(taker, gone.id)).changes;
   } else {
-    interrupted = interruptRunsOf(db, gone.id, reason);
+    interrupted = await interruptRunsOf(db, gone.id, reason);
   }
-  removeWorker(db, gone.id);
+  await removeWorker(db, gone.id);
   return { adopted, interrupted };
 }
 
 /** The fences of steps this worker holds without having claimed them here (adopted): its next runs carry them. */
-export function stepFences(db: Db, ids: readonly number[]): Map<number, number> {
+export async function stepFences(db: Db, ids: readonly number[]): Promise<Map<number, number>> {
   if (ids.length === 0) return new Map();
-  const rows = sql(db, 'SELECT id, fence FROM strategy_step WHERE id IN (SELECT value FROM json_each(?))').all(JSON.stringify(ids)) as { id: number; fence: number }[];
+  const rows = await sql(db, 'SELECT id, fence FROM strategy_step WHERE id IN (SELECT value FROM json_each(?))').all(JSON.stringify(ids)) as { id: number; fence: number }[];
   return new Map(rows.map((r) => [r.id, r.fence]));
 }
 
@@ -181,21 +181,21 @@ export type Refusal = 'taken' | 'full';
  * out of the batch it writes in the same transaction, so that a batch's transitions and its
  * claims commit together. Returns each granted step's new fence.
  */
-export function claimSteps(db: Db, me: number, maxLocal: number | null, asks: readonly ClaimAsk[]): { granted: Map<number, number>; refused: Map<number, Refusal> } {
+export async function claimSteps(db: Db, me: number, maxLocal: number | null, asks: readonly ClaimAsk[]): Promise<{ granted: Map<number, number>; refused: Map<number, Refusal> }> {
   const refused = new Map<number, Refusal>();
   const granted = new Map<number, number>();
   if (asks.length === 0) return { granted, refused };
-  const rows = sql(
+  const rows = await sql(
     db,
     `SELECT st.id, st.state, st.owner, st.fence, ${LIVE_OWNER} AS live FROM strategy_step st WHERE st.id IN (SELECT value FROM json_each(?))`,
   ).all(JSON.stringify(asks.map((a) => a.id))) as { id: number; state: string; owner: number | null; fence: number; live: number | boolean }[];
   const byId = new Map(rows.map((r) => [r.id, r]));
   const room = new Map<number, { free: number; mine: number; cap: number }>();
-  const roomOf = (stage: number) => {
+  const roomOf = async (stage: number) => {
     let r = room.get(stage);
     if (!r) {
       // One read: a row per worker (its cap), each with the stage's counts and window beside it.
-      const rows = sql(
+      const rows = await sql(
         db,
         `SELECT w.max_local AS cap, c.mine, c.total, (SELECT max_parallel FROM strategy_stage WHERE stage = ?) AS size
          FROM apply_worker w CROSS JOIN (
@@ -218,7 +218,7 @@ export function claimSteps(db: Db, me: number, maxLocal: number | null, asks: re
       refused.set(a.id, 'taken');
       continue;
     }
-    const r = roomOf(a.stage);
+    const r = await roomOf(a.stage);
     // A step of this worker's already counted (caught mid-state, put back by a takeover) takes no second slot.
     const counted = row.owner === me && a.state !== 'initial' && a.state !== 'deferred' ? 1 : 0;
     if (r.free + counted <= 0 || r.mine - counted >= r.cap) {
@@ -230,33 +230,33 @@ export function claimSteps(db: Db, me: number, maxLocal: number | null, asks: re
     granted.set(a.id, row.fence + 1);
   }
   if (granted.size === 0) return { granted, refused };
-  sql(db, 'UPDATE strategy_step SET owner = ?, fence = fence + 1 WHERE id IN (SELECT value FROM json_each(?))').run(me, JSON.stringify([...granted.keys()]));
+  await sql(db, 'UPDATE strategy_step SET owner = ?, fence = fence + 1 WHERE id IN (SELECT value FROM json_each(?))').run(me, JSON.stringify([...granted.keys()]));
   return { granted, refused };
 }
 
 /** Steps of the stage in flight with other live workers, and whether the stage has any step not ended. */
-export function stageElsewhere(db: Db, me: number, stage: number): { othersInFlight: number; open: number } {
-  return sql(
+export async function stageElsewhere(db: Db, me: number, stage: number): Promise<{ othersInFlight: number; open: number }> {
+  return (await sql(
     db,
     `SELECT coalesce(sum(CASE WHEN st.owner IS NOT NULL AND st.owner != ? AND ${IN_FLIGHT} AND ${LIVE_OWNER} THEN 1 ELSE 0 END), 0) AS othersInFlight,
             coalesce(sum(CASE WHEN st.state NOT IN ('complete', 'failed', 'aborted') THEN 1 ELSE 0 END), 0) AS open
      FROM strategy_step st WHERE st.stage = ?`,
-  ).get(me, stage) as { othersInFlight: number; open: number };
+  ).get(me, stage)) as { othersInFlight: number; open: number };
 }
 
 /** Steps in flight with other live workers, in any stage (the strategy ends once there are none). */
-export function inFlightElsewhere(db: Db, me: number): number {
-  return sql(
+export async function inFlightElsewhere(db: Db, me: number): Promise<number> {
+  return (await sql(
     db,
     `SELECT count(*) FROM strategy_step st WHERE st.owner IS NOT NULL AND st.owner != ? AND st.state NOT IN ('complete', 'failed', 'aborted') AND ${LIVE_OWNER}`,
-  )
+    )
     .pluck()
-    .get(me) as number;
+    .get(me)) as number;
 }
 
 /** The worker that runs the stage gates: the longest joined of those still there. */
-export function leadWorker(db: Db): number | null {
-  return (sql(db, 'SELECT min(id) FROM apply_worker').pluck().get() as number | null) ?? null;
+export async function leadWorker(db: Db): Promise<number | null> {
+  return (await sql(db, 'SELECT min(id) FROM apply_worker').pluck().get() as number | null) ?? null;
 }
 
 /** Each worker as `strategy status` shows it: its subclouds in flight and those it ended. */
@@ -269,12 +269,12 @@ export interface WorkerStatus {
   done: number;
 }
 
-export function workerStatuses(db: Db): WorkerStatus[] {
-  return sql(
+export async function workerStatuses(db: Db): Promise<WorkerStatus[]> {
+  return (await sql(
     db,
     `SELECT w.host, w.pid, w.heartbeat_ms AS heartbeatMs, w.lease_ms AS leaseMs,
             (SELECT count(*) FROM strategy_step st WHERE st.owner = w.id AND ${IN_FLIGHT}) AS inFlight,
             (SELECT count(*) FROM strategy_step st WHERE st.owner = w.id AND st.state IN ('complete', 'failed', 'aborted')) AS done
      FROM apply_worker w ORDER BY w.id`,
-  ).all() as WorkerStatus[];
+  ).all()) as WorkerStatus[];
 }

@@ -225,18 +225,18 @@ describe('the database file', () => {
   test('--db on an SQLite file that is not dcm’s', async () => {
     const { dir } = fx.fleet.fresh(true);
     const db = path.join(dir, 'other.db');
-    withSql(db, (d) => d.exec('CREATE TABLE t (x); INSERT INTO t VALUES (1)'), true);
+    await withSql(db, (d) => d.exec('CREATE TABLE t (x); INSERT INTO t VALUES (1)'), true);
     await expectRefused(dir, ['--db', db, 'subcloud', 'add', 's1'], 1, /not a dcm database/);
     await expectRefused(dir, ['--db', db, 'subcloud-group', 'list'], 1, /not a dcm database/);
   });
 
   test('--db on a database from a newer dcm', async () => {
     const { dir, db } = fx.fleet.fresh();
-    withSql(db, (d) => d.pragma('user_version = 99'));
+    await withSql(db, (d) => d.pragma('user_version = 99'));
     await expectRefused(dir, ['--db', db, 'subcloud', 'add', 'z1'], 1, /newer/);
     await expectRefused(dir, ['--db', db, 'subcloud', 'list'], 1, /newer/);
     await expectRefused(dir, ['--db', db, 'strategy', 'create', '--type', 'patch'], 1, /newer/);
-    expect(withSql(db, (d) => d.pragma('user_version', { simple: true }))).toBe(99);
+    expect(await withSql(db, (d) => d.pragma('user_version', { simple: true }))).toBe(99);
   });
 
   test('a refused write on a missing file creates nothing', async () => {
@@ -267,7 +267,7 @@ describe('strategy show, delete and steps', () => {
 
   test.each(['applying', 'abort requested', 'aborting'])('delete refused in state %s', async (state) => {
     const { dir, db } = fx.withStrategy.fresh();
-    withSql(db, (d) => d.prepare('UPDATE strategy SET state = ?').run(state));
+    await withSql(db, (d) => d.prepare('UPDATE strategy SET state = ?').run(state));
     await expectRefused(dir, ['--db', db, 'strategy', 'delete'], 1, `Strategy in state ${state} cannot be deleted`);
   });
 });

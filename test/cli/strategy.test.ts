@@ -28,7 +28,7 @@ describe('windows recorded per stage', () => {
   test('strategy max parallel for parallel groups; a serial group stays 1', async () => {
     const { db } = fx.fresh();
     await create(db, '--type', 'patch', '--max-parallel-subclouds', '7');
-    expect(stageWindows(db)).toEqual([
+    expect(await stageWindows(db)).toEqual([
       [1, 7],
       [2, 7],
       [3, 1],
@@ -41,7 +41,7 @@ describe('windows recorded per stage', () => {
   test('--subcloud-apply-type serial: every window 1; parallel overrides a serial group', async () => {
     const a = fx.fresh();
     await create(a.db, '--type', 'patch', '--subcloud-apply-type', 'serial', '--max-parallel-subclouds', '4');
-    expect(stageWindows(a.db)).toEqual([
+    expect(await stageWindows(a.db)).toEqual([
       [1, 1],
       [2, 1],
       [3, 1],
@@ -49,7 +49,7 @@ describe('windows recorded per stage', () => {
     const b = fx.fresh();
     await create(b.db, '--type', 'patch', '--subcloud-apply-type', 'parallel');
     // No strategy max parallel: each group's own.
-    expect(stageWindows(b.db)).toEqual([
+    expect(await stageWindows(b.db)).toEqual([
       [1, 2],
       [2, 3],
       [3, 2],
@@ -60,17 +60,17 @@ describe('windows recorded per stage', () => {
   test('--max-parallel-subclouds 5000 is accepted; 250 for prestage', async () => {
     const a = fx.fresh();
     await create(a.db, '--type', 'patch', '--max-parallel-subclouds', '5000');
-    expect(stageWindows(a.db)[0]).toEqual([1, 5000]);
+    expect((await stageWindows(a.db))[0]).toEqual([1, 5000]);
     const b = fx.fresh();
     await create(b.db, '--type', 'prestage', '--max-parallel-subclouds', '250');
-    expect(stageWindows(b.db)[0]).toEqual([1, 250]);
+    expect((await stageWindows(b.db))[0]).toEqual([1, 250]);
   });
 
   test('the group window is read at create time: a later group change does not move it', async () => {
     const { db } = fx.fresh();
     await create(db, '--type', 'patch', '--group', 'canary');
     await runOk(['--db', db, 'subcloud-group', 'update', 'canary', '--max_parallel_subclouds', '9']);
-    expect(stageWindows(db)).toEqual([[1, 3]]);
+    expect(await stageWindows(db)).toEqual([[1, 3]]);
   });
 });
 
@@ -84,7 +84,7 @@ describe('who gets a step', () => {
       ['s7', 2],
       ['s8', 2],
     ]);
-    expect(stageWindows(db)).toEqual([
+    expect(await stageWindows(db)).toEqual([
       [1, 3],
       [2, 1],
     ]);
@@ -204,7 +204,7 @@ describe('the strategy record', () => {
     const { db } = fx.fresh();
     const out = (await runOk(['--db', db, 'sw-deploy-strategy', 'create', '--release-id', 'r1', '--with-prestage', '--sysadmin-password', 'Pw-1'])).stdout;
     expect(out).not.toContain('Pw-1');
-    const extra = withSql(db, (d) => JSON.parse((d.prepare('SELECT extra_args FROM strategy').get() as { extra_args: string }).extra_args));
+    const extra = await withSql(db, async (d) => JSON.parse((await d.prepare('SELECT extra_args FROM strategy').get() as { extra_args: string }).extra_args));
     expect(extra.sysadmin_password).toBe('Pw-1');
     expect(Object.entries(extra).filter(([, v]) => v === 'Pw-1').map(([k]) => k)).toEqual(['sysadmin_password']);
     const p = fx.fresh();
@@ -261,7 +261,7 @@ describe('aliases, show and delete', () => {
     };
     expect(strip(ra.stdout)).toEqual(strip(rb.stdout));
     expect(await steps(a.db)).toEqual(await steps(b.db));
-    expect(stageWindows(a.db)).toEqual(stageWindows(b.db));
+    expect(await stageWindows(a.db)).toEqual(await stageWindows(b.db));
   });
 
   test('show --type of the strategy type, and each alias', async () => {
@@ -277,20 +277,22 @@ describe('aliases, show and delete', () => {
   test('delete removes the live strategy, its stages, steps and history, keeps its record, and prints the record', async () => {
     const { db } = fx.fresh();
     await create(db, '--type', 'patch');
-    withSql(db, (d) =>
+    await withSql(db, (d) =>
       d
-        .prepare(`INSERT INTO step_history (step_id, state, attempt, started_at, finished_at, outcome) SELECT id, 'pre check', 1, created_at, created_at, 'ok' FROM strategy_step`)
-        .run(),
+                .prepare(`INSERT INTO step_history (step_id, state, attempt, started_at, finished_at, outcome) SELECT id, 'pre check', 1, created_at, created_at, 'ok' FROM strategy_step`)
+                .run(),
     );
-    const steps = withSql(db, (d) => d.prepare('SELECT count(*) FROM strategy_step').pluck().get()) as number;
+    const steps = await withSql(db, (d) => d.prepare('SELECT count(*) FROM strategy_step').pluck().get()) as number;
     const out = await runOk(['--db', db, 'strategy', 'delete', '-f', 'json']);
     expect(JSON.parse(out.stdout)).toMatchObject({ 'strategy type': 'patch' });
-    const counts = withSql(db, (d) =>
-      ['strategy', 'strategy_stage', 'strategy_step', 'step_history', 'strategy_event'].map((t) => (d.prepare(`SELECT count(*) AS n FROM ${t}`).get() as { n: number }).n),
-    );
+    const counts = await withSql(db, async (d) => {
+      const n: number[] = [];
+      for (const t of ['strategy', 'strategy_stage', 'strategy_step', 'step_history', 'strategy_event']) n.push((await d.prepare(`SELECT count(*) AS n FROM ${t}`).get() as { n: number }).n);
+      return n;
+    });
     expect(counts).toEqual([0, 0, 0, 0, 0]);
     // Kept whole (issue 34): its steps, their runs and the delete's own event, under its id.
-    const kept = withSql(db, (d) => d.prepare('SELECT id, type, steps, steps_json, runs_json, events_json FROM strategy_archive').all()) as Record<string, string | number>[];
+    const kept = await withSql(db, (d) => d.prepare('SELECT id, type, steps, steps_json, runs_json, events_json FROM strategy_archive').all()) as Record<string, string | number>[];
     expect(kept).toHaveLength(1);
     expect(kept[0]).toMatchObject({ type: 'patch', steps });
     expect(JSON.parse(kept[0].steps_json as string)).toHaveLength(steps);
@@ -306,9 +308,9 @@ describe('aliases, show and delete', () => {
   test.each(['complete', 'failed', 'aborted'])('delete in state %s', async (state) => {
     const { db } = fx.fresh();
     await runOk(['--db', db, 'patch-strategy', 'create']);
-    withSql(db, (d) => d.prepare('UPDATE strategy SET state = ?').run(state));
+    await withSql(db, (d) => d.prepare('UPDATE strategy SET state = ?').run(state));
     await runOk(['--db', db, 'patch-strategy', 'delete']);
-    expect(withSql(db, (d) => d.prepare('SELECT count(*) AS n FROM strategy').get())).toEqual({ n: 0 });
+    expect(await withSql(db, (d) => d.prepare('SELECT count(*) AS n FROM strategy').get())).toEqual({ n: 0 });
   });
 });
 
@@ -316,9 +318,9 @@ describe('strategy-step list and show', () => {
   test('--stage and --state (repeatable) filter, in step order', async () => {
     const { db } = fx.fresh();
     await create(db, '--type', 'patch');
-    withSql(db, (d) => {
-      d.prepare("UPDATE strategy_step SET state = 'complete' WHERE subcloud_id IN (SELECT id FROM subcloud WHERE name IN ('s1', 's7'))").run();
-      d.prepare("UPDATE strategy_step SET state = 'failed', details = 'pre check: boom' WHERE subcloud_id = (SELECT id FROM subcloud WHERE name = 's8')").run();
+    await withSql(db, async (d) => {
+      await d.prepare("UPDATE strategy_step SET state = 'complete' WHERE subcloud_id IN (SELECT id FROM subcloud WHERE name IN ('s1', 's7'))").run();
+      await d.prepare("UPDATE strategy_step SET state = 'failed', details = 'pre check: boom' WHERE subcloud_id = (SELECT id FROM subcloud WHERE name = 's8')").run();
     });
     expect(await steps(db, '--stage', '3')).toEqual([
       ['s6', 3],

@@ -8,16 +8,16 @@ import { insertSubclouds, listSubclouds } from '../../src/store/subclouds.js';
 import { tempDir } from '../helpers/cli.js';
 
 /** What another process does meanwhile: create the file and commit a subcloud to it. */
-function otherProcessAdds(file: string, name: string): void {
-  const db = openDb(file, { create: true })!;
-  db.transaction(() => insertSubclouds(db, [{ name, fields: {} }])).immediate();
+async function otherProcessAdds(file: string, name: string): Promise<void> {
+  const db = (await openDb(file, { create: true }))!;
+  await db.transaction(async (tx) => insertSubclouds(tx, [{ name, fields: {} }])).immediate();
   db.close();
 }
 
-const names = (file: string) => {
-  const db = openDb(file, { create: false })!;
+const names = async (file: string) => {
+  const db = (await openDb(file, { create: false }))!;
   try {
-    return listSubclouds(db).map((s) => s.name);
+    return (await listSubclouds(db)).map((s) => s.name);
   } finally {
     db.close();
   }
@@ -30,40 +30,40 @@ describe('withWriteDb', () => {
   });
   afterEach(() => t.cleanup());
 
-  test('a command that fails on a missing file leaves no file behind', () => {
-    expect(() =>
-      withWriteDb({ dbPath: t.db }, (db) => {
-        insertSubclouds(db, [{ name: 'mine', fields: {} }]);
+  test('a command that fails on a missing file leaves no file behind', async () => {
+    await expect(
+      withWriteDb({ dbPath: t.db }, async (db) => {
+        await insertSubclouds(db, [{ name: 'mine', fields: {} }]);
         throw new OperationError('bad input');
       }),
-    ).toThrow('bad input');
+    ).rejects.toThrow('bad input');
     expect(fs.readdirSync(t.dir)).toEqual([]);
   });
 
-  test('a command that succeeds on a missing file creates it, with its change and nothing else beside it', () => {
-    withWriteDb({ dbPath: t.db }, (db) => insertSubclouds(db, [{ name: 'mine', fields: {} }]));
+  test('a command that succeeds on a missing file creates it, with its change and nothing else beside it', async () => {
+    await withWriteDb({ dbPath: t.db }, (db) => insertSubclouds(db, [{ name: 'mine', fields: {} }]));
     expect(fs.readdirSync(t.dir)).toEqual(['dcm.db']);
-    expect(names(t.db)).toEqual(['mine']);
+    expect(await names(t.db)).toEqual(['mine']);
   });
 
-  test("a failing command never removes a file another process created meanwhile", () => {
-    expect(() =>
-      withWriteDb({ dbPath: t.db }, () => {
-        otherProcessAdds(t.db, 'theirs');
+  test("a failing command never removes a file another process created meanwhile", async () => {
+    await expect(
+      withWriteDb({ dbPath: t.db }, async () => {
+        await otherProcessAdds(t.db, 'theirs');
         throw new OperationError('bad input');
       }),
-    ).toThrow('bad input');
-    expect(names(t.db)).toEqual(['theirs']);
+    ).rejects.toThrow('bad input');
+    expect(await names(t.db)).toEqual(['theirs']);
   });
 
-  test('a succeeding command whose file was created meanwhile runs again on that file: both changes are kept', () => {
+  test('a succeeding command whose file was created meanwhile runs again on that file: both changes are kept', async () => {
     let runs = 0;
-    withWriteDb({ dbPath: t.db }, (db) => {
-      if (runs++ === 0) otherProcessAdds(t.db, 'theirs');
-      insertSubclouds(db, [{ name: 'mine', fields: {} }]);
+    await withWriteDb({ dbPath: t.db }, async (db) => {
+      if (runs++ === 0) await otherProcessAdds(t.db, 'theirs');
+      await insertSubclouds(db, [{ name: 'mine', fields: {} }]);
     });
     expect(runs).toBe(2);
-    expect(names(t.db)).toEqual(['theirs', 'mine']);
+    expect(await names(t.db)).toEqual(['theirs', 'mine']);
     expect(fs.readdirSync(t.dir).filter((f) => f.endsWith('.new'))).toEqual([]);
   });
 });

@@ -34,8 +34,8 @@ async function expectPlanMatchesCreate(dir: string, db: string, args: string[]):
 
   await runOk(['--db', db, 'strategy', 'create', ...args]);
   const steps = JSON.parse((await runOk(['--db', db, '-f', 'json', 'strategy-step', 'list'])).stdout) as { cloud: string; stage: number }[];
-  const groups = withSql(db, (d) => d.prepare('SELECT stage, group_name FROM strategy_stage ORDER BY stage').all()) as { stage: number; group_name: string }[];
-  const made = stageWindows(db).map(([stage, window], i) => {
+  const groups = await withSql(db, (d) => d.prepare('SELECT stage, group_name FROM strategy_stage ORDER BY stage').all()) as { stage: number; group_name: string }[];
+  const made = (await stageWindows(db)).map(([stage, window], i) => {
     const names = steps.filter((s) => s.stage === stage).map((s) => s.cloud);
     const more = names.length > 3 ? ` and ${names.length - 3} more` : '';
     return { stage, group: groups[i].group_name, window, steps: names.length, subclouds: names.slice(0, 3).join(', ') + more };

@@ -29,9 +29,9 @@ describe('strategy-config commands', () => {
   });
   afterEach(() => t.cleanup());
 
-  const withFleet = () => {
-    const db = openDb(t.db, { create: true })!;
-    insertSubclouds(db, [{ name: 'a', fields: {} }, { name: 'b', fields: {} }]);
+  const withFleet = async () => {
+    const db = (await openDb(t.db, { create: true }))!;
+    await insertSubclouds(db, [{ name: 'a', fields: {} }, { name: 'b', fields: {} }]);
     db.close();
   };
 
@@ -56,7 +56,7 @@ describe('strategy-config commands', () => {
     const d = await configUpdate(ctx, undefined, OPTS);
     expect(d.fields).toEqual([...CONFIG_COLUMNS, 'created_at', 'updated_at']);
     expect(d.values.slice(0, 6)).toEqual(['all clouds default', 'serial', 'parallel', 2, 'strict', 'migrate']);
-    withFleet();
+    await withFleet();
     const b = await configUpdate(ctx, '2', { ...OPTS, max_parallel_workers: 9 });
     expect(b.values.slice(0, 6)).toEqual(['b', 'serial', 'parallel', 9, 'strict', 'migrate']);
     expect((await configListAll(ctx)).rows.map((r) => r[0])).toEqual(['all clouds default', 'b']);
@@ -67,7 +67,7 @@ describe('strategy-config commands', () => {
   });
 
   test('a -c check that fails rolls the update back', async () => {
-    withFleet();
+    await withFleet();
     const refuse = () => {
       throw new Error('no such column');
     };

@@ -40,7 +40,7 @@ describe('apply: the file under the orchestrator', () => {
     const t = temp();
     createFleet(t.db, names(40), ['--max-parallel-subclouds', '5', '--sim-latency', '100ms..200ms']);
     const backup = `${t.db}.backup`;
-    withSql(t.db, (d) => d.exec(`VACUUM INTO '${backup}'`));
+    await withSql(t.db, (d) => d.exec(`VACUUM INTO '${backup}'`));
     const backupBytes = fs.readFileSync(backup);
     const apply = spawnDcm(['--db', t.db, 'strategy', 'apply']);
     await waitFor(() => okRuns(t.db) >= 5, 20_000, 10);
@@ -52,7 +52,7 @@ describe('apply: the file under the orchestrator', () => {
     expect(fs.readFileSync(t.db).equals(backupBytes)).toBe(true);
     // No WAL of the old file is left to pair with the new one.
     expect(fs.existsSync(`${t.db}-wal`) ? fs.statSync(`${t.db}-wal`).size : 0).toBe(0);
-    expect(withSql(t.db, (d) => d.pragma('integrity_check', { simple: true }))).toBe('ok');
+    expect(await withSql(t.db, (d) => d.pragma('integrity_check', { simple: true }))).toBe('ok');
     expect(strategyState(t.db)).toBe('initial');
   });
 
@@ -62,7 +62,7 @@ describe('apply: the file under the orchestrator', () => {
     const t = temp();
     const clouds = names(200);
     createFleet(t.db, clouds, ['--max-parallel-subclouds', '50', '--sim-latency', '0..2ms']);
-    withSql(t.db, (d) => d.pragma('wal_checkpoint(TRUNCATE)'));
+    await withSql(t.db, (d) => d.pragma('wal_checkpoint(TRUNCATE)'));
     // Room for the file as it is plus a few commits of the WAL, not for the whole apply.
     const limitKb = Math.ceil(fs.statSync(t.db).size / 1024) + 64;
     const child = spawn('bash', ['-c', `ulimit -f ${limitKb}; exec "${process.execPath}" "${BIN}" --db "${t.db}" strategy apply`], {
@@ -85,7 +85,7 @@ describe('apply: the file under the orchestrator', () => {
     const again = dcm(['--db', t.db, 'strategy', 'apply', '-q']);
     expect(again.code).toBe(0);
     expect(okRunProblems(history(t.db), clouds, PATCH)).toEqual([]);
-    expect(withSql(t.db, (d) => d.pragma('integrity_check', { simple: true }))).toBe('ok');
+    expect(await withSql(t.db, (d) => d.pragma('integrity_check', { simple: true }))).toBe('ok');
   });
 
   // Claim, README "Your data", another writer holding the file past the busy timeout: the orchestrator says so once
@@ -109,13 +109,13 @@ describe('apply: the file under the orchestrator', () => {
   }, 60_000);
 
   // Claim, README "Your data", a damaged file under apply: the quick check refuses it (exit 1, naming it), nothing written.
-  test('random bytes in a page: apply refuses the file (exit 1, naming it) and writes nothing', () => {
+  test('random bytes in a page: apply refuses the file (exit 1, naming it) and writes nothing', async () => {
     const t = temp();
     createFleet(t.db, names(300), ['--max-parallel-subclouds', '50', '--sim-latency', '0..1ms']);
-    withSql(t.db, (d) => d.pragma('wal_checkpoint(TRUNCATE)'));
-    const { pageSize, root } = withSql(t.db, (d) => ({
-      pageSize: d.pragma('page_size', { simple: true }) as number,
-      root: d.prepare("SELECT rootpage FROM sqlite_master WHERE name = 'strategy_step'").pluck().get() as number,
+    await withSql(t.db, (d) => d.pragma('wal_checkpoint(TRUNCATE)'));
+    const { pageSize, root } = await withSql(t.db, async (d) => ({
+      pageSize: await d.pragma('page_size', { simple: true }) as number,
+      root: await d.prepare("SELECT rootpage FROM sqlite_master WHERE name = 'strategy_step'").pluck().get() as number,
     }));
     // Garbage over the cell pointers of the steps' root page: a b-tree that no longer parses.
     const fd = fs.openSync(t.db, 'r+');

@@ -16,18 +16,18 @@ const PATCH = statesOf('patch');
 const temp = tempPerTest();
 
 /** Everything the orchestrators write about the work: steps, history, strategy. */
-function snapshot(db: string): string {
-  return withSql(db, (d) =>
+async function snapshot(db: string): Promise<string> {
+  return await withSql(db, async (d) =>
     JSON.stringify([
-      d.prepare('SELECT * FROM strategy_step ORDER BY id').all(),
-      d.prepare('SELECT * FROM step_history ORDER BY id').all(),
-      d.prepare('SELECT state, updated_at FROM strategy').all(),
+      await d.prepare('SELECT * FROM strategy_step ORDER BY id').all(),
+      await d.prepare('SELECT * FROM step_history ORDER BY id').all(),
+      await d.prepare('SELECT state, updated_at FROM strategy').all(),
     ]),
   );
 }
 
-const lockRow = (db: string) =>
-  withSql(db, (d) => d.prepare('SELECT pid, host, heartbeat_ms, token FROM apply_lock').get() as
+const lockRow = async (db: string) =>
+  await withSql(db, async (d) => await d.prepare('SELECT pid, host, heartbeat_ms, token FROM apply_lock').get() as
     | { pid: number; host: string; heartbeat_ms: number; token: string }
     | undefined);
 
@@ -50,7 +50,7 @@ describe('apply: two orchestrators', () => {
       expect(early.stderr).toMatch(new RegExp(`^error: another orchestrator holds .*: pid ${a.child.pid} on host node-a since [^;]*\\n$`));
 
       // Silent for over 30 s: still alive on its own host (it is only stopped), and said so.
-      await waitFor(() => Date.now() - lockRow(t.db)!.heartbeat_ms > 31_000, 60_000, 200);
+      await waitFor(async () => Date.now() - (await lockRow(t.db))!.heartbeat_ms > 31_000, 60_000, 200);
       const silent = dcm(['--db', t.db, 'strategy', 'apply'], { env: { DCM_HOST: 'node-a' } });
       expect(silent.code).toBe(4);
       expect(silent.stderr).toMatch(new RegExp(`pid ${a.child.pid} is alive but has not written for 3\\d s; if it is hung, stop it\\n$`));
@@ -63,7 +63,7 @@ describe('apply: two orchestrators', () => {
       expect({ code: b.code, stderr: b.code === 0 ? '' : b.stderr }).toEqual({ code: 0, stderr: '' });
       expect(strategyState(t.db)).toBe('complete');
     } finally {
-      const before = snapshot(t.db);
+      const before = await snapshot(t.db);
       a.child.kill('SIGCONT');
       const r = await a.done;
       // The displaced orchestrator stops at its first write and says to whom it lost the lock.
@@ -71,11 +71,11 @@ describe('apply: two orchestrators', () => {
       expect(r.stderr).toMatch(/^error: lost the apply lock to pid \d+ on host node-b$/m);
       expect(r.stdout).toBe('');
       await sleep(100);
-      expect(snapshot(t.db)).toBe(before);
+      expect(await snapshot(t.db)).toBe(before);
     }
     const runs = history(t.db);
     expect(okRunProblems(runs, clouds, PATCH)).toEqual([]);
     expect(steps(t.db).every((s) => s.state === 'complete')).toBe(true);
-    expect(withSql(t.db, (d) => d.pragma('integrity_check', { simple: true }))).toBe('ok');
+    expect(await withSql(t.db, (d) => d.pragma('integrity_check', { simple: true }))).toBe('ok');
   }, 90_000);
 });

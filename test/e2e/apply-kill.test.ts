@@ -122,7 +122,7 @@ describe('apply: kill -9 and resume', () => {
     // Nothing ran again, apart from the interrupted runs.
     expect(runs.length).toBe(N * PATCH.length + interrupted.length);
     // The sim driver's own record agrees: every site finished every state.
-    const sites = withSites(t.db, (d) => d.prepare('SELECT done, vim, busy_state FROM sim_site').all() as { done: number; vim: string; busy_state: string | null }[]);
+    const sites = await withSites(t.db, async (d) => await d.prepare('SELECT done, vim, busy_state FROM sim_site').all() as { done: number; vim: string; busy_state: string | null }[]);
     expect(sites).toHaveLength(N);
     expect(sites.every((s) => s.done === PATCH.length - 1 && s.vim === 'applied' && s.busy_state === null)).toBe(true);
     // Exit of a sane resume on an ended strategy.

@@ -44,7 +44,7 @@ async function reaches(n: number): Promise<boolean> {
 
 /** The scenario's number of commits: the largest N it reaches (0 if it reaches none). */
 async function lastCommit(): Promise<number> {
-  if (!(await reaches(1))) return 0;
+  if (!await reaches(1)) return 0;
   let lo = 1;
   let hi = 8;
   while (await reaches(hi)) {
@@ -117,7 +117,7 @@ describe('busy points', () => {
       if (strategyState(db) !== 'aborted') failures.push(`${at}: strategy ${strategyState(db)}`);
       // The abort came while later subclouds had not started: it aborted them.
       if (!steps(db).some((st) => st.state === 'aborted')) failures.push(`${at}: no step aborted`);
-      failures.push(...execProblems(env.RUNS, db, true).map((p) => `${at}: ${p}`));
+      failures.push(...(await execProblems(env.RUNS, db, true)).map((p) => `${at}: ${p}`));
       const left = await noneLeft({ leftovers: () => liveMarked(mark) });
       if (left.length) failures.push(`${at}: ${left.length} process(es) left`);
     };

@@ -22,14 +22,14 @@ afterEach(() => {
   killLeftovers();
 });
 
-const running = (db: string) => sql(db, (d) => d.prepare("SELECT count(*) FROM step_history WHERE outcome = 'running'").pluck().get() as number);
+const running = async (db: string) => await sql(db, async (d) => await d.prepare("SELECT count(*) FROM step_history WHERE outcome = 'running'").pluck().get() as number);
 
 test('a second Ctrl-C ends an apply whose store stays busy, and the next apply finishes the strategy', async () => {
   const t = temp();
   dcmQuickOk(['--db', t.db, 'subcloud', 'add', 's1', 's2']);
   dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '2s..2s']);
   const apply = spawnDcm(['--db', t.db, 'strategy', 'apply']);
-  await waitFor(() => running(t.db) === 2, 60_000, 20);
+  await waitFor(async () => await running(t.db) === 2, 60_000, 20);
   // Held far longer than the test: only the apply's own bound (or the second signal) ends its wait.
   holder = holdWriteLock(t.db, 300_000);
   await holder.held;

@@ -20,7 +20,7 @@ function fresh(): { db: string; dir: string } {
 }
 
 describe('strategy create with several clouds', () => {
-  test('one stage, in the order given; each name checked as a single one is', () => {
+  test('one stage, in the order given; each name checked as a single one is', async () => {
     const t = fresh();
     dcmQuickOk(['--db', t.db, 'subcloud', 'add', ...names(9)]);
     dcmQuickOk(['--db', t.db, 'subcloud', 'update', 's4', '--sync', 'patching=in-sync']);
@@ -29,23 +29,23 @@ describe('strategy create with several clouds', () => {
     expectRefused(t.dir, ['--db', t.db, 'strategy', 'create', '--type', 'patch', 's7', 's1', '--group', 'Default'], 1, 'The cloud_name and group options are mutually exclusive.');
     dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', 's9', 's1', 's7', 's1']);
     expect(steps(t.db).map((s) => [s.cloud, s.stage])).toEqual([['s9', 1], ['s1', 1], ['s7', 1]]);
-    expect(stageWindows(t.db)).toEqual([[1, 2]]);
+    expect(await stageWindows(t.db)).toEqual([[1, 2]]);
   });
 });
 
 describe('strategy update', () => {
-  test('windows of every stage or of one, the failure budget; the strategy record is printed', () => {
+  test('windows of every stage or of one, the failure budget; the strategy record is printed', async () => {
     const t = fresh();
     dcmQuickOk(['--db', t.db, 'subcloud-group', 'add', '--name', 'g2', '--max_parallel_subclouds', '3']);
     dcmQuickOk(['--db', t.db, 'subcloud', 'add', ...names(4)]);
     dcmQuickOk(['--db', t.db, 'subcloud', 'add', ...names(4, 't'), '--group', 'g2']);
     dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--max-failures', '2']);
-    expect(stageWindows(t.db)).toEqual([[1, 2], [2, 3]]);
+    expect(await stageWindows(t.db)).toEqual([[1, 2], [2, 3]]);
     const r = dcmQuickOk(['--db', t.db, 'strategy', 'update', '--max-parallel-subclouds', '7', '-f', 'json']);
     expect(json<{ state: string }>(r).state).toBe('initial');
-    expect(stageWindows(t.db)).toEqual([[1, 7], [2, 7]]);
+    expect(await stageWindows(t.db)).toEqual([[1, 7], [2, 7]]);
     dcmQuickOk(['--db', t.db, 'strategy', 'update', '--max-parallel-subclouds', '1', '--stage', '2']);
-    expect(stageWindows(t.db)).toEqual([[1, 7], [2, 1]]);
+    expect(await stageWindows(t.db)).toEqual([[1, 7], [2, 1]]);
     dcmQuickOk(['--db', t.db, 'strategy', 'update', '--max-failures', '25%']);
     const status = json<Record<string, unknown>>(dcmQuickOk(['--db', t.db, 'strategy', 'status', '-f', 'json']));
     expect(status['max failures']).toBe('25% (2 of 8 steps)');
@@ -53,7 +53,7 @@ describe('strategy update', () => {
     expect(Object.keys(json<Record<string, unknown>>(dcmQuickOk(['--db', t.db, 'strategy', 'show', '-f', 'json'])))).not.toContain('max failures');
   });
 
-  test('the record shows the window set for every stage; one stage\'s new window is said on stderr', () => {
+  test('the record shows the window set for every stage; one stage\'s new window is said on stderr', async () => {
     const t = fresh();
     dcmQuickOk(['--db', t.db, 'subcloud-group', 'add', '--name', 'g2', '--max_parallel_subclouds', '3']);
     dcmQuickOk(['--db', t.db, 'subcloud', 'add', ...names(2)]);
@@ -61,7 +61,7 @@ describe('strategy update', () => {
     dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch']);
     // The record says the server's 2; each stage runs in its group's own window.
     expect(json<Record<string, unknown>>(dcmQuickOk(['--db', t.db, 'strategy', 'show', '-f', 'json']))['max parallel subclouds']).toBe(2);
-    expect(stageWindows(t.db)).toEqual([[1, 2], [2, 3]]);
+    expect(await stageWindows(t.db)).toEqual([[1, 2], [2, 3]]);
     let r = dcmQuickOk(['--db', t.db, 'strategy', 'update', '--max-parallel-subclouds', '2', '-f', 'json']);
     expect(json<Record<string, unknown>>(r)['max parallel subclouds']).toBe(2);
     expect(r.stderr).toBe('');
@@ -71,11 +71,11 @@ describe('strategy update', () => {
     // One stage's window is not the strategy's: the record keeps its value and stderr says what changed.
     expect(json<Record<string, unknown>>(r)['max parallel subclouds']).toBe(2);
     expect(r.stderr).toBe('stage 2 now runs 5 at a time; the other stages keep their windows\n');
-    expect(stageWindows(t.db)).toEqual([[1, 2], [2, 5]]);
+    expect(await stageWindows(t.db)).toEqual([[1, 2], [2, 5]]);
     expect(dcmQuickOk(['--db', t.db, '-q', 'strategy', 'update', '--max-parallel-subclouds', '4', '--stage', '2']).stderr).toBe('');
   });
 
-  test('a stage that has ended keeps the window it ran with: --stage K refused, without --stage skipped and said', () => {
+  test('a stage that has ended keeps the window it ran with: --stage K refused, without --stage skipped and said', async () => {
     const t = fresh();
     dcmQuickOk(['--db', t.db, 'subcloud-group', 'add', '--name', 'g2', '--max_parallel_subclouds', '3']);
     dcmQuickOk(['--db', t.db, 'subcloud', 'add', ...names(2)]);
@@ -84,10 +84,10 @@ describe('strategy update', () => {
     expect(dcm(['--db', t.db, '-q', 'strategy', 'apply']).code).toBe(1);
     // Stage 1 ended complete; retry puts t1 (stage 2) back: the strategy is initial again.
     dcmQuickOk(['--db', t.db, '-q', 'strategy', 'retry']);
-    expect(stageWindows(t.db)).toEqual([[1, 2], [2, 3]]);
+    expect(await stageWindows(t.db)).toEqual([[1, 2], [2, 3]]);
     expectRefused(t.dir, ['--db', t.db, 'strategy', 'update', '--max-parallel-subclouds', '1', '--stage', '1'], 1, 'Stage 1 has ended and cannot be updated (it ran with window 2)');
     const r = dcmQuickOk(['--db', t.db, 'strategy', 'update', '--max-parallel-subclouds', '1']);
-    expect(stageWindows(t.db)).toEqual([[1, 2], [2, 1]]);
+    expect(await stageWindows(t.db)).toEqual([[1, 2], [2, 1]]);
     expect(r.stderr).toBe('stage 1 has ended and keeps the window it ran with (2)\n');
   });
 
@@ -121,7 +121,7 @@ describe('strategy update', () => {
 });
 
 describe('subcloud-group update while a strategy exists', () => {
-  test('warns that the strategy keeps its windows and points to strategy update', () => {
+  test('warns that the strategy keeps its windows and points to strategy update', async () => {
     const t = fresh();
     dcmQuickOk(['--db', t.db, 'subcloud', 'add', 's1']);
     let r = dcmQuickOk(['--db', t.db, 'subcloud-group', 'update', 'Default', '--max_parallel_subclouds', '4']);
@@ -129,7 +129,7 @@ describe('subcloud-group update while a strategy exists', () => {
     dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch']);
     r = dcmQuickOk(['--db', t.db, 'subcloud-group', 'update', 'Default', '--max_parallel_subclouds', '5']);
     expect(r.stderr).toMatch(/^warning: the strategy keeps the windows it was created with; .*dcm strategy update --max-parallel-subclouds/);
-    expect(stageWindows(t.db)).toEqual([[1, 4]]);
+    expect(await stageWindows(t.db)).toEqual([[1, 4]]);
     // A change that is not the window says nothing.
     expect(dcmQuickOk(['--db', t.db, 'subcloud-group', 'update', 'Default', '--description', 'x']).stderr).toBe('');
   });

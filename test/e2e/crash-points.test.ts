@@ -59,14 +59,14 @@ describe('crash points: every Kth commit of the scenario', () => {
         if (first.signal === null) {
           // Past the last commit: the loop is over. This apply must have ended as the scenario does.
           if (first.code !== 0) failures.push(`N=${n} (no crash): exit ${first.code}: ${first.stderr.slice(-500)}`);
-          failures.push(...execProblems(runs, db).map((p) => `N=${n} (no crash): ${p}`));
+          failures.push(...(await execProblems(runs, db)).map((p) => `N=${n} (no crash): ${p}`));
           break;
         }
         if (first.signal !== 'SIGKILL') failures.push(`N=${n}: ended by ${first.signal}`);
         covered.push(n);
         const last = await applyUntilDone(db, env);
         if (last.code !== 0) failures.push(`N=${n}: resumed ${last.tries} time(s), last exit ${last.code}: ${last.stderr.slice(-500)}`);
-        failures.push(...execProblems(runs, db).map((p) => `N=${n}: ${p}`));
+        failures.push(...(await execProblems(runs, db)).map((p) => `N=${n}: ${p}`));
         const left = await noneLeft(s.f);
         if (left.length) failures.push(`N=${n}: ${left.length} process(es) left`);
         if (failures.length) break;

@@ -119,12 +119,12 @@ describe('--yes and CLI_CONFIRMATIONS', () => {
 });
 
 describe('--sysadmin-password', () => {
-  test('accepted for prestage and sw-deploy --with-prestage, never printed, stored in a 0600 file', () => {
+  test('accepted for prestage and sw-deploy --with-prestage, never printed, stored in a 0600 file', async () => {
     const db = path.join(tmp.dir, 'secret.db');
     const out = dcmQuickOk(['--db', db, 'subcloud', 'add', 's1']).stdout + dcmQuickOk(['--db', db, 'prestage-strategy', 'create', '--sysadmin-password', 'Top-S3cret', '-f', 'json']).stdout;
     expect(out).not.toContain('Top-S3cret');
     expect(fs.statSync(db).mode & 0o777).toBe(0o600);
-    const extra = withSql(db, (d) => (d.prepare('SELECT extra_args FROM strategy').get() as { extra_args: string }).extra_args);
+    const extra = await withSql(db, async (d) => (await d.prepare('SELECT extra_args FROM strategy').get() as { extra_args: string }).extra_args);
     expect(JSON.parse(extra).sysadmin_password).toBe('Top-S3cret');
     for (const f of ['table', 'json', 'yaml', 'value', 'shell']) {
       expect(dcmQuickOk(['--db', db, 'strategy', 'show', '-f', f]).stdout).not.toContain('Top-S3cret');

@@ -79,27 +79,27 @@ describe("subcloud prestage refused in the server's words (issue 33, item 7)", (
 });
 
 describe("the old client's patch strategy (issue 33, item 6)", () => {
-  const stored = (db: string) =>
-    withSql(db, (d) => JSON.parse((d.prepare('SELECT extra_args FROM strategy').get() as { extra_args: string }).extra_args) as Record<string, unknown>);
+  const stored = async (db: string) =>
+    await withSql(db, async (d) => JSON.parse((await d.prepare('SELECT extra_args FROM strategy').get() as { extra_args: string }).extra_args) as Record<string, unknown>);
   const clouds = (db: string) => dcmQuickOk(['--db', db, 'strategy-step', 'list', '-f', 'value', '-c', 'cloud']).stdout;
 
-  test('a lone word that names no subcloud is the patch id, for the fleet; one that names a subcloud is the cloud', () => {
+  test('a lone word that names no subcloud is the patch id, for the fleet; one that names a subcloud is the cloud', async () => {
     const db = fleet();
     dcmQuickOk(['--db', db, 'patch-strategy', 'create', 'PATCH_0001', '--upload-only']);
-    expect(stored(db)).toMatchObject({ patch_id: 'PATCH_0001', upload_only: true, remove: false, cloud_name: null });
+    expect(await stored(db)).toMatchObject({ patch_id: 'PATCH_0001', upload_only: true, remove: false, cloud_name: null });
     // Every subcloud, Default's stage first.
     expect(clouds(db)).toBe('subcloud3\nsubcloud4\nsubcloud1\nsubcloud2\n');
     dcmQuickOk(['--db', db, 'strategy', 'delete']);
     dcmQuickOk(['--db', db, 'patch-strategy', 'create', 'subcloud3']);
-    expect(stored(db)).toMatchObject({ patch_id: null, cloud_name: 'subcloud3' });
+    expect(await stored(db)).toMatchObject({ patch_id: null, cloud_name: 'subcloud3' });
     expect(clouds(db)).toBe('subcloud3\n');
   });
 
-  test('cloud_name then patch_id; --remove; the patch id given twice is refused', () => {
+  test('cloud_name then patch_id; --remove; the patch id given twice is refused', async () => {
     const db = fleet();
     const rec = JSON.parse(dcmQuickOk(['--db', db, 'patch-strategy', 'create', 'subcloud2', 'PATCH_0002', '--remove', '-f', 'json']).stdout);
     expect(rec['upload only']).toBe(false);
-    expect(stored(db)).toMatchObject({ patch_id: 'PATCH_0002', remove: true, cloud_name: 'subcloud2' });
+    expect(await stored(db)).toMatchObject({ patch_id: 'PATCH_0002', remove: true, cloud_name: 'subcloud2' });
     dcmQuickOk(['--db', db, 'strategy', 'delete']);
     const before = fileHash(db);
     expectErrorLine(dcmQuick(['--db', db, 'patch-strategy', 'create', 'subcloud2', 'P1', '--patch-id', 'P2']), 2, 'the patch id is given twice (P1 and --patch-id P2): give one');

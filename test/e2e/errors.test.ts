@@ -77,9 +77,9 @@ describe('the database file', () => {
     expect(fs.readdirSync(path.join(dir, 'sub'))).toEqual([]);
   });
 
-  test('--db on a database from a newer dcm', () => {
+  test('--db on a database from a newer dcm', async () => {
     const { dir, db } = fx.fleet.fresh();
-    withSql(db, (d) => d.pragma('user_version = 99'));
+    await withSql(db, (d) => d.pragma('user_version = 99'));
     expectRefused(dir, ['--db', db, 'subcloud', 'add', 'z1'], 1, /newer/);
     expectRefused(dir, ['--db', db, 'strategy-step', 'list'], 1, /newer/);
   });

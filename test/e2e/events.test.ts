@@ -142,7 +142,7 @@ describe('the event record of a run with a pause, an update, a kill -9, an abort
     const id = (JSON.parse(dcmQuickOk(['--db', f.db, 'strategy', 'list', '-f', 'json']).stdout) as { id: string }[])[0].id;
     const kept = [...eventNames(), 'deleted'];
     dcmQuickOk(['--db', f.db, 'strategy', 'delete']);
-    expect(withSql(f.db, (d) => d.prepare('SELECT count(*) FROM strategy_event').pluck().get())).toBe(0);
+    expect(await withSql(f.db, (d) => d.prepare('SELECT count(*) FROM strategy_event').pluck().get())).toBe(0);
     expect(dcmQuickOk(['--db', f.db, 'strategy', 'events', '-f', 'value', '-c', 'event']).stdout).toBe('<none>\n');
     expect(dcmQuickOk(['--db', f.db, 'strategy', 'events', '--strategy', id, '-f', 'value', '-c', 'event']).stdout).toBe(
       `${kept.join('\n')}\n`,

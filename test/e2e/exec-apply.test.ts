@@ -26,7 +26,7 @@ describe('exec driver: apply', () => {
   // Claim, README "Running real updates", what a run sees: its output in `DIR/<cloud>/<attempt>-<state>.log` (the status beside it),
   // DCM_CLOUD, DCM_STATE, DCM_TYPE, DCM_STAGE, DCM_ATTEMPT, DCM_RESUMED, DCM_DB; a list command runs directly, a
   // string one in /bin/sh with its values quoted.
-  test('every (cloud, state) runs exactly once, at most the window at once, with the DCM_* environment', () => {
+  test('every (cloud, state) runs exactly once, at most the window at once, with the DCM_* environment', async () => {
     f = execFixture();
     const N = 12;
     const WINDOW = 4;
@@ -64,8 +64,8 @@ states:
     expect(vim.resumed).toBe(false);
 
     // Each run's output is in its own log file; the status beside it.
-    const base = runFiles(f.db, 's5', 1, PATCH[2]);
-    expect(base).toBe(path.join(path.resolve(ROOT, defaultLogDir(f.db)), strategyId(f.db), 's5', '1-creating-VIM-patch-strategy'));
+    const base = await runFiles(f.db, 's5', 1, PATCH[2]);
+    expect(base).toBe(path.join(path.resolve(ROOT, defaultLogDir(f.db)), await strategyId(f.db), 's5', '1-creating-VIM-patch-strategy'));
     // Written by the run's wrapper: the exit status, then the run it is for.
     expect(fs.readFileSync(`${base}.status`, 'utf8').trim()).toMatch(/^0 \d+\/s5\/creating%20VIM%20patch%20strategy\/1$/);
     expect(history(f.db).every((h) => h.outcome === 'ok')).toBe(true);
@@ -77,7 +77,7 @@ states:
 
   // Claim, README "Running real updates", what a run sees: DCM_ARG_<NAME>, DCM_OPT_<NAME>, dcm's own DCM_* settings left out, `--log-dir`;
   // the result: a later state's name (or `complete`) written to $DCM_NEXT skips forward.
-  test('environment: type options, strategy-config options (own row, else the default), DCM_NEXT skips forward, --log-dir', () => {
+  test('environment: type options, strategy-config options (own row, else the default), DCM_NEXT skips forward, --log-dir', async () => {
     f = execFixture();
     dcmQuickOk([...db(), 'subcloud', 'add', 's1', 's2']);
     dcmQuickOk([...db(), 'strategy-config', 'update', 's1', '--storage-apply-type', 'serial', '--worker-apply-type', 'serial',
@@ -100,13 +100,13 @@ states:
       DCM_ATTEMPT: '1',
       DCM_CLOUD: 's1',
       DCM_DB: isPgUrl(f.db) ? f.db : path.resolve(f.db),
-      DCM_LOG: path.join(logs, strategyId(f.db), 's1', '1-kube-upgrade-pre-check.log'),
+      DCM_LOG: path.join(logs, await strategyId(f.db), 's1', '1-kube-upgrade-pre-check.log'),
       DCM_OPT_ALARM_RESTRICTION_TYPE: 'strict',
       DCM_OPT_DEFAULT_INSTANCE_ACTION: 'migrate',
       DCM_OPT_MAX_PARALLEL_WORKERS: '3',
       DCM_OPT_STORAGE_APPLY_TYPE: 'serial',
       DCM_OPT_WORKER_APPLY_TYPE: 'serial',
-      DCM_PROGRESS: path.join(logs, strategyId(f.db), 's1', '1-kube-upgrade-pre-check.progress'),
+      DCM_PROGRESS: path.join(logs, await strategyId(f.db), 's1', '1-kube-upgrade-pre-check.progress'),
       DCM_STAGE: '1',
       DCM_STATE: 'kube upgrade pre check',
       DCM_TYPE: 'kubernetes',

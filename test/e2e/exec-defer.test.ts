@@ -181,13 +181,13 @@ states:
     dcmQuickOk([...db(), 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1',
       '--driver', 'exec', '--exec-config', cfg, '--defer-delay', '3s']);
     const first = dcmSpawn([...db(), 'strategy', 'apply'], f.env, { detached: true });
-    await waitFor(() => withSql(f.db, (d) => d.prepare(`SELECT state FROM strategy_step st JOIN subcloud s ON s.id = st.subcloud_id WHERE s.name = 's1'`).pluck().get() === 'deferred'));
+    await waitFor(async () => await withSql(f.db, async (d) => await d.prepare(`SELECT state FROM strategy_step st JOIN subcloud s ON s.id = st.subcloud_id WHERE s.name = 's1'`).pluck().get() === 'deferred'));
     process.kill(first.child.pid!, 'SIGKILL');
     await first.done;
     // Counted apart from failed while it waits.
     const status = JSON.parse(dcmQuickOk([...db(), 'strategy', 'status', '-f', 'json']).stdout) as Record<string, unknown>;
     expect(status).toMatchObject({ deferred: 1, failed: 0 });
-    const due = withSql(f.db, (d) => d.prepare(`SELECT retry_at FROM step_history ORDER BY id LIMIT 1`).pluck().get() as string);
+    const due = await withSql(f.db, async (d) => await d.prepare(`SELECT retry_at FROM step_history ORDER BY id LIMIT 1`).pluck().get() as string);
     expect(due).not.toBeNull();
     const r = dcm([...db(), 'strategy', 'apply'], { env: f.env });
     expect(r.stderr).toContain('strategy complete');
@@ -214,12 +214,12 @@ describe('a deferred step and a run left going', () => {
     const first = dcmSpawn([...db(), 'strategy', 'apply'], f.env, { detached: true });
     // Launched, not only committed: its pid is recorded once its launcher started it (a kill between
     // the two leaves an operation that never ran, which the next apply runs, not adopts).
-    const launched = () => withSql(f.db, (d) => d.prepare(`SELECT count(*) FROM step_history h JOIN strategy_step st ON st.id = h.step_id
+    const launched = async () => await withSql(f.db, async (d) => await d.prepare(`SELECT count(*) FROM step_history h JOIN strategy_step st ON st.id = h.step_id
       JOIN subcloud sc ON sc.id = st.subcloud_id WHERE sc.name = 's2' AND h.outcome = 'running' AND h.pid IS NOT NULL`).pluck().get() as number);
-    await waitFor(() => launched() > 0);
+    await waitFor(async () => await launched() > 0);
     process.kill(first.child.pid!, 'SIGKILL');
     await first.done;
-    const due = parseTime(withSql(f.db, (d) => d.prepare(`SELECT retry_at FROM step_history WHERE retry_at IS NOT NULL`).pluck().get() as string));
+    const due = parseTime(await withSql(f.db, async (d) => await d.prepare(`SELECT retry_at FROM step_history WHERE retry_at IS NOT NULL`).pluck().get() as string));
     // s1 is due before the next apply starts, while s2's run still goes on its site.
     await waitFor(() => Date.now() > due);
     expect(f.readRuns().filter((x) => x.cloud === 's2')).toEqual([]);
@@ -290,14 +290,14 @@ describe('deferred steps and pause', () => {
     dcmQuickOk([...db(), 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1',
       '--driver', 'exec', '--exec-config', cfg, '--defer-delay', '4s']);
     const apply = dcmSpawn([...db(), 'strategy', 'apply'], f.env, { detached: true });
-    const row = () => withSql(f.db, (d) => d.prepare(`SELECT st.state, (SELECT retry_at FROM step_history h WHERE h.step_id = st.id ORDER BY h.id LIMIT 1) AS due
+    const row = async () => await withSql(f.db, async (d) => await d.prepare(`SELECT st.state, (SELECT retry_at FROM step_history h WHERE h.step_id = st.id ORDER BY h.id LIMIT 1) AS due
       FROM strategy_step st JOIN subcloud s ON s.id = st.subcloud_id WHERE s.name = 's1'`).get() as { state: string; due: string | null });
-    await waitFor(() => row().state === 'deferred');
+    await waitFor(async () => (await row()).state === 'deferred');
     dcmQuickOk([...db(), 'strategy', 'pause']);
-    const due = parseTime(row().due!);
+    const due = parseTime((await row()).due!);
     // Its time has passed while paused, and the subcloud in flight has ended.
     await waitFor(() => Date.now() > due + 300 && (JSON.parse(dcmQuickOk([...db(), 'strategy', 'status', '-f', 'json']).stdout) as Record<string, number>)['in flight'] === 0);
-    expect(row().state).toBe('deferred');
+    expect((await row()).state).toBe('deferred');
     const resumedAt = Date.now();
     dcmQuickOk([...db(), 'strategy', 'resume']);
     const r = await apply.done;

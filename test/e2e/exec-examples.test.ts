@@ -28,7 +28,7 @@ test('examples/exec/rollout.sh: 40 fake sites patched by shell scripts, canary f
 }, 120_000);
 
 // Claim, README "Running real updates", writing a state command: examples/exec/ansible runs a playbook per state, limited to the subcloud.
-test('examples/exec/ansible: each state runs the playbook limited to the subcloud', () => {
+test('examples/exec/ansible: each state runs the playbook limited to the subcloud', async () => {
   // CI installs ansible-core (.ci/run); a machine without it must say so, not pass in silence.
   const which = spawnSync('sh', ['-c', 'command -v ansible-playbook'], { encoding: 'utf8' });
   if (which.status !== 0) throw new Error('ansible-playbook is not installed: apt-get install -y ansible-core (as .ci/run does)');
@@ -47,12 +47,12 @@ test('examples/exec/ansible: each state runs the playbook limited to the subclou
   ]);
   // Limited to the subcloud: no other inventory host was touched.
   expect(fs.readdirSync(sites)).toEqual(['subcloud2']);
-  const log = fs.readFileSync(`${runFiles(t.db, 'subcloud2', 1, 'importing firmware')}.log`, 'utf8');
+  const log = fs.readFileSync(`${await runFiles(t.db, 'subcloud2', 1, 'importing firmware')}.log`, 'utf8');
   expect(log).toMatch(/subcloud2 +: ok=3/);
 }, 120_000);
 
 // Claim, README "Running real updates", the config: `reason` makes the message of Ansible's failed task the step's details, not the PLAY RECAP.
-test('examples/exec/ansible: a failed task\'s message is the step\'s details', () => {
+test('examples/exec/ansible: a failed task\'s message is the step\'s details', async () => {
   const t = temp();
   dcmQuickOk(['--db', t.db, 'subcloud', 'add', 'subcloud2']);
   dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'firmware', '--driver', 'exec', '--exec-config', path.join(ROOT, 'examples', 'exec', 'ansible', 'firmware.yaml')]);
@@ -60,19 +60,19 @@ test('examples/exec/ansible: a failed task\'s message is the step\'s details', (
   expect(r.code).toBe(1);
   expect(steps(t.db).map((s) => [s.state, s.details])).toEqual([['failed', 'importing firmware: exit 2: site not ready: subcloud2 is marked broken']]);
   // What it replaced: the output's last line.
-  const log = fs.readFileSync(`${runFiles(t.db, 'subcloud2', 1, 'importing firmware')}.log`, 'utf8');
+  const log = fs.readFileSync(`${await runFiles(t.db, 'subcloud2', 1, 'importing firmware')}.log`, 'utf8');
   expect(log.trim().split('\n').pop()).toMatch(/subcloud2 +: ok=0 +changed=0 +unreachable=0 +failed=1/);
 }, 120_000);
 
 // Issue 34, item 6: a script task that fails says only "non-zero return code"; the reason is the
 // last line the script printed (stderr first, else stdout), as dcm's own rule for a plain command.
-test('examples/exec/ansible: a failed script task\'s reason is its output, not Ansible\'s generic message', () => {
+test('examples/exec/ansible: a failed script task\'s reason is its output, not Ansible\'s generic message', async () => {
   const t = temp();
   dcmQuickOk(['--db', t.db, 'subcloud', 'add', 'subcloud2']);
   dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'firmware', '--driver', 'exec', '--exec-config', path.join(ROOT, 'examples', 'exec', 'ansible', 'firmware.yaml')]);
   const r = dcm(['--db', t.db, 'strategy', 'apply'], { env: { FAKE_SITES: path.join(t.dir, 'sites'), FAKE_DISK_FULL: 'subcloud2' } });
   expect(r.code).toBe(1);
   expect(steps(t.db).map((s) => [s.state, s.details])).toEqual([['failed', 'importing firmware: exit 2: disk full on /var: 2% free']]);
-  const log = fs.readFileSync(`${runFiles(t.db, 'subcloud2', 1, 'importing firmware')}.log`, 'utf8');
+  const log = fs.readFileSync(`${await runFiles(t.db, 'subcloud2', 1, 'importing firmware')}.log`, 'utf8');
   expect(log).toContain('"msg": "non-zero return code"');
 }, 120_000);

@@ -166,7 +166,7 @@ states:
     await waitFor(() => startedRun(f.db) !== undefined, 20_000);
     first.child.kill('SIGKILL');
     await first.done;
-    const status = `${runFiles(f.db, 's1', 1, 'pre check')}.status`;
+    const status = `${await runFiles(f.db, 's1', 1, 'pre check')}.status`;
     await waitFor(() => fs.existsSync(status), 20_000);
     await sleep(100);
     const r = dcm(['--db', f.db, 'strategy', 'apply'], { env: f.env });
@@ -193,7 +193,7 @@ states:
     await killedWithoutStatus();
     // What a kill between the wrapper's exclusive create and its write leaves (a dcm giving the
     // run up, killed at the same point, leaves the same).
-    fs.writeFileSync(`${runFiles(f.db, 's1', 1, 'pre check')}.run`, '');
+    fs.writeFileSync(`${await runFiles(f.db, 's1', 1, 'pre check')}.run`, '');
     const apply = spawnDcm(['--db', f.db, 'strategy', 'apply'], f.env);
     await waitFor(() => apply.child.exitCode !== null, 45_000).catch(() => {
       throw new Error(`the apply still waits after 45 s: ${apply.stderr()}`);

@@ -128,7 +128,7 @@ states:
     dcmQuickOk([...db(), 'strategy', 'create', '--type', 'prestage', '--driver', 'exec', '--exec-config', cfg, '--log-dir', logs, '--max-parallel-subclouds', '2']);
     // Strategies share a path only in layout 1 (each strategy created now has a folder of its
     // own): this one is as an earlier dcm stored it, with no layout version.
-    withSql(f.db, (d) => d.prepare("UPDATE strategy SET extra_args = json_remove(extra_args, '$.log_layout')").run());
+    await withSql(f.db, (d) => d.prepare("UPDATE strategy SET extra_args = json_remove(extra_args, '$.log_layout')").run());
     const apply = dcmSpawn([...db(), 'strategy', 'apply'], f.env);
     const release = () => Object.values(go).forEach((g) => fs.writeFileSync(g, ''));
     try {

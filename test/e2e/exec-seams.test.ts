@@ -74,10 +74,10 @@ states:
   "*": [${f.seam}, "sleep 0.05"]
 `);
     const apply = spawnDcm([...db(), 'strategy', 'apply'], f.env);
-    await waitFor(() => runningRows(f.db).some((r) => r.cloud === 's1' && r.pid !== null) && started('s1', 'pre check')(), 30_000);
+    await waitFor(async () => (await runningRows(f.db)).some((r) => r.cloud === 's1' && r.pid !== null) && started('s1', 'pre check')(), 30_000);
     apply.child.kill('SIGKILL');
     await apply.done;
-    expect(alive(runningRows(f.db).find((r) => r.cloud === 's1')!.pid!)).toBe(true);
+    expect(alive((await runningRows(f.db)).find((r) => r.cloud === 's1')!.pid!)).toBe(true);
 
     const abort = dcmQuick([...db(), 'strategy', 'abort', '-f', 'json'], { env: f.env });
     expect(abort.code).toBe(0);
@@ -111,13 +111,13 @@ states:
 `);
     const apply = spawnDcm([...db(), 'strategy', 'apply'], f.env);
     await waitFor(
-      () => steps(f.db).some((s) => s.cloud === 's1' && s.state === 'failed') && runningRows(f.db).some((r) => r.cloud === 's2' && r.pid !== null),
+      async () => steps(f.db).some((s) => s.cloud === 's1' && s.state === 'failed') && (await runningRows(f.db)).some((r) => r.cloud === 's2' && r.pid !== null),
       30_000,
     );
     apply.child.kill('SIGKILL');
     await apply.done;
-    sql(f.db, (d) => d.exec(`UPDATE strategy SET state = 'failed'`));
-    const pid = runningRows(f.db).find((r) => r.cloud === 's2')!.pid!;
+    await sql(f.db, (d) => d.exec(`UPDATE strategy SET state = 'failed'`));
+    const pid = (await runningRows(f.db)).find((r) => r.cloud === 's2')!.pid!;
     expect(alive(pid)).toBe(true);
     return pid;
   }
@@ -466,7 +466,7 @@ states:
   "*": [${f.seam}, "true"]
 `);
     const apply = spawnDcm([...db(), 'strategy', 'apply'], f.env);
-    await waitFor(() => fs.existsSync(daemon) && fs.readFileSync(daemon, 'utf8').trim() !== '' && runningRows(f.db).some((x) => x.pid !== null), 30_000, 10);
+    await waitFor(async () => fs.existsSync(daemon) && fs.readFileSync(daemon, 'utf8').trim() !== '' && (await runningRows(f.db)).some((x) => x.pid !== null), 30_000, 10);
     apply.child.kill('SIGKILL');
     await apply.done;
     const pid = Number(fs.readFileSync(daemon, 'utf8'));
@@ -531,7 +531,7 @@ states:
     expect(r.code).toBe(1);
     const d = Object.fromEntries(steps(f.db).map((s) => [s.cloud, s.details]));
     expect(d).toEqual({ s1: 'pre check: exit 3: err-line', s2: 'pre check: exit 3: only-out' });
-    const log = fs.readFileSync(`${runFiles(f.db, 's1', 1, 'pre check')}.log`, 'utf8');
+    const log = fs.readFileSync(`${await runFiles(f.db, 's1', 1, 'pre check')}.log`, 'utf8');
     expect(log).toBe('err-line\n\nout-line\n');
   });
 });

@@ -14,7 +14,7 @@ let f: ExecFixture;
 afterEach(() => f?.cleanup());
 
 describe('exec runs and the umask', () => {
-  test('under umask 022 the command sees 0022 and its own file is 0644; the run files are 0600', () => {
+  test('under umask 022 the command sees 0022 and its own file is 0644; the run files are 0600', async () => {
     f = execFixture();
     const seen = path.join(f.dir, 'umask');
     const made = path.join(f.dir, 'made');
@@ -30,7 +30,7 @@ states:
     expect([r.status, r.stderr]).toEqual([0, '']);
     expect(fs.readFileSync(seen, 'utf8').trim()).toBe('0022');
     expect(fs.statSync(made).mode & 0o777).toBe(0o644);
-    const dir = path.dirname(runFiles(f.db, 's1', 1, 'pre check'));
+    const dir = path.dirname(await runFiles(f.db, 's1', 1, 'pre check'));
     const files = fs.readdirSync(dir).filter((n) => n.startsWith('1-pre-check'));
     expect(files.sort()).toEqual(['1-pre-check.err', '1-pre-check.log', '1-pre-check.pid', '1-pre-check.run', '1-pre-check.status']);
     for (const n of files) expect([n, fs.statSync(path.join(dir, n)).mode & 0o777]).toEqual([n, 0o600]);

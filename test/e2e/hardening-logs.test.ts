@@ -27,7 +27,7 @@ function tree(dir: string): string[] {
 }
 
 describe('run logs of names that used to collide', () => {
-  test('subclouds and custom states each get their own log; logs prints each its own', () => {
+  test('subclouds and custom states each get their own log; logs prints each its own', async () => {
     f = execFixture();
     dcmQuickOk(['--db', f.db, 'subcloud', 'add', ...PAIRS]);
     // Each run says who and what it is.
@@ -48,7 +48,7 @@ states:
     // Nothing outside the strategy's folder of subclouds: no `..` climbed out, nothing hidden.
     expect(tree(logDir).filter((n) => n.split('/').some((part) => part.startsWith('.')))).toEqual([]);
     expect(fs.readdirSync(f.dir).filter((n) => !['dcm.db', 'dcm.db.logs', 'exec.yaml', 'step.sh'].includes(n))).toEqual([]);
-    expect(fs.readdirSync(logDir)).toEqual([strategyId(f.db)]);
+    expect(fs.readdirSync(logDir)).toEqual([await strategyId(f.db)]);
 
     for (const cloud of PAIRS) {
       const out = dcmQuick(['--db', f.db, 'strategy-step', 'logs', cloud]);

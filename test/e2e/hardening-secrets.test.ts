@@ -33,11 +33,11 @@ function walk(dir: string): { file: string; mode: number; isDir: boolean }[] {
   });
 }
 
-const storedPassword = (db: string) =>
-  withSql(db, (d) => (JSON.parse((d.prepare('SELECT extra_args FROM strategy').pluck().get() as string)) as Record<string, unknown>).sysadmin_password);
+const storedPassword = async (db: string) =>
+  await withSql(db, async (d) => (JSON.parse((await d.prepare('SELECT extra_args FROM strategy').pluck().get() as string)) as Record<string, unknown>).sysadmin_password);
 
 describe('files that hold the password', () => {
-  test('under umask 022: the database, its backup, run logs and their files 0600; the log folders 0700', () => {
+  test('under umask 022: the database, its backup, run logs and their files 0600; the log folders 0700', async () => {
     t = tempDir();
     const pwFile = path.join(t.dir, 'pw');
     fs.writeFileSync(pwFile, `${SECRET}\n`, { mode: 0o600 });
@@ -55,7 +55,7 @@ describe('files that hold the password', () => {
     const holding = written.filter((w) => !w.isDir && fs.readFileSync(w.file).includes(SECRET));
     // The database, the backup, and the 4 prestage runs of each of the 2 subclouds' logs.
     expect(holding.map((w) => path.relative(t.dir, w.file)).sort()).toEqual(
-      expect.arrayContaining(['data/backup.db', 'data/fleet.db', `data/fleet.db.logs/${strategyId(db)}/east_1/1-prestage_precheck.log`]),
+      expect.arrayContaining(['data/backup.db', 'data/fleet.db', `data/fleet.db.logs/${await strategyId(db)}/east_1/1-prestage_precheck.log`]),
     );
     expect(holding.length).toBe(2 + 8);
     expect(holding.filter((w) => w.mode !== 0o600)).toEqual([]);
@@ -70,7 +70,7 @@ describe('where the password comes from', () => {
   const create = (db: string, extra: string[], env: Record<string, string> = {}) =>
     dcm(['--db', db, 'prestage-strategy', 'create', ...extra], { env });
 
-  test('a file (its trailing newline dropped), or DCM_SYSADMIN_PASSWORD; neither on the command line', () => {
+  test('a file (its trailing newline dropped), or DCM_SYSADMIN_PASSWORD; neither on the command line', async () => {
     t = tempDir();
     dcmOk(['--db', t.db, 'subcloud', 'add', 's1']);
     const pwFile = path.join(t.dir, 'pw');
@@ -78,13 +78,13 @@ describe('where the password comes from', () => {
     const r = create(t.db, ['--sysadmin-password-file', pwFile, '-f', 'json']);
     expect(r.code).toBe(0);
     expect(r.stdout + r.stderr).not.toContain(SECRET);
-    expect(storedPassword(t.db)).toBe(SECRET);
+    expect(await storedPassword(t.db)).toBe(SECRET);
     dcmOk(['--db', t.db, 'strategy', 'delete']);
     expect(create(t.db, [], { DCM_SYSADMIN_PASSWORD: 'from-env' }).code).toBe(0);
-    expect(storedPassword(t.db)).toBe('from-env');
+    expect(await storedPassword(t.db)).toBe('from-env');
   });
 
-  test('refusals: a FIFO or device as the file, both sources at once, the file for a type without a password, no value off a terminal', () => {
+  test('refusals: a FIFO or device as the file, both sources at once, the file for a type without a password, no value off a terminal', async () => {
     t = tempDir();
     dcmOk(['--db', t.db, 'subcloud', 'add', 's1']);
     const fifo = path.join(t.dir, 'fifo');
@@ -107,7 +107,7 @@ describe('where the password comes from', () => {
     expect(fs.readFileSync(t.db).equals(before)).toBe(true);
     // Off a terminal with none given: created without one, as before.
     expect(create(t.db, []).code).toBe(0);
-    expect(storedPassword(t.db)).toBeUndefined();
+    expect(await storedPassword(t.db)).toBeUndefined();
   });
 
   describe('asked on a terminal', () => {
@@ -142,7 +142,7 @@ describe('where the password comes from', () => {
       const seen = screen();
       expect(seen).toContain('initial\nEXIT=0');
       expect(seen).not.toContain('hunter2');
-      expect(storedPassword(t.db)).toBe('hunter2-typed');
+      expect(await storedPassword(t.db)).toBe('hunter2-typed');
     });
   });
 });

@@ -68,13 +68,13 @@ describe('read commands on a missing file', () => {
 });
 
 describe('the file', () => {
-  test('a write creates it: WAL, schema version, Default group; reads leave it byte for byte', () => {
+  test('a write creates it: WAL, schema version, Default group; reads leave it byte for byte', async () => {
     const { dir, db } = fx.fresh(true);
     dcmQuickOk(['--db', db, 'subcloud', 'add', 'a1']);
-    const info = withSql(db, (d) => ({
-      journal: d.pragma('journal_mode', { simple: true }),
-      version: d.pragma('user_version', { simple: true }),
-      tables: (d.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[]).sort(),
+    const info = await withSql(db, async (d) => ({
+      journal: await d.pragma('journal_mode', { simple: true }),
+      version: await d.pragma('user_version', { simple: true }),
+      tables: (await d.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[]).sort(),
     }));
     expect(info.journal).toBe('wal');
     expect(info.version).toBeGreaterThanOrEqual(1);

@@ -64,17 +64,17 @@ function applyOk(): void {
 }
 
 /** create, apply, delete, create, apply: the ids of the first and of the second (current) strategy. */
-function twoStrategies(): { first: string; second: string; firstCreatedAt: string } {
+async function twoStrategies(): Promise<{ first: string; second: string; firstCreatedAt: string }> {
   dcmQuickOk(['--db', f.db, 'subcloud', 'add', ...CLOUDS]);
   createStrategy('first');
-  const first = strategyId(f.db);
+  const first = await strategyId(f.db);
   const firstCreatedAt = (JSON.parse(dcmQuickOk(['--db', f.db, 'strategy', 'show', '-f', 'json']).stdout) as { created_at: string }).created_at;
   applyOk();
   dcmQuickOk(['--db', f.db, 'strategy', 'delete']);
   // The first completed every subcloud; the second has them to do again.
   dcmQuickOk(['--db', f.db, 'subcloud', 'update', ...CLOUDS, '--sync', 'all=out-of-sync']);
   createStrategy('second');
-  const second = strategyId(f.db);
+  const second = await strategyId(f.db);
   applyOk();
   expect(second).not.toBe(first);
   return { first, second, firstCreatedAt };
@@ -83,9 +83,9 @@ function twoStrategies(): { first: string; second: string; firstCreatedAt: strin
 const PRE = 'pre check';
 
 describe('run logs belong to their strategy', () => {
-  test('two strategies on one file: each has its own folder, kept after delete; logs prints the current one, --strategy an earlier one', () => {
+  test('two strategies on one file: each has its own folder, kept after delete; logs prints the current one, --strategy an earlier one', async () => {
     f = execFixture();
-    const { first, second, firstCreatedAt } = twoStrategies();
+    const { first, second, firstCreatedAt } = await twoStrategies();
     const logDir = `${f.db}.logs`;
     // Both folders, the deleted strategy's included, and nothing else at the top.
     expect(fs.readdirSync(logDir).sort()).toEqual([first, second].sort());
@@ -118,11 +118,11 @@ describe('run logs belong to their strategy', () => {
     expect(all).not.toContain('second');
     expect(dcmQuickOk(['--db', f.db, 'strategy-step', 'logs', 's1', '--strategy', second, '--state', PRE]).stdout).toBe(`second: s1 ${PRE}\n`);
     // An earlier strategy's logs are complete: --follow prints them and exits, though the current one has not ended.
-    withSql(f.db, (d) => d.prepare("UPDATE strategy SET state = 'applying'").run());
-    withSql(f.db, (d) => d.prepare("UPDATE strategy_step SET state = 'pre check'").run());
+    await withSql(f.db, (d) => d.prepare("UPDATE strategy SET state = 'applying'").run());
+    await withSql(f.db, (d) => d.prepare("UPDATE strategy_step SET state = 'pre check'").run());
     expect(dcmQuickOk(['--db', f.db, 'strategy-step', 'logs', 's1', '--strategy', first, '--follow', '--state', PRE]).stdout).toBe(`first: s1 ${PRE}\n`);
-    withSql(f.db, (d) => d.prepare("UPDATE strategy_step SET state = 'complete'").run());
-    withSql(f.db, (d) => d.prepare("UPDATE strategy SET state = 'complete'").run());
+    await withSql(f.db, (d) => d.prepare("UPDATE strategy_step SET state = 'complete'").run());
+    await withSql(f.db, (d) => d.prepare("UPDATE strategy SET state = 'complete'").run());
     // An earlier strategy's subcloud may be gone since: its logs are still read.
     dcmQuickOk(['--db', f.db, 'strategy', 'delete']);
     dcmQuickOk(['--db', f.db, 'subcloud', 'delete', 'site 2']);
@@ -134,9 +134,9 @@ describe('run logs belong to their strategy', () => {
     expect(none.stderr).toBe(`dcm: no strategy, so no run logs for s1; earlier strategies' are read with --strategy ID (${second}, ${first})\n`);
   }, 60_000);
 
-  test('--strategy errors: an id without logs is not found (exit 1), a malformed one a usage error (exit 2); nothing changes', () => {
+  test('--strategy errors: an id without logs is not found (exit 1), a malformed one a usage error (exit 2); nothing changes', async () => {
     f = execFixture();
-    const { first } = twoStrategies();
+    const { first } = await twoStrategies();
     const missing = `${first.slice(0, -1)}${(Number(first.slice(-1)) + 1) % 10}`;
     expectRefused(f.dir, ['--db', f.db, 'strategy-step', 'logs', 's1', '--strategy', missing], 1, `no run logs of strategy ${missing} (in ${f.db}.logs)`);
     for (const bad of ['../x', '1', 'latest', '']) {
@@ -146,9 +146,9 @@ describe('run logs belong to their strategy', () => {
     expectRefused(f.dir, ['--db', f.db, 'strategy-step', 'logs', 's1', '--strategy', first, '--state', 'nosuch'], 2, /^invalid state 'nosuch' for any strategy type: choose from 'pre check', /);
   }, 60_000);
 
-  test('db prune-logs: removes a deleted strategy\'s folder once all its files are older than DURATION, never the current one\'s', () => {
+  test('db prune-logs: removes a deleted strategy\'s folder once all its files are older than DURATION, never the current one\'s', async () => {
     f = execFixture();
-    const { first, second } = twoStrategies();
+    const { first, second } = await twoStrategies();
     const logDir = `${f.db}.logs`;
     const firstDir = path.join(logDir, first);
     const secondDir = path.join(logDir, second);
@@ -188,9 +188,9 @@ describe('run logs belong to their strategy', () => {
     expect(fs.readdirSync(logDir)).toEqual([]);
   }, 60_000);
 
-  test('db prune-logs refuses a bad DURATION (exit 2, one line) and a missing file (exit 1), changing nothing', () => {
+  test('db prune-logs refuses a bad DURATION (exit 2, one line) and a missing file (exit 1), changing nothing', async () => {
     f = execFixture();
-    const { first } = twoStrategies();
+    const { first } = await twoStrategies();
     age(path.join(`${f.db}.logs`, first), 2 * 3_600_000);
     const before = tree(`${f.db}.logs`);
     for (const [bad, why] of [
@@ -241,8 +241,8 @@ states:
 `);
     dcmQuickOk(['--db', f.db, 'strategy', 'create', '--type', 'patch', '--driver', 'exec', '--exec-config', cfg]);
     // As an earlier dcm stored it: no layout version.
-    withSql(f.db, (d) => d.prepare("UPDATE strategy SET extra_args = json_remove(extra_args, '$.log_layout')").run());
-    expect(withSql(f.db, (d) => d.prepare("SELECT json_extract(extra_args, '$.log_layout') FROM strategy").pluck().get())).toBeNull();
+    await withSql(f.db, (d) => d.prepare("UPDATE strategy SET extra_args = json_remove(extra_args, '$.log_layout')").run());
+    expect(await withSql(f.db, (d) => d.prepare("SELECT json_extract(extra_args, '$.log_layout') FROM strategy").pluck().get())).toBeNull();
 
     const env = { ...f.env, GATE: gate };
     const first = spawnDcm(['--db', f.db, 'strategy', 'apply'], env);

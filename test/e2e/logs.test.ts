@@ -124,13 +124,13 @@ describe('strategy-step logs', () => {
     expectRefused(empty.dir, ['--db', empty.db, 'strategy-step', 'logs', 's1'], 1, 'Subcloud s1 does not exist');
   });
 
-  test("the strategy's log folder (log_dir) is read when set; without a strategy, none is read and any type's state is valid", () => {
+  test("the strategy's log folder (log_dir) is read when set; without a strategy, none is read and any type's state is valid", async () => {
     const t = fx.fresh();
     const elsewhere = fs.mkdtempSync(path.join(os.tmpdir(), 'dcm-logs-'));
     try {
       writeLogs(elsewhere, 's1', { '1-pre check.log': 'from the log dir\n' });
       writeLogs(`${t.db}.logs`, 's1', { '1-pre check.log': 'from the default dir\n' });
-      withSql(t.db, (d) => d.prepare("UPDATE strategy SET extra_args = json_set(extra_args, '$.log_dir', ?)").run(elsewhere));
+      await withSql(t.db, (d) => d.prepare("UPDATE strategy SET extra_args = json_set(extra_args, '$.log_dir', ?)").run(elsewhere));
       expect(dcmQuickOk(['--db', t.db, 'strategy-step', 'logs', 's1']).stdout).toBe('from the log dir\n');
       dcmQuickOk(['--db', t.db, 'strategy', 'delete']);
       // The logs of a deleted strategy are its own, read with --strategy (logs-strategies.test.ts).
@@ -148,16 +148,16 @@ describe('strategy-step logs', () => {
 
 describe('strategy-step logs --follow', () => {
   /** s1 mid-way through its update, as an orchestrator would leave it. */
-  function applying(db: string): void {
-    withSql(db, (d) => {
-      d.prepare("UPDATE strategy SET state = 'applying'").run();
-      d.prepare("UPDATE strategy_step SET state = 'pre check' WHERE subcloud_id = 1").run();
+  async function applying(db: string): Promise<void> {
+    await withSql(db, async (d) => {
+      await d.prepare("UPDATE strategy SET state = 'applying'").run();
+      await d.prepare("UPDATE strategy_step SET state = 'pre check' WHERE subcloud_id = 1").run();
     });
   }
 
   test('prints output as a writer process appends it and new runs as they start; exits 0 once the step has ended and the logs are drained', async () => {
     const t = fx.fresh();
-    applying(t.db);
+    await applying(t.db);
     const d = writeLogs(`${t.db}.logs`, 's1', { '1-pre check.log': 'start\n' });
     const follow = dcmSpawn(['--db', t.db, 'strategy-step', 'logs', 's1', '--follow']);
     children.push(follow.child);
@@ -182,7 +182,7 @@ describe('strategy-step logs --follow', () => {
     // Still following: the step has not ended.
     expect(follow.child.exitCode).toBeNull();
 
-    withSql(t.db, (db) => db.prepare("UPDATE strategy_step SET state = 'complete' WHERE subcloud_id = 1").run());
+    await withSql(t.db, (db) => db.prepare("UPDATE strategy_step SET state = 'complete' WHERE subcloud_id = 1").run());
     const r = await follow.done;
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
@@ -193,15 +193,15 @@ describe('strategy-step logs --follow', () => {
 
   test('waits for the first log; a strategy that ends (abort) ends the follow; nothing written: the note', async () => {
     const t = fx.fresh();
-    applying(t.db);
+    await applying(t.db);
     const follow = dcmSpawn(['--db', t.db, 'strategy-step', 'logs', 's2', '--follow']);
     children.push(follow.child);
     // s2 has not started: the follow waits for it.
     await new Promise((r) => setTimeout(r, 600));
     expect(follow.child.exitCode).toBeNull();
-    withSql(t.db, (db) => {
-      db.prepare("UPDATE strategy_step SET state = 'aborted' WHERE subcloud_id = 2").run();
-      db.prepare("UPDATE strategy SET state = 'aborted'").run();
+    await withSql(t.db, async (db) => {
+      await db.prepare("UPDATE strategy_step SET state = 'aborted' WHERE subcloud_id = 2").run();
+      await db.prepare("UPDATE strategy SET state = 'aborted'").run();
     });
     const r = await follow.done;
     expect(r.code).toBe(0);
@@ -212,10 +212,10 @@ describe('strategy-step logs --follow', () => {
   test('a step already ended prints what there is and exits; Ctrl-C while following exits 130', async () => {
     const t = fx.fresh();
     writeLogs(`${t.db}.logs`, 's1', { '1-pre check.log': 'done\n' });
-    withSql(t.db, (d) => d.prepare("UPDATE strategy_step SET state = 'complete' WHERE subcloud_id = 1").run());
+    await withSql(t.db, (d) => d.prepare("UPDATE strategy_step SET state = 'complete' WHERE subcloud_id = 1").run());
     expect(dcmQuickOk(['--db', t.db, 'strategy-step', 'logs', 's1', '--follow', '--state', 'pre check', '--attempt', '1']).stdout).toBe('done\n');
 
-    applying(t.db);
+    await applying(t.db);
     const follow = dcmSpawn(['--db', t.db, 'strategy-step', 'logs', 's1', '--follow']);
     children.push(follow.child);
     let out = '';

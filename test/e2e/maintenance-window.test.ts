@@ -266,6 +266,6 @@ describe('apply with maintenance windows (exec driver, one stage of named subclo
     // dcm read its clock before it started anything, so the window closed at most 8 s after the
     // first state started: the last one ended after that, outside the window.
     expect(runs[runs.length - 1].end - runs[0].start).toBeGreaterThan(8000 * 1e6);
-    expect(withSql(f.db, (d) => d.prepare("SELECT state FROM strategy_step").pluck().get())).toBe('complete');
+    expect(await withSql(f.db, (d) => d.prepare("SELECT state FROM strategy_step").pluck().get())).toBe('complete');
   });
 });

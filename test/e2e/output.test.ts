@@ -11,19 +11,19 @@ import { dcm, dcmOk, expectErrorLine, Fixture, withSql } from '../helpers/fleet.
  * The steps are then given the states and times of the issue's example, the strategy fixed times.
  */
 let fx: Fixture;
-beforeAll(() => {
-  fx = new Fixture((db) => {
+beforeAll(async () => {
+  fx = await Fixture.made(async (db) => {
     dcmOk(['--db', db, 'subcloud', 'add', 'subcloud1', 'subcloud2', 'subcloud3']);
     dcmOk(['--db', db, 'subcloud', 'update', 'subcloud2', '--sync', 'patching=in-sync']);
     dcmOk(['--db', db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '2']);
-    withSql(db, (d) => {
-      d.prepare(
+    await withSql(db, async (d) => {
+      await d.prepare(
         `UPDATE strategy_step SET started_at = '2025-01-01 10:01:00.000000', finished_at = '2025-01-01 10:05:00.000000',
            created_at = '2025-01-01 10:00:00.000000', updated_at = '2025-01-01 10:05:00.000000'`,
       ).run();
-      d.prepare("UPDATE strategy_step SET state = 'complete' WHERE subcloud_id = 1").run();
-      d.prepare("UPDATE strategy_step SET state = 'failed', details = 'apply phase failed' WHERE subcloud_id = 3").run();
-      d.prepare("UPDATE strategy SET created_at = '2025-01-01 10:00:00.000000', updated_at = NULL").run();
+      await d.prepare("UPDATE strategy_step SET state = 'complete' WHERE subcloud_id = 1").run();
+      await d.prepare("UPDATE strategy_step SET state = 'failed', details = 'apply phase failed' WHERE subcloud_id = 3").run();
+      await d.prepare("UPDATE strategy SET created_at = '2025-01-01 10:00:00.000000', updated_at = NULL").run();
     });
   });
 });

@@ -23,7 +23,7 @@ function steps(db: string): [string, number, string][] {
 }
 
 describe('strategy create --type patch on the example fleet', () => {
-  test('s1 in stage 1, s4 in stage 2, s6 s7 s8 in stage 3; windows 2, 3, 1', () => {
+  test('s1 in stage 1, s4 in stage 2, s6 s7 s8 in stage 3; windows 2, 3, 1', async () => {
     const { db } = fx.fresh();
     create(db, '--type', 'patch');
     expect(steps(db)).toEqual([
@@ -33,13 +33,13 @@ describe('strategy create --type patch on the example fleet', () => {
       ['s7', 3, 'initial'],
       ['s8', 3, 'initial'],
     ]);
-    expect(stageWindows(db)).toEqual([
+    expect(await stageWindows(db)).toEqual([
       [1, 2],
       [2, 3],
       [3, 1],
     ]);
     // Steps are stored with stage and attempt 0, in stage order.
-    const rows = withSql(db, (d) => d.prepare('SELECT stage, state, attempt FROM strategy_step ORDER BY id').all());
+    const rows = await withSql(db, (d) => d.prepare('SELECT stage, state, attempt FROM strategy_step ORDER BY id').all());
     expect(rows).toEqual([
       { stage: 1, state: 'initial', attempt: 0 },
       { stage: 2, state: 'initial', attempt: 0 },
@@ -49,7 +49,7 @@ describe('strategy create --type patch on the example fleet', () => {
     ]);
   });
 
-  test('--group rest: s6..s8 in stage 1, window 1', () => {
+  test('--group rest: s6..s8 in stage 1, window 1', async () => {
     const { db } = fx.fresh();
     create(db, '--type', 'patch', '--group', 'rest');
     expect(steps(db)).toEqual([
@@ -57,25 +57,25 @@ describe('strategy create --type patch on the example fleet', () => {
       ['s7', 1, 'initial'],
       ['s8', 1, 'initial'],
     ]);
-    expect(stageWindows(db)).toEqual([[1, 1]]);
+    expect(await stageWindows(db)).toEqual([[1, 1]]);
   });
 
-  test('s4 alone: one step, one stage with its group window', () => {
+  test('s4 alone: one step, one stage with its group window', async () => {
     const { db } = fx.fresh();
     create(db, '--type', 'patch', 's4');
     expect(steps(db)).toEqual([['s4', 1, 'initial']]);
-    expect(stageWindows(db)).toEqual([[1, 3]]);
+    expect(await stageWindows(db)).toEqual([[1, 3]]);
   });
 });
 
 describe('aliases', () => {
-  test('the aliases plan the same steps: fw-update-strategy create ≡ strategy create --type firmware', () => {
+  test('the aliases plan the same steps: fw-update-strategy create ≡ strategy create --type firmware', async () => {
     const a = fx.fresh();
     const b = fx.fresh();
     create(a.db, '--type', 'firmware', '--group', 'canary');
     dcmQuickOk(['--db', b.db, 'fw-update-strategy', 'create', '--group', 'canary']);
     expect(steps(b.db)).toEqual(steps(a.db));
-    expect(stageWindows(b.db)).toEqual(stageWindows(a.db));
+    expect(await stageWindows(b.db)).toEqual(await stageWindows(a.db));
     expect(dcmQuick(['--db', b.db, 'strategy', 'show', '-f', 'value', '-c', 'strategy type']).stdout).toBe('firmware\n');
   });
 });

@@ -22,15 +22,15 @@ describe('strategy report: event labels', () => {
     // Events at the middle of the stage, as the record holds them after a burst of commands:
     // written here by hand, so that they share their moment exactly.
     const names = ['paused', 'updated', 'resumed', 'updated', 'abort requested', 'retried'];
-    withSql(t.db, (d) => {
-      const at = d
+    await withSql(t.db, async (d) => {
+      const at = await d
         .prepare(`SELECT strftime('%Y-%m-%d %H:%M:%f', (julianday(min(started_at)) + julianday(max(finished_at))) / 2) || '000' FROM step_history`)
         .pluck()
         .get() as string;
-      const later = d.prepare(`SELECT strftime('%Y-%m-%d %H:%M:%f', julianday(?) + 0.02 / 86400) || '000'`).pluck().get(at) as string;
+      const later = await d.prepare(`SELECT strftime('%Y-%m-%d %H:%M:%f', julianday(?) + 0.02 / 86400) || '000'`).pluck().get(at) as string;
       const insert = d.prepare(`INSERT INTO strategy_event (strategy_id, at, event, "user", host, pid, details) VALUES (1, ?, ?, 'alice', 'ops', 1, '')`);
-      for (const n of names) insert.run(at, n);
-      for (const n of names.slice(0, 5)) insert.run(later, n);
+      for (const n of names) await insert.run(at, n);
+      for (const n of names.slice(0, 5)) await insert.run(later, n);
     });
     const html = path.join(t.dir, 'r.html');
     dcmQuickOk(['--db', t.db, 'strategy', 'report', '--html', html]);

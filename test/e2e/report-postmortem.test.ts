@@ -229,10 +229,10 @@ describe('the report of a run with failures, a retry, a pause, an update and a k
     });
   }, 120_000);
 
-  test('a strategy made before create kept the file digest: the stored config is digested, and the page says so', () => {
-    const stored = withSql(f.db, (d) => {
-      d.prepare("UPDATE strategy SET extra_args = json_remove(extra_args, '$.exec_config_sha256')").run();
-      return d.prepare("SELECT json_extract(extra_args, '$.exec_config') FROM strategy").pluck().get() as string;
+  test('a strategy made before create kept the file digest: the stored config is digested, and the page says so', async () => {
+    const stored = await withSql(f.db, async (d) => {
+      await d.prepare("UPDATE strategy SET extra_args = json_remove(extra_args, '$.exec_config_sha256')").run();
+      return (await d.prepare("SELECT json_extract(extra_args, '$.exec_config') FROM strategy").pluck().get()) as string;
     });
     const page = dcmQuickOk(['--db', f.db, 'strategy', 'report', '--html', '-']).stdout;
     const digest = crypto.createHash('sha256').update(stored).digest('hex');

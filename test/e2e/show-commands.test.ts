@@ -75,11 +75,11 @@ describe('strategy create --dry-run --show-commands', () => {
     expect(table).toMatch(/^\| sw-deploy pre-check +\| DCM_SYSADMIN_PASSWORD +\| \*{8} +\|$/m);
   });
 
-  test('what apply hands each run is what was shown: argv, the environment, apart from what only an apply knows', () => {
+  test('what apply hands each run is what was shown: argv, the environment, apart from what only an apply knows', async () => {
     dcmQuickOk(create);
     const r = dcm(['--db', t.db, 'strategy', 'apply', '-q']);
     expect([r.code, r.stderr]).toEqual([0, '']);
-    const id = strategyId(t.db);
+    const id = await strategyId(t.db);
     const states = [...new Set(preview.map((p) => p.state))];
     expect(states).toHaveLength(5);
     for (const state of states) {

@@ -16,10 +16,10 @@ import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
 let t: ReturnType<typeof tempDir>;
 afterEach(() => t.cleanup());
 
-const tablesOf = (db: string) =>
-  withSql(db, (d) => d.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[]);
+const tablesOf = async (db: string) =>
+  await withSql(db, async (d) => await d.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[]);
 
-test('a database of schema 7 (sim_site in it) opens, migrates and applies; the sites are in the sites file only', () => {
+test('a database of schema 7 (sim_site in it) opens, migrates and applies; the sites are in the sites file only', async () => {
   t = tempDir();
   dcmQuickOk(['--db', t.db, 'subcloud', 'add', 's1', 's2', 's3']);
   dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0']);
@@ -33,8 +33,8 @@ test('a database of schema 7 (sim_site in it) opens, migrates and applies; the s
   // rows: a subcloud of an earlier campaign that has left the fleet. (A later migration is undone
   // here too: the schema version is checked first.)
   expect(SCHEMA_VERSION).toBe(17);
-  withSql(t.db, (d) => {
-    d.exec(`DROP TABLE run_end;
+  await withSql(t.db, async (d) => {
+    await d.exec(`DROP TABLE run_end;
             DROP TABLE run_claim;
             DROP TABLE strategy_archive;
             DROP INDEX step_history_one_running;
@@ -58,8 +58,8 @@ test('a database of schema 7 (sim_site in it) opens, migrates and applies; the s
   const r = dcm(['--db', t.db, '-q', 'strategy', 'apply']);
   expect(r.stderr).toBe('');
   expect(r.code).toBe(0);
-  expect(tablesOf(t.db)).not.toContain('sim_site');
-  const sites = withSites(t.db, (d) => d.prepare('SELECT name, campaign, vim, busy_state FROM sim_site ORDER BY name').all()) as {
+  expect(await tablesOf(t.db)).not.toContain('sim_site');
+  const sites = await withSites(t.db, (d) => d.prepare('SELECT name, campaign, vim, busy_state FROM sim_site ORDER BY name').all()) as {
     name: string;
     campaign: string;
     vim: string;
@@ -70,17 +70,17 @@ test('a database of schema 7 (sim_site in it) opens, migrates and applies; the s
   expect(sites.slice(1).every((s) => s.vim === 'applied' && s.busy_state === null)).toBe(true);
 });
 
-test('db check and db backup see the database only; the next strategy starts the sites afresh', () => {
+test('db check and db backup see the database only; the next strategy starts the sites afresh', async () => {
   t = tempDir();
   dcmQuickOk(['--db', t.db, 'subcloud', 'add', 's1', 's2']);
   dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0']);
   expect(dcm(['--db', t.db, '-q', 'strategy', 'apply']).code).toBe(0);
   expect(fs.readdirSync(t.dir).sort()).toEqual(expect.arrayContaining(['dcm.db', 'dcm.db.sites']));
-  expect(tablesOf(t.db)).not.toContain('sim_site');
+  expect(await tablesOf(t.db)).not.toContain('sim_site');
   expect(dcmQuick(['--db', t.db, 'db', 'check']).code).toBe(0);
   const backup = path.join(t.dir, 'copy.db');
   dcmQuickOk(['--db', t.db, 'db', 'backup', backup]);
-  expect(tablesOf(backup)).not.toContain('sim_site');
+  expect(await tablesOf(backup)).not.toContain('sim_site');
   expect(fs.existsSync(`${backup}.sites`)).toBe(false);
   // Sites are keyed by the strategy's campaign: a new strategy on the same subclouds applies again.
   dcmQuickOk(['--db', t.db, 'strategy', 'delete']);
@@ -89,7 +89,7 @@ test('db check and db backup see the database only; the next strategy starts the
   expect(dcm(['--db', t.db, '-q', 'strategy', 'apply']).code).toBe(0);
 });
 
-test('a database reached through a symlink has the sites file of the real one', () => {
+test('a database reached through a symlink has the sites file of the real one', async () => {
   t = tempDir();
   dcmQuickOk(['--db', t.db, 'subcloud', 'add', 's1']);
   dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0']);
@@ -97,7 +97,7 @@ test('a database reached through a symlink has the sites file of the real one', 
   fs.symlinkSync(t.db, link);
   expect(dcm(['--db', link, '-q', 'strategy', 'apply']).code).toBe(0);
   expect(fs.existsSync(`${link}.sites`)).toBe(false);
-  expect(withSites(t.db, (d) => d.prepare('SELECT count(*) FROM sim_site').pluck().get())).toBe(1);
+  expect(await withSites(t.db, (d) => d.prepare('SELECT count(*) FROM sim_site').pluck().get())).toBe(1);
 });
 
 // An apply that takes a strategy over from a frozen one (SIGSTOP, a hung host) may find that one
@@ -117,7 +117,7 @@ test("the sites file's write lock held by another process past the busy timeout:
   // The hold outlived the busy timeout of the apply's start (10 s against 5 s).
   const released = await h.released;
   expect({ code: r.code, stderr: r.code === 0 ? '' : r.stderr }).toEqual({ code: 0, stderr: '' });
-  expect(withSites(t.db, (d) => d.prepare('SELECT name, done FROM sim_site ORDER BY name').all())).toEqual([
+  expect(await withSites(t.db, (d) => d.prepare('SELECT name, done FROM sim_site ORDER BY name').all())).toEqual([
     { name: 's1', done: 4 },
     { name: 's2', done: 4 },
   ]);

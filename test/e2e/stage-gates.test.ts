@@ -25,8 +25,8 @@ afterEach(() => {
 
 const status = (db: string) => json<Record<string, string | number | null>>(dcmQuickOk(['--db', db, 'strategy', 'status', '-f', 'json']));
 const gateEvents = (db: string) => recordedEvents(db).filter((e) => e.event === 'stage gate').map((e) => e.details);
-const stageRows = (db: string) =>
-  withSql(db, (d) => d.prepare('SELECT stage, max_failures, gate, gate_check, gate_state, gate_due_at FROM strategy_stage ORDER BY stage').all()) as {
+const stageRows = async (db: string) =>
+  await withSql(db, (d) => d.prepare('SELECT stage, max_failures, gate, gate_check, gate_state, gate_due_at FROM strategy_stage ORDER BY stage').all()) as {
     stage: number;
     max_failures: string | null;
     gate: string;
@@ -163,7 +163,7 @@ describe('a held stage across Ctrl-C, abort and retry', () => {
     first.child.kill('SIGINT');
     expect((await first.done).code).toBe(130);
     expect(strategyState(t.db)).toBe('paused');
-    expect(stageRows(t.db)[0].gate_state).toBe('held');
+    expect((await stageRows(t.db))[0].gate_state).toBe('held');
 
     // A second apply finds it held and paused: it waits (no step moves) until the abort.
     const second = spawnDcm(['--db', t.db, 'strategy', 'apply']);
@@ -175,7 +175,7 @@ describe('a held stage across Ctrl-C, abort and retry', () => {
 
     // Retry reopens stage 1: its gate is asked again, and its budget (c1 fails again) holds it again.
     dcmQuickOk(['--db', t.db, 'strategy', 'retry']);
-    expect(stageRows(t.db).map((r) => r.gate_state)).toEqual([null, null]);
+    expect((await stageRows(t.db)).map((r) => r.gate_state)).toEqual([null, null]);
     const third = spawnDcm(['--db', t.db, 'strategy', 'apply']);
     await waitFor(() => strategyState(t.db) === 'paused', 60_000, 20);
     expect(steps(t.db).find((x) => x.cloud === 'f1')!.state).toBe('initial');
@@ -192,8 +192,8 @@ describe('soak and check gates', () => {
     canaryAndFleet(t.db, ['c1'], names(2, 'f'));
     dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '10ms..30ms', '--stage-gate', 'soak=3s']);
     const first = spawnDcm(['--db', t.db, 'strategy', 'apply']);
-    await waitFor(() => stageRows(t.db)[0].gate_state === 'soaking', 60_000, 20);
-    const due = stageRows(t.db)[0].gate_due_at!;
+    await waitFor(async () => (await stageRows(t.db))[0].gate_state === 'soaking', 60_000, 20);
+    const due = (await stageRows(t.db))[0].gate_due_at!;
     expect(status(t.db)['stage gates']).toMatch(/^stage 1: soak=3s: soaking \(stage 1 ended: soaking 3s before stage 2\)/);
     first.child.kill('SIGKILL');
     await first.done;
@@ -201,7 +201,7 @@ describe('soak and check gates', () => {
 
     const second = await spawnDcm(['--db', t.db, 'strategy', 'apply']).done;
     expect(second.code).toBe(0);
-    const rows = stageRows(t.db);
+    const rows = await stageRows(t.db);
     // The restarted apply went on with the soak the first one wrote, not a new one.
     expect(rows[0]).toMatchObject({ gate_state: 'passed', gate_due_at: null });
     const runs = history(t.db);
@@ -253,7 +253,7 @@ describe('soak and check gates', () => {
     canaryAndFleet(t.db, ['c1'], ['f1']);
     dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '10ms..30ms', '--stage-gate', 'soak=8760h']);
     const apply = spawnDcm(['--db', t.db, 'strategy', 'apply']);
-    await waitFor(() => stageRows(t.db)[0].gate_state === 'soaking', 60_000, 20);
+    await waitFor(async () => (await stageRows(t.db))[0].gate_state === 'soaking', 60_000, 20);
     // Its steps have ended, its gate has not: it can be changed.
     dcmQuickOk(['--db', t.db, 'strategy', 'update', '--stage', '1', '--stage-gate', 'none']);
     const r = await apply.done;
@@ -283,7 +283,7 @@ describe('soak and check gates', () => {
         return true;
       }
     }, 60_000, 20);
-    expect(stageRows(t.db)[0].gate_state).toBe('checking');
+    expect((await stageRows(t.db))[0].gate_state).toBe('checking');
     expect(strategyState(t.db)).toBe('applying');
     expect(steps(t.db).find((x) => x.cloud === 'f1')!.state).toBe('initial');
 
@@ -291,7 +291,7 @@ describe('soak and check gates', () => {
     const second = await spawnDcm(['--db', t.db, 'strategy', 'apply']).done;
     expect(second.code).toBe(0);
     expect(fs.readFileSync(log, 'utf8')).toMatch(/^start \d+\nstart \d+\npassed\n$/);
-    expect(stageRows(t.db)[0].gate_state).toBe('passed');
+    expect((await stageRows(t.db))[0].gate_state).toBe('passed');
   });
 
   test("check from the exec config's gate_check", async () => {
@@ -301,16 +301,16 @@ describe('soak and check gates', () => {
     const marker = path.join(fx.dir, 'checked');
     const cfg = fx.config(`gate_check: echo "$DCM_STAGE_CLOUDS" > ${marker}\nstates:\n  "*": [${fx.step}, "{cloud}", "{state}"]\n`);
     dcmQuickOk(['--db', fx.db, 'strategy', 'create', '--type', 'patch', '--stage-gate', 'check', '--driver', 'exec', '--exec-config', cfg]);
-    expect(stageRows(fx.db).map((r) => r.gate_check)).toEqual([`echo "$DCM_STAGE_CLOUDS" > ${marker}`, `echo "$DCM_STAGE_CLOUDS" > ${marker}`]);
+    expect((await stageRows(fx.db)).map((r) => r.gate_check)).toEqual([`echo "$DCM_STAGE_CLOUDS" > ${marker}`, `echo "$DCM_STAGE_CLOUDS" > ${marker}`]);
     const r = dcm(['--db', fx.db, 'strategy', 'apply'], { env: fx.env });
     expect(r.code).toBe(0);
     expect(fs.readFileSync(marker, 'utf8')).toBe('c1\n');
-    expect(stageRows(fx.db)[0].gate_state).toBe('passed');
+    expect((await stageRows(fx.db))[0].gate_state).toBe('passed');
   });
 });
 
 describe('where the gates come from, and bad values', () => {
-  test("the group's defaults; create overrides them for every stage; update --stage K, or every stage not ended", () => {
+  test("the group's defaults; create overrides them for every stage; update --stage K, or every stage not ended", async () => {
     const t = temp();
     canaryAndFleet(t.db, ['c1'], ['f1']);
     const note = dcmQuickOk(['--db', t.db, 'subcloud-group', 'update', 'canary', '--stage-gate', 'soak=10m', '--stage-max-failures', '0']);
@@ -318,10 +318,10 @@ describe('where the gates come from, and bad values', () => {
     // The group's record stays dcmanager's.
     expect(Object.keys(json<Record<string, unknown>>(dcmQuickOk(['--db', t.db, 'subcloud-group', 'show', 'canary', '-f', 'json'])))).not.toContain('stage gate');
     dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch']);
-    expect(stageRows(t.db).map((r) => [r.max_failures, r.gate])).toEqual([['0', 'soak=10m'], [null, 'none']]);
+    expect((await stageRows(t.db)).map((r) => [r.max_failures, r.gate])).toEqual([['0', 'soak=10m'], [null, 'none']]);
     dcmQuickOk(['--db', t.db, 'strategy', 'update', '--stage', '2', '--stage-gate', 'pause']);
     dcmQuickOk(['--db', t.db, 'strategy', 'update', '--stage-max-failures', '25%']);
-    expect(stageRows(t.db).map((r) => [r.max_failures, r.gate])).toEqual([['25%', 'soak=10m'], ['25%', 'pause']]);
+    expect((await stageRows(t.db)).map((r) => [r.max_failures, r.gate])).toEqual([['25%', 'soak=10m'], ['25%', 'pause']]);
     expect(recordedEvents(t.db).map((e) => e.details)).toEqual(['stage 2 gate: none -> pause', 'stage 1 max failures: 0 -> 25%; stage 2 max failures: None -> 25%']);
     // Every format of the status record carries it, one line a stage.
     const lines = 'stage 1: soak=10m, max failures 25%\nstage 2: pause (last stage: no gate after it), max failures 25%';
@@ -331,7 +331,7 @@ describe('where the gates come from, and bad values', () => {
     expect(dcmQuickOk(['--db', t.db, 'strategy', 'status']).stdout).toMatch(/\| stage gates +\| stage 1: soak=10m, max failures 25% +\|/);
     dcmQuickOk(['--db', t.db, 'strategy', 'delete', '--yes']);
     dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--stage-gate', 'none', '--stage-max-failures', '2']);
-    expect(stageRows(t.db).map((r) => [r.max_failures, r.gate])).toEqual([['2', 'none'], ['2', 'none']]);
+    expect((await stageRows(t.db)).map((r) => [r.max_failures, r.gate])).toEqual([['2', 'none'], ['2', 'none']]);
   });
 
   test('bad values are refused at create and update with a usage error (exit 2), nothing written', () => {

@@ -8,9 +8,9 @@
  * is exactly the one at the stop's commit; those are all that ever start.
  */
 import { describe, expect, test } from '@jest/globals';
-import Database from 'better-sqlite3';
 import { waitFor } from '../helpers/cli.js';
 import { withSql } from '../helpers/fleet.js';
+import type { Db } from '../../src/platform/db.js';
 import { names, spawnDcm, tempPerTest } from '../helpers/history.js';
 import { dcmQuickOk } from '../helpers/quick.js';
 
@@ -19,30 +19,30 @@ const temp = tempPerTest();
 const N = 2000;
 
 /** The subclouds whose step has left `initial` (started, or ended after starting). */
-const started = (db: string, open?: Database.Database): string[] => {
-  const read = (d: Database.Database) =>
-    d
+const started = async (db: string, open?: Db): Promise<string[]> => {
+  const read = async (d: Db) =>
+    await d
       .prepare("SELECT sc.name FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id WHERE st.state NOT IN ('initial', 'aborted') ORDER BY sc.name")
       .pluck()
       .all() as string[];
   return open ? read(open) : withSql(db, read);
 };
-const inFlight = (db: string): number =>
-  withSql(db, (d) => d.prepare("SELECT count(*) FROM strategy_step WHERE state NOT IN ('initial', 'complete', 'failed', 'aborted')").pluck().get() as number);
+const inFlight = async (db: string): Promise<number> =>
+  await withSql(db, async (d) => await d.prepare("SELECT count(*) FROM strategy_step WHERE state NOT IN ('initial', 'complete', 'failed', 'aborted')").pluck().get() as number);
 /** Commit the strategy's state `to` as the operator's command does, and return who had started by then. */
-const stopAt = (db: string, to: string): string[] =>
-  withSql(db, (d) =>
-    d
-      .transaction(() => {
-        if (d.prepare("UPDATE strategy SET state = ? WHERE id = 1 AND state = 'applying'").run(to).changes !== 1) throw new Error(`the strategy is not applying: no ${to}`);
-        return started(db, d);
+const stopAt = async (db: string, to: string): Promise<string[]> =>
+  await withSql(db, async (d) =>
+    await d
+      .transaction(async (tx) => {
+        if ((await tx.prepare("UPDATE strategy SET state = ? WHERE id = 1 AND state = 'applying'").run(to)).changes !== 1) throw new Error(`the strategy is not applying: no ${to}`);
+        return await started(db, tx);
       })
       .immediate(),
   );
 /** The subclouds that ever ran a state. */
-const ran = (db: string): string[] =>
-  withSql(db, (d) =>
-    d
+const ran = async (db: string): Promise<string[]> =>
+  await withSql(db, async (d) =>
+    await d
       .prepare('SELECT DISTINCT sc.name FROM step_history h JOIN strategy_step st ON st.id = h.step_id JOIN subcloud sc ON sc.id = st.subcloud_id ORDER BY sc.name')
       .pluck()
       .all() as string[],
@@ -54,23 +54,23 @@ describe('a stop holds from the moment it is committed', () => {
     dcmQuickOk(['--db', t.db, 'subcloud', 'add', ...names(N)]);
     dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '10', '--sim-latency', '3ms..6ms']);
     const apply = spawnDcm(['--db', t.db, 'strategy', 'apply']);
-    await waitFor(() => started(t.db).length >= 40 || apply.child.exitCode !== null, 60_000, 5);
+    await waitFor(async () => (await started(t.db)).length >= 40 || apply.child.exitCode !== null, 60_000, 5);
 
-    const atPause = stopAt(t.db, 'paused');
+    const atPause = await stopAt(t.db, 'paused');
     await waitFor(() => apply.stderr().includes('dcm: paused:') || apply.child.exitCode !== null, 30_000, 5);
     // Paused, the subclouds in flight run to their end; none is opened meanwhile.
-    await waitFor(() => inFlight(t.db) === 0 || apply.child.exitCode !== null, 30_000, 5);
+    await waitFor(async () => await inFlight(t.db) === 0 || apply.child.exitCode !== null, 30_000, 5);
     expect(apply.child.exitCode).toBeNull();
     expect(atPause.length).toBeLessThan(N);
-    expect(started(t.db)).toEqual(atPause);
+    expect(await started(t.db)).toEqual(atPause);
 
     dcmQuickOk(['--db', t.db, 'strategy', 'resume']);
-    await waitFor(() => started(t.db).length >= atPause.length + 40 || apply.child.exitCode !== null, 60_000, 5);
-    const atAbort = stopAt(t.db, 'abort requested');
+    await waitFor(async () => (await started(t.db)).length >= atPause.length + 40 || apply.child.exitCode !== null, 60_000, 5);
+    const atAbort = await stopAt(t.db, 'abort requested');
     expect((await apply.done).code).toBe(3);
     expect(atAbort.length).toBeLessThan(N);
     // Every subcloud not started when the abort returned is aborted, and never ran.
-    expect(started(t.db)).toEqual(atAbort);
-    expect(ran(t.db)).toEqual(atAbort);
+    expect(await started(t.db)).toEqual(atAbort);
+    expect(await ran(t.db)).toEqual(atAbort);
   }, 180_000);
 });

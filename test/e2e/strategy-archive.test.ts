@@ -164,7 +164,7 @@ states:
     expect(dcmQuickOk([...db(), 'strategy-step', 'list', '-f', 'value', '-c', 'state']).stdout).toBe('complete\ncomplete\n');
   }, 180_000);
 
-  test('bad input: one line, its exit code, nothing changed', () => {
+  test('bad input: one line, its exit code, nothing changed', async () => {
     f = execFixture();
     const { first } = failDeleteRecreate();
     const before = seen([first.id]);
@@ -186,7 +186,7 @@ states:
     }
     // A strategy being applied cannot be deleted, exactly as before: nothing is kept, nothing goes.
     if (!isPgUrl(f.db)) {
-      withSql(f.db, (d) => d.prepare("UPDATE strategy SET state = 'applying'").run());
+      await withSql(f.db, (d) => d.prepare("UPDATE strategy SET state = 'applying'").run());
       const mid = seen([first.id]);
       expectRefused(f.dir, [...db(), 'strategy', 'delete'], 1, 'Strategy in state applying cannot be deleted');
       expect(seen([first.id])).toEqual(mid);

@@ -149,12 +149,12 @@ describe("strategy-config: a subcloud's own row", () => {
     expectRefused(t.dir, ['--db', t.db, 'strategy-config', 'update', 's1', ...SET_S1, '-c', 'nosuch'], 1, /No recognized column names in \['nosuch'\]/);
   });
 
-  test("a subcloud's row goes with the subcloud (subcloud delete), as dcmanager's ON DELETE CASCADE", () => {
+  test("a subcloud's row goes with the subcloud (subcloud delete), as dcmanager's ON DELETE CASCADE", async () => {
     const t = fx.fresh();
     dcmQuickOk(['--db', t.db, 'strategy-config', 'update', 's7', ...SET_S1]);
     dcmQuickOk(['--db', t.db, 'subcloud', 'delete', 's7']);
     expect(dcmQuickOk(['--db', t.db, 'strategy-config', 'list', '-f', 'value', '-c', 'cloud']).stdout).toBe('all clouds default\n');
-    expect(withSql(t.db, (d) => d.prepare('SELECT COUNT(*) FROM strategy_config').pluck().get())).toBe(0);
+    expect(await withSql(t.db, (d) => d.prepare('SELECT COUNT(*) FROM strategy_config').pluck().get())).toBe(0);
     // A new subcloud of the same name starts without options of its own.
     dcmQuickOk(['--db', t.db, 'subcloud', 'add', 's7']);
     expectRefused(t.dir, ['--db', t.db, 'strategy-config', 'show', 's7'], 1, /^No options found for Subcloud with id \d+, defaults will be used\.$/);
@@ -162,7 +162,7 @@ describe("strategy-config: a subcloud's own row", () => {
 });
 
 describe('strategy-config: what drivers receive', () => {
-  test("during apply, a subcloud with its own row gets its options, the others the default row's", () => {
+  test("during apply, a subcloud with its own row gets its options, the others the default row's", async () => {
     const t = fx.fresh();
     dcmQuickOk(['--db', t.db, 'strategy-config', 'update', ...SET_DEFAULT]);
     dcmQuickOk(['--db', t.db, 'strategy-config', 'update', 's6', ...SET_S1]);
@@ -170,9 +170,9 @@ describe('strategy-config: what drivers receive', () => {
     const r = dcm(['--db', t.db, '-q', 'strategy', 'apply']);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    const got = withSites(t.db, (d) =>
+    const got = await withSites(t.db, async (d) =>
       Object.fromEntries(
-        (d.prepare('SELECT name, options FROM sim_site ORDER BY name').all() as { name: string; options: string }[]).map((x) => [
+        (await d.prepare('SELECT name, options FROM sim_site ORDER BY name').all() as { name: string; options: string }[]).map((x) => [
           x.name,
           JSON.parse(x.options) as unknown,
         ]),
@@ -197,13 +197,13 @@ describe('strategy-config: what drivers receive', () => {
     expect(got).toEqual({ s1: def, s4: def, s6: own, s7: def, s8: def });
   });
 
-  test('with the default row deleted, subclouds without a row get the built-in defaults', () => {
+  test('with the default row deleted, subclouds without a row get the built-in defaults', async () => {
     const t = fx.fresh();
     dcmQuickOk(['--db', t.db, 'strategy-config', 'update', ...SET_DEFAULT]);
     dcmQuickOk(['--db', t.db, 'strategy-config', 'delete', 'RegionOne']);
     dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', 's1', '--sim-latency', '0']);
     expect(dcm(['--db', t.db, '-q', 'strategy', 'apply']).code).toBe(0);
-    const options = withSites(t.db, (d) => d.prepare("SELECT options FROM sim_site WHERE name = 's1'").pluck().get() as string);
+    const options = await withSites(t.db, async (d) => await d.prepare("SELECT options FROM sim_site WHERE name = 's1'").pluck().get() as string);
     expect(JSON.parse(options)).toEqual({
       storage_apply_type: 'parallel',
       worker_apply_type: 'parallel',

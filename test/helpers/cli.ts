@@ -102,9 +102,9 @@ export function dcmSpawn(args: string[], env: Record<string, string> = {}, opts:
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Poll `check` until it returns true or `timeoutMs` passes. */
-export async function waitFor(check: () => boolean, timeoutMs = 30_000, everyMs = 20): Promise<void> {
+export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs = 30_000, everyMs = 20): Promise<void> {
   const end = Date.now() + timeoutMs;
-  while (!check()) {
+  while (!await check()) {
     if (Date.now() > end) throw new Error('waitFor: timed out');
     await sleep(everyMs);
   }

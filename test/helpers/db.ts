@@ -7,22 +7,24 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import Database from 'better-sqlite3';
 import { PgDatabase } from '../../src/platform/pg-database.js';
+import { SqliteDb } from '../../src/platform/sqlite-db.js';
+import type { Db } from '../../src/platform/db.js';
 import { isPgUrl } from '../../src/domain/db-url.js';
 import { PG_STORE } from '../../src/store/pg/schema.js';
 
-export function openTestDb(db: string, opts: Database.Options = {}): Database.Database {
-  if (!isPgUrl(db)) return new Database(db, opts);
+export async function openTestDb(db: string, opts: Database.Options = {}): Promise<Db> {
+  if (!isPgUrl(db)) return new SqliteDb(new Database(db, opts));
   // Versioned as dcm's own connections are: a test's tweak wakes an orchestrator as a command's does.
   const pg = new PgDatabase(db, db, PG_STORE);
-  if (opts.timeout !== undefined) pg.pragma(`busy_timeout = ${opts.timeout}`);
-  return pg as unknown as Database.Database;
+  if (opts.timeout !== undefined) await pg.pragma(`busy_timeout = ${opts.timeout}`);
+  return pg;
 }
 
 /** The sim driver's sites on PostgreSQL: their own schema in the store's database. */
-export function openTestSites(db: string): Database.Database {
+export async function openTestSites(db: string): Promise<Db> {
   const pg = new PgDatabase(db, db);
-  pg.exec('SET search_path TO dcm_sim');
-  return pg as unknown as Database.Database;
+  await pg.exec('SET search_path TO dcm_sim');
+  return pg;
 }
 
 /**

@@ -6,8 +6,8 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type Database from 'better-sqlite3';
 import { openTestDb, openTestSites, pgDatabaseOf, pgDigest } from './db.js';
+import type { Db } from '../../src/platform/db.js';
 import { isPgUrl } from '../../src/domain/db-url.js';
 import { afterAll, beforeAll, expect } from '@jest/globals';
 import { sitesFileOf } from '../../src/platform/sites-file.js';
@@ -68,30 +68,30 @@ export function expectRefused(
 }
 
 /** Open the file with better-sqlite3 for a look or a tweak the CLI does not offer. */
-export function withSql<T>(db: string, fn: (d: Database.Database) => T, create = false): T {
-  const d = openTestDb(db, { fileMustExist: !create });
+export async function withSql<T>(db: string, fn: (d: Db) => T | Promise<T>, create = false): Promise<T> {
+  const d = await openTestDb(db, { fileMustExist: !create });
   try {
-    return fn(d);
+    return await fn(d);
   } finally {
     d.close();
   }
 }
 
 /** Open the sim driver's sites file beside the database `db` (read-only: a look at the far side). */
-export function withSites<T>(db: string, fn: (d: Database.Database) => T): T {
-  if (!isPgUrl(db)) return withSql(sitesFileOf(fs.realpathSync(db)), fn);
-  const d = openTestSites(db);
+export async function withSites<T>(db: string, fn: (d: Db) => T | Promise<T>): Promise<T> {
+  if (!isPgUrl(db)) return await withSql(sitesFileOf(fs.realpathSync(db)), fn);
+  const d = await openTestSites(db);
   try {
-    return fn(d);
+    return await fn(d);
   } finally {
     d.close();
   }
 }
 
 /** The windows recorded for the stages of the strategy: [stage, max_parallel]. */
-export function stageWindows(db: string): [number, number][] {
-  return withSql(db, (d) =>
-    (d.prepare('SELECT stage, max_parallel FROM strategy_stage ORDER BY stage').all() as { stage: number; max_parallel: number }[]).map(
+export async function stageWindows(db: string): Promise<[number, number][]> {
+  return await withSql(db, async (d) =>
+    (await d.prepare('SELECT stage, max_parallel FROM strategy_stage ORDER BY stage').all() as { stage: number; max_parallel: number }[]).map(
       (r) => [r.stage, r.max_parallel],
     ),
   );
@@ -130,9 +130,18 @@ export class Fixture {
   private n = 0;
   readonly template = path.join(this.root.dir, 'template.db');
 
-  constructor(build: (db: string) => void) {
+  constructor(build?: (db: string) => void) {
+    if (!build) return;
     build(this.template);
     expect(fs.existsSync(this.template + '-wal')).toBe(false);
+  }
+
+  /** A fixture whose template is built by an asynchronous `build` (a look into the file with withSql). */
+  static async made(build: (db: string) => Promise<void>): Promise<Fixture> {
+    const f = new Fixture();
+    await build(f.template);
+    expect(fs.existsSync(f.template + '-wal')).toBe(false);
+    return f;
   }
 
   /** A new directory holding a copy of the template as dcm.db (or no file with `empty`). */

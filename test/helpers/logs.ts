@@ -6,10 +6,10 @@ import { openTestDb } from './db.js';
 import { layoutOf, runBase, strategyIdOf, type LogLayout } from '../../src/domain/logs.js';
 
 /** The current strategy's layout (its folder, version and id). */
-export function strategyLayout(db: string): LogLayout {
-  const d = openTestDb(db, { readonly: true });
+export async function strategyLayout(db: string): Promise<LogLayout> {
+  const d = await openTestDb(db, { readonly: true });
   try {
-    const row = d.prepare('SELECT created_at, extra_args FROM strategy').get() as { created_at: string; extra_args: string } | undefined;
+    const row = await d.prepare('SELECT created_at, extra_args FROM strategy').get() as { created_at: string; extra_args: string } | undefined;
     if (!row) throw new Error(`no strategy in ${db}`);
     return layoutOf({ created_at: row.created_at, extra: JSON.parse(row.extra_args) as Record<string, unknown> }, db);
   } finally {
@@ -18,13 +18,13 @@ export function strategyLayout(db: string): LogLayout {
 }
 
 /** The current strategy's id. */
-export function strategyId(db: string): string {
-  return strategyLayout(db).strategy;
+export async function strategyId(db: string): Promise<string> {
+  return (await strategyLayout(db)).strategy;
 }
 
 /** A run's files without their ending (`.log`, `.status`, …), for the current strategy. */
-export function runFiles(db: string, cloud: string, attempt: number, state: string): string {
-  return runBase(strategyLayout(db), cloud, attempt, state);
+export async function runFiles(db: string, cloud: string, attempt: number, state: string): Promise<string> {
+  return runBase(await strategyLayout(db), cloud, attempt, state);
 }
 
 export { strategyIdOf };

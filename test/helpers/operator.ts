@@ -26,8 +26,8 @@ export const recordedEvents = (db: string): RecordedEvent[] =>
   json<RecordedEvent[]>(dcmQuickOk(['--db', db, 'strategy', 'events', '-f', 'json'])).filter((e) => e.event !== '<none>');
 
 /** Runs recorded going with their pid: the apply has a run out that a kill -9 leaves behind. */
-export const runningWithPid = (db: string): number =>
-  withSql(db, (d) => d.prepare("SELECT count(*) FROM step_history WHERE outcome = 'running' AND pid IS NOT NULL").pluck().get() as number);
+export const runningWithPid = async (db: string): Promise<number> =>
+  await withSql(db, async (d) => await d.prepare("SELECT count(*) FROM step_history WHERE outcome = 'running' AND pid IS NOT NULL").pluck().get() as number);
 
 /**
  * bob applies; alice pauses it (once the apply has said so), widens the window to 2 and resumes;
@@ -36,12 +36,12 @@ export const runningWithPid = (db: string): number =>
 export async function pauseResizeResumeKill(db: string, as: (user: string) => Record<string, string>): Promise<number> {
   const first = spawnDcm(['--db', db, 'strategy', 'apply'], as('bob'));
   const gone = () => first.child.exitCode !== null;
-  await waitFor(() => runningWithPid(db) > 0 || gone(), 60_000, 5);
+  await waitFor(async () => await runningWithPid(db) > 0 || gone(), 60_000, 5);
   dcmOk(['--db', db, 'strategy', 'pause'], { env: as('alice') });
   await waitFor(() => first.stderr().includes('paused: no new subcloud starts') || gone(), 60_000, 5);
   dcmOk(['--db', db, 'strategy', 'update', '--max-parallel-subclouds', '2'], { env: as('alice') });
   dcmOk(['--db', db, 'strategy', 'resume'], { env: as('alice') });
-  await waitFor(() => runningWithPid(db) > 0 || gone(), 60_000, 5);
+  await waitFor(async () => await runningWithPid(db) > 0 || gone(), 60_000, 5);
   expect(first.child.exitCode).toBeNull();
   first.child.kill('SIGKILL');
   expect((await first.done).signal).toBe('SIGKILL');

@@ -152,9 +152,9 @@ export async function fixture(spec: FixtureSpec): Promise<Fixture> {
     stopOnFailure: spec.stopOnFailure,
     driverOptions: { simLatency: '0', stateTimeout: spec.stateTimeout },
   });
-  const db = openDb(t.db, { create: false })!;
-  casStrategyState(db, ['initial'], 'applying');
-  const s = getStrategy(db)!;
+  const db = (await openDb(t.db, { create: false }))!;
+  await casStrategyState(db, ['initial'], 'applying');
+  const s = (await getStrategy(db))!;
   const states = statesOf(type);
   const options: OrchestratorOptions = {
     type,
@@ -195,24 +195,24 @@ export async function runToEnd(driver: FakeDriver, cloud: string, limit = 20): P
   throw new Error(`${cloud} did not end after ${limit} operations`);
 }
 
-export function stepStates(db: Db): Record<string, string> {
-  const rows = db
+export async function stepStates(db: Db): Promise<Record<string, string>> {
+  const rows = await db
     .prepare('SELECT sc.name AS cloud, st.state FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id')
     .all() as { cloud: string; state: string }[];
   return Object.fromEntries(rows.map((r) => [r.cloud, r.state]));
 }
 
-export function stepDetails(db: Db): Record<string, string> {
-  const rows = db
+export async function stepDetails(db: Db): Promise<Record<string, string>> {
+  const rows = await db
     .prepare('SELECT sc.name AS cloud, st.details FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id')
     .all() as { cloud: string; details: string }[];
   return Object.fromEntries(rows.map((r) => [r.cloud, r.details]));
 }
 
-export function historyRows(db: Db, cloud?: string): { cloud: string; state: string; attempt: number; outcome: string; details: string }[] {
+export async function historyRows(db: Db, cloud?: string): Promise<{ cloud: string; state: string; attempt: number; outcome: string; details: string }[]> {
   const base = `SELECT sc.name AS cloud, h.state, h.attempt, h.outcome, h.details FROM step_history h
     JOIN strategy_step st ON st.id = h.step_id JOIN subcloud sc ON sc.id = st.subcloud_id`;
-  return (cloud ? db.prepare(`${base} WHERE sc.name = ? ORDER BY h.id`).all(cloud) : db.prepare(`${base} ORDER BY h.id`).all()) as {
+  return (cloud ? await db.prepare(`${base} WHERE sc.name = ? ORDER BY h.id`).all(cloud) : await db.prepare(`${base} ORDER BY h.id`).all()) as {
     cloud: string;
     state: string;
     attempt: number;

@@ -160,10 +160,10 @@ export async function applyUntilDone(db: string, env: Record<string, string>, ma
  * What is wrong with the exec scenario's end, judged by its run log and its steps. With `aborted`,
  * a step may also end `aborted` (the abort found it not started): it must then never have run.
  */
-export function execProblems(runs: string, db: string, aborted = false): string[] {
+export async function execProblems(runs: string, db: string, aborted = false): Promise<string[]> {
   const ended = readRunsAt(runs).map((r) => ({ ...r, code: r.args }));
   const starts = readStartsAt(`${runs}.starts`);
-  const finished = finishedRuns(db);
+  const finished = await finishedRuns(db);
   const problems = judgeRuns(ended, starts, WINDOW, finished).map((p) => `run log: ${p}`);
   // Every (subcloud, state) the scenario walks exited 0 exactly once; nothing else exited 0.
   const ok = new Map<string, number>();
@@ -192,8 +192,8 @@ export function execProblems(runs: string, db: string, aborted = false): string[
  * wrote no `.status` (a status would mean the command had exited by itself, and a timeout then
  * is dcm's fault). Such an attempt runs again, as its retries say.
  */
-function finishedRuns(db: string): (r: Run) => boolean {
-  const logs = strategyLayout(db);
+async function finishedRuns(db: string): Promise<(r: Run) => boolean> {
+  const logs = await strategyLayout(db);
   const timedOut = new Set(history(db).filter((h) => h.outcome === 'timeout').map((h) => `${h.cloud}/${h.state}/${h.attempt}`));
   return (r) => !timedOut.has(`${r.cloud}/${r.state}/${r.attempt}`) || fs.existsSync(`${runBase(logs, r.cloud, r.attempt, r.state)}.status`);
 }

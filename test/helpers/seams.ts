@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT, sleep, waitFor } from './cli.js';
 import { openTestDb } from './db.js';
+import type { Db } from '../../src/platform/db.js';
 import { execFixture, readRuns, type ExecFixture, type Run } from './exec.js';
 
 /**
@@ -184,24 +185,24 @@ function peakOf(spans: { start: number; end: number }[]): number {
 export const nowNs = (): number => Date.now() * 1e6;
 
 /** History rows still `running`, with the process recorded for them. */
-export function runningRows(db: string): { cloud: string; state: string; attempt: number; pid: number | null; pgid: number | null }[] {
-  const d = openTestDb(db, { readonly: true, timeout: 10_000 });
+export async function runningRows(db: string): Promise<{ cloud: string; state: string; attempt: number; pid: number | null; pgid: number | null }[]> {
+  const d = await openTestDb(db, { readonly: true, timeout: 10_000 });
   try {
-    return d
+    return (await d
       .prepare(
         `SELECT sc.name AS cloud, h.state, h.attempt, h.pid, h.pgid FROM step_history h JOIN strategy_step st ON st.id = h.step_id
          JOIN subcloud sc ON sc.id = st.subcloud_id WHERE h.outcome = 'running'`,
-      )
-      .all() as { cloud: string; state: string; attempt: number; pid: number | null; pgid: number | null }[];
+          )
+      .all()) as { cloud: string; state: string; attempt: number; pid: number | null; pgid: number | null }[];
   } finally {
     d.close();
   }
 }
 
-export function sql<T>(db: string, fn: (d: Database.Database) => T): T {
-  const d = openTestDb(db, { timeout: 10_000 });
+export async function sql<T>(db: string, fn: (d: Db) => T | Promise<T>): Promise<T> {
+  const d = await openTestDb(db, { timeout: 10_000 });
   try {
-    return fn(d);
+    return await fn(d);
   } finally {
     d.close();
   }

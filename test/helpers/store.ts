@@ -9,14 +9,14 @@ import { tempDir } from './cli.js';
  * A store-level fixture: a real dcm database (a file, or a server's in the PostgreSQL pass) with
  * the subclouds `names`, a patch strategy of one stage (window 2) and one step each, in that order.
  */
-export function strategyOf(names: readonly string[]): { db: Db; cleanup: () => void } {
+export async function strategyOf(names: readonly string[]): Promise<{ db: Db; cleanup: () => void }> {
   const t = tempDir();
-  const db = openDb(t.db, { create: true })!;
-  insertSubclouds(db, names.map((name) => ({ name, fields: {} })));
-  insertStrategy(db, { type: 'patch', subcloudApplyType: null, maxParallelSubclouds: null, stopOnFailure: false, extra: {} }, [
+  const db = (await openDb(t.db, { create: true }))!;
+  await insertSubclouds(db, names.map((name) => ({ name, fields: {} })));
+  await insertStrategy(db, { type: 'patch', subcloudApplyType: null, maxParallelSubclouds: null, stopOnFailure: false, extra: {} }, [
     { stage: 1, window: 2, groupName: 'Default' },
   ]);
-  insertSteps(db, names.map((name, i) => ({ subcloudId: i + 1, name, stage: 1 })));
+  await insertSteps(db, names.map((name, i) => ({ subcloudId: i + 1, name, stage: 1 })));
   return {
     db,
     cleanup: () => {
@@ -27,4 +27,4 @@ export function strategyOf(names: readonly string[]): { db: Db; cleanup: () => v
 }
 
 /** Subclouds a and b, a patch strategy and one step each. */
-export const twoStepStrategy = (): { db: Db; cleanup: () => void } => strategyOf(['a', 'b']);
+export const twoStepStrategy = (): Promise<{ db: Db; cleanup: () => void }> => strategyOf(['a', 'b']);

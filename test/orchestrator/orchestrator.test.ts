@@ -37,8 +37,8 @@ afterEach(() => {
 });
 
 /** Each (cloud, state) ran exactly once, in order, and ended ok. */
-function expectEachStateOnce(fx: Fixture, clouds: string[]): void {
-  const rows = historyRows(fx.db);
+async function expectEachStateOnce(fx: Fixture, clouds: string[]): Promise<void> {
+  const rows = await historyRows(fx.db);
   for (const c of clouds) {
     const mine = rows.filter((r) => r.cloud === c);
     expect(mine.map((r) => `${r.state}#${r.attempt}:${r.outcome}`)).toEqual(fx.states.map((s) => `${s}#1:ok`));
@@ -80,13 +80,13 @@ describe('Orchestrator: windows and stages', () => {
     await runToEnd(driver, 's4');
     // s1 is still in its first operation: the window slid past it twice.
     expect(driver.waiting('s1')).toBe(s1first);
-    expect(stepStates(f.db)).toMatchObject({ s1: f.states[0], s2: 'complete', s3: 'complete', s4: 'complete' });
+    expect(await stepStates(f.db)).toMatchObject({ s1: f.states[0], s2: 'complete', s3: 'complete', s4: 'complete' });
 
     await runToEnd(driver, 's1');
     expect(await done).toBe(0);
-    expect(strategyState(f.db)).toBe('complete');
+    expect(await strategyState(f.db)).toBe('complete');
     expect(driver.peak).toBe(2);
-    expectEachStateOnce(f, names(4));
+    await expectEachStateOnce(f, names(4));
     expect(progress.summaries[0]).toMatchObject({ state: 'complete', peakInFlight: 2, maxWindow: 2 });
   });
 
@@ -109,7 +109,7 @@ describe('Orchestrator: windows and stages', () => {
     expect(firstStart2).toBeGreaterThan(lastEnd1);
     expect(firstStart2).toBeGreaterThan(lastStepEnd1);
     expect(progress.summaries[0]).toMatchObject({ peakInFlight: 3, maxWindow: 3 });
-    expectEachStateOnce(f, [...names(5, 'a'), ...names(7, 'b')]);
+    await expectEachStateOnce(f, [...names(5, 'a'), ...names(7, 'b')]);
   });
 
   test('500 subclouds, window 100, answers in 0..3ms: bounded, the window is used, every state once', async () => {
@@ -120,8 +120,8 @@ describe('Orchestrator: windows and stages', () => {
     expect(driver.peak).toBe(100);
     expect(progress.summaries[0]).toMatchObject({ state: 'complete', peakInFlight: 100, maxWindow: 100 });
     expect(driver.calls).toHaveLength(500 * f.states.length);
-    expectEachStateOnce(f, names(500));
-    const sync = f.db.prepare("SELECT count(*) FROM subcloud WHERE kubernetes_sync = 'in-sync'").pluck().get();
+    await expectEachStateOnce(f, names(500));
+    const sync = await f.db.prepare("SELECT count(*) FROM subcloud WHERE kubernetes_sync = 'in-sync'").pluck().get();
     expect(sync).toBe(500);
   });
 
@@ -131,8 +131,8 @@ describe('Orchestrator: windows and stages', () => {
       new FakeDriver((req) => ({ result: req.cloud === 's1' ? { kind: 'next', next: 'complete', details: 'nothing to do' } : { kind: 'next' } })),
     );
     expect(await f.make(driver).run()).toBe(0);
-    expect(stepStates(f.db)).toEqual({ s1: 'complete', s2: 'complete' });
-    expect(historyRows(f.db, 's1')).toEqual([
+    expect(await stepStates(f.db)).toEqual({ s1: 'complete', s2: 'complete' });
+    expect(await historyRows(f.db, 's1')).toEqual([
       { cloud: 's1', state: f.states[0], attempt: 1, outcome: 'ok', details: 'nothing to do' },
     ]);
   });
@@ -151,7 +151,7 @@ describe('Orchestrator: failures', () => {
       new FakeDriver((req) => ({ result: req.state === states[1] ? { kind: 'next', next: bad } : { kind: 'next' } })),
     );
     expect(await f.make(driver).run()).toBe(1);
-    expect(stepDetails(f.db).s1).toBe(`${states[1]}: the driver reported an invalid next state '${bad}'`);
+    expect((await stepDetails(f.db)).s1).toBe(`${states[1]}: the driver reported an invalid next state '${bad}'`);
     expect(driver.calls.map((c) => c.req.state)).toEqual(states.slice(0, 2));
   });
 
@@ -166,14 +166,14 @@ describe('Orchestrator: failures', () => {
     );
     const progress = new RecordingProgress();
     expect(await f.make(driver, progress).run()).toBe(1);
-    expect(stepStates(f.db)).toEqual({ s1: 'complete', s2: 'failed', s3: 'complete', s4: 'complete', s5: 'complete' });
-    expect(stepDetails(f.db).s2).toBe(`${states[1]}: boom`);
-    expect(strategyState(f.db)).toBe('failed');
-    expect(historyRows(f.db, 's2').map((r) => [r.state, r.outcome, r.details])).toEqual([
+    expect(await stepStates(f.db)).toEqual({ s1: 'complete', s2: 'failed', s3: 'complete', s4: 'complete', s5: 'complete' });
+    expect((await stepDetails(f.db)).s2).toBe(`${states[1]}: boom`);
+    expect(await strategyState(f.db)).toBe('failed');
+    expect((await historyRows(f.db, 's2')).map((r) => [r.state, r.outcome, r.details])).toEqual([
       [states[0], 'ok', ''],
       [states[1], 'failed', 'boom'],
     ]);
-    expect(f.db.prepare("SELECT kubernetes_sync FROM subcloud WHERE name = 's2'").pluck().get()).toBe('out-of-sync');
+    expect(await f.db.prepare("SELECT kubernetes_sync FROM subcloud WHERE name = 's2'").pluck().get()).toBe('out-of-sync');
     expect(progress.summaries[0]).toMatchObject({ state: 'failed', counts: { complete: 4, failed: 1 } });
   });
 
@@ -184,7 +184,7 @@ describe('Orchestrator: failures', () => {
     await settle();
     driver.waiting('s1')!.reject(new Error('connection refused'));
     expect(await done).toBe(1);
-    expect(stepDetails(f.db).s1).toBe(`${f.states[0]}: connection refused`);
+    expect((await stepDetails(f.db)).s1).toBe(`${f.states[0]}: connection refused`);
   });
 
   test('a driver that throws synchronously fails that step only; the others go on', async () => {
@@ -197,8 +197,8 @@ describe('Orchestrator: failures', () => {
     }
     const driver = track(new Throwing());
     expect(await f.make(driver).run()).toBe(1);
-    expect(stepDetails(f.db).s1).toBe(`${f.states[0]}: bad request`);
-    expect(stepStates(f.db)).toEqual({ s1: 'failed', s2: 'complete' });
+    expect((await stepDetails(f.db)).s1).toBe(`${f.states[0]}: bad request`);
+    expect(await stepStates(f.db)).toEqual({ s1: 'failed', s2: 'complete' });
   });
 
   test('the fence: once the lock is lost, the next commit writes nothing and the run ends with that error', async () => {
@@ -206,16 +206,16 @@ describe('Orchestrator: failures', () => {
     const driver = track(new FakeDriver(() => 'hold'));
     let lost = false;
     const done = f.make(driver, new RecordingProgress(), {
-      fence: () => {
+      fence: async () => {
         if (lost) throw new Error('lost the apply lock to pid 1 on host elsewhere');
       },
     }).run();
     await settle();
-    const before = JSON.stringify([f.db.prepare('SELECT * FROM strategy_step').all(), f.db.prepare('SELECT * FROM step_history').all()]);
+    const before = JSON.stringify([await f.db.prepare('SELECT * FROM strategy_step').all(), await f.db.prepare('SELECT * FROM step_history').all()]);
     lost = true;
     driver.waiting('s1')!.answer({ kind: 'next' });
     await expect(done).rejects.toThrow('lost the apply lock to pid 1 on host elsewhere');
-    expect(JSON.stringify([f.db.prepare('SELECT * FROM strategy_step').all(), f.db.prepare('SELECT * FROM step_history').all()])).toBe(before);
+    expect(JSON.stringify([await f.db.prepare('SELECT * FROM strategy_step').all(), await f.db.prepare('SELECT * FROM step_history').all()])).toBe(before);
   });
 
   test('stop on failure: no new subcloud after the first failure, in-flight ones run to their end, the rest stay initial', async () => {
@@ -230,15 +230,15 @@ describe('Orchestrator: failures', () => {
     const progress = new RecordingProgress();
     const done = f.make(driver, progress).run();
     await settle(10);
-    expect(stepStates(f.db)).toMatchObject({ s1: states[0], s2: 'failed', s3: 'initial' });
+    expect(await stepStates(f.db)).toMatchObject({ s1: states[0], s2: 'failed', s3: 'initial' });
     expect(driver.clouds()).toEqual(['s1', 's2']);
     // s1 was in flight: it runs to its end.
     await runToEnd(driver, 's1');
     expect(await done).toBe(1);
     expect(driver.clouds()).toEqual(['s1', 's2']);
-    expect(stepStates(f.db)).toEqual({ s1: 'complete', s2: 'failed', s3: 'initial', s4: 'initial', s5: 'initial' });
-    expect(stepDetails(f.db).s2).toBe(`${states[0]}: no space left`);
-    expect(strategyState(f.db)).toBe('failed');
+    expect(await stepStates(f.db)).toEqual({ s1: 'complete', s2: 'failed', s3: 'initial', s4: 'initial', s5: 'initial' });
+    expect((await stepDetails(f.db)).s2).toBe(`${states[0]}: no space left`);
+    expect(await strategyState(f.db)).toBe('failed');
     expect(progress.notes.join('\n')).toMatch(/s2 failed: stop on failure/);
   });
 
@@ -248,7 +248,7 @@ describe('Orchestrator: failures', () => {
     const driver = track(new FakeDriver(() => ({ result: { kind: 'failed', reason: 'bad' } })));
     expect(await f.make(driver).run()).toBe(1);
     expect(driver.clouds()).toEqual(['s1']);
-    expect(stepStates(f.db)).toEqual({ s1: 'failed', s2: 'initial', s3: 'initial' });
+    expect(await stepStates(f.db)).toEqual({ s1: 'failed', s2: 'initial', s3: 'initial' });
   });
 
   test('per-state timeout: the step fails "<state>: timed out after 30ms", history says timeout, a late answer changes nothing', async () => {
@@ -257,16 +257,16 @@ describe('Orchestrator: failures', () => {
     const driver = track(new FakeDriver((req) => (req.cloud === 's1' ? 'hold' : { result: { kind: 'next' } })));
     const orch = f.make(driver);
     expect(await orch.run()).toBe(1);
-    expect(stepStates(f.db)).toEqual({ s1: 'failed', s2: 'complete' });
-    expect(stepDetails(f.db).s1).toBe(`${states[0]}: timed out after 30ms`);
-    expect(historyRows(f.db, 's1')).toEqual([
+    expect(await stepStates(f.db)).toEqual({ s1: 'failed', s2: 'complete' });
+    expect((await stepDetails(f.db)).s1).toBe(`${states[0]}: timed out after 30ms`);
+    expect(await historyRows(f.db, 's1')).toEqual([
       { cloud: 's1', state: states[0], attempt: 1, outcome: 'timeout', details: 'timed out after 30ms' },
     ]);
     const late = driver.waiting('s1')!;
     expect(late.req.signal.aborted).toBe(true);
     late.answer({ kind: 'next' });
     await settle();
-    expect(stepStates(f.db)).toEqual({ s1: 'failed', s2: 'complete' });
+    expect(await stepStates(f.db)).toEqual({ s1: 'failed', s2: 'complete' });
     expect(driver.calls.filter((c) => c.req.cloud === 's1')).toHaveLength(1);
   });
 });
@@ -301,7 +301,7 @@ describe('Orchestrator: timeouts', () => {
     } finally {
       globalThis.setTimeout = real;
     }
-    expect(stepStates(f.db)).toEqual({ s1: 'complete' });
+    expect(await stepStates(f.db)).toEqual({ s1: 'complete' });
     // Longer than 2^31-1 ms, Node fires at once (TimeoutOverflowWarning).
     expect(delays.filter((d) => d > 2_147_483_647)).toEqual([]);
   });
@@ -341,7 +341,7 @@ describe('Orchestrator: a stale writer', () => {
     }
     // A timer left armed (an operation's deadline: an hour by default) would keep the process alive.
     expect(live.size).toBe(0);
-    expect(stepStates(f.db)).toMatchObject({ s2: 'aborted' });
+    expect(await stepStates(f.db)).toMatchObject({ s2: 'aborted' });
   });
 });
 
@@ -362,15 +362,15 @@ describe('Orchestrator: abort, interrupt, resume', () => {
       if (Date.now() - t0 > 1000) throw new Error('abort not noticed within 1 s');
       await new Promise((r) => setTimeout(r, 5));
     }
-    expect(strategyState(f.db)).toBe('aborting');
-    expect(stepStates(f.db)).toMatchObject({ s3: 'aborted', s4: 'aborted', s5: 'aborted', s6: 'aborted' });
+    expect(await strategyState(f.db)).toBe('aborting');
+    expect(await stepStates(f.db)).toMatchObject({ s3: 'aborted', s4: 'aborted', s5: 'aborted', s6: 'aborted' });
 
     await runToEnd(driver, 's2');
     await runToEnd(driver, 's1');
     expect(await done).toBe(3);
     expect(driver.clouds()).toEqual(['s1', 's2']);
-    expect(stepStates(f.db)).toEqual({ s1: 'complete', s2: 'complete', s3: 'aborted', s4: 'aborted', s5: 'aborted', s6: 'aborted' });
-    expect(strategyState(f.db)).toBe('aborted');
+    expect(await stepStates(f.db)).toEqual({ s1: 'complete', s2: 'complete', s3: 'aborted', s4: 'aborted', s5: 'aborted', s6: 'aborted' });
+    expect(await strategyState(f.db)).toBe('aborted');
   });
 
   // The poll never runs in these two (an hour apart): the commit that would open s3 finds the stop
@@ -391,12 +391,12 @@ describe('Orchestrator: abort, interrupt, resume', () => {
     expect(driver.clouds()).toEqual(['s1', 's2']);
     expect(progress.notes.filter((n) => n.startsWith('paused: no new subcloud starts'))).toHaveLength(1);
     // s2's end was committed all the same (the batch went again without s3's start).
-    expect(stepStates(f.db)).toMatchObject({ s2: 'complete', s3: 'initial', s4: 'initial' });
+    expect(await stepStates(f.db)).toMatchObject({ s2: 'complete', s3: 'initial', s4: 'initial' });
     orch.interrupt('SIGINT');
     await runToEnd(driver, 's1');
     expect(await done).toBe(130);
     expect(driver.clouds()).toEqual(['s1', 's2']);
-    expect(strategyState(f.db)).toBe('paused');
+    expect(await strategyState(f.db)).toBe('paused');
   });
 
   test('an abort in the file stops the next new subcloud at its commit, before any poll has seen it', async () => {
@@ -411,11 +411,11 @@ describe('Orchestrator: abort, interrupt, resume', () => {
     await runToEnd(driver, 's2');
     await settle();
     expect(progress.notes.filter((n) => n.startsWith('abort requested'))).toHaveLength(1);
-    expect(stepStates(f.db)).toMatchObject({ s2: 'complete', s3: 'aborted', s4: 'aborted' });
+    expect(await stepStates(f.db)).toMatchObject({ s2: 'complete', s3: 'aborted', s4: 'aborted' });
     await runToEnd(driver, 's1');
     expect(await done).toBe(3);
     expect(driver.clouds()).toEqual(['s1', 's2']);
-    expect(strategyState(f.db)).toBe('aborted');
+    expect(await strategyState(f.db)).toBe('aborted');
   });
 
   test('first interrupt drains: in-flight operations end and are committed, nothing new starts, exit 130; a new run resumes', async () => {
@@ -430,14 +430,14 @@ describe('Orchestrator: abort, interrupt, resume', () => {
     driver.waiting('s2')!.answer({ kind: 'next' });
     expect(await done).toBe(130);
     expect(driver.calls).toHaveLength(2);
-    expect(strategyState(f.db)).toBe('applying');
-    expect(stepStates(f.db)).toEqual({ s1: states[1], s2: states[1], s3: 'initial', s4: 'initial' });
-    expect(historyRows(f.db).filter((r) => r.outcome === 'running')).toEqual([]);
+    expect(await strategyState(f.db)).toBe('applying');
+    expect(await stepStates(f.db)).toEqual({ s1: states[1], s2: states[1], s3: 'initial', s4: 'initial' });
+    expect((await historyRows(f.db)).filter((r) => r.outcome === 'running')).toEqual([]);
 
     const again = track(new FakeDriver());
     expect(await f.make(again).run()).toBe(0);
     expect(again.calls.filter((c) => c.req.cloud === 's1').map((c) => c.req.state)).toEqual(states.slice(1));
-    expectEachStateOnce(f, names(4));
+    await expectEachStateOnce(f, names(4));
   });
 
   test('SIGTERM exits 143', async () => {
@@ -450,7 +450,7 @@ describe('Orchestrator: abort, interrupt, resume', () => {
     driver.waiting('s1')!.answer({ kind: 'next' });
     driver.waiting('s2')!.answer({ kind: 'next' });
     expect(await done).toBe(143);
-    expect(strategyState(f.db)).toBe('applying');
+    expect(await strategyState(f.db)).toBe('applying');
   });
 
   test('a run adopted from a stopped orchestrator is aborted by a second interrupt, through the request the driver kept', async () => {
@@ -459,9 +459,9 @@ describe('Orchestrator: abort, interrupt, resume', () => {
     const gone = first.run().catch(() => 'stopped');
     await settle();
     // As if killed: it writes nothing more, and leaves both runs `running`.
-    first.stopWith(new Error('killed'));
+    await first.stopWith(new Error('killed'));
     expect(await gone).toBe('stopped');
-    expect(historyRows(f.db).map((r) => [r.cloud, r.outcome])).toEqual([
+    expect((await historyRows(f.db)).map((r) => [r.cloud, r.outcome])).toEqual([
       ['s1', 'running'],
       ['s2', 'running'],
     ]);
@@ -501,7 +501,7 @@ describe('Orchestrator: abort, interrupt, resume', () => {
     orch.interrupt('SIGINT');
     orch.interrupt('SIGINT');
     expect(await done).toBe(130);
-    const before = historyRows(f.db);
+    const before = await historyRows(f.db);
     expect(before.map((r) => [r.cloud, r.outcome])).toEqual([
       ['s1', 'interrupted'],
       ['s2', 'interrupted'],
@@ -510,8 +510,8 @@ describe('Orchestrator: abort, interrupt, resume', () => {
     // The stopped orchestrator must not act on an answer that comes after it returned.
     driver.waiting('s1')!.answer({ kind: 'next' });
     await settle();
-    expect(historyRows(f.db)).toEqual(before);
-    expect(stepStates(f.db)).toMatchObject({ s1: states[0], s2: states[0] });
+    expect(await historyRows(f.db)).toEqual(before);
+    expect(await stepStates(f.db)).toMatchObject({ s1: states[0], s2: states[0] });
     // The subclouds' side of s2's operation is still running: the new driver is another process.
     const again = track(new FakeDriver());
     const progress = new RecordingProgress();
@@ -520,12 +520,12 @@ describe('Orchestrator: abort, interrupt, resume', () => {
       [states[0], 2],
       ...states.slice(1).map((s) => [s, 1]),
     ]);
-    expect(historyRows(f.db, 's1').map((r) => `${r.state}#${r.attempt}:${r.outcome}`)).toEqual([
+    expect((await historyRows(f.db, 's1')).map((r) => `${r.state}#${r.attempt}:${r.outcome}`)).toEqual([
       `${states[0]}#1:interrupted`,
       `${states[0]}#2:ok`,
       ...states.slice(1).map((s) => `${s}#1:ok`),
     ]);
-    expect(stepStates(f.db)).toEqual({ s1: 'complete', s2: 'complete', s3: 'complete' });
+    expect(await stepStates(f.db)).toEqual({ s1: 'complete', s2: 'complete', s3: 'complete' });
   });
 
   test('a second interrupt still commits the answers already received, and starts nothing', async () => {
@@ -540,8 +540,8 @@ describe('Orchestrator: abort, interrupt, resume', () => {
     await Promise.resolve();
     orch.interrupt('SIGINT'); // before the answer's flush ran
     expect(await done).toBe(130);
-    expect(stepStates(f.db)).toEqual({ s1: states[1], s2: states[0], s3: 'initial' });
-    expect(historyRows(f.db).map((r) => [r.cloud, r.outcome])).toEqual([
+    expect(await stepStates(f.db)).toEqual({ s1: states[1], s2: states[0], s3: 'initial' });
+    expect((await historyRows(f.db)).map((r) => [r.cloud, r.outcome])).toEqual([
       ['s1', 'ok'],
       ['s2', 'interrupted'],
     ]);
@@ -552,7 +552,7 @@ describe('Orchestrator: abort, interrupt, resume', () => {
     f = await fixture({ clouds: names(3), window: 2 });
     const states = f.states;
     // What a process killed in s1's second state leaves behind.
-    f.db.exec(`
+    await f.db.exec(`
       UPDATE strategy_step SET state = '${states[1]}', started_at = '2025-01-01 00:00:00.000001', attempt = 1
         WHERE subcloud_id = (SELECT id FROM subcloud WHERE name = 's1');
       INSERT INTO step_history (step_id, state, attempt, started_at, finished_at, outcome)
@@ -567,12 +567,12 @@ describe('Orchestrator: abort, interrupt, resume', () => {
     // The step caught mid-state goes first, from the state it was in.
     expect(driver.calls[0].req).toMatchObject({ cloud: 's1', state: states[1], attempt: 2 });
     expect(driver.calls.filter((c) => c.req.cloud === 's1').map((c) => c.req.state)).toEqual(states.slice(1));
-    expect(historyRows(f.db, 's1').map((r) => `${r.state}#${r.attempt}:${r.outcome}`)).toEqual([
+    expect((await historyRows(f.db, 's1')).map((r) => `${r.state}#${r.attempt}:${r.outcome}`)).toEqual([
       `${states[0]}#1:ok`,
       `${states[1]}#1:interrupted`,
       `${states[1]}#2:ok`,
       ...states.slice(2).map((s) => `${s}#1:ok`),
     ]);
-    expect(stepStates(f.db)).toEqual({ s1: 'complete', s2: 'complete', s3: 'complete' });
+    expect(await stepStates(f.db)).toEqual({ s1: 'complete', s2: 'complete', s3: 'complete' });
   });
 });

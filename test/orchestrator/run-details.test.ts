@@ -78,7 +78,7 @@ describe('Orchestrator: progress lines as details', () => {
     const first = driver.waiting('s1')!;
     first.req.onProgress!('phase is 10% complete');
     first.req.onProgress!('phase is 20% complete');
-    await waitFor(() => stepDetails(f!.db).s1 === 'phase is 20% complete', 10_000, 5);
+    await waitFor(async () => (await stepDetails(f!.db)).s1 === 'phase is 20% complete', 10_000, 5);
     expect(seen).toEqual(['s1: phase is 20% complete']);
     // The run's last line and its result in the same turn: the result wins, the line is dropped.
     first.req.onProgress!('phase is 100% complete');
@@ -86,15 +86,15 @@ describe('Orchestrator: progress lines as details', () => {
     await waitFor(() => driver.waiting('s1') !== undefined && driver.waiting('s1') !== first, 10_000, 5);
     const second = driver.waiting('s1')!;
     expect(second.req.state).toBe(f.states[1]);
-    expect(stepDetails(f.db).s1).toBe('');
+    expect((await stepDetails(f.db)).s1).toBe('');
     // The ended run speaks again (a driver that reports late) as s2's run reports: s2's line is
     // committed by the commit that would carry s1's, had it been taken.
     first.req.onProgress!('late line of an ended run');
     driver.waiting('s2')!.req.onProgress!('s2 at 50%');
-    await waitFor(() => stepDetails(f!.db).s2 === 's2 at 50%', 10_000, 5);
-    expect(stepDetails(f.db).s1).toBe('');
+    await waitFor(async () => (await stepDetails(f!.db)).s2 === 's2 at 50%', 10_000, 5);
+    expect((await stepDetails(f.db)).s1).toBe('');
     second.req.onProgress!('second state started');
-    await waitFor(() => stepDetails(f!.db).s1 === 'second state started', 10_000, 5);
+    await waitFor(async () => (await stepDetails(f!.db)).s1 === 'second state started', 10_000, 5);
     expect(seen).toEqual(['s1: phase is 20% complete', 's2: s2 at 50%', 's1: second state started']);
     for (;;) {
       await settle();
@@ -103,8 +103,8 @@ describe('Orchestrator: progress lines as details', () => {
       c.answer({ kind: 'next' });
     }
     expect(await done).toBe(0);
-    expect(stepStates(f.db)).toEqual({ s1: 'complete', s2: 'complete' });
-    expect(stepDetails(f.db)).toEqual({ s1: '', s2: '' });
+    expect(await stepStates(f.db)).toEqual({ s1: 'complete', s2: 'complete' });
+    expect(await stepDetails(f.db)).toEqual({ s1: '', s2: '' });
     expect(cost.details).toBe(3);
   });
 
@@ -116,10 +116,10 @@ describe('Orchestrator: progress lines as details', () => {
     await settle();
     const run = driver.waiting('s1')!;
     run.req.onProgress!('halfway');
-    await waitFor(() => stepDetails(f!.db).s1 === 'halfway', 10_000, 5);
+    await waitFor(async () => (await stepDetails(f!.db)).s1 === 'halfway', 10_000, 5);
     run.answer({ kind: 'failed', reason: 'exit 1: broken' });
     expect(await done).toBe(1);
-    expect(stepDetails(f.db).s1).toBe(`${f.states[0]}: exit 1: broken`);
+    expect((await stepDetails(f.db)).s1).toBe(`${f.states[0]}: exit 1: broken`);
     expect(cost.details).toBe(1);
   });
 });

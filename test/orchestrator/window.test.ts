@@ -23,7 +23,7 @@ function host(steps: CursorStep[]) {
     peak: () => peak,
     fetched: () => fetched,
     host: {
-      fetch(limit: number) {
+      async fetch(limit: number) {
         const out = steps.slice(next, next + limit);
         next += out.length;
         fetched = Math.max(fetched, out.length);
@@ -141,7 +141,7 @@ describe('StageWindow', () => {
     try {
       const failures: Error[] = [];
       const broken = {
-        fetch: () => {
+        fetch: async () => {
           throw new Error('disk I/O error');
         },
         gate: () => ({ newSubclouds: true, operations: true, stopping: false }),
@@ -155,7 +155,7 @@ describe('StageWindow', () => {
       const rejected: Error[] = [];
       let served = false;
       const w = new StageWindow(2, {
-        fetch: () => (served ? [] : ((served = true), [step(1)])),
+        fetch: async () => (served ? [] : ((served = true), [step(1)])),
         gate: () => ({ newSubclouds: true, operations: true, stopping: false }),
         run: () => Promise.reject(new Error('database disk image is malformed')),
         failed: (e: Error) => rejected.push(e),
@@ -260,7 +260,7 @@ describe('StageWindow: subclouds waiting for their maintenance window', () => {
     let read = 0;
     const h = host(steps);
     const fetch = h.host.fetch;
-    const win = new StageWindow(2, { ...h.host, fetch: (n: number) => { const out = fetch(n); read += out.length; return out; }, hold: () => 3_600_000 });
+    const win = new StageWindow(2, { ...h.host, fetch: async (n: number) => { const out = await fetch(n); read += out.length; return out; }, hold: () => 3_600_000 });
     const run = win.run();
     // Until every step read is set aside and none is with the limiter: the window has nothing left to do.
     const inside = win as unknown as { asideSteps: Map<number, unknown>; outstanding: number };

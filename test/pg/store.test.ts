@@ -87,17 +87,17 @@ describe('a dcm database on PostgreSQL', () => {
 describe('busy_timeout = 0', () => {
   // SQLite's 0 fails a writer at once; PostgreSQL's lock_timeout = 0 would wait without end, and
   // a synchronous store waiting for a lock that a session of the same thread holds never wakes.
-  test('a writer behind another session\'s lock fails busy at once, as on a file, rather than waiting for ever', () => {
+  test('a writer behind another session\'s lock fails busy at once, as on a file, rather than waiting for ever', async () => {
     const other = new SyncPg(t.db);
-    const db = openPgDb(t.db, { create: false })!;
+    const db = (await openPgDb(t.db, { create: false }))!;
     try {
       other.query('SET idle_in_transaction_session_timeout = 0');
       other.many([{ text: 'BEGIN' }, { text: 'SELECT pg_advisory_xact_lock($1)', values: [0x44434d31] }]);
-      db.pragma('busy_timeout = 0');
-      expect(db.prepare(`SELECT current_setting('lock_timeout')`).pluck().get()).toBe('1ms');
+      await db.pragma('busy_timeout = 0');
+      expect(await db.prepare(`SELECT current_setting('lock_timeout')`).pluck().get()).toBe('1ms');
       let err: unknown = null;
       try {
-        db.transaction(() => db.prepare(`UPDATE subcloud SET description = ? WHERE name = ?`).run('never', 'pg1')).immediate();
+        await db.transaction((tx) => tx.prepare(`UPDATE subcloud SET description = ? WHERE name = ?`).run('never', 'pg1')).immediate();
       } catch (e) {
         err = e;
       }
@@ -112,19 +112,19 @@ describe('busy_timeout = 0', () => {
 });
 
 describe('a lost connection', () => {
-  test('the transaction it cut fails as busy, with nothing committed and nothing run outside it; the next one runs on a new connection, its lock_timeout set again', () => {
-    const db = openPgDb(t.db, { create: false })!;
+  test('the transaction it cut fails as busy, with nothing committed and nothing run outside it; the next one runs on a new connection, its lock_timeout set again', async () => {
+    const db = (await openPgDb(t.db, { create: false }))!;
     try {
-      db.pragma('busy_timeout = 1234');
-      const pid = db.prepare('SELECT pg_backend_pid()').pluck().get() as number;
+      await db.pragma('busy_timeout = 1234');
+      const pid = await db.prepare('SELECT pg_backend_pid()').pluck().get() as number;
       let err: unknown = null;
       try {
-        db.transaction(() => {
-          db.prepare(`UPDATE subcloud SET description = ? WHERE name = ?`).run('cut', 'pg1');
+        await db.transaction(async (tx) => {
+          await tx.prepare(`UPDATE subcloud SET description = ? WHERE name = ?`).run('cut', 'pg1');
           // The server ends this session mid-transaction (as it does one idle in a transaction).
           conn.query('SELECT pg_terminate_backend($1)', [pid]);
-          db.prepare(`UPDATE subcloud SET location = ? WHERE name = ?`).run('cut', 'pg1');
-          db.prepare('SELECT 1').get();
+          await tx.prepare(`UPDATE subcloud SET location = ? WHERE name = ?`).run('cut', 'pg1');
+          await tx.prepare('SELECT 1').get();
         }).immediate();
       } catch (e) {
         err = e;
@@ -132,10 +132,10 @@ describe('a lost connection', () => {
       expect((err as { code?: string }).code).toBe('SQLITE_BUSY');
       expect(conn.query(`SELECT count(*) AS n FROM subcloud WHERE description = 'cut' OR location = 'cut'`).rows).toEqual([{ n: 0 }]);
       // The next transaction: a new session, with the setting the store gave the first.
-      const again = db.transaction(() => [db.prepare('SELECT pg_backend_pid()').pluck().get(), db.prepare(`SELECT current_setting('lock_timeout')`).pluck().get()]).immediate();
+      const again = await db.transaction(async (tx) => [await tx.prepare('SELECT pg_backend_pid()').pluck().get(), await tx.prepare(`SELECT current_setting('lock_timeout')`).pluck().get()]).immediate();
       expect(again[0]).not.toBe(pid);
       expect(again[1]).toBe('1234ms');
-      expect(db.prepare(`SELECT current_setting('idle_in_transaction_session_timeout')`).pluck().get()).toBe('5s');
+      expect(await db.prepare(`SELECT current_setting('idle_in_transaction_session_timeout')`).pluck().get()).toBe('5s');
     } finally {
       db.close();
     }
@@ -172,27 +172,29 @@ describe('an apply whose sessions the server cuts', () => {
 });
 
 describe('data_version on PostgreSQL: moves when another connection\'s write commits, not before', () => {
-  test('a reader sees the same number during the write and a new one after its commit', () => {
-    const a = openPgDb(t.db, { create: true })!;
-    const b = openPgDb(t.db, { create: false })!;
+  test('a reader sees the same number during the write and a new one after its commit', async () => {
+    const a = (await openPgDb(t.db, { create: true }))!;
+    const b = (await openPgDb(t.db, { create: false }))!;
     try {
-      const before = b.pragma('data_version', { simple: true });
-      a.transaction(() => {
-        a.prepare(`UPDATE subcloud SET description = ? WHERE name = ?`).run('moved', 'pg1');
+      const before = await b.pragma('data_version', { simple: true });
+      await a.transaction(async (tx) => {
+        await tx.prepare(`UPDATE subcloud SET description = ? WHERE name = ?`).run('moved', 'pg1');
         // Written, not committed: nothing to read yet, so nothing to wake a reader for.
-        expect(b.pragma('data_version', { simple: true })).toBe(before);
+        expect(await b.pragma('data_version', { simple: true })).toBe(before);
       }).immediate();
-      const after = b.pragma('data_version', { simple: true });
+      const after = await b.pragma('data_version', { simple: true });
       expect(after).not.toBe(before);
-      expect(b.prepare(`SELECT description FROM subcloud WHERE name = ?`).pluck().get('pg1')).toBe('moved');
+      expect(await b.prepare(`SELECT description FROM subcloud WHERE name = ?`).pluck().get('pg1')).toBe('moved');
       // A rolled-back write moves nothing.
-      expect(() =>
-        a.transaction(() => {
-          a.prepare(`UPDATE subcloud SET description = ? WHERE name = ?`).run('undone', 'pg1');
-          throw new Error('changed my mind');
-        }).immediate(),
-      ).toThrow('changed my mind');
-      expect(b.pragma('data_version', { simple: true })).toBe(after);
+      await expect(
+        a
+          .transaction(async (tx) => {
+            await tx.prepare(`UPDATE subcloud SET description = ? WHERE name = ?`).run('undone', 'pg1');
+            throw new Error('changed my mind');
+          })
+          .immediate(),
+      ).rejects.toThrow('changed my mind');
+      expect(await b.pragma('data_version', { simple: true })).toBe(after);
     } finally {
       a.close();
       b.close();

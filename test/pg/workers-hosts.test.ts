@@ -220,6 +220,47 @@ states:
    * left `running` by the abort (nothing here can see them), the next apply takes their results
    * from their ends and ends the abort, and after the retry no state that had ended runs again.
    */
+  /**
+   * A worker that waits for another host's runs (it took that host's worker over) loses its own
+   * lease: it stops looking for their ends and exits 4 while they still go, leaving them to the
+   * worker that took it over. It once looked on for ever, its connection closed, and never exited.
+   */
+  test('a worker waiting for a dead host\'s runs loses its lease: it exits 4 while they still go, and the taker takes their results', async () => {
+    f = execFixture();
+    const fx = f;
+    const N = 3;
+    // First runs far longer than the two takeovers below take (leases of 2 s); the rest short.
+    const yaml = `
+defaults: {env: {STEP_MIN_MS: "300", STEP_MAX_MS: "600"}}
+states:
+  "pre check": {run: [${fx.step}, "{cloud}", "{state}"], env: {STEP_MIN_MS: "14000", STEP_MAX_MS: "15000"}}
+  "*": [${fx.step}, "{cloud}", "{state}"]
+`;
+    setup(fx.db, N, N, yaml, fx);
+    const a = worker(fx.db, { ...fx.env, DCM_HOST: 'host-a' });
+    await waitFor(() => runsWithPid(fx.db) === N, 60_000);
+    const b = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' });
+    await waitFor(() => query<{ n: number }>(fx.db, 'SELECT count(*) AS n FROM apply_worker')[0].n === 2, 60_000);
+    a.child.kill('SIGKILL');
+    const takeovers = () => query(fx.db, `SELECT 1 FROM strategy_event WHERE event = 'worker taken over'`).length;
+    await waitFor(() => takeovers() === 1, 60_000, 50);
+    const c = worker(fx.db, { ...fx.env, DCM_HOST: 'host-c' });
+    await waitFor(() => query<{ n: number }>(fx.db, `SELECT count(*) AS n FROM apply_worker WHERE host = 'host-c'`)[0].n === 1, 60_000);
+    b.child.kill('SIGSTOP');
+    await waitFor(() => takeovers() === 2, 60_000, 50);
+    b.child.kill('SIGCONT');
+    const endB = await b.done;
+    expect(endB.code).toBe(4);
+    // host-a's runs were still going when host-b exited: their ends are host-c's to take.
+    expect(query(fx.db, `SELECT 1 FROM run_end`).length).toBeLessThan(N);
+    expect((await c.done).code).toBe(0);
+    expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: N }]);
+    const runs = fx.readRuns();
+    expect([...runsPerState(runs)].filter(([, n]) => n > 1)).toEqual([]);
+    expect(overlapsPerCloud(runs)).toEqual([]);
+    await waitFor(() => fx.leftovers().length === 0, 60_000, 100);
+  }, 240_000);
+
   test('abort while the only worker is frozen, then retry: the runs it left are taken as they ended, none runs again', async () => {
     f = execFixture();
     const fx = f;

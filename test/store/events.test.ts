@@ -34,7 +34,7 @@ beforeEach(() => {
 afterEach(() => t.cleanup());
 
 describe('strategy_event migration', () => {
-  test('a file of the schema before it gains the table on open, its strategy kept, and records from then on', () => {
+  test('a file of the schema before it gains the table on open, its strategy kept, and records from then on', async () => {
     const from = eventsMigration();
     const raw = new Database(t.db);
     for (let v = 0; v < from; v++) MIGRATIONS[v](raw);
@@ -47,13 +47,13 @@ describe('strategy_event migration', () => {
       .run();
     raw.close();
 
-    const db = openDb(t.db, { create: true })!;
+    const db = (await openDb(t.db, { create: true }))!;
     try {
-      expect(db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
-      expect(getStrategy(db)?.state).toBe('applying');
-      expect(listEvents(db)).toEqual([]);
-      recordEvent(db, WHO, 'paused', 'applying -> paused');
-      expect(listEvents(db)).toEqual([expect.objectContaining({ event: 'paused', user: 'alice', host: 'h1', pid: 42, details: 'applying -> paused' })]);
+      expect(await db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+      expect((await getStrategy(db))?.state).toBe('applying');
+      expect(await listEvents(db)).toEqual([]);
+      await recordEvent(db, WHO, 'paused', 'applying -> paused');
+      expect(await listEvents(db)).toEqual([expect.objectContaining({ event: 'paused', user: 'alice', host: 'h1', pid: 42, details: 'applying -> paused' })]);
     } finally {
       db.close();
     }
@@ -61,16 +61,16 @@ describe('strategy_event migration', () => {
 });
 
 describe('the event record', () => {
-  test('in the order written; nothing without a strategy; gone with the strategy', () => {
-    const db = openDb(t.db, { create: true })!;
+  test('in the order written; nothing without a strategy; gone with the strategy', async () => {
+    const db = (await openDb(t.db, { create: true }))!;
     try {
-      recordEvent(db, WHO, 'paused');
-      expect(db.prepare('SELECT count(*) FROM strategy_event').pluck().get()).toBe(0);
-      insertStrategy(db, { type: 'patch', subcloudApplyType: null, maxParallelSubclouds: null, stopOnFailure: false, extra: {} }, []);
-      for (const e of ['apply started', 'paused', 'resumed', 'apply ended']) recordEvent(db, WHO, e);
-      expect(listEvents(db).map((e) => e.event)).toEqual(['apply started', 'paused', 'resumed', 'apply ended']);
-      deleteStrategy(db);
-      expect(db.prepare('SELECT count(*) FROM strategy_event').pluck().get()).toBe(0);
+      await recordEvent(db, WHO, 'paused');
+      expect(await db.prepare('SELECT count(*) FROM strategy_event').pluck().get()).toBe(0);
+      await insertStrategy(db, { type: 'patch', subcloudApplyType: null, maxParallelSubclouds: null, stopOnFailure: false, extra: {} }, []);
+      for (const e of ['apply started', 'paused', 'resumed', 'apply ended']) await recordEvent(db, WHO, e);
+      expect((await listEvents(db)).map((e) => e.event)).toEqual(['apply started', 'paused', 'resumed', 'apply ended']);
+      await deleteStrategy(db);
+      expect(await db.prepare('SELECT count(*) FROM strategy_event').pluck().get()).toBe(0);
     } finally {
       db.close();
     }

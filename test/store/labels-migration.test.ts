@@ -29,32 +29,32 @@ function schema9(file: string): void {
 }
 
 describe('labels: migration 9 -> 10', () => {
-  test('a schema-9 file opens at the current schema, its subclouds kept, with no labels', () => {
+  test('a schema-9 file opens at the current schema, its subclouds kept, with no labels', async () => {
     expect(SCHEMA_VERSION).toBeGreaterThanOrEqual(10);
     schema9(t.db);
-    const db = openDb(t.db, { create: true })!;
+    const db = (await openDb(t.db, { create: true }))!;
     try {
-      expect(db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
-      const old = findSubcloud(db, 'old1')!;
+      expect(await db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+      const old = (await findSubcloud(db, 'old1'))!;
       expect(old.oam_floating_ip).toBe('10.0.0.1');
       expect(old.labels).toBeNull();
-      expect(labelsOf(db, old.id)).toEqual({});
+      expect(await labelsOf(db, old.id)).toEqual({});
     } finally {
       db.close();
     }
   });
 
-  test('labels are set, changed and removed; they go with their subcloud', () => {
-    const db = openDb(t.db, { create: true })!;
+  test('labels are set, changed and removed; they go with their subcloud', async () => {
+    const db = (await openDb(t.db, { create: true }))!;
     try {
-      insertSubclouds(db, [{ name: 'a', fields: { labels: { rack: 'r1', port: '22', none: null } } }, { name: 'b', fields: {} }]);
-      const a = findSubcloud(db, 'a')!;
+      await insertSubclouds(db, [{ name: 'a', fields: { labels: { rack: 'r1', port: '22', none: null } } }, { name: 'b', fields: {} }]);
+      const a = (await findSubcloud(db, 'a'))!;
       expect(a.labels).toBe('port=22;rack=r1');
-      changeLabels(db, a.id, { rack: 'r2', port: null });
-      expect(labelsOf(db, a.id)).toEqual({ rack: 'r2' });
-      expect(listSubclouds(db).map((r) => r.labels)).toEqual(['rack=r2', null]);
-      deleteSubcloud(db, a.id);
-      expect(db.prepare('SELECT count(*) FROM subcloud_label').pluck().get()).toBe(0);
+      await changeLabels(db, a.id, { rack: 'r2', port: null });
+      expect(await labelsOf(db, a.id)).toEqual({ rack: 'r2' });
+      expect((await listSubclouds(db)).map((r) => r.labels)).toEqual(['rack=r2', null]);
+      await deleteSubcloud(db, a.id);
+      expect(await db.prepare('SELECT count(*) FROM subcloud_label').pluck().get()).toBe(0);
     } finally {
       db.close();
     }

@@ -53,9 +53,9 @@ beforeEach(() => {
 afterEach(() => t.cleanup());
 
 describe('the simulated sites move out of the database', () => {
-  test('a schema-7 file: its sim_site rows are copied into <database>.sites, and the table is dropped', () => {
+  test('a schema-7 file: its sim_site rows are copied into <database>.sites, and the table is dropped', async () => {
     schema7(t.db, ROWS);
-    openDb(t.db, { create: true })!.close();
+    (await openDb(t.db, { create: true }))!.close();
     expect(tables(t.db)).not.toContain('sim_site');
     expect(siteRows(t.db)).toEqual(ROWS);
     const sites = new Database(sitesFileOf(t.db), { readonly: true });
@@ -64,20 +64,20 @@ describe('the simulated sites move out of the database', () => {
     sites.close();
     // Once: the next open finds the schema current and leaves the sites file alone.
     const before = fs.statSync(sitesFileOf(t.db)).mtimeMs;
-    const db = openDb(t.db, { create: false })!;
-    expect(db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+    const db = (await openDb(t.db, { create: false }))!;
+    expect(await db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
     db.close();
     expect(fs.statSync(sitesFileOf(t.db)).mtimeMs).toBe(before);
   });
 
-  test('a reader migrates too (a read command on an old file is its first open by this dcm)', () => {
+  test('a reader migrates too (a read command on an old file is its first open by this dcm)', async () => {
     schema7(t.db, ROWS);
-    openDb(t.db, { create: false })!.close();
+    (await openDb(t.db, { create: false }))!.close();
     expect(tables(t.db)).not.toContain('sim_site');
     expect(siteRows(t.db)).toEqual(ROWS);
   });
 
-  test('a sites file that already has the rows (a crash after the copy, before the drop) keeps its own', () => {
+  test('a sites file that already has the rows (a crash after the copy, before the drop) keeps its own', async () => {
     schema7(t.db, ROWS);
     // The copy of a first attempt, committed; the site moved on since (`a` of a newer campaign).
     const newer = { ...ROWS[0], campaign: 'c2', done: 0, vim: 'building' };
@@ -87,16 +87,16 @@ describe('the simulated sites move out of the database', () => {
     );
     sites.prepare('INSERT INTO sim_site VALUES (@name, @campaign, @done, @vim, @busy_state, @busy_owner, @options)').run(newer);
     sites.close();
-    openDb(t.db, { create: true })!.close();
+    (await openDb(t.db, { create: true }))!.close();
     expect(tables(t.db)).not.toContain('sim_site');
     expect(siteRows(t.db)).toEqual([newer, ROWS[1]]);
   });
 
-  test('no rows, no sites file: a new database, and an old one whose sim driver never ran', () => {
-    openDb(t.db, { create: true })!.close();
+  test('no rows, no sites file: a new database, and an old one whose sim driver never ran', async () => {
+    (await openDb(t.db, { create: true }))!.close();
     expect(tables(t.db)).not.toContain('sim_site');
     schema7(`${t.dir}/old.db`, []);
-    openDb(`${t.dir}/old.db`, { create: true })!.close();
+    (await openDb(`${t.dir}/old.db`, { create: true }))!.close();
     expect(tables(`${t.dir}/old.db`)).not.toContain('sim_site');
     expect(fs.readdirSync(t.dir).filter((f) => f.includes('.sites'))).toEqual([]);
   });

@@ -34,67 +34,67 @@ const OWN: ConfigOptions = {
 describe('strategy-config store', () => {
   let t: ReturnType<typeof tempDir>;
   let db: Db;
-  beforeEach(() => {
+  beforeEach(async () => {
     t = tempDir();
-    db = openDb(t.db, { create: true })!;
-    insertSubclouds(db, [{ name: 'a', fields: {} }, { name: 'b', fields: {} }, { name: '7', fields: {} }]);
+    db = (await openDb(t.db, { create: true }))!;
+    await insertSubclouds(db, [{ name: 'a', fields: {} }, { name: 'b', fields: {} }, { name: '7', fields: {} }]);
   });
   afterEach(() => {
     db.close();
     t.cleanup();
   });
 
-  test('a new file holds the default row with the built-in defaults and no times', () => {
-    expect(getDefaultConfig(db)).toEqual({ ...BUILTIN_DEFAULTS, created_at: null, updated_at: null });
+  test('a new file holds the default row with the built-in defaults and no times', async () => {
+    expect(await getDefaultConfig(db)).toEqual({ ...BUILTIN_DEFAULTS, created_at: null, updated_at: null });
   });
 
-  test('default: update in place, delete, then create again with a creation time', () => {
-    upsertDefaultConfig(db, OWN);
-    const updated = getDefaultConfig(db)!;
+  test('default: update in place, delete, then create again with a creation time', async () => {
+    await upsertDefaultConfig(db, OWN);
+    const updated = (await getDefaultConfig(db))!;
     expect(updated).toMatchObject({ ...OWN, created_at: null });
     expect(updated.updated_at).not.toBeNull();
-    deleteDefaultConfig(db);
-    expect(getDefaultConfig(db)).toBeUndefined();
-    upsertDefaultConfig(db, OWN);
-    expect(getDefaultConfig(db)).toMatchObject({ ...OWN, updated_at: null });
-    expect(getDefaultConfig(db)!.created_at).not.toBeNull();
+    await deleteDefaultConfig(db);
+    expect(await getDefaultConfig(db)).toBeUndefined();
+    await upsertDefaultConfig(db, OWN);
+    expect(await getDefaultConfig(db)).toMatchObject({ ...OWN, updated_at: null });
+    expect((await getDefaultConfig(db))!.created_at).not.toBeNull();
   });
 
-  test('per subcloud: create, update keeps created_at, list in subcloud order, delete says whether there was a row', () => {
-    upsertSubcloudConfig(db, 2, OWN);
-    upsertSubcloudConfig(db, 1, { ...OWN, max_parallel_workers: 5 });
-    const first = getSubcloudConfig(db, 2)!;
+  test('per subcloud: create, update keeps created_at, list in subcloud order, delete says whether there was a row', async () => {
+    await upsertSubcloudConfig(db, 2, OWN);
+    await upsertSubcloudConfig(db, 1, { ...OWN, max_parallel_workers: 5 });
+    const first = (await getSubcloudConfig(db, 2))!;
     expect(first).toMatchObject({ cloud: 'b', ...OWN, updated_at: null });
-    upsertSubcloudConfig(db, 2, { ...OWN, worker_apply_type: 'parallel' });
-    expect(getSubcloudConfig(db, 2)).toMatchObject({ worker_apply_type: 'parallel', created_at: first.created_at });
-    expect(getSubcloudConfig(db, 2)!.updated_at).not.toBeNull();
-    expect(listSubcloudConfigs(db).map((r) => r.cloud)).toEqual(['a', 'b']);
-    expect(subcloudOptions(db)).toEqual([
+    await upsertSubcloudConfig(db, 2, { ...OWN, worker_apply_type: 'parallel' });
+    expect(await getSubcloudConfig(db, 2)).toMatchObject({ worker_apply_type: 'parallel', created_at: first.created_at });
+    expect((await getSubcloudConfig(db, 2))!.updated_at).not.toBeNull();
+    expect((await listSubcloudConfigs(db)).map((r) => r.cloud)).toEqual(['a', 'b']);
+    expect(await subcloudOptions(db)).toEqual([
       [1, { ...OWN, max_parallel_workers: 5 }],
       [2, { ...OWN, worker_apply_type: 'parallel' }],
     ]);
-    expect(deleteSubcloudConfig(db, 1)).toBe(true);
-    expect(deleteSubcloudConfig(db, 1)).toBe(false);
-    expect(getSubcloudConfig(db, 1)).toBeUndefined();
+    expect(await deleteSubcloudConfig(db, 1)).toBe(true);
+    expect(await deleteSubcloudConfig(db, 1)).toBe(false);
+    expect(await getSubcloudConfig(db, 1)).toBeUndefined();
   });
 
-  test("a subcloud's row is removed with the subcloud", () => {
-    upsertSubcloudConfig(db, 2, OWN);
-    deleteSubcloud(db, 2);
-    expect(listSubcloudConfigs(db)).toEqual([]);
+  test("a subcloud's row is removed with the subcloud", async () => {
+    await upsertSubcloudConfig(db, 2, OWN);
+    await deleteSubcloud(db, 2);
+    expect(await listSubcloudConfigs(db)).toEqual([]);
   });
 
-  test('a subcloud is named by id (all digits) or by name; digits fall back to a name', () => {
-    expect(subcloudByRef(db, '2')).toEqual({ id: 2, name: 'b' });
-    expect(subcloudByRef(db, 'a')).toEqual({ id: 1, name: 'a' });
-    expect(subcloudByRef(db, '7')).toEqual({ id: 3, name: '7' });
-    expect(subcloudByRef(db, '3')).toEqual({ id: 3, name: '7' });
-    expect(subcloudByRef(db, 'nosuch')).toBeUndefined();
+  test('a subcloud is named by id (all digits) or by name; digits fall back to a name', async () => {
+    expect(await subcloudByRef(db, '2')).toEqual({ id: 2, name: 'b' });
+    expect(await subcloudByRef(db, 'a')).toEqual({ id: 1, name: 'a' });
+    expect(await subcloudByRef(db, '7')).toEqual({ id: 3, name: '7' });
+    expect(await subcloudByRef(db, '3')).toEqual({ id: 3, name: '7' });
+    expect(await subcloudByRef(db, 'nosuch')).toBeUndefined();
   });
 });
 
 describe('strategy-config migration', () => {
-  test('a file of the previous schema gains the tables, the seeded default row, and sim_site.options (in the sites file, since 7 -> 8)', () => {
+  test('a file of the previous schema gains the tables, the seeded default row, and sim_site.options (in the sites file, since 7 -> 8)', async () => {
     const t = tempDir();
     try {
       const raw = new Database(t.db);
@@ -103,9 +103,9 @@ describe('strategy-config migration', () => {
       raw.pragma('user_version = 1');
       raw.prepare("INSERT INTO sim_site (name, campaign, done, vim) VALUES ('a', 'c', 0, 'none')").run();
       raw.close();
-      const db = openDb(t.db, { create: false })!;
+      const db = (await openDb(t.db, { create: false }))!;
       try {
-        expect(getDefaultConfig(db)).toEqual({ ...BUILTIN_DEFAULTS, created_at: null, updated_at: null });
+        expect(await getDefaultConfig(db)).toEqual({ ...BUILTIN_DEFAULTS, created_at: null, updated_at: null });
         const sites = new Database(sitesFileOf(t.db), { fileMustExist: true });
         expect(sites.prepare("SELECT options FROM sim_site WHERE name = 'a'").pluck().get()).toBeNull();
         sites.close();

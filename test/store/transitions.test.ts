@@ -18,8 +18,8 @@ beforeAll(async () => {
 describe('TransitionWriter', () => {
   let db: Db;
   let cleanup: () => void;
-  beforeEach(() => {
-    ({ db, cleanup } = twoStepStrategy());
+  beforeEach(async () => {
+    ({ db, cleanup } = await twoStepStrategy());
   });
   afterEach(() => cleanup());
 
@@ -34,42 +34,42 @@ describe('TransitionWriter', () => {
     ended: false,
   });
 
-  test('a batch commits step states and opens history rows together', () => {
+  test('a batch commits step states and opens history rows together', async () => {
     const w = new TransitionWriter(db);
     const batch = [start(1, 'a'), start(2, 'b')];
-    w.commit(batch);
+    await w.commit(batch);
     expect(batch.every((b) => typeof (b as { historyId?: number }).historyId === 'number')).toBe(true);
-    expect(listSteps(db).map((s) => [s.cloud, s.state, s.attempt])).toEqual([
+    expect((await listSteps(db)).map((s) => [s.cloud, s.state, s.attempt])).toEqual([
       ['a', 'pre check', 1],
       ['b', 'pre check', 1],
     ]);
-    expect(listHistory(db).map((h) => [h.cloud, h.state, h.outcome])).toEqual([
+    expect((await listHistory(db)).map((h) => [h.cloud, h.state, h.outcome])).toEqual([
       ['a', 'pre check', 'running'],
       ['b', 'pre check', 'running'],
     ]);
   });
 
-  test('a stale writer changes nothing: the whole batch rolls back', () => {
+  test('a stale writer changes nothing: the whole batch rolls back', async () => {
     const w = new TransitionWriter(db);
-    w.commit([start(1, 'a')]);
+    await w.commit([start(1, 'a')]);
     // Step a is no longer initial: the guarded update matches no row and the batch fails whole.
-    expect(() => w.commit([start(2, 'b'), start(1, 'a')])).toThrow(/no longer in state initial/);
-    expect(listSteps(db).map((s) => s.state)).toEqual(['pre check', 'initial']);
-    expect(listHistory(db)).toHaveLength(1);
+    await expect(w.commit([start(2, 'b'), start(1, 'a')])).rejects.toThrow(/no longer in state initial/);
+    expect((await listSteps(db)).map((s) => s.state)).toEqual(['pre check', 'initial']);
+    expect(await listHistory(db)).toHaveLength(1);
     // The same without a run to open (which the one-running-operation index would refuse too):
     // the step's guard alone refuses it.
     const abort: Transition = { ...start(1, 'a'), to: 'aborted', startAttempt: undefined, ended: true };
-    expect(() => w.commit([start(2, 'b'), abort])).toThrow('step of a is no longer in state initial');
-    expect(listSteps(db).map((s) => s.state)).toEqual(['pre check', 'initial']);
-    expect(listHistory(db)).toHaveLength(1);
+    await expect(w.commit([start(2, 'b'), abort])).rejects.toThrow('step of a is no longer in state initial');
+    expect((await listSteps(db)).map((s) => s.state)).toEqual(['pre check', 'initial']);
+    expect(await listHistory(db)).toHaveLength(1);
   });
 
-  test('completion closes the run and brings the endpoint in-sync', () => {
+  test('completion closes the run and brings the endpoint in-sync', async () => {
     const w = new TransitionWriter(db);
     const first = start(1, 'a');
-    w.commit([first]);
+    await w.commit([first]);
     const historyId = (first as { historyId?: number }).historyId!;
-    w.commit([
+    await w.commit([
       {
         stepId: 1,
         subcloudId: 1,
@@ -82,10 +82,10 @@ describe('TransitionWriter', () => {
         ended: true,
       },
     ]);
-    expect(listSteps(db)[0].state).toBe('complete');
-    expect(listSteps(db)[0].finished_at).not.toBeNull();
-    expect(listHistory(db)[0].outcome).toBe('ok');
-    expect(db.prepare('SELECT patching_sync FROM subcloud WHERE id = 1').pluck().get()).toBe('in-sync');
+    expect((await listSteps(db))[0].state).toBe('complete');
+    expect((await listSteps(db))[0].finished_at).not.toBeNull();
+    expect((await listHistory(db))[0].outcome).toBe('ok');
+    expect(await db.prepare('SELECT patching_sync FROM subcloud WHERE id = 1').pluck().get()).toBe('in-sync');
   });
 
   /** The step's run of `from` ends ok and the next state starts (or the step completes). */
@@ -102,55 +102,55 @@ describe('TransitionWriter', () => {
     ended: last,
   });
 
-  test('a step that moves twice in one batch: written in order, its runs numbered and closed as they went', () => {
+  test('a step that moves twice in one batch: written in order, its runs numbered and closed as they went', async () => {
     const w = new TransitionWriter(db);
     const a = start(1, 'a');
-    w.commit([a]);
+    await w.commit([a]);
     const b = start(2, 'b');
     const a2 = advance(a, 'updating patches');
-    w.commit([b, a2]);
+    await w.commit([b, a2]);
     // One batch: a moves on with no run opened (a start the stop rule held back), then starts
     // that state's run; b advances between the two.
     const a3: Transition = { ...advance(a2, 'creating VIM patch strategy'), startAttempt: undefined };
     const b2 = advance(b, 'updating patches');
     const a4: Transition = { ...a3, from: a3.to, close: undefined, startAttempt: NEXT_ATTEMPT };
-    w.commit([a3, b2, a4]);
+    await w.commit([a3, b2, a4]);
     expect([a3.historyId, typeof b2.historyId, typeof a4.historyId]).toEqual([undefined, 'number', 'number']);
-    w.commit([advance(a4, 'complete', true)]);
-    expect(listSteps(db).map((s) => [s.cloud, s.state, s.finished_at !== null])).toEqual([
+    await w.commit([advance(a4, 'complete', true)]);
+    expect((await listSteps(db)).map((s) => [s.cloud, s.state, s.finished_at !== null])).toEqual([
       ['a', 'complete', true],
       ['b', 'updating patches', false],
     ]);
-    expect(listHistory(db).map((h) => [h.cloud, h.state, h.attempt, h.outcome, h.details])).toEqual([
+    expect((await listHistory(db)).map((h) => [h.cloud, h.state, h.attempt, h.outcome, h.details])).toEqual([
       ['a', 'pre check', 1, 'ok', 'pre check done'],
       ['b', 'pre check', 1, 'ok', 'pre check done'],
       ['a', 'updating patches', 1, 'ok', 'updating patches done'],
       ['b', 'updating patches', 1, 'running', ''],
       ['a', 'creating VIM patch strategy', 1, 'ok', 'creating VIM patch strategy done'],
     ]);
-    expect(db.prepare('SELECT name FROM subcloud WHERE patching_sync = ? ORDER BY id').pluck().all('in-sync')).toEqual(['a']);
+    expect(await db.prepare('SELECT name FROM subcloud WHERE patching_sync = ? ORDER BY id').pluck().all('in-sync')).toEqual(['a']);
   });
 
-  test('a run started as the next attempt follows the history of its step and state, in the order of the batch, and says its number', () => {
+  test('a run started as the next attempt follows the history of its step and state, in the order of the batch, and says its number', async () => {
     const w = new TransitionWriter(db);
     const a = start(1, 'a');
-    w.commit([a]);
+    await w.commit([a]);
     const failed = (t: Transition) => ({ historyId: t.historyId!, outcome: 'failed' as const, finishedAt: '2025-01-01 10:00:00.000000', details: 'no' });
     // One batch: a's run fails and the state is held back, then starts again; b's first run
     // beside it is numbered from its own history.
     const held: Transition = { ...a, from: 'pre check', close: failed(a), startAttempt: undefined };
     const again: Transition = { ...a, from: 'pre check', startAttempt: NEXT_ATTEMPT };
     const b: Transition = { ...start(2, 'b'), startAttempt: NEXT_ATTEMPT };
-    w.commit([held, b, again]);
+    await w.commit([held, b, again]);
     expect([again.startAttempt, b.startAttempt]).toEqual([2, 1]);
     const third: Transition = { ...a, from: 'pre check', close: failed(again), startAttempt: NEXT_ATTEMPT };
-    w.commit([third]);
+    await w.commit([third]);
     expect(third.startAttempt).toBe(3);
-    expect(listSteps(db).map((s) => [s.cloud, s.attempt])).toEqual([
+    expect((await listSteps(db)).map((s) => [s.cloud, s.attempt])).toEqual([
       ['a', 3],
       ['b', 1],
     ]);
-    expect(listHistory(db).map((h) => [h.cloud, h.attempt, h.outcome])).toEqual([
+    expect((await listHistory(db)).map((h) => [h.cloud, h.attempt, h.outcome])).toEqual([
       ['a', 1, 'failed'],
       ['b', 1, 'running'],
       ['a', 2, 'failed'],
@@ -158,26 +158,26 @@ describe('TransitionWriter', () => {
     ]);
   });
 
-  test('a run that is not running any more fails the whole batch, naming it; nothing of the batch is written', () => {
+  test('a run that is not running any more fails the whole batch, naming it; nothing of the batch is written', async () => {
     const w = new TransitionWriter(db);
     const a = start(1, 'a');
     const b = start(2, 'b');
-    w.commit([a, b]);
+    await w.commit([a, b]);
     const a2 = advance(a, 'updating patches');
-    w.commit([a2]);
+    await w.commit([a2]);
     // a's first run is closed already: a writer that believed otherwise changes nothing.
     const stale: Transition = { ...advance(a, 'failed'), from: 'updating patches', startAttempt: undefined, ended: true };
-    expect(() => w.commit([advance(b, 'updating patches'), stale])).toThrow(`history row ${a.historyId} of a is not running`);
-    expect(listSteps(db).map((s) => s.state)).toEqual(['updating patches', 'pre check']);
-    expect(listHistory(db).filter((h) => h.outcome === 'running').map((h) => [h.cloud, h.state])).toEqual([
+    await expect(w.commit([advance(b, 'updating patches'), stale])).rejects.toThrow(`history row ${a.historyId} of a is not running`);
+    expect((await listSteps(db)).map((s) => s.state)).toEqual(['updating patches', 'pre check']);
+    expect((await listHistory(db)).filter((h) => h.outcome === 'running').map((h) => [h.cloud, h.state])).toEqual([
       ['b', 'pre check'],
       ['a', 'updating patches'],
     ]);
   });
 
-  test('runs left running by a dead process become interrupted', () => {
-    new TransitionWriter(db).commit([start(1, 'a'), start(2, 'b')]);
-    expect(interruptRunning(db)).toBe(2);
-    expect(listHistory(db).map((h) => h.outcome)).toEqual(['interrupted', 'interrupted']);
+  test('runs left running by a dead process become interrupted', async () => {
+    await new TransitionWriter(db).commit([start(1, 'a'), start(2, 'b')]);
+    expect(await interruptRunning(db)).toBe(2);
+    expect((await listHistory(db)).map((h) => h.outcome)).toEqual(['interrupted', 'interrupted']);
   });
 });

@@ -21,16 +21,16 @@ let db: Db;
 
 const worker = (host = 'h1', lease = 30_000) =>
   addWorker(db, { host, pid: 1, procStart: null, token: `${host}-${Math.random()}`, leaseMs: lease, maxLocal: null });
-const steps = () => db.prepare('SELECT id, stage, state, owner, fence FROM strategy_step ORDER BY id').all() as { id: number; stage: number; state: string; owner: number | null; fence: number }[];
+const steps = async () => await db.prepare('SELECT id, stage, state, owner, fence FROM strategy_step ORDER BY id').all() as { id: number; stage: number; state: string; owner: number | null; fence: number }[];
 const ask = (ids: number[], state = 'initial') => ids.map((id) => ({ id, stage: 1, state }));
 const setStep = (id: number, state: string, owner: number | null) => db.prepare('UPDATE strategy_step SET state = ?, owner = ? WHERE id = ?').run(state, owner, id);
 
-beforeEach(() => {
+beforeEach(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcm-workers-'));
   const file = path.join(dir, 'dcm.db');
   dcmOk(['--db', file, 'subcloud', 'add', 's1', 's2', 's3', 's4', 's5', 's6']);
   dcmOk(['--db', file, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '4']);
-  db = openDb(file, { create: false, write: true })!;
+  db = (await openDb(file, { create: false, write: true }))!;
 });
 afterEach(() => {
   db.close();
@@ -38,32 +38,32 @@ afterEach(() => {
 });
 
 describe('claims', () => {
-  test('within the window across live workers and the worker\'s share; the granted written, the refused left', () => {
-    const me = worker('h1');
-    const other = worker('h2');
-    const [a, b, c, d, e] = steps().map((s) => s.id);
-    setStep(a, 'installing license', other);
+  test('within the window across live workers and the worker\'s share; the granted written, the refused left', async () => {
+    const me = await worker('h1');
+    const other = await worker('h2');
+    const [a, b, c, d, e] = (await steps()).map((s) => s.id);
+    await setStep(a, 'installing license', other);
     // The window is 4, one in flight elsewhere: 3 free; this worker's share is ceil(4 / 2) = 2.
     // The granted are written, the refused left as they were: the batch leaves them out.
-    const three = claimSteps(db, me, null, ask([b, c, d]));
+    const three = await claimSteps(db, me, null, ask([b, c, d]));
     expect([...three.refused]).toEqual([[d, 'full']]);
     expect([...three.granted]).toEqual([
       [b, 1],
       [c, 1],
     ]);
-    expect(steps().filter((s) => s.owner === me).map((s) => [s.id, s.fence])).toEqual([
+    expect((await steps()).filter((s) => s.owner === me).map((s) => [s.id, s.fence])).toEqual([
       [b, 1],
       [c, 1],
     ]);
-    expect(steps().find((s) => s.id === d)).toMatchObject({ owner: null, fence: 0 });
+    expect((await steps()).find((s) => s.id === d)).toMatchObject({ owner: null, fence: 0 });
     // --max-local 3 lets it past its share, but never past the window (2 of mine and 1 elsewhere, of 4).
-    setStep(b, 'installing license', me);
-    setStep(c, 'installing license', me);
-    const past = claimSteps(db, me, 3, ask([d, e]));
+    await setStep(b, 'installing license', me);
+    await setStep(c, 'installing license', me);
+    const past = await claimSteps(db, me, 3, ask([d, e]));
     expect([[...past.granted], [...past.refused]]).toEqual([[[d, 1]], [[e, 'full']]]);
     // Its first operation commits with the claim: then it is in flight, seen from the other worker.
-    setStep(d, 'installing license', me);
-    expect(stageElsewhere(db, other, 1)).toEqual({ othersInFlight: 3, open: 6 });
+    await setStep(d, 'installing license', me);
+    expect(await stageElsewhere(db, other, 1)).toEqual({ othersInFlight: 3, open: 6 });
   });
 
   test('a share is what the capped workers leave of the window, among the uncapped, rounded up, at least one', () => {
@@ -76,50 +76,50 @@ describe('claims', () => {
     expect(shareOfWindow(8, [null])).toBe(8);
   });
 
-  test('a step another live worker holds, or that moved on since it was read, is refused as taken; a gone worker\'s is free', () => {
-    const me = worker('h1');
-    const other = worker('h2');
-    const [a, b, c] = steps().map((s) => s.id);
-    setStep(a, 'initial', other);
-    setStep(b, 'complete', null);
-    expect([...claimSteps(db, me, null, ask([a, b])).refused]).toEqual([
+  test('a step another live worker holds, or that moved on since it was read, is refused as taken; a gone worker\'s is free', async () => {
+    const me = await worker('h1');
+    const other = await worker('h2');
+    const [a, b, c] = (await steps()).map((s) => s.id);
+    await setStep(a, 'initial', other);
+    await setStep(b, 'complete', null);
+    expect([...(await claimSteps(db, me, null, ask([a, b]))).refused]).toEqual([
       [a, 'taken'],
       [b, 'taken'],
     ]);
     // An owner with no row (it left, or was taken over before the store said so) holds nothing.
-    setStep(c, 'initial', 999);
-    expect([...claimSteps(db, me, null, ask([c])).granted]).toEqual([[c, 1]]);
+    await setStep(c, 'initial', 999);
+    expect([...(await claimSteps(db, me, null, ask([c]))).granted]).toEqual([[c, 1]]);
     // Each claim counts up the step's claims: its runs' DCM_FENCE changes with every taker.
-    setStep(c, 'installing license', null);
-    expect([...claimSteps(db, other, null, ask([c], 'installing license')).granted]).toEqual([[c, 2]]);
+    await setStep(c, 'installing license', null);
+    expect([...(await claimSteps(db, other, null, ask([c], 'installing license'))).granted]).toEqual([[c, 2]]);
   });
 
-  test('a worker taken over: its runs kept for a taker on its host (with a new fence), closed interrupted from another; its steps let go', () => {
-    const gone = worker('h1');
-    const [a, b] = steps().map((s) => s.id);
-    setStep(a, 'installing license', gone);
-    setStep(b, 'installing license', gone);
+  test('a worker taken over: its runs kept for a taker on its host (with a new fence), closed interrupted from another; its steps let go', async () => {
+    const gone = await worker('h1');
+    const [a, b] = (await steps()).map((s) => s.id);
+    await setStep(a, 'installing license', gone);
+    await setStep(b, 'installing license', gone);
     const insert = db.prepare(`INSERT INTO step_history (step_id, state, attempt, started_at, outcome) VALUES (?, 'installing license', 1, '2026-01-01 00:00:00.000000', 'running')`);
-    insert.run(a);
-    const row = listWorkers(db).find((w) => w.id === gone)!;
-    const same = worker('h1');
-    expect(takeOver(db, row, same, true, 'gone')).toEqual({ adopted: 1, interrupted: 0 });
-    expect(steps().slice(0, 2).map((s) => s.owner)).toEqual([same, null]);
+    await insert.run(a);
+    const row = (await listWorkers(db)).find((w) => w.id === gone)!;
+    const same = await worker('h1');
+    expect(await takeOver(db, row, same, true, 'gone')).toEqual({ adopted: 1, interrupted: 0 });
+    expect((await steps()).slice(0, 2).map((s) => s.owner)).toEqual([same, null]);
     // The adopted step changed hands: a new fence for its next runs, as a claim gives.
-    expect(steps().slice(0, 2).map((s) => s.fence)).toEqual([1, 0]);
-    expect(stepFences(db, [a, b])).toEqual(new Map([[a, 1], [b, 0]]));
-    expect(listWorkers(db).map((w) => w.id)).toEqual([same]);
-    const far = worker('h2');
-    const sameRow = listWorkers(db).find((w) => w.id === same)!;
-    expect(takeOver(db, sameRow, far, false, 'its worker is gone: lease')).toEqual({ adopted: 0, interrupted: 1 });
-    expect(db.prepare('SELECT outcome, details FROM step_history').all()).toEqual([{ outcome: 'interrupted', details: 'its worker is gone: lease' }]);
-    expect(steps()[0].owner).toBeNull();
-    expect(workerStatuses(db)).toEqual([{ host: 'h2', pid: 1, heartbeatMs: expect.any(Number), leaseMs: 30_000, inFlight: 0, done: 0 }]);
+    expect((await steps()).slice(0, 2).map((s) => s.fence)).toEqual([1, 0]);
+    expect(await stepFences(db, [a, b])).toEqual(new Map([[a, 1], [b, 0]]));
+    expect((await listWorkers(db)).map((w) => w.id)).toEqual([same]);
+    const far = await worker('h2');
+    const sameRow = (await listWorkers(db)).find((w) => w.id === same)!;
+    expect(await takeOver(db, sameRow, far, false, 'its worker is gone: lease')).toEqual({ adopted: 0, interrupted: 1 });
+    expect(await db.prepare('SELECT outcome, details FROM step_history').all()).toEqual([{ outcome: 'interrupted', details: 'its worker is gone: lease' }]);
+    expect((await steps())[0].owner).toBeNull();
+    expect(await workerStatuses(db)).toEqual([{ host: 'h2', pid: 1, heartbeatMs: expect.any(Number), leaseMs: 30_000, inFlight: 0, done: 0 }]);
   });
 });
 
 describe('one running operation per step', () => {
-  test('the migration closes all but the latest of a step\'s running rows, then the database refuses a second one', () => {
+  test('the migration closes all but the latest of a step\'s running rows, then the database refuses a second one', async () => {
     const file = path.join(dir, 'old.db');
     const raw = new Database(file);
     // A file of version 13, the one before the workers' migration (13 -> 14).
@@ -136,13 +136,13 @@ describe('one running operation per step', () => {
       INSERT INTO step_history (step_id, state, attempt, started_at, outcome) VALUES (1, 'installing license', 1, '2026-01-01 00:00:01.000000', 'running');
     `);
     raw.close();
-    const up = openDb(file, { create: false, write: true })!;
+    const up = (await openDb(file, { create: false, write: true }))!;
     try {
-      expect(up.prepare('SELECT state, outcome FROM step_history ORDER BY id').all()).toEqual([
+      expect(await up.prepare('SELECT state, outcome FROM step_history ORDER BY id').all()).toEqual([
         { state: 'pre check', outcome: 'interrupted' },
         { state: 'installing license', outcome: 'running' },
       ]);
-      expect(() => up.prepare(`INSERT INTO step_history (step_id, state, attempt, started_at, outcome) VALUES (1, 'x', 2, 'now', 'running')`).run()).toThrow(
+      await expect(up.prepare(`INSERT INTO step_history (step_id, state, attempt, started_at, outcome) VALUES (1, 'x', 2, 'now', 'running')`).run()).rejects.toThrow(
         /UNIQUE constraint failed/,
       );
     } finally {

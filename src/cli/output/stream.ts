@@ -20,15 +20,15 @@ const CHUNK = 64 * 1024;
  * `--sort-column` (which takes every row) gather the rows, through render.ts. This module loads
  * neither the table layout nor chalk.
  */
-export function streamChunks(result: Printable, opts: OutputOptions): Iterable<string> | null {
+export function streamChunks(result: Printable, opts: OutputOptions): AsyncIterable<string> | null {
   const streamable = opts.format !== 'table' && opts.format !== 'shell' && !opts.sortColumns?.length;
   const lazy = streamable ? toLazyList(result, { columnsGiven: opts.columns.length > 0, columns: opts.columns }) : null;
   return lazy ? chunks(lazy, opts) : null;
 }
 
-function* chunks(lazy: LazyList, opts: OutputOptions): Generator<string, void, undefined> {
+async function* chunks(lazy: LazyList, opts: OutputOptions): AsyncGenerator<string, void, undefined> {
   let buf = '';
-  for (const piece of streamPieces(lazy, opts)) {
+  for await (const piece of streamPieces(lazy, opts)) {
     buf += piece;
     if (buf.length >= CHUNK) {
       yield buf;
@@ -38,53 +38,50 @@ function* chunks(lazy: LazyList, opts: OutputOptions): Generator<string, void, u
   if (buf) yield buf;
 }
 
-function* streamPieces(lazy: LazyList, opts: OutputOptions): Generator<string, void, undefined> {
+async function* streamPieces(lazy: LazyList, opts: OutputOptions): AsyncGenerator<string, void, undefined> {
   // -c first: an unknown column is refused before a row is read or a byte written.
   const columns = selectColumns({ kind: 'list', columns: lazy.columns, rows: [] }, opts.columns) as { columns: string[] };
   const keep = columns.columns.map((c) => lazy.columns.indexOf(c));
   const pick = opts.columns.length ? (r: Value[]) => keep.map((i) => r[i]) : (r: Value[]) => r;
-  const it = lazy.rows[Symbol.iterator]();
+  const it = lazy.rows[Symbol.asyncIterator]();
   try {
-    let next = it.next();
+    const first = await it.next();
     // dcmanager's client gives an empty list one row of <none>, which every formatter then prints.
-    const rows: Iterator<Value[]> =
-      next.done === true
-        ? [columns.columns.map(() => '<none>' as Value)][Symbol.iterator]()
-        : {
-            next: () => {
-              if (next.done === true) return next;
-              const row = { done: false as const, value: pick(next.value) };
-              next = it.next();
-              return row;
-            },
-          };
+    const rows: AsyncIterator<Value[]> =
+      first.done === true
+        ? (async function* () {
+            yield columns.columns.map(() => '<none>' as Value);
+          })()
+        : (async function* () {
+            for (let r: IteratorResult<Value[]> = first; r.done !== true; r = await it.next()) yield pick(r.value);
+          })();
     const record = (r: Value[]): [string, Value][] => columns.columns.map((c, i) => [c, r[i]]);
     switch (opts.format) {
       case 'json': {
         const p = pyJsonArrayParts(opts.noindent);
         const item = pyJsonRowWriter(columns.columns, opts.noindent);
         yield p.open;
-        for (let r = rows.next(), first = true; !r.done; r = rows.next(), first = false) yield (first ? '' : p.sep) + item(r.value);
+        for (let r = await rows.next(), first = true; !r.done; r = await rows.next(), first = false) yield (first ? '' : p.sep) + item(r.value);
         yield p.close;
         return;
       }
       case 'yaml': {
         const w = pyYamlListWriter();
-        for (let r = rows.next(); !r.done; r = rows.next()) yield w.item(record(r.value));
+        for (let r = await rows.next(); !r.done; r = await rows.next()) yield w.item(record(r.value));
         yield w.close;
         return;
       }
       case 'csv': {
         const quote = opts.quote ?? 'nonnumeric';
         yield csvLine(columns.columns, quote);
-        for (let r = rows.next(); !r.done; r = rows.next()) yield csvLine(r.value, quote);
+        for (let r = await rows.next(); !r.done; r = await rows.next()) yield csvLine(r.value, quote);
         return;
       }
       default:
-        for (let r = rows.next(); !r.done; r = rows.next()) yield valueLine(r.value);
+        for (let r = await rows.next(); !r.done; r = await rows.next()) yield valueLine(r.value);
     }
   } finally {
     // A reader that stopped early (a closed pipe) lets go of the file at once.
-    it.return?.();
+    await it.return?.();
   }
 }

@@ -2,7 +2,7 @@
  * Command results turned into the columns dcmanager's client prints (SPEC §4): which fields,
  * in which order, under which names. A result that is already a table (list/show) passes through.
  */
-import { isRowStream, type GroupRecord, type Strategy, type SubcloudRow } from '../../commands/results.js';
+import { isRowStream, type GroupRecord, type RowStream, type Strategy, type SubcloudRow } from '../../commands/results.js';
 import { overallSync } from '../../domain/sync.js';
 import { ENDPOINTS, type Endpoint, type SyncStatus } from '../../domain/types.js';
 import { list, show, type Table, type Value } from './result.js';
@@ -191,7 +191,7 @@ function subcloudLines(detail: boolean, wanted: readonly string[] = []): { colum
 /** A list whose rows are made one at a time, as they are read (a streamed list). */
 export interface LazyList {
   columns: string[];
-  rows: Iterable<Value[]>;
+  rows: AsyncIterable<Value[]>;
 }
 
 /** The lazy form of a list result read as it is printed (RowStream), or null for any other. */
@@ -200,9 +200,35 @@ export function toLazyList(r: Printable, opts: ViewOptions): LazyList | null {
   if (r.kind === 'subclouds' && isRowStream(r.rows)) {
     const v = subcloudLines(r.detail || opts.columnsGiven, opts.columns);
     const rows = r.rows;
-    return { columns: v.columns, rows: { *[Symbol.iterator]() { for (const x of rows) yield v.line(x); } } };
+    return {
+      columns: v.columns,
+      rows: {
+        async *[Symbol.asyncIterator]() {
+          for await (const x of rows) yield v.line(x);
+        },
+      },
+    };
   }
   return null;
+}
+
+/**
+ * The result with a list read as it is printed (a RowStream) gathered into its rows: a table is as
+ * wide as its widest cell, and a sort takes every row.
+ */
+export async function gathered(r: Printable): Promise<Printable> {
+  if ((r.kind === 'steps' || r.kind === 'subclouds') && isRowStream<unknown>(r.rows)) {
+    const rows: unknown[] = [];
+    for await (const x of r.rows) rows.push(x);
+    return { ...r, rows } as Printable;
+  }
+  return r;
+}
+
+/** A list's rows, gathered already (`gathered`). */
+function rowsOf<T>(rows: readonly T[] | RowStream<T>): readonly T[] {
+  if (isRowStream(rows)) throw new Error('a list read as it is printed is gathered first (views.ts: gathered)');
+  return rows;
 }
 
 /** The table to print, or null when the command prints nothing. */
@@ -213,7 +239,7 @@ export function toTable(r: Printable, opts: ViewOptions): Table | null {
       return r;
     case 'subclouds': {
       const v = subcloudLines(r.detail || opts.columnsGiven, opts.columns);
-      return list(v.columns, Array.from(r.rows, v.line));
+      return list(v.columns, rowsOf(r.rows).map(v.line));
     }
     case 'group-subclouds':
       return list(DETAIL_COLUMNS, r.rows.map((x) => detailFields(x).map(([, v]) => v)));
@@ -232,7 +258,7 @@ export function toTable(r: Printable, opts: ViewOptions): Table | null {
     case 'strategy':
       return strategyShow(r.strategy);
     case 'steps':
-      return list(STEP_COLUMNS, Array.from(r.rows));
+      return list(STEP_COLUMNS, rowsOf(r.rows).slice());
     case 'step':
       return show([
         ['cloud', r.row.cloud],

@@ -46,11 +46,15 @@ export class SimDriver implements Driver {
   readonly labelKeys = [SIM_UNREACHABLE_LABEL];
 
   /** `dbFile`: the database the strategy is in; the sites are in their own file beside it. */
-  constructor(
-    dbFile: string,
+  static async open(dbFile: string, settings: SimSettings): Promise<SimDriver> {
+    return new SimDriver(await SiteBook.open(isPgUrl(dbFile) ? { pg: dbFile } : { file: sitesFileOf(fs.realpathSync(dbFile)) }), settings);
+  }
+
+  private constructor(
+    book: SiteBook,
     private readonly settings: SimSettings,
   ) {
-    this.book = new SiteBook(isPgUrl(dbFile) ? { pg: dbFile } : { file: sitesFileOf(fs.realpathSync(dbFile)) });
+    this.book = book;
   }
 
   async run(req: OperationRequest): Promise<OperationResult> {
@@ -58,7 +62,7 @@ export class SimDriver implements Driver {
     // at the first state only, where a site that is down is found, so that other states read no labels.
     if (req.stateIndex === 0 && simUnreachable(req.labels)) return { kind: 'defer', reason: `no answer (label ${SIM_UNREACHABLE_LABEL})` };
     const sreq: SiteRequest = req;
-    const admission = admit(this.book.get(req.cloud), sreq, this.owner);
+    const admission = admit(await this.book.get(req.cloud), sreq, this.owner);
     if (!admission.ok) return { kind: 'failed', reason: admission.reason };
     this.book.set({ ...admission.site, options: this.optionsText(req.options) });
 
@@ -70,13 +74,13 @@ export class SimDriver implements Driver {
     await this.sleep(latency);
 
     // The site may have been changed meanwhile only by this operation: it is busy.
-    const site = this.book.get(req.cloud)!;
+    const site = (await this.book.get(req.cloud))!;
     const final = req.stateIndex === req.states.length - 1;
     const last = fails || final;
     let after = finish(site, sreq, !fails || admission.replay, admission.replay);
     // The site's side of a completed update, which its audit answers from.
     if (final && (!fails || admission.replay)) after = completed(after, TYPES[req.type].endpoint, targetVersion(req.type, req.extra));
-    if (!(await this.book.finish(after, this.owner, last))) {
+    if (!await this.book.finish(after, this.owner, last)) {
       return { kind: 'failed', reason: 'the subcloud was taken over by another orchestrator' };
     }
     if (fails && !admission.replay) {
@@ -97,7 +101,7 @@ export class SimDriver implements Driver {
     await this.sleep(0);
     const f = req.subcloud;
     if (f.availability === 'offline') return { ok: false, reason: 'audit: the site does not answer (it is offline)' };
-    const site: Site | undefined = this.book.get(req.cloud);
+    const site: Site | undefined = await this.book.get(req.cloud);
     const sync: Partial<Record<Endpoint, SyncStatus>> = {};
     for (const e of ENDPOINTS) {
       const own = site?.sync?.[e];
@@ -151,6 +155,6 @@ export class SimDriver implements Driver {
       else clearImmediate(t);
     }
     this.timers.clear();
-    this.book.close();
+    await this.book.close();
   }
 }

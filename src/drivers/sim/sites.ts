@@ -11,6 +11,8 @@ import type DatabaseT from 'better-sqlite3';
 import { requireCjs } from '../../platform/cjs.js';
 import { WINDOW_PAGE_CACHE } from '../../platform/sqlite-cache.js';
 import { PgDatabase } from '../../platform/pg-database.js';
+import { SqliteDb } from '../../platform/sqlite-db.js';
+import type { Db } from '../../platform/db.js';
 
 // Through require: see platform/cjs.ts.
 const Database = requireCjs('better-sqlite3') as typeof DatabaseT;
@@ -76,8 +78,9 @@ const syncJson = (s: Site): string | null => (s.sync ? JSON.stringify(s.sync) : 
  * every worker take turns on one lock. The same writes as the file's: an upsert of each changed
  * site, then each finish only while the site still runs that owner's operation (RETURNING says
  * which did). A tick names a site at most once in each (`dirty` and `finishes` are keyed by name).
+ * `db` is the handle of the flush's transactions (Db.inside).
  */
-function pgWrites(db: DatabaseT.Database): (sites: Site[], finishes: { site: Site; owner: string }[]) => boolean[] {
+function pgWrites(db: Db): (sites: Site[], finishes: { site: Site; owner: string }[]) => Promise<boolean[]> {
   const upsertMany = db.prepare(
     `INSERT INTO sim_site (name, campaign, done, vim, busy_state, busy_owner, options, software_version, sync)
      SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
@@ -95,15 +98,15 @@ function pgWrites(db: DatabaseT.Database): (sites: Site[], finishes: { site: Sit
        RETURNING s.name`,
     )
     .pluck();
-  return (sites, finishes) => {
+  return async (sites, finishes) => {
     if (sites.length) {
       // row()'s columns, each as one array.
       const rows = sites.map(row);
-      upsertMany.run(...rows[0].map((_, i) => rows.map((r) => r[i])));
+      await upsertMany.run(...rows[0].map((_, i) => rows.map((r) => r[i])));
     }
     if (finishes.length === 0) return [];
     const kept = new Set(
-      finishMany.all(
+      await finishMany.all(
         finishes.map((f) => f.site.name),
         finishes.map((f) => f.site.campaign),
         finishes.map((f) => f.site.done),
@@ -117,8 +120,41 @@ function pgWrites(db: DatabaseT.Database): (sites: Site[], finishes: { site: Sit
   };
 }
 
+/** The sites file, made with its schema when it lacks it (a better-sqlite3 connection, set up as the store's). */
+function openFile(file: string): DatabaseT.Database {
+  const db = new Database(file);
+  try {
+    // Only another apply's sim driver writes here (one that took the strategy over): a wait of
+    // 5 s, as everywhere in dcm, and a busy flush is kept and retried at a later tick.
+    db.pragma('busy_timeout = 5000');
+    db.pragma(WINDOW_PAGE_CACHE);
+    // WAL + NORMAL, as the database: a commit survives a kill -9 of the process.
+    if (db.pragma('journal_mode', { simple: true }) !== 'wal') db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    // The schema is written only when the file lacks it: an apply that takes the strategy over
+    // from a frozen one (SIGSTOP, a hung host) may find that one holding this file's write lock,
+    // and must wait for it at its first write, not die of it before it starts.
+    if ((db.pragma('user_version', { simple: true }) as number) !== SCHEMA_VERSION) {
+      db.transaction(() => {
+          const version = db.pragma('user_version', { simple: true }) as number;
+          if (version > SCHEMA_VERSION) throw new Error(`${file} was written by a newer dcm (sites schema version ${version})`);
+          // A file of schema 1 (or a table the store's migration 7 → 8 made in its shape) gains
+          // the new columns; a new file gets the whole table.
+          const hasTable = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sim_site'").get() !== undefined;
+          const hasSync = hasTable && (db.prepare('PRAGMA table_info(sim_site)').all() as { name: string }[]).some((c) => c.name === 'sync');
+          if (hasTable && !hasSync) db.exec(UPGRADE_1_TO_2);
+          else db.exec(SCHEMA);
+          db.pragma(`user_version = ${SCHEMA_VERSION}`);
+        }).immediate();
+    }
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+  return db;
+}
+
 export class SiteBook {
-  private readonly db: DatabaseT.Database;
   private readonly cache = new Map<string, Site>();
   private readonly dirty = new Map<string, Site>();
   /** Finishes to write only if the site still runs the operation of `owner`. */
@@ -130,24 +166,29 @@ export class SiteBook {
   private readonly flushTx;
 
   /** `where`: the sites file (created with its schema when missing), or the store's PostgreSQL database. */
-  constructor(where: { file: string } | { pg: string }) {
-    if ('pg' in where) {
+  static async open(where: { file: string } | { pg: string }): Promise<SiteBook> {
+    if (!('pg' in where)) return new SiteBook(new SqliteDb(openFile(where.file)), null);
       // Its writers take a lock of their own: a site shares no lock with the store.
       const pg = new PgDatabase('the simulated sites', where.pg, { writerLock: SITES_WRITER_LOCK });
       try {
-        pg.pragma('busy_timeout = 5000');
-        pg.transaction(() => pg.exec(PG_SCHEMA)).immediate();
+        await pg.pragma('busy_timeout = 5000');
+        await pg.transaction((tx) => tx.exec(PG_SCHEMA)).immediate();
         // On every connection: the first one may be cut (a server restart) mid-rollout.
-        pg.setSession('SET search_path TO dcm_sim');
+        await pg.setSession('SET search_path TO dcm_sim');
       } catch (err) {
         pg.close();
         throw err;
       }
-      // The same face as better-sqlite3's (platform/pg-database.ts), for the statements below.
-      this.db = pg as unknown as DatabaseT.Database;
-    } else this.db = this.openFile(where.file);
+    return new SiteBook(pg, pgWrites(pg.inside));
+  }
+
+  private constructor(
+    private readonly db: Db,
+    writeMany: ((sites: Site[], finishes: { site: Site; owner: string }[]) => Promise<boolean[]>) | null,
+  ) {
     this.selectOne = this.db.prepare('SELECT * FROM sim_site WHERE name = ?');
-    this.upsert = this.db.prepare(
+    // The flush's statements, run only inside its transactions.
+    this.upsert = this.db.inside.prepare(
       `INSERT INTO sim_site (name, campaign, done, vim, busy_state, busy_owner, options, software_version, sync)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT(name) DO UPDATE SET campaign = excluded.campaign, done = excluded.done, vim = excluded.vim,
@@ -156,54 +197,22 @@ export class SiteBook {
     );
     // A site taken over by another orchestrator (this one was stopped, and the lock went to
     // another) no longer runs this process's operation: its late finish is refused by the site.
-    this.finishRun = this.db.prepare(
+    this.finishRun = this.db.inside.prepare(
       `UPDATE sim_site SET campaign = ?, done = ?, vim = ?, busy_state = NULL, busy_owner = NULL, software_version = ?, sync = ?
        WHERE name = ? AND busy_owner = ?`,
     );
-    const writeMany = 'pg' in where ? pgWrites(this.db) : null;
-    const tx = this.db.transaction((sites: Site[], finishes: { site: Site; owner: string }[]) => {
+    const write = async (sites: Site[], finishes: { site: Site; owner: string }[]): Promise<boolean[]> => {
       if (writeMany) return writeMany(sites, finishes);
-      for (const s of sites) this.upsert.run(...row(s));
+      for (const s of sites) await this.upsert.run(...row(s));
       // Every write first, then what each finish changed.
-      const results = finishes.map(({ site: s, owner }) =>
-        this.finishRun.run(s.campaign, s.done, s.vim, s.softwareVersion ?? null, syncJson(s), s.name, owner),
-      );
-      return results.map((r) => r.changes === 1);
-    });
-    this.flushTx = (sites: Site[], finishes: { site: Site; owner: string }[] = []) => tx.immediate(sites, finishes);
-  }
-
-  private openFile(file: string): DatabaseT.Database {
-    const db = new Database(file);
-    try {
-      // Only another apply's sim driver writes here (one that took the strategy over): a wait of
-      // 5 s, as everywhere in dcm, and a busy flush is kept and retried at a later tick.
-      db.pragma('busy_timeout = 5000');
-      db.pragma(WINDOW_PAGE_CACHE);
-      // WAL + NORMAL, as the database: a commit survives a kill -9 of the process.
-      if (db.pragma('journal_mode', { simple: true }) !== 'wal') db.pragma('journal_mode = WAL');
-      db.pragma('synchronous = NORMAL');
-      // The schema is written only when the file lacks it: an apply that takes the strategy over
-      // from a frozen one (SIGSTOP, a hung host) may find that one holding this file's write lock,
-      // and must wait for it at its first write, not die of it before it starts.
-      if ((db.pragma('user_version', { simple: true }) as number) !== SCHEMA_VERSION) {
-        db.transaction(() => {
-            const version = db.pragma('user_version', { simple: true }) as number;
-            if (version > SCHEMA_VERSION) throw new Error(`${file} was written by a newer dcm (sites schema version ${version})`);
-            // A file of schema 1 (or a table the store's migration 7 → 8 made in its shape) gains
-            // the new columns; a new file gets the whole table.
-            const hasTable = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sim_site'").get() !== undefined;
-            const hasSync = hasTable && (db.prepare('PRAGMA table_info(sim_site)').all() as { name: string }[]).some((c) => c.name === 'sync');
-            if (hasTable && !hasSync) db.exec(UPGRADE_1_TO_2);
-            else db.exec(SCHEMA);
-            db.pragma(`user_version = ${SCHEMA_VERSION}`);
-          }).immediate();
+      const kept: boolean[] = [];
+      for (const { site: s, owner } of finishes) {
+        const r = await this.finishRun.run(s.campaign, s.done, s.vim, s.softwareVersion ?? null, syncJson(s), s.name, owner);
+        kept.push(r.changes === 1);
       }
-    } catch (err) {
-      db.close();
-      throw err;
-    }
-    return db;
+      return kept;
+    };
+    this.flushTx = (sites: Site[], finishes: { site: Site; owner: string }[] = []) => this.db.transaction(async () => write(sites, finishes)).immediate();
   }
 
   /**
@@ -211,7 +220,7 @@ export class SiteBook {
    * forgotten once its operation's end is committed (see flush), so that the book holds the sites
    * in flight, not the fleet (SPEC §4: memory follows the window).
    */
-  get(name: string): Site | undefined {
+  async get(name: string): Promise<Site | undefined> {
     const cached = this.cache.get(name);
     if (cached) return cached;
     type Row = {
@@ -225,7 +234,7 @@ export class SiteBook {
       software_version: string | null;
       sync: string | null;
     };
-    const r = this.selectOne.get(name) as Row | undefined;
+    const r = await this.selectOne.get(name) as Row | undefined;
     if (!r) return undefined;
     const site: Site = {
       name: r.name,
@@ -264,10 +273,10 @@ export class SiteBook {
   private schedule(): void {
     if (this.scheduled) return;
     this.scheduled = true;
-    setImmediate(() => this.flush());
+    setImmediate(() => void this.flush());
   }
 
-  private flush(): void {
+  private async flush(): Promise<void> {
     this.scheduled = false;
     if (!this.db.open) return;
     const sites = [...this.dirty.values()];
@@ -276,7 +285,7 @@ export class SiteBook {
     this.finishes.clear();
     let kept: boolean[];
     try {
-      kept = this.flushTx(sites, finishes);
+      kept = await this.flushTx(sites, finishes);
     } catch (err) {
       // A busy file: keep everything for the next tick (nothing was committed). Anything else
       // (a full or corrupt file) is the operations' error: the orchestrator stops the apply.
@@ -297,10 +306,10 @@ export class SiteBook {
     });
   }
 
-  close(): void {
+  async close(): Promise<void> {
     if (!this.db.open) return;
     try {
-      if (this.dirty.size) this.flushTx([...this.dirty.values()]);
+      if (this.dirty.size) await this.flushTx([...this.dirty.values()]);
     } catch (err) {
       // Still busy after the busy timeout: what is left is operations started and not finished
       // (a finish is always awaited), which the orchestrator runs again as a new attempt; the

@@ -20,7 +20,7 @@ export interface PgOpenOptions {
 }
 
 /** Open the database; null when it has no dcm schema yet and the caller only reads. */
-export function openPgDb(url: string, opts: PgOpenOptions): PgDatabase | null {
+export async function openPgDb(url: string, opts: PgOpenOptions): Promise<PgDatabase | null> {
   const shown = shownUrl(url);
   let db: PgDatabase;
   try {
@@ -30,7 +30,7 @@ export function openPgDb(url: string, opts: PgOpenOptions): PgDatabase | null {
   }
   try {
     // As a file's busy timeout (store/open.ts): wait up to 10 s for another writer, then say busy.
-    db.pragma('busy_timeout = 10000');
+    await db.pragma('busy_timeout = 10000');
     let version = schemaVersion(db, shown);
     if (version === 0 && !opts.create) {
       // A schema named on purpose (`options=-csearch_path=…`) that holds no dcm schema is a
@@ -46,12 +46,12 @@ export function openPgDb(url: string, opts: PgOpenOptions): PgDatabase | null {
       throw new OperationError(`${shown} was written by a newer dcm (schema version ${version}; this dcm knows up to ${SCHEMA_VERSION})`);
     }
     if (version < SCHEMA_VERSION) {
-      db.transaction(() => {
+      await db.transaction(async (tx) => {
         // Read again under the writers' lock: another dcm may have written the schema meanwhile.
         version = schemaVersion(db, shown);
         if (version === 0) {
           // The first schema on PostgreSQL, then the same steps an older database takes.
-          db.exec(PG_SCHEMA);
+          await tx.exec(PG_SCHEMA);
           for (const q of pgSeeds()) db.query(q);
           db.query({
             text: `INSERT INTO dcm_meta (key, value) VALUES ('application', 'dcm'), ('schema_version', $1), ('data_version', '0')`,
@@ -59,7 +59,7 @@ export function openPgDb(url: string, opts: PgOpenOptions): PgDatabase | null {
           });
           version = PG_FIRST_VERSION;
         }
-        for (let v = version; v < SCHEMA_VERSION; v++) db.exec(PG_MIGRATIONS[v]);
+        for (let v = version; v < SCHEMA_VERSION; v++) await tx.exec(PG_MIGRATIONS[v]);
         db.query({ text: `UPDATE dcm_meta SET value = $1 WHERE key = 'schema_version'`, values: [String(SCHEMA_VERSION)] });
       }).immediate();
     }

@@ -64,9 +64,9 @@ const syncText = (e: Endpoint | null) => `UPDATE subcloud SET ${completionSet(e)
 const changed = (n: number, id = 0) => ({ changes: n, lastInsertRowid: id });
 
 /** Write `batch` at time `at`: one result per transition, in the batch's order. */
-export function writeBatchPg(db: Db, batch: readonly Transition[], at: string): Written[] {
+export async function writeBatchPg(db: Db, batch: readonly Transition[], at: string): Promise<Written[]> {
   const out: Written[] = [];
-  for (const round of rounds(batch)) out.push(...writeRound(db, round, at));
+  for (const round of rounds(batch)) out.push(...(await writeRound(db, round, at)));
   return out;
 }
 
@@ -88,9 +88,9 @@ function rounds(batch: readonly Transition[]): Transition[][] {
   return out;
 }
 
-function writeRound(db: Db, round: readonly Transition[], at: string): Written[] {
+async function writeRound(db: Db, round: readonly Transition[], at: string): Promise<Written[]> {
   const closes = round.filter((t) => t.close);
-  const rows = sql(db, WRITE)
+  const rows = await sql(db, WRITE)
     .raw()
     .all(
       round.map((t) => t.stepId),
@@ -127,11 +127,11 @@ function writeRound(db: Db, round: readonly Transition[], at: string): Written[]
     ids.push(t.subcloudId);
     completing.set(t.completes.endpoint, ids);
   }
-  for (const [e, ids] of completing) sql(db, syncText(e)).run(at, ids);
+  for (const [e, ids] of completing) await sql(db, syncText(e)).run(at, ids);
   for (const t of round) {
     if (!t.observed || !moved.has(t.stepId)) continue;
     const o = t.observed;
-    updateSubcloud(db, t.subcloudId, { software_version: o.software_version, availability: o.availability, sync: o.sync });
+    await updateSubcloud(db, t.subcloudId, { software_version: o.software_version, availability: o.availability, sync: o.sync });
   }
   return round.map((t) => ({
     closed: t.close ? changed(closed.has(t.close.historyId) ? 1 : 0) : undefined,

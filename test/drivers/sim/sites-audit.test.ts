@@ -15,7 +15,7 @@ beforeEach(() => {
 afterEach(() => t.cleanup());
 
 describe('sim sites: what an audit answers from', () => {
-  test('a schema 1 file is upgraded in place, its rows kept', () => {
+  test('a schema 1 file is upgraded in place, its rows kept', async () => {
     const file = `${t.db}.sites`;
     const raw = new Database(file);
     raw.exec(`CREATE TABLE sim_site (name TEXT PRIMARY KEY, campaign TEXT NOT NULL, done INTEGER NOT NULL, vim TEXT NOT NULL,
@@ -23,13 +23,13 @@ describe('sim sites: what an audit answers from', () => {
     raw.prepare("INSERT INTO sim_site VALUES ('a', 'c1', 4, 'applied', NULL, NULL, NULL)").run();
     raw.pragma('user_version = 1');
     raw.close();
-    const book = new SiteBook({ file });
-    expect(book.get('a')).toMatchObject({ name: 'a', campaign: 'c1', done: 4, vim: 'applied', softwareVersion: null, sync: null });
-    book.set({ ...book.get('a')!, softwareVersion: '24.09', sync: { usm: 'in-sync' } });
-    book.close();
-    const again = new SiteBook({ file });
-    expect(again.get('a')).toMatchObject({ softwareVersion: '24.09', sync: { usm: 'in-sync' } });
-    again.close();
+    const book = await SiteBook.open({ file });
+    expect(await book.get('a')).toMatchObject({ name: 'a', campaign: 'c1', done: 4, vim: 'applied', softwareVersion: null, sync: null });
+    book.set({ ...(await book.get('a'))!, softwareVersion: '24.09', sync: { usm: 'in-sync' } });
+    await book.close();
+    const again = await SiteBook.open({ file });
+    expect(await again.get('a')).toMatchObject({ softwareVersion: '24.09', sync: { usm: 'in-sync' } });
+    await again.close();
     const check = new Database(file, { readonly: true });
     expect(check.pragma('user_version', { simple: true })).toBe(2);
     check.close();

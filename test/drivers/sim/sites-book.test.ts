@@ -34,21 +34,21 @@ const finished = (s: Site): Site => ({ ...s, done: 1, vim: 'ready-to-apply', bus
 
 describe('sim sites: a tick of writes', () => {
   test('changed sites are written, and a finish is kept only while the site runs that owner\'s operation', async () => {
-    const book = new SiteBook(where());
+    const book = await SiteBook.open(where());
     // One tick: three sites start (c under another owner, as after a takeover), then a and c end.
     for (const s of [busy('a', 'me'), busy('b', 'me'), busy('c', 'other')]) book.set(s);
     const kept = await Promise.all([book.finish(finished(busy('a', 'me')), 'me', true), book.finish(finished(busy('c', 'other')), 'me', true)]);
     expect(kept).toEqual([true, false]);
     // A later tick: b ends.
     expect(await book.finish(finished(busy('b', 'me')), 'me', false)).toBe(true);
-    book.close();
+    await book.close();
 
-    const again = new SiteBook(where());
-    expect(again.get('a')).toEqual(finished(busy('a', 'me')));
-    expect(again.get('b')).toEqual(finished(busy('b', 'me')));
+    const again = await SiteBook.open(where());
+    expect(await again.get('a')).toEqual(finished(busy('a', 'me')));
+    expect(await again.get('b')).toEqual(finished(busy('b', 'me')));
     // Refused: the site still runs the other owner's operation, as it was written.
-    expect(again.get('c')).toEqual(busy('c', 'other'));
-    expect(again.get('d')).toBeUndefined();
-    again.close();
+    expect(await again.get('c')).toEqual(busy('c', 'other'));
+    expect(await again.get('d')).toBeUndefined();
+    await again.close();
   });
 });

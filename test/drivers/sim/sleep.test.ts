@@ -15,13 +15,13 @@ afterEach(() => {
 });
 
 test('a 30-day latency waits 30 days, across several timer spans, without a warning', async () => {
-  openDb(t.db, { create: true })!.close();
+  (await openDb(t.db, { create: true }))!.close();
   const warnings: string[] = [];
   const onWarning = (w: Error) => warnings.push(w.name);
   process.on('warning', onWarning);
   jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick', 'queueMicrotask'] });
   const day = 24 * 3_600_000;
-  const driver = new SimDriver(t.db, simSettings({ sim_latency_min_ms: 30 * day, sim_latency_max_ms: 30 * day, sim_seed: 1 }));
+  const driver = await SimDriver.open(t.db, simSettings({ sim_latency_min_ms: 30 * day, sim_latency_max_ms: 30 * day, sim_seed: 1 }));
   let settled = false;
   const states = statesOf('patch');
   const run = driver
@@ -35,7 +35,7 @@ test('a 30-day latency waits 30 days, across several timer spans, without a warn
   jest.useRealTimers();
   await expect(run).resolves.toEqual({ kind: 'next' });
   expect(settled).toBe(true);
-  driver.close();
+  await driver.close();
   process.off('warning', onWarning);
   expect(warnings).not.toContain('TimeoutOverflowWarning');
 });

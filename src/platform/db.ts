@@ -1,0 +1,59 @@
+/**
+ * The face of a dcm database the store's modules use, whichever backend holds it: every statement
+ * and every transaction is asynchronous, so that a server that makes dcm wait (another session
+ * holds the writers' lock, a slow network) never blocks the event loop — Ctrl-C, driver answers
+ * and heartbeats go on meanwhile. A file answers at once (platform/sqlite-db.ts: its promises are
+ * already settled); a server answers when it does.
+ *
+ * A transaction's statements are those run through the handle its body is given (`tx`): while one
+ * is open, a statement or transaction through the connection itself waits for it to end, as
+ * another process's would (platform/turns.ts). Inside a body, everything goes through `tx`.
+ */
+
+export interface RunResult {
+  changes: number;
+  lastInsertRowid: number | bigint;
+}
+
+export interface Statement {
+  get(...params: unknown[]): Promise<unknown>;
+  all(...params: unknown[]): Promise<unknown[]>;
+  run(...params: unknown[]): Promise<RunResult>;
+  /** Rows one at a time (a file streams them; a server sends them all first). */
+  iterate(...params: unknown[]): AsyncIterableIterator<unknown>;
+  /** Rows as their first column's value. */
+  pluck(on?: boolean): this;
+  /** Rows as arrays of column values. */
+  raw(on?: boolean): this;
+}
+
+export interface Transaction<T> {
+  /** A reader's transaction: one snapshot, no lock. */
+  (): Promise<T>;
+  deferred(): Promise<T>;
+  /** A writer's: it holds the writers' lock from its start, so it sees every earlier commit and no other writer. */
+  immediate(): Promise<T>;
+}
+
+export interface Db {
+  /** The file's path, or the server's address (without its password). */
+  readonly name: string;
+  /** An in-memory database (tests and read-only snapshots). */
+  readonly memory: boolean;
+  /** Not closed yet. */
+  readonly open: boolean;
+  /** This is an open transaction's handle (a transaction through it is a savepoint). */
+  readonly inTransaction: boolean;
+  /**
+   * The handle every transaction of this connection gives its body: for statements prepared once
+   * and run only inside the connection's transactions (run outside one, they throw).
+   */
+  readonly inside: Db;
+  prepare(source: string): Statement;
+  /** Statements with no parameters, run now. */
+  exec(source: string): Promise<this>;
+  pragma(source: string, options?: { simple?: boolean }): Promise<unknown>;
+  /** `fn` in one transaction, given its handle; through a transaction's handle, a savepoint. */
+  transaction<T>(fn: (tx: Db) => Promise<T>): Transaction<T>;
+  close(): void;
+}
