@@ -63,8 +63,8 @@ export async function strategyAbort(ctx: RunCtx, type?: StrategyType, reasonText
           `still running, left for the next apply: ${nameLive(live)}; the strategy stays aborting: ` +
             `\`dcm strategy apply\` waits for it and ends the abort${resolveHint(live)}`,
         );
-        }
       }
+    }
     return { kind: 'strategy' as const, strategy: (await getStrategy(db))! };
   });
   if (!result) strategyNotFound(type);

@@ -124,13 +124,13 @@ export async function withExistingWriteDb<T>(ctx: Ctx, fn: (db: Db) => T | Promi
     return await withServerFaults(ctx.dbPath, async () => {
       const db = await openDb(ctx.dbPath, { create: false });
       return db ? await runInTransaction(db, ctx, fn) : null;
-        });
+    });
   }
   return await withFileFaults(ctx.dbPath, async () => {
-      removeStaleTemps(inspectDbPath(ctx.dbPath).real);
-      const db = await openDb(ctx.dbPath, { create: false, write: true });
-      return db ? await runInTransaction(db, ctx, fn) : null;
-    });
+    removeStaleTemps(inspectDbPath(ctx.dbPath).real);
+    const db = await openDb(ctx.dbPath, { create: false, write: true });
+    return db ? await runInTransaction(db, ctx, fn) : null;
+  });
 }
 
 /** Run `fn` on the file, or return `empty` when the file does not exist (nothing is created). */

@@ -94,12 +94,12 @@ export async function configDelete(ctx: Ctx, cloud: string): Promise<void> {
   const done = await withExistingWriteDb({ dbPath: ctx.dbPath }, async (db) => {
     if (isDefaultRef(cloud)) {
       await deleteDefaultConfig(db);
-        return true;
-      }
-      const sc = await subcloudByRef(db, cloud);
-      if (!sc) throw new OperationError(`${UNABLE_TO_DELETE}: Subcloud not found`);
-      if (!await deleteSubcloudConfig(db, sc.id)) throw new OperationError(`${UNABLE_TO_DELETE}: Subcloud patch options not found`);
       return true;
+    }
+    const sc = await subcloudByRef(db, cloud);
+    if (!sc) throw new OperationError(`${UNABLE_TO_DELETE}: Subcloud not found`);
+    if (!await deleteSubcloudConfig(db, sc.id)) throw new OperationError(`${UNABLE_TO_DELETE}: Subcloud patch options not found`);
+    return true;
   });
   if (!done && !isDefaultRef(cloud)) throw new OperationError(`${UNABLE_TO_DELETE}: Subcloud not found`);
 }

@@ -20,8 +20,8 @@ export async function subcloudInventory(
       if (!g) throw new OperationError(`Subcloud group ${opts.group} does not exist`);
       groupId = g.id;
     }
-      const rows: { row: SubcloudRow; labels: Labels }[] = [];
-      for await (const row of iterateSubclouds(db, groupId, Boolean(opts.all), SECONDARY, opts.labels)) rows.push({ row, labels: readLabels(row.labels) });
-      return ansibleInventory(rows);
-    });
+    const rows: { row: SubcloudRow; labels: Labels }[] = [];
+    for await (const row of iterateSubclouds(db, groupId, Boolean(opts.all), SECONDARY, opts.labels)) rows.push({ row, labels: readLabels(row.labels) });
+    return ansibleInventory(rows);
+  });
 }

@@ -74,7 +74,7 @@ export async function subcloudProbe(ctx: Ctx, input: ProbeInput): Promise<Outcom
       return await listSubclouds(db, g.id);
     }
     const seen = new Set<number>();
-      return (await mustFindAll(db, input.names)).filter((r) => !seen.has(r.id) && seen.add(r.id));
+    return (await mustFindAll(db, input.names)).filter((r) => !seen.has(r.id) && seen.add(r.id));
   });
   if (rows === null) {
     if (input.names.length) throw new OperationError(`Subcloud ${input.names[0]} does not exist`);

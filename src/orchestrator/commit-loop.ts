@@ -21,17 +21,17 @@ import type { Refusal } from '../store/workers.js';
 import type { ProgressSink } from './progress.js';
 import { Committer, BUSY_RETRY_MS } from './committer.js';
 import { decideRun, type DecideContext, type Decided, type Report } from './decide.js';
-
-/** What deciding a report needs; a deferral's verdict reads the store, before the decision. */
-export type LoopDecideContext = Omit<DecideContext, 'deferral'> & {
-  deferral(w: Worker, reason: string): Promise<DeferralDecision>;
-};
 import type { Fleet } from './fleet.js';
 import type { Registry, Worker } from './registry.js';
 import { RunProcesses } from './run-processes.js';
 import { RunDetails } from './run-details.js';
 import type { Runtime } from './runtime.js';
 import { sleepOn } from '../platform/timers.js';
+
+/** What deciding a report needs; a deferral's verdict reads the store, before the decision. */
+export type LoopDecideContext = Omit<DecideContext, 'deferral'> & {
+  deferral(w: Worker, reason: string): Promise<DeferralDecision>;
+};
 
 /** How long, after a second Ctrl-C, the answers already received wait for a busy store. */
 export const FINAL_FLUSH_MS = 10_000;

@@ -181,8 +181,8 @@ export class Launcher {
     this.registry.add(worker);
     if (!this.rt.driver.ownsTimeouts) this.deadlines.add(step.id, worker.opId, this.registry.size);
     const resumed = this.resumed.has(keyOf(step.id, state));
-      this.resumed.delete(keyOf(step.id, state));
-      // A driver that throws instead of rejecting fails this operation, not the whole apply.
+    this.resumed.delete(keyOf(step.id, state));
+    // A driver that throws instead of rejecting fails this operation, not the whole apply.
     const running = this.request(worker, resumed).then((req) => this.rt.driver.run(req));
     this.awaitResult(worker, running);
   }

@@ -196,9 +196,9 @@ export class StageWindow {
   private async feedAll(): Promise<void> {
     for (;;) {
       const g = this.host.gate();
-    // Once stopping, only steps caught mid-state may still start; the cursor reads them first, so
-    // the first new one read says there are no more (a stopped stage is not read to its end).
-    const aside = Math.max(0, this.asideSteps.size - ASIDE_MAX);
+      // Once stopping, only steps caught mid-state may still start; the cursor reads them first, so
+      // the first new one read says there are no more (a stopped stage is not read to its end).
+      const aside = Math.max(0, this.asideSteps.size - ASIDE_MAX);
       if (this.finished || this.exhausted || (g.stopping && this.sawNew) || this.outstanding + aside >= this.limit.concurrency + READ_AHEAD_MAX) return;
       const want = Math.min(READ_AHEAD_MAX, this.limit.concurrency);
       const rescans = this.rescans;

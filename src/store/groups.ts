@@ -44,7 +44,7 @@ export async function insertGroup(
     db,
     `INSERT INTO subcloud_group (name, description, update_apply_type, max_parallel_subclouds, maintenance_window, maintenance_tz, created_at)
      VALUES (?, ?, ?, ?, ?, ?, ?)`,
-    )
+  )
     .run(g.name, g.description, g.updateApplyType, g.maxParallelSubclouds, g.maintenanceWindow ?? null, g.maintenanceTz ?? null, now());
   return Number(r.lastInsertRowid);
 }

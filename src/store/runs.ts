@@ -30,7 +30,7 @@ export async function leftRunning(db: Db, owner?: number): Promise<LeftRunRow[]>
       `SELECT h.id, h.step_id, sc.name AS cloud, h.state, h.attempt, h.started_at, h.pid, h.pgid, h.proc_start, h.host
        FROM step_history h JOIN strategy_step st ON st.id = h.step_id JOIN subcloud sc ON sc.id = st.subcloud_id
        WHERE h.outcome = 'running'${owner === undefined ? '' : ' AND st.owner = ?'} ORDER BY h.id`,
-      )
+    )
     .all(...(owner === undefined ? [] : [owner])) as {
     id: number;
     step_id: number;
@@ -113,7 +113,7 @@ export async function interruptedLast(db: Db): Promise<Set<string>> {
       `SELECT h.step_id AS stepId, h.state FROM step_history h
        WHERE h.outcome = 'interrupted'
          AND h.attempt = (SELECT max(attempt) FROM step_history x WHERE x.step_id = h.step_id AND x.state = h.state)`,
-      )
+    )
     .all() as { stepId: number; state: string }[];
   return new Set(rows.map((r) => `${r.stepId}\u0000${r.state}`));
 }
@@ -139,7 +139,7 @@ export async function retryBudgets(db: Db): Promise<Map<string, RetryBudget>> {
        FROM step_history h JOIN strategy_step st ON st.id = h.step_id AND st.state = h.state
        WHERE st.state NOT IN ('initial', 'complete', 'failed', 'aborted')
        ORDER BY h.step_id, h.attempt DESC, h.id DESC`,
-      )
+    )
     .all(DEFERRED_RUN_PREFIX) as { stepId: number; state: string; outcome: string; retryAt: string | null; deferral: number }[];
   const out = new Map<string, RetryBudget>();
   const closed = new Set<string>();

@@ -129,7 +129,7 @@ export async function planningRecords(db: Db, labels: LabelSelector = {}): Promi
     `SELECT id, name, group_id, management, availability, deploy_status,
        patching_sync, usm_sync, kubernetes_sync, kube_rootca_sync, firmware_sync, software_version
      FROM subcloud ${only.conds.length ? `WHERE ${only.conds.join(' AND ')}` : ''} ORDER BY id`,
-    )
+  )
     .raw(true)
     .all(...only.args) as [number, string, number, string, string, string, SyncStatus, SyncStatus, SyncStatus, SyncStatus, SyncStatus, string | null][];
   return rows.map((r) => ({

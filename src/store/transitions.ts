@@ -48,7 +48,7 @@ export async function interruptRunning(db: Db, details = 'the orchestrator stopp
     .prepare(
       `UPDATE step_history SET outcome = 'interrupted', finished_at = ?, details = ?
        WHERE outcome = 'running' AND id NOT IN (SELECT value FROM json_each(?))`,
-      )
+    )
     .run(now(), details, JSON.stringify(keep))).changes;
 }
 
@@ -256,7 +256,7 @@ export async function abortMidStateSteps(db: Db, keep: readonly number[] = []): 
     .prepare(
       `UPDATE strategy_step SET details = 'aborted in state ' || state, state = 'aborted', finished_at = ?, updated_at = ?
        WHERE state NOT IN ('initial', 'complete', 'failed', 'aborted') AND id NOT IN (SELECT value FROM json_each(?))`,
-      )
+    )
     .run(at, at, JSON.stringify(keep))).changes;
 }
 
@@ -279,6 +279,6 @@ export async function failLeftSteps(db: Db, why: string): Promise<number> {
     .prepare(
       `UPDATE strategy_step SET details = state || ': ' || ?, state = 'failed', finished_at = ?, updated_at = ?
        WHERE state NOT IN ('initial', 'complete', 'failed', 'aborted')`,
-      )
+    )
     .run(why, at, at)).changes;
 }

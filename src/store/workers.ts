@@ -71,7 +71,7 @@ export async function addWorker(db: Db, w: NewWorker): Promise<number> {
     db,
     `INSERT INTO apply_worker (host, pid, proc_start, token, started_at, heartbeat_at, heartbeat_ms, lease_ms, max_local)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-    )
+  )
     .pluck()
     .get(w.host, w.pid, w.procStart, w.token, at, at, await storeClockMs(db), w.leaseMs, w.maxLocal)) as number;
 }
@@ -249,7 +249,7 @@ export async function inFlightElsewhere(db: Db, me: number): Promise<number> {
   return (await sql(
     db,
     `SELECT count(*) FROM strategy_step st WHERE st.owner IS NOT NULL AND st.owner != ? AND st.state NOT IN ('complete', 'failed', 'aborted') AND ${LIVE_OWNER}`,
-    )
+  )
     .pluck()
     .get(me)) as number;
 }

@@ -192,7 +192,7 @@ export async function runningRows(db: string): Promise<{ cloud: string; state: s
       .prepare(
         `SELECT sc.name AS cloud, h.state, h.attempt, h.pid, h.pgid FROM step_history h JOIN strategy_step st ON st.id = h.step_id
          JOIN subcloud sc ON sc.id = st.subcloud_id WHERE h.outcome = 'running'`,
-          )
+      )
       .all()) as { cloud: string; state: string; attempt: number; pid: number | null; pgid: number | null }[];
   } finally {
     d.close();

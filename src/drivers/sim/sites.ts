@@ -168,17 +168,17 @@ export class SiteBook {
   /** `where`: the sites file (created with its schema when missing), or the store's PostgreSQL database. */
   static async open(where: { file: string } | { pg: string }): Promise<SiteBook> {
     if (!('pg' in where)) return new SiteBook(new SqliteDb(openFile(where.file)), null);
-      // Its writers take a lock of their own: a site shares no lock with the store.
-      const pg = new PgDatabase('the simulated sites', where.pg, { writerLock: SITES_WRITER_LOCK });
-      try {
-        await pg.pragma('busy_timeout = 5000');
-        await pg.transaction((tx) => tx.exec(PG_SCHEMA)).immediate();
-        // On every connection: the first one may be cut (a server restart) mid-rollout.
-        await pg.setSession('SET search_path TO dcm_sim');
-      } catch (err) {
-        pg.close();
-        throw err;
-      }
+    // Its writers take a lock of their own: a site shares no lock with the store.
+    const pg = new PgDatabase('the simulated sites', where.pg, { writerLock: SITES_WRITER_LOCK });
+    try {
+      await pg.pragma('busy_timeout = 5000');
+      await pg.transaction((tx) => tx.exec(PG_SCHEMA)).immediate();
+      // On every connection: the first one may be cut (a server restart) mid-rollout.
+      await pg.setSession('SET search_path TO dcm_sim');
+    } catch (err) {
+      pg.close();
+      throw err;
+    }
     return new SiteBook(pg, pgWrites(pg.inside));
   }
 
