@@ -9,34 +9,14 @@
  * see every earlier commit and no other writer between. A deferred transaction reads one snapshot
  * (REPEATABLE READ), as a SQLite read transaction does, and takes no lock.
  */
-import { blockingClockMs, connectionLost, PgError, SyncPg, type PgQuery, type PgResult } from './pg-sync.js';
+import { connectionLost, PgError, type PgQuery, type PgResult, type SyncPg } from './pg-sync.js';
+import { asStoreError, connect, RESENDABLE } from './pg-connection.js';
 import { toPg } from './pg-dialect.js';
 import type { Db, RunResult, Statement, Transaction } from './db.js';
 import { Turns, TxHandle, type Inside } from './turns.js';
 
 /** The advisory lock every dcm writer of one database takes ("DCM1", as the SQLite file's mark). */
 export const WRITER_LOCK = 0x44434d31;
-
-/**
- * PostgreSQL's errors under the codes the store already tells apart: a lock not had within the
- * wait (lock_timeout) is SQLite's busy; a unique key is a unique constraint.
- */
-function asStoreError(err: unknown): unknown {
-  if (!(err instanceof PgError)) return err;
-  // A lost connection is busy too: nothing of the transaction was committed, and the next try
-  // (the orchestrator's committer waits and tries again) runs on a new connection.
-  const code =
-    err.code === '55P03' || err.code === '40P01' || err.code === '40001' || connectionLost(err)
-      ? 'SQLITE_BUSY'
-      : err.code === '23505'
-        ? 'SQLITE_CONSTRAINT_UNIQUE'
-        : err.code?.startsWith('23')
-          ? 'SQLITE_CONSTRAINT'
-          : err.code;
-  const e = new PgError(err.message, code, connectionLost(err));
-  e.stack = err.stack;
-  return e;
-}
 
 type Params = unknown[];
 
@@ -157,31 +137,6 @@ function value(v: unknown): unknown {
   return v;
 }
 
-
-/** Statements that change nothing in the database: sent again after a lost connection. */
-const RESENDABLE = /^\s*(SELECT|SET|SHOW|WITH\s+[^;]*\bSELECT\b(?![\s\S]*\b(INSERT|UPDATE|DELETE)\b))/i;
-
-/**
- * How long a connection is tried again while the server says it will be back: starting up or
- * shutting down (57P03) when first connecting (a wrong address fails at once), and any lost
- * connection when connecting again (the address worked: a restart, a failover's few seconds).
- */
-const RECONNECT_MS = 5_000;
-const RECONNECT_EVERY_MS = 200;
-
-function connect(url: string, again: boolean): SyncPg {
-  const until = blockingClockMs() + RECONNECT_MS;
-  for (;;) {
-    try {
-      return new SyncPg(url);
-    } catch (err) {
-      const transient = again ? connectionLost(err) : (err as { code?: string }).code === '57P03';
-      if (!transient || blockingClockMs() >= until) throw err;
-      // The store is synchronous (see pg-sync.ts): the wait between tries blocks, a few seconds at most.
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, RECONNECT_EVERY_MS);
-    }
-  }
-}
 
 export class PgDatabase implements Db, Inside {
   readonly turns = new Turns();
@@ -339,14 +294,22 @@ export class PgDatabase implements Db, Inside {
     // Sent with the transaction's first statement that needs an answer.
     this.reconnectIfLost();
     this.depth = 1;
+    let xid: { result?: PgResult } | undefined;
     if (mode === 'immediate') {
       this.send({ text: 'BEGIN' });
       this.send({ text: 'SELECT pg_advisory_xact_lock($1)', values: [this.writerLock] });
+      // The transaction's id, answered with its first read: should the connection go during the
+      // COMMIT, the server may have committed before it went, and is asked (committedAfterAll).
+      xid = this.send({ text: 'SELECT txid_current()', array: true });
     } else this.send({ text: 'BEGIN ISOLATION LEVEL REPEATABLE READ' });
     try {
       const r = await fn();
       if (mode === 'immediate' && this.version) this.send({ text: this.version.bump });
-      this.query({ text: 'COMMIT' });
+      try {
+        this.query({ text: 'COMMIT' });
+      } catch (err) {
+        if (!this.lost || !this.committedAfterAll(xid?.result)) throw err;
+      }
       return r;
     } catch (err) {
       this.queue = [];
@@ -358,6 +321,24 @@ export class PgDatabase implements Db, Inside {
       throw err;
     } finally {
       this.depth = 0;
+    }
+  }
+
+  /**
+   * The connection went during a COMMIT: whether the server committed all the same (its answer
+   * was what was lost), asked on a new connection. A batch tried again after a commit it did not
+   * hear of would find its own writes done, and stop the apply as if another process had made them.
+   * Unknown (no id read yet, the server still away): not committed, as before.
+   */
+  private committedAfterAll(xid: PgResult | undefined): boolean {
+    const id = (xid?.rows[0] as unknown[] | undefined)?.[0];
+    if (id === undefined) return false;
+    try {
+      this.reconnectIfLost();
+      const status = this.query({ text: 'SELECT txid_status($1)', values: [id], array: true }).rows[0] as unknown[] | undefined;
+      return status?.[0] === 'committed';
+    } catch {
+      return false;
     }
   }
 

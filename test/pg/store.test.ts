@@ -5,7 +5,10 @@
  * is not there named in one line, and writers that take turns as SQLite's do.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { dcmSpawn, tempDir, waitFor } from '../helpers/cli.js';
 import { SyncPg } from '../../src/platform/pg-sync.js';
 import { SCHEMA_VERSION } from '../../src/store/migrations.js';
@@ -111,7 +114,77 @@ describe('busy_timeout = 0', () => {
   });
 });
 
+/**
+ * A proxy on a Unix socket in front of the server (argv: its folder, the server's socket, the
+ * port). Once, after the client has sent 'kept', it passes the client's COMMIT on, waits for the
+ * server's answer that the COMMIT is done, and drops the connection instead of passing that answer
+ * back: the commit is made and the client never hears of it. Prints 'ready', then 'cut'.
+ */
+const DROP_COMMIT_ANSWER = `
+const net = require('node:net');
+const [dir, server, port] = process.argv.slice(1);
+let armed = false, cut = false;
+net.createServer((client) => {
+  const up = net.connect(server);
+  let commitSent = false;
+  client.on('data', (b) => {
+    if (!cut && b.includes('kept')) armed = true;
+    if (!cut && armed && b.includes('COMMIT')) commitSent = true;
+    up.write(b);
+  });
+  up.on('data', (b) => {
+    if (commitSent && !cut && b.includes('COMMIT\\0')) {
+      cut = true;
+      process.stdout.write('cut\\n');
+      client.destroy();
+      up.destroy();
+      return;
+    }
+    client.write(b);
+  });
+  client.on('error', () => up.destroy());
+  up.on('error', () => client.destroy());
+  client.on('close', () => up.destroy());
+  up.on('close', () => client.destroy());
+}).listen(dir + '/.s.PGSQL.' + port, () => process.stdout.write('ready\\n'));
+`;
+
 describe('a lost connection', () => {
+  test('cut during a COMMIT the server made: the server is asked on a new connection, and the transaction counts as committed, not as busy', async () => {
+    // The pass's addresses name the server's socket folder and port (test/pg/global-setup.ts).
+    const param = (k: string) => decodeURIComponent(new RegExp(`[?&]${k}=([^&]+)`).exec(t.db)![1]);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcm-proxy-'));
+    const proxy = spawn(process.execPath, ['-e', DROP_COMMIT_ANSWER, dir, `${param('host')}/.s.PGSQL.${param('port')}`, param('port')], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let said = '';
+    proxy.stdout.on('data', (b: Buffer) => (said += b.toString()));
+    try {
+      await waitFor(() => said.includes('ready'), 10_000, 20);
+      const db = (await openPgDb(t.db.replace(/([?&]host=)[^&]+/, `$1${encodeURIComponent(dir)}`), { create: false }))!;
+      try {
+        const read = await db
+          .transaction(async (tx) => {
+            await tx.prepare(`UPDATE subcloud SET description = ? WHERE name = ?`).run('kept', 'pg1');
+            return await tx.prepare(`SELECT description FROM subcloud WHERE name = ?`).pluck().get('pg1');
+          })
+          .immediate();
+        expect(read).toBe('kept');
+        // The proxy says so on its pipe, read once the event loop turns.
+        await waitFor(() => said.includes('cut'), 10_000, 20);
+        expect(conn.query(`SELECT description FROM subcloud WHERE name = 'pg1'`).rows).toEqual([{ description: 'kept' }]);
+        // The new connection serves what comes next.
+        expect(await db.prepare('SELECT 1').pluck().get()).toBe(1);
+      } finally {
+        db.close();
+      }
+    } finally {
+      proxy.kill();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+
   test('the transaction it cut fails as busy, with nothing committed and nothing run outside it; the next one runs on a new connection, its lock_timeout set again', async () => {
     const db = (await openPgDb(t.db, { create: false }))!;
     try {
