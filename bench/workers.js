@@ -34,15 +34,15 @@ if (!admin) {
 // BENCH_ONLY=fig1,lat,take runs only those parts.
 const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',')) : null;
 const wanted = (part) => !only || only.has(part);
-const { SyncPg } = await import(path.join(ROOT, 'dist', 'platform', 'pg-sync.js'));
+const { PgClient } = await import(path.join(ROOT, 'dist', 'platform', 'pg-client.js'));
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dcm-bench-workers-'));
 // Not `new URL`: libpq's socket form (`postgresql://user@/db?host=/dir`) has no host for it.
 const urlOf = (name) => admin.replace(/^(postgres(?:ql)?:\/\/[^/?#]*)(\/[^?#]*)?/, `$1/${name}`);
 
-function sqlOn(url, text, values = []) {
-  const pg = new SyncPg(url);
+async function sqlOn(url, text, values = []) {
+  const pg = await PgClient.connect(url);
   try {
-    return pg.query(text, values).rows;
+    return (await pg.query(text, values)).rows;
   } finally {
     pg.close();
   }
@@ -53,15 +53,15 @@ function dcmSetup(db, args) {
   if (r.status !== 0) throw new Error(`dcm ${args.slice(0, 3).join(' ')}: ${r.stderr}`);
 }
 
-function fresh(name, template) {
-  sqlOn(admin, `DROP DATABASE IF EXISTS ${name}`);
-  sqlOn(admin, `CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ''}`);
+async function fresh(name, template) {
+  await sqlOn(admin, `DROP DATABASE IF EXISTS ${name}`);
+  await sqlOn(admin, `CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ''}`);
   return urlOf(name);
 }
 
 /** A database holding `n` subclouds and a patch strategy made with `args`. */
-function prepare(name, n, args) {
-  const db = fresh(name);
+async function prepare(name, n, args) {
+  const db = await fresh(name);
   const names = Array.from({ length: n }, (_, i) => `subcloud${i + 1}`);
   for (let i = 0; i < n; i += 2000) dcmSetup(db, ['subcloud', 'add', ...names.slice(i, i + 2000)]);
   dcmSetup(db, ['strategy', 'create', '--type', 'patch', ...args]);
@@ -98,13 +98,13 @@ function workers(db, count, extraArgs = [], envOf = () => ({})) {
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const span = (xs, d = 2) => `${median(xs).toFixed(d)} (${Math.min(...xs).toFixed(d)}–${Math.max(...xs).toFixed(d)})`;
 
-function completeCount(db) {
-  return Number(sqlOn(db, `SELECT count(*) AS n FROM strategy_step WHERE state = 'complete'`)[0].n);
+async function completeCount(db) {
+  return Number((await sqlOn(db, `SELECT count(*) AS n FROM strategy_step WHERE state = 'complete'`))[0].n);
 }
 
 // --- Figure 1's work with 1, 2, 4 workers, and SQLite with one ---
 if (wanted('fig1')) {
-const FIG1 = prepare('dcmbench_fig1', 10_000, ['--sim-latency', '0', '--max-parallel-subclouds', '500']);
+const FIG1 = await prepare('dcmbench_fig1', 10_000, ['--sim-latency', '0', '--max-parallel-subclouds', '500']);
 const sqliteFile = path.join(tmp, 'fig1.db');
 dcmSetup(sqliteFile, ['subcloud', 'add', ...Array.from({ length: 10_000 }, (_, i) => `subcloud${i + 1}`)]);
 dcmSetup(sqliteFile, ['strategy', 'create', '--type', 'patch', '--sim-latency', '0', '--max-parallel-subclouds', '500']);
@@ -116,9 +116,9 @@ for (let r = 0; r < reps; r++) {
   const one = await workers(work, 1).all;
   results.sqlite.push(one);
   for (const n of [1, 2, 4]) {
-    const db = fresh('dcmbench_work', FIG1);
+    const db = await fresh('dcmbench_work', FIG1);
     const res = await workers(db, n).all;
-    if (completeCount(db) !== 10_000 || res.ends.some((e) => e.code !== 0)) throw new Error(`${n} workers: ${JSON.stringify(res.ends)}`);
+    if ((await completeCount(db)) !== 10_000 || res.ends.some((e) => e.code !== 0)) throw new Error(`${n} workers: ${JSON.stringify(res.ends)}`);
     results[n].push(res);
   }
   console.log(`figure 1 round ${r + 1}: sqlite ${(one.ms / 1000).toFixed(1)} s; pg ${[1, 2, 4].map((n) => `${n}w ${(results[n][r].ms / 1000).toFixed(1)} s`).join(', ')}`);
@@ -138,13 +138,13 @@ for (const n of [1, 2, 4]) {
 
 // --- Latency-bound: 3 workers against the ideal ---
 if (wanted('lat')) {
-const LAT = prepare('dcmbench_lat', 2_000, ['--sim-latency', '20ms..60ms', '--max-parallel-subclouds', '200', '--sim-seed', '1']);
+const LAT = await prepare('dcmbench_lat', 2_000, ['--sim-latency', '20ms..60ms', '--max-parallel-subclouds', '200', '--sim-seed', '1']);
 const ratios = [];
 for (let r = 0; r < reps; r++) {
-  const db = fresh('dcmbench_work', LAT);
+  const db = await fresh('dcmbench_work', LAT);
   const res = await workers(db, Number(process.env.BENCH_LAT_WORKERS ?? 3)).all;
-  if (completeCount(db) !== 2_000 || res.ends.some((e) => e.code !== 0)) throw new Error(`latency-bound: ${JSON.stringify(res.ends)}`);
-  const rows = sqlOn(db, 'SELECT step_id AS "stepId", state, started_at, finished_at FROM step_history ORDER BY id');
+  if ((await completeCount(db)) !== 2_000 || res.ends.some((e) => e.code !== 0)) throw new Error(`latency-bound: ${JSON.stringify(res.ends)}`);
+  const rows = await sqlOn(db, 'SELECT step_id AS "stepId", state, started_at, finished_at FROM step_history ORDER BY id');
   const a = analyseHistory(rows, 200);
   ratios.push(a.makespan / a.ideal);
   console.log(
@@ -158,29 +158,29 @@ console.log(`\nlatency-bound (2,000, 20–60 ms, window 200), ${process.env.BENC
 
 // --- Takeover after kill -9 ---
 if (wanted('take')) {
-const TAKE = prepare('dcmbench_take', 400, ['--sim-latency', '200ms..400ms', '--max-parallel-subclouds', '40']);
+const TAKE = await prepare('dcmbench_take', 400, ['--sim-latency', '200ms..400ms', '--max-parallel-subclouds', '40']);
 for (const where of ['two hosts', 'one host']) {
   const delays = [];
   for (let r = 0; r < reps; r++) {
-    const db = fresh('dcmbench_work', TAKE);
+    const db = await fresh('dcmbench_work', TAKE);
     const w = workers(db, 2, ['--lease', '5s'], (i) => ({ DCM_HOST: where === 'two hosts' ? `bench-host-${i}` : 'bench-host' }));
     // Both hold subclouds: then the first one goes.
     for (;;) {
       await new Promise((res) => setTimeout(res, 100));
-      const held = sqlOn(db, `SELECT count(DISTINCT owner) AS n FROM strategy_step WHERE owner IS NOT NULL AND state NOT IN ('initial', 'complete')`);
+      const held = await sqlOn(db, `SELECT count(DISTINCT owner) AS n FROM strategy_step WHERE owner IS NOT NULL AND state NOT IN ('initial', 'complete')`);
       if (Number(held[0].n) === 2) break;
     }
-    const victim = sqlOn(db, 'SELECT id, pid, heartbeat_ms, lease_ms FROM apply_worker ORDER BY id LIMIT 1')[0];
-    const held = sqlOn(db, `SELECT id FROM strategy_step WHERE owner = $1 AND state NOT IN ('initial', 'complete', 'failed', 'aborted')`, [victim.id]).map((x) => Number(x.id));
+    const victim = (await sqlOn(db, 'SELECT id, pid, heartbeat_ms, lease_ms FROM apply_worker ORDER BY id LIMIT 1'))[0];
+    const held = (await sqlOn(db, `SELECT id FROM strategy_step WHERE owner = $1 AND state NOT IN ('initial', 'complete', 'failed', 'aborted')`, [victim.id])).map((x) => Number(x.id));
     const killedMs = Date.now();
     process.kill(Number(victim.pid), 'SIGKILL');
     const res = await w.all;
-    if (completeCount(db) !== 400) throw new Error(`takeover: ${JSON.stringify(res.ends)}`);
+    if ((await completeCount(db)) !== 400) throw new Error(`takeover: ${JSON.stringify(res.ends)}`);
     // The victim's last heartbeat as it was when it died (read just before the kill: it beats no more).
-    const last = sqlOn(db, `SELECT heartbeat_ms FROM apply_worker WHERE id = $1`, [victim.id]);
+    const last = await sqlOn(db, `SELECT heartbeat_ms FROM apply_worker WHERE id = $1`, [victim.id]);
     const beatMs = Number(victim.heartbeat_ms);
     const expiry = where === 'two hosts' ? beatMs + Number(victim.lease_ms) : killedMs;
-    const starts = sqlOn(db, `SELECT min(started_at) AS t FROM step_history WHERE step_id = ANY($1::bigint[]) AND started_at > $2`, [
+    const starts = await sqlOn(db, `SELECT min(started_at) AS t FROM step_history WHERE step_id = ANY($1::bigint[]) AND started_at > $2`, [
       held,
       new Date(killedMs).toISOString().replace('T', ' ').replace('Z', ''),
     ]);
@@ -191,5 +191,5 @@ for (const where of ['two hosts', 'one host']) {
   console.log(`takeover, ${where}: ${span(delays, 2)} s from ${where === 'two hosts' ? 'lease expiry (5 s lease, heartbeat every 1.67 s)' : 'the kill (seen by the pid)'} to the first claim`);
 }
 }
-for (const name of ['dcmbench_work', 'dcmbench_fig1', 'dcmbench_lat', 'dcmbench_take']) sqlOn(admin, `DROP DATABASE IF EXISTS ${name}`);
+for (const name of ['dcmbench_work', 'dcmbench_fig1', 'dcmbench_lat', 'dcmbench_take']) await sqlOn(admin, `DROP DATABASE IF EXISTS ${name}`);
 fs.rmSync(tmp, { recursive: true, force: true });

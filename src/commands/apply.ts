@@ -131,10 +131,11 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
   // SPEC §2: every connection waits at least 5 s for another writer; past that the orchestrator
   // says so once and tries again (committer.ts), never dying of SQLITE_BUSY.
   // On a server each try waits at most a quarter of the lease (1 s at most), then the orchestrator
-  // waits between tries with its event loop free: Ctrl-C, driver answers and the lease's renewal
-  // go on while another session holds the writers' lock.
+  // waits between tries. Nothing blocks the event loop, during a try or between: Ctrl-C, driver
+  // answers and the lease's renewal (on its own connection) go on while another session holds the
+  // writers' lock.
   await setBusyWait(db, onServer ? serverTryMs(opts.leaseMs ?? LEASE_MS) : 5000);
-  useWindowPageCache(db);
+  if (!onServer) await useWindowPageCache(db);
   // A database on a server has no path to be removed or replaced under the apply.
   const checkFile = onServer ? () => {} : fileWatch(ctx.dbPath);
   // On a server each apply is one of the strategy's workers (orchestrator/workers.ts); a file has
@@ -152,7 +153,8 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
   let notifier: Notifier | null = null;
   const sidecars = new Map<string, { dev: number; ino: number } | null>();
   try {
-    await checkIntact(db, ctx.dbPath);
+    // A file's pages are dcm's to check; a server keeps its own (its checksums and WAL).
+    if (!onServer) await checkIntact(db, ctx.dbPath);
     // Not found, or ended, before anything else: an ended strategy has no use for the lock.
     const first = await theStrategy(db, type);
     const progress = makeProgress(process.stderr, {
@@ -221,7 +223,7 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
       lease.startHeartbeat(
         (lost) => orchestrator.stopWith(lost),
         (err) => orchestrator.writeFailed(err),
-        (taken) => orchestrator.beat(taken),
+        (takeOver) => orchestrator.beat(takeOver),
       );
     } else {
       lock.startHeartbeat(

@@ -32,7 +32,7 @@ function openExisting(ctx: Ctx): SqliteDb {
 export async function dbCheck(ctx: Ctx): Promise<Outcome> {
   if (isPgUrl(ctx.dbPath)) {
     const { checkPgDatabase } = await import('../store/pg/check.js');
-    const problems = withServerFaults(ctx.dbPath, () => checkPgDatabase(ctx.dbPath));
+    const problems = await withServerFaults(ctx.dbPath, () => checkPgDatabase(ctx.dbPath));
     const ok = problems.length === 1 && problems[0] === 'ok';
     return { result: list(['integrity check'], problems.map((p) => [p])), exitCode: ok ? 0 : 1 };
   }

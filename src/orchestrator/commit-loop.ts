@@ -69,11 +69,18 @@ export interface CommitHost {
   interrupted(): boolean;
 }
 
+/** How long a server's commit waits for more answers to go with it. */
+const GATHER_MS = 2;
+
 export class CommitLoop {
   readonly committer: Committer;
   readonly procs: RunProcesses;
   readonly details: RunDetails;
   private pending: Transition[] = [];
+  /** The batch out to the store now: still queued to whoever asks (a server may make it wait). */
+  private committing: Transition[] = [];
+  /** The queue's filters applied while a batch was out: applied to it too, should it come back. */
+  private filteredMeanwhile: ((t: Transition) => boolean)[] = [];
   private reports: Report[] = [];
   private flushScheduled = false;
   /**
@@ -129,12 +136,13 @@ export class CommitLoop {
 
   /** Whether a transition of `stepId` waits to be committed. */
   queued(stepId: number): boolean {
-    return this.pending.some((p) => p.stepId === stepId);
+    return this.pending.some((p) => p.stepId === stepId) || this.committing.some((p) => p.stepId === stepId);
   }
 
   /** Drop the queued transitions `keep` refuses (a smaller window, a takeover). */
   filter(keep: (t: Transition) => boolean): void {
     this.pending = this.pending.filter(keep);
+    if (this.committing.length) this.filteredMeanwhile.push(keep);
   }
 
   /** A driver's answer arrives here and nowhere else. */
@@ -147,7 +155,11 @@ export class CommitLoop {
   schedule(): void {
     if (this.flushScheduled) return;
     this.flushScheduled = true;
-    this.rt.timers.soon(() => void this.flush());
+    // On a server (several workers) the answers of a few milliseconds go in one commit: each commit
+    // there is round trips, and the event loop, free while one is out, would otherwise commit the
+    // answers as they trickle in, a handful at a time. A file's commit takes no turn of the loop.
+    if (this.fleet.shared) this.rt.timers.after(() => void this.flush(), GATHER_MS);
+    else this.rt.timers.soon(() => void this.flush());
   }
 
   private async flush(): Promise<void> {
@@ -161,6 +173,37 @@ export class CommitLoop {
     } finally {
       if (this.flushing === done) this.flushing = null;
     }
+  }
+
+  /**
+   * `fn` with no commit out meanwhile, and none begun before it ends: a server may make a commit
+   * wait while the rest of the process goes on, and what `fn` changes of the queue and the slots (a
+   * takeover's adopted runs) must be seen whole by the batch after it, not by one already out.
+   */
+  async between(fn: () => Promise<void>): Promise<void> {
+    while (this.flushing) await this.flushing;
+    const done = fn();
+    const settled = done.then(
+      () => {},
+      () => {},
+    );
+    this.flushing = settled;
+    try {
+      await done;
+    } finally {
+      if (this.flushing === settled) this.flushing = null;
+    }
+  }
+
+  /** No commit begins, and `between` waits, until the function returned is called (the orchestrator's start). */
+  holdOff(): () => void {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    this.flushing = held;
+    return () => {
+      if (this.flushing === held) this.flushing = null;
+      release();
+    };
   }
 
   private async flushOnce(): Promise<void> {
@@ -260,12 +303,15 @@ export class CommitLoop {
       this.opensNew = opensNew;
       // One of several workers claims each subcloud in the commit of its first operation here.
       this.claiming = this.fleet.asking(batch, (id) => this.host.slot(id).step);
+      this.committing = batch;
       try {
         await this.committer.tryCommit(batch, also);
         committed = true;
+        this.filteredMeanwhile = [];
       } finally {
         this.opensNew = false;
         this.claiming = false;
+        this.committing = [];
       }
     } catch (err) {
       this.fleet.settle(false);
@@ -273,12 +319,12 @@ export class CommitLoop {
         // Nothing was written: the stop is carried out now (its handler runs), and the batch is
         // tried once more under the stop rule anew, its new subclouds held back. Should the stop's
         // own write find the store busy, the batch waits like a busy one.
-        this.pending = batch.concat(this.pending);
+        this.pending = this.backFrom(batch).concat(this.pending);
         if (!lookAgain || !await this.host.lookNow()) return false;
         return await this.commitPending(false);
       }
       if (!this.committer.isBusy(err)) throw err;
-      this.pending = batch.concat(this.pending);
+      this.pending = this.backFrom(batch).concat(this.pending);
       return false;
     }
     // The subclouds whose claim was refused were left out of the commit; they are let go of
@@ -290,6 +336,17 @@ export class CommitLoop {
       if (this.rt.counters) this.rt.counters.details += written;
     }
     return this.committed(lines, refusals.size ? batch.filter((t) => !refusals.has(t.stepId)) : batch, refusals);
+  }
+
+  /**
+   * A batch the store did not take, queued again as if it had waited in the queue: what was
+   * dropped from the queue while the store made it wait (a smaller window, a takeover) is dropped
+   * from it too. (Anything of the process may run while a server makes a commit wait.)
+   */
+  private backFrom(batch: Transition[]): Transition[] {
+    const filters = this.filteredMeanwhile;
+    this.filteredMeanwhile = [];
+    return filters.reduce((kept, keep) => kept.filter(keep), batch);
   }
 
   /** Committed: now it may be seen, and the operations it opened may start. */

@@ -181,6 +181,7 @@ export class Orchestrator {
   async run(): Promise<number> {
     const db = this.rt.db;
     const started = this.rt.now();
+    const startedUp = this.loop.holdOff(); // a heartbeat's takeover waits for the start's own adoption
     // A strategy resumed (or retried) was first started by an earlier process: elapsed counts from then.
     const first = await firstStartedAt(db);
     // One of several workers reads a start another host wrote: taken on the store's clock, so that a
@@ -223,6 +224,7 @@ export class Orchestrator {
     if (snap.state === 'paused') this.control.setPaused(true);
     this.requests = this.watchRequests(snap);
     this.requests.start();
+    startedUp();
     const stopped = new Promise<void>((resolve) => (this.hardStop = resolve));
     try {
       await Promise.race([this.stages.runAll(), stopped]);
@@ -288,9 +290,9 @@ export class Orchestrator {
     );
   }
 
-  /** This worker's lease was renewed: what it took over is taken in, and the views see the fleet. */
-  async beat(taken: readonly TakenOver[]): Promise<void> {
-    if (taken.length) await this.takeover.takenOver(taken);
+  /** This worker's lease was renewed: the gone are taken over between commits and taken in, and the views see the fleet. */
+  async beat(takeOver: () => Promise<TakenOver[]>): Promise<void> {
+    await this.loop.between(async () => this.takeover.takenOver(await takeOver()));
     await this.takeover.showFleet();
   }
 

@@ -59,7 +59,7 @@ export class TakeoverHandler {
 
   /** Workers were taken over by this one's heartbeat. */
   async takenOver(taken: readonly TakenOver[]): Promise<void> {
-    if (this.control.done()) return;
+    if (this.control.done() || !taken.length) return;
     for (const t of taken) {
       this.progress.note(`took over the worker pid ${t.worker.pid} on ${t.worker.host} (${t.why}): ${t.adopted} run(s) adopted, ${t.interrupted} interrupted to run again`);
     }

@@ -94,6 +94,7 @@ type TxFn = ((...a: unknown[]) => unknown) & Record<'deferred' | 'immediate', (.
 interface Counted {
   prepare: (...a: never[]) => unknown;
   pragma: (...a: never[]) => unknown;
+  commitCount: () => unknown;
   transaction: (...a: never[]) => unknown;
   readonly inside: Pick<Counted, 'prepare' | 'pragma'>;
 }
@@ -136,6 +137,13 @@ export function costCounters(env: NodeJS.ProcessEnv, db: Counted): { counters: C
   };
   countStatements(db, true);
   countStatements(db.inside, false);
+  // A commit count is a read of its own (SQLite's data_version), as a pragma is a statement.
+  const commitCount = db.commitCount.bind(db) as () => unknown;
+  (db as { commitCount: unknown }).commitCount = () => {
+    counters.statements++;
+    counters.autocommitReads++;
+    return commitCount();
+  };
   // A write transaction of the connection commits when its function returns (one through the
   // handle is a savepoint). Deferred ones are the connection's reads (one snapshot), not commits.
   const transaction = db.transaction.bind(db) as (fn: unknown) => TxFn;

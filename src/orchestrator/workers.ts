@@ -120,41 +120,62 @@ export class WorkerLease {
 
   /**
    * Renew the lease well within it, and take over the workers that are gone. `onLost`: this row is
-   * gone; `onBeat`: the lease was renewed, with the workers this beat took over (their subclouds
-   * are free, or this worker's to adopt), if any.
+   * gone; `onBeat`: the lease was renewed, and `takeOver` takes over the workers gone (their
+   * subclouds are free, or this worker's to adopt), called when no commit of the worker's is out.
    */
   startHeartbeat(
     onLost: (err: LostLeaseError) => void | Promise<void>,
     onError: (err: Error) => void | Promise<void>,
-    onBeat: (taken: TakenOver[]) => void | Promise<void>,
+    onBeat: (takeOver: () => Promise<TakenOver[]>) => void | Promise<void>,
   ): void {
+    const failed = async (err: unknown) => {
+      if (err instanceof LostLeaseError) {
+        this.stopHeartbeat();
+        await onLost(err);
+      } else {
+        // A busy store or a lost connection: the next beat tries again; the orchestrator's own writes say what is wrong.
+        await onError(err as Error);
+      }
+    };
+    // The rest of a beat (takeovers, then the orchestrator's look at the fleet) waits for the main
+    // connection, maybe behind the writers' lock, and for the worker's commit out: the renewals go
+    // on meanwhile, never waiting for either.
+    let looking = false;
+    const look = async () => {
+      try {
+        await onBeat(() => this.takeOverIfGone());
+      } catch (err) {
+        await failed(err);
+      } finally {
+        looking = false;
+      }
+    };
     this.timer = this.timers.every(async () => {
       try {
         // The renewal alone, outside the writers' lock: a worker that waits for the lock (another
         // session holds it) is alive, and is never taken for gone for that wait. It renews only
         // its own row, while it is there: a worker taken over renews nothing.
         if (!await beatWorker(this.beatDb, this.id, this.token)) throw new LostLeaseError(this.leaseMs);
-        // The takeovers, under the writers' lock, only when a worker looks gone (a read first).
-        const taken = this.taking && await this.someoneGone()
-          ? await this.db
-              .transaction(async (tx) => {
-                await this.check(tx);
-                return await this.takeOverGone(tx);
-              })
-              .immediate()
-          : [];
-        await onBeat(taken);
       } catch (err) {
-        if (err instanceof LostLeaseError) {
-          this.stopHeartbeat();
-          await onLost(err);
-          return;
-        }
-        // A busy store or a lost connection: the next beat tries again; the orchestrator's own writes say what is wrong.
-        await onError(err as Error);
+        await failed(err);
+        return;
       }
+      if (looking || !this.timer) return;
+      looking = true;
+      void look();
     }, heartbeatMs(this.leaseMs));
     this.timer.unref();
+  }
+
+  /** The takeovers, under the writers' lock, only when a worker looks gone (a read first). */
+  private async takeOverIfGone(): Promise<TakenOver[]> {
+    if (!this.taking || !await this.someoneGone()) return [];
+    return await this.db
+      .transaction(async (tx) => {
+        await this.check(tx);
+        return await this.takeOverGone(tx);
+      })
+      .immediate();
   }
 
   /**

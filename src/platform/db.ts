@@ -52,6 +52,14 @@ export interface Db {
   prepare(source: string): Statement;
   /** Statements with no parameters, run now. */
   exec(source: string): Promise<this>;
+  /**
+   * How long a statement waits for another writer before it fails busy (SQLite's busy_timeout,
+   * PostgreSQL's lock_timeout); 0: it does not wait.
+   */
+  busyWait(ms: number): Promise<void>;
+  /** A number that moves whenever anyone commits to the database: whether to read again. */
+  commitCount(): Promise<number>;
+  /** A file's own settings and checks (SQLite's pragmas): a server has none, and refuses. */
   pragma(source: string, options?: { simple?: boolean }): Promise<unknown>;
   /** `fn` in one transaction, given its handle; through a transaction's handle, a savepoint. */
   transaction<T>(fn: (tx: Db) => Promise<T>): Transaction<T>;

@@ -3,7 +3,7 @@
  * again while the server says it will be back, the errors under the codes the store tells apart,
  * and which statements may be sent again on a new connection.
  */
-import { blockingClockMs, connectionLost, PgError, SyncPg } from './pg-sync.js';
+import { connectionLost, PgClient, PgError } from './pg-client.js';
 
 /**
  * PostgreSQL's errors under the codes the store already tells apart: a lock not had within the
@@ -38,16 +38,15 @@ export const RESENDABLE = /^\s*(SELECT|SET|SHOW|WITH\s+[^;]*\bSELECT\b(?![\s\S]*
 const RECONNECT_MS = 5_000;
 const RECONNECT_EVERY_MS = 200;
 
-export function connect(url: string, again: boolean): SyncPg {
-  const until = blockingClockMs() + RECONNECT_MS;
+export async function connect(url: string, again: boolean, owner?: object): Promise<PgClient> {
+  const until = Date.now() + RECONNECT_MS;
   for (;;) {
     try {
-      return new SyncPg(url);
+      return await PgClient.connect(url, owner);
     } catch (err) {
       const transient = again ? connectionLost(err) : (err as { code?: string }).code === '57P03';
-      if (!transient || blockingClockMs() >= until) throw err;
-      // The store is synchronous (see pg-sync.ts): the wait between tries blocks, a few seconds at most.
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, RECONNECT_EVERY_MS);
+      if (!transient || Date.now() >= until) throw err;
+      await new Promise((r) => setTimeout(r, RECONNECT_EVERY_MS));
     }
   }
 }

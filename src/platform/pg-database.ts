@@ -1,15 +1,15 @@
 /**
- * A PostgreSQL database with the face of a better-sqlite3 one, for the part of that face dcm uses:
- * `prepare` (run / get / all / iterate, pluck, raw), `transaction` (deferred / immediate, nested as
- * savepoints), `exec`, `pragma` (the few dcm asks) and `close`. The store's modules take either
- * without knowing which; what the SQL says differently is rewritten by the dialect.
+ * The store's face (platform/db.ts) on a PostgreSQL database: `prepare` (run / get / all /
+ * iterate, pluck, raw), `transaction` (deferred / immediate, nested as savepoints), `exec`,
+ * `busyWait`, `commitCount` and `close`; a file's pragmas it refuses. The store's modules take
+ * either backend without knowing which; what the SQL says differently is rewritten by the dialect.
  *
  * Writers take turns, as SQLite's do: an immediate transaction holds a transaction-level advisory
  * lock, so that dcm's check-then-write transactions (the apply lock's fence, the window's count)
  * see every earlier commit and no other writer between. A deferred transaction reads one snapshot
  * (REPEATABLE READ), as a SQLite read transaction does, and takes no lock.
  */
-import { connectionLost, PgError, type PgQuery, type PgResult, type SyncPg } from './pg-sync.js';
+import { connectionLost, inTurn, PgError, type PgClient, type PgQuery, type PgResult } from './pg-client.js';
 import { asStoreError, connect, RESENDABLE } from './pg-connection.js';
 import { toPg } from './pg-dialect.js';
 import type { Db, RunResult, Statement, Transaction } from './db.js';
@@ -31,7 +31,7 @@ export interface PgSchemaOptions {
   identityTables?: ReadonlySet<string>;
   /**
    * A commit counter: `bump` runs inside every immediate transaction, so the counter moves exactly
-   * when the commit is seen; `read` (one number) answers the `data_version` pragma.
+   * when the commit is seen; `read` (one number) answers commitCount.
    */
   version?: { bump: string; read: string };
 }
@@ -70,46 +70,26 @@ export class PgStatement implements Statement {
     return this;
   }
 
-  /**
-   * Inside a transaction the write is sent with the next statement that needs an answer (or the
-   * commit), and its result is read only when asked for: a batch of writes is one round trip.
-   */
   async run(...params: Params): Promise<RunResult> {
-    if (this.db.turns.held !== this.inside) await this.db.turns.settle(this.inside);
     const q = this.query(params);
-    const slot = this.db.send(this.returnsId ? { ...q, array: true } : q);
-    const result = (): PgResult => {
-      if (!slot.result) this.db.flush();
-      if (!slot.result) throw new PgError('the statement was not run: its transaction failed before it', undefined);
-      return slot.result;
-    };
-    const returnsId = this.returnsId;
-    return {
-      get changes() {
-        return result().rowCount;
-      },
-      get lastInsertRowid() {
-        const rows = result().rows;
-        return returnsId ? ((rows[rows.length - 1] as number[] | undefined)?.[0] ?? 0) : 0;
-      },
-    };
+    const r = await this.db.answer(this.returnsId ? { ...q, array: true } : q, this.inside);
+    const last = this.returnsId ? (r.rows[r.rows.length - 1] as number[] | undefined)?.[0] : undefined;
+    return { changes: r.rowCount, lastInsertRowid: last ?? 0 };
   }
 
   async get(...params: Params): Promise<unknown> {
-    if (this.db.turns.held !== this.inside) await this.db.turns.settle(this.inside);
-    return this.shape(this.db.query(this.query(params)).rows)[0];
+    return this.shape((await this.db.answer(this.query(params), this.inside)).rows)[0];
   }
 
   async all(...params: Params): Promise<unknown[]> {
-    if (this.db.turns.held !== this.inside) await this.db.turns.settle(this.inside);
-    return this.shape(this.db.query(this.query(params)).rows);
+    return this.shape((await this.db.answer(this.query(params), this.inside)).rows);
   }
 
   async *iterate(...params: Params): AsyncIterableIterator<unknown> {
     yield* await this.all(...params);
   }
 
-  /** The query for the worker: bound parameters, rows as arrays when they are plucked or raw. */
+  /** The query for the connection: bound parameters, rows as arrays when they are plucked or raw. */
   query(params: Params): PgQuery {
     return { text: this.text, values: this.bind(params), array: this.plucked || this.rawRows, name: this.db.statementName(this.text) };
   }
@@ -144,14 +124,15 @@ export class PgDatabase implements Db, Inside {
   readonly inTransaction = false;
   readonly memory = false;
   open = true;
+  /** A transaction is open on the connection (its statements must not be sent again elsewhere). */
   private depth = 0;
   private savepoints = 0;
-  private queue: { q: PgQuery; slot: { result?: PgResult } }[] = [];
   private readonly names = new Map<string, string>();
-  private conn: SyncPg;
   /** The connection failed: the next transaction (or statement outside one) opens a new one. */
   private lost = false;
-  /** lock_timeout as last set (`busy_timeout`), set again on a new connection. */
+  /** A new connection being made, shared by whatever needs it meanwhile. */
+  private reconnecting: Promise<void> | null = null;
+  /** lock_timeout as last set (busyWait), set again on a new connection. */
   private lockTimeoutMs: number | null = null;
   /** Session settings (setSession), made again on a new connection. */
   private readonly session: string[] = [];
@@ -160,15 +141,23 @@ export class PgDatabase implements Db, Inside {
   private readonly version: { bump: string; read: string } | undefined;
   readonly identityTables: ReadonlySet<string>;
 
-  constructor(
+  private constructor(
     readonly name: string,
     private readonly url: string,
-    opts: PgSchemaOptions = {},
+    private conn: PgClient,
+    opts: PgSchemaOptions,
+    /** Whose turn its connections' queries take (pg-client.ts's inTurn): a transaction keeps it to its end. */
+    private readonly owner: object,
   ) {
     this.writerLock = opts.writerLock ?? WRITER_LOCK;
     this.version = opts.version;
     this.identityTables = opts.identityTables ?? new Set();
-    this.conn = connect(url, false);
+  }
+
+  /** Connected now: a wrong address is this call's error. */
+  static async open(name: string, url: string, opts: PgSchemaOptions = {}): Promise<PgDatabase> {
+    const owner = {};
+    return new PgDatabase(name, url, await connect(url, false, owner), opts, owner);
   }
 
   /**
@@ -181,52 +170,55 @@ export class PgDatabase implements Db, Inside {
     return name;
   }
 
-  /** Run `q` now, after the writes still waiting to be sent, in the same round trip. */
-  query(q: PgQuery): PgResult {
-    const slot = this.send(q);
-    this.flush();
-    return slot.result!;
+  /**
+   * A statement of the open transaction runs in it at once. One through the connection takes a
+   * turn of its own, as a transaction does: sent only between transactions, it can never land in
+   * one another task of this process opened while it was on its way.
+   */
+  answer(q: PgQuery, inside: boolean): Promise<PgResult> {
+    if (!inside) return this.turns.hold(() => {}, () => this.query(q));
+    if (!this.turns.held) return this.turns.settle(true) as Promise<never>;
+    return this.query(q);
   }
 
   /**
-   * Queue `q`: outside a transaction it is sent at once; inside one, with the next statement that
-   * needs an answer. An error of a queued statement is thrown by that statement (the transaction
-   * is then failed, as in SQLite, whichever statement reports it).
+   * `q` now. Outside a transaction, a read (or a session setting) whose connection was cut (the
+   * server restarted, an administrator ended the session) is sent again once on a new connection:
+   * it changed nothing, and a command need not fail for it. A write is not: it may have committed
+   * before the connection went.
    */
-  send(q: PgQuery): { result?: PgResult } {
-    if (this.depth === 0) this.reconnectIfLost();
-    const slot: { result?: PgResult } = {};
-    this.queue.push({ q, slot });
-    if (this.depth === 0) {
-      try {
-        this.flush();
-      } catch (err) {
-        // A read (or a session setting) outside a transaction whose connection was cut (the
-        // server restarted, an administrator ended the session) is sent again once on a new
-        // connection: it changed nothing, and a command need not fail for it. A write is not: it
-        // may have committed before the connection went.
-        if (!this.lost || !RESENDABLE.test(q.text)) throw err;
-        this.reconnectIfLost();
-        this.queue.push({ q, slot });
-        this.flush();
-      }
+  async query(q: PgQuery): Promise<PgResult> {
+    if (this.depth > 0) return this.send(q);
+    await this.reconnectIfLost();
+    try {
+      return await this.send(q);
+    } catch (err) {
+      if (!this.lost || !RESENDABLE.test(q.text)) throw err;
+      await this.reconnectIfLost();
+      return this.send(q);
     }
-    return slot;
   }
 
-  /** Send what is queued, in one round trip. */
-  flush(): void {
-    if (this.queue.length === 0) return;
-    const items = this.queue;
-    this.queue = [];
-    let results: PgResult[];
+  private async send(q: PgQuery): Promise<PgResult> {
     try {
-      results = this.conn.many(items.map((i) => i.q));
+      return (await this.conn.many([q]))[0];
     } catch (err) {
-      if (connectionLost(err)) this.lost = true;
-      throw asStoreError(err);
+      throw this.failed(err);
     }
-    items.forEach((item, i) => (item.slot.result = results[i]));
+  }
+
+  /** Several statements without parameters in one round trip (the simple protocol), one result each. */
+  private async script(text: string): Promise<PgResult[]> {
+    try {
+      return await this.conn.script(text);
+    } catch (err) {
+      throw this.failed(err);
+    }
+  }
+
+  private failed(err: unknown): unknown {
+    if (connectionLost(err)) this.lost = true;
+    return asStoreError(err);
   }
 
   prepare(source: string): PgStatement {
@@ -239,13 +231,12 @@ export class PgDatabase implements Db, Inside {
 
   /** Statements with no parameters, several at once (PostgreSQL's simple protocol); run now. */
   async exec(text: string): Promise<this> {
-    if (this.turns.held) await this.turns.settle(false);
-    this.query({ text });
+    await this.answer({ text }, false);
     return this;
   }
 
   async execInside(text: string): Promise<void> {
-    this.query({ text });
+    await this.query({ text });
   }
 
   transaction<T>(fn: (tx: Db) => Promise<T>): Transaction<T> {
@@ -264,59 +255,48 @@ export class PgDatabase implements Db, Inside {
 
   async savepoint<R>(fn: () => Promise<R>): Promise<R> {
     const sp = `dcm_sp${++this.savepoints}`;
-    const made = this.send({ text: `SAVEPOINT ${sp}` });
-    this.depth++;
+    await this.query({ text: `SAVEPOINT ${sp}` });
     try {
       const r = await fn();
-      // Sent now: a write of the savepoint's part that fails fails it here, where SQLite's would.
-      this.query({ text: `RELEASE SAVEPOINT ${sp}` });
+      await this.query({ text: `RELEASE SAVEPOINT ${sp}` });
       return r;
     } catch (err) {
-      try {
-        // What the savepoint's part queued runs, then is undone with it.
-        this.flush();
-      } catch {
-        // The transaction failed: rolling back to the savepoint still undoes it.
-      }
-      // A savepoint never made (what went before it failed, a busy lock say) has nothing to
-      // undo: the transaction is failed, and the error is the one that failed it.
-      if (made.result) {
-        this.query({ text: `ROLLBACK TO SAVEPOINT ${sp}` });
-        this.send({ text: `RELEASE SAVEPOINT ${sp}` });
-      }
+      // Undone, unless the transaction itself failed (its connection went): then nothing is left to undo.
+      if (!this.lost) await this.script(`ROLLBACK TO SAVEPOINT ${sp}; RELEASE SAVEPOINT ${sp}`);
       throw err;
-    } finally {
-      this.depth--;
     }
   }
 
   private async outermost<R>(mode: 'deferred' | 'immediate', fn: () => Promise<R>): Promise<R> {
-    // Sent with the transaction's first statement that needs an answer.
-    this.reconnectIfLost();
+    await this.reconnectIfLost();
+    return inTurn(this.owner, () => this.begun(mode, fn));
+  }
+
+  private async begun<R>(mode: 'deferred' | 'immediate', fn: () => Promise<R>): Promise<R> {
     this.depth = 1;
-    let xid: { result?: PgResult } | undefined;
-    if (mode === 'immediate') {
-      this.send({ text: 'BEGIN' });
-      this.send({ text: 'SELECT pg_advisory_xact_lock($1)', values: [this.writerLock] });
-      // The transaction's id, answered with its first read: should the connection go during the
-      // COMMIT, the server may have committed before it went, and is asked (committedAfterAll).
-      xid = this.send({ text: 'SELECT txid_current()', array: true });
-    } else this.send({ text: 'BEGIN ISOLATION LEVEL REPEATABLE READ' });
+    let xid: unknown;
     try {
+      if (mode === 'immediate') {
+        // One round trip. The transaction's id: should the connection go during the COMMIT, the
+        // server may have committed before it went, and is asked (committedAfterAll).
+        const r = await this.script(`BEGIN; SELECT pg_advisory_xact_lock(${this.writerLock}); SELECT txid_current() AS xid`);
+        xid = (r[2]?.rows[0] as { xid?: unknown } | undefined)?.xid;
+      } else await this.query({ text: 'BEGIN ISOLATION LEVEL REPEATABLE READ' });
       const r = await fn();
-      if (mode === 'immediate' && this.version) this.send({ text: this.version.bump });
+      if (mode === 'immediate' && this.version) await this.query({ text: this.version.bump });
       try {
-        this.query({ text: 'COMMIT' });
+        await this.query({ text: 'COMMIT' });
       } catch (err) {
-        if (!this.lost || !this.committedAfterAll(xid?.result)) throw err;
+        if (!this.lost || !(await this.committedAfterAll(xid))) throw err;
       }
       return r;
     } catch (err) {
-      this.queue = [];
-      try {
-        this.query({ text: 'ROLLBACK' });
-      } catch {
-        // The connection is gone: the server rolled the transaction back itself.
+      if (!this.lost) {
+        try {
+          await this.send({ text: 'ROLLBACK' });
+        } catch {
+          // The connection is gone: the server rolled the transaction back itself.
+        }
       }
       throw err;
     } finally {
@@ -330,81 +310,76 @@ export class PgDatabase implements Db, Inside {
    * hear of would find its own writes done, and stop the apply as if another process had made them.
    * Unknown (no id read yet, the server still away): not committed, as before.
    */
-  private committedAfterAll(xid: PgResult | undefined): boolean {
-    const id = (xid?.rows[0] as unknown[] | undefined)?.[0];
-    if (id === undefined) return false;
+  private async committedAfterAll(xid: unknown): Promise<boolean> {
+    if (xid === undefined || xid === null) return false;
     try {
-      this.reconnectIfLost();
-      const status = this.query({ text: 'SELECT txid_status($1)', values: [id], array: true }).rows[0] as unknown[] | undefined;
+      this.depth = 0;
+      await this.reconnectIfLost();
+      const status = (await this.send({ text: 'SELECT txid_status($1)', values: [xid], array: true })).rows[0] as unknown[] | undefined;
       return status?.[0] === 'committed';
     } catch {
       return false;
     }
   }
 
-  /**
-   * The pragmas dcm reads or sets, as PostgreSQL has them. The file's settings (journal, cache,
-   * synchronous) have no meaning here; `data_version` (has anyone committed since?) is the commit
-   * counter (PgSchemaOptions.version), which moves with every writer's commit, this one's included
-   * (SQLite's leaves out the connection's own: here a reader may look once more than it needs).
-   */
-  async pragma(text: string, opts: { simple?: boolean } = {}): Promise<unknown> {
-    if (this.turns.held) await this.turns.settle(false);
-    return this.pragmaInside(text, opts);
+  /** PostgreSQL's lock_timeout, set again on every new connection. */
+  async busyWait(ms: number): Promise<void> {
+    // SQLite's 0 is no wait at all; PostgreSQL's 0 is a wait without end: 1 ms is its least.
+    const lockTimeoutMs = Math.max(1, Math.floor(ms));
+    await this.answer({ text: `SET lock_timeout = ${lockTimeoutMs}` }, false);
+    this.lockTimeoutMs = lockTimeoutMs;
   }
 
-  async pragmaInside(text: string, opts: { simple?: boolean } = {}): Promise<unknown> {
-    const m = /^\s*(\w+)\s*(?:=\s*(.+?)\s*)?(?:\((.*)\))?\s*$/.exec(text);
-    const name = m?.[1].toLowerCase() ?? text;
-    const set = m?.[2];
-    const simple = (v: unknown) => (opts.simple ? v : [{ [name]: v }]);
-    switch (name) {
-      case 'busy_timeout':
-        if (set !== undefined) {
-          // SQLite's 0 is no wait at all; PostgreSQL's 0 is a wait without end: 1 ms is its least.
-          this.lockTimeoutMs = Math.max(1, Number(set));
-          this.query({ text: `SET lock_timeout = ${this.lockTimeoutMs}` });
-        }
-        return simple(Number(set ?? 0));
-      case 'cache_size':
-      case 'synchronous':
-      case 'foreign_keys':
-        return simple(set === undefined ? 0 : Number(set));
-      case 'journal_mode':
-        return simple('wal');
-      case 'data_version': {
-        if (!this.version) throw new PgError('PRAGMA data_version needs a commit counter (PgSchemaOptions.version)', undefined);
-        const rows = this.query({ text: this.version.read, array: true }).rows as number[][];
-        return simple(rows[0]?.[0] ?? 0);
-      }
-      case 'quick_check':
-      case 'integrity_check':
-        return opts.simple ? 'ok' : [{ [name]: 'ok' }];
-      default:
-        throw new PgError(`PRAGMA ${name} has no PostgreSQL equivalent in dcm`, undefined);
-    }
+  /**
+   * The schema's commit counter (PgSchemaOptions.version), which moves with every writer's commit,
+   * this connection's own included (SQLite's data_version leaves those out: here a reader may look
+   * once more than it needs).
+   */
+  async commitCount(): Promise<number> {
+    if (!this.version) throw new PgError('a commit count needs a commit counter (PgSchemaOptions.version)', undefined);
+    const rows = (await this.answer({ text: this.version.read, array: true }, false)).rows as number[][];
+    return rows[0]?.[0] ?? 0;
+  }
+
+  /** A file's settings and checks have no meaning on a server: the store never asks it for one. */
+  async pragma(text: string): Promise<unknown> {
+    return this.pragmaInside(text);
+  }
+
+  async pragmaInside(text: string): Promise<unknown> {
+    throw new PgError(`PRAGMA ${text}: a PostgreSQL database has none`, undefined);
   }
 
   /**
    * Only between transactions: a transaction whose connection failed has failed (the server rolled
    * it back), and none of its statements may run on another connection, outside it.
    */
-  private reconnectIfLost(): void {
+  private async reconnectIfLost(): Promise<void> {
+    while (this.reconnecting) await this.reconnecting;
     if (!this.lost || !this.open) return;
+    this.reconnecting = this.reconnect().finally(() => (this.reconnecting = null));
+    await this.reconnecting;
+  }
+
+  private async reconnect(): Promise<void> {
+    this.conn.close();
+    let conn: PgClient;
     try {
-      this.conn.close();
-    } catch {
-      // Already gone.
-    }
-    try {
-      this.conn = connect(this.url, true);
+      conn = await connect(this.url, true, this.owner);
     } catch (err) {
       // Still unreachable after a few seconds: this try fails as busy, and the next one connects again.
       throw asStoreError(err);
     }
+    try {
+      if (this.lockTimeoutMs !== null) await conn.query(`SET lock_timeout = ${this.lockTimeoutMs}`);
+      for (const text of this.session) await conn.query(text);
+    } catch (err) {
+      conn.close();
+      throw asStoreError(err);
+    }
+    if (!this.open) conn.close();
+    this.conn = conn;
     this.lost = false;
-    if (this.lockTimeoutMs !== null) this.conn.query(`SET lock_timeout = ${this.lockTimeoutMs}`);
-    for (const text of this.session) this.conn.query(text);
   }
 
   /**
@@ -412,8 +387,8 @@ export class PgDatabase implements Db, Inside {
    * one made once would be lost with the first (a server restart, a cut), and the statements
    * after it would run without it.
    */
-  setSession(text: string): void {
-    this.query({ text });
+  async setSession(text: string): Promise<void> {
+    await this.answer({ text }, false);
     this.session.push(text);
   }
 

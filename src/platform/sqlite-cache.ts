@@ -11,7 +11,8 @@ export const WINDOW_PAGE_CACHE = 'cache_size = -2000';
 /**
  * Give a connection that reads a window at a time that cache. Here, not in store/open.ts: only
  * apply and the sim's sites need it, and every other command would load this module for nothing.
+ * A file's only: a server keeps its own cache.
  */
-export function useWindowPageCache(db: { pragma(text: string): unknown }): void {
-  db.pragma(WINDOW_PAGE_CACHE);
+export async function useWindowPageCache(db: { pragma(text: string): unknown }): Promise<void> {
+  await db.pragma(WINDOW_PAGE_CACHE);
 }

@@ -54,6 +54,7 @@ export class SqliteDb implements Db, Inside {
   private readonly turns = new Turns();
   readonly inside: Db = new TxHandle(this);
   private savepoints = 0;
+  private dataVersion: ReturnType<Raw['prepare']> | null = null;
   readonly inTransaction = false;
 
   constructor(readonly raw: Raw) {}
@@ -86,6 +87,17 @@ export class SqliteDb implements Db, Inside {
 
   async execInside(source: string): Promise<void> {
     this.raw.exec(source);
+  }
+
+  async busyWait(ms: number): Promise<void> {
+    if (this.turns.held) await this.turns.settle(false);
+    this.raw.pragma(`busy_timeout = ${Math.max(0, Math.floor(ms))}`);
+  }
+
+  /** PRAGMA data_version, prepared once (better-sqlite3's `pragma()` prepares it anew each time, and the orchestrator asks four times a second). */
+  async commitCount(): Promise<number> {
+    if (this.turns.held) await this.turns.settle(false);
+    return (this.dataVersion ??= this.raw.prepare('PRAGMA data_version').pluck()).get() as number;
   }
 
   async pragma(source: string, options?: { simple?: boolean }): Promise<unknown> {

@@ -101,6 +101,15 @@ export class TxHandle implements Db {
     return this.conn.pragmaInside(source, options);
   }
 
+  /** A connection's settings and counters are its own, not a transaction's: asked inside one, they would wait for its end. */
+  busyWait(): Promise<void> {
+    throw new Error("a transaction's handle has no busy wait of its own: set its connection's");
+  }
+
+  commitCount(): Promise<number> {
+    throw new Error("a transaction's handle has no commit count: ask its connection, between transactions");
+  }
+
   transaction<T>(fn: (tx: Db) => Promise<T>): Transaction<T> {
     const tx = (() => this.conn.savepoint(() => fn(this))) as Transaction<T>;
     tx.deferred = tx;

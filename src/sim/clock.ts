@@ -8,6 +8,7 @@
  */
 import FakeTimers from '@sinonjs/fake-timers';
 import { REAL_TIMERS, type Timer, type Timers } from '../platform/timers.js';
+import { pgQueriesOut, pgQuiet } from '../platform/pg-client.js';
 
 /** The epoch a schedule starts at (a fixed moment: a seed replays the same timestamps). */
 export const SIM_EPOCH = Date.UTC(2026, 0, 5, 9, 0, 0);
@@ -20,6 +21,22 @@ export function installClock(): VirtualClock {
     toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate', 'setInterval', 'clearInterval', 'Date', 'performance'],
     shouldClearNativeTimers: true,
   });
+}
+
+/** The real event loop's next turn, taken before any virtual clock is installed over setImmediate. */
+const realImmediate = setImmediate;
+
+/**
+ * Resolves once no query to a server is out, nor asked in what the answers set going: virtual
+ * time may move on. A server answers in real time, and a clock moved meanwhile would make a
+ * query take virtual time (a lease lapse while its heartbeat is on the wire).
+ */
+export async function answered(): Promise<void> {
+  for (;;) {
+    await pgQuiet();
+    await new Promise<void>((r) => realImmediate(() => r()));
+    if (pgQueriesOut() === 0) return;
+  }
 }
 
 const NO_TIMER: Timer = { clear() {}, unref: () => NO_TIMER };

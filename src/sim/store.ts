@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { threadId } from 'node:worker_threads';
 import Database from 'better-sqlite3';
-import { SyncPg } from '../platform/pg-sync.js';
+import { oneConnectionAtATime, PgClient } from '../platform/pg-client.js';
 import { WRITER_LOCK } from '../platform/pg-database.js';
 
 export interface SimStore {
@@ -23,19 +23,19 @@ export interface SimStore {
   readonly worldAddress: string;
   readonly server: boolean;
   /** Another session takes the writers' lock; the function returned lets it go. */
-  holdWriters(): () => void;
+  holdWriters(): Promise<() => Promise<void>>;
   /** Every session of dcm's on the database is ended by the server (none on a file: a file has no connection to lose). */
-  cutSessions(): void;
-  dispose(): void;
+  cutSessions(): Promise<void>;
+  dispose(): Promise<void>;
 }
 
 const WORLD = 'dcm-sim-world';
 
-export function simStore(server: string | undefined): SimStore {
+export function simStore(server: string | undefined): Promise<SimStore> {
   return server ? serverStore(server) : fileStore();
 }
 
-function fileStore(): SimStore {
+async function fileStore(): Promise<SimStore> {
   // In memory where the system has it: the sim's cost is its commits, not the disk's.
   const base = fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();
   const dir = fs.mkdtempSync(path.join(base, 'dcm-sim-'));
@@ -44,29 +44,29 @@ function fileStore(): SimStore {
     address: file,
     worldAddress: file,
     server: false,
-    holdWriters() {
+    async holdWriters() {
       const other = new Database(file);
       other.exec('BEGIN IMMEDIATE');
-      return () => {
+      return async () => {
         other.exec('COMMIT');
         other.close();
       };
     },
-    cutSessions: () => {},
-    dispose: () => fs.rmSync(dir, { recursive: true, force: true }),
+    cutSessions: async () => {},
+    dispose: async () => fs.rmSync(dir, { recursive: true, force: true }),
   };
 }
 
 /** One session per thread on the server's own database, for creating and dropping the schedules'. */
-let admin: { server: string; conn: SyncPg } | null = null;
+let admin: { server: string; conn: PgClient } | null = null;
 let made = 0;
 
-function asAdmin(server: string, text: string, values?: unknown[]): unknown[] {
+async function asAdmin(server: string, text: string, values?: unknown[]): Promise<unknown[]> {
   if (admin?.server !== server) {
     admin?.conn.close();
-    admin = { server, conn: new SyncPg(server) };
+    admin = { server, conn: await PgClient.connect(server) };
   }
-  return admin.conn.query(text, values).rows;
+  return (await admin.conn.query(text, values)).rows;
 }
 
 /** `url` naming the database `name` (the rest of the address, its query included, as it was). */
@@ -77,34 +77,39 @@ function naming(url: string, name: string, query = ''): string {
   return `${m[1]}/${name}${q ? `?${q}` : ''}`;
 }
 
-function serverStore(server: string): SimStore {
+async function serverStore(server: string): Promise<SimStore> {
   // Unique across the simulator's threads and runs; not in the trace (nothing prints the address).
   const name = `dcm_sim_${process.pid}_${threadId}_${++made}`;
-  asAdmin(server, `CREATE DATABASE ${name}`);
+  await asAdmin(server, `CREATE DATABASE ${name}`);
+  // The processes' queries are answered in the order they were asked: a seed replays its schedule.
+  oneConnectionAtATime(true);
   const address = naming(server, name);
   const worldAddress = naming(server, name, `application_name=${WORLD}`);
   return {
     address,
     worldAddress,
     server: true,
-    holdWriters() {
-      const other = new SyncPg(worldAddress);
+    async holdWriters() {
+      const other = await PgClient.connect(worldAddress);
       // A session that is not dcm's may sit in its transaction (dcm's are ended after 5 s idle).
-      other.query('SET idle_in_transaction_session_timeout = 0');
-      other.many([{ text: 'BEGIN' }, { text: 'SELECT pg_advisory_xact_lock($1)', values: [WRITER_LOCK] }]);
-      return () => {
-        other.query('COMMIT');
+      await other.query('SET idle_in_transaction_session_timeout = 0');
+      await other.many([{ text: 'BEGIN' }, { text: 'SELECT pg_advisory_xact_lock($1)', values: [WRITER_LOCK] }]);
+      return async () => {
+        await other.query('COMMIT');
         other.close();
       };
     },
-    cutSessions() {
+    async cutSessions() {
       // Each waited for (up to 5 s) until its session is gone: the next statement meets the cut.
-      asAdmin(
+      await asAdmin(
         server,
         `SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE datname = $1 AND application_name <> $2 AND pid <> pg_backend_pid()`,
         [name, WORLD],
       );
     },
-    dispose: () => void asAdmin(server, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+    async dispose() {
+      oneConnectionAtATime(false);
+      await asAdmin(server, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    },
   };
 }

@@ -18,7 +18,7 @@ import { Orchestrator } from '../orchestrator/orchestrator.js';
 import type { ProgressSink } from '../orchestrator/progress.js';
 import { WorkerLease } from '../orchestrator/workers.js';
 import { ApplyLock } from '../orchestrator/lock.js';
-import { installClock, ProcessTimers, type VirtualClock } from './clock.js';
+import { answered, installClock, ProcessTimers, type VirtualClock } from './clock.js';
 import { planner, type Fault, type Schedule } from './schedule.js';
 import { SimDriver, Sites, type RunBook, type Violation } from './sites.js';
 import { claimRun, recordRunEnd, type LeftRunRow } from '../store/runs.js';
@@ -63,7 +63,7 @@ class Killed extends Error {}
 /** Run schedule `s` on a file, or, given `server` (a postgresql:// address), on a database of its own there. */
 export async function runSchedule(s: Schedule, server?: string): Promise<Outcome> {
   if (server) await loadPgBackend();
-  const store = simStore(server);
+  const store = await simStore(server);
   const clock = installClock();
   // The leases' clock is the server's: on the simulator's, it is the virtual one too.
   standInForServerClock(() => Date.now());
@@ -72,7 +72,7 @@ export async function runSchedule(s: Schedule, server?: string): Promise<Outcome
   } finally {
     standInForServerClock(null);
     clock.uninstall();
-    store.dispose();
+    await store.dispose();
   }
 }
 
@@ -123,18 +123,25 @@ class World {
     await this.build();
     this.log('fleet built');
     this.db = (await openDb(this.store.worldAddress, { create: false, write: true }))!;
-    await this.db.pragma('busy_timeout = 0');
+    await this.db.busyWait(0);
     for (const f of this.s.faults) this.arm(f);
     if (this.s.hosts === 1) await this.spawn(0);
     else for (let w = 0; w < this.s.hosts; w++) this.later(() => this.spawn(w), w * 700);
-    while (this.busy() && Date.now() - this.start < LIMIT_MS) await this.clock.nextAsync();
+    while (this.busy() && Date.now() - this.start < LIMIT_MS) await this.step();
     // What is still out at the sites ends (or is left going: a violation below).
-    await this.clock.tickAsync(this.s.stateTimeoutMs * 2);
+    const until = Date.now() + this.s.stateTimeoutMs * 2;
+    for (setTimeout(() => {}, until - Date.now()); Date.now() < until; ) await this.step();
     await this.judge.atEnd(this.db, `${LIMIT_MS / 3600_000} h`);
     const state = (await getStrategy(this.db))?.state ?? 'none';
     this.db.close();
     for (const p of this.procs) for (const d of [p.db, p.beatDb]) if (d?.open) d.close();
     return { violations: this.sites.violations, trace: this.trace, hits: this.hits, state, virtualMs: Date.now() - this.start };
+  }
+
+  /** The next moment something is due; on a server, once every query asked has its answer (virtual time stands still meanwhile). */
+  private async step(): Promise<void> {
+    if (this.store.server) await answered();
+    await this.clock.nextAsync();
   }
 
   /** Something may still happen: a process runs, or a start or a fault is due. */
@@ -170,13 +177,13 @@ class World {
     const name = this.s.hosts === 1 ? `apply#${gen}` : `worker${w}#${gen}`;
     const timers = new ProcessTimers();
     const db = (await openDb(this.ctx.dbPath, { create: false, write: true }))!;
-    await db.pragma('busy_timeout = 0');
-    await db.pragma('synchronous = OFF');
+    await db.busyWait(0);
+    if (!this.store.server) await db.pragma('synchronous = OFF');
     // Several hosts: the sites tell the store how their runs end (as the exec launcher does), and a
     // worker that takes another host's over waits for those ends instead of running them again.
     const driver = new SimDriver(this.sites, timers, host, this.s.hosts > 1 ? this.book : null);
     const beatDb = this.store.server ? (await openDb(this.ctx.dbPath, { create: false, write: true }))! : null;
-    await beatDb?.pragma('busy_timeout = 0');
+    await beatDb?.busyWait(0);
     const lease = this.s.hosts > 1 ? new WorkerLease(db, this.s.leaseMs, null, { host, pid: 4_190_000 + gen, timers, ...(beatDb ? { beatDb } : {}) }) : null;
     if (lease) lease.adoptsElsewhere = true;
     const start = async (tx: Db) => {
@@ -247,7 +254,7 @@ class World {
     lease?.startHeartbeat(
       (lost) => proc.orch.stopWith(lost),
       (err) => proc.orch.writeFailed(err),
-      (taken) => proc.orch.beat(taken),
+      (takeOver) => proc.orch.beat(takeOver),
     );
     lock?.startHeartbeat(
       (lost) => proc.orch.stopWith(lost),
@@ -336,10 +343,10 @@ class World {
   private holdStore(ms: number): void {
     if (Date.now() < this.busyUntil) return;
     this.hit('busy');
-    const release = this.store.holdWriters();
+    const held = this.store.holdWriters();
     this.busyUntil = Date.now() + ms;
     this.log(`store held busy for ${ms} ms`);
-    setTimeout(release, ms);
+    setTimeout(() => void held.then((release) => release()), ms);
   }
 
   private arm(f: Fault): void {
@@ -395,8 +402,7 @@ class World {
       case 'cut':
         this.later(() => {
           this.hit('cut');
-          this.store.cutSessions();
-          this.log("the server cut dcm's sessions");
+          void this.store.cutSessions().then(() => this.log("the server cut dcm's sessions"));
         }, f.atMs);
         break;
       case 'kill-worker':

@@ -104,7 +104,7 @@ export function applyFaultError(err: unknown, file: string): DcmError | null {
  * without the password: the server's own message, or the connection's. A busy database (a lock
  * not had within the wait) keeps SQLite's code, which the callers handle their own way.
  */
-// Told by name: the client's modules (platform/pg-sync.ts) are loaded only for a server.
+// Told by name: the client's modules (platform/pg-client.ts) are loaded only for a server.
 const isPgError = (err: unknown): err is Error & { code?: string } => (err as Error | null)?.name === 'PgError';
 
 export function serverFault(err: unknown, url: string): DcmError | null {

@@ -167,5 +167,5 @@ export function readerSnapshot(real: string): Buffer | null {
  * their bound (orchestrator/commit-loop.ts) is the whole wait, not one statement's.
  */
 export async function setBusyWait(db: Db, ms: number): Promise<void> {
-  await db.pragma(`busy_timeout = ${Math.max(0, Math.floor(ms))}`);
+  await db.busyWait(ms);
 }

@@ -2,7 +2,6 @@
 import type { Db } from './open.js';
 import { sql } from './statements.js';
 import { now } from './clock.js';
-import { isPgUrl } from '../domain/db-url.js';
 import type { ExtraArgs } from '../domain/options.js';
 import type { StagePlan } from '../domain/planning.js';
 
@@ -130,16 +129,12 @@ export async function touchStrategy(db: Db): Promise<void> {
   await sql(db, 'UPDATE strategy SET updated_at = ? WHERE id = 1').run(now());
 }
 
-/** What a running orchestrator re-reads when the file changed: state, windows, budget. */
-/**
- * Whether anyone committed since the last look: SQLite's `PRAGMA data_version`, prepared once per
- * connection (better-sqlite3's `pragma()` prepares it anew, and the orchestrator asks four times a
- * second); on PostgreSQL the store's commit counter, which its `pragma` answers.
- */
+/** Whether anyone committed since the last look (SQLite's data_version; the PostgreSQL schema's commit counter). */
 export async function dataVersion(db: Db): Promise<number> {
-  if (isPgUrl(db.name)) return (await db.pragma('data_version', { simple: true })) as number;
-  return (await sql(db, 'PRAGMA data_version').pluck().get()) as number;
+  return db.commitCount();
 }
+
+/** What a running orchestrator re-reads when the file changed: state, windows, budget. */
 
 export async function controlSnapshot(db: Db): Promise<{ state: string; maxFailures: string | null; windows: Map<number, number> } | undefined> {
   const row = await sql(db, 'SELECT state, max_failures FROM strategy WHERE id = 1').get() as { state: string; max_failures: string | null } | undefined;

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import Database from 'better-sqlite3';
 import { PgDatabase } from '../../src/platform/pg-database.js';
+import { SyncPg } from './sync-pg.js';
 import { SqliteDb } from '../../src/platform/sqlite-db.js';
 import type { Db } from '../../src/platform/db.js';
 import { isPgUrl } from '../../src/domain/db-url.js';
@@ -15,14 +16,14 @@ import { PG_STORE } from '../../src/store/pg/schema.js';
 export async function openTestDb(db: string, opts: Database.Options = {}): Promise<Db> {
   if (!isPgUrl(db)) return new SqliteDb(new Database(db, opts));
   // Versioned as dcm's own connections are: a test's tweak wakes an orchestrator as a command's does.
-  const pg = new PgDatabase(db, db, PG_STORE);
-  if (opts.timeout !== undefined) await pg.pragma(`busy_timeout = ${opts.timeout}`);
+  const pg = await PgDatabase.open(db, db, PG_STORE);
+  if (opts.timeout !== undefined) await pg.busyWait(opts.timeout);
   return pg;
 }
 
 /** The sim driver's sites on PostgreSQL: their own schema in the store's database. */
 export async function openTestSites(db: string): Promise<Db> {
-  const pg = new PgDatabase(db, db);
+  const pg = await PgDatabase.open(db, db);
   await pg.exec('SET search_path TO dcm_sim');
   return pg;
 }
@@ -32,13 +33,11 @@ export async function openTestSites(db: string): Promise<Db> {
  * sites), row by row: a refused command must leave it as it was, as it leaves a file byte for byte.
  */
 export function pgDigest(db: string): string {
-  const pg = new PgDatabase(db, db);
+  const pg = new SyncPg(db);
   try {
-    const tables = pg.query({
-      text: `SELECT schemaname || '.' || tablename AS t FROM pg_tables WHERE schemaname IN ('public', 'dcm_sim') ORDER BY 1`,
-    }).rows as { t: string }[];
+    const tables = pg.query(`SELECT schemaname || '.' || tablename AS t FROM pg_tables WHERE schemaname IN ('public', 'dcm_sim') ORDER BY 1`).rows as { t: string }[];
     const h = createHash('sha256');
-    for (const { t } of tables) h.update(t).update(JSON.stringify(pg.query({ text: `SELECT * FROM ${t} ORDER BY 1`, array: true }).rows));
+    for (const { t } of tables) h.update(t).update(JSON.stringify(pg.query(`SELECT * FROM ${t} ORDER BY 1`, [], true).rows));
     return h.digest('hex');
   } finally {
     pg.close();

@@ -4,7 +4,7 @@
  * cleanup, whatever connection is still open.
  */
 import crypto from 'node:crypto';
-import { connectionLost, SyncPg } from '../../src/platform/pg-sync.js';
+import { connectionLost, SyncPg } from './sync-pg.js';
 
 /** One superuser connection per cluster (a test may run a cluster of its own). */
 const admins = new Map<string, SyncPg>();

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { dcmSpawn, sleep } from './cli.js';
 import type { ExecFixture } from './exec.js';
 import { dcmQuickOk } from './quick.js';
-import { SyncPg } from '../../src/platform/pg-sync.js';
+import { SyncPg } from './sync-pg.js';
 
 /** Debian's libfaketime (package faketime; .ci/run installs it): a process with its wall clock moved. */
 export const FAKETIME_LIB = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { dcm, tempDir } from '../helpers/cli.js';
-import { SyncPg } from '../../src/platform/pg-sync.js';
+import { SyncPg } from '../helpers/sync-pg.js';
 import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
 
 let t: ReturnType<typeof tempDir>;

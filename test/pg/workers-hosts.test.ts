@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { dcm, dcmOk, waitFor } from '../helpers/cli.js';
 import { execFixture, overlapsPerCloud, type ExecFixture } from '../helpers/exec.js';
-import { SyncPg } from '../../src/platform/pg-sync.js';
+import { SyncPg } from '../helpers/sync-pg.js';
 import { everyState, launcherPids, query, runsPerState, runsWithPid, setup, stepStates, stopWorkers, worker } from '../helpers/workers.js';
 
 let f: ExecFixture | null = null;

@@ -18,6 +18,9 @@ const ALLOWED: Record<string, string> = {
   'src/orchestrator/stage-gate.ts: 25': "a fixed 25 ms look, bounded, for an old gate check's end",
   'src/orchestrator/progress-live.ts: REDRAW_MS': "the live view's fixed redraw",
   'src/drivers/sim/sites.ts: 100': "a fixed 100 ms retry of the sim's busy flush",
+  'src/drivers/sim/sites.ts: GATHER_MS': "the sim's sites on a server: a fixed 2 ms gathering of a flush",
+  'src/platform/pg-client.ts: ANSWER_MS': "a fixed 60 s bound on a server's answer",
+  'src/platform/pg-connection.ts: RECONNECT_EVERY_MS': "a fixed 200 ms pause between tries to connect again",
   'src/drivers/exec/progress-file.ts: PROGRESS_POLL_MS': "a fixed 1 s look at a run's progress file",
 };
 

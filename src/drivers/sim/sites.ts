@@ -18,6 +18,9 @@ import type { Db } from '../../platform/db.js';
 const Database = requireCjs('better-sqlite3') as typeof DatabaseT;
 import type { Site } from './site.js';
 
+/** How long a flush of the sites on a server waits for more sites to go with it (one transaction is round trips). */
+const GATHER_MS = 2;
+
 /**
  * The sites' schema (`PRAGMA user_version` 1). The same shape as the table older databases held,
  * which the store's migration 7 → 8 moved into this file (it creates the table the same way when it
@@ -169,9 +172,9 @@ export class SiteBook {
   static async open(where: { file: string } | { pg: string }): Promise<SiteBook> {
     if (!('pg' in where)) return new SiteBook(new SqliteDb(openFile(where.file)), null);
     // Its writers take a lock of their own: a site shares no lock with the store.
-    const pg = new PgDatabase('the simulated sites', where.pg, { writerLock: SITES_WRITER_LOCK });
+    const pg = await PgDatabase.open('the simulated sites', where.pg, { writerLock: SITES_WRITER_LOCK });
     try {
-      await pg.pragma('busy_timeout = 5000');
+      await pg.busyWait(5000);
       await pg.transaction((tx) => tx.exec(PG_SCHEMA)).immediate();
       // On every connection: the first one may be cut (a server restart) mid-rollout.
       await pg.setSession('SET search_path TO dcm_sim');
@@ -184,7 +187,7 @@ export class SiteBook {
 
   private constructor(
     private readonly db: Db,
-    writeMany: ((sites: Site[], finishes: { site: Site; owner: string }[]) => Promise<boolean[]>) | null,
+    private readonly writeMany: ((sites: Site[], finishes: { site: Site; owner: string }[]) => Promise<boolean[]>) | null,
   ) {
     this.selectOne = this.db.prepare('SELECT * FROM sim_site WHERE name = ?');
     // The flush's statements, run only inside its transactions.
@@ -202,7 +205,7 @@ export class SiteBook {
        WHERE name = ? AND busy_owner = ?`,
     );
     const write = async (sites: Site[], finishes: { site: Site; owner: string }[]): Promise<boolean[]> => {
-      if (writeMany) return writeMany(sites, finishes);
+      if (this.writeMany) return this.writeMany(sites, finishes);
       for (const s of sites) await this.upsert.run(...row(s));
       // Every write first, then what each finish changed.
       const kept: boolean[] = [];
@@ -273,7 +276,9 @@ export class SiteBook {
   private schedule(): void {
     if (this.scheduled) return;
     this.scheduled = true;
-    setImmediate(() => void this.flush());
+    // On a server, the sites of a few milliseconds go in one transaction (as the store's commits do).
+    if (this.writeMany) setTimeout(() => void this.flush(), GATHER_MS);
+    else setImmediate(() => void this.flush());
   }
 
   private async flush(): Promise<void> {

@@ -13,24 +13,24 @@ import { PG_MIGRATIONS, PG_SCHEMA, PG_STORE } from './schema.js';
 const TABLES = [PG_SCHEMA, ...Object.values(PG_MIGRATIONS)].flatMap((text) => [...text.matchAll(/CREATE TABLE (\w+)/g)].map((m) => m[1]));
 
 /** ['ok'], or the problems found, one per line. */
-export function checkPgDatabase(url: string): string[] {
-  const db = new PgDatabase(shownUrl(url), url, PG_STORE);
+export async function checkPgDatabase(url: string): Promise<string[]> {
+  const db = await PgDatabase.open(shownUrl(url), url, PG_STORE);
   try {
-    const q = <T>(text: string) => db.query({ text }).rows as T[];
-    const present = new Set(q<{ t: string }>(`SELECT tablename AS t FROM pg_tables WHERE schemaname = current_schema()`).map((r) => r.t));
+    const q = async <T>(text: string) => (await db.query({ text })).rows as T[];
+    const present = new Set((await q<{ t: string }>(`SELECT tablename AS t FROM pg_tables WHERE schemaname = current_schema()`)).map((r) => r.t));
     if (!present.has('dcm_meta')) throw new OperationError(`${shownUrl(url)} holds no dcm database`);
-    const version = Number(q<{ value: string }>(`SELECT value FROM dcm_meta WHERE key = 'schema_version'`)[0]?.value);
+    const version = Number((await q<{ value: string }>(`SELECT value FROM dcm_meta WHERE key = 'schema_version'`))[0]?.value);
     const problems: string[] = [];
     if (!(version >= 1 && version <= SCHEMA_VERSION)) problems.push(`schema version ${version} is not one this dcm knows (1 to ${SCHEMA_VERSION})`);
     for (const t of TABLES) if (!present.has(t)) problems.push(`table ${t} is missing`);
     if (problems.length === 0) {
-      const count = (what: string, text: string) => {
-        const n = q<{ n: number }>(text)[0].n;
+      const count = async (what: string, text: string) => {
+        const n = (await q<{ n: number }>(text))[0].n;
         if (n > 0) problems.push(`${n} ${what}`);
       };
-      count('step(s) of no subcloud', `SELECT count(*) AS n FROM strategy_step st LEFT JOIN subcloud sc ON sc.id = st.subcloud_id WHERE sc.id IS NULL`);
-      count('run(s) of no step', `SELECT count(*) AS n FROM step_history h LEFT JOIN strategy_step st ON st.id = h.step_id WHERE st.id IS NULL`);
-      count(
+      await count('step(s) of no subcloud', `SELECT count(*) AS n FROM strategy_step st LEFT JOIN subcloud sc ON sc.id = st.subcloud_id WHERE sc.id IS NULL`);
+      await count('run(s) of no step', `SELECT count(*) AS n FROM step_history h LEFT JOIN strategy_step st ON st.id = h.step_id WHERE st.id IS NULL`);
+      await count(
         'step(s) with more than one running operation',
         `SELECT count(*) AS n FROM (SELECT step_id FROM step_history WHERE outcome = 'running' GROUP BY step_id HAVING count(*) > 1) AS r`,
       );

@@ -24,14 +24,14 @@ export async function openPgDb(url: string, opts: PgOpenOptions): Promise<PgData
   const shown = shownUrl(url);
   let db: PgDatabase;
   try {
-    db = new PgDatabase(shown, url, PG_STORE);
+    db = await PgDatabase.open(shown, url, PG_STORE);
   } catch (err) {
     throw new OperationError(`cannot open database ${shown}: ${(err as Error).message}`);
   }
   try {
     // As a file's busy timeout (store/open.ts): wait up to 10 s for another writer, then say busy.
-    await db.pragma('busy_timeout = 10000');
-    let version = schemaVersion(db, shown);
+    await db.busyWait(10_000);
+    let version = await schemaVersion(db, shown);
     if (version === 0 && !opts.create) {
       // A schema named on purpose (`options=-csearch_path=…`) that holds no dcm schema is a
       // mistyped name more likely than a new fleet: said, rather than read as an empty fleet.
@@ -48,19 +48,19 @@ export async function openPgDb(url: string, opts: PgOpenOptions): Promise<PgData
     if (version < SCHEMA_VERSION) {
       await db.transaction(async (tx) => {
         // Read again under the writers' lock: another dcm may have written the schema meanwhile.
-        version = schemaVersion(db, shown);
+        version = await schemaVersion(db, shown);
         if (version === 0) {
           // The first schema on PostgreSQL, then the same steps an older database takes.
           await tx.exec(PG_SCHEMA);
-          for (const q of pgSeeds()) db.query(q);
-          db.query({
+          for (const q of pgSeeds()) await db.query(q);
+          await db.query({
             text: `INSERT INTO dcm_meta (key, value) VALUES ('application', 'dcm'), ('schema_version', $1), ('data_version', '0')`,
             values: [String(PG_FIRST_VERSION)],
           });
           version = PG_FIRST_VERSION;
         }
         for (let v = version; v < SCHEMA_VERSION; v++) await tx.exec(PG_MIGRATIONS[v]);
-        db.query({ text: `UPDATE dcm_meta SET value = $1 WHERE key = 'schema_version'`, values: [String(SCHEMA_VERSION)] });
+        await db.query({ text: `UPDATE dcm_meta SET value = $1 WHERE key = 'schema_version'`, values: [String(SCHEMA_VERSION)] });
       }).immediate();
     }
     // A batch's transitions in one statement over arrays, not a round trip per row.
@@ -76,27 +76,27 @@ export async function openPgDb(url: string, opts: PgOpenOptions): Promise<PgData
  * The schema version dcm wrote in this database, 0 when it holds no dcm schema. Tables of someone
  * else's in the schema dcm would use (search_path's first) make it not a dcm database.
  */
-function schemaVersion(db: PgDatabase, shown: string): number {
-  const rows = db.query({
+async function schemaVersion(db: PgDatabase, shown: string): Promise<number> {
+  const rows = (await db.query({
     text: `SELECT (SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()) AS tables,
                   to_regclass('dcm_meta') IS NOT NULL AS marked,
                   current_schema() IS NOT NULL AS has_schema, current_setting('search_path') AS search_path`,
-  }).rows as { tables: number; marked: boolean; has_schema: boolean; search_path: string }[];
+  })).rows as { tables: number; marked: boolean; has_schema: boolean; search_path: string }[];
   const { tables, marked, has_schema: hasSchema, search_path: searchPath } = rows[0];
   // No schema of the search_path exists (`options=-csearch_path=nosuch`): nothing can be read
   // there, and a write would fail half-way with the server's "no schema has been selected".
   if (!hasSchema) {
-    const found = db.query({
+    const found = (await db.query({
       text: `SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg\\_%' AND nspname <> 'information_schema' ORDER BY nspname`,
       array: true,
-    }).rows.map((r) => (r as string[])[0]);
+    })).rows.map((r) => (r as string[])[0]);
     throw new OperationError(`${shown}: no schema of its search_path (${searchPath}) exists in the database (its schemas: ${found.join(', ') || 'none'})`);
   }
   if (!marked) {
     if (tables > 0) throw new OperationError(`${shown} is not a dcm database (it holds other tables)`);
     return 0;
   }
-  const meta = db.query({ text: `SELECT key, value FROM dcm_meta` }).rows as { key: string; value: string }[];
+  const meta = (await db.query({ text: `SELECT key, value FROM dcm_meta` })).rows as { key: string; value: string }[];
   const get = (k: string) => meta.find((r) => r.key === k)?.value;
   if (get('application') !== 'dcm') throw new OperationError(`${shown} is not a dcm database`);
   return Number(get('schema_version'));

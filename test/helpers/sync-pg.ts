@@ -1,44 +1,15 @@
 /**
- * A synchronous PostgreSQL connection. dcm's store is synchronous (better-sqlite3 answers a query
- * before the next line runs, and every transaction of the orchestrator is written so), while every
- * PostgreSQL client for Node is asynchronous. The connection lives in a worker thread running
- * node-postgres (`pg`); the caller posts a request and blocks on a shared word until the worker
- * has answered, then takes the answer off the port (`receiveMessageOnPort`, which needs no turn of
- * the event loop). The cost is a thread hop per round trip, about the price of the round trip
- * itself on a local socket; a batch (`many`) pays it once.
- *
- * When the worker cannot answer (the server went away, the worker died) the caller gets an error,
- * never a hang: the worker posts every failure, and a wait that outlives `timeoutMs` gives up.
+ * A synchronous PostgreSQL connection, for the tests' own looks and set-up (creating databases,
+ * another session holding a lock, a digest of what a database holds) where a test's helper is
+ * synchronous. dcm itself never uses it (its store is asynchronous: src/platform/pg-client.ts).
+ * The connection lives in a worker thread running node-postgres; the caller blocks on a shared
+ * word until the worker has answered, then takes the answer off the port.
  */
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
-import { requireCjs } from './cjs.js';
+import { requireCjs } from '../../src/platform/cjs.js';
+import { IDLE_IN_TRANSACTION_MS, PgError, type PgQuery, type PgResult } from '../../src/platform/pg-client.js';
 
-export interface PgQuery {
-  text: string;
-  values?: readonly unknown[];
-  /** Rows as arrays of column values, in the order of the select list. */
-  array?: boolean;
-  /** A server-side prepared statement's name: parsed once per connection, then only bound. */
-  name?: string;
-}
-
-export interface PgResult {
-  rows: unknown[];
-  rowCount: number;
-}
-
-/** What the server (or the connection) said, with PostgreSQL's SQLSTATE as `code` when it has one. */
-export class PgError extends Error {
-  constructor(
-    message: string,
-    readonly code: string | undefined,
-    /** The connection is gone (connectionLost), whatever code the store gives the error. */
-    readonly connectionLost = false,
-  ) {
-    super(message);
-    this.name = 'PgError';
-  }
-}
+export { connectionLost, PgError } from '../../src/platform/pg-client.js';
 
 // The worker's code. It is CommonJS evaluated from a string, so that it runs the same from the
 // built files and under the test runner's TypeScript transform; `pg` is required by the absolute
@@ -107,32 +78,8 @@ port.on('message', async (req) => {
 }
 `;
 
-/**
- * How long the server lets a session sit in a transaction with no statement running. dcm's
- * transactions never wait on anything but the server (the store is synchronous), so only a
- * stopped process leaves one open that long; its locks then go before a writer waiting for them
- * gives up (busy_timeout, 10 s).
- */
-export const IDLE_IN_TRANSACTION_MS = 5_000;
-
-/**
- * The connection is gone (the server ended the session, restarted, or cannot be reached): a new
- * one may work where this one cannot. SQLSTATE class 08, the server's shutdowns, the idle
- * transaction's end; node's socket errors; the client's own words for a closed connection.
- */
-export function connectionLost(err: unknown): boolean {
-  const e = err as { code?: string; message?: string } | null;
-  const code = e?.code ?? '';
-  if (code.startsWith('08') || ['57P01', '57P02', '57P03', '25P03', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOENT', 'ETIMEDOUT'].includes(code)) return true;
-  return /Connection terminated|connection error and is not queryable|not queryable|did not answer within/i.test(e?.message ?? '');
-}
-
-/**
- * Milliseconds on the machine's monotonic clock, for the waits that block this thread. Not Date's
- * nor performance's: nothing moves those while the thread waits if a virtual clock is installed
- * over them (the simulator's, src/sim/clock.ts), and a bound read from them would never come.
- */
-export function blockingClockMs(): number {
+/** Milliseconds on the machine's monotonic clock (a virtual clock may be installed over Date). */
+function blockingClockMs(): number {
   return Number(process.hrtime.bigint() / 1_000_000n);
 }
 

@@ -1,0 +1,270 @@
+/**
+ * One PostgreSQL connection (node-postgres' Client, in this thread), answering each query with a
+ * promise: while the server makes dcm wait (another session holds the writers' lock, a slow
+ * network), the event loop goes on — Ctrl-C, driver answers, heartbeats on their own connection.
+ *
+ * Its rows are as SQLite gives them: int8 (count(*), sum) and numeric as numbers, booleans as 1 or
+ * 0. It never keeps a finished process alive: its socket holds the event loop only while a query
+ * is out, as a file's handle never does. A server that does not answer at all (stopped, cut off by
+ * the network) costs the query `ANSWER_MS`, then the connection.
+ */
+import type { Client, ClientConfig, QueryArrayConfig, QueryResult } from 'pg';
+import type { Socket } from 'node:net';
+import { requireCjs } from './cjs.js';
+
+export interface PgQuery {
+  text: string;
+  values?: readonly unknown[];
+  /** Rows as arrays of column values, in the order of the select list. */
+  array?: boolean;
+  /** A server-side prepared statement's name: parsed once per connection, then only bound. */
+  name?: string;
+}
+
+export interface PgResult {
+  rows: unknown[];
+  rowCount: number;
+}
+
+/** What the server (or the connection) said, with PostgreSQL's SQLSTATE as `code` when it has one. */
+export class PgError extends Error {
+  constructor(
+    message: string,
+    readonly code: string | undefined,
+    /** The connection is gone (connectionLost), whatever code the store gives the error. */
+    readonly connectionLost = false,
+  ) {
+    super(message);
+    this.name = 'PgError';
+  }
+}
+
+/**
+ * How long the server lets a session sit in a transaction with no statement running. A dcm
+ * transaction waits only on the server and on its own process's other work between statements,
+ * so only a stopped process leaves one open that long; its locks then go before a writer waiting
+ * for them gives up (busy_timeout, 10 s).
+ */
+export const IDLE_IN_TRANSACTION_MS = 5_000;
+
+/** How long a query may go unanswered before its connection is given up as lost. */
+export const ANSWER_MS = 60_000;
+
+/**
+ * The connection is gone (the server ended the session, restarted, or cannot be reached): a new
+ * one may work where this one cannot. SQLSTATE class 08, the server's shutdowns, the idle
+ * transaction's end; node's socket errors; the client's own words for a closed connection.
+ */
+export function connectionLost(err: unknown): boolean {
+  const e = err as { code?: string; message?: string } | null;
+  const code = e?.code ?? '';
+  if (code.startsWith('08') || ['57P01', '57P02', '57P03', '25P03', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOENT', 'ETIMEDOUT'].includes(code)) return true;
+  return /Connection terminated|connection error and is not queryable|not queryable|did not answer within|is closed/i.test(e?.message ?? '');
+}
+
+type Pg = typeof import('pg');
+let loaded: Pg | null = null;
+
+/** node-postgres, loaded on the first connection: a file's commands never pay for it. */
+function pgModule(): Pg {
+  if (loaded) return loaded;
+  // node-postgres 8 treats sslmode=prefer, require and verify-ca as verify-full (it checks the
+  // server's certificate and name: stricter than libpq, as the README says) and warns so, in nine
+  // lines on stderr, on every command: that one warning is dropped; any other is Node's to print.
+  const emitWarning = process.emitWarning;
+  process.emitWarning = function (this: unknown, warning: string | Error, ...rest: unknown[]) {
+    const text = typeof warning === 'string' ? warning : warning?.message ?? '';
+    if (text.startsWith("SECURITY WARNING: The SSL modes 'prefer', 'require', and 'verify-ca'")) return;
+    return (emitWarning as (...a: unknown[]) => void).call(process, warning, ...rest);
+  } as typeof process.emitWarning;
+  return (loaded = requireCjs('pg') as Pg);
+}
+
+/** SQLite's shapes for the types whose text node-postgres would give as it is. */
+function types(pg: Pg): ClientConfig['types'] {
+  const parse = (oid: number): ((v: string) => unknown) | null =>
+    oid === 20 || oid === 1700 ? Number : oid === 16 ? (v) => (v === 't' ? 1 : 0) : null;
+  return {
+    getTypeParser: ((oid: number, format?: 'text' | 'binary') => parse(oid) ?? pg.types.getTypeParser(oid, format)) as never,
+  };
+}
+
+/** Queries out (sent, or waiting for their turn) on any connection of this process. */
+let out = 0;
+let quiet: (() => void)[] = [];
+
+export function pgQueriesOut(): number {
+  return out;
+}
+
+/** Resolves once no query of this process is out. */
+export function pgQuiet(): Promise<void> {
+  return out === 0 ? Promise.resolve() : new Promise((r) => quiet.push(r));
+}
+
+function begun(): void {
+  out++;
+}
+
+function ended(): void {
+  if (--out > 0) return;
+  const waiting = quiet;
+  quiet = [];
+  for (const r of waiting) r();
+}
+
+/**
+ * One connection's turn at a time, process-wide: the simulator's (oneConnectionAtATime), so that
+ * its processes' queries are answered in the order they were asked, and a seed replays the same
+ * schedule. A holder (a transaction, from its BEGIN to its end) keeps the turn across its queries.
+ */
+class Gate {
+  holder: object | null = null;
+  private tail: Promise<void> = Promise.resolve();
+
+  async take(who: object): Promise<() => void> {
+    const before = this.tail;
+    let open!: () => void;
+    this.tail = new Promise((r) => (open = r));
+    await before;
+    this.holder = who;
+    return () => {
+      this.holder = null;
+      open();
+    };
+  }
+}
+
+let gate: Gate | null = null;
+
+/** The simulator's: every connection of this process takes turns (off by default). */
+export function oneConnectionAtATime(on: boolean): void {
+  gate = on ? new Gate() : null;
+}
+
+/** `fn` in `who`'s turn (at once when connections need not take turns, or `who` has it). */
+export async function inTurn<R>(who: object, fn: () => Promise<R>): Promise<R> {
+  if (!gate || gate.holder === who) return fn();
+  const release = await gate.take(who);
+  try {
+    return await fn();
+  } finally {
+    release();
+  }
+}
+
+export class PgClient {
+  private closed = false;
+  private busy = 0;
+  private last: Promise<unknown> = Promise.resolve();
+  /** Why the connection went, once it has: every later query's error. */
+  private broken: Error | null = null;
+
+  private constructor(
+    private readonly client: Client,
+    /** Whose turn its queries take (inTurn): its own, or its database's. */
+    private readonly owner: object,
+  ) {}
+
+  /** A connection, made now: a wrong address is this call's error. */
+  static async connect(url: string | undefined, owner?: object): Promise<PgClient> {
+    const pg = pgModule();
+    const client = new pg.Client({ ...(url ? { connectionString: url } : {}), types: types(pg), connectionTimeoutMillis: ANSWER_MS });
+    const c: PgClient = new PgClient(client, owner ?? client);
+    // A connection that fails later is the next query's error, never an unhandled 'error' event.
+    client.on('error', (err) => (c.broken ??= err));
+    begun();
+    try {
+      await inTurn(c.owner, async () => {
+        await client.connect();
+        // A transaction left open by a process that stopped (SIGSTOP, a frozen host) would hold its
+        // locks, the writers' one among them, for ever: the server ends such a session instead.
+        await client.query(`SET client_min_messages = warning; SET idle_in_transaction_session_timeout = ${IDLE_IN_TRANSACTION_MS}`);
+      });
+    } catch (err) {
+      c.closed = true;
+      client.end().catch(() => {});
+      throw asPgError(err);
+    } finally {
+      ended();
+    }
+    c.socket()?.unref();
+    return c;
+  }
+
+  async query(text: string, values?: readonly unknown[], array = false): Promise<PgResult> {
+    return (await this.many([{ text, values, array }]))[0];
+  }
+
+  /** The results of a simple query (no parameters) of several statements, one per statement. */
+  async script(text: string): Promise<PgResult[]> {
+    const r = (await this.run(() => this.client.query(text))) as QueryResult | QueryResult[];
+    return (Array.isArray(r) ? r : [r]).map((x) => ({ rows: x.rows, rowCount: x.rowCount ?? 0 }));
+  }
+
+  /** Queries in order; the first failure stops the rest. */
+  async many(queries: readonly PgQuery[]): Promise<PgResult[]> {
+    const results: PgResult[] = [];
+    for (const q of queries) {
+      const config = { name: q.name, text: q.text, values: q.values ? [...q.values] : undefined, ...(q.array ? { rowMode: 'array' as const } : {}) };
+      const r: QueryResult = await this.run(() => this.client.query(config as QueryArrayConfig) as Promise<QueryResult>);
+      results.push({ rows: r.rows, rowCount: r.rowCount ?? 0 });
+    }
+    return results;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.client.end().catch(() => {});
+  }
+
+  private socket(): Socket | undefined {
+    return (this.client as unknown as { connection?: { stream?: Socket } }).connection?.stream;
+  }
+
+  private async run<R>(send: () => Promise<R>): Promise<R> {
+    if (this.closed) throw new PgError('the PostgreSQL connection is closed', undefined, true);
+    begun();
+    try {
+      return await inTurn(this.owner, () => this.inOrder(() => this.answered(send)));
+    } finally {
+      ended();
+    }
+  }
+
+  /** One query at a time on the connection (node-postgres would queue them, but deprecates being asked to). */
+  private inOrder<R>(fn: () => Promise<R>): Promise<R> {
+    const r = this.last.then(fn, fn);
+    this.last = r.catch(() => {});
+    return r;
+  }
+
+  private async answered<R>(send: () => Promise<R>): Promise<R> {
+    if (this.broken) throw asPgError(this.broken);
+    if (this.busy++ === 0) this.socket()?.ref();
+    let silent = false;
+    const timer = setTimeout(() => {
+      // Nothing at all for that long: the connection is given up (every query on it fails).
+      silent = true;
+      this.socket()?.destroy();
+    }, ANSWER_MS);
+    timer.unref?.();
+    try {
+      return await send();
+    } catch (err) {
+      if (silent) throw new PgError(`PostgreSQL did not answer within ${ANSWER_MS / 1000} s`, undefined, true);
+      throw asPgError(err);
+    } finally {
+      clearTimeout(timer);
+      if (--this.busy === 0) this.socket()?.unref();
+    }
+  }
+}
+
+/** node-postgres' error as a PgError: its first line, and its SQLSTATE (or socket code). */
+function asPgError(err: unknown): PgError {
+  if (err instanceof PgError) return err;
+  const e = err as { message?: string; code?: string };
+  return new PgError(String(e?.message ?? err).split('\n')[0], e?.code, connectionLost(err));
+}
