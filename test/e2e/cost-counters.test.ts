@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { dcm, dcmOk, tempDir } from '../helpers/cli.js';
 import { names } from '../helpers/history.js';
+import { isPgUrl } from '../../src/domain/db-url.js';
 
 let t: ReturnType<typeof tempDir>;
 afterEach(() => t?.cleanup());
@@ -53,7 +54,12 @@ describe('cost counters of a zero-latency apply', () => {
     const small = applyCounted(100, 100);
     const big = applyCounted(400, 100);
     expect(big.transitions).toBe(4 * small.transitions);
-    expect(big.statements / big.transitions).toBeLessThanOrEqual((small.statements / small.transitions) * 1.1);
+    // On a server a commit holds the answers of its 2 ms (orchestrator/commit-loop.ts GATHER_MS),
+    // so its size, and its few statements' share per transition, follow the machine's load: the
+    // margin there is a tenth of a statement per transition, below what one statement more per
+    // subcloud (a sixth) or per transition (one) would add.
+    const small1 = small.statements / small.transitions;
+    expect(big.statements / big.transitions).toBeLessThanOrEqual(isPgUrl(t.db) ? small1 + 0.1 : small1 * 1.1);
     // 300 more subclouds: a read outside a transaction per subcloud (or per start) would add 300
     // (1,500); the polls of a slower run add a couple every quarter second.
     expect(big.autocommitReads - small.autocommitReads).toBeLessThan(300 / 2);
