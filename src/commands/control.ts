@@ -33,6 +33,7 @@ import { immediate, withExistingWriteDb, type Ctx } from './context.js';
 import type { CommandResult, Outcome } from './results.js';
 import { strategyNotFound, theStrategy } from './strategy.js';
 import { liveRuns, refuseWhileLive, waitForLiveRuns } from './live-runs.js';
+import { retryUnknownRuns } from './resolve.js';
 import type { Db } from '../store/open.js';
 import { formatStageGate, formatStageMaxFailures, parseStageGate, parseStageMaxFailures, PENDING_GATES } from '../domain/stage-gates.js';
 import { listStageGates, reopenGates, setStageGates } from '../store/stage-gates.js';
@@ -200,11 +201,14 @@ export async function strategyRetry(ctx: Ctx, type: StrategyType | undefined, in
   const result = await withExistingWriteDb(ctx, async (db) =>
     (await immediate(db, async (tx) => {
       const s = await theStrategy(tx, type);
+      const named = input.clouds.length ? [...new Set(input.clouds)] : null;
+      // Runs held as of unknown outcome (several hosts) run again; they are live runs, for the rest.
+      const again = await retryUnknownRuns(tx, s, named, reason);
+      if (again) return { result: { kind: 'strategy' as const, strategy: s }, notes: again };
       // A run still going (dcm was killed) must end, or be adopted, before its step moves.
       refuseWhileLive((await liveRuns(tx, s, ctx)), 'retry');
       if (!RETRYABLE.includes(s.state)) throw new OperationError(`Strategy in state ${s.state} cannot be retried`);
       const states = statesOf(s.type as StrategyType, s.extra as { cert_file?: string | null });
-      const named = input.clouds.length ? [...new Set(input.clouds)] : null;
       if (named) {
         const stepStates = await stepStatesOf(tx, named);
         for (const c of named) {

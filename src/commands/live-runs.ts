@@ -6,7 +6,7 @@
  */
 import { OperationError } from '../domain/errors.js';
 import type { Db } from '../store/open.js';
-import { leftRunning, runEnd, type LeftRunRow } from '../store/runs.js';
+import { leftRunning, runEnd, unknownRuns, type LeftRunRow } from '../store/runs.js';
 import { runIdOf } from '../drivers/exec/run-id.js';
 import { liveWorkers } from '../orchestrator/workers.js';
 import { liveRunPid } from '../drivers/exec/liveness.js';
@@ -100,11 +100,16 @@ export async function waitForLiveRuns(ctx: Ctx, quiet: boolean): Promise<void> {
 export async function unknownEnds(db: Db, strategy: { created_at: string; extra: Record<string, unknown> }): Promise<string[]> {
   if (!isPgUrl(db.name) || strategy.extra.driver !== 'exec') return [];
   const watched = new Set((await liveWorkers(db)).map((w) => w.host));
+  const held = await unknownRuns(db);
   const out: string[] = [];
   for (const l of (await leftRunning(db))) {
     if (l.host === null || watched.has(l.host)) continue;
     if (await runEnd(db, runIdOf({ campaign: strategy.created_at, cloud: l.cloud, state: l.state, attempt: l.attempt }))) continue;
-    out.push(`end unknown: ${l.cloud} (${l.state}, attempt ${l.attempt}, on ${l.host}, no live worker there): waited for until it cannot be going any more, or \`dcm strategy-step resolve ${l.cloud} --as ok|failed\``);
+    const what = `${l.cloud} (${l.state}, attempt ${l.attempt}, on ${l.host}, no live worker there)`;
+    const resolve = `\`dcm strategy-step resolve ${l.cloud} --as ok|failed\``;
+    // A state with no timeout: nothing ends the wait but the operator.
+    if (held.has(l.historyId)) out.push(`unknown: ${what}: held until ${resolve}, or \`dcm strategy retry ${l.cloud}\` to run it again`);
+    else out.push(`end unknown: ${what}: waited for until it cannot be going any more, or ${resolve}`);
   }
   return out;
 }

@@ -20,13 +20,15 @@ import { runIdOf } from '../drivers/exec/run-id.js';
 import { liveWorkers } from '../orchestrator/workers.js';
 import { whoAmI, type Actor } from '../platform/who.js';
 import { recordEvent } from '../store/events.js';
-import { leftRunning, resolveRun, runClaim, runEnd } from '../store/runs.js';
+import { leftRunning, resolveRun, retryRun, runClaim, runEnd, unknownRuns } from '../store/runs.js';
+import type { Db } from '../store/open.js';
 import { findStep } from '../store/steps.js';
 import { getStrategy } from '../store/strategy.js';
 import { subcloudNameOf } from '../store/subclouds.js';
 import { withExistingWriteDb, type RunCtx } from './context.js';
 import type { CommandResult } from './results.js';
 import { strategyNotFound } from './strategy.js';
+import type { Strategy } from '../store/strategy.js';
 
 export type ResolveAs = 'ok' | 'failed';
 
@@ -62,6 +64,33 @@ export async function stepResolve(ctx: RunCtx, cloud: string, as: ResolveAs, rea
   });
   if (!row) strategyNotFound();
   return { kind: 'step', row };
+}
+
+/**
+ * `strategy retry` where runs are of unknown outcome (store/runs.ts: their host is gone, their
+ * state has no timeout): each of them, or each of the named clouds', runs again as the next
+ * attempt. The operator's word is written as the run's end, fenced by its id: the worker holding
+ * it takes it at its next look, or the next apply does. Null: no such run is named (or none is
+ * held), and `retry` does what it does for failed and aborted steps.
+ */
+export async function retryUnknownRuns(db: Db, s: Strategy, named: readonly string[] | null, reason: string | null): Promise<string[] | null> {
+  const held = await unknownRuns(db);
+  if (held.size === 0) return null;
+  const runs = (await leftRunning(db)).filter((l) => held.has(l.historyId) && (named === null || named.includes(l.cloud)));
+  if (runs.length === 0) return null;
+  if (named && runs.length < named.length) {
+    const others = named.filter((c) => !runs.some((l) => l.cloud === c));
+    throw new OperationError(`${others.join(', ')}: no run of unknown outcome; retry ${runs.length === 1 ? 'the one' : 'those'} of ${runs.map((l) => l.cloud).join(', ')} apart`);
+  }
+  const who = whoAmI();
+  const again: string[] = [];
+  for (const l of runs) {
+    const runId = runIdOf({ campaign: s.created_at, cloud: l.cloud, state: l.state, attempt: l.attempt });
+    if (await retryRun(db, runId, byOf(who))) again.push(`${l.cloud}: ${l.state}, attempt ${l.attempt}, on ${l.host ?? 'an unknown host'}`);
+  }
+  if (again.length === 0) throw new OperationError('Nothing to retry: the runs of unknown outcome have ended meanwhile, said by their host');
+  await recordEvent(db, who, EVENTS.retried, `${again.length} run(s) of unknown outcome run again: ${again.join('; ')}`, reason);
+  return [`retry runs again ${again.length} run${again.length === 1 ? '' : 's'} of unknown outcome (the worker holding each, or the next apply, starts the next attempt):`, ...again.map((a) => `  ${a}`)];
 }
 
 /** Who wrote the end, where its host would be (after `operator `): `alice@host-c`. */

@@ -30,7 +30,7 @@ const RUNNING = ['applying', 'paused', 'abort requested', 'aborting'];
 async function stepInFlight(db: Db, subcloudId: number): Promise<{ state: string; strategy: string } | null> {
   const s = await getStrategy(db);
   if (!s || !RUNNING.includes(s.state)) return null;
-  const state = await sql(db, 'SELECT state FROM strategy_step WHERE subcloud_id = ?').pluck().get(subcloudId) as string | undefined;
+  const state = await sql(db, 'SELECT state FROM strategy_step WHERE subcloud_id = $1').pluck().get(subcloudId) as string | undefined;
   if (state === undefined || state === 'initial' || STRATEGY_ENDED.includes(state)) return null;
   return { state, strategy: `${s.state} ${s.type}` };
 }
@@ -78,7 +78,7 @@ export async function subcloudErrors(ctx: Ctx, ref: string): Promise<string> {
     const last = await sql(
       db,
       `SELECT h.state, h.details FROM step_history h JOIN strategy_step st ON st.id = h.step_id
-       WHERE st.subcloud_id = ? AND h.outcome IN ('failed', 'timeout') ORDER BY h.id DESC LIMIT 1`,
+       WHERE st.subcloud_id = $1 AND h.outcome IN ('failed', 'timeout') ORDER BY h.id DESC LIMIT 1`,
     ).get(sc.id) as { state: string; details: string | null } | undefined;
     // As a failed step's details read: `<state>: <reason>`.
     return last ? `${last.state}: ${last.details ?? 'failed'}` : NO_ERRORS;

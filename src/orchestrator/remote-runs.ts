@@ -5,14 +5,16 @@
  * again for an end that was only not seen. Once a run cannot be going any more (its state's
  * timeout and grace, which its host enforces with or without its worker, counted from the
  * takeover on this worker's own clock, so no clock between hosts is trusted) and no end has come
- * (the host itself is gone), it runs again as the next attempt.
+ * (the host itself is gone), it runs again as the next attempt. A run of a state with no timeout
+ * (`timeout: none`) can be going for ever: it is held, as of unknown outcome, until the operator
+ * says how it ended (`strategy-step resolve`) or that it runs again (`strategy retry`).
  *
  * Owns only its looks at the store. Never touches: the registry or the steps (its answer is the
  * run's result, settled by the orchestrator as an adopted run's).
  */
 import type { OperationResult, RemoteRun } from '../drivers/driver.js';
 import { formatDuration } from '../domain/durations.js';
-import { abandonRemoteRun, runEnd, type LeftRunRow } from '../store/runs.js';
+import { abandonRemoteRun, markRunUnknown, retriedBy, runEnd, type LeftRunRow } from '../store/runs.js';
 import type { Runtime } from './runtime.js';
 
 /** How often the store is asked for the end of a run another host has. */
@@ -25,9 +27,12 @@ const LOOK_MS = 1_000;
  */
 export function waitRemote(rt: Runtime, left: LeftRunRow, remote: RemoteRun, host: string, waits: Set<() => void>): Promise<OperationResult> {
   const deadline = rt.now() + remote.maxLeftMs;
+  const forEver = !Number.isFinite(remote.maxLeftMs);
+  const runHost = left.host ?? 'unknown';
   return new Promise((resolve) => {
     let done = false;
     let claimed = false;
+    let marked = false;
     const stop = () => {
       done = true;
       timer.clear();
@@ -53,13 +58,19 @@ export function waitRemote(rt: Runtime, left: LeftRunRow, remote: RemoteRun, hos
         resolve({ kind: 'retry', outcome: 'interrupted', reason: `the run was never started on ${left.host ?? 'its host'} (its worker stopped first)`, delayMs: 0 });
       } else if (end) {
         stop();
-        resolve(remote.outcome(end));
+        const by = retriedBy(end);
+        if (by === null) resolve(remote.outcome(end));
+        else resolve({ kind: 'retry', outcome: 'interrupted', reason: `run again by ${by} (strategy retry): its host (${runHost}) never said how it ended`, delayMs: 0 });
+      } else if (forEver && !marked) {
+        marked = true;
+        const why = `its host (${runHost}) is gone without saying how the run ended, and ${left.state} has no timeout: held until \`dcm strategy-step resolve ${left.cloud} --as ok|failed\` or \`dcm strategy retry ${left.cloud}\``;
+        await markRunUnknown(rt.db, left, why).catch(() => (marked = false));
       } else if (rt.now() >= deadline) {
         stop();
         resolve({
           kind: 'retry',
           outcome: 'interrupted',
-          reason: `its host (${left.host ?? 'unknown'}) never said how the run ended; after ${formatDuration(remote.maxLeftMs)} it cannot be going any more`,
+          reason: `its host (${runHost}) never said how the run ended; after ${formatDuration(remote.maxLeftMs)} it cannot be going any more`,
           delayMs: 0,
         });
       }

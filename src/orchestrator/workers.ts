@@ -99,7 +99,7 @@ export class WorkerLease {
         const taken = await this.takeOverGone(tx);
         await tx
           .prepare(
-            `UPDATE strategy_step SET owner = ?, fence = fence + 1 WHERE owner IS NULL
+            `UPDATE strategy_step SET owner = $1, fence = fence + 1 WHERE owner IS NULL
                AND EXISTS (SELECT 1 FROM step_history h WHERE h.step_id = strategy_step.id AND h.outcome = 'running')`,
           )
           .run(this.id);

@@ -35,7 +35,11 @@ export interface Transaction<T> {
   immediate(): Promise<T>;
 }
 
+/** Which SQL the database speaks: the store writes each one's own where they differ (store/statements.ts). */
+export type Backend = 'sqlite' | 'postgresql';
+
 export interface Db {
+  readonly backend: Backend;
   /** The file's path, or the server's address (without its password). */
   readonly name: string;
   /** An in-memory database (tests and read-only snapshots). */

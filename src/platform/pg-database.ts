@@ -2,7 +2,8 @@
  * The store's face (platform/db.ts) on a PostgreSQL database: `prepare` (run / get / all /
  * iterate, pluck, raw), `transaction` (deferred / immediate, nested as savepoints), `exec`,
  * `busyWait`, `commitCount` and `close`; a file's pragmas it refuses. The store's modules take
- * either backend without knowing which; what the SQL says differently is rewritten by the dialect.
+ * either backend; their SQL is PostgreSQL's as written (`$1` parameters, and each backend's own
+ * words where the two differ: store/statements.ts), sent as it is.
  *
  * Writers take turns, as SQLite's do: an immediate transaction holds a transaction-level advisory
  * lock, so that dcm's check-then-write transactions (the apply lock's fence, the window's count)
@@ -11,8 +12,7 @@
  */
 import { connectionLost, inTurn, PgError, type PgClient, type PgQuery, type PgResult } from './pg-client.js';
 import { asStoreError, connect, RESENDABLE } from './pg-connection.js';
-import { toPg } from './pg-dialect.js';
-import type { Db, RunResult, Statement, Transaction } from './db.js';
+import type { Backend, Db, RunResult, Statement, Transaction } from './db.js';
 import { Turns, TxHandle, type Inside } from './turns.js';
 
 /** The advisory lock every dcm writer of one database takes ("DCM1", as the SQLite file's mark). */
@@ -25,11 +25,6 @@ export interface PgSchemaOptions {
   /** The advisory lock immediate transactions take (the store's by default). */
   writerLock?: number;
   /**
-   * The tables whose rows get their id from the database: an INSERT into one returns the id it was
-   * given, as SQLite's lastInsertRowid tells (RETURNING is added here, not written in the store).
-   */
-  identityTables?: ReadonlySet<string>;
-  /**
    * A commit counter: `bump` runs inside every immediate transaction, so the counter moves exactly
    * when the commit is seen; `read` (one number) answers commitCount.
    */
@@ -40,22 +35,14 @@ export class PgStatement implements Statement {
   private plucked = false;
   private rawRows = false;
   readonly reader: boolean;
-  private readonly text: string;
-  private readonly names: string[];
-  private readonly returnsId: boolean;
 
   constructor(
     private readonly db: PgDatabase,
-    readonly source: string,
+    readonly text: string,
     /** A statement of the open transaction's handle (it runs at once). */
     private readonly inside = false,
   ) {
-    const t = toPg(source);
-    const into = /^\s*INSERT\s+INTO\s+(\w+)/i.exec(source)?.[1];
-    this.returnsId = into !== undefined && db.identityTables.has(into) && !/\bRETURNING\b/i.test(source);
-    this.text = this.returnsId ? `${t.text} RETURNING id` : t.text;
-    this.names = t.names;
-    this.reader = /^\s*(SELECT|WITH|VALUES)\b/i.test(source) || /\bRETURNING\b/i.test(source);
+    this.reader = /^\s*(SELECT|WITH|VALUES)\b/i.test(text) || /\bRETURNING\b/i.test(text);
   }
 
   pluck(on = true): this {
@@ -70,11 +57,9 @@ export class PgStatement implements Statement {
     return this;
   }
 
+  /** The rows changed; a row's id is what the statement's own `RETURNING id` says (get). */
   async run(...params: Params): Promise<RunResult> {
-    const q = this.query(params);
-    const r = await this.db.answer(this.returnsId ? { ...q, array: true } : q, this.inside);
-    const last = this.returnsId ? (r.rows[r.rows.length - 1] as number[] | undefined)?.[0] : undefined;
-    return { changes: r.rowCount, lastInsertRowid: last ?? 0 };
+    return { changes: (await this.db.answer(this.query(params), this.inside)).rowCount, lastInsertRowid: 0 };
   }
 
   async get(...params: Params): Promise<unknown> {
@@ -99,14 +84,7 @@ export class PgStatement implements Statement {
   }
 
   private bind(params: Params): unknown[] {
-    // better-sqlite3's forms: run(a, b), run([a, b]), run({ name: … }).
-    const flat = params.length === 1 && Array.isArray(params[0]) ? (params[0] as unknown[]) : params;
-    if (this.names.length === 0) return flat.map(value);
-    const named = (flat[0] ?? {}) as Record<string, unknown>;
-    return this.names.map((n) => {
-      if (!(n in named)) throw new RangeError(`Missing named parameter "${n}"`);
-      return value(named[n]);
-    });
+    return params.map(value);
   }
 }
 
@@ -123,6 +101,7 @@ export class PgDatabase implements Db, Inside {
   readonly inside: Db = new TxHandle(this);
   readonly inTransaction = false;
   readonly memory = false;
+  readonly backend: Backend = 'postgresql';
   open = true;
   /** A transaction is open on the connection (its statements must not be sent again elsewhere). */
   private depth = 0;
@@ -139,7 +118,6 @@ export class PgDatabase implements Db, Inside {
 
   private readonly writerLock: number;
   private readonly version: { bump: string; read: string } | undefined;
-  readonly identityTables: ReadonlySet<string>;
 
   private constructor(
     readonly name: string,
@@ -151,7 +129,6 @@ export class PgDatabase implements Db, Inside {
   ) {
     this.writerLock = opts.writerLock ?? WRITER_LOCK;
     this.version = opts.version;
-    this.identityTables = opts.identityTables ?? new Set();
   }
 
   /** Connected now: a wrong address is this call's error. */

@@ -8,7 +8,7 @@
  * figure 1's CPU on Node 20 (every promise of the process carries the storage from then on).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { Db, Statement, Transaction } from './db.js';
+import type { Backend, Db, Statement, Transaction } from './db.js';
 
 /**
  * DCM_CHECK_TURNS=1 (the tests set it): a statement through the connection inside its own
@@ -54,6 +54,7 @@ export class Turns {
 
 /** What a backend's connection gives the handle of its open transaction. */
 export interface Inside {
+  readonly backend: Backend;
   readonly name: string;
   readonly memory: boolean;
   readonly open: boolean;
@@ -75,6 +76,10 @@ export class TxHandle implements Db {
   readonly inside = this;
 
   constructor(private readonly conn: Inside) {}
+
+  get backend(): Backend {
+    return this.conn.backend;
+  }
 
   get name(): string {
     return this.conn.name;

@@ -336,7 +336,7 @@ class World {
 
   private async markGone(token: string, pid: number): Promise<void> {
     if (Date.now() < this.busyUntil) return this.later(() => this.markGone(token, pid), this.busyUntil - Date.now() + 1);
-    await this.db.prepare('UPDATE apply_lock SET pid = ? WHERE token = ?').run(pid, token);
+    await this.db.prepare('UPDATE apply_lock SET pid = $1 WHERE token = $2').run(pid, token);
   }
 
   /** Another connection holds the store's write lock for `ms`. */

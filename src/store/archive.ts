@@ -66,7 +66,7 @@ export async function archiveStrategy(db: Db, deletedBy: string): Promise<string
     db,
     `INSERT INTO strategy_archive (id, type, state, steps, complete, failed, created_at, updated_at, deleted_at, deleted_by,
        strategy_json, stages_json, steps_json, runs_json, events_json)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
   ).run(
     id,
     row.type,
@@ -104,7 +104,7 @@ export async function listArchived(db: Db): Promise<ArchiveSummary[]> {
 
 /** One kept record, whole, or undefined. */
 export async function getArchived(db: Db, id: string): Promise<ArchivedStrategy | undefined> {
-  const r = await sql(db, `SELECT ${SUMMARY}, strategy_json, stages_json, steps_json, runs_json, events_json FROM strategy_archive WHERE id = ?`).get(id) as
+  const r = await sql(db, `SELECT ${SUMMARY}, strategy_json, stages_json, steps_json, runs_json, events_json FROM strategy_archive WHERE id = $1`).get(id) as
     | (ArchiveSummary & Record<'strategy_json' | 'stages_json' | 'steps_json' | 'runs_json' | 'events_json', string>)
     | undefined;
   if (!r) return undefined;
@@ -121,13 +121,13 @@ export async function getArchived(db: Db, id: string): Promise<ArchivedStrategy 
 
 /** A kept record's events only (`strategy events --strategy ID`): the rest is not parsed. */
 export async function archivedEvents(db: Db, id: string): Promise<{ type: string; events: EventRow[] } | undefined> {
-  const r = await sql(db, 'SELECT type, events_json FROM strategy_archive WHERE id = ?').get(id) as { type: string; events_json: string } | undefined;
+  const r = await sql(db, 'SELECT type, events_json FROM strategy_archive WHERE id = $1').get(id) as { type: string; events_json: string } | undefined;
   return r && { type: r.type, events: JSON.parse(r.events_json) as EventRow[] };
 }
 
 /** The kept records deleted before `cutoff` (a time as the store writes them), oldest first. */
 export async function archivedBefore(db: Db, cutoff: string): Promise<(ArchiveSummary & { extra: Record<string, unknown> })[]> {
-  const rows = await sql(db, `SELECT ${SUMMARY}, strategy_json FROM strategy_archive WHERE deleted_at < ? ORDER BY deleted_at, id`).all(cutoff) as (ArchiveSummary & {
+  const rows = await sql(db, `SELECT ${SUMMARY}, strategy_json FROM strategy_archive WHERE deleted_at < $1 ORDER BY deleted_at, id`).all(cutoff) as (ArchiveSummary & {
     strategy_json: string;
   })[];
   // Its options say where its run logs are (domain/logs.ts layoutOf).
@@ -136,7 +136,7 @@ export async function archivedBefore(db: Db, cutoff: string): Promise<(ArchiveSu
 
 /** Remove these kept records; returns how many went. */
 export async function removeArchived(db: Db, ids: readonly string[]): Promise<number> {
-  const stmt = sql(db, 'DELETE FROM strategy_archive WHERE id = ?');
+  const stmt = sql(db, 'DELETE FROM strategy_archive WHERE id = $1');
   let n = 0;
   for (const id of ids) n += (await stmt.run(id)).changes;
   return n;

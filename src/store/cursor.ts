@@ -19,7 +19,7 @@ export interface CursorStep extends ApplyStep {
   retried: boolean;
 }
 
-const COLUMNS = `st.id, st.subcloud_id AS subcloudId, sc.name AS cloud, st.stage, st.state, st.attempt`;
+const COLUMNS = `st.id, st.subcloud_id AS "subcloudId", sc.name AS cloud, st.stage, st.state, st.attempt`;
 
 /** A mid-state step whose last run failed and has no backoff due: `strategy retry` put it back. */
 const RETRIED = `coalesce((SELECT CASE WHEN h.outcome IN ('failed', 'timeout') AND h.retry_at IS NULL THEN 1 ELSE 0 END
@@ -64,7 +64,7 @@ export class StageCursor {
     private readonly stage: number,
     private readonly owner?: number,
   ) {
-    const mine = owner === undefined ? '' : ' AND (st.owner IS NULL OR st.owner = ? OR NOT EXISTS (SELECT 1 FROM apply_worker w WHERE w.id = st.owner))';
+    const mine = owner === undefined ? '' : ' AND (st.owner IS NULL OR st.owner = $3 OR NOT EXISTS (SELECT 1 FROM apply_worker w WHERE w.id = st.owner))';
     // Prepared once per connection (statements.ts): a cursor is made for every pass over a stage.
     this.reads = new Map(
       ORDER.map((p) => [
@@ -73,8 +73,8 @@ export class StageCursor {
           db,
           `SELECT ${COLUMNS}, ${p === 'initial' ? '0' : RETRIED} AS retried
            FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
-           WHERE st.stage = ? AND st.id > ? AND ${PHASES[p]}${mine}
-           ORDER BY st.id LIMIT ?`,
+           WHERE st.stage = $1 AND st.id > $2 AND ${PHASES[p]}${mine}
+           ORDER BY st.id LIMIT ${owner === undefined ? '$3' : '$4'}`,
         ),
       ]),
     );
@@ -125,7 +125,7 @@ export async function failedAndTotal(db: Db): Promise<{ failed: number; total: n
 
 /** The steps of these ids (runs left running by a process that is gone), by id. */
 export async function stepsByIds(db: Db, ids: readonly number[]): Promise<Map<number, CursorStep>> {
-  const stmt = sql(db, `SELECT ${COLUMNS} FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id WHERE st.id = ?`);
+  const stmt = sql(db, `SELECT ${COLUMNS} FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id WHERE st.id = $1`);
   const out = new Map<number, CursorStep>();
   for (const id of ids) {
     const r = await stmt.get(id) as ApplyStep | undefined;

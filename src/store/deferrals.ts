@@ -19,7 +19,7 @@ export const DEFERRED_RUN_PREFIX = 'deferred: ';
 
 export async function deferredRun(db: Db, stepId: number): Promise<DeferredRun | null> {
   const last = await db
-    .prepare(`SELECT state, retry_at AS retryAt FROM step_history WHERE step_id = ? ORDER BY id DESC LIMIT 1`)
+    .prepare(`SELECT state, retry_at AS "retryAt" FROM step_history WHERE step_id = $1 ORDER BY id DESC LIMIT 1`)
     .get(stepId) as { state: string; retryAt: string | null } | undefined;
   if (!last) return null;
   return { state: last.state, dueMs: last.retryAt === null ? null : parseTime(last.retryAt), deferrals: await deferralsOf(db, stepId) };
@@ -28,7 +28,7 @@ export async function deferredRun(db: Db, stepId: number): Promise<DeferredRun |
 /** How often the step was deferred so far (in this strategy's history). */
 export async function deferralsOf(db: Db, stepId: number): Promise<number> {
   return (await db
-    .prepare(`SELECT count(*) FROM step_history WHERE step_id = ? AND outcome = 'failed' AND details LIKE ? || '%'`)
+    .prepare(`SELECT count(*) FROM step_history WHERE step_id = $1 AND outcome = 'failed' AND details LIKE $2 || '%'`)
     .pluck()
     .get(stepId, DEFERRED_RUN_PREFIX)) as number;
 }
@@ -38,7 +38,7 @@ export async function othersLeftInStage(db: Db, stage: number, stepId: number): 
   return (
     (await db
       .prepare(
-        `SELECT 1 FROM strategy_step WHERE stage = ? AND id <> ? AND state NOT IN ('complete', 'failed', 'aborted', 'deferred') LIMIT 1`,
+        `SELECT 1 FROM strategy_step WHERE stage = $1 AND id <> $2 AND state NOT IN ('complete', 'failed', 'aborted', 'deferred') LIMIT 1`,
       )
       .get(stage, stepId)) !== undefined
   );

@@ -6,7 +6,7 @@
  */
 import crypto from 'node:crypto';
 import type { Db } from './open.js';
-import { sql } from './statements.js';
+import { greatest, least, msBetween, sql } from './statements.js';
 import { now } from './clock.js';
 import type { DurationStat, DurationTally } from '../domain/estimate.js';
 
@@ -50,10 +50,10 @@ export async function recordDurations(db: Db, type: string, tally: DurationTally
   const stmt = sql(
     db,
     `INSERT INTO state_duration AS d (type, state, count, sum_ms, sumsq_ms, min_ms, max_ms, updated_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
      ON CONFLICT (type, state) DO UPDATE SET count = d.count + excluded.count, sum_ms = d.sum_ms + excluded.sum_ms,
-       sumsq_ms = d.sumsq_ms + excluded.sumsq_ms, min_ms = min(d.min_ms, excluded.min_ms),
-       max_ms = max(d.max_ms, excluded.max_ms), updated_at = excluded.updated_at`,
+       sumsq_ms = d.sumsq_ms + excluded.sumsq_ms, min_ms = ${least(db, 'd.min_ms', 'excluded.min_ms')},
+       max_ms = ${greatest(db, 'd.max_ms', 'excluded.max_ms')}, updated_at = excluded.updated_at`,
   );
   const at = now();
   for (const [state, s] of tally.byState) await stmt.run(type, state, s.count, s.sumMs, s.sumSqMs, s.minMs, s.maxMs, at);
@@ -62,7 +62,7 @@ export async function recordDurations(db: Db, type: string, tally: DurationTally
 /** The statistics kept for a type and config (durationKey), by state (empty when none, or in a file from before them). */
 export async function durationStats(db: Db, type: string): Promise<Map<string, DurationStat>> {
   return toMap(
-    await sql(db, 'SELECT state, count, sum_ms, sumsq_ms, min_ms, max_ms FROM state_duration WHERE type = ?').all(type) as StatRow[],
+    await sql(db, 'SELECT state, count, sum_ms, sumsq_ms, min_ms, max_ms FROM state_duration WHERE type = $1').all(type) as StatRow[],
   );
 }
 
@@ -72,7 +72,7 @@ export async function observedDurations(db: Db): Promise<Map<string, DurationSta
     db,
     `SELECT state, count(*) AS count, coalesce(sum(d), 0) AS sum_ms, coalesce(sum(d * d), 0) AS sumsq_ms,
        min(d) AS min_ms, max(d) AS max_ms
-     FROM (SELECT state, max(0, (julianday(finished_at) - julianday(started_at)) * 86400000.0) AS d
+     FROM (SELECT state, ${msBetween(db, 'started_at', 'finished_at')} AS d
            FROM step_history WHERE outcome = 'ok' AND finished_at IS NOT NULL) AS ok
      GROUP BY state`,
   ).all() as StatRow[];

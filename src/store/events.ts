@@ -1,6 +1,6 @@
 /** Queries of the strategy_event table: the strategy's event record, written beside the change it records. */
 import type { Db } from './open.js';
-import { sql } from './statements.js';
+import { Params, sql } from './statements.js';
 import { now } from './clock.js';
 import type { Actor } from '../platform/who.js';
 import { visible } from '../domain/outside-text.js';
@@ -30,7 +30,7 @@ export async function recordEvent(db: Db, who: Actor, event: string, details = '
   await sql(
     db,
     `INSERT INTO strategy_event (strategy_id, at, event, "user", host, pid, details, reason)
-     SELECT id, ?, ?, ?, ?, ?, ?, ? FROM strategy WHERE id = 1`,
+     SELECT id, $1, $2, $3, $4, $5, $6, $7 FROM strategy WHERE id = 1`,
   ).run(now(), event, who.user, who.host, who.pid, visible(details, EVENT_DETAILS_MAX), reason);
 }
 
@@ -41,10 +41,11 @@ export async function listEvents(db: Db): Promise<EventRow[]> {
 
 /** The latest event of these names (the operator's last action), or undefined. */
 export async function lastEventOf(db: Db, events: readonly string[]): Promise<EventRow | undefined> {
+  const p = new Params();
   return (await sql(
     db,
-    `SELECT at, event, "user", host, pid, details, reason FROM strategy_event WHERE event IN (${events.map(() => '?').join(', ')}) ORDER BY id DESC LIMIT 1`,
-  ).get(...events)) as EventRow | undefined;
+    `SELECT at, event, "user", host, pid, details, reason FROM strategy_event WHERE event IN (${p.list(events)}) ORDER BY id DESC LIMIT 1`,
+  ).get(...p.values)) as EventRow | undefined;
 }
 
 /** The last event's id (0 without any): where a reader of what comes next starts. */
@@ -54,5 +55,5 @@ export async function lastEventId(db: Db): Promise<number> {
 
 /** The events recorded after `id`, in order, with their ids (orchestrator/notify.ts). */
 export async function eventsAfter(db: Db, id: number): Promise<(EventRow & { id: number })[]> {
-  return (await sql(db, 'SELECT id, at, event, "user", host, pid, details, reason FROM strategy_event WHERE id > ? ORDER BY id').all(id)) as (EventRow & { id: number })[];
+  return (await sql(db, 'SELECT id, at, event, "user", host, pid, details, reason FROM strategy_event WHERE id > $1 ORDER BY id').all(id)) as (EventRow & { id: number })[];
 }

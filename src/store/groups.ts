@@ -1,6 +1,6 @@
 /** Queries of the subcloud_group table. */
 import type { Db } from './open.js';
-import { sql } from './statements.js';
+import { Params, sql } from './statements.js';
 import { now } from './clock.js';
 import type { ApplyType } from '../domain/types.js';
 
@@ -24,9 +24,9 @@ export async function listGroups(db: Db): Promise<GroupRow[]> {
 
 /** By name, or by id when the text is a number (dcmanager accepts both). */
 export async function findGroup(db: Db, ref: string): Promise<GroupRow | undefined> {
-  const byName = await sql(db, 'SELECT * FROM subcloud_group WHERE name = ?').get(ref) as GroupRow | undefined;
+  const byName = await sql(db, 'SELECT * FROM subcloud_group WHERE name = $1').get(ref) as GroupRow | undefined;
   if (byName || !/^\d+$/.test(ref)) return byName;
-  return (await sql(db, 'SELECT * FROM subcloud_group WHERE id = ?').get(Number(ref))) as GroupRow | undefined;
+  return (await sql(db, 'SELECT * FROM subcloud_group WHERE id = $1').get(Number(ref))) as GroupRow | undefined;
 }
 
 export async function insertGroup(
@@ -43,10 +43,11 @@ export async function insertGroup(
   const r = await sql(
     db,
     `INSERT INTO subcloud_group (name, description, update_apply_type, max_parallel_subclouds, maintenance_window, maintenance_tz, created_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?)`,
+     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
   )
-    .run(g.name, g.description, g.updateApplyType, g.maxParallelSubclouds, g.maintenanceWindow ?? null, g.maintenanceTz ?? null, now());
-  return Number(r.lastInsertRowid);
+    .pluck()
+    .get(g.name, g.description, g.updateApplyType, g.maxParallelSubclouds, g.maintenanceWindow ?? null, g.maintenanceTz ?? null, now());
+  return Number(r);
 }
 
 export async function updateGroup(
@@ -62,20 +63,17 @@ export async function updateGroup(
   }>,
 ): Promise<void> {
   const keys = Object.keys(changes) as (keyof typeof changes)[];
-  const sets = keys.map((k) => `${k} = @${k}`).join(', ');
-  await sql(db, `UPDATE subcloud_group SET ${sets}, updated_at = @updated_at WHERE id = @id`).run({
-    ...changes,
-    updated_at: now(),
-    id,
-  });
+  const p = new Params();
+  const sets = keys.map((k) => `${k} = ${p.add(changes[k])}`).join(', ');
+  await sql(db, `UPDATE subcloud_group SET ${sets}, updated_at = ${p.add(now())} WHERE id = ${p.add(id)}`).run(...p.values);
 }
 
 export async function deleteGroup(db: Db, id: number): Promise<void> {
-  await sql(db, 'DELETE FROM subcloud_group WHERE id = ?').run(id);
+  await sql(db, 'DELETE FROM subcloud_group WHERE id = $1').run(id);
 }
 
 export async function countSubcloudsInGroup(db: Db, id: number): Promise<number> {
-  return (await sql(db, 'SELECT count(*) AS n FROM subcloud WHERE group_id = ?').get(id) as { n: number }).n;
+  return (await sql(db, 'SELECT count(*) AS n FROM subcloud WHERE group_id = $1').get(id) as { n: number }).n;
 }
 
 /** A group's maintenance window, as the orchestrator and `strategy status` read it. */
@@ -95,7 +93,8 @@ export async function groupsWithWindows(db: Db): Promise<GroupWindowRow[]> {
 export async function subcloudGroupsOf(db: Db, groupIds: readonly number[]): Promise<Map<number, number>> {
   const out = new Map<number, number>();
   if (groupIds.length === 0) return out;
-  const rows = await sql(db, `SELECT id, group_id FROM subcloud WHERE group_id IN (${groupIds.map(() => '?').join(', ')})`).all(...groupIds) as {
+  const p = new Params();
+  const rows = await sql(db, `SELECT id, group_id FROM subcloud WHERE group_id IN (${p.list(groupIds)})`).all(...p.values) as {
     id: number;
     group_id: number;
   }[];
@@ -107,11 +106,12 @@ export async function subcloudGroupsOf(db: Db, groupIds: readonly number[]): Pro
 export async function initialStepsByGroup(db: Db, groupIds: readonly number[]): Promise<Map<number, number>> {
   const out = new Map<number, number>();
   if (groupIds.length === 0) return out;
+  const p = new Params();
   const rows = await sql(
     db,
     `SELECT sc.group_id AS id, count(*) AS n FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
-     WHERE st.state = 'initial' AND sc.group_id IN (${groupIds.map(() => '?').join(', ')}) GROUP BY sc.group_id`,
-  ).all(...groupIds) as { id: number; n: number }[];
+     WHERE st.state = 'initial' AND sc.group_id IN (${p.list(groupIds)}) GROUP BY sc.group_id`,
+  ).all(...p.values) as { id: number; n: number }[];
   for (const r of rows) out.set(r.id, r.n);
   return out;
 }

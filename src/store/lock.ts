@@ -43,7 +43,7 @@ export async function writeLock(db: Db, h: LockHolder): Promise<void> {
   const at = now();
   await sql(
     db,
-    `INSERT INTO apply_lock (id, pid, host, started_at, heartbeat_at, heartbeat_ms, token, proc_start) VALUES (1, ?, ?, ?, ?, ?, ?, ?)
+    `INSERT INTO apply_lock (id, pid, host, started_at, heartbeat_at, heartbeat_ms, token, proc_start) VALUES (1, $1, $2, $3, $4, $5, $6, $7)
      ON CONFLICT(id) DO UPDATE SET pid = excluded.pid, host = excluded.host, started_at = excluded.started_at,
        heartbeat_at = excluded.heartbeat_at, heartbeat_ms = excluded.heartbeat_ms, token = excluded.token,
        proc_start = excluded.proc_start`,
@@ -53,14 +53,14 @@ export async function writeLock(db: Db, h: LockHolder): Promise<void> {
 /** Refresh the heartbeat; false when the lock is no longer this token's (someone took it over). */
 export async function beat(db: Db, token: string): Promise<boolean> {
   return (
-    (await sql(db, 'UPDATE apply_lock SET heartbeat_at = ?, heartbeat_ms = ? WHERE id = 1 AND token = ?').run(now(), Date.now(), token))
+    (await sql(db, 'UPDATE apply_lock SET heartbeat_at = $1, heartbeat_ms = $2 WHERE id = 1 AND token = $3').run(now(), Date.now(), token))
       .changes === 1
   );
 }
 
 /** True while `token` holds the lock; read inside the writer's transaction, it fences the write. */
 export async function holdsLock(db: Db, token: string): Promise<boolean> {
-  return (await sql(db, 'SELECT 1 FROM apply_lock WHERE id = 1 AND token = ?').pluck().get(token)) !== undefined;
+  return (await sql(db, 'SELECT 1 FROM apply_lock WHERE id = 1 AND token = $1').pluck().get(token)) !== undefined;
 }
 
 /**
@@ -68,6 +68,6 @@ export async function holdsLock(db: Db, token: string): Promise<boolean> {
  * orchestrator displaced earlier can still say who took its place.
  */
 export async function releaseLock(db: Db, token: string): Promise<void> {
-  await sql(db, `UPDATE apply_lock SET token = '' WHERE id = 1 AND token = ?`).run(token);
+  await sql(db, `UPDATE apply_lock SET token = '' WHERE id = 1 AND token = $1`).run(token);
 }
 

@@ -9,7 +9,7 @@ import { now } from './clock.js';
 /** "DCM1" as a 32-bit integer: tells a dcm file from any other SQLite file. */
 export const APPLICATION_ID = 0x44434d31;
 
-/** Version 13 -> 14, in SQL both backends take (store/pg/schema.ts runs it too). */
+/** Version 13 -> 14 (store/pg/schema.ts has PostgreSQL's). */
 export const WORKERS_MIGRATION = `
   CREATE TABLE apply_worker (
     id INTEGER PRIMARY KEY,
@@ -309,8 +309,8 @@ export const MIGRATIONS: ((db: Database.Database) => void)[] = [
  * its own rather than more rows beside the live ones: everything that reads the live strategy
  * (status, windows, the step list, the orchestrator) reads only those tables, and an archived
  * record can neither be counted by them nor changed by anything but `db prune`. The columns a
- * list shows are kept beside the JSON, so that `strategy list` parses none of it. SQLite's and
- * PostgreSQL's alike (store/pg/schema.ts takes it with its text type).
+ * list shows are kept beside the JSON, so that `strategy list` parses none of it (store/pg/schema.ts
+ * has PostgreSQL's).
  */
 export const ARCHIVE_MIGRATION = `
   CREATE TABLE strategy_archive (
@@ -333,7 +333,7 @@ export const ARCHIVE_MIGRATION = `
   CREATE INDEX strategy_archive_deleted_idx ON strategy_archive(deleted_at);
 `;
 
-/** SQLite's and PostgreSQL's alike (store/pg/schema.ts takes it too). */
+/** Runs' claims and ends (store/pg/schema.ts has PostgreSQL's). */
 export const RUN_END_MIGRATION = `
   CREATE TABLE run_claim (
     run_id TEXT PRIMARY KEY,
@@ -350,7 +350,7 @@ export const RUN_END_MIGRATION = `
     ended_at TEXT NOT NULL
   );`;
 
-/** SQLite's and PostgreSQL's alike (store/pg/schema.ts takes it too). */
+/** The operator's reason beside an event (store/pg/schema.ts has PostgreSQL's). */
 export const EVENT_REASON_MIGRATION = 'ALTER TABLE strategy_event ADD COLUMN reason TEXT;';
 
 /**

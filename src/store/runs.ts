@@ -4,7 +4,7 @@
  */
 import { DEFERRED_RUN_PREFIX } from './deferrals.js';
 import type { Db } from './open.js';
-import { sql } from './statements.js';
+import { idsIn, sql } from './statements.js';
 import { now, parseTime } from './clock.js';
 import type { RunProcess } from '../platform/proc.js';
 
@@ -29,7 +29,7 @@ export async function leftRunning(db: Db, owner?: number): Promise<LeftRunRow[]>
     .prepare(
       `SELECT h.id, h.step_id, sc.name AS cloud, h.state, h.attempt, h.started_at, h.pid, h.pgid, h.proc_start, h.host
        FROM step_history h JOIN strategy_step st ON st.id = h.step_id JOIN subcloud sc ON sc.id = st.subcloud_id
-       WHERE h.outcome = 'running'${owner === undefined ? '' : ' AND st.owner = ?'} ORDER BY h.id`,
+       WHERE h.outcome = 'running'${owner === undefined ? '' : ' AND st.owner = $1'} ORDER BY h.id`,
     )
     .all(...(owner === undefined ? [] : [owner])) as {
     id: number;
@@ -58,14 +58,14 @@ export async function leftRunning(db: Db, owner?: number): Promise<LeftRunRow[]>
 /** Of these history rows, those still `running`. */
 export async function runsStillRunning(db: Db, historyIds: readonly number[]): Promise<number[]> {
   if (historyIds.length === 0) return [];
-  return (await sql(db, `SELECT id FROM step_history WHERE outcome = 'running' AND id IN (SELECT value FROM json_each(?))`)
+  return (await sql(db, `SELECT id FROM step_history WHERE outcome = 'running' AND id IN (${idsIn(db, '$1')})`)
     .pluck()
     .all(JSON.stringify(historyIds))) as number[];
 }
 
 /** The processes runs started, by history row (inside the caller's transaction). */
 export async function recordRunProcesses(db: Db, procs: readonly [number, RunProcess][], host: string): Promise<void> {
-  const stmt = sql(db, 'UPDATE step_history SET pid = ?, pgid = ?, proc_start = ?, host = ? WHERE id = ?');
+  const stmt = sql(db, 'UPDATE step_history SET pid = $1, pgid = $2, proc_start = $3, host = $4 WHERE id = $5');
   for (const [historyId, p] of procs) await stmt.run(p.pid, p.pgid, p.procStart, host, historyId);
 }
 
@@ -74,7 +74,7 @@ export async function runHostsElsewhere(db: Db, cloud: string, host: string): Pr
   return (await sql(
     db,
     `SELECT h.host, count(*) AS n FROM step_history h JOIN strategy_step st ON st.id = h.step_id JOIN subcloud sc ON sc.id = st.subcloud_id
-     WHERE sc.name = ? AND h.host IS NOT NULL AND h.host != ? GROUP BY h.host ORDER BY h.host`,
+     WHERE sc.name = $1 AND h.host IS NOT NULL AND h.host != $2 GROUP BY h.host ORDER BY h.host`,
   ).all(cloud, host)) as { host: string; n: number }[];
 }
 
@@ -96,9 +96,9 @@ export interface RunDetailsRow {
 export async function recordRunDetails(db: Db, rows: readonly RunDetailsRow[]): Promise<number> {
   const stmt = sql(
     db,
-    `UPDATE strategy_step SET details = ?, updated_at = ?
-     WHERE id = ? AND state = ? AND details IS NOT ?
-       AND EXISTS (SELECT 1 FROM step_history WHERE id = ? AND step_id = ? AND outcome = 'running')`,
+    `UPDATE strategy_step SET details = $1, updated_at = $2
+     WHERE id = $3 AND state = $4 AND details IS DISTINCT FROM $5
+       AND EXISTS (SELECT 1 FROM step_history WHERE id = $6 AND step_id = $7 AND outcome = 'running')`,
   );
   const at = now();
   let n = 0;
@@ -110,7 +110,7 @@ export async function recordRunDetails(db: Db, rows: readonly RunDetailsRow[]): 
 export async function interruptedLast(db: Db): Promise<Set<string>> {
   const rows = await db
     .prepare(
-      `SELECT h.step_id AS stepId, h.state FROM step_history h
+      `SELECT h.step_id AS "stepId", h.state FROM step_history h
        WHERE h.outcome = 'interrupted'
          AND h.attempt = (SELECT max(attempt) FROM step_history x WHERE x.step_id = h.step_id AND x.state = h.state)`,
     )
@@ -135,7 +135,7 @@ export interface RetryBudget {
 export async function retryBudgets(db: Db): Promise<Map<string, RetryBudget>> {
   const rows = await db
     .prepare(
-      `SELECT h.step_id AS stepId, h.state, h.outcome, h.retry_at AS retryAt, h.details LIKE ? || '%' AS deferral
+      `SELECT h.step_id AS "stepId", h.state, h.outcome, h.retry_at AS "retryAt", h.details LIKE $1 || '%' AS deferral
        FROM step_history h JOIN strategy_step st ON st.id = h.step_id AND st.state = h.state
        WHERE st.state NOT IN ('initial', 'complete', 'failed', 'aborted')
        ORDER BY h.step_id, h.attempt DESC, h.id DESC`,
@@ -172,7 +172,7 @@ export interface RunEndRow {
 }
 
 export async function runEnd(db: Db, runId: string): Promise<RunEndRow | undefined> {
-  return (await sql(db, 'SELECT code, signal, facts, host FROM run_end WHERE run_id = ?').get(runId)) as RunEndRow | undefined;
+  return (await sql(db, 'SELECT code, signal, facts, host FROM run_end WHERE run_id = $1').get(runId)) as RunEndRow | undefined;
 }
 
 /**
@@ -180,12 +180,12 @@ export async function runEnd(db: Db, runId: string): Promise<RunEndRow | undefin
  * here for nobody, unless its launcher claimed it first. True: given up, it will never start.
  */
 export async function abandonRemoteRun(db: Db, runId: string, host: string): Promise<boolean> {
-  return (await sql(db, `INSERT INTO run_claim (run_id, host, what, at) VALUES (?, ?, 'abandoned', ?) ON CONFLICT (run_id) DO NOTHING`).run(runId, host, now())).changes === 1;
+  return (await sql(db, `INSERT INTO run_claim (run_id, host, what, at) VALUES ($1, $2, 'abandoned', $3) ON CONFLICT (run_id) DO NOTHING`).run(runId, host, now())).changes === 1;
 }
 
 /** How a run was claimed: `started` by its host's launcher, or `abandoned` (given up by a taker); none yet. */
 export async function runClaim(db: Db, runId: string): Promise<{ what: 'started' | 'abandoned'; host: string } | undefined> {
-  return (await sql(db, 'SELECT what, host FROM run_claim WHERE run_id = ?').get(runId)) as { what: 'started' | 'abandoned'; host: string } | undefined;
+  return (await sql(db, 'SELECT what, host FROM run_claim WHERE run_id = $1').get(runId)) as { what: 'started' | 'abandoned'; host: string } | undefined;
 }
 
 /** Who writes an end in a run's host's stead (`resolveRun`): `operator USER@HOST`. */
@@ -198,20 +198,59 @@ const OPERATOR = 'operator ';
  */
 export async function resolveRun(db: Db, runId: string, by: string, code: number, reason: string): Promise<boolean> {
   const facts = JSON.stringify({ err: reason, log: '', match: '', next: null });
-  return (await sql(db, 'INSERT INTO run_end (run_id, host, code, signal, facts, ended_at) VALUES (?, ?, ?, NULL, ?, ?) ON CONFLICT (run_id) DO NOTHING').run(runId, `${OPERATOR}${by}`, code, facts, now())).changes === 1;
+  return (await sql(db, 'INSERT INTO run_end (run_id, host, code, signal, facts, ended_at) VALUES ($1, $2, $3, NULL, $4, $5) ON CONFLICT (run_id) DO NOTHING').run(runId, `${OPERATOR}${by}`, code, facts, now())).changes === 1;
 }
 
 /** Whether the operator said how the run ended (`strategy-step resolve`). */
 export async function operatorEnd(db: Db, runId: string): Promise<boolean> {
-  return (await sql(db, 'SELECT 1 FROM run_end WHERE run_id = ? AND host LIKE ?').get(runId, `${OPERATOR}%`)) !== undefined;
+  return (await sql(db, 'SELECT 1 FROM run_end WHERE run_id = $1 AND host LIKE $2').get(runId, `${OPERATOR}%`)) !== undefined;
 }
 
 /** A run claimed by the host that starts it (the simulator's sites; the exec launcher writes its own). False: given up first. */
 export async function claimRun(db: Db, runId: string, host: string): Promise<boolean> {
-  return (await sql(db, `INSERT INTO run_claim (run_id, host, what, at) VALUES (?, ?, 'started', ?) ON CONFLICT (run_id) DO NOTHING`).run(runId, host, now())).changes === 1;
+  return (await sql(db, `INSERT INTO run_claim (run_id, host, what, at) VALUES ($1, $2, 'started', $3) ON CONFLICT (run_id) DO NOTHING`).run(runId, host, now())).changes === 1;
 }
 
 /** A run's end as its host saw it (the simulator's sites; the exec launcher writes its own). */
 export async function recordRunEnd(db: Db, runId: string, host: string, code: number | null, signal: string | null): Promise<void> {
-  await sql(db, 'INSERT INTO run_end (run_id, host, code, signal, facts, ended_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING').run(runId, host, code, signal, '{}', now());
+  await sql(db, 'INSERT INTO run_end (run_id, host, code, signal, facts, ended_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (run_id) DO NOTHING').run(runId, host, code, signal, '{}', now());
+}
+
+/**
+ * A run of unknown outcome (README "Several hosts"): its host is gone without saying how it ended,
+ * and its state has no timeout, so it may be going still, for ever. Its history row stays
+ * `running` (it holds its step and its window slot) and says so after this prefix, until the
+ * operator says how it ended (`strategy-step resolve`) or runs it again (`strategy retry`).
+ */
+export const UNKNOWN_PREFIX = 'unknown: ';
+
+/** A run still `running` is of unknown outcome: its history row and its step's line say so. */
+export async function markRunUnknown(db: Db, run: { historyId: number; stepId: number; state: string }, why: string): Promise<void> {
+  const text = `${UNKNOWN_PREFIX}${why}`;
+  await db.transaction(async (tx) => {
+    await sql(tx, `UPDATE step_history SET details = $1 WHERE id = $2 AND outcome = 'running'`).run(text, run.historyId);
+    await recordRunDetails(tx, [{ ...run, text }]);
+  }).immediate();
+}
+
+/** The history rows of the runs of unknown outcome (markRunUnknown). */
+export async function unknownRuns(db: Db): Promise<Set<number>> {
+  return new Set(await sql(db, `SELECT id FROM step_history WHERE outcome = 'running' AND details LIKE $1`).pluck().all(`${UNKNOWN_PREFIX}%`) as number[]);
+}
+
+/** The end a `strategy retry` writes for a run of unknown outcome: no code, this signal. */
+const RETRY_SIGNAL = 'strategy retry';
+
+/**
+ * The operator's word that a run of unknown outcome runs again, written as its end in its host's
+ * stead (fenced by the run's id, as resolveRun). False: an end was there already.
+ */
+export async function retryRun(db: Db, runId: string, by: string): Promise<boolean> {
+  return (await sql(db, `INSERT INTO run_end (run_id, host, code, signal, facts, ended_at) VALUES ($1, $2, NULL, $3, '{}', $4) ON CONFLICT (run_id) DO NOTHING`)
+    .run(runId, `${OPERATOR}${by}`, RETRY_SIGNAL, now())).changes === 1;
+}
+
+/** Who said the run is to run again (retryRun), by its end; null: the end is another. */
+export function retriedBy(end: { host: string; code: number | null; signal: string | null }): string | null {
+  return end.code === null && end.signal === RETRY_SIGNAL && end.host.startsWith(OPERATOR) ? end.host.slice(OPERATOR.length) : null;
 }

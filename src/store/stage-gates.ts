@@ -40,9 +40,9 @@ export async function fillStageGates(db: Db, o: { maxFailures: string | null; ga
   await sql(
     db,
     `UPDATE strategy_stage SET
-       max_failures = coalesce(?, (SELECT d.max_failures FROM subcloud_group_gate d JOIN subcloud_group g ON g.id = d.group_id WHERE g.name = strategy_stage.group_name)),
-       gate = coalesce(?, (SELECT d.gate FROM subcloud_group_gate d JOIN subcloud_group g ON g.id = d.group_id WHERE g.name = strategy_stage.group_name), 'none'),
-       gate_check = ?`,
+       max_failures = coalesce($1, (SELECT d.max_failures FROM subcloud_group_gate d JOIN subcloud_group g ON g.id = d.group_id WHERE g.name = strategy_stage.group_name)),
+       gate = coalesce($2, (SELECT d.gate FROM subcloud_group_gate d JOIN subcloud_group g ON g.id = d.group_id WHERE g.name = strategy_stage.group_name), 'none'),
+       gate_check = $3`,
   ).run(o.maxFailures, o.gate, o.gateCheck);
 }
 
@@ -50,7 +50,7 @@ export async function fillStageGates(db: Db, o: { maxFailures: string | null; ga
 export async function setStageGates(db: Db, stages: readonly number[], o: { maxFailures?: string; gate?: string; gateCheck?: string }): Promise<void> {
   const stmt = sql(
     db,
-    `UPDATE strategy_stage SET max_failures = coalesce(?, max_failures), gate = coalesce(?, gate), gate_check = coalesce(?, gate_check) WHERE stage = ?`,
+    `UPDATE strategy_stage SET max_failures = coalesce($1, max_failures), gate = coalesce($2, gate), gate_check = coalesce($3, gate_check) WHERE stage = $4`,
   );
   for (const st of stages) await stmt.run(o.maxFailures ?? null, o.gate ?? null, o.gateCheck ?? null, st);
 }
@@ -59,7 +59,7 @@ export async function setStageGates(db: Db, stages: readonly number[], o: { maxF
 export async function setGateState(db: Db, stage: number, state: GateState, reason: string | null, dueAt: string | null = null): Promise<void> {
   // The reason may quote a check's output: kept escaped (domain/outside-text.ts), as events are.
   const kept = reason === null ? null : visible(reason, 4000);
-  await sql(db, 'UPDATE strategy_stage SET gate_state = ?, gate_reason = ?, gate_at = ?, gate_due_at = ? WHERE stage = ?').run(state, kept, now(), dueAt, stage);
+  await sql(db, 'UPDATE strategy_stage SET gate_state = $1, gate_reason = $2, gate_at = $3, gate_due_at = $4 WHERE stage = $5').run(state, kept, now(), dueAt, stage);
 }
 
 /** A stage's steps: how many, failed, not started, and when the last one ended. */
@@ -67,8 +67,8 @@ export async function stageTally(db: Db, stage: number): Promise<{ total: number
   return (await sql(
     db,
     `SELECT count(*) AS total, coalesce(sum(CASE WHEN state = 'failed' THEN 1 ELSE 0 END), 0) AS failed, coalesce(sum(CASE WHEN state = 'initial' THEN 1 ELSE 0 END), 0) AS initial,
-       max(finished_at) AS lastEnd
-     FROM strategy_step WHERE stage = ?`,
+       max(finished_at) AS "lastEnd"
+     FROM strategy_step WHERE stage = $1`,
   ).get(stage)) as { total: number; failed: number; initial: number; lastEnd: string | null };
 }
 
@@ -79,7 +79,7 @@ export async function stagesWithSteps(db: Db): Promise<number[]> {
 
 /** The names of a stage's subclouds, in step order (the check's DCM_STAGE_CLOUDS). */
 export async function stageCloudNames(db: Db, stage: number): Promise<string[]> {
-  return (await sql(db, 'SELECT sc.name FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id WHERE st.stage = ? ORDER BY st.id')
+  return (await sql(db, 'SELECT sc.name FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id WHERE st.stage = $1 ORDER BY st.id')
     .pluck()
     .all(stage)) as string[];
 }
@@ -90,14 +90,14 @@ export interface GroupGateDefaults {
 }
 
 export async function groupGateDefaults(db: Db, groupId: number): Promise<GroupGateDefaults | undefined> {
-  return (await sql(db, 'SELECT max_failures, gate FROM subcloud_group_gate WHERE group_id = ?').get(groupId)) as GroupGateDefaults | undefined;
+  return (await sql(db, 'SELECT max_failures, gate FROM subcloud_group_gate WHERE group_id = $1').get(groupId)) as GroupGateDefaults | undefined;
 }
 
 /** `subcloud-group add|update --stage-max-failures --stage-gate`: a value not given is kept. */
 export async function setGroupGateDefaults(db: Db, groupId: number, o: { maxFailures?: string; gate?: string }): Promise<void> {
   await sql(
     db,
-    `INSERT INTO subcloud_group_gate AS g (group_id, max_failures, gate) VALUES (?, ?, ?)
+    `INSERT INTO subcloud_group_gate AS g (group_id, max_failures, gate) VALUES ($1, $2, $3)
      ON CONFLICT (group_id) DO UPDATE SET max_failures = coalesce(excluded.max_failures, g.max_failures), gate = coalesce(excluded.gate, g.gate)`,
   ).run(groupId, o.maxFailures ?? null, o.gate ?? null);
 }

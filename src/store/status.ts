@@ -4,7 +4,7 @@
  * reader in a watch loop never holds a read transaction open.
  */
 import type { Db } from './open.js';
-import { sql } from './statements.js';
+import { Params, sql } from './statements.js';
 
 export interface StageStateCount {
   stage: number;
@@ -43,7 +43,7 @@ export async function latestProgress(db: Db, limit: number): Promise<{ cloud: st
     `SELECT sc.name AS cloud, st.details
      FROM step_history h JOIN strategy_step st ON st.id = h.step_id JOIN subcloud sc ON sc.id = st.subcloud_id
      WHERE h.outcome = 'running' AND h.state = st.state AND st.details != ''
-     ORDER BY st.updated_at DESC, st.id DESC LIMIT ?`,
+     ORDER BY st.updated_at DESC, st.id DESC LIMIT $1`,
   ).all(limit) as { cloud: string; details: string }[];
   return rows.reverse();
 }
@@ -53,7 +53,7 @@ export async function failedSteps(db: Db, limit: number): Promise<{ failures: { 
   const failures = await sql(
     db,
     `SELECT sc.name AS cloud, st.details FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
-     WHERE st.state = 'failed' ORDER BY st.finished_at, st.id LIMIT ?`,
+     WHERE st.state = 'failed' ORDER BY st.finished_at, st.id LIMIT $1`,
   ).all(limit) as { cloud: string; details: string }[];
   const failedTotal =
     failures.length < limit
@@ -67,7 +67,7 @@ export async function latestFailures(db: Db, limit: number): Promise<{ cloud: st
   const rows = await sql(
     db,
     `SELECT sc.name AS cloud, st.details FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
-     WHERE st.state = 'failed' ORDER BY st.finished_at DESC, st.id DESC LIMIT ?`,
+     WHERE st.state = 'failed' ORDER BY st.finished_at DESC, st.id DESC LIMIT $1`,
   ).all(limit) as { cloud: string; details: string }[];
   return rows.reverse();
 }
@@ -80,11 +80,12 @@ export async function firstStartedAt(db: Db): Promise<string | null> {
 /** Steps not started (`initial`) of these groups' subclouds, by stage and group (maintenance windows). */
 export async function initialStepsByStageGroup(db: Db, groupIds: readonly number[]): Promise<{ stage: number; group_id: number; n: number }[]> {
   if (groupIds.length === 0) return [];
+  const p = new Params();
   return (await sql(
     db,
     `SELECT st.stage, sc.group_id, count(*) AS n FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
-     WHERE st.state = 'initial' AND sc.group_id IN (${groupIds.map(() => '?').join(', ')}) GROUP BY st.stage, sc.group_id`,
-  ).all(...groupIds)) as { stage: number; group_id: number; n: number }[];
+     WHERE st.state = 'initial' AND sc.group_id IN (${p.list(groupIds)}) GROUP BY st.stage, sc.group_id`,
+  ).all(...p.values)) as { stage: number; group_id: number; n: number }[];
 }
 
 export interface DeferredStep {
@@ -101,6 +102,6 @@ export async function deferredSteps(db: Db, limit: number): Promise<DeferredStep
     `SELECT sc.name AS cloud, h.state, h.attempt, h.retry_at FROM strategy_step st
        JOIN subcloud sc ON sc.id = st.subcloud_id
        JOIN step_history h ON h.id = (SELECT max(id) FROM step_history WHERE step_id = st.id)
-     WHERE st.state = 'deferred' ORDER BY st.id LIMIT ?`,
+     WHERE st.state = 'deferred' ORDER BY st.id LIMIT $1`,
   ).all(limit)) as DeferredStep[];
 }

@@ -1,6 +1,7 @@
 /** Queries of the strategy_step and step_history tables for readers and create. */
 import type { Db } from './open.js';
-import { sql } from './statements.js';
+import { Params, sql } from './statements.js';
+import { UNKNOWN_PREFIX } from './runs.js';
 import { now } from './clock.js';
 import type { PlannedStep } from '../domain/planning.js';
 
@@ -31,7 +32,7 @@ export interface HistoryRow {
 export async function insertSteps(db: Db, steps: readonly PlannedStep[]): Promise<void> {
   const stmt = sql(
     db,
-    `INSERT INTO strategy_step (strategy_id, subcloud_id, stage, state, created_at) VALUES (1, ?, ?, 'initial', ?)`,
+    `INSERT INTO strategy_step (strategy_id, subcloud_id, stage, state, created_at) VALUES (1, $1, $2, 'initial', $3)`,
   );
   const created = now();
   for (const s of steps) await stmt.run(s.subcloudId, s.stage, created);
@@ -49,16 +50,10 @@ export interface StepFilter {
 /** `--state S`… and `--stage N` as an SQL condition over `strategy_step st`. */
 function stepFilter(filter: StepFilter): { where: string; args: unknown[] } {
   const conds: string[] = [];
-  const args: unknown[] = [];
-  if (filter.states && filter.states.length) {
-    conds.push(`st.state IN (${filter.states.map(() => '?').join(', ')})`);
-    args.push(...filter.states);
-  }
-  if (filter.stage !== undefined) {
-    conds.push('st.stage = ?');
-    args.push(filter.stage);
-  }
-  return { where: conds.length ? `WHERE ${conds.join(' AND ')}` : '', args };
+  const p = new Params();
+  if (filter.states && filter.states.length) conds.push(`st.state IN (${p.list(filter.states)})`);
+  if (filter.stage !== undefined) conds.push(`st.stage = ${p.add(filter.stage)}`);
+  return { where: conds.length ? `WHERE ${conds.join(' AND ')}` : '', args: p.values };
 }
 
 /** Steps in step order (stage, then the order they were planned in). */
@@ -89,20 +84,21 @@ function stepColumns(db: Db, filter: StepFilter) {
 }
 
 export async function findStep(db: Db, cloud: string): Promise<StepRow | undefined> {
-  return (await sql(db, `${SELECT_STEPS} WHERE sc.name = ?`).get(cloud)) as StepRow | undefined;
+  return (await sql(db, `${SELECT_STEPS} WHERE sc.name = $1`).get(cloud)) as StepRow | undefined;
 }
 
-/** History rows in the order the operations started. */
+/** History rows in the order the operations started; a run of unknown outcome (store/runs.ts) says `unknown`. */
 export async function listHistory(db: Db, cloud?: string): Promise<HistoryRow[]> {
-  const base = `SELECT sc.name AS cloud, h.state, h.attempt, h.started_at, h.finished_at, h.outcome, h.details
+  const outcome = `CASE WHEN h.outcome = 'running' AND h.details LIKE '${UNKNOWN_PREFIX}%' THEN 'unknown' ELSE h.outcome END`;
+  const base = `SELECT sc.name AS cloud, h.state, h.attempt, h.started_at, h.finished_at, ${outcome} AS outcome, h.details
     FROM step_history h JOIN strategy_step st ON st.id = h.step_id JOIN subcloud sc ON sc.id = st.subcloud_id`;
   if (cloud === undefined) return (await sql(db, `${base} ORDER BY h.id`).all()) as HistoryRow[];
-  return (await sql(db, `${base} WHERE sc.name = ? ORDER BY h.id`).all(cloud)) as HistoryRow[];
+  return (await sql(db, `${base} WHERE sc.name = $1 ORDER BY h.id`).all(cloud)) as HistoryRow[];
 }
 
 /** The state each named cloud's step is in; clouds without a step are missing from the map. */
 export async function stepStatesOf(db: Db, clouds: readonly string[]): Promise<Map<string, string>> {
-  const stmt = sql(db, 'SELECT st.state FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id WHERE sc.name = ?').pluck();
+  const stmt = sql(db, 'SELECT st.state FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id WHERE sc.name = $1').pluck();
   const out = new Map<string, string>();
   for (const c of clouds) {
     const state = await stmt.get(c) as string | undefined;
@@ -117,7 +113,7 @@ export async function stepStatesOf(db: Db, clouds: readonly string[]): Promise<M
  */
 export async function retryCandidates(db: Db, clouds: readonly string[] | null): Promise<{ id: number; cloud: string; state: string; lastRunState: string | null }[]> {
   const text = `SELECT st.id, sc.name AS cloud, st.state,
-      (SELECT h.state FROM step_history h WHERE h.step_id = st.id ORDER BY h.id DESC LIMIT 1) AS lastRunState
+      (SELECT h.state FROM step_history h WHERE h.step_id = st.id ORDER BY h.id DESC LIMIT 1) AS "lastRunState"
     FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
     WHERE st.state IN ('failed', 'aborted')`;
   const rows = await sql(db, `${text} ORDER BY st.stage, st.id`).all() as { id: number; cloud: string; state: string; lastRunState: string | null }[];
@@ -133,6 +129,6 @@ export async function retryCandidates(db: Db, clouds: readonly string[] | null):
  * stays (the first time it started); the history keeps every earlier run.
  */
 export async function resetStep(db: Db, id: number, from: string, to: string): Promise<boolean> {
-  return (await sql(db, `UPDATE strategy_step SET state = ?, details = '', finished_at = NULL, updated_at = ?, owner = NULL WHERE id = ? AND state = ?`)
+  return (await sql(db, `UPDATE strategy_step SET state = $1, details = '', finished_at = NULL, updated_at = $2, owner = NULL WHERE id = $3 AND state = $4`)
     .run(to, now(), id, from)).changes === 1;
 }

@@ -24,12 +24,11 @@ export async function upsertDefaultConfig(db: Db, o: ConfigOptions): Promise<voi
   const at = now();
   const changed = (await sql(
     db,
-    `UPDATE strategy_config_default SET storage_apply_type = @storage_apply_type, worker_apply_type = @worker_apply_type,
-       max_parallel_workers = @max_parallel_workers, alarm_restriction_type = @alarm_restriction_type,
-       default_instance_action = @default_instance_action, updated_at = @at WHERE id = 1`,
-  ).run({ ...pick(o), at })).changes;
+    `UPDATE strategy_config_default SET storage_apply_type = $1, worker_apply_type = $2,
+       max_parallel_workers = $3, alarm_restriction_type = $4, default_instance_action = $5, updated_at = $6 WHERE id = 1`,
+  ).run(...values(o), at)).changes;
   if (changed === 0) {
-    await sql(db, `INSERT INTO strategy_config_default (id, ${FIELDS}, created_at) VALUES (1, ?, ?, ?, ?, ?, ?)`).run(
+    await sql(db, `INSERT INTO strategy_config_default (id, ${FIELDS}, created_at) VALUES (1, $1, $2, $3, $4, $5, $6)`).run(
       ...values(o),
       at,
     );
@@ -45,7 +44,7 @@ export async function getSubcloudConfig(db: Db, subcloudId: number): Promise<Con
   return (await sql(
     db,
     `SELECT sc.name AS cloud, ${prefixed('c')}, c.created_at, c.updated_at
-     FROM strategy_config c JOIN subcloud sc ON sc.id = c.subcloud_id WHERE c.subcloud_id = ?`,
+     FROM strategy_config c JOIN subcloud sc ON sc.id = c.subcloud_id WHERE c.subcloud_id = $1`,
   ).get(subcloudId)) as ConfigRow | undefined;
 }
 
@@ -54,18 +53,17 @@ export async function upsertSubcloudConfig(db: Db, subcloudId: number, o: Config
   const at = now();
   await sql(
     db,
-    `INSERT INTO strategy_config (subcloud_id, ${FIELDS}, created_at) VALUES (@id, @storage_apply_type, @worker_apply_type,
-       @max_parallel_workers, @alarm_restriction_type, @default_instance_action, @at)
+    `INSERT INTO strategy_config (subcloud_id, ${FIELDS}, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
      ON CONFLICT(subcloud_id) DO UPDATE SET storage_apply_type = excluded.storage_apply_type,
        worker_apply_type = excluded.worker_apply_type, max_parallel_workers = excluded.max_parallel_workers,
        alarm_restriction_type = excluded.alarm_restriction_type,
-       default_instance_action = excluded.default_instance_action, updated_at = @at`,
-  ).run({ ...pick(o), id: subcloudId, at });
+       default_instance_action = excluded.default_instance_action, updated_at = excluded.created_at`,
+  ).run(subcloudId, ...values(o), at);
 }
 
 /** True when the subcloud had a row of its own. */
 export async function deleteSubcloudConfig(db: Db, subcloudId: number): Promise<boolean> {
-  return (await sql(db, 'DELETE FROM strategy_config WHERE subcloud_id = ?').run(subcloudId)).changes === 1;
+  return (await sql(db, 'DELETE FROM strategy_config WHERE subcloud_id = $1').run(subcloudId)).changes === 1;
 }
 
 /** Every subcloud's own row, in subcloud id order (dcmanager lists them in subcloud order). */
@@ -102,8 +100,8 @@ function prefixed(alias: string): string {
  */
 export async function subcloudByRef(db: Db, ref: string): Promise<{ id: number; name: string } | undefined> {
   if (/^\d+$/.test(ref)) {
-    const byId = await sql(db, 'SELECT id, name FROM subcloud WHERE id = ?').get(Number(ref)) as { id: number; name: string } | undefined;
+    const byId = await sql(db, 'SELECT id, name FROM subcloud WHERE id = $1').get(Number(ref)) as { id: number; name: string } | undefined;
     if (byId) return byId;
   }
-  return (await sql(db, 'SELECT id, name FROM subcloud WHERE name = ?').get(ref)) as { id: number; name: string } | undefined;
+  return (await sql(db, 'SELECT id, name FROM subcloud WHERE name = $1').get(ref)) as { id: number; name: string } | undefined;
 }

@@ -1,6 +1,6 @@
 /** Queries of the strategy and strategy_stage tables (at most one strategy, id 1). */
 import type { Db } from './open.js';
-import { sql } from './statements.js';
+import { Params, sql } from './statements.js';
 import { now } from './clock.js';
 import type { ExtraArgs } from '../domain/options.js';
 import type { StagePlan } from '../domain/planning.js';
@@ -47,14 +47,14 @@ export async function insertStrategy(
     db,
     `INSERT INTO strategy (id, type, subcloud_apply_type, max_parallel_subclouds, stop_on_failure, state,
        extra_args, created_at, max_failures)
-     VALUES (1, ?, ?, ?, ?, 'initial', ?, ?, ?)`,
+     VALUES (1, $1, $2, $3, $4, 'initial', $5, $6, $7)`,
   ).run(s.type, s.subcloudApplyType, s.maxParallelSubclouds, s.stopOnFailure ? 1 : 0, JSON.stringify(s.extra), now(), s.maxFailures ?? null);
   await insertStages(db, stages);
 }
 
 /** The strategy's stages (a create that plans as it goes inserts them after its steps). */
 export async function insertStages(db: Db, stages: readonly StagePlan[]): Promise<void> {
-  const stmt = sql(db, 'INSERT INTO strategy_stage (stage, strategy_id, max_parallel, group_name) VALUES (?, 1, ?, ?)');
+  const stmt = sql(db, 'INSERT INTO strategy_stage (stage, strategy_id, max_parallel, group_name) VALUES ($1, 1, $2, $3)');
   for (const st of stages) await stmt.run(st.stage, st.window, st.groupName);
 }
 
@@ -68,9 +68,8 @@ export async function listStages(db: Db): Promise<{ stage: number; max_parallel:
 
 /** Compare-and-swap of the strategy state: true when this writer made the change. */
 export async function casStrategyState(db: Db, from: readonly string[], to: string): Promise<boolean> {
-  const marks = from.map(() => '?').join(', ');
-  const r = await sql(db, `UPDATE strategy SET state = ?, updated_at = ? WHERE id = 1 AND state IN (${marks})`)
-    .run(to, now(), ...from);
+  const p = new Params(to, now());
+  const r = await sql(db, `UPDATE strategy SET state = $1, updated_at = $2 WHERE id = 1 AND state IN (${p.list(from)})`).run(...p.values);
   return r.changes === 1;
 }
 
@@ -84,8 +83,8 @@ export async function deleteStrategy(db: Db): Promise<void> {
   if (created !== undefined) {
     // The strategy's id as run ids begin with it (domain/logs.ts strategyIdOf; not loaded here for lists).
     const runs = `${created.replace(/\D/g, '')}/%`;
-    await sql(db, 'DELETE FROM run_claim WHERE run_id LIKE ?').run(runs);
-    await sql(db, 'DELETE FROM run_end WHERE run_id LIKE ?').run(runs);
+    await sql(db, 'DELETE FROM run_claim WHERE run_id LIKE $1').run(runs);
+    await sql(db, 'DELETE FROM run_end WHERE run_id LIKE $1').run(runs);
   }
   // Steps, stages and history go with it (ON DELETE CASCADE).
   await sql(db, 'DELETE FROM strategy WHERE id = 1').run();
@@ -105,7 +104,7 @@ export async function stageWindows(db: Db): Promise<{ stage: number; window: num
 
 /** `strategy update`: the window of these stages; returns how many changed. */
 export async function setStageWindows(db: Db, window: number, stages: readonly number[]): Promise<number> {
-  const stmt = sql(db, 'UPDATE strategy_stage SET max_parallel = ? WHERE stage = ?');
+  const stmt = sql(db, 'UPDATE strategy_stage SET max_parallel = $1 WHERE stage = $2');
   let n = 0;
   for (const st of stages) n += (await stmt.run(window, st)).changes;
   return n;
@@ -116,17 +115,17 @@ export async function setStageWindows(db: Db, window: number, stages: readonly n
  * prints, becomes the window every stage still to run now has.
  */
 export async function setStrategyMaxParallel(db: Db, window: number): Promise<void> {
-  await sql(db, 'UPDATE strategy SET max_parallel_subclouds = ? WHERE id = 1').run(window);
+  await sql(db, 'UPDATE strategy SET max_parallel_subclouds = $1 WHERE id = 1').run(window);
 }
 
 /** `strategy update --max-failures`: the budget as given. */
 export async function setMaxFailures(db: Db, text: string): Promise<void> {
-  await sql(db, 'UPDATE strategy SET max_failures = ? WHERE id = 1').run(text);
+  await sql(db, 'UPDATE strategy SET max_failures = $1 WHERE id = 1').run(text);
 }
 
 /** The strategy was changed by a command (update): its updated_at says when. */
 export async function touchStrategy(db: Db): Promise<void> {
-  await sql(db, 'UPDATE strategy SET updated_at = ? WHERE id = 1').run(now());
+  await sql(db, 'UPDATE strategy SET updated_at = $1 WHERE id = 1').run(now());
 }
 
 /** Whether anyone committed since the last look (SQLite's data_version; the PostgreSQL schema's commit counter). */

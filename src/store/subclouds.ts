@@ -1,6 +1,6 @@
 /** Queries of the subcloud table. */
 import type { Db } from './open.js';
-import { sql } from './statements.js';
+import { Params, sql } from './statements.js';
 import { now } from './clock.js';
 import type { Endpoint, SyncStatus } from '../domain/types.js';
 import type { SubcloudRecord } from '../domain/planning.js';
@@ -59,7 +59,7 @@ const SELECT = `SELECT s.*, g.name AS group_name, ${labelsColumn('s')} AS labels
 
 export async function listSubclouds(db: Db, groupId?: number): Promise<SubcloudRow[]> {
   if (groupId === undefined) return (await sql(db, `${SELECT} ORDER BY s.id`).all()) as SubcloudRow[];
-  return (await sql(db, `${SELECT} WHERE s.group_id = ? ORDER BY s.id`).all(groupId)) as SubcloudRow[];
+  return (await sql(db, `${SELECT} WHERE s.group_id = $1 ORDER BY s.id`).all(groupId)) as SubcloudRow[];
 }
 
 /**
@@ -73,25 +73,20 @@ export function iterateSubclouds(
   hidden: readonly string[],
   labels: LabelSelector = {},
 ): AsyncIterableIterator<SubcloudRow> {
-  const { conds, args } = labelCondition('s', labels);
-  if (groupId !== undefined) {
-    conds.push('s.group_id = ?');
-    args.push(groupId);
-  }
-  if (!all && hidden.length) {
-    conds.push(`s.deploy_status NOT IN (${hidden.map(() => '?').join(', ')})`);
-    args.push(...hidden);
-  }
+  const p = new Params();
+  const conds = labelCondition('s', labels, p);
+  if (groupId !== undefined) conds.push(`s.group_id = ${p.add(groupId)}`);
+  if (!all && hidden.length) conds.push(`s.deploy_status NOT IN (${p.list(hidden)})`);
   const where = conds.length ? `WHERE ${conds.join(' AND ')}` : '';
-  return sql(db, `${SELECT} ${where} ORDER BY s.id`).iterate(...args) as AsyncIterableIterator<SubcloudRow>;
+  return sql(db, `${SELECT} ${where} ORDER BY s.id`).iterate(...p.values) as AsyncIterableIterator<SubcloudRow>;
 }
 
 export async function subcloudById(db: Db, id: number): Promise<SubcloudRow | undefined> {
-  return (await sql(db, `${SELECT} WHERE s.id = ?`).get(id)) as SubcloudRow | undefined;
+  return (await sql(db, `${SELECT} WHERE s.id = $1`).get(id)) as SubcloudRow | undefined;
 }
 
 export async function findSubcloud(db: Db, name: string): Promise<SubcloudRow | undefined> {
-  return (await sql(db, `${SELECT} WHERE s.name = ?`).get(name)) as SubcloudRow | undefined;
+  return (await sql(db, `${SELECT} WHERE s.name = $1`).get(name)) as SubcloudRow | undefined;
 }
 
 /**
@@ -100,7 +95,7 @@ export async function findSubcloud(db: Db, name: string): Promise<SubcloudRow | 
  */
 export async function findSubcloudByRef(db: Db, ref: string): Promise<SubcloudRow | undefined> {
   if (/^\d+$/.test(ref)) {
-    const byId = await sql(db, `${SELECT} WHERE s.id = ?`).get(Number(ref)) as SubcloudRow | undefined;
+    const byId = await sql(db, `${SELECT} WHERE s.id = $1`).get(Number(ref)) as SubcloudRow | undefined;
     if (byId) return byId;
   }
   return await findSubcloud(db, ref);
@@ -112,7 +107,7 @@ export async function subcloudNameOf(db: Db, ref: string): Promise<string> {
 }
 
 export async function existingNames(db: Db, names: readonly string[]): Promise<string[]> {
-  const stmt = sql(db, 'SELECT 1 FROM subcloud WHERE name = ?').pluck();
+  const stmt = sql(db, 'SELECT 1 FROM subcloud WHERE name = $1').pluck();
   const out: string[] = [];
   for (const n of names) if ((await stmt.get(n)) !== undefined) out.push(n);
   return out;
@@ -123,15 +118,16 @@ export async function existingNames(db: Db, names: readonly string[]): Promise<s
  * should not pay for the columns it never looks at.
  */
 export async function planningRecords(db: Db, labels: LabelSelector = {}): Promise<SubcloudRecord[]> {
-  const only = labelCondition('subcloud', labels);
+  const p = new Params();
+  const conds = labelCondition('subcloud', labels, p);
   const rows = await sql(
     db,
     `SELECT id, name, group_id, management, availability, deploy_status,
        patching_sync, usm_sync, kubernetes_sync, kube_rootca_sync, firmware_sync, software_version
-     FROM subcloud ${only.conds.length ? `WHERE ${only.conds.join(' AND ')}` : ''} ORDER BY id`,
+     FROM subcloud ${conds.length ? `WHERE ${conds.join(' AND ')}` : ''} ORDER BY id`,
   )
     .raw(true)
-    .all(...only.args) as [number, string, number, string, string, string, SyncStatus, SyncStatus, SyncStatus, SyncStatus, SyncStatus, string | null][];
+    .all(...p.values) as [number, string, number, string, string, string, SyncStatus, SyncStatus, SyncStatus, SyncStatus, SyncStatus, string | null][];
   return rows.map((r) => ({
     id: r[0],
     name: r[1],
@@ -157,16 +153,17 @@ export async function* planningPages(
 ): AsyncGenerator<SubcloudRecord, void, undefined> {
   const cols = `id, name, group_id, management, availability, deploy_status,
        patching_sync, usm_sync, kubernetes_sync, kube_rootca_sync, firmware_sync, software_version`;
-  const only = labelCondition('subcloud', labels);
-  const and = only.conds.map((c) => ` AND ${c}`).join('');
+  // The page's start and size are the first three parameters; the label selector's follow.
+  const p = new Params(null, null, pageSize);
+  const and = labelCondition('subcloud', labels, p).map((c) => ` AND ${c}`).join('');
   // Keyset paging on the (group_id, id) index: each page starts where the last one ended.
   const page = groupId === null
-    ? sql(db, `SELECT ${cols} FROM subcloud WHERE (group_id, id) > (?, ?)${and} ORDER BY group_id, id LIMIT ?`).raw(true)
-    : sql(db, `SELECT ${cols} FROM subcloud WHERE group_id = ? AND id > ?${and} ORDER BY group_id, id LIMIT ?`).raw(true);
+    ? sql(db, `SELECT ${cols} FROM subcloud WHERE (group_id, id) > ($1, $2)${and} ORDER BY group_id, id LIMIT $3`).raw(true)
+    : sql(db, `SELECT ${cols} FROM subcloud WHERE group_id = $1 AND id > $2${and} ORDER BY group_id, id LIMIT $3`).raw(true);
   let g = groupId ?? -1;
   let id = -1;
   for (;;) {
-    const rows = await page.all(g, id, ...only.args, pageSize) as [number, string, number, string, string, string, SyncStatus, SyncStatus, SyncStatus, SyncStatus, SyncStatus, string | null][];
+    const rows = await page.all(g, id, pageSize, ...p.values.slice(3)) as [number, string, number, string, string, string, SyncStatus, SyncStatus, SyncStatus, SyncStatus, SyncStatus, string | null][];
     for (const r of rows) {
       yield {
         id: r[0],
@@ -191,13 +188,13 @@ export async function* planningPages(
  * out, and why): how many, and the first `limit` names in id order. None without a selection.
  */
 export async function outsideSelection(db: Db, groupId: number | null, labels: LabelSelector, limit: number): Promise<{ count: number; names: string[] }> {
-  const only = labelCondition('subcloud', labels);
-  const conds = [...(groupId === null ? [] : ['group_id = ?']), ...only.conds];
+  const p = new Params();
+  const conds = [...(groupId === null ? [] : [`group_id = ${p.add(groupId)}`]), ...labelCondition('subcloud', labels, p)];
   if (conds.length === 0) return { count: 0, names: [] };
-  const args = [...(groupId === null ? [] : [groupId]), ...only.args];
   const where = `NOT (${conds.join(' AND ')})`;
-  const count = await sql(db, `SELECT count(*) FROM subcloud WHERE ${where}`).pluck().get(...args) as number;
-  const names = count === 0 ? [] : await sql(db, `SELECT name FROM subcloud WHERE ${where} ORDER BY id LIMIT ?`).pluck().all(...args, Math.min(limit, 2 ** 31 - 1)) as string[];
+  const count = await sql(db, `SELECT count(*) FROM subcloud WHERE ${where}`).pluck().get(...p.values) as number;
+  const limitAt = `$${p.values.length + 1}`;
+  const names = count === 0 ? [] : await sql(db, `SELECT name FROM subcloud WHERE ${where} ORDER BY id LIMIT ${limitAt}`).pluck().all(...p.values, Math.min(limit, 2 ** 31 - 1)) as string[];
   return { count: Number(count), names };
 }
 
@@ -215,7 +212,7 @@ function flatten(f: SubcloudFields): Record<string, unknown> {
  */
 export async function insertSubclouds(db: Db, rows: { name: string; fields: SubcloudFields }[], onTaken?: (index: number) => Promise<never>): Promise<number | null> {
   const cols = insertColumns();
-  const stmt = sql(db, `INSERT INTO subcloud (${cols.names.join(', ')}) VALUES (${cols.names.map(() => '?').join(', ')})`);
+  const stmt = sql(db, `INSERT INTO subcloud (${cols.names.join(', ')}) VALUES (${cols.names.map((_, i) => `$${i + 1}`).join(', ')}) RETURNING id`).pluck();
   const created = now();
   let firstId: number | null = null;
   for (let i = 0; i < rows.length; i++) {
@@ -232,7 +229,7 @@ export async function insertSubclouds(db: Db, rows: { name: string; fields: Subc
     values[cols.index.get('created_at')!] = created;
     let id: number;
     try {
-      id = Number((await stmt.run(values)).lastInsertRowid);
+      id = Number(await stmt.get(...values));
     } catch (err) {
       if (onTaken && (err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') await onTaken(i);
       throw err;
@@ -283,7 +280,7 @@ export async function maxSubcloudId(db: Db): Promise<number> {
 
 /** The id of the subcloud of that name, if there is one. */
 export async function idOfName(db: Db, name: string): Promise<number | undefined> {
-  return (await sql(db, 'SELECT id FROM subcloud WHERE name = ?').pluck().get(name)) as number | undefined;
+  return (await sql(db, 'SELECT id FROM subcloud WHERE name = $1').pluck().get(name)) as number | undefined;
 }
 
 export async function updateSubcloud(db: Db, id: number, fields: SubcloudFields): Promise<void> {
@@ -291,20 +288,17 @@ export async function updateSubcloud(db: Db, id: number, fields: SubcloudFields)
   const keys = Object.keys(flat);
   if (fields.labels) await changeLabels(db, id, fields.labels);
   if (keys.length === 0 && !fields.labels) return;
-  const sets = [...keys.map((k) => `${k} = @${k}`), 'updated_at = @updated_at'].join(', ');
-  await sql(db, `UPDATE subcloud SET ${sets} WHERE id = @id`).run({
-    ...flat,
-    updated_at: now(),
-    id,
-  });
+  const p = new Params();
+  const sets = [...keys.map((k) => `${k} = ${p.add(flat[k])}`), `updated_at = ${p.add(now())}`].join(', ');
+  await sql(db, `UPDATE subcloud SET ${sets} WHERE id = ${p.add(id)}`).run(...p.values);
 }
 
 export async function deleteSubcloud(db: Db, id: number): Promise<void> {
-  await sql(db, 'DELETE FROM subcloud WHERE id = ?').run(id);
+  await sql(db, 'DELETE FROM subcloud WHERE id = $1').run(id);
 }
 
 export async function hasStep(db: Db, subcloudId: number): Promise<boolean> {
-  return (await sql(db, 'SELECT 1 FROM strategy_step WHERE subcloud_id = ?').get(subcloudId)) !== undefined;
+  return (await sql(db, 'SELECT 1 FROM strategy_step WHERE subcloud_id = $1').get(subcloudId)) !== undefined;
 }
 
 // Labels: the subcloud_label table, a subcloud's free labels, and selecting subclouds by them.
@@ -312,9 +306,9 @@ export async function hasStep(db: Db, subcloudId: number): Promise<boolean> {
 /** Set (a value) or remove (null) labels of one subcloud, inside the caller's transaction. */
 export async function changeLabels(db: Db, subcloudId: number, changes: LabelChanges): Promise<void> {
   for (const [key, value] of Object.entries(changes)) {
-    if (value === null) await sql(db, 'DELETE FROM subcloud_label WHERE subcloud_id = ? AND key = ?').run(subcloudId, key);
+    if (value === null) await sql(db, 'DELETE FROM subcloud_label WHERE subcloud_id = $1 AND key = $2').run(subcloudId, key);
     else {
-      await sql(db, 'INSERT INTO subcloud_label (subcloud_id, key, value) VALUES (?, ?, ?) ON CONFLICT (subcloud_id, key) DO UPDATE SET value = excluded.value')
+      await sql(db, 'INSERT INTO subcloud_label (subcloud_id, key, value) VALUES ($1, $2, $3) ON CONFLICT (subcloud_id, key) DO UPDATE SET value = excluded.value')
         .run(subcloudId, key, value);
     }
   }
@@ -323,12 +317,13 @@ export async function changeLabels(db: Db, subcloudId: number, changes: LabelCha
 /** The subclouds with a label of one of these keys (a driver's `labelKeys`). */
 export async function subcloudsLabelled(db: Db, keys: readonly string[]): Promise<Set<number>> {
   if (keys.length === 0) return new Set();
-  const ids = await sql(db, `SELECT DISTINCT subcloud_id FROM subcloud_label WHERE key IN (${keys.map(() => '?').join(', ')})`).pluck().all(...keys) as number[];
+  const p = new Params();
+  const ids = await sql(db, `SELECT DISTINCT subcloud_id FROM subcloud_label WHERE key IN (${p.list(keys)})`).pluck().all(...p.values) as number[];
   return new Set(ids);
 }
 
 export async function labelsOf(db: Db, subcloudId: number): Promise<Labels> {
-  const rows = await sql(db, 'SELECT key, value FROM subcloud_label WHERE subcloud_id = ? ORDER BY key').raw(true).all(subcloudId) as [string, string][];
+  const rows = await sql(db, 'SELECT key, value FROM subcloud_label WHERE subcloud_id = $1 ORDER BY key').raw(true).all(subcloudId) as [string, string][];
   return Object.fromEntries(rows);
 }
 
@@ -337,24 +332,18 @@ export async function labelsOf(db: Db, subcloudId: number): Promise<Labels> {
  * aliased `alias`: null for a subcloud without labels.
  */
 export function labelsColumn(alias: string): string {
-  return `(SELECT group_concat(l.key || '=' || l.value, ';' ORDER BY l.key) FROM subcloud_label l WHERE l.subcloud_id = ${alias}.id)`;
+  return `(SELECT string_agg(l.key || '=' || l.value, ';' ORDER BY l.key) FROM subcloud_label l WHERE l.subcloud_id = ${alias}.id)`;
 }
 
 /**
- * A WHERE condition for a SELECT over `subcloud` aliased `alias` that holds for the subclouds the
- * selector picks (every label as given; null: the subcloud has no such label), and its arguments.
+ * WHERE conditions for a SELECT over `subcloud` aliased `alias` that hold for the subclouds the
+ * selector picks (every label as given; null: the subcloud has no such label), their values
+ * added to `p`.
  */
-export function labelCondition(alias: string, selector: LabelSelector): { conds: string[]; args: unknown[] } {
-  const conds: string[] = [];
-  const args: unknown[] = [];
-  for (const [key, value] of Object.entries(selector)) {
-    if (value === null) {
-      conds.push(`NOT EXISTS (SELECT 1 FROM subcloud_label l WHERE l.subcloud_id = ${alias}.id AND l.key = ?)`);
-      args.push(key);
-    } else {
-      conds.push(`EXISTS (SELECT 1 FROM subcloud_label l WHERE l.subcloud_id = ${alias}.id AND l.key = ? AND l.value = ?)`);
-      args.push(key, value);
-    }
-  }
-  return { conds, args };
+export function labelCondition(alias: string, selector: LabelSelector, p: Params): string[] {
+  return Object.entries(selector).map(([key, value]) =>
+    value === null
+      ? `NOT EXISTS (SELECT 1 FROM subcloud_label l WHERE l.subcloud_id = ${alias}.id AND l.key = ${p.add(key)})`
+      : `EXISTS (SELECT 1 FROM subcloud_label l WHERE l.subcloud_id = ${alias}.id AND l.key = ${p.add(key)} AND l.value = ${p.add(value)})`,
+  );
 }

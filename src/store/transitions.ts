@@ -5,6 +5,7 @@
 import type { Db } from './open.js';
 import type { RunResult, Statement } from '../platform/db.js';
 import { now } from './clock.js';
+import { idsIn } from './statements.js';
 import { SYNC_COLUMN, updateSubcloud } from './subclouds.js';
 import type { Endpoint } from '../domain/types.js';
 import { NEXT_ATTEMPT, type Transition } from '../domain/transition.js';
@@ -46,15 +47,15 @@ export interface ApplyStep {
 export async function interruptRunning(db: Db, details = 'the orchestrator stopped while this operation ran', keep: readonly number[] = []): Promise<number> {
   return (await db
     .prepare(
-      `UPDATE step_history SET outcome = 'interrupted', finished_at = ?, details = ?
-       WHERE outcome = 'running' AND id NOT IN (SELECT value FROM json_each(?))`,
+      `UPDATE step_history SET outcome = 'interrupted', finished_at = $1, details = $2
+       WHERE outcome = 'running' AND id NOT IN (${idsIn(db, '$3')})`,
     )
     .run(now(), details, JSON.stringify(keep))).changes;
 }
 
 /** The runs this process started and stopped waiting for (a second Ctrl-C): `interrupted`. */
 export async function interruptRuns(db: Db, historyIds: readonly number[], details: string): Promise<number> {
-  const stmt = db.prepare(`UPDATE step_history SET outcome = 'interrupted', finished_at = ?, details = ? WHERE id = ? AND outcome = 'running'`);
+  const stmt = db.prepare(`UPDATE step_history SET outcome = 'interrupted', finished_at = $1, details = $2 WHERE id = $3 AND outcome = 'running'`);
   const at = now();
   let n = 0;
   for (const id of historyIds) n += (await stmt.run(at, details, id)).changes;
@@ -106,22 +107,22 @@ export class TransitionWriter {
     this.update = inside.prepare(
       // Positional (to, details, attempt, now, ended, now, now, id, from): binding by name looks
       // every parameter up on an object, once per transition.
-      `UPDATE strategy_step SET state = ?, details = ?, attempt = COALESCE(?, attempt),
-         started_at = COALESCE(started_at, ?), finished_at = CASE WHEN ? THEN ? ELSE NULL END, updated_at = ?
-       WHERE id = ? AND state = ?`,
+      `UPDATE strategy_step SET state = $1, details = $2, attempt = COALESCE($3, attempt),
+         started_at = COALESCE(started_at, $4), finished_at = CASE WHEN $5 THEN $6 ELSE NULL END, updated_at = $7
+       WHERE id = $8 AND state = $9`,
     );
     this.closeRun = inside.prepare(
-      `UPDATE step_history SET outcome = ?, finished_at = ?, details = ?, retry_at = ? WHERE id = ? AND outcome = 'running'`,
+      `UPDATE step_history SET outcome = $1, finished_at = $2, details = $3, retry_at = $4 WHERE id = $5 AND outcome = 'running'`,
     );
     this.openRun = inside.prepare(
-      `INSERT INTO step_history (step_id, state, attempt, started_at, outcome) VALUES (?, ?, ?, ?, 'running')`,
+      `INSERT INTO step_history (step_id, state, attempt, started_at, outcome) VALUES ($1, $2, $3, $4, 'running')`,
     );
     this.lastAttempts = inside
-      .prepare('SELECT step_id, state, max(attempt) FROM step_history WHERE step_id IN (SELECT value FROM json_each(?)) GROUP BY step_id, state')
+      .prepare(`SELECT step_id, state, max(attempt) FROM step_history WHERE step_id IN (${idsIn(db, '$1')}) GROUP BY step_id, state`)
       .raw();
     this.sync = new Map();
     for (const e of [null, ...(Object.keys(SYNC_COLUMN) as Endpoint[])]) {
-      this.sync.set(e, inside.prepare(`UPDATE subcloud SET ${completionSet(e)}, updated_at = ? WHERE id = ?`));
+      this.sync.set(e, inside.prepare(`UPDATE subcloud SET ${completionSet(e)}, updated_at = $1 WHERE id = $2`));
     }
     const writeBatch = batchWrites.get(db);
     const write = async (tx: Db, all: Transition[], before?: (tx: Db) => Promise<void>): Promise<void> => {
@@ -164,8 +165,8 @@ export class TransitionWriter {
    */
   private async explain(err: unknown, batch: readonly Transition[]): Promise<unknown> {
     if ((err as { code?: string })?.code !== 'SQLITE_CONSTRAINT_UNIQUE') return err;
-    const stateOf = this.db.prepare('SELECT state FROM strategy_step WHERE id = ?').pluck();
-    const running = this.db.prepare(`SELECT 1 FROM step_history WHERE step_id = ? AND outcome = 'running'`).pluck();
+    const stateOf = this.db.prepare('SELECT state FROM strategy_step WHERE id = $1').pluck();
+    const running = this.db.prepare(`SELECT 1 FROM step_history WHERE step_id = $1 AND outcome = 'running'`).pluck();
     for (const t of batch) {
       if (t.startAttempt === undefined) continue;
       if ((await stateOf.get(t.stepId)) !== t.from) return staleStep(t.cloud, `is no longer in state ${t.from}`);
@@ -239,7 +240,7 @@ export interface Written {
 export async function abortStepsIn(db: Db, state: 'initial' | 'deferred', details: string): Promise<number> {
   const at = now();
   return (await db
-    .prepare(`UPDATE strategy_step SET state = 'aborted', details = ?, finished_at = ?, updated_at = ? WHERE state = ?`)
+    .prepare(`UPDATE strategy_step SET state = 'aborted', details = $1, finished_at = $2, updated_at = $3 WHERE state = $4`)
     .run(details, at, at, state)).changes;
 }
 
@@ -254,8 +255,8 @@ export async function abortMidStateSteps(db: Db, keep: readonly number[] = []): 
   const at = now();
   return (await db
     .prepare(
-      `UPDATE strategy_step SET details = 'aborted in state ' || state, state = 'aborted', finished_at = ?, updated_at = ?
-       WHERE state NOT IN ('initial', 'complete', 'failed', 'aborted') AND id NOT IN (SELECT value FROM json_each(?))`,
+      `UPDATE strategy_step SET details = 'aborted in state ' || state, state = 'aborted', finished_at = $1, updated_at = $2
+       WHERE state NOT IN ('initial', 'complete', 'failed', 'aborted') AND id NOT IN (${idsIn(db, '$3')})`,
     )
     .run(at, at, JSON.stringify(keep))).changes;
 }
@@ -277,7 +278,7 @@ export async function failLeftSteps(db: Db, why: string): Promise<number> {
   const at = now();
   return (await db
     .prepare(
-      `UPDATE strategy_step SET details = state || ': ' || ?, state = 'failed', finished_at = ?, updated_at = ?
+      `UPDATE strategy_step SET details = state || ': ' || $1, state = 'failed', finished_at = $2, updated_at = $3
        WHERE state NOT IN ('initial', 'complete', 'failed', 'aborted')`,
     )
     .run(why, at, at)).changes;

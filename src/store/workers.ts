@@ -10,7 +10,7 @@
  * waiting as deferred): what the stage's window counts, across all workers.
  */
 import type { Db } from './open.js';
-import { sql } from './statements.js';
+import { idsIn, sql } from './statements.js';
 import { now } from './clock.js';
 import { isPgUrl } from '../domain/db-url.js';
 
@@ -70,7 +70,7 @@ export async function addWorker(db: Db, w: NewWorker): Promise<number> {
   return (await sql(
     db,
     `INSERT INTO apply_worker (host, pid, proc_start, token, started_at, heartbeat_at, heartbeat_ms, lease_ms, max_local)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
   )
     .pluck()
     .get(w.host, w.pid, w.procStart, w.token, at, at, await storeClockMs(db), w.leaseMs, w.maxLocal)) as number;
@@ -82,12 +82,12 @@ export async function listWorkers(db: Db): Promise<WorkerRow[]> {
 
 /** The fence of a worker's transaction: true while its row is there, with its token. */
 export async function holdsWorker(db: Db, id: number, token: string): Promise<boolean> {
-  return (await sql(db, 'SELECT 1 FROM apply_worker WHERE id = ? AND token = ?').pluck().get(id, token)) !== undefined;
+  return (await sql(db, 'SELECT 1 FROM apply_worker WHERE id = $1 AND token = $2').pluck().get(id, token)) !== undefined;
 }
 
 /** Renew the lease; false once the row is gone (another worker took this one's subclouds over). */
 export async function beatWorker(db: Db, id: number, token: string): Promise<boolean> {
-  return (await sql(db, 'UPDATE apply_worker SET heartbeat_at = ?, heartbeat_ms = ? WHERE id = ? AND token = ?').run(now(), await storeClockMs(db), id, token)).changes === 1;
+  return (await sql(db, 'UPDATE apply_worker SET heartbeat_at = $1, heartbeat_ms = $2 WHERE id = $3 AND token = $4').run(now(), await storeClockMs(db), id, token)).changes === 1;
 }
 
 /**
@@ -104,15 +104,15 @@ export async function leaveWorker(db: Db, id: number): Promise<void> {
 async function interruptRunsOf(db: Db, id: number, details: string): Promise<number> {
   return (await sql(
     db,
-    `UPDATE step_history SET outcome = 'interrupted', finished_at = ?, details = ?
-     WHERE outcome = 'running' AND step_id IN (SELECT id FROM strategy_step WHERE owner = ?)`,
+    `UPDATE step_history SET outcome = 'interrupted', finished_at = $1, details = $2
+     WHERE outcome = 'running' AND step_id IN (SELECT id FROM strategy_step WHERE owner = $3)`,
   ).run(now(), details, id)).changes;
 }
 
 /** A worker leaves (or is taken over): its row goes, and the steps it held that have not ended are nobody's. */
 export async function removeWorker(db: Db, id: number): Promise<void> {
-  await sql(db, `UPDATE strategy_step SET owner = NULL WHERE owner = ? AND state NOT IN ('complete', 'failed', 'aborted')`).run(id);
-  await sql(db, 'DELETE FROM apply_worker WHERE id = ?').run(id);
+  await sql(db, `UPDATE strategy_step SET owner = NULL WHERE owner = $1 AND state NOT IN ('complete', 'failed', 'aborted')`).run(id);
+  await sql(db, 'DELETE FROM apply_worker WHERE id = $1').run(id);
 }
 
 /**
@@ -126,18 +126,18 @@ export async function removeWorker(db: Db, id: number): Promise<void> {
 export async function takeOver(db: Db, gone: WorkerRow, taker: number, adopt: boolean, reason: string): Promise<{ adopted: number; interrupted: number } | null> {
   // First, and only as it was read: a renewal takes no lock (it never waits behind a writer), so
   // one may have landed since; then the worker is alive, and nothing of it is touched.
-  if ((await sql(db, 'DELETE FROM apply_worker WHERE id = ? AND heartbeat_ms = ?').run(gone.id, gone.heartbeat_ms)).changes === 0) return null;
+  if ((await sql(db, 'DELETE FROM apply_worker WHERE id = $1 AND heartbeat_ms = $2').run(gone.id, gone.heartbeat_ms)).changes === 0) return null;
   let adopted = 0;
   let interrupted = 0;
   if (adopt) {
     // A run whose process was not recorded yet ran (or was starting) on the gone worker's host.
     await sql(
       db,
-      `UPDATE step_history SET host = ? WHERE outcome = 'running' AND host IS NULL AND step_id IN (SELECT id FROM strategy_step WHERE owner = ?)`,
+      `UPDATE step_history SET host = $1 WHERE outcome = 'running' AND host IS NULL AND step_id IN (SELECT id FROM strategy_step WHERE owner = $2)`,
     ).run(gone.host, gone.id);
     adopted = (await sql(
       db,
-      `UPDATE strategy_step SET owner = ?, fence = fence + 1 WHERE owner = ? AND EXISTS (SELECT 1 FROM step_history h WHERE h.step_id = strategy_step.id AND h.outcome = 'running')`,
+      `UPDATE strategy_step SET owner = $1, fence = fence + 1 WHERE owner = $2 AND EXISTS (SELECT 1 FROM step_history h WHERE h.step_id = strategy_step.id AND h.outcome = 'running')`,
     ).run(taker, gone.id)).changes;
   } else {
     interrupted = await interruptRunsOf(db, gone.id, reason);
@@ -149,7 +149,7 @@ export async function takeOver(db: Db, gone: WorkerRow, taker: number, adopt: bo
 /** The fences of steps this worker holds without having claimed them here (adopted): its next runs carry them. */
 export async function stepFences(db: Db, ids: readonly number[]): Promise<Map<number, number>> {
   if (ids.length === 0) return new Map();
-  const rows = await sql(db, 'SELECT id, fence FROM strategy_step WHERE id IN (SELECT value FROM json_each(?))').all(JSON.stringify(ids)) as { id: number; fence: number }[];
+  const rows = await sql(db, `SELECT id, fence FROM strategy_step WHERE id IN (${idsIn(db, '$1')})`).all(JSON.stringify(ids)) as { id: number; fence: number }[];
   return new Map(rows.map((r) => [r.id, r.fence]));
 }
 
@@ -187,7 +187,7 @@ export async function claimSteps(db: Db, me: number, maxLocal: number | null, as
   if (asks.length === 0) return { granted, refused };
   const rows = await sql(
     db,
-    `SELECT st.id, st.state, st.owner, st.fence, ${LIVE_OWNER} AS live FROM strategy_step st WHERE st.id IN (SELECT value FROM json_each(?))`,
+    `SELECT st.id, st.state, st.owner, st.fence, ${LIVE_OWNER} AS live FROM strategy_step st WHERE st.id IN (${idsIn(db, '$1')})`,
   ).all(JSON.stringify(asks.map((a) => a.id))) as { id: number; state: string; owner: number | null; fence: number; live: number | boolean }[];
   const byId = new Map(rows.map((r) => [r.id, r]));
   const room = new Map<number, { free: number; mine: number; cap: number }>();
@@ -197,10 +197,10 @@ export async function claimSteps(db: Db, me: number, maxLocal: number | null, as
       // One read: a row per worker (its cap), each with the stage's counts and window beside it.
       const rows = await sql(
         db,
-        `SELECT w.max_local AS cap, c.mine, c.total, (SELECT max_parallel FROM strategy_stage WHERE stage = ?) AS size
+        `SELECT w.max_local AS cap, c.mine, c.total, (SELECT max_parallel FROM strategy_stage WHERE stage = $1) AS size
          FROM apply_worker w CROSS JOIN (
-           SELECT coalesce(sum(CASE WHEN st.owner = ? THEN 1 ELSE 0 END), 0) AS mine, count(*) AS total
-           FROM strategy_step st WHERE st.stage = ? AND st.owner IS NOT NULL AND ${IN_FLIGHT} AND ${LIVE_OWNER}) c`,
+           SELECT coalesce(sum(CASE WHEN st.owner = $2 THEN 1 ELSE 0 END), 0) AS mine, count(*) AS total
+           FROM strategy_step st WHERE st.stage = $3 AND st.owner IS NOT NULL AND ${IN_FLIGHT} AND ${LIVE_OWNER}) c`,
       ).all(stage, me, stage) as { cap: number | null; mine: number; total: number; size: number | null }[];
       const c = rows[0] ?? { mine: 0, total: 0, size: null };
       const window = c.size ?? 1;
@@ -230,7 +230,7 @@ export async function claimSteps(db: Db, me: number, maxLocal: number | null, as
     granted.set(a.id, row.fence + 1);
   }
   if (granted.size === 0) return { granted, refused };
-  await sql(db, 'UPDATE strategy_step SET owner = ?, fence = fence + 1 WHERE id IN (SELECT value FROM json_each(?))').run(me, JSON.stringify([...granted.keys()]));
+  await sql(db, `UPDATE strategy_step SET owner = $1, fence = fence + 1 WHERE id IN (${idsIn(db, '$2')})`).run(me, JSON.stringify([...granted.keys()]));
   return { granted, refused };
 }
 
@@ -238,9 +238,9 @@ export async function claimSteps(db: Db, me: number, maxLocal: number | null, as
 export async function stageElsewhere(db: Db, me: number, stage: number): Promise<{ othersInFlight: number; open: number }> {
   return (await sql(
     db,
-    `SELECT coalesce(sum(CASE WHEN st.owner IS NOT NULL AND st.owner != ? AND ${IN_FLIGHT} AND ${LIVE_OWNER} THEN 1 ELSE 0 END), 0) AS othersInFlight,
+    `SELECT coalesce(sum(CASE WHEN st.owner IS NOT NULL AND st.owner != $1 AND ${IN_FLIGHT} AND ${LIVE_OWNER} THEN 1 ELSE 0 END), 0) AS "othersInFlight",
             coalesce(sum(CASE WHEN st.state NOT IN ('complete', 'failed', 'aborted') THEN 1 ELSE 0 END), 0) AS open
-     FROM strategy_step st WHERE st.stage = ?`,
+     FROM strategy_step st WHERE st.stage = $2`,
   ).get(me, stage)) as { othersInFlight: number; open: number };
 }
 
@@ -248,7 +248,7 @@ export async function stageElsewhere(db: Db, me: number, stage: number): Promise
 export async function inFlightElsewhere(db: Db, me: number): Promise<number> {
   return (await sql(
     db,
-    `SELECT count(*) FROM strategy_step st WHERE st.owner IS NOT NULL AND st.owner != ? AND st.state NOT IN ('complete', 'failed', 'aborted') AND ${LIVE_OWNER}`,
+    `SELECT count(*) FROM strategy_step st WHERE st.owner IS NOT NULL AND st.owner != $1 AND st.state NOT IN ('complete', 'failed', 'aborted') AND ${LIVE_OWNER}`,
   )
     .pluck()
     .get(me)) as number;
@@ -272,8 +272,8 @@ export interface WorkerStatus {
 export async function workerStatuses(db: Db): Promise<WorkerStatus[]> {
   return (await sql(
     db,
-    `SELECT w.host, w.pid, w.heartbeat_ms AS heartbeatMs, w.lease_ms AS leaseMs,
-            (SELECT count(*) FROM strategy_step st WHERE st.owner = w.id AND ${IN_FLIGHT}) AS inFlight,
+    `SELECT w.host, w.pid, w.heartbeat_ms AS "heartbeatMs", w.lease_ms AS "leaseMs",
+            (SELECT count(*) FROM strategy_step st WHERE st.owner = w.id AND ${IN_FLIGHT}) AS "inFlight",
             (SELECT count(*) FROM strategy_step st WHERE st.owner = w.id AND st.state IN ('complete', 'failed', 'aborted')) AS done
      FROM apply_worker w ORDER BY w.id`,
   ).all()) as WorkerStatus[];

@@ -212,7 +212,7 @@ export async function stepDetails(db: Db): Promise<Record<string, string>> {
 export async function historyRows(db: Db, cloud?: string): Promise<{ cloud: string; state: string; attempt: number; outcome: string; details: string }[]> {
   const base = `SELECT sc.name AS cloud, h.state, h.attempt, h.outcome, h.details FROM step_history h
     JOIN strategy_step st ON st.id = h.step_id JOIN subcloud sc ON sc.id = st.subcloud_id`;
-  return (cloud ? await db.prepare(`${base} WHERE sc.name = ? ORDER BY h.id`).all(cloud) : await db.prepare(`${base} ORDER BY h.id`).all()) as {
+  return (cloud ? await db.prepare(`${base} WHERE sc.name = $1 ORDER BY h.id`).all(cloud) : await db.prepare(`${base} ORDER BY h.id`).all()) as {
     cloud: string;
     state: string;
     attempt: number;

@@ -144,7 +144,7 @@ describe('busy_timeout = 0', () => {
       expect(await db.prepare(`SELECT current_setting('lock_timeout')`).pluck().get()).toBe('1ms');
       let err: unknown = null;
       try {
-        await db.transaction((tx) => tx.prepare(`UPDATE subcloud SET description = ? WHERE name = ?`).run('never', 'pg1')).immediate();
+        await db.transaction((tx) => tx.prepare(`UPDATE subcloud SET description = $1 WHERE name = $2`).run('never', 'pg1')).immediate();
       } catch (e) {
         err = e;
       }
@@ -209,8 +209,8 @@ describe('a lost connection', () => {
       try {
         const read = await db
           .transaction(async (tx) => {
-            await tx.prepare(`UPDATE subcloud SET description = ? WHERE name = ?`).run('kept', 'pg1');
-            return await tx.prepare(`SELECT description FROM subcloud WHERE name = ?`).pluck().get('pg1');
+            await tx.prepare(`UPDATE subcloud SET description = $1 WHERE name = $2`).run('kept', 'pg1');
+            return await tx.prepare(`SELECT description FROM subcloud WHERE name = $1`).pluck().get('pg1');
           })
           .immediate();
         expect(read).toBe('kept');
@@ -237,10 +237,10 @@ describe('a lost connection', () => {
       let err: unknown = null;
       try {
         await db.transaction(async (tx) => {
-          await tx.prepare(`UPDATE subcloud SET description = ? WHERE name = ?`).run('cut', 'pg1');
+          await tx.prepare(`UPDATE subcloud SET description = $1 WHERE name = $2`).run('cut', 'pg1');
           // The server ends this session mid-transaction (as it does one idle in a transaction).
           conn.query('SELECT pg_terminate_backend($1)', [pid]);
-          await tx.prepare(`UPDATE subcloud SET location = ? WHERE name = ?`).run('cut', 'pg1');
+          await tx.prepare(`UPDATE subcloud SET location = $1 WHERE name = $2`).run('cut', 'pg1');
           await tx.prepare('SELECT 1').get();
         }).immediate();
       } catch (e) {
@@ -295,18 +295,18 @@ describe('data_version on PostgreSQL: moves when another connection\'s write com
     try {
       const before = await b.commitCount();
       await a.transaction(async (tx) => {
-        await tx.prepare(`UPDATE subcloud SET description = ? WHERE name = ?`).run('moved', 'pg1');
+        await tx.prepare(`UPDATE subcloud SET description = $1 WHERE name = $2`).run('moved', 'pg1');
         // Written, not committed: nothing to read yet, so nothing to wake a reader for.
         expect(await b.commitCount()).toBe(before);
       }).immediate();
       const after = await b.commitCount();
       expect(after).not.toBe(before);
-      expect(await b.prepare(`SELECT description FROM subcloud WHERE name = ?`).pluck().get('pg1')).toBe('moved');
+      expect(await b.prepare(`SELECT description FROM subcloud WHERE name = $1`).pluck().get('pg1')).toBe('moved');
       // A rolled-back write moves nothing.
       await expect(
         a
           .transaction(async (tx) => {
-            await tx.prepare(`UPDATE subcloud SET description = ? WHERE name = ?`).run('undone', 'pg1');
+            await tx.prepare(`UPDATE subcloud SET description = $1 WHERE name = $2`).run('undone', 'pg1');
             throw new Error('changed my mind');
           })
           .immediate(),

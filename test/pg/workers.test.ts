@@ -218,6 +218,55 @@ states:
     expect(r.stderr).toMatch(/^dcm: no run logs for s001 \(in .*\); its runs ran on host-a \(\d+\), host-b \(\d+\): their logs are there\n$/);
   }, 180_000);
 
+  test('two hosts; a run of a state with no timeout is lost with its host: held as unknown (history, list, status), in flight, never run again blindly; strategy retry runs it again', async () => {
+    f = execFixture();
+    const fx = f;
+    const envs = path.join(fx.dir, 'envs.log');
+    const first = path.join(fx.dir, 'first.pid');
+    // s001's first run hangs (its pid noted); every run notes whether it was resumed.
+    const cmd = `echo "$DCM_CLOUD|$DCM_STATE|$DCM_ATTEMPT|\${DCM_RESUMED:-0}" >> ${envs}; if [ "$DCM_CLOUD" = s001 ] && [ ! -e ${first} ]; then echo $$ > ${first}; exec sleep 600; fi`;
+    const logs = path.join(fx.dir, 'logs');
+    setup(fx.db, 3, 3, `
+defaults: {timeout: none, kill_grace: 1s}
+states:
+  "*": [sh, -c, ${JSON.stringify(cmd)}]
+`, fx, '--log-dir', logs);
+    const hostA = worker(fx.db, { ...fx.env, DCM_HOST: 'host-a' });
+    await waitFor(() => fs.existsSync(first) && fs.readFileSync(first, 'utf8').trim() !== '', 60_000);
+    await waitFor(() => query<{ n: number }>(fx.db, `SELECT count(*) AS n FROM strategy_step WHERE state = 'complete'`)[0].n === 2, 60_000);
+    const hostB = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' });
+    await waitFor(() => query<{ n: number }>(fx.db, 'SELECT count(*) AS n FROM apply_worker')[0].n === 2, 60_000);
+    // Host A goes for good: its worker, the launcher that would have told the run's end, and the run.
+    for (const pid of launcherPids(logs)) process.kill(pid, 'SIGKILL');
+    hostA.child.kill('SIGKILL');
+    process.kill(Number(fs.readFileSync(first, 'utf8')), 'SIGKILL');
+    await hostA.done;
+    // Host B takes host A over and holds the run: its history says unknown, its step's line why.
+    const history = () => JSON.parse(dcmOk(['--db', fx.db, 'strategy-step', 'history', 's001', '-f', 'json']).stdout) as { outcome: string; details: string | null }[];
+    await waitFor(() => history().some((h) => h.outcome === 'unknown'), 60_000);
+    const held = history().find((h) => h.outcome === 'unknown')!;
+    expect(held.details).toMatch(/^unknown: its host \(host-a\) is gone without saying how the run ended, and \S.* has no timeout: held until `dcm strategy-step resolve s001 --as ok\|failed` or `dcm strategy retry s001`$/);
+    const list = JSON.parse(dcmOk(['--db', fx.db, 'strategy-step', 'list', '-f', 'json']).stdout) as { cloud: string; details: string }[];
+    expect(list.find((r) => r.cloud === 's001')!.details).toBe(held.details);
+    // In flight (what the window counts), and said so to the operator with what to do.
+    const status = JSON.parse(dcmOk(['--db', fx.db, 'strategy', 'status', '-f', 'json'], { env: { DCM_HOST: 'host-c' } }).stdout) as Record<string, unknown>;
+    expect(status['in flight']).toBe(1);
+    expect(status.orchestrator).toMatch(/\nunknown: s001 \(.*, on host-a, no live worker there\): held until `dcm strategy-step resolve s001 --as ok\|failed`, or `dcm strategy retry s001` to run it again$/);
+    expect(fs.readFileSync(envs, 'utf8').split('\n').filter((l) => l.startsWith('s001|'))).toHaveLength(1);
+    // The operator runs it again: the next attempt, resumed, on host B, which then ends.
+    const retry = dcm(['--db', fx.db, 'strategy', 'retry', 's001', '--reason', 'site checked: nothing applied'], { env: { USER: 'alice', DCM_HOST: 'ops' } });
+    expect(retry.code).toBe(0);
+    expect(retry.stderr).toMatch(/^retry runs again 1 run of unknown outcome .*\n  s001: \S.*, attempt 1, on host-a\n$/);
+    const end = await hostB.done;
+    expect([end.code, end.stderr]).toEqual([0, '']);
+    expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: 3 }]);
+    const s1 = fs.readFileSync(envs, 'utf8').split('\n').filter((l) => l.startsWith('s001|')).map((l) => l.split('|'));
+    expect(s1.filter((l) => l[1] === s1[0][1]).map((l) => [l[2], l[3]])).toEqual([['1', '0'], ['2', '1']]);
+    expect(history().filter((h) => h.outcome !== 'ok')).toEqual([
+      expect.objectContaining({ outcome: 'interrupted', details: 'run again by alice@ops (strategy retry): its host (host-a) never said how it ended' }),
+    ]);
+  }, 180_000);
+
   test('a host whose clock is 10 minutes ahead takes no live worker over: leases are judged by the database server clock', async () => {
     f = execFixture();
     const fx = f;

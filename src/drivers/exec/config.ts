@@ -270,12 +270,14 @@ function resolveEntry(
     if (v === undefined) return parseDuration(fallback)!;
     // A YAML number (`timeout: 10`) is a duration without its unit, as the string "10" is.
     const problem = durationProblem(String(v), { unitRequired: true });
-    if (problem) bad(at, `bad duration ${JSON.stringify(v)}: ${problem}`);
+    if (problem) bad(at, `bad duration ${JSON.stringify(v)}: ${problem}${k === 'timeout' ? ', or none (no timeout)' : ''}`);
     const ms = parseDuration(String(v), { unitRequired: true });
     if (positive && ms! <= 0) bad(at, 'must be more than 0');
     return ms!;
   };
-  const timeoutMs = duration('timeout', '1h', true);
+  // `none`: the state may go for ever (README "Several hosts": a run of it whose host is lost is
+  // held as `unknown` for the operator, never run again blindly).
+  const timeoutMs = get('timeout').v === 'none' ? Infinity : duration('timeout', '1h', true);
   const killGraceMs = duration('kill_grace', '10s', false);
 
   const rv = get('retries');

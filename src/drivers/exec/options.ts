@@ -38,5 +38,6 @@ export function execExtraArgs(input: DriverCreateInput): ExtraArgs {
 }
 
 export function execConfigOf(extra: ExtraArgs): ExecConfig {
-  return JSON.parse(String(extra.exec_config)) as ExecConfig;
+  // JSON has no Infinity: a state's `timeout: none` was stored as null.
+  return JSON.parse(String(extra.exec_config), (k, v: unknown) => (k === 'timeoutMs' && v === null ? Infinity : v)) as ExecConfig;
 }

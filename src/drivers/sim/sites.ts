@@ -189,11 +189,11 @@ export class SiteBook {
     private readonly db: Db,
     private readonly writeMany: ((sites: Site[], finishes: { site: Site; owner: string }[]) => Promise<boolean[]>) | null,
   ) {
-    this.selectOne = this.db.prepare('SELECT * FROM sim_site WHERE name = ?');
+    this.selectOne = this.db.prepare('SELECT * FROM sim_site WHERE name = $1');
     // The flush's statements, run only inside its transactions.
     this.upsert = this.db.inside.prepare(
       `INSERT INTO sim_site (name, campaign, done, vim, busy_state, busy_owner, options, software_version, sync)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
        ON CONFLICT(name) DO UPDATE SET campaign = excluded.campaign, done = excluded.done, vim = excluded.vim,
          busy_state = excluded.busy_state, busy_owner = excluded.busy_owner, options = excluded.options,
          software_version = excluded.software_version, sync = excluded.sync`,
@@ -201,8 +201,8 @@ export class SiteBook {
     // A site taken over by another orchestrator (this one was stopped, and the lock went to
     // another) no longer runs this process's operation: its late finish is refused by the site.
     this.finishRun = this.db.inside.prepare(
-      `UPDATE sim_site SET campaign = ?, done = ?, vim = ?, busy_state = NULL, busy_owner = NULL, software_version = ?, sync = ?
-       WHERE name = ? AND busy_owner = ?`,
+      `UPDATE sim_site SET campaign = $1, done = $2, vim = $3, busy_state = NULL, busy_owner = NULL, software_version = $4, sync = $5
+       WHERE name = $6 AND busy_owner = $7`,
     );
     const write = async (sites: Site[], finishes: { site: Site; owner: string }[]): Promise<boolean[]> => {
       if (this.writeMany) return this.writeMany(sites, finishes);

@@ -33,6 +33,20 @@ states:
     expect(c.states[1]).toMatchObject({ run: ['./vim.sh', '{state}'], timeoutMs: 7_200_000, env: { A: '1', B: '{cloud}' }, cwd: path.join(path.sep, 'srv', 'cfg', 'scripts') });
   });
 
+  // README "Several hosts": a state with no timeout may go for ever (its run is held as unknown when its host is lost).
+  test('timeout: none is no timeout, for a state or as the default; any other word is refused', () => {
+    const c = resolve(`
+defaults: {timeout: none}
+states:
+  importing firmware: {run: "true", timeout: 5m}
+  "*": "true"
+`);
+    expect(c.states[0].timeoutMs).toBe(300_000);
+    expect(c.states[1].timeoutMs).toBe(Infinity);
+    expect(resolve('states: {"*": {run: "true", timeout: none}}').states[0].timeoutMs).toBe(Infinity);
+    expect(() => resolve('states: {"*": {run: "true", timeout: never}}')).toThrow(/state "\*": timeout: bad duration "never": .*, or none \(no timeout\)$/);
+  });
+
   // Claim, README "Running real updates", the config: the defaults (timeout 1h, retries 0, backoff 5s..5m, kill_grace 10s).
   test('the spec defaults: 1h, no retries, 5s..5m, 10s grace', () => {
     expect(resolve('{"states": {"*": ["true"]}}').states[0]).toMatchObject({ timeoutMs: 3_600_000, retries: 0, backoffMinMs: 5000, backoffMaxMs: 300_000, killGraceMs: 10_000 });
