@@ -5,6 +5,7 @@
 import { DEFERRED_RUN_PREFIX } from './deferrals.js';
 import type { Db } from './open.js';
 import { idsIn, sql } from './statements.js';
+import { UNKNOWN_PREFIX } from './steps.js';
 import { now, parseTime } from './clock.js';
 import type { RunProcess } from '../platform/proc.js';
 
@@ -215,14 +216,6 @@ export async function claimRun(db: Db, runId: string, host: string): Promise<boo
 export async function recordRunEnd(db: Db, runId: string, host: string, code: number | null, signal: string | null): Promise<void> {
   await sql(db, 'INSERT INTO run_end (run_id, host, code, signal, facts, ended_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (run_id) DO NOTHING').run(runId, host, code, signal, '{}', now());
 }
-
-/**
- * A run of unknown outcome (README "Several hosts"): its host is gone without saying how it ended,
- * and its state has no timeout, so it may be going still, for ever. Its history row stays
- * `running` (it holds its step and its window slot) and says so after this prefix, until the
- * operator says how it ended (`strategy-step resolve`) or runs it again (`strategy retry`).
- */
-export const UNKNOWN_PREFIX = 'unknown: ';
 
 /** A run still `running` is of unknown outcome: its history row and its step's line say so. */
 export async function markRunUnknown(db: Db, run: { historyId: number; stepId: number; state: string }, why: string): Promise<void> {

@@ -1,9 +1,17 @@
 /** Queries of the strategy_step and step_history tables for readers and create. */
 import type { Db } from './open.js';
 import { Params, sql } from './statements.js';
-import { UNKNOWN_PREFIX } from './runs.js';
 import { now } from './clock.js';
 import type { PlannedStep } from '../domain/planning.js';
+
+/**
+ * A run of unknown outcome (README "Several hosts"): its host is gone without saying how it ended,
+ * and its state has no timeout, so it may be going still, for ever. Its history row stays
+ * `running` (it holds its step and its window slot) and says so after this prefix, until the
+ * operator says how it ended (`strategy-step resolve`) or runs it again (`strategy retry`);
+ * store/runs.ts marks it.
+ */
+export const UNKNOWN_PREFIX = 'unknown: ';
 
 export interface StepRow {
   id: number;

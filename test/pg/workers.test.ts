@@ -21,6 +21,38 @@ afterEach(() => {
   f = null;
 });
 
+/**
+ * Two hosts on 3 subclouds, every state one command (a window of 3): s001's first run hangs, the
+ * others end at once, and once they have, host B joins; then host A goes for good: its worker,
+ * the launcher that would have told the run's end, and the run. Every run notes its cloud, state,
+ * attempt, whether it was resumed and its fence in `envs` (one line each, `|` between).
+ */
+async function loseHostA(defaults: string): Promise<{ fx: ExecFixture; envs: string; logs: string; hostB: ReturnType<typeof worker> }> {
+  f = execFixture();
+  const fx = f;
+  const envs = path.join(fx.dir, 'envs.log');
+  const first = path.join(fx.dir, 'first.pid');
+  const cmd = `echo "$DCM_CLOUD|$DCM_STATE|$DCM_ATTEMPT|\${DCM_RESUMED:-0}|$DCM_FENCE" >> ${envs}; if [ "$DCM_CLOUD" = s001 ] && [ ! -e ${first} ]; then echo $$ > ${first}; exec sleep 600; fi`;
+  const logs = path.join(fx.dir, 'logs');
+  setup(fx.db, 3, 3, `
+defaults: {${defaults}, kill_grace: 1s}
+states:
+  "*": [sh, -c, ${JSON.stringify(cmd)}]
+`, fx, '--log-dir', logs);
+  const hostA = worker(fx.db, { ...fx.env, DCM_HOST: 'host-a' });
+  await waitFor(() => fs.existsSync(first) && fs.readFileSync(first, 'utf8').trim() !== '', 60_000);
+  await waitFor(() => query<{ n: number }>(fx.db, `SELECT count(*) AS n FROM strategy_step WHERE state = 'complete'`)[0].n === 2, 60_000);
+  const hostB = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' });
+  await waitFor(() => query<{ n: number }>(fx.db, 'SELECT count(*) AS n FROM apply_worker')[0].n === 2, 60_000);
+  const launchers = launcherPids(logs);
+  expect(launchers.size).toBe(1);
+  for (const pid of launchers) process.kill(pid, 'SIGKILL');
+  hostA.child.kill('SIGKILL');
+  process.kill(Number(fs.readFileSync(first, 'utf8')), 'SIGKILL');
+  await hostA.done;
+  return { fx, envs, logs, hostB };
+}
+
 describe('several workers on one strategy', () => {
   test('--max-local and --lease on a file: exit 2, one line, nothing changed (a file has one orchestrator)', () => {
     f = execFixture();
@@ -167,30 +199,7 @@ describe('several workers on one strategy', () => {
   }, 180_000);
 
   test('two hosts; the one with a run in flight is lost for good (worker, launcher, run): past the run\'s timeout it goes again once, the next attempt, DCM_RESUMED=1 and a new fence', async () => {
-    f = execFixture();
-    const fx = f;
-    const envs = path.join(fx.dir, 'envs.log');
-    const first = path.join(fx.dir, 'first.pid');
-    // s001's first run hangs (its pid noted); every run notes its fence and whether it was resumed.
-    const cmd = `echo "$DCM_CLOUD|$DCM_STATE|$DCM_ATTEMPT|\${DCM_RESUMED:-0}|$DCM_FENCE" >> ${envs}; if [ "$DCM_CLOUD" = s001 ] && [ ! -e ${first} ]; then echo $$ > ${first}; exec sleep 600; fi`;
-    const logs = path.join(fx.dir, 'logs');
-    setup(fx.db, 3, 3, `
-defaults: {timeout: 3s, kill_grace: 1s}
-states:
-  "*": [sh, -c, ${JSON.stringify(cmd)}]
-`, fx, '--log-dir', logs);
-    const hostA = worker(fx.db, { ...fx.env, DCM_HOST: 'host-a' });
-    await waitFor(() => fs.existsSync(first) && fs.readFileSync(first, 'utf8').trim() !== '', 60_000);
-    await waitFor(() => query<{ n: number }>(fx.db, `SELECT count(*) AS n FROM strategy_step WHERE state = 'complete'`)[0].n === 2, 60_000);
-    const hostB = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' });
-    await waitFor(() => query<{ n: number }>(fx.db, 'SELECT count(*) AS n FROM apply_worker')[0].n === 2, 60_000);
-    // Host A goes for good: its worker, the launcher that would have told the run's end, and the run.
-    const launchers = launcherPids(logs);
-    expect(launchers.size).toBe(1);
-    for (const pid of launchers) process.kill(pid, 'SIGKILL');
-    hostA.child.kill('SIGKILL');
-    process.kill(Number(fs.readFileSync(first, 'utf8')), 'SIGKILL');
-    await hostA.done;
+    const { fx, envs, logs, hostB } = await loseHostA('timeout: 3s');
     const end = await hostB.done;
     expect(end.code).toBe(0);
     expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: 3 }]);
@@ -219,28 +228,7 @@ states:
   }, 180_000);
 
   test('two hosts; a run of a state with no timeout is lost with its host: held as unknown (history, list, status), in flight, never run again blindly; strategy retry runs it again', async () => {
-    f = execFixture();
-    const fx = f;
-    const envs = path.join(fx.dir, 'envs.log');
-    const first = path.join(fx.dir, 'first.pid');
-    // s001's first run hangs (its pid noted); every run notes whether it was resumed.
-    const cmd = `echo "$DCM_CLOUD|$DCM_STATE|$DCM_ATTEMPT|\${DCM_RESUMED:-0}" >> ${envs}; if [ "$DCM_CLOUD" = s001 ] && [ ! -e ${first} ]; then echo $$ > ${first}; exec sleep 600; fi`;
-    const logs = path.join(fx.dir, 'logs');
-    setup(fx.db, 3, 3, `
-defaults: {timeout: none, kill_grace: 1s}
-states:
-  "*": [sh, -c, ${JSON.stringify(cmd)}]
-`, fx, '--log-dir', logs);
-    const hostA = worker(fx.db, { ...fx.env, DCM_HOST: 'host-a' });
-    await waitFor(() => fs.existsSync(first) && fs.readFileSync(first, 'utf8').trim() !== '', 60_000);
-    await waitFor(() => query<{ n: number }>(fx.db, `SELECT count(*) AS n FROM strategy_step WHERE state = 'complete'`)[0].n === 2, 60_000);
-    const hostB = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' });
-    await waitFor(() => query<{ n: number }>(fx.db, 'SELECT count(*) AS n FROM apply_worker')[0].n === 2, 60_000);
-    // Host A goes for good: its worker, the launcher that would have told the run's end, and the run.
-    for (const pid of launcherPids(logs)) process.kill(pid, 'SIGKILL');
-    hostA.child.kill('SIGKILL');
-    process.kill(Number(fs.readFileSync(first, 'utf8')), 'SIGKILL');
-    await hostA.done;
+    const { fx, envs, hostB } = await loseHostA('timeout: none');
     // Host B takes host A over and holds the run: its history says unknown, its step's line why.
     const history = () => JSON.parse(dcmOk(['--db', fx.db, 'strategy-step', 'history', 's001', '-f', 'json']).stdout) as { outcome: string; details: string | null }[];
     await waitFor(() => history().some((h) => h.outcome === 'unknown'), 60_000);
@@ -253,6 +241,10 @@ states:
     expect(status['in flight']).toBe(1);
     expect(status.orchestrator).toMatch(/\nunknown: s001 \(.*, on host-a, no live worker there\): held until `dcm strategy-step resolve s001 --as ok\|failed`, or `dcm strategy retry s001` to run it again$/);
     expect(fs.readFileSync(envs, 'utf8').split('\n').filter((l) => l.startsWith('s001|'))).toHaveLength(1);
+    // Named with a cloud that has no such run: refused, one line, nothing written.
+    const mixed = dcm(['--db', fx.db, 'strategy', 'retry', 's001', 's002']);
+    expect([mixed.code, mixed.stderr]).toEqual([1, 'error: s002: no run of unknown outcome; retry the one of s001 apart\n']);
+    expect(query(fx.db, `SELECT run_id FROM run_end WHERE host LIKE 'operator %'`)).toEqual([]);
     // The operator runs it again: the next attempt, resumed, on host B, which then ends.
     const retry = dcm(['--db', fx.db, 'strategy', 'retry', 's001', '--reason', 'site checked: nothing applied'], { env: { USER: 'alice', DCM_HOST: 'ops' } });
     expect(retry.code).toBe(0);

@@ -23,11 +23,11 @@ afterEach(() => cleanup());
 
 /** Step `id` in `state`, with a last run of `outcome` (none when null). */
 async function put(id: number, state: string, outcome: string | null, retryAt: string | null = null): Promise<void> {
-  await db.prepare('UPDATE strategy_step SET state = ? WHERE id = ?').run(state, id);
+  await db.prepare('UPDATE strategy_step SET state = $1 WHERE id = $2').run(state, id);
   if (outcome === null) return;
   await db.prepare(
     `INSERT INTO step_history (step_id, state, attempt, started_at, finished_at, outcome, retry_at)
-     VALUES (?, ?, 1, '2026-01-01 00:00:00.000000', ?, ?, ?)`,
+     VALUES ($1, $2, 1, '2026-01-01 00:00:00.000000', $3, $4, $5)`,
   ).run(id, state === 'deferred' ? 'pre check' : state, outcome === 'running' ? null : '2026-01-01 00:00:01.000000', outcome, retryAt);
 }
 

@@ -128,7 +128,7 @@ describe('TransitionWriter', () => {
       ['b', 'updating patches', 1, 'running', ''],
       ['a', 'creating VIM patch strategy', 1, 'ok', 'creating VIM patch strategy done'],
     ]);
-    expect(await db.prepare('SELECT name FROM subcloud WHERE patching_sync = ? ORDER BY id').pluck().all('in-sync')).toEqual(['a']);
+    expect(await db.prepare('SELECT name FROM subcloud WHERE patching_sync = $1 ORDER BY id').pluck().all('in-sync')).toEqual(['a']);
   });
 
   test('a run started as the next attempt follows the history of its step and state, in the order of the batch, and says its number', async () => {
