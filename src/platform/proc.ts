@@ -128,6 +128,7 @@ export function scanProcesses(
   }
   countPass();
   const prefix = Buffer.from(`${name}=`);
+  const started = new Map<number, number>();
   for (const e of entries) {
     const c = e.charCodeAt(0);
     if (c < 48 || c > 57 || Number(e) === process.pid) continue;
@@ -146,8 +147,12 @@ export function scanProcesses(
     if (at < 0) continue;
     const end = env.indexOf(0, at);
     const value = env.toString('utf8', at + prefix.length, end < 0 ? env.length : end);
-    if (values.has(value)) push(tagged, value, Number(e));
+    if (!values.has(value)) continue;
+    push(tagged, value, Number(e));
+    started.set(Number(e), s.starttime);
   }
+  // /proc is listed as text (1022 before 998): the oldest process of a tag first, its leader as a rule.
+  for (const list of tagged.values()) list.sort((a, b) => started.get(a)! - started.get(b)! || a - b);
   return { tagged, members };
 }
 

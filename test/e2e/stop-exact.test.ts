@@ -34,7 +34,7 @@ const stopAt = async (db: string, to: string): Promise<string[]> =>
   await withSql(db, async (d) =>
     await d
       .transaction(async (tx) => {
-        if ((await tx.prepare("UPDATE strategy SET state = ? WHERE id = 1 AND state = 'applying'").run(to)).changes !== 1) throw new Error(`the strategy is not applying: no ${to}`);
+        if ((await tx.prepare("UPDATE strategy SET state = $1 WHERE id = 1 AND state = 'applying'").run(to)).changes !== 1) throw new Error(`the strategy is not applying: no ${to}`);
         return await started(db, tx);
       })
       .immediate(),
