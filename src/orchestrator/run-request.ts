@@ -8,6 +8,7 @@
  */
 import type { OperationRequest } from '../drivers/driver.js';
 import { fieldTexts } from '../domain/fields.js';
+import { visible } from '../domain/outside-text.js';
 import { readLabels, type Labels } from '../domain/inventory.js';
 import type { ExtraArgs } from '../domain/options.js';
 import type { ConfigBook } from '../domain/strategy-config.js';
@@ -67,46 +68,9 @@ export class RunRequests {
    * only for a subcloud that has one, and no fields.
    */
   async request(worker: Worker, c: RunContext): Promise<OperationRequest> {
-    const { step, state, attempt } = worker;
     const labelled = this.labelled;
-    const read = labelled === null || labelled.has(step.subcloudId) ? await this.subcloudFields(step) : null;
-    return {
-      cloud: step.cloud,
-      type: c.type,
-      state,
-      stateIndex: c.states.indexOf(state),
-      states: c.states,
-      attempt,
-      resumed: c.resumed,
-      failures: c.failures,
-      stage: step.stage,
-      campaign: c.campaign,
-      fence: c.fence,
-      extra: c.extra,
-      options: c.config.optionsFor(step.subcloudId),
-      // Read from the store only by a driver that asks (exec's placeholders; the sim, for its
-      // sim_unreachable label, at a step's first state, only for a subcloud that has it), once per
-      // subcloud in flight.
-      get subcloud() {
-        // A driver with `labelKeys` reads no fields (the sim reads its label only).
-        if (!read) throw new Error(`the fields of ${step.cloud} were not read: its driver names the labels it reads (labelKeys)`);
-        return read.fields;
-      },
-      get labels() {
-        return read ? read.labels : NO_LABELS;
-      },
-      get signal() {
-        if (!worker.controller) {
-          worker.controller = new AbortController();
-          if (worker.abandoned) worker.controller.abort();
-        }
-        return worker.controller.signal;
-      },
-      // Recorded by the next commit, in one transaction for all: until then the run's own pid
-      // file beside its log tells a later apply where the run is.
-      onStarted: c.onStarted,
-      onProgress: c.onProgress,
-    };
+    const id = worker.step.subcloudId;
+    return new Request(worker, c, labelled === null || labelled.has(id) ? await this.subcloudFields(worker.step) : null);
   }
 
   private async subcloudFields(step: CursorStep): Promise<Fields> {
@@ -118,5 +82,77 @@ export class RunRequests {
       this.fields.set(step.id, f);
     }
     return f;
+  }
+}
+
+/**
+ * One run's request: a class, so that its getters are the prototype's, not three closures made
+ * for every run (with the request's own, a kilobyte of garbage a run, figure 1's GC).
+ */
+class Request implements OperationRequest {
+  readonly cloud: string;
+  readonly type: StrategyType;
+  readonly state: string;
+  readonly stateIndex: number;
+  readonly states: readonly string[];
+  readonly attempt: number;
+  readonly resumed: boolean;
+  readonly failures: number;
+  readonly stage: number;
+  readonly campaign: string;
+  readonly fence: string | undefined;
+  readonly extra: ExtraArgs;
+  readonly options: Readonly<Record<string, string | number>>;
+  // Recorded by the next commit, in one transaction for all: until then the run's own pid file
+  // beside its log tells a later apply where the run is.
+  readonly onStarted: (proc: RunProcess) => void;
+  readonly onProgress: (text: string) => void;
+  // Private to the class (#): a driver that copies or prints the request never sees them.
+  readonly #worker: Worker;
+  readonly #read: Fields | null;
+
+  constructor(worker: Worker, c: RunContext, read: Fields | null) {
+    const { step, state } = worker;
+    this.#worker = worker;
+    this.#read = read;
+    this.cloud = step.cloud;
+    this.type = c.type;
+    this.state = state;
+    this.stateIndex = c.states.indexOf(state);
+    this.states = c.states;
+    this.attempt = worker.attempt;
+    this.resumed = c.resumed;
+    this.failures = c.failures;
+    this.stage = step.stage;
+    this.campaign = c.campaign;
+    this.fence = c.fence;
+    this.extra = c.extra;
+    this.options = c.config.optionsFor(step.subcloudId);
+    this.onStarted = c.onStarted;
+    // Outside text (the site's script wrote it), escaped as every driver's words are (drivers/visible.ts).
+    const progress = c.onProgress;
+    this.onProgress = (text) => progress(visible(text));
+  }
+
+  // Read from the store only by a driver that asks (exec's placeholders; the sim, for its
+  // sim_unreachable label, at a step's first state, only for a subcloud that has it), once per
+  // subcloud in flight.
+  get subcloud(): Record<string, string | null> {
+    // A driver with `labelKeys` reads no fields (the sim reads its label only).
+    if (!this.#read) throw new Error(`the fields of ${this.cloud} were not read: its driver names the labels it reads (labelKeys)`);
+    return this.#read.fields;
+  }
+
+  get labels(): Labels {
+    return this.#read ? this.#read.labels : NO_LABELS;
+  }
+
+  get signal(): AbortSignal {
+    const worker = this.#worker;
+    if (!worker.controller) {
+      worker.controller = new AbortController();
+      if (worker.abandoned) worker.controller.abort();
+    }
+    return worker.controller.signal;
   }
 }

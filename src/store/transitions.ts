@@ -199,14 +199,15 @@ export class TransitionWriter {
 
   private async apply(tx: Db, t: Transition): Promise<Written> {
     const at = now();
-    let closed: RunResult | undefined;
-    if (t.close) {
-      const c = t.close;
-      closed = await this.closeRun.run(c.outcome, c.finishedAt, recordText(c.details), c.retryAt ?? null, c.historyId);
-    }
-    const updated = await this.update.run(t.to, recordText(t.details), t.startAttempt ?? null, at, t.ended ? 1 : 0, at, at, t.stepId, t.from);
-    const opened = t.startAttempt !== undefined ? await this.openRun.run(t.stepId, t.to, t.startAttempt, at) : undefined;
-    if (t.completes) await this.sync.get(t.completes.endpoint)!.run(at, t.subcloudId);
+    const c = t.close;
+    // Sent together and awaited once: on a file each runs as it is called, in this order (a turn
+    // of the event loop a statement was a fifth of the garbage of figure 1).
+    const [closed, updated, opened] = await Promise.all([
+      c ? this.closeRun.run(c.outcome, c.finishedAt, recordText(c.details), c.retryAt ?? null, c.historyId) : undefined,
+      this.update.run(t.to, recordText(t.details), t.startAttempt ?? null, at, t.ended ? 1 : 0, at, at, t.stepId, t.from),
+      t.startAttempt !== undefined ? this.openRun.run(t.stepId, t.to, t.startAttempt, at) : undefined,
+      t.completes ? this.sync.get(t.completes.endpoint)!.run(at, t.subcloudId) : undefined,
+    ]);
     // The site's own word, after what completion assumes: the inventory follows what it reports.
     if (t.observed) {
       const o = t.observed;

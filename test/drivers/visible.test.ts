@@ -1,7 +1,8 @@
 /**
- * A driver's words as dcm passes them on (src/drivers/visible.ts): a run's reason, details and
- * progress, an adopted run's result, an audit's failure and a site's software version, escaped and
- * cut; everything else of the driver is its own.
+ * A driver's words as dcm passes them on (src/drivers/visible.ts): a run's reason and details, an
+ * adopted run's result, an audit's failure and a site's software version, escaped and cut;
+ * everything else of the driver is its own. A run's progress is escaped by its request
+ * (test/orchestrator/run-request.test.ts).
  */
 import { expect, test } from '@jest/globals';
 import { visibleDriver } from '../../src/drivers/visible.js';
@@ -34,11 +35,11 @@ class Fake implements Driver {
 
 const req = (onProgress?: (t: string) => void) => ({ cloud: 'c', state: 's', onProgress }) as unknown as OperationRequest;
 
-test("a run's reason and progress, an adopted run's result, a site's version: escaped", async () => {
+test("a run's reason, an adopted run's result, a site's version: escaped; the request reaches the driver as made", async () => {
   const said: string[] = [];
   const d = visibleDriver(new Fake({ kind: 'failed', reason: `exit 4: ${HOSTILE}` }));
   expect(await d.run(req((t) => said.push(t)))).toEqual({ kind: 'failed', reason: `exit 4: ${SHOWN}` });
-  expect(said).toEqual([`50% ${SHOWN}`]);
+  expect(said).toEqual([`50% ${HOSTILE}`]);
   const a = d.adopt!({} as never, req());
   expect(a.kind === 'wait' && (await a.result)).toEqual({ kind: 'failed', reason: `exit 4: ${SHOWN}` });
   expect(await d.audit!({} as never)).toEqual({ ok: true, report: { software_version: `24.09${SHOWN}`, availability: 'online' } });

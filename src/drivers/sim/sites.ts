@@ -206,14 +206,13 @@ export class SiteBook {
     );
     const write = async (sites: Site[], finishes: { site: Site; owner: string }[]): Promise<boolean[]> => {
       if (this.writeMany) return this.writeMany(sites, finishes);
-      for (const s of sites) await this.upsert.run(...row(s));
-      // Every write first, then what each finish changed.
-      const kept: boolean[] = [];
-      for (const { site: s, owner } of finishes) {
-        const r = await this.finishRun.run(s.campaign, s.done, s.vim, s.softwareVersion ?? null, syncJson(s), s.name, owner);
-        kept.push(r.changes === 1);
-      }
-      return kept;
+      // Every write first, then what each finish changed; sent together and awaited once (on a
+      // file each runs as it is called, in order), as the store's batches are.
+      const [, ended] = await Promise.all([
+        Promise.all(sites.map((s) => this.upsert.run(...row(s)))),
+        Promise.all(finishes.map(({ site: s, owner }) => this.finishRun.run(s.campaign, s.done, s.vim, s.softwareVersion ?? null, syncJson(s), s.name, owner))),
+      ]);
+      return ended.map((r) => r.changes === 1);
     };
     this.flushTx = (sites: Site[], finishes: { site: Site; owner: string }[] = []) => this.db.transaction(async () => write(sites, finishes)).immediate();
   }
