@@ -70,7 +70,7 @@ export class RunRequests {
   async request(worker: Worker, c: RunContext): Promise<OperationRequest> {
     const labelled = this.labelled;
     const id = worker.step.subcloudId;
-    return new Request(worker, c, labelled === null || labelled.has(id) ? await this.subcloudFields(worker.step) : null);
+    return new RunRequest(worker, c, labelled === null || labelled.has(id) ? await this.subcloudFields(worker.step) : null);
   }
 
   private async subcloudFields(step: CursorStep): Promise<Fields> {
@@ -89,7 +89,7 @@ export class RunRequests {
  * One run's request: a class, so that its getters are the prototype's, not three closures made
  * for every run (with the request's own, a kilobyte of garbage a run, figure 1's GC).
  */
-class Request implements OperationRequest {
+class RunRequest implements OperationRequest {
   readonly cloud: string;
   readonly type: StrategyType;
   readonly state: string;
