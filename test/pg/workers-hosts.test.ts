@@ -247,7 +247,13 @@ states:
     const c = worker(fx.db, { ...fx.env, DCM_HOST: 'host-c' });
     await waitFor(() => query<{ n: number }>(fx.db, `SELECT count(*) AS n FROM apply_worker WHERE host = 'host-c'`)[0].n === 1, 60_000);
     b.child.kill('SIGSTOP');
-    await waitFor(() => takeovers() === 2, 60_000, 50);
+    try {
+      await waitFor(() => takeovers() === 2, 60_000, 50);
+    } catch (e) {
+      // What host-c did meanwhile, and what the store says (a busy CI run met this once, unexplained).
+      const events = query(fx.db, 'SELECT at, event, host, details FROM strategy_event ORDER BY id');
+      throw new Error(`${(e as Error).message}\nhost-c exited ${c.child.exitCode}, stderr:\n${c.stderr().slice(-3_000)}\nhost-b stderr:\n${b.stderr().slice(-2_000)}\nworkers: ${JSON.stringify(query(fx.db, 'SELECT * FROM apply_worker'))}\nevents: ${JSON.stringify(events)}`);
+    }
     b.child.kill('SIGCONT');
     const endB = await b.done;
     expect(endB.code).toBe(4);
