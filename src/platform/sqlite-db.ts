@@ -62,7 +62,7 @@ class SqliteStatement implements Statement {
   private call(method: 'get' | 'all' | 'run', params: unknown[]): Promise<unknown> {
     if (this.turns.held !== this.inside) return this.later(method, params);
     try {
-      return Promise.resolve(this.stmt[method](...(this.byNumber ? numberedValues(params) : params)));
+      return Promise.resolve(this.stmt[method](...this.values(params)));
     } catch (err) {
       return Promise.reject(err);
     }
@@ -71,12 +71,16 @@ class SqliteStatement implements Statement {
   /** Once the connection's turn is this statement's (a transaction's body's, or nobody's). */
   private async later(method: 'get' | 'all' | 'run', params: unknown[]): Promise<unknown> {
     await this.turns.settle(this.inside);
-    return this.stmt[method](...(this.byNumber ? numberedValues(params) : params));
+    return this.stmt[method](...this.values(params));
+  }
+
+  private values(params: unknown[]): unknown[] {
+    return this.byNumber ? numberedValues(params) : params;
   }
 
   async *iterate(...params: unknown[]): AsyncIterableIterator<unknown> {
     if (this.turns.held !== this.inside) await this.turns.settle(this.inside);
-    yield* this.stmt.iterate(...(this.byNumber ? numberedValues(params) : params));
+    yield* this.stmt.iterate(...this.values(params));
   }
 
   pluck(on = true): this {

@@ -200,8 +200,9 @@ export class TransitionWriter {
   private async apply(tx: Db, t: Transition): Promise<Written> {
     const at = now();
     const c = t.close;
-    // Sent together and awaited once: on a file each runs as it is called, in this order (a turn
-    // of the event loop a statement was a fifth of the garbage of figure 1).
+    // Sent together and awaited once (a file's path only: a server writes its batch its own way).
+    // Each runs as it is called, in this order; an await each was a promise and a resumed frame
+    // per statement, figure 1's garbage (BENCHMARKS.md).
     const [closed, updated, opened] = await Promise.all([
       c ? this.closeRun.run(c.outcome, c.finishedAt, recordText(c.details), c.retryAt ?? null, c.historyId) : undefined,
       this.update.run(t.to, recordText(t.details), t.startAttempt ?? null, at, t.ended ? 1 : 0, at, at, t.stepId, t.from),
