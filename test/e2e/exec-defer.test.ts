@@ -142,7 +142,9 @@ states:
   "*": [${f.step}]
 `);
     dcmQuickOk([...db(), 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '2',
-      '--driver', 'exec', '--exec-config', cfg, '--defer-delay', '100ms', '--defer-until', '3s']);
+      // A deadline well past the first try's 700 ms and its kill: a busy CI (the other versions'
+      // installs beside the suite) once took 3 s from the first start to that try's end.
+      '--driver', 'exec', '--exec-config', cfg, '--defer-delay', '100ms', '--defer-until', '6s']);
     const r = dcm([...db(), 'strategy', 'apply'], { env: f.env });
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/ s1: deferred \(pre check: timed out after 700ms; deferred \(1\), tried again in 100ms\)\n/);
