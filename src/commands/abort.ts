@@ -10,7 +10,7 @@ import { liveWorkers } from '../orchestrator/workers.js';
 import { checkReason, EVENTS } from '../domain/events.js';
 import { whoAmI } from '../platform/who.js';
 import { recordEvent } from '../store/events.js';
-import { withExistingWriteDb } from './context.js';
+import { runtimeOf, withExistingWriteDb } from './context.js';
 import { strategyNotFound, theStrategy } from './strategy.js';
 import { liveRuns, nameLive, resolveHint } from './live-runs.js';
 import type { Outcome } from './results.js';
@@ -30,8 +30,9 @@ export async function strategyAbort(ctx: RunCtx, type?: StrategyType, reasonText
     const s = await theStrategy(db, type);
     const holder = await readLock(db);
     // On a PostgreSQL store the strategy's workers (orchestrator/workers.ts) carry an abort out.
-    const workers = await liveWorkers(db);
-    const running = (holder !== undefined && holderAlive(holder)) || workers.length > 0;
+    const rt = runtimeOf(ctx);
+    const workers = await liveWorkers(db, rt);
+    const running = (holder !== undefined && holderAlive(holder, rt)) || workers.length > 0;
     // A paused strategy is aborted as an applying one is (SPEC §4 "Control while applying"); one
     // left aborting by an abort that had to leave a live run is finished by a later abort.
     const abortable = ['applying', 'paused'];

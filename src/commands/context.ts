@@ -10,6 +10,7 @@ import { PRIVATE_FILE } from '../platform/private.js';
 import { isPgUrl } from '../domain/db-url.js';
 import type { RowStream } from './results.js';
 import type { LeftRunRow } from '../store/runs.js';
+import { realRuntime, type ProcessRuntime } from '../platform/runtime.js';
 
 export interface Ctx {
   dbPath: string;
@@ -25,6 +26,19 @@ export interface Ctx {
    * its simulated processes, and answer for their own runs (sim/world.ts).
    */
   runLives?: (left: LeftRunRow) => number | null;
+  /**
+   * The runtime the command runs on (platform/runtime.ts): its clock stamps what it writes, and its
+   * process table says whether an orchestrator lives. This process's when unset; the simulator's
+   * operator has its own.
+   */
+  runtime?: ProcessRuntime;
+}
+
+let real: ProcessRuntime | null = null;
+
+/** The command's runtime: the context's, else this process's. */
+export function runtimeOf(ctx: Pick<Ctx, 'runtime'>): ProcessRuntime {
+  return ctx.runtime ?? (real ??= realRuntime());
 }
 
 /** What a command gets when the CLI runs it: the file, and the CLI's answers to quiet and confirmation. */
@@ -44,20 +58,20 @@ export interface RunCtx extends Ctx {
  * meanwhile is never overwritten or removed (the command then runs again, on that file).
  */
 export async function withWriteDb<T>(ctx: Ctx, fn: (db: Db) => T | Promise<T>): Promise<T> {
-  if (isPgUrl(ctx.dbPath)) return await withServerFaults(ctx.dbPath, async () => runInTransaction((await openDb(ctx.dbPath, { create: true }))!, ctx, fn));
+  if (isPgUrl(ctx.dbPath)) return await withServerFaults(ctx.dbPath, async () => runInTransaction((await openDb(ctx.dbPath, { create: true, clock: runtimeOf(ctx).clock }))!, ctx, fn));
   return await withFileFaults(ctx.dbPath, async () => {
     for (;;) {
       const p = inspectDbPath(ctx.dbPath);
-      removeStaleTemps(p.real);
-      if (p.exists) return await runInTransaction((await openDb(ctx.dbPath, { create: true }))!, ctx, fn);
+      removeStaleTemps(p.real, runtimeOf(ctx));
+      if (p.exists) return await runInTransaction((await openDb(ctx.dbPath, { create: true, clock: runtimeOf(ctx).clock }))!, ctx, fn);
       checkDbPath(ctx.dbPath, false);
-      const tmp = tempName(p.real, process.pid, crypto.randomBytes(4).toString('hex'));
+      const tmp = tempName(p.real, runtimeOf(ctx).procs.self, crypto.randomBytes(4).toString('hex'));
       try {
         // Created 0600 before SQLite opens it: the file may hold a sysadmin password (SPEC §8).
         fs.closeSync(fs.openSync(tmp, 'wx', PRIVATE_FILE));
         let db: Db;
         try {
-          db = (await openDb(tmp, { create: true }))!;
+          db = (await openDb(tmp, { create: true, clock: runtimeOf(ctx).clock }))!;
         } catch (err) {
           if (err instanceof OperationError) throw new OperationError(err.message.split(tmp).join(ctx.dbPath));
           throw err;
@@ -122,13 +136,13 @@ async function runInTransaction<T>(db: Db, ctx: Ctx, fn: (db: Db) => T | Promise
 export async function withExistingWriteDb<T>(ctx: Ctx, fn: (db: Db) => T | Promise<T>): Promise<T | null> {
   if (isPgUrl(ctx.dbPath)) {
     return await withServerFaults(ctx.dbPath, async () => {
-      const db = await openDb(ctx.dbPath, { create: false });
+      const db = await openDb(ctx.dbPath, { create: false, clock: runtimeOf(ctx).clock });
       return db ? await runInTransaction(db, ctx, fn) : null;
     });
   }
   return await withFileFaults(ctx.dbPath, async () => {
-    removeStaleTemps(inspectDbPath(ctx.dbPath).real);
-    const db = await openDb(ctx.dbPath, { create: false, write: true });
+    removeStaleTemps(inspectDbPath(ctx.dbPath).real, runtimeOf(ctx));
+    const db = await openDb(ctx.dbPath, { create: false, write: true, clock: runtimeOf(ctx).clock });
     return db ? await runInTransaction(db, ctx, fn) : null;
   });
 }
@@ -136,7 +150,7 @@ export async function withExistingWriteDb<T>(ctx: Ctx, fn: (db: Db) => T | Promi
 /** Run `fn` on the file, or return `empty` when the file does not exist (nothing is created). */
 export async function withReadDb<T>(ctx: Ctx, empty: T, fn: (db: Db) => T | Promise<T>): Promise<T> {
   return await withStoreFaults(ctx.dbPath, async () => {
-    const db = await openReader(ctx.dbPath);
+    const db = await openReader(ctx.dbPath, runtimeOf(ctx));
     if (!db) return empty;
     try {
       return await fn(db);
@@ -158,7 +172,7 @@ export function readRows<T>(ctx: Ctx, fn: (db: Db) => AsyncIterable<T>): RowStre
   return {
     streamed: true,
     async *[Symbol.asyncIterator]() {
-      const db = await withStoreFaults(ctx.dbPath, () => openReader(ctx.dbPath));
+      const db = await withStoreFaults(ctx.dbPath, () => openReader(ctx.dbPath, runtimeOf(ctx)));
       if (!db) return;
       let it: AsyncIterator<T> | undefined;
       try {
@@ -178,9 +192,9 @@ export function readRows<T>(ctx: Ctx, fn: (db: Db) => AsyncIterable<T>): RowStre
 }
 
 /** A reader's connection to the database, or null when there is none (no file, no dcm schema). */
-export async function openReader(dbPath: string): Promise<Db | null> {
-  if (!isPgUrl(dbPath)) removeStaleTemps(inspectDbPath(dbPath).real);
-  return await openDb(dbPath, { create: false });
+export async function openReader(dbPath: string, rt: ProcessRuntime): Promise<Db | null> {
+  if (!isPgUrl(dbPath)) removeStaleTemps(inspectDbPath(dbPath).real, rt);
+  return await openDb(dbPath, { create: false, clock: rt.clock });
 }
 
 /** A store's faults as the user's errors: a file's or a server's (store/faults.ts). */

@@ -72,7 +72,7 @@ export async function dryRunView(db: Db | null, plan: Plan, type: StrategyType, 
 async function windowedParts(db: Db, plan: Plan): Promise<{ parts: Map<number, WindowedPart[]>; nowMs: number } | null> {
   const groups = await groupsWithWindows(db);
   if (groups.length === 0) return null;
-  const nowMs = windowClock(process.env)();
+  const nowMs = windowClock(process.env, db.clock)();
   const groupOf = await subcloudGroupsOf(db, groups.map((g) => g.id));
   const opensAt = new Map<number, (atMs: number) => number>();
   for (const g of groups) {

@@ -13,6 +13,7 @@ import { liveRunPid } from '../drivers/exec/liveness.js';
 import { getStrategy } from '../store/strategy.js';
 import { layoutOf } from '../domain/logs.js';
 import { withReadDb, type Ctx } from './context.js';
+import type { ProcessRuntime } from '../platform/runtime.js';
 import { hostName } from '../platform/who.js';
 import { isPgUrl } from '../domain/db-url.js';
 
@@ -97,9 +98,9 @@ export async function waitForLiveRuns(ctx: Ctx, quiet: boolean): Promise<void> {
  * line each; none on a file (one host, whose runs are seen through their files) or for the sim
  * driver (its runs on a host that is gone run again when taken over).
  */
-export async function unknownEnds(db: Db, strategy: { created_at: string; extra: Record<string, unknown> }): Promise<string[]> {
+export async function unknownEnds(db: Db, strategy: { created_at: string; extra: Record<string, unknown> }, rt: Pick<ProcessRuntime, 'procs' | 'host'>): Promise<string[]> {
   if (!isPgUrl(db.name) || strategy.extra.driver !== 'exec') return [];
-  const watched = new Set((await liveWorkers(db)).map((w) => w.host));
+  const watched = new Set((await liveWorkers(db, rt)).map((w) => w.host));
   const held = await unknownRuns(db);
   const out: string[] = [];
   for (const l of (await leftRunning(db))) {

@@ -38,9 +38,8 @@ import { getStrategy, type Strategy } from '../store/strategy.js';
 import { findSubcloud } from '../store/subclouds.js';
 import { runHostsElsewhere } from '../store/runs.js';
 import { hostName } from '../platform/who.js';
-import { onSignals } from '../orchestrator/signals.js';
 import { setLongTimeout } from '../platform/timers.js';
-import type { Ctx } from './context.js';
+import { runtimeOf, type Ctx } from './context.js';
 
 /** Where the logs go: stdout for the output, stderr for notes. */
 export interface LogSink {
@@ -311,7 +310,7 @@ async function follow(ctx: Ctx, db: Db, t: Target, cloud: string, opts: LogsOpti
   const offsets = new Map<string, number>();
   let signal: NodeJS.Signals | null = null;
   let wake: (() => void) | null = null;
-  const removeSignals = onSignals((s) => {
+  const removeSignals = runtimeOf(ctx).signals.listen((s) => {
     signal = s;
     wake?.();
   });

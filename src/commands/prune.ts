@@ -11,7 +11,7 @@ import { layoutOf, strategyLogDir } from '../domain/logs.js';
 import { timeAt } from '../store/clock.js';
 import { archivedBefore, removeArchived } from '../store/archive.js';
 import { windowClock } from '../orchestrator/test-env.js';
-import { withExistingWriteDb, type Ctx } from './context.js';
+import { runtimeOf, withExistingWriteDb, type Ctx } from './context.js';
 import { looksLikeStrategyFolder, measure } from './prune-logs.js';
 import type { Outcome } from './results.js';
 
@@ -37,7 +37,7 @@ export async function pruneStrategies(ctx: Ctx, opts: PruneStrategiesOptions): P
   // The option on its own first, as a usage error, before the file is read.
   const ageMs = ageOption('--older', opts.older);
   // The test clock (DCM_TEST_HOOKS=1 DCM_TEST_CLOCK=ISO) ages the records without waiting.
-  const cutoff = timeAt(windowClock(process.env)() - ageMs);
+  const cutoff = timeAt(windowClock(process.env, runtimeOf(ctx).clock)() - ageMs);
   const found = await withExistingWriteDb(ctx, async (db) => {
     const old = await archivedBefore(db, cutoff);
     if (!opts.dryRun) await removeArchived(db, old.map((s) => s.id));

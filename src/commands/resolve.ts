@@ -25,7 +25,7 @@ import type { Db } from '../store/open.js';
 import { findStep } from '../store/steps.js';
 import { getStrategy } from '../store/strategy.js';
 import { subcloudNameOf } from '../store/subclouds.js';
-import { withExistingWriteDb, type RunCtx } from './context.js';
+import { runtimeOf, withExistingWriteDb, type RunCtx } from './context.js';
 import type { CommandResult } from './results.js';
 import { strategyNotFound } from './strategy.js';
 import type { Strategy } from '../store/strategy.js';
@@ -48,7 +48,7 @@ export async function stepResolve(ctx: RunCtx, cloud: string, as: ResolveAs, rea
     const left = (await leftRunning(db)).find((l) => l.cloud === name);
     if (!left) throw new OperationError(`${name} has no run going (its step is ${step.state}): nothing to resolve`);
     const run = `${left.state}, attempt ${left.attempt}, on ${left.host ?? 'an unknown host'}`;
-    const watcher = left.host === null ? undefined : (await liveWorkers(db)).find((w) => w.host === left.host);
+    const watcher = left.host === null ? undefined : (await liveWorkers(db, runtimeOf(ctx))).find((w) => w.host === left.host);
     if (watcher) throw new OperationError(`${name}'s run (${run}) is watched by a live worker there (pid ${watcher.pid}): its end comes from it`);
     const runId = runIdOf({ campaign: s.created_at, cloud: name, state: left.state, attempt: left.attempt });
     // Committed by its worker, never handed to its launcher (it stopped first): it never ran, and

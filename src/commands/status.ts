@@ -30,7 +30,8 @@ import { unknownEnds } from './live-runs.js';
 import { storeClockMs, workerStatuses } from '../store/workers.js';
 import { show, type Result, type ShowResult, type Value } from './plain-results.js';
 import { strategyNotFound, theStrategy } from './strategy.js';
-import { withReadDb, type Ctx } from './context.js';
+import { runtimeOf, withReadDb, type Ctx } from './context.js';
+import type { ProcessRuntime } from '../platform/runtime.js';
 import type { CommandResult, Printable, StepLine } from './results.js';
 import { sleep } from '../platform/timers.js';
 import { gateLines } from '../domain/stage-gates.js';
@@ -130,7 +131,7 @@ function budgetText(stored: string | null, stopOnFailure: boolean, total: number
  * The apply lock's holder; on a PostgreSQL store, the strategy's workers instead (one line each:
  * host, pid, heartbeat age, subclouds in flight and ended).
  */
-async function orchestratorText(db: Db, nowMs: number, unknown: readonly string[]): Promise<string | null> {
+async function orchestratorText(db: Db, rt: ProcessRuntime, nowMs: number, unknown: readonly string[]): Promise<string | null> {
   const workers = await workerStatuses(db);
   if (workers.length || unknown.length) {
     // Heartbeats are on the store's clock, not this host's.
@@ -146,7 +147,7 @@ async function orchestratorText(db: Db, nowMs: number, unknown: readonly string[
   const lock = await readLock(db);
   if (!lock) return null;
   const age = formatSpan(Math.max(0, nowMs - lock.heartbeat_ms));
-  const alive = holderAlive(lock, nowMs);
+  const alive = holderAlive(lock, rt, nowMs);
   return `pid ${lock.pid} on ${lock.host}, heartbeat ${age} ago${alive ? '' : ' (gone)'}`;
 }
 
@@ -162,7 +163,7 @@ async function maintenanceText(db: Db): Promise<string | null> {
   if (groups.length === 0) return null;
   const waiting = await initialStepsByGroup(db, groups.map((g) => g.id));
   if (waiting.size === 0) return null;
-  windowNow ??= windowClock(process.env);
+  windowNow ??= windowClock(process.env, db.clock);
   const now = new Date(windowNow());
   const lines: string[] = [];
   for (const g of groups) {
@@ -199,7 +200,7 @@ async function holdOf(
   let latest: { ms: number; label: string } | null = null;
   const groups = await groupsWithWindows(db);
   if (groups.length) {
-    windowNow ??= windowClock(process.env);
+    windowNow ??= windowClock(process.env, db.clock);
     const wnow = windowNow();
     const byStage = await initialStepsByStageGroup(db, groups.map((g) => g.id));
     const closedOf = new Map<number, ClosedWindow>();
@@ -231,11 +232,11 @@ async function holdOf(
  * counts come from one moment, so an operation that starts between two of its reads is never
  * counted as in flight beside a step still counted as initial.
  */
-export async function statusRecord(db: Db, type: StrategyType | undefined, nowMs: number): Promise<{ record: ShowResult; state: string }> {
-  return await db.transaction(async (tx) => readStatus(tx, type, nowMs)).deferred();
+export async function statusRecord(db: Db, type: StrategyType | undefined, rt: ProcessRuntime, nowMs = rt.clock.wall()): Promise<{ record: ShowResult; state: string }> {
+  return await db.transaction(async (tx) => readStatus(tx, type, rt, nowMs)).deferred();
 }
 
-async function readStatus(db: Db, type: StrategyType | undefined, nowMs: number): Promise<{ record: ShowResult; state: string }> {
+async function readStatus(db: Db, type: StrategyType | undefined, rt: ProcessRuntime, nowMs: number): Promise<{ record: ShowResult; state: string }> {
   const s = await theStrategy(db, type);
   const stageRows = await listStages(db);
   const windows = new Map(stageRows.map((r) => [r.stage, r.max_parallel]));
@@ -306,7 +307,7 @@ async function readStatus(db: Db, type: StrategyType | undefined, nowMs: number)
     elapsed,
     eta,
     'estimate from': source,
-    orchestrator: await orchestratorText(db, nowMs, ended ? [] : await unknownEnds(db, s)),
+    orchestrator: await orchestratorText(db, rt, nowMs, ended ? [] : await unknownEnds(db, s, rt)),
     maintenance: ended ? null : await maintenanceText(db),
   };
   return { record: show(STATUS_FIELDS.map((f) => [f, values[f]])), state: s.state };
@@ -363,7 +364,7 @@ async function watchLoop(
 }
 
 export async function strategyStatus(ctx: Ctx, type?: StrategyType): Promise<Result> {
-  const r = await withReadDb(ctx, null, async (db) => await getStrategy(db) ? (await statusRecord(db, type, Date.now())).record : null);
+  const r = await withReadDb(ctx, null, async (db) => await getStrategy(db) ? (await statusRecord(db, type, runtimeOf(ctx))).record : null);
   if (!r) strategyNotFound(type);
   return r;
 }
@@ -376,7 +377,7 @@ export async function watchStatus(ctx: Ctx, type: StrategyType | undefined, o: W
     await watchLoop(
       ctx,
       async (db) => {
-        const { record, state } = await statusRecord(db, type, Date.now());
+        const { record, state } = await statusRecord(db, type, runtimeOf(ctx));
         return { result: record, done: STRATEGY_ENDED.includes(state) ? exitForState(state) : null };
       },
       emit,

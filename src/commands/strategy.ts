@@ -427,7 +427,7 @@ export async function strategyDelete(ctx: Ctx, type?: StrategyType, opts: { wait
     const id = await archiveStrategy(db, `${who.user}@${who.host}`);
     // dcmanager's API answers with the record it marked `deleting` (its updated_at stamped), then
     // removes it in the background; dcm has removed it already, and prints what dcmanager prints.
-    return { id, strategy: { ...s, state: 'deleting', updated_at: now() } };
+    return { id, strategy: { ...s, state: 'deleting', updated_at: now(db) } };
   });
   if (!result) return strategyNotFound(type);
   return {

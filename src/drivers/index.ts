@@ -127,12 +127,12 @@ export function endsReachStore(extra: ExtraArgs): boolean {
   return MODULES[parseDriverName(typeof extra.driver === 'string' ? extra.driver : undefined)].endsReachStore === true;
 }
 
-export async function createDriver(dbPath: string, strategy: StoredStrategy): Promise<Driver> {
+/** The strategy's driver as its module makes it: the apply wraps it (visible.ts, the audit) itself. */
+export async function createRawDriver(dbPath: string, strategy: StoredStrategy): Promise<Driver> {
   const extra = strategy.extra;
-  // What a driver says comes from its sites: escaped and cut before anyone prints or keeps it.
-  const { visibleDriver } = await import('./visible.js');
-  return visibleDriver(await MODULES[parseDriverName(typeof extra.driver === 'string' ? extra.driver : undefined)].create(dbPath, strategy));
+  return await MODULES[parseDriverName(typeof extra.driver === 'string' ? extra.driver : undefined)].create(dbPath, strategy);
 }
+
 
 /**
  * The runs the exec driver would start for one subcloud, as a function to call once the plan is

@@ -123,9 +123,9 @@ export class CommitLoop {
         throw new Error('a deferral decided with no verdict read');
       },
     };
-    this.committer = new Committer(rt.db, type, fence, (t) => progress.warn(t), rt.hooks, rt.counters, rt.timers);
+    this.committer = new Committer(rt.db, type, fence, (t) => progress.warn(t), rt.hooks, rt.counters, rt);
     this.procs = new RunProcesses(() => this.schedule(), rt.timers);
-    this.details = new RunDetails(() => this.schedule(), rt.now, rt.timers);
+    this.details = new RunDetails(() => this.schedule(), rt.clock.mono, rt.timers);
   }
 
   /** A transition to commit with the next batch. */
@@ -148,7 +148,7 @@ export class CommitLoop {
   /** A driver's answer arrives here and nowhere else. */
   report(stepId: number, opId: number, result: ReportResult): void {
     if (this.host.done()) return;
-    this.reports.push({ stepId, opId, result, finishedAt: now(), finishedMs: this.rt.now() });
+    this.reports.push({ stepId, opId, result, finishedAt: now(this.rt.db), finishedMs: this.rt.clock.mono() });
     this.schedule();
   }
 
@@ -228,12 +228,12 @@ export class CommitLoop {
   async finalFlush(signal: NodeJS.Signals): Promise<void> {
     while (this.flushing) await this.flushing;
     await this.decideReports();
-    const giveUp = this.rt.now() + FINAL_FLUSH_MS;
+    const giveUp = this.rt.clock.mono() + FINAL_FLUSH_MS;
     // The end's own write (finish.ts) and any other wait for the store keep the same bound.
     await this.committer.stopWaiting(giveUp, signal);
     while (this.pending.length || this.procs.waiting) {
       if (await this.commitPending()) return;
-      if (this.rt.now() >= giveUp) {
+      if (this.rt.clock.mono() >= giveUp) {
         this.progress.warn(`the database stayed locked for ${FINAL_FLUSH_MS / 1000} s: ${this.pending.length} answer(s) not recorded; the next apply finds those runs as a kill would leave them`);
         return;
       }
@@ -357,7 +357,7 @@ export class CommitLoop {
       const slot = this.host.slot(t.stepId);
       slot.started = true;
       this.progress.transition({
-        at: now(),
+        at: now(this.rt.db),
         cloud: t.cloud,
         from: t.from,
         to: t.to,

@@ -12,7 +12,8 @@ import { faultOf } from '../store/faults.js';
 import type { Transition } from '../domain/transition.js';
 import { TransitionWriter } from '../store/transitions.js';
 import type { CommitHooks, CostCounters } from './runtime.js';
-import { REAL_TIMERS, sleepOn, type Timers } from '../platform/timers.js';
+import { sleepOn } from '../platform/timers.js';
+import type { TimeSource } from '../platform/runtime.js';
 import { DcmError, EXIT } from '../domain/errors.js';
 
 /**
@@ -51,7 +52,7 @@ export class Committer {
     private readonly warn: (text: string) => void,
     private readonly hooks: CommitHooks | null = null,
     private readonly counters: CostCounters | null = null,
-    private readonly timers: Timers = REAL_TIMERS,
+    private readonly rt: TimeSource,
   ) {
     // The fence opens every transaction of the orchestrator: where a test hook acts inside one.
     this.fence = hooks
@@ -101,8 +102,8 @@ export class Committer {
         return await this.tryWrite(fn);
       } catch (err) {
         if (!this.isBusy(err)) throw err;
-        if (this.giveUpAt !== null && Date.now() >= this.giveUpAt) throw new StoreStayedBusy(this.signal);
-        await sleepOn(this.timers, BUSY_RETRY_MS);
+        if (this.giveUpAt !== null && this.rt.clock.mono() >= this.giveUpAt) throw new StoreStayedBusy(this.signal);
+        await sleepOn(this.rt.timers, BUSY_RETRY_MS);
       }
     }
   }
@@ -110,7 +111,7 @@ export class Committer {
   private giveUpAt: number | null = null;
   private signal: NodeJS.Signals = 'SIGINT';
 
-  /** A second signal: writes wait for a busy store until `atMs` (epoch ms) at the latest. */
+  /** A second signal: writes wait for a busy store until `atMs` (the runtime's monotonic clock) at the latest. */
   async stopWaiting(atMs: number, signal: NodeJS.Signals): Promise<void> {
     this.giveUpAt = atMs;
     this.signal = signal;

@@ -8,9 +8,8 @@
  * It knows operations only by (stepId, opId) and asks its owner whether one is still running: the
  * registry of workers stays with the orchestrator (SPEC §1).
  */
-import { performance } from 'node:perf_hooks';
-import { REAL_TIMERS, type Timer, type Timers } from '../platform/timers.js';
-
+import type { Timer } from '../platform/timers.js';
+import type { TimeSource } from '../platform/runtime.js';
 
 interface Deadline {
   at: number;
@@ -31,12 +30,12 @@ export class Deadlines {
     private readonly timeoutMs: number,
     private readonly isRunning: (stepId: number, opId: number) => boolean,
     private readonly expire: (stepId: number, opId: number) => void,
-    private readonly timers: Timers = REAL_TIMERS,
+    private readonly rt: TimeSource,
   ) {}
 
   /** An operation started now; `running` is how many run in all (for compaction). */
   add(stepId: number, opId: number, running: number): void {
-    this.queue.push({ at: performance.now() + this.timeoutMs, stepId, opId });
+    this.queue.push({ at: this.rt.clock.mono() + this.timeoutMs, stepId, opId });
     this.compact(running);
     this.arm();
   }
@@ -49,13 +48,13 @@ export class Deadlines {
 
   private arm(): void {
     if (this.timer || this.head >= this.queue.length) return;
-    this.timer = this.timers.after(() => this.fire(), this.queue[this.head].at - performance.now());
+    this.timer = this.rt.timers.after(() => this.fire(), this.queue[this.head].at - this.rt.clock.mono());
   }
 
   private fire(): void {
     this.timer = null;
     // Monotonic: a step of the wall clock moves no deadline.
-    const t = performance.now();
+    const t = this.rt.clock.mono();
     while (this.head < this.queue.length && this.queue[this.head].at <= t) {
       const d = this.queue[this.head++];
       if (this.isRunning(d.stepId, d.opId)) this.expire(d.stepId, d.opId);

@@ -47,7 +47,7 @@ export interface DecideContext {
 export function decideRun(w: Worker, r: Report, ctx: DecideContext): Decided {
   const { step, state } = w;
   const d = decideReport(state, ctx.states, r.result, ctx.stateTimeoutMs);
-  const durationMs = r.finishedMs - w.startedMs;
+  const durationMs = Math.round(r.finishedMs - w.startedMs);
   const out = (transition: Transition, failed: Decided['failed'] = null, resumed = false, retryUsed = false): Decided => ({ transition, failed, resumed, retryUsed });
   if (d.kind === 'again') {
     // The run is over without a result: its row closes (saying when the next attempt is due, so

@@ -11,7 +11,8 @@ import type { ExtraArgs } from '../domain/options.js';
 import type { Db } from '../store/open.js';
 import { deferralsOf, deferredRun, othersLeftInStage } from '../store/deferrals.js';
 import type { CursorStep } from '../store/cursor.js';
-import { REAL_TIMERS, type Timer, type Timers } from '../platform/timers.js';
+import type { Timer } from '../platform/timers.js';
+import type { TimeSource } from '../platform/runtime.js';
 
 export class Deferrals {
   private readonly timers = new Map<number, Timer>();
@@ -26,7 +27,8 @@ export class Deferrals {
     startedMs: number,
     /** A deferred step's next try is due: hand it to its stage's window. */
     private readonly due: (step: CursorStep) => void,
-    private readonly clock: Timers = REAL_TIMERS,
+    /** Due times are wall-clock times (stored, and shown); the waits for them are timers. */
+    private readonly rt: TimeSource,
   ) {
     this.delayMs = typeof extra.defer_delay_ms === 'number' ? extra.defer_delay_ms : DEFAULT_DEFER_DELAY_MS;
     this.deadlineMs = typeof extra.defer_until === 'string' ? deadlineOf(parseDeferUntil(extra.defer_until), startedMs) : null;
@@ -42,7 +44,7 @@ export class Deferrals {
     const d = decideDeferral({
       state,
       reason,
-      nowMs: Date.now(),
+      nowMs: this.rt.clock.wall(),
       delayMs: this.delayMs,
       deadlineMs: this.deadlineMs,
       othersLeft: await othersLeftInStage(this.db, step.stage, step.id),
@@ -54,7 +56,7 @@ export class Deferrals {
 
   /** The deferral of `step` is committed: it waits for its next try. */
   committed(step: CursorStep): void {
-    const dueMs = this.decided.get(step.id) ?? Date.now() + this.delayMs;
+    const dueMs = this.decided.get(step.id) ?? this.rt.clock.wall() + this.delayMs;
     this.decided.delete(step.id);
     this.wait(step, dueMs);
   }
@@ -66,7 +68,7 @@ export class Deferrals {
   async resumeOf(step: CursorStep): Promise<{ state: string } | { waits: true } | null> {
     const run = await deferredRun(this.db, step.id);
     if (!run) return null;
-    if (run.dueMs !== null && run.dueMs > Date.now()) {
+    if (run.dueMs !== null && run.dueMs > this.rt.clock.wall()) {
       this.wait(step, run.dueMs);
       return { waits: true };
     }
@@ -82,10 +84,10 @@ export class Deferrals {
 
   private wait(step: CursorStep, dueMs: number): void {
     this.timers.get(step.id)?.clear();
-    const t = this.clock.after(() => {
+    const t = this.rt.timers.after(() => {
       this.timers.delete(step.id);
       this.due(step);
-    }, Math.max(0, dueMs - Date.now()));
+    }, Math.max(0, dueMs - this.rt.clock.wall()));
     this.timers.set(step.id, t);
   }
 }

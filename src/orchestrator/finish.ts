@@ -13,6 +13,7 @@ import { SUMMARY_FAILURES, type ProgressSink } from './progress.js';
 import { applyEndText, EVENTS } from '../domain/events.js';
 import type { Actor } from '../platform/who.js';
 import { recordEvent } from '../store/events.js';
+import type { Clock } from '../platform/clock.js';
 
 export interface RunEnd {
   /** The signal that stopped the run, if one did: the strategy is left as it is (applying, paused). */
@@ -22,7 +23,10 @@ export interface RunEnd {
   failedSeen: boolean;
   /** History rows of the operations this process stopped waiting for. */
   abandoned: number[];
+  clock: Clock;
+  /** When the run started: wall-clock (compared with the first start, stored) and monotonic (its length). */
   startedMs: number;
+  startedMono: number;
   /** When the strategy's first step started, if before this process (a resume). */
   firstStartedMs?: number;
   peakInFlight: number;
@@ -71,8 +75,8 @@ export async function finishRun(db: Db, write: <T>(fn: (tx: Db) => Promise<T>) =
   progress.summary({
     state: final ?? (end.paused ? 'paused' : 'applying'),
     counts,
-    durationMs: Date.now() - end.startedMs,
-    ...(end.firstStartedMs !== undefined && end.firstStartedMs < end.startedMs ? { sinceFirstStartMs: Date.now() - end.firstStartedMs } : {}),
+    durationMs: Math.round(end.clock.mono() - end.startedMono),
+    ...(end.firstStartedMs !== undefined && end.firstStartedMs < end.startedMs ? { sinceFirstStartMs: end.clock.wall() - end.firstStartedMs } : {}),
     peakInFlight: end.peakInFlight,
     // One of several workers takes a share of each stage's window (issue 34: its closing line said
     // `window 2` of a window of 4): the line gives the stages' window, and the share beside it.

@@ -8,12 +8,13 @@
  * Owns: the claims and fences of this worker's steps, its share, the claim back-off. Never
  * touches: the registry, the slots, the commit (it only answers inside the commit's fence).
  */
+import type { ProcessRuntime } from '../platform/runtime.js';
 import type { Db } from '../store/open.js';
 import type { Transition } from '../domain/transition.js';
 import type { CursorStep } from '../store/cursor.js';
 import { claimSteps, inFlightElsewhere, leadWorker, shareOfWindow, stageElsewhere, stepFences, type ClaimAsk, type Refusal } from '../store/workers.js';
 import { liveWorkers, type WorkerLease } from './workers.js';
-import type { Timer, Timers } from '../platform/timers.js';
+import type { Timer } from '../platform/timers.js';
 
 /** How soon a worker whose claims found the stage's window full (across workers) asks again. */
 const CLAIM_RETRY_MS = 250;
@@ -103,7 +104,7 @@ export class SharedFleet implements Fleet {
 
   constructor(
     private readonly lease: WorkerLease,
-    private readonly timers: Timers,
+    private readonly rt: Pick<ProcessRuntime, 'timers' | 'procs' | 'host'>,
   ) {}
 
   get ownerId(): number {
@@ -170,7 +171,7 @@ export class SharedFleet implements Fleet {
   block(pump: () => void): void {
     this.blocked = true;
     if (this.claimTimer) return;
-    this.claimTimer = this.timers.after(() => {
+    this.claimTimer = this.rt.timers.after(() => {
       this.claimTimer = null;
       this.blocked = false;
       pump();
@@ -209,7 +210,7 @@ export class SharedFleet implements Fleet {
   }
 
   live(db: Db): ReturnType<typeof liveWorkers> {
-    return liveWorkers(db, undefined, this.lease.host);
+    return liveWorkers(db, this.rt);
   }
 
   clear(): void {

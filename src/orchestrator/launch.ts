@@ -78,7 +78,7 @@ export class Launcher {
         abandon(registry.get(stepId)!);
         host.report(stepId, opId, { kind: 'timeout' });
       },
-      rt.timers,
+      rt,
     );
   }
 
@@ -169,7 +169,7 @@ export class Launcher {
     if (!a) return false;
     this.adopted.delete(step.id);
     this.fleet.hold(step.id);
-    a.worker.startedMs = this.rt.now();
+    a.worker.startedMs = this.rt.clock.mono();
     this.registry.add(a.worker);
     this.awaitResult(a.worker, a.run!.result);
     return true;

@@ -8,9 +8,9 @@
  * orchestrators). On another host the pid means nothing here: a heartbeat older than 30 s is dead.
  */
 import crypto from 'node:crypto';
-import { REAL_TIMERS, type Timer, type Timers } from '../platform/timers.js';
+import type { Timer } from '../platform/timers.js';
+import type { ProcessRuntime } from '../platform/runtime.js';
 import { DcmError, EXIT } from '../domain/errors.js';
-import { bootId, processAlive, readStat } from '../platform/proc.js';
 import { hostName } from '../platform/who.js';
 import type { Db } from '../store/open.js';
 import { beat, holdsLock, lastHolder, readLock, releaseLock, writeLock, type LockRow } from '../store/lock.js';
@@ -21,21 +21,15 @@ export const STALE_MS = 30_000;
 /** This machine's name for the lock: `$DCM_HOST` (containers often share a host name), else the host name. */
 export { hostName };
 
-/**
- * `<boot id>:<start time in clock ticks>` of a process, or null where that cannot be read. With
- * the pid it names one process: a pid reused after a crash has another start time.
- */
-export function processStart(pid: number): string | null {
-  const st = readStat(pid);
-  return st ? `${bootId()}:${st.starttime}` : null;
-}
+/** What the lock asks of a runtime: its clock, its host's processes, and its host's name. */
+export type LockSight = Pick<ProcessRuntime, 'clock' | 'procs' | 'host'>;
 
 /** Is the process named by the lock row still running (this host), or still writing (another)? */
-export function holderAlive(row: LockRow, nowMs = Date.now(), host = hostName()): boolean {
+export function holderAlive(row: LockRow, rt: LockSight, nowMs = rt.clock.wall()): boolean {
   const fresh = nowMs - row.heartbeat_ms <= STALE_MS;
-  if (row.host !== host) return fresh;
-  if (!processAlive(row.pid)) return false;
-  const start = processStart(row.pid);
+  if (row.host !== rt.host) return fresh;
+  if (!rt.procs.alive(row.pid)) return false;
+  const start = rt.procs.startOf(row.pid);
   // Without a recorded start time (a lock from an older dcm) the heartbeat decides, as it did then.
   if (!row.proc_start || !start) return row.proc_start ? true : fresh;
   return start === row.proc_start;
@@ -46,12 +40,12 @@ export function holderAlive(row: LockRow, nowMs = Date.now(), host = hostName())
  * another host nothing here can tell, only that its heartbeat stopped (it may be alive, and
  * stopped or cut off).
  */
-export function takeoverNote(row: LockRow, nowMs = Date.now(), host = hostName()): string {
+export function takeoverNote(row: LockRow, rt: LockSight, nowMs = rt.clock.wall()): string {
   const age = `its heartbeat was ${Math.floor((nowMs - row.heartbeat_ms) / 1000)} s old`;
   let why: string;
-  if (row.host !== host) why = age;
-  else if (!processAlive(row.pid)) why = 'no longer running';
-  else if (row.proc_start && processStart(row.pid) !== row.proc_start) why = `pid ${row.pid} is now another process`;
+  if (row.host !== rt.host) why = age;
+  else if (!rt.procs.alive(row.pid)) why = 'no longer running';
+  else if (row.proc_start && rt.procs.startOf(row.pid) !== row.proc_start) why = `pid ${row.pid} is now another process`;
   else why = age; // a lock from a dcm that recorded no start time: the heartbeat decided
   return `took over the apply lock of pid ${row.pid} on ${row.host} (${why})`;
 }
@@ -69,16 +63,21 @@ export class LostLockError extends DcmError {
 
 export class ApplyLock {
   private timer: Timer | null = null;
-  readonly host = hostName();
-  readonly pid = process.pid;
-  readonly token = crypto.randomBytes(12).toString('hex');
+  readonly host: string;
+  readonly pid: number;
+  readonly token: string;
 
   constructor(
     private readonly db: Db,
     private readonly file: string,
-    /** The simulator's process timers (src/sim); the real ones otherwise. */
-    private readonly timers: Timers = REAL_TIMERS,
-  ) {}
+    /** The process's runtime: its host, its pid, its clock and timers (the simulator's process's, in src/sim). */
+    private readonly rt: ProcessRuntime,
+    token = crypto.randomBytes(12).toString('hex'),
+  ) {
+    this.host = rt.host;
+    this.pid = rt.procs.self;
+    this.token = token;
+  }
 
   /**
    * Take the lock or throw (exit 4) naming the live holder. `also` runs in the same transaction,
@@ -89,8 +88,9 @@ export class ApplyLock {
     return await this.db
       .transaction(async (tx) => {
         const row = await readLock(tx);
-        if (row && row.token !== this.token && holderAlive(row, Date.now(), this.host)) {
-          const age = Math.floor((Date.now() - row.heartbeat_ms) / 1000);
+        const nowMs = this.rt.clock.wall();
+        if (row && row.token !== this.token && holderAlive(row, this.rt, nowMs)) {
+          const age = Math.floor((nowMs - row.heartbeat_ms) / 1000);
           const silent =
             age * 1000 > STALE_MS ? `; pid ${row.pid} is alive but has not written for ${age} s; if it is hung, stop it` : '';
           throw new DcmError(
@@ -98,7 +98,7 @@ export class ApplyLock {
             EXIT.locked,
           );
         }
-        await writeLock(tx, { pid: this.pid, host: this.host, token: this.token, procStart: processStart(this.pid) });
+        await writeLock(tx, { pid: this.pid, host: this.host, token: this.token, procStart: this.rt.procs.startOf(this.pid) });
         await also?.(tx, row);
         return row ? { tookOverFrom: row } : {};
       })
@@ -112,7 +112,7 @@ export class ApplyLock {
 
   /** Keep the heartbeat fresh; `onLost` runs once if another process took the lock over. */
   startHeartbeat(onLost: (err: LostLockError) => void | Promise<void>, onError: (err: Error) => void | Promise<void> = () => {}): void {
-    this.timer = this.timers.every(async () => {
+    this.timer = this.rt.timers.every(async () => {
       try {
         if (!await beat(this.db, this.token)) {
           this.stopHeartbeat();

@@ -16,6 +16,7 @@ import { eventsAfter, lastEventId, recordEvent, type EventRow } from '../store/e
 import { EVENTS } from '../domain/events.js';
 import type { Actor } from '../platform/who.js';
 import { terminateGroup } from '../drivers/exec/procs.js';
+import type { Timer, Timers } from '../platform/timers.js';
 
 /** What the command is told: the kinds a person is paged for. */
 export type NoticeKind = 'stage held' | 'strategy failed' | 'strategy complete' | 'worker taken over';
@@ -59,7 +60,7 @@ export class Notifier {
   private last = 0;
   /** Looks take turns: two at once would tell the same event twice. */
   private looking: Promise<void> = Promise.resolve();
-  private timer: NodeJS.Timeout | null = null;
+  private timer: Timer | null = null;
   private readonly running = new Set<Promise<void>>();
   private endTold = false;
 
@@ -69,13 +70,13 @@ export class Notifier {
     private readonly strategy: { type: string; created_at: string },
     private readonly who: Actor,
     private readonly say: (text: string) => void,
+    private readonly timers: Timers,
   ) {}
 
   async start(): Promise<this> {
     // Only what this apply sees happen: an earlier apply's events were its to tell.
     this.last = await lastEventId(this.db);
-    this.timer = setInterval(() => void this.scan(), POLL_MS);
-    this.timer.unref();
+    this.timer = this.timers.every(() => void this.scan(), POLL_MS).unref();
     return this;
   }
 
@@ -109,7 +110,7 @@ export class Notifier {
 
   /** The last look, then wait for the commands still running (each bounded by its timeout). */
   async close(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
+    if (this.timer) this.timer.clear();
     this.timer = null;
     await this.scan();
     await Promise.all([...this.running]);
@@ -126,7 +127,7 @@ export class Notifier {
       pid: e.pid,
       strategy: { type: this.strategy.type, created_at: this.strategy.created_at },
     };
-    const problem = await runOnEvent(this.cmd, `${JSON.stringify(payload)}\n`, kind);
+    const problem = await runOnEvent(this.cmd, `${JSON.stringify(payload)}\n`, kind, this.timers);
     if (problem === null) return;
     const text = `on_event for ${kind} (${e.at}): ${problem}`;
     this.say(`notification failed: ${text}`);
@@ -139,7 +140,7 @@ export class Notifier {
 }
 
 /** Run the command with `input` on stdin; null when it exited 0, else what went wrong. */
-export function runOnEvent(cmd: OnEvent, input: string, kind: string): Promise<string | null> {
+export function runOnEvent(cmd: OnEvent, input: string, kind: string, timers: Timers): Promise<string | null> {
   const argv = typeof cmd.run === 'string' ? ['/bin/sh', '-c', cmd.run] : cmd.run;
   return new Promise((resolve) => {
     let child;
@@ -156,7 +157,7 @@ export function runOnEvent(cmd: OnEvent, input: string, kind: string): Promise<s
     }
     let err = '';
     let timedOut = false;
-    const timer = setTimeout(() => {
+    const timer = timers.after(() => {
       timedOut = true;
       if (child.pid !== undefined) void terminateGroup(child.pid, 2000);
     }, NOTIFY_TIMEOUT_MS);
@@ -168,11 +169,11 @@ export function runOnEvent(cmd: OnEvent, input: string, kind: string): Promise<s
     child.stdin!.on('error', () => {});
     child.stdin!.end(input);
     child.on('error', (e) => {
-      clearTimeout(timer);
+      timer.clear();
       resolve(e.message);
     });
     child.on('close', (code, signal) => {
-      clearTimeout(timer);
+      timer.clear();
       if (timedOut) return resolve(`timed out after ${NOTIFY_TIMEOUT_MS / 1000}s`);
       if (code === 0) return resolve(null);
       const line = err.split('\n').map((l) => l.trim()).filter(Boolean).pop() ?? '';

@@ -15,7 +15,6 @@
  */
 import { ConfigBook } from '../domain/strategy-config.js';
 import { adoptedText, EVENTS } from '../domain/events.js';
-import { hostName } from '../platform/who.js';
 import { parseTime, timeIn } from '../store/clock.js';
 import { failedAndTotal } from '../store/cursor.js';
 import { faultOf } from '../store/faults.js';
@@ -63,8 +62,8 @@ export class Orchestrator {
   ) {
     const db = rt.db;
     const busy = (err: unknown) => this.loop.committer.isBusy(err);
-    this.registry = new Registry(rt.now);
-    this.fleet = opts.shared ? new SharedFleet(opts.shared, rt.timers) : LONE_FLEET;
+    this.registry = new Registry(rt.clock.mono);
+    this.fleet = opts.shared ? new SharedFleet(opts.shared, rt) : LONE_FLEET;
     this.runs = new RunRequests(rt);
     this.stages = new Stages(rt, this.fleet, progress, {
       gate: () => this.control.gate(),
@@ -91,7 +90,7 @@ export class Orchestrator {
       states: opts.states,
       extra: opts.extra,
       pollMs: opts.pollMs ?? 250,
-      windowClock: opts.windowClock ?? rt.now,
+      windowClock: opts.windowClock ?? rt.clock.wall,
     });
     this.control = new Control(rt, this.registry, this.fleet, progress, {
       inFlight: () => this.stages.inFlight,
@@ -136,7 +135,7 @@ export class Orchestrator {
           await this.requests.lookNow();
           return true;
         },
-        host: opts.host ?? hostName(),
+        host: opts.host ?? rt.host,
         fail: (err) => this.control.fail(err),
         done: () => this.control.done(),
         interrupted: () => this.control.interruptedBy !== null,
@@ -145,7 +144,7 @@ export class Orchestrator {
         type: opts.type,
         states: opts.states,
         stateTimeoutMs: opts.stateTimeoutMs,
-        timeIn,
+        timeIn: (ms) => timeIn(rt.clock, ms),
         deferral: (w, reason) => this.stages.deferrals!.decide(w.step, w.state, reason),
       },
       progress,
@@ -180,7 +179,8 @@ export class Orchestrator {
   /** Run the strategy (already `applying`, paused, or being resumed) to its end; returns the exit code. */
   async run(): Promise<number> {
     const db = this.rt.db;
-    const started = this.rt.now();
+    // Wall time for what is shown and compared with stored times; its length on the monotonic clock.
+    const [started, startedMono] = [this.rt.clock.wall(), this.rt.clock.mono()];
     const startedUp = this.loop.holdOff(); // a heartbeat's takeover waits for the start's own adoption
     // A strategy resumed (or retried) was first started by an earlier process: elapsed counts from then.
     const first = await firstStartedAt(db);
@@ -250,7 +250,7 @@ export class Orchestrator {
       paused: this.control.paused,
       failedSeen: this.control.failedSeen,
       abandoned: this.registry.list().map((w) => w.historyId),
-      startedMs: started,
+      clock: this.rt.clock, startedMs: started, startedMono,
       firstStartedMs: this.firstStartedMs,
       peakInFlight: this.stages.peak,
       maxWindow: this.stages.maxWindow,
@@ -285,7 +285,7 @@ export class Orchestrator {
           this.stages.gates?.wake();
         },
       },
-      { pollMs: this.opts.pollMs, checkFile: this.opts.checkFile, timers: this.rt.timers },
+      { pollMs: this.opts.pollMs, checkFile: this.opts.checkFile, rt: this.rt },
       snap,
     );
   }

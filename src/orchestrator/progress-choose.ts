@@ -7,6 +7,7 @@ import { LineProgress } from './progress.js';
 import { LiveProgress } from './progress-live.js';
 import type { TrackerInputs } from './progress-tracker.js';
 import type { ProgressSink } from './progress.js';
+import type { TimeSource } from '../platform/runtime.js';
 
 export interface ProgressChoice {
   quiet: boolean;
@@ -19,8 +20,8 @@ export function wantLiveView(stream: NodeJS.WriteStream, env: NodeJS.ProcessEnv 
   return stream.isTTY === true && env.TERM !== 'dumb' && env.NO_COLOR === undefined;
 }
 
-export function makeProgress(stream: NodeJS.WriteStream, c: ProgressChoice): ProgressSink {
+export function makeProgress(stream: NodeJS.WriteStream, c: ProgressChoice, rt: TimeSource): ProgressSink {
   // -v asks for every transition: lines, even on a terminal.
-  if (!c.quiet && !c.verbose && wantLiveView(stream)) return new LiveProgress(stream, c.inputs);
-  return new LineProgress(stream, { quiet: c.quiet, verbose: c.verbose, intervalMs: c.intervalMs, inputs: c.inputs });
+  if (!c.quiet && !c.verbose && wantLiveView(stream)) return new LiveProgress(stream, c.inputs, rt);
+  return new LineProgress(stream, { quiet: c.quiet, verbose: c.verbose, intervalMs: c.intervalMs, inputs: c.inputs }, rt);
 }

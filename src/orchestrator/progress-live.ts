@@ -4,6 +4,8 @@
  * notes and warnings go above the view and stay in the scrollback. The closing summary replaces the
  * view, so the final record (on stdout, printed after `summary`) never lands inside it.
  */
+import type { Timer } from '../platform/timers.js';
+import type { TimeSource } from '../platform/runtime.js';
 import { createLogUpdate } from 'log-update';
 import { ProgressTracker, type TrackerInputs } from './progress-tracker.js';
 import { closingSummary, liveLines } from './progress-view.js';
@@ -15,13 +17,15 @@ export const REDRAW_MS = 100;
 export class LiveProgress implements ProgressSink {
   private readonly tracker: ProgressTracker;
   private readonly log: ReturnType<typeof createLogUpdate>;
-  private timer: NodeJS.Timeout | null = null;
+  private timer: Timer | null = null;
   private dirty = true;
   private broken = false;
 
   constructor(
     private readonly out: NodeJS.WriteStream,
-    inputs: TrackerInputs = {},
+    inputs: TrackerInputs,
+    /** Wall-clock time for what is shown; the redraw's timer. */
+    private readonly rt: TimeSource,
   ) {
     this.tracker = new ProgressTracker(inputs);
     this.log = createLogUpdate(out);
@@ -42,19 +46,19 @@ export class LiveProgress implements ProgressSink {
   }
 
   private stopTimer(): void {
-    if (this.timer) clearInterval(this.timer);
+    this.timer?.clear();
     this.timer = null;
   }
 
   private draw(): void {
     if (!this.dirty) {
       // Nothing changed but the clock: the elapsed time and ETA still move, once a second.
-      if (Date.now() - this.lastDraw < 1000) return;
+      if (this.rt.clock.wall() - this.lastDraw < 1000) return;
     }
     this.dirty = false;
-    this.lastDraw = Date.now();
+    this.lastDraw = this.rt.clock.wall();
     const width = this.out.columns || 80;
-    this.guard(() => this.log(liveLines(this.tracker.snapshot(Date.now()), width).join('\n')));
+    this.guard(() => this.log(liveLines(this.tracker.snapshot(this.rt.clock.wall()), width).join('\n')));
   }
 
   private lastDraw = 0;
@@ -62,8 +66,7 @@ export class LiveProgress implements ProgressSink {
   begin(info: ApplyInfo): void {
     this.tracker.begin(info);
     this.draw();
-    this.timer = setInterval(() => this.draw(), REDRAW_MS);
-    this.timer.unref();
+    this.timer = this.rt.timers.every(() => this.draw(), REDRAW_MS).unref();
   }
 
   stageStarted(stage: number, window: number): void {
@@ -97,7 +100,7 @@ export class LiveProgress implements ProgressSink {
   }
 
   transition(e: TransitionEvent): void {
-    this.tracker.transition(e, Date.now());
+    this.tracker.transition(e, this.rt.clock.wall());
     this.dirty = true;
   }
 
@@ -125,7 +128,7 @@ export class LiveProgress implements ProgressSink {
       const width = this.out.columns || 80;
       // The strategy's own end state: an ended one shows no ETA (nothing is left to estimate); one
       // left applying or paused by a signal has no one running it, so no time to give.
-      const last = { ...this.tracker.snapshot(Date.now()), state: s.state, etaMs: null };
+      const last = { ...this.tracker.snapshot(this.rt.clock.wall()), state: s.state, etaMs: null };
       this.out.write(`${liveLines(last, width).join('\n')}\n${closingSummary(s)}`);
     });
   }

@@ -5,7 +5,8 @@
  * (progress-live.ts); `makeProgress` (progress-choose.ts) picks one.
  */
 import { formatTimestamp } from '../domain/time.js';
-import { setLongInterval, type Timer } from '../platform/timers.js';
+import type { Timer } from '../platform/timers.js';
+import type { TimeSource } from '../platform/runtime.js';
 import { ProgressTracker, type TrackerInputs } from './progress-tracker.js';
 import { closingSummary, periodicLine } from './progress-view.js';
 
@@ -135,6 +136,8 @@ export class LineProgress implements ProgressSink {
   constructor(
     private readonly out: NodeJS.WritableStream,
     private readonly opts: LineOptions,
+    /** Wall-clock time for what is shown; the timer of its summary line. */
+    private readonly rt: TimeSource,
   ) {
     this.tracker = new ProgressTracker(this.opts.inputs);
     watchFailure(out);
@@ -153,8 +156,10 @@ export class LineProgress implements ProgressSink {
     this.tracker.begin(info);
     const every = this.opts.intervalMs ?? 10_000;
     if (!this.opts.quiet && every > 0) {
-      this.timer = setLongInterval(() => this.write(`${formatTimestamp(Date.now() * 1000)} ${periodicLine(this.tracker.snapshot(Date.now()))}\n`), every);
-      this.timer.unref();
+      this.timer = this.rt.timers.every(() => {
+        const now = this.rt.clock.wall();
+        this.write(`${formatTimestamp(now * 1000)} ${periodicLine(this.tracker.snapshot(now))}\n`);
+      }, every).unref();
     }
   }
 
@@ -185,7 +190,7 @@ export class LineProgress implements ProgressSink {
   transition(e: TransitionEvent): void {
     // -q shows neither counts nor an ETA: nothing to track.
     if (this.opts.quiet) return;
-    this.tracker.transition(e, Date.now());
+    this.tracker.transition(e, this.rt.clock.wall());
     if (e.from === e.to && e.attempt === undefined) {
       // A run that will be retried after its backoff: the details say why and when.
       if (this.opts.verbose) this.write(`${e.at} ${e.cloud}: ${e.details}\n`);
@@ -205,7 +210,7 @@ export class LineProgress implements ProgressSink {
   /** With -v, each progress line a run reported (at most one a second per subcloud). */
   details(cloud: string, text: string): void {
     if (this.opts.quiet || !this.opts.verbose) return;
-    this.write(`${formatTimestamp(Date.now() * 1000)} ${cloud}: ${text}\n`);
+    this.write(`${formatTimestamp(this.rt.clock.wall() * 1000)} ${cloud}: ${text}\n`);
   }
 
   note(message: string): void {

@@ -26,7 +26,7 @@ const LOOK_MS = 1_000;
  * whoever applies next, and no look left to keep the process alive.
  */
 export function waitRemote(rt: Runtime, left: LeftRunRow, remote: RemoteRun, host: string, waits: Set<() => void>): Promise<OperationResult> {
-  const deadline = rt.now() + remote.maxLeftMs;
+  const deadline = rt.clock.mono() + remote.maxLeftMs;
   const forEver = !Number.isFinite(remote.maxLeftMs);
   const runHost = left.host ?? 'unknown';
   return new Promise((resolve) => {
@@ -65,7 +65,7 @@ export function waitRemote(rt: Runtime, left: LeftRunRow, remote: RemoteRun, hos
         marked = true;
         const why = `its host (${runHost}) is gone without saying how the run ended, and ${left.state} has no timeout: held until \`dcm strategy-step resolve ${left.cloud} --as ok|failed\` or \`dcm strategy retry ${left.cloud}\``;
         await markRunUnknown(rt.db, left, why).catch(() => (marked = false));
-      } else if (rt.now() >= deadline) {
+      } else if (rt.clock.mono() >= deadline) {
         stop();
         resolve({
           kind: 'retry',

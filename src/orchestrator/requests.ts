@@ -8,8 +8,8 @@
  * write finds the file busy gets the same change again on the next poll. What to do about a change
  * is the orchestrator's business (it alone owns the registry).
  */
-import { REAL_TIMERS, type Timer, type Timers } from '../platform/timers.js';
-import { performance } from 'node:perf_hooks';
+import type { Timer } from '../platform/timers.js';
+import type { TimeSource } from '../platform/runtime.js';
 import type { Db } from '../store/open.js';
 import { faultOf } from '../store/faults.js';
 import { controlSnapshot, dataVersion } from '../store/strategy.js';
@@ -51,7 +51,7 @@ export class ExternalRequests {
   constructor(
     private readonly db: Db,
     private readonly handlers: RequestHandlers,
-    private readonly opts: { pollMs?: number; checkFile?: () => void; timers?: Timers },
+    private readonly opts: { pollMs?: number; checkFile?: () => void; rt: TimeSource },
     /** What the orchestrator started from: only later changes are requests. */
     start: Snapshot,
   ) {
@@ -59,7 +59,7 @@ export class ExternalRequests {
   }
 
   start(): void {
-    this.timer = (this.opts.timers ?? REAL_TIMERS).every(() => this.poll(), this.opts.pollMs ?? 250);
+    this.timer = this.opts.rt.timers.every(() => this.poll(), this.opts.pollMs ?? 250);
   }
 
   stop(): void {
@@ -86,7 +86,7 @@ export class ExternalRequests {
 
   private async look(): Promise<void> {
     try {
-      const t = performance.now();
+      const t = this.opts.rt.clock.mono();
       if (this.opts.checkFile && t - this.lastFileCheck >= 500) {
         this.lastFileCheck = t;
         this.opts.checkFile();

@@ -12,7 +12,7 @@
  * those whose run is still its step's current one, so a line from a run that has ended, or from an
  * earlier attempt, is dropped rather than written over a later state's details.
  */
-import { REAL_TIMERS, type Timer, type Timers } from '../platform/timers.js';
+import type { Timer, Timers } from '../platform/timers.js';
 
 /** How often a subcloud's details may be written, and a progress-only commit be made. */
 export const DETAILS_EVERY_MS = 1000;
@@ -34,12 +34,12 @@ export class RunDetails {
 
   /**
    * `due`: a progress-only commit may be made now (the orchestrator schedules a flush). `clock`:
-   * the time in ms (a test's own clock).
+   * the time in ms, monotonic (the runtime's, or a test's own).
    */
   constructor(
     private readonly due: () => void,
-    private readonly clock: () => number = Date.now,
-    private readonly timers: Timers = REAL_TIMERS,
+    private readonly clock: () => number,
+    private readonly timers: Timers,
   ) {}
 
   /** A run's newest line; one equal to what its run last had written is no change. */

@@ -5,7 +5,7 @@
  * later apply where the run is.
  */
 import type { RunProcess } from '../platform/proc.js';
-import { REAL_TIMERS, type Timer, type Timers } from '../platform/timers.js';
+import type { Timer, Timers } from '../platform/timers.js';
 
 /** How long a started run's process may wait to be recorded with other writes. */
 const PROC_RECORD_MS = 50;
@@ -17,7 +17,7 @@ export class RunProcesses {
   /** `due`: the delay is over, a commit should happen (the orchestrator schedules a flush). */
   constructor(
     private readonly due: () => void,
-    private readonly timers: Timers = REAL_TIMERS,
+    private readonly timers: Timers,
   ) {}
 
   add(historyId: number, proc: RunProcess): void {

@@ -1,16 +1,17 @@
 /**
- * What the orchestrator runs on, as one value: its store, the driver that acts on sites, its
- * clock and timers, and the faults a test or the simulator puts at its commits. A real apply
- * (commands/apply.ts) passes the real ones; the simulator (src/sim) passes a virtual clock, timers
- * it can stop (a killed worker) or hold (a frozen one), simulated sites and its own faults, so the
- * same orchestrator code runs in both. Nothing in src/orchestrator reaches a timer, the driver or
- * the store except through the runtime it was given.
+ * What the orchestrator runs on, as one value: the process's runtime (platform/runtime.ts: its
+ * clocks, timers, process table and signals), its store, the driver that acts on sites, and the
+ * faults a test or the simulator puts at its commits. A real apply passes this process's; the
+ * simulator (src/sim) passes each simulated process its own (a clock that may step, timers it can
+ * freeze or end, its host's process table), simulated sites and its own faults, so the same
+ * orchestrator code runs in both. Nothing in src/orchestrator reaches a clock, a timer, a process,
+ * the driver or the store except through the runtime it was given (test/runtime-lint.test.ts).
  *
  * Owns nothing: it only names the parts. Never holds the registry or any state of a run.
  */
 import type { Db } from '../store/open.js';
 import type { Driver } from '../drivers/driver.js';
-import { REAL_TIMERS, type Timers } from '../platform/timers.js';
+import type { ProcessRuntime } from '../platform/runtime.js';
 
 /** Faults at the commit path: every commit is a point a test or the simulator can name (its N counts from 1). */
 export interface CommitHooks {
@@ -41,18 +42,15 @@ export interface CostCounters {
   autocommitReads: number;
 }
 
-export interface Runtime {
+export interface Runtime extends ProcessRuntime {
   db: Db;
   driver: Driver;
-  timers: Timers;
-  /** Wall-clock time (epoch ms): durations, due times, maintenance windows. */
-  now(): number;
   /** Faults at commits (test hooks, the simulator); null in real use. */
   hooks: CommitHooks | null;
   counters: CostCounters | null;
 }
 
-/** The runtime of a real apply: the process's own clock and timers. */
-export function realRuntime(db: Db, driver: Driver, hooks: CommitHooks | null = null, counters: CostCounters | null = null): Runtime {
-  return { db, driver, timers: REAL_TIMERS, now: Date.now, hooks, counters };
+/** The orchestrator's runtime: the process's own, with its store, driver, faults and counters. */
+export function orchestratorRuntime(proc: ProcessRuntime, db: Db, driver: Driver, hooks: CommitHooks | null = null, counters: CostCounters | null = null): Runtime {
+  return { ...proc, db, driver, hooks, counters };
 }

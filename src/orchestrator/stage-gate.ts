@@ -19,9 +19,10 @@ import { parseTime, timeAt } from '../store/clock.js';
 import { recordEvent } from '../store/events.js';
 import { casStrategyState, getStrategy } from '../store/strategy.js';
 import { listStageGates, setGateState, stageCloudNames, stageGate, stagesWithSteps, stageTally } from '../store/stage-gates.js';
-import { REAL_TIMERS, type Timer, type Timers } from '../platform/timers.js';
+import { sleepOn, type Timer } from '../platform/timers.js';
 import type { Actor } from '../platform/who.js';
-import { processAlive, processesWithEnv } from '../platform/proc.js';
+import { processesWithEnv } from '../platform/proc.js';
+import type { ProcessRuntime } from '../platform/runtime.js';
 
 /**
  * A gate check carries `DCM_GATE_CHECK=<strategy's created_at>/<stage>` in its environment, as a
@@ -112,7 +113,7 @@ export class StageGates {
   constructor(
     private readonly db: Db,
     private readonly host: GateHost,
-    private readonly timers: Timers = REAL_TIMERS,
+    private readonly rt: Pick<ProcessRuntime, 'clock' | 'timers' | 'procs'>,
   ) {}
 
   /**
@@ -176,7 +177,7 @@ export class StageGates {
         endedMs: tally.lastEnd === null ? null : parseTime(tally.lastEnd),
         dueMs: row.gate_due_at === null ? null : parseTime(row.gate_due_at),
         paused: await this.host.syncPaused(),
-        nowMs: Date.now(),
+        nowMs: this.rt.clock.wall(),
       });
       if (this.host.leads && !await this.host.leads()) {
         // Only what is settled in the record moves this worker on; the rest is the leader's to do.
@@ -207,13 +208,13 @@ export class StageGates {
       }
       if (action.kind === 'soak') {
         if (action.start) {
-          const text = `stage ${stage} ended: soaking ${formatDuration(action.dueMs - (tally.lastEnd === null ? Date.now() : parseTime(tally.lastEnd)))} before stage ${next}`;
+          const text = `stage ${stage} ended: soaking ${formatDuration(action.dueMs - (tally.lastEnd === null ? this.rt.clock.wall() : parseTime(tally.lastEnd)))} before stage ${next}`;
           // The due time exactly as computed: a restart compares it with its own and must find it equal,
           // or it would record the soak's start a second time.
           await this.record(stage, 'soaking', text, timeAt(action.dueMs));
-          this.host.note(`${text} (${formatDuration(Math.max(0, action.dueMs - Date.now()))} left)`);
+          this.host.note(`${text} (${formatDuration(Math.max(0, action.dueMs - this.rt.clock.wall()))} left)`);
         }
-        await this.sleep(Math.max(0, action.dueMs - Date.now()));
+        await this.sleep(Math.max(0, action.dueMs - this.rt.clock.wall()));
         continue;
       }
       // check
@@ -248,7 +249,7 @@ export class StageGates {
     return new Promise<void>((resolve) => {
       if (this.stopped) return resolve();
       this.wakeUp = resolve;
-      if (ms !== null) this.timer = this.timers.after(() => this.wake(), ms);
+      if (ms !== null) this.timer = this.rt.timers.after(() => this.wake(), ms);
     });
   }
 
@@ -276,23 +277,21 @@ export class StageGates {
     const send = (sig: NodeJS.Signals) => {
       for (const pid of left) {
         for (const target of [-pid, pid]) {
-          try {
-            process.kill(target, sig);
-          } catch {
-            // Not a group leader, or gone already.
-          }
+          // Not a group leader, or gone already: nothing to do.
+          this.rt.procs.kill(target, sig);
         }
       }
     };
     const gone = async (ms: number) => {
-      const end = Date.now() + ms;
-      while (left.some(processAlive) && Date.now() < end && !this.stopped) await new Promise((r) => setTimeout(r, 25));
-      return !left.some(processAlive);
+      const alive = (pid: number) => this.rt.procs.alive(pid);
+      const end = this.rt.clock.mono() + ms;
+      while (left.some(alive) && this.rt.clock.mono() < end && !this.stopped) await sleepOn(this.rt.timers, 25);
+      return !left.some(alive);
     };
     send('SIGTERM');
     if (await gone(LEFT_CHECK_GRACE_MS)) return;
     send('SIGKILL');
-    if (!await gone(LEFT_CHECK_KILL_MS)) this.host.note(`stage ${stage}: the gate check left running (pid ${left.filter(processAlive).join(', ')}) could not be stopped; running it again beside it`);
+    if (!await gone(LEFT_CHECK_KILL_MS)) this.host.note(`stage ${stage}: the gate check left running (pid ${left.filter((pid) => this.rt.procs.alive(pid)).join(', ')}) could not be stopped; running it again beside it`);
   }
 
   private async spawnCheck(command: string, stage: number, next: number, tag: string): Promise<{ code: number | null; signal: string | null; lastLine: string } | null> {
@@ -346,10 +345,6 @@ export class StageGates {
   private killCheck(): void {
     const c = this.check;
     if (!c || c.pid === undefined) return;
-    try {
-      process.kill(-c.pid, 'SIGTERM');
-    } catch {
-      // Gone already.
-    }
+    this.rt.procs.kill(-c.pid, 'SIGTERM'); // false: gone already
   }
 }

@@ -106,7 +106,7 @@ export class Stages {
       (step) => {
         if (step.stage === this.stage) this.window?.add(step);
       },
-      this.rt.timers,
+      this.rt,
     );
     this.maintenance = await MaintenanceWait.load(this.rt.db, this.host.windowClock);
   }
@@ -209,7 +209,7 @@ export class Stages {
             (group, text) => this.progress.windowWait?.(group, text),
           ) ?? null,
       },
-      this.rt.timers,
+      this.rt,
     );
     await this.window.run();
   }
@@ -249,9 +249,9 @@ export class Stages {
       const first = step.state === 'initial' ? this.host.states[0] : step.state;
       // Killed while a retry waited out its backoff: the backoff goes on from the history.
       const due = this.host.retryDue(step, first);
-      if (due !== null && due > this.rt.now()) {
+      if (due !== null && due > this.rt.clock.wall()) {
         slot.started = true;
-        this.retryLater(step, first, due - this.rt.now());
+        this.retryLater(step, first, due - this.rt.clock.wall());
         return;
       }
       this.host.queue(startRun(step, step.state, first, NEXT_ATTEMPT));
@@ -381,7 +381,7 @@ export class Stages {
         who: this.host.who,
         leads: leads ? () => leads(db) : undefined,
       },
-      this.rt.timers,
+      this.rt,
     );
   }
 

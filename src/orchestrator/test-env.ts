@@ -8,6 +8,7 @@
  */
 import { UsageError } from '../domain/errors.js';
 import type { CommitHooks, CostCounters } from './runtime.js';
+import type { Clock } from '../platform/clock.js';
 
 const HOOKS = ['DCM_CRASH_AFTER_COMMIT', 'DCM_BUSY_AT_COMMIT', 'DCM_STOP_IN_COMMIT', 'DCM_STOP_AFTER_COMMIT'];
 const NAMES = [...HOOKS, 'DCM_COUNTERS', 'DCM_TEST_CLOCK'];
@@ -38,12 +39,12 @@ export async function applyTestHooks(env: NodeJS.ProcessEnv, file: string): Prom
  * a window that opens in a few seconds without waiting for Saturday. A clock that stood still
  * would never reach the opening its timer waits for.
  */
-export function windowClock(env: NodeJS.ProcessEnv): () => number {
+export function windowClock(env: NodeJS.ProcessEnv, clock: Clock): () => number {
   const at = env.DCM_TEST_CLOCK;
-  if (at === undefined) return Date.now;
+  if (at === undefined) return clock.wall;
   checkTestEnv(env);
   const start = Date.parse(at);
   if (!Number.isFinite(start)) throw new UsageError(`invalid DCM_TEST_CLOCK '${at}': give an ISO time, e.g. 2026-12-05T21:59:55Z`);
-  const offset = start - Date.now();
-  return () => Date.now() + offset;
+  const offset = start - clock.wall();
+  return () => clock.wall() + offset;
 }

@@ -21,7 +21,8 @@
 import pLimit, { type LimitFunction } from 'p-limit';
 import { mayTakeSlot, type Gate } from '../domain/control.js';
 import type { CursorStep } from '../store/cursor.js';
-import { REAL_TIMERS, type Timer, type Timers } from '../platform/timers.js';
+import type { Timer } from '../platform/timers.js';
+import type { TimeSource } from '../platform/runtime.js';
 
 export interface WindowHost {
   /** Up to `limit` more of the stage's open steps, in order; fewer once there are no more. */
@@ -117,7 +118,7 @@ export class StageWindow {
   private sawNew = false;
   private done: (() => void) | null = null;
   private finished = false;
-  /** Subclouds set aside until their maintenance window opens, and when (Date.now() ms) the earliest one is due. */
+  /** Subclouds set aside until their maintenance window opens, and when (the runtime's monotonic ms) the earliest one is due. */
   private asideSteps = new Map<number, { step: CursorStep; dueMs: number }>();
   /** The earliest `dueMs` of those: before it, a pump need not look at them (a pump per subcloud that ends). */
   private asideEarliest = Infinity;
@@ -127,7 +128,8 @@ export class StageWindow {
   constructor(
     size: number,
     private readonly host: WindowHost,
-    private readonly timers: Timers = REAL_TIMERS,
+    /** Its waits for maintenance windows count on the monotonic clock. */
+    private readonly rt: TimeSource,
   ) {
     this.limit = pLimit({ concurrency: Math.max(1, size), rejectOnClear: true });
   }
@@ -298,7 +300,7 @@ export class StageWindow {
 
   /** Set a subcloud aside until its window opens (`inMs` from now). */
   private setAside(step: CursorStep, inMs: number): void {
-    const dueMs = Date.now() + inMs;
+    const dueMs = this.rt.clock.mono() + inMs;
     // Read again while aside (a rescan): it waits there once.
     this.asideSteps.set(step.id, { step, dueMs });
     this.asideEarliest = Math.min(this.asideEarliest, dueMs);
@@ -319,7 +321,7 @@ export class StageWindow {
       this.asideEarliest = Infinity;
       return this.armAside(Infinity);
     }
-    const nowMs = Date.now();
+    const nowMs = this.rt.clock.mono();
     if (nowMs < this.asideEarliest) return this.armAside(this.asideEarliest);
     let earliest = Infinity;
     const back: CursorStep[] = [];
@@ -347,11 +349,11 @@ export class StageWindow {
     this.asideTimer = null;
     this.asideTimerDue = dueMs;
     if (dueMs === Infinity) return;
-    this.asideTimer = this.timers.after(() => {
+    this.asideTimer = this.rt.timers.after(() => {
       this.asideTimer = null;
       this.asideTimerDue = Infinity;
       this.pump();
-    }, Math.max(0, dueMs - Date.now()));
+    }, Math.max(0, dueMs - this.rt.clock.mono()));
   }
 
   private checkEnd(g: Gate): void {

@@ -14,12 +14,10 @@
  */
 import crypto from 'node:crypto';
 import { DcmError, EXIT } from '../domain/errors.js';
-import { processAlive } from '../platform/proc.js';
-import { hostName } from '../platform/who.js';
-import { REAL_TIMERS, type Timer, type Timers } from '../platform/timers.js';
+import type { Timer } from '../platform/timers.js';
+import type { ProcessRuntime } from '../platform/runtime.js';
 import type { Db } from '../store/open.js';
 import { addWorker, beatWorker, holdsWorker, leaveWorker, listWorkers, storeClockMs, takeOver, type WorkerRow } from '../store/workers.js';
-import { processStart } from './lock.js';
 
 /** A worker not heard from for this long is gone (`apply --lease`). */
 export const LEASE_MS = 30_000;
@@ -40,19 +38,13 @@ export interface TakenOver {
   interrupted: number;
 }
 
-/** Who a worker is: its host and process (the simulator's workers name their own), and its timers. */
-export interface WorkerIdentity {
-  host: string;
-  pid: number;
-  token: string;
-  timers: Timers;
-}
+/** What the lease asks of a runtime: its clocks and timers, its host's processes and name. */
+export type LeaseRuntime = Pick<ProcessRuntime, 'clock' | 'timers' | 'procs' | 'host'>;
 
 export class WorkerLease {
   readonly host: string;
   readonly pid: number;
   readonly token: string;
-  private readonly timers: Timers;
   /** The row's id, once joined: the steps this worker claims name it. */
   id = 0;
   private timer: Timer | null = null;
@@ -76,12 +68,13 @@ export class WorkerLease {
     private readonly db: Db,
     readonly leaseMs: number,
     readonly maxLocal: number | null,
-    who: Partial<WorkerIdentity> & { beatDb?: Db } = {},
+    /** The worker's process: its host and pid, clocks, timers (the simulator's process's, in src/sim). */
+    private readonly rt: LeaseRuntime,
+    who: { beatDb?: Db; token?: string } = {},
   ) {
-    this.host = who.host ?? hostName();
-    this.pid = who.pid ?? process.pid;
+    this.host = rt.host;
+    this.pid = rt.procs.self;
     this.token = who.token ?? crypto.randomBytes(12).toString('hex');
-    this.timers = who.timers ?? REAL_TIMERS;
     this.beatDb = who.beatDb ?? db;
   }
 
@@ -93,7 +86,7 @@ export class WorkerLease {
   async join(also?: (tx: Db) => Promise<void>): Promise<TakenOver[]> {
     return await this.db
       .transaction(async (tx) => {
-        this.id = await addWorker(tx, { host: this.host, pid: this.pid, procStart: processStart(this.pid), token: this.token, leaseMs: this.leaseMs, maxLocal: this.maxLocal });
+        this.id = await addWorker(tx, { host: this.host, pid: this.pid, procStart: this.rt.procs.startOf(this.pid), token: this.token, leaseMs: this.leaseMs, maxLocal: this.maxLocal });
         // The start first, then the takeovers: the event record says so in that order, as for a file's lock.
         await also?.(tx);
         const taken = await this.takeOverGone(tx);
@@ -150,7 +143,7 @@ export class WorkerLease {
         looking = false;
       }
     };
-    this.timer = this.timers.every(async () => {
+    this.timer = this.rt.timers.every(async () => {
       try {
         // The renewal alone, outside the writers' lock: a worker that waits for the lock (another
         // session holds it) is alive, and is never taken for gone for that wait. It renews only
@@ -213,7 +206,7 @@ export class WorkerLease {
   /** Whether another worker looks gone, as read now (without the writers' lock). */
   private async someoneGone(): Promise<boolean> {
     const nowMs = await storeClockMs(this.beatDb);
-    return (await listWorkers(this.beatDb)).some((w) => w.id !== this.id && goneWhy(w, nowMs, this.host) !== null);
+    return (await listWorkers(this.beatDb)).some((w) => w.id !== this.id && goneWhy(w, nowMs, this.rt) !== null);
   }
 
   /** Inside a transaction (`tx`): every other worker that is gone is taken over by this one. */
@@ -226,7 +219,7 @@ export class WorkerLease {
     const heardOn = (host: string, except: number) => rows.some((o) => o.id !== except && o.host === host && nowMs - o.heartbeat_ms <= o.lease_ms);
     for (const w of rows) {
       if (w.id === this.id) continue;
-      const why = goneWhy(w, nowMs, this.host);
+      const why = goneWhy(w, nowMs, this.rt);
       if (!why) continue;
       const sameHost = w.host === this.host;
       if (!sameHost && heardOn(w.host, w.id)) continue;
@@ -242,9 +235,9 @@ export class WorkerLease {
 }
 
 /** The workers not gone, as seen from this host: an abort from any shell leaves the strategy to them. */
-export async function liveWorkers(db: Db, nowMs?: number, host = hostName()): Promise<WorkerRow[]> {
+export async function liveWorkers(db: Db, rt: Pick<ProcessRuntime, 'procs' | 'host'>, nowMs?: number): Promise<WorkerRow[]> {
   const at = nowMs ?? await storeClockMs(db);
-  return (await listWorkers(db)).filter((w) => goneWhy(w, at, host) === null);
+  return (await listWorkers(db)).filter((w) => goneWhy(w, at, rt) === null);
 }
 
 /** How often the lease is renewed: a third of it, at most every 5 s. */
@@ -253,12 +246,12 @@ export function heartbeatMs(leaseMs: number): number {
 }
 
 /** Why worker `w` is gone (null: it is not). Its lease decides (`nowMs` on the store's clock); on its own host, its process too. */
-export function goneWhy(w: WorkerRow, nowMs: number, host: string): string | null {
+export function goneWhy(w: WorkerRow, nowMs: number, rt: Pick<ProcessRuntime, 'procs' | 'host'>): string | null {
   const age = nowMs - w.heartbeat_ms;
   if (age > w.lease_ms) return `its lease ran out (heartbeat ${(age / 1000).toFixed(1)} s old, lease ${(w.lease_ms / 1000).toFixed(1)} s)`;
-  if (w.host !== host) return null;
-  if (!processAlive(w.pid)) return 'no longer running';
-  const start = processStart(w.pid);
+  if (w.host !== rt.host) return null;
+  if (!rt.procs.alive(w.pid)) return 'no longer running';
+  const start = rt.procs.startOf(w.pid);
   if (w.proc_start && start && start !== w.proc_start) return `pid ${w.pid} is now another process`;
   return null;
 }

@@ -35,6 +35,8 @@ export interface Transaction<T> {
   immediate(): Promise<T>;
 }
 
+import type { Clock } from './clock.js';
+
 /** Which SQL the database speaks: the store writes each one's own where they differ (store/statements.ts). */
 export type Backend = 'sqlite' | 'postgresql';
 
@@ -48,6 +50,12 @@ export interface Db {
   readonly open: boolean;
   /** This is an open transaction's handle (a transaction through it is a savepoint). */
   readonly inTransaction: boolean;
+  /**
+   * The clock of the process that holds the connection (its runtime's: platform/runtime.ts): the
+   * times the store writes, and a lease's clock where the runtime stands in for the server's.
+   * A transaction's handle has its connection's.
+   */
+  readonly clock: Clock;
   /**
    * The handle every transaction of this connection gives its body: for statements prepared once
    * and run only inside the connection's transactions (run outside one, they throw).

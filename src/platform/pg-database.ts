@@ -14,6 +14,7 @@ import { connectionLost, inTurn, PgError, type PgClient, type PgQuery, type PgRe
 import { asStoreError, connect, RESENDABLE } from './pg-connection.js';
 import type { Backend, Db, RunResult, Statement, Transaction } from './db.js';
 import { Turns, TxHandle, type Inside } from './turns.js';
+import { REAL_CLOCK, type Clock } from './clock.js';
 
 /** The advisory lock every dcm writer of one database takes ("DCM1", as the SQLite file's mark). */
 export const WRITER_LOCK = 0x44434d31;
@@ -103,6 +104,8 @@ export class PgDatabase implements Db, Inside {
   readonly memory = false;
   readonly backend: Backend = 'postgresql';
   open = true;
+  /** The holder's clock (platform/db.ts): this process's unless its runtime gives another. */
+  clock: Clock = REAL_CLOCK;
   /** A transaction is open on the connection (its statements must not be sent again elsewhere). */
   private depth = 0;
   private savepoints = 0;

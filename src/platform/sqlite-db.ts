@@ -8,6 +8,7 @@
 import type DatabaseT from 'better-sqlite3';
 import type { Backend, Db, RunResult, Statement, Transaction } from './db.js';
 import { Turns, TxHandle, type Inside } from './turns.js';
+import { REAL_CLOCK, type Clock } from './clock.js';
 
 type Raw = DatabaseT.Database;
 
@@ -103,6 +104,9 @@ export class SqliteDb implements Db, Inside {
   private readonly control = new Map<string, DatabaseT.Statement<[]>>();
   readonly inTransaction = false;
   readonly backend: Backend = 'sqlite';
+
+  /** The holder's clock (platform/db.ts): this process's unless its runtime gives another. */
+  clock: Clock = REAL_CLOCK;
 
   constructor(readonly raw: Raw) {}
 

@@ -9,6 +9,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Backend, Db, Statement, Transaction } from './db.js';
+import type { Clock } from './clock.js';
 
 /**
  * DCM_CHECK_TURNS=1 (the tests set it): a statement through the connection inside its own
@@ -58,6 +59,7 @@ export interface Inside {
   readonly name: string;
   readonly memory: boolean;
   readonly open: boolean;
+  readonly clock: Clock;
   /** A statement of the open transaction (it runs at once). */
   prepareInside(source: string): Statement;
   execInside(source: string): Promise<void>;
@@ -91,6 +93,10 @@ export class TxHandle implements Db {
 
   get open(): boolean {
     return this.conn.open;
+  }
+
+  get clock(): Clock {
+    return this.conn.clock;
   }
 
   prepare(source: string): Statement {

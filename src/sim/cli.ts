@@ -13,17 +13,9 @@ import { Worker } from 'node:worker_threads';
 import { drawSchedule, smaller, type Schedule } from './schedule.js';
 import { scheduleSeed } from './prng.js';
 import { runSchedule, type Outcome } from './world.js';
+import { INVARIANTS } from './judge.js';
 import { isPgUrl, shownUrl } from '../domain/db-url.js';
 
-export const INVARIANTS = [
-  'at most one operation per site at a time',
-  'a (site, state) that ended ok is never run again',
-  'no stage with more sites busy than its window',
-  'no step that ended complete is reopened',
-  'every step of an ended strategy ended',
-  'the strategy ends (an abort included)',
-  'no run left going after the end',
-];
 
 export interface SimArgs {
   seed: number;

@@ -37,3 +37,20 @@ export function scheduleSeed(seed: number, i: number): number {
   h = Math.imul(h ^ (h >>> 16), 0x85ebca6b) >>> 0;
   return (h ^ (h >>> 13)) >>> 0;
 }
+
+/** FNV-1a over a string, into `h`. */
+function mix(h: number, text: string): number {
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
+  return Math.imul(h ^ 0xff, 0x01000193) >>> 0;
+}
+
+/**
+ * A PRNG for one key of a schedule (a site's run: its site, state and attempt), from the schedule's
+ * seed and the key alone: what is drawn for it does not depend on what was drawn before, so a
+ * schedule with one fault fewer draws the same for every run it still has.
+ */
+export function keyedPrng(seed: number, ...key: (string | number)[]): Prng {
+  let h = mix(0x811c9dc5 ^ seed, '');
+  for (const k of key) h = mix(h, String(k));
+  return new Prng(h);
+}

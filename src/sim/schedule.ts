@@ -1,53 +1,70 @@
 /**
- * A schedule: everything one simulated rollout will meet, drawn from its seed — the fleet and its
- * stages, how long each state takes on each site and how it ends (ok, failed, the site not
- * answering), and the faults: kills at commit boundaries, a store held busy, Ctrl-C, operator
- * commands (pause, resume, window, abort, retry), and with several hosts, workers frozen past
- * their lease or killed; on a PostgreSQL server also dcm's sessions cut by the server, and its
- * store held busy past the lease. Plain data: printed, shrunk by dropping faults, and replayed.
+ * A schedule: everything one simulated rollout will meet, drawn from its seed. The fleet and its
+ * stages; how each state goes at each site (sites.ts draws that from the seed and the run's key,
+ * not from here); and the faults, each at its moment within the schedule's fault horizon: kills at
+ * commits, stores held busy, Ctrl-C, operator commands, and with several hosts, workers frozen or
+ * killed, hosts paused, cut off from the store or lost with everything on them, hosts' clocks
+ * stepped; on a PostgreSQL server also sessions cut by the server and a commit's answer lost.
+ *
+ * After the horizon comes the quiet: no new fault, frozen hosts continued, cut ones back; the
+ * operator does what a person at 3 a.m. does (applies again, resolves runs of unknown outcome as
+ * the site says they ended), and every site must be ended within the bound the schedule computes
+ * (liveness). Plain data: printed as JSON, shrunk by dropping faults, replayed (`--schedule FILE`).
  */
 import { Prng } from './prng.js';
-import type { Plan } from './sites.js';
 
 export type Fault =
-  /** One host: the process of generation `gen` is killed right after its commit `commit`, and a new apply starts `restartMs` later. */
+  /** One host: the apply of generation `gen` is killed right after its commit `commit`, and started again `restartMs` later. */
   | { kind: 'kill'; gen: number; commit: number; restartMs: number }
-  /** The commit `commit` of generation `gen` (on a server, worker `gen - 1`'s first) finds the store held by another connection for `holdMs`. */
-  | { kind: 'busy'; gen: number; commit: number; holdMs: number }
+  /** Another session holds the store's writers for `holdMs` (`table`: LOCK TABLE from psql, on a server). */
+  | { kind: 'busy'; atMs: number; holdMs: number; table: boolean }
   | { kind: 'pause'; atMs: number; forMs: number }
   | { kind: 'window'; atMs: number; size: number }
   | { kind: 'abort'; atMs: number }
-  /** Ctrl-C (twice: a second one stops waiting); the operator applies again `restartMs` later. */
+  /** Ctrl-C to every apply (twice: a second one stops waiting); the operator applies again `restartMs` later. */
   | { kind: 'interrupt'; atMs: number; twice: boolean; restartMs: number }
-  /** Several hosts: worker `worker` is frozen (SIGSTOP) for `forMs`, or killed and started again on its host. */
+  /** Several hosts: worker `worker`'s process alone is frozen (SIGSTOP) for `forMs`, or killed and started again on its host. */
   | { kind: 'freeze'; worker: number; atMs: number; forMs: number }
   | { kind: 'kill-worker'; worker: number; atMs: number; restartMs: number }
-  /** A PostgreSQL server: every session of dcm's is ended by the server (pg_terminate_backend), as in its restart. */
-  | { kind: 'cut'; atMs: number };
+  /** Several hosts: host `host` (its worker, its launcher and its runs) paused for `forMs`: a VM paused. */
+  | { kind: 'freeze-host'; host: number; atMs: number; forMs: number }
+  /** Several hosts: host `host` cut off from the store for `forMs` (a partition); the sites still answer it. */
+  | { kind: 'cut-host'; host: number; atMs: number; forMs: number }
+  /** Several hosts: host `host` lost with everything on it, for good. */
+  | { kind: 'lose-host'; host: number; atMs: number }
+  /** Host `host`'s wall clock stepped by `byMs` (NTP, an operator). */
+  | { kind: 'clock-step'; host: number; atMs: number; byMs: number }
+  /** The operator looks at the runs of unknown outcome now, mid-rollout, and resolves or retries each as its site says. */
+  | { kind: 'resolve'; atMs: number }
+  /** A PostgreSQL server ends dcm's sessions (`host`: that host's only), as in its restart. */
+  | { kind: 'cut'; atMs: number; host: number | null }
+  /** A PostgreSQL server: the answer of a COMMIT of host `host`'s worker is lost with its connection. */
+  | { kind: 'commit-lost'; atMs: number; host: number };
 
 export interface Schedule {
   seed: number;
-  /** 1: one orchestrator at a time (a file); more: that many workers, each on a host of its own. */
+  /** 1: one orchestrator at a time (a file's lock); more: that many workers, each on a host of its own. */
   hosts: number;
   /** Each stage: its window and its number of sites (a group of its own). */
   stages: { window: number; sites: number }[];
-  stateTimeoutMs: number;
+  /** Each state's timeout; null: `timeout: none` (a run whose host is lost is held as of unknown outcome). */
+  stateTimeoutMs: number | null;
   leaseMs: number;
   pFail: number;
   pDefer: number;
+  /** A site that accepts an operation and never answers (only with a timeout: it ends the run). */
+  pHang: number;
   /** After the strategy ends failed or aborted, `strategy retry` and apply again (once). */
   retry: boolean;
+  /** Faults fall before this (virtual ms); the quiet comes after. */
+  horizonMs: number;
   faults: Fault[];
 }
 
 export interface DrawOptions {
   /** Several hosts (2 or 3 workers); absent: drawn (a third of the schedules). */
   hosts?: number;
-  /**
-   * On a PostgreSQL server: several hosts always (2 or 3 when not given; a server's one host is
-   * workers whose processes that host sees, which the simulator's are not), sessions cut, and a
-   * busy store. A seed whose schedule on a file has several hosts draws the same one here, then these.
-   */
+  /** On a PostgreSQL server: several hosts always, sessions cut, commits' answers lost. */
   server?: boolean;
 }
 
@@ -58,20 +75,29 @@ export function drawSchedule(seed: number, o: DrawOptions = {}): Schedule {
   const faults: Fault[] = [];
   const horizonMs = 10 * 60_000;
   const at = () => r.int(1_000, horizonMs);
+  const host = () => r.int(0, hosts - 1);
+  const stateTimeoutMs = r.chance(0.15) ? null : 120_000;
   if (hosts === 1) {
     for (let gen = 1; gen <= 3; gen++) {
       if (r.chance(0.6)) faults.push({ kind: 'kill', gen, commit: r.int(1, 40), restartMs: r.int(1_000, 120_000) });
-      if (r.chance(0.3)) faults.push({ kind: 'busy', gen, commit: r.int(1, 40), holdMs: r.int(500, 20_000) });
     }
     if (r.chance(0.2)) faults.push({ kind: 'interrupt', atMs: at(), twice: r.chance(0.5), restartMs: r.int(1_000, 60_000) });
   } else {
-    const n = r.int(1, 3);
+    const n = r.int(1, 4);
     for (let i = 0; i < n; i++) {
-      const worker = r.int(0, hosts - 1);
-      if (r.chance(0.5)) faults.push({ kind: 'freeze', worker, atMs: at(), forMs: r.int(5_000, 90_000) });
-      else faults.push({ kind: 'kill-worker', worker, atMs: at(), restartMs: r.int(1_000, 60_000) });
+      const x = r.next();
+      // Past the wait bound sometimes (a state's timeout is 2 min): the breaks of several hosts live there.
+      const long = r.chance(0.3) ? r.int(150_000, 400_000) : r.int(5_000, 90_000);
+      if (x < 0.25) faults.push({ kind: 'freeze', worker: host(), atMs: at(), forMs: long });
+      else if (x < 0.45) faults.push({ kind: 'kill-worker', worker: host(), atMs: at(), restartMs: r.int(1_000, 60_000) });
+      else if (x < 0.65) faults.push({ kind: 'freeze-host', host: host(), atMs: at(), forMs: long });
+      else if (x < 0.85) faults.push({ kind: 'cut-host', host: host(), atMs: at(), forMs: long });
+      else faults.push({ kind: 'lose-host', host: host(), atMs: at() });
     }
+    if (r.chance(0.25)) faults.push({ kind: 'resolve', atMs: at() });
   }
+  if (r.chance(0.2)) faults.push({ kind: 'clock-step', host: host(), atMs: at(), byMs: r.pick([2 * 3_600_000, -3_600_000, 45_000]) });
+  if (r.chance(0.3)) faults.push({ kind: 'busy', atMs: at(), holdMs: r.int(500, 40_000), table: r.chance(0.5) });
   if (r.chance(0.3)) faults.push({ kind: 'pause', atMs: at(), forMs: r.int(1_000, 120_000) });
   if (r.chance(0.3)) faults.push({ kind: 'window', atMs: at(), size: r.int(1, 8) });
   if (r.chance(0.2)) faults.push({ kind: 'abort', atMs: at() });
@@ -79,39 +105,63 @@ export function drawSchedule(seed: number, o: DrawOptions = {}): Schedule {
     seed,
     hosts,
     stages,
-    stateTimeoutMs: 120_000,
+    stateTimeoutMs,
     leaseMs: 15_000,
     pFail: r.pick([0, 0.02, 0.08]),
     pDefer: r.pick([0, 0, 0.05]),
+    pHang: stateTimeoutMs === null ? 0 : r.pick([0, 0, 0.02]),
     retry: r.chance(0.7),
+    horizonMs,
     faults,
   };
-  // Drawn last, so that everything above is the schedule the same seed has on a file. A server's
-  // busy store may be held past the lease: the workers' leases are renewed on connections of
-  // their own, never behind the writers' lock, and nobody is taken for gone for that wait.
+  // Drawn last, so that everything above is the schedule the same seed has on a file.
   if (o.server) {
-    for (let i = r.int(0, 2); i > 0; i--) faults.push({ kind: 'cut', atMs: at() });
-    if (r.chance(0.5)) faults.push({ kind: 'busy', gen: r.int(1, hosts), commit: r.int(1, 40), holdMs: r.int(500, 30_000) });
+    for (let i = r.int(0, 2); i > 0; i--) faults.push({ kind: 'cut', atMs: at(), host: r.chance(0.5) ? host() : null });
+    if (r.chance(0.3)) faults.push({ kind: 'commit-lost', atMs: at(), host: host() });
   }
   return s;
 }
 
-/** How each (site, state, attempt) goes: drawn from the schedule's seed in the order operations reach the sites. */
-export function planner(s: Schedule): (site: string, state: string, attempt: number) => Plan {
-  const r = new Prng(s.seed ^ 0x5bd1e995);
-  return () => {
-    const long = r.chance(0.01);
-    const durationMs = long ? s.stateTimeoutMs + r.int(1_000, 60_000) : r.int(1_000, 30_000);
-    const x = r.next();
-    return { durationMs, outcome: x < s.pFail ? 'failed' : x < s.pFail + s.pDefer ? 'defer' : 'ok' };
-  };
+/**
+ * How long after the quiet begins every site must have ended: every stage's sites through every
+ * state at the longest a run takes (a timeout, or the longest draw), a window at a time, twice
+ * over (retries and deferrals), plus the leases, timeouts and the operator's looks a recovery
+ * waits for.
+ */
+export function livenessBoundMs(s: Schedule, states: number): number {
+  const runMs = Math.max(30_000, (s.stateTimeoutMs ?? 0) + 60_000);
+  const work = s.stages.reduce((sum, st) => sum + Math.ceil(st.sites / st.window) * states * runMs, 0);
+  return 2 * work + 10 * s.leaseMs + 2 * (s.stateTimeoutMs ?? 0) + 15 * 60_000;
 }
 
-/** Schedules smaller than `s`: each with one fault fewer (the shrinker keeps the first that still fails). */
+/** When the quiet begins: the horizon, and the end of every fault that lasts past it. */
+export function quietAt(s: Schedule): number {
+  let t = s.horizonMs;
+  for (const f of s.faults) {
+    if ('forMs' in f) t = Math.max(t, f.atMs + f.forMs);
+    if (f.kind === 'busy') t = Math.max(t, f.atMs + f.holdMs);
+  }
+  return t;
+}
+
+/** Schedules smaller than `s`: each with one fault fewer, one site fewer, one stage fewer. */
 export function smaller(s: Schedule): Schedule[] {
   const out = s.faults.map((_, i) => ({ ...s, faults: s.faults.filter((_, j) => j !== i) }));
   if (s.retry) out.push({ ...s, retry: false });
   for (const [i, st] of s.stages.entries()) if (st.sites > 1) out.push({ ...s, stages: s.stages.map((x, j) => (j === i ? { ...x, sites: x.sites - 1 } : x)) });
   if (s.stages.length > 1) out.push({ ...s, stages: s.stages.slice(0, -1) });
   return out;
+}
+
+/** A schedule read back from its JSON (`--schedule FILE`), checked field by field. */
+export function parseSchedule(text: string): Schedule {
+  const s = JSON.parse(text) as Schedule;
+  const bad = (what: string) => new Error(`not a schedule: ${what}`);
+  if (typeof s !== 'object' || s === null) throw bad('not an object');
+  for (const k of ['seed', 'hosts', 'leaseMs', 'pFail', 'pDefer', 'pHang', 'horizonMs'] as const) if (typeof s[k] !== 'number') throw bad(`${k} is not a number`);
+  if (!(s.stateTimeoutMs === null || typeof s.stateTimeoutMs === 'number')) throw bad('stateTimeoutMs is not a number or null');
+  if (!Array.isArray(s.stages) || !s.stages.every((st) => Number.isInteger(st.window) && Number.isInteger(st.sites))) throw bad('stages');
+  if (!Array.isArray(s.faults) || !s.faults.every((f) => typeof f.kind === 'string')) throw bad('faults');
+  if (typeof s.retry !== 'boolean') throw bad('retry is not a boolean');
+  return s;
 }

@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { threadId } from 'node:worker_threads';
 import Database from 'better-sqlite3';
-import { oneConnectionAtATime, PgClient } from '../platform/pg-client.js';
+import { oneConnectionAtATime, PgClient, pgQueriesOut, pgQuiet } from '../platform/pg-client.js';
 import { WRITER_LOCK } from '../platform/pg-database.js';
 
 export interface SimStore {
@@ -22,14 +22,39 @@ export interface SimStore {
   /** The address the world's own sessions open: spared by a cut. */
   readonly worldAddress: string;
   readonly server: boolean;
-  /** Another session takes the writers' lock; the function returned lets it go. */
-  holdWriters(): Promise<() => Promise<void>>;
-  /** Every session of dcm's on the database is ended by the server (none on a file: a file has no connection to lose). */
-  cutSessions(): Promise<void>;
+  /** A folder of the schedule's own, for its files (the exec config). */
+  readonly scratch: string;
+  /** The address a process of `host` opens: its sessions are told apart by the server. */
+  addressOf(host: string): string;
+  /**
+   * Another session takes the writers' lock (`table`: on a server, LOCK TABLE on the steps, as an
+   * operator's psql might); the function returned lets it go.
+   */
+  holdWriters(table: boolean): Promise<() => Promise<void>>;
+  /** Every session of dcm's (`host`: that host's only) is ended by the server (none on a file: a file has no connection to lose). */
+  cutSessions(host: string | null): Promise<void>;
+  /**
+   * Resolves once no query to the server is out, nor asked in what the answers set going: virtual
+   * time may move on (loop.ts). A server answers in real time; a clock moved meanwhile would make a
+   * query take virtual time (a lease lapse while its heartbeat is on the wire). Null on a file,
+   * whose statements answer at once.
+   */
+  readonly answered: (() => Promise<void>) | null;
   dispose(): Promise<void>;
 }
 
 const WORLD = 'dcm-sim-world';
+
+/** The real event loop's next turn, whatever the simulator does with time. */
+const realTurn = () => new Promise<void>((r) => setImmediate(r));
+
+async function answered(): Promise<void> {
+  for (;;) {
+    await pgQuiet();
+    await realTurn();
+    if (pgQueriesOut() === 0) return;
+  }
+}
 
 export function simStore(server: string | undefined): Promise<SimStore> {
   return server ? serverStore(server) : fileStore();
@@ -44,6 +69,9 @@ async function fileStore(): Promise<SimStore> {
     address: file,
     worldAddress: file,
     server: false,
+    scratch: dir,
+    addressOf: () => file,
+    answered: null,
     async holdWriters() {
       const other = new Database(file);
       other.exec('BEGIN IMMEDIATE');
@@ -85,30 +113,36 @@ async function serverStore(server: string): Promise<SimStore> {
   oneConnectionAtATime(true);
   const address = naming(server, name);
   const worldAddress = naming(server, name, `application_name=${WORLD}`);
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'dcm-sim-'));
   return {
     address,
     worldAddress,
     server: true,
-    async holdWriters() {
+    scratch,
+    answered,
+    addressOf: (host) => naming(server, name, `application_name=dcm-sim-${host}`),
+    async holdWriters(table) {
       const other = await PgClient.connect(worldAddress);
       // A session that is not dcm's may sit in its transaction (dcm's are ended after 5 s idle).
       await other.query('SET idle_in_transaction_session_timeout = 0');
-      await other.many([{ text: 'BEGIN' }, { text: 'SELECT pg_advisory_xact_lock($1)', values: [WRITER_LOCK] }]);
+      await other.many([{ text: 'BEGIN' }, table ? { text: 'LOCK TABLE strategy_step IN ACCESS EXCLUSIVE MODE' } : { text: 'SELECT pg_advisory_xact_lock($1)', values: [WRITER_LOCK] }]);
       return async () => {
         await other.query('COMMIT');
         other.close();
       };
     },
-    async cutSessions() {
+    async cutSessions(host) {
       // Each waited for (up to 5 s) until its session is gone: the next statement meets the cut.
       await asAdmin(
         server,
-        `SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE datname = $1 AND application_name <> $2 AND pid <> pg_backend_pid()`,
-        [name, WORLD],
+        `SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE datname = $1 AND application_name <> $2 AND pid <> pg_backend_pid()
+           AND ($3::text IS NULL OR application_name = $3)`,
+        [name, WORLD, host === null ? null : `dcm-sim-${host}`],
       );
     },
     async dispose() {
       oneConnectionAtATime(false);
+      fs.rmSync(scratch, { recursive: true, force: true });
       await asAdmin(server, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     },
   };

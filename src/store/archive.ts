@@ -76,7 +76,7 @@ export async function archiveStrategy(db: Db, deletedBy: string): Promise<string
     steps.filter((s) => s.state === 'failed').length,
     row.created_at,
     row.updated_at,
-    now(),
+    now(db),
     deletedBy,
     JSON.stringify(row),
     JSON.stringify(stages),

@@ -55,7 +55,7 @@ export async function recordDurations(db: Db, type: string, tally: DurationTally
        sumsq_ms = d.sumsq_ms + excluded.sumsq_ms, min_ms = ${least(db, 'd.min_ms', 'excluded.min_ms')},
        max_ms = ${greatest(db, 'd.max_ms', 'excluded.max_ms')}, updated_at = excluded.updated_at`,
   );
-  const at = now();
+  const at = now(db);
   for (const [state, s] of tally.byState) await stmt.run(type, state, s.count, s.sumMs, s.sumSqMs, s.minMs, s.maxMs, at);
 }
 

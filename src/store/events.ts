@@ -31,7 +31,7 @@ export async function recordEvent(db: Db, who: Actor, event: string, details = '
     db,
     `INSERT INTO strategy_event (strategy_id, at, event, "user", host, pid, details, reason)
      SELECT id, $1, $2, $3, $4, $5, $6, $7 FROM strategy WHERE id = 1`,
-  ).run(now(), event, who.user, who.host, who.pid, visible(details, EVENT_DETAILS_MAX), reason);
+  ).run(now(db), event, who.user, who.host, who.pid, visible(details, EVENT_DETAILS_MAX), reason);
 }
 
 /** The record in the order it was written. */

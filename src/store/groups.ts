@@ -46,7 +46,7 @@ export async function insertGroup(
      VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
   )
     .pluck()
-    .get(g.name, g.description, g.updateApplyType, g.maxParallelSubclouds, g.maintenanceWindow ?? null, g.maintenanceTz ?? null, now());
+    .get(g.name, g.description, g.updateApplyType, g.maxParallelSubclouds, g.maintenanceWindow ?? null, g.maintenanceTz ?? null, now(db));
   return Number(r);
 }
 
@@ -65,7 +65,7 @@ export async function updateGroup(
   const keys = Object.keys(changes) as (keyof typeof changes)[];
   const p = new Params();
   const sets = keys.map((k) => `${k} = ${p.add(changes[k])}`).join(', ');
-  await sql(db, `UPDATE subcloud_group SET ${sets}, updated_at = ${p.add(now())} WHERE id = ${p.add(id)}`).run(...p.values);
+  await sql(db, `UPDATE subcloud_group SET ${sets}, updated_at = ${p.add(now(db))} WHERE id = ${p.add(id)}`).run(...p.values);
 }
 
 export async function deleteGroup(db: Db, id: number): Promise<void> {

@@ -10,7 +10,7 @@
  *   (a pid may be reused). A first write in progress in another process is never disturbed.
  */
 import fs from 'node:fs';
-import { processAlive } from '../platform/proc.js';
+import type { ProcessRuntime } from '../platform/runtime.js';
 import path from 'node:path';
 import { OperationError } from '../domain/errors.js';
 
@@ -38,7 +38,8 @@ export function tempName(real: string, pid: number, hex: string): string {
  * cannot list or write in is left as it is (a reader in a read-only directory still reads).
  * Returns the names removed.
  */
-export function removeStaleTemps(real: string, now = Date.now()): string[] {
+export function removeStaleTemps(real: string, rt: Pick<ProcessRuntime, 'clock' | 'procs'>): string[] {
+  const now = rt.clock.wall();
   const dir = path.dirname(real);
   const pattern = new RegExp(`^${escape(path.basename(real))}\\.(\\d+)-[0-9a-f]+\\.new(-wal|-shm|-journal)?$`);
   let names: string[];
@@ -55,7 +56,7 @@ export function removeStaleTemps(real: string, now = Date.now()): string[] {
     const file = path.join(dir, name);
     try {
       const old = now - fs.lstatSync(file).mtimeMs > STALE_MS;
-      if (pid === process.pid || (processAlive(pid) && !old)) continue;
+      if (pid === rt.procs.self || (rt.procs.alive(pid) && !old)) continue;
       fs.rmSync(file, { force: true });
       removed.push(name);
     } catch {

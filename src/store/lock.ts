@@ -40,20 +40,20 @@ export async function lastHolder(db: Db): Promise<LockRow | undefined> {
 }
 
 export async function writeLock(db: Db, h: LockHolder): Promise<void> {
-  const at = now();
+  const at = now(db);
   await sql(
     db,
     `INSERT INTO apply_lock (id, pid, host, started_at, heartbeat_at, heartbeat_ms, token, proc_start) VALUES (1, $1, $2, $3, $4, $5, $6, $7)
      ON CONFLICT(id) DO UPDATE SET pid = excluded.pid, host = excluded.host, started_at = excluded.started_at,
        heartbeat_at = excluded.heartbeat_at, heartbeat_ms = excluded.heartbeat_ms, token = excluded.token,
        proc_start = excluded.proc_start`,
-  ).run(h.pid, h.host, at, at, Date.now(), h.token, h.procStart);
+  ).run(h.pid, h.host, at, at, db.clock.wall(), h.token, h.procStart);
 }
 
 /** Refresh the heartbeat; false when the lock is no longer this token's (someone took it over). */
 export async function beat(db: Db, token: string): Promise<boolean> {
   return (
-    (await sql(db, 'UPDATE apply_lock SET heartbeat_at = $1, heartbeat_ms = $2 WHERE id = 1 AND token = $3').run(now(), Date.now(), token))
+    (await sql(db, 'UPDATE apply_lock SET heartbeat_at = $1, heartbeat_ms = $2 WHERE id = 1 AND token = $3').run(now(db), db.clock.wall(), token))
       .changes === 1
   );
 }

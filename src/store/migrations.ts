@@ -4,7 +4,9 @@
  */
 import Database from 'better-sqlite3';
 import { sitesFileOf } from '../platform/sites-file.js';
-import { now } from './clock.js';
+import { nowMicros } from './clock.js';
+import { formatTimestamp } from '../domain/time.js';
+import type { Clock } from '../platform/clock.js';
 
 /** "DCM1" as a 32-bit integer: tells a dcm file from any other SQLite file. */
 export const APPLICATION_ID = 0x44434d31;
@@ -33,9 +35,9 @@ export const WORKERS_MIGRATION = `
   CREATE UNIQUE INDEX step_history_one_running ON step_history(step_id) WHERE outcome = 'running';
 `;
 
-export const MIGRATIONS: ((db: Database.Database) => void)[] = [
+export const MIGRATIONS: ((db: Database.Database, clock: Clock) => void)[] = [
   // 0 -> 1
-  (db) => {
+  (db, clock) => {
     db.exec(`
       CREATE TABLE subcloud_group (
         id INTEGER PRIMARY KEY,
@@ -132,7 +134,7 @@ export const MIGRATIONS: ((db: Database.Database) => void)[] = [
     db.prepare(
       `INSERT INTO subcloud_group (id, name, description, update_apply_type, max_parallel_subclouds, created_at)
        VALUES (1, 'Default', 'Default Subcloud Group', 'parallel', 2, ?)`,
-    ).run(now());
+    ).run(formatTimestamp(nowMicros(clock)));
   },
   // 1 -> 2: the apply lock is a fencing token (SPEC §2.1). Every orchestrator write checks that the
   // token is still the lock's; the holder's process start time tells a live pid from a reused one.

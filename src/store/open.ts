@@ -19,6 +19,7 @@ import { isPgUrl } from '../domain/db-url.js';
 export type { Db } from '../platform/db.js';
 import type { Db } from '../platform/db.js';
 import { SqliteDb } from '../platform/sqlite-db.js';
+import { REAL_CLOCK, type Clock } from '../platform/clock.js';
 
 type Raw = DatabaseT.Database;
 
@@ -71,9 +72,11 @@ export interface OpenOptions {
    * cannot write in, as a creating writer is, instead of failing later in SQLite with no path.
    */
   write?: boolean;
+  /** The clock of the process that opens it (its runtime's, platform/runtime.ts): the times it writes. This process's by default. */
+  clock?: Clock;
 }
 
-let openPg: ((url: string, opts: { create: boolean }) => Promise<Db | null>) | null = null;
+let openPg: ((url: string, opts: { create: boolean; clock: Clock }) => Promise<Db | null>) | null = null;
 
 /**
  * The PostgreSQL backend (store/pg/), loaded only for a database on a server: its modules would
@@ -91,7 +94,7 @@ export async function loadPgBackend(): Promise<void> {
 export async function openDb(file: string, opts: OpenOptions): Promise<Db | null> {
   if (isPgUrl(file)) {
     if (!openPg) throw new Error('the PostgreSQL backend is not loaded (store/open.ts: loadPgBackend)');
-    return await openPg(file, { create: opts.create });
+    return await openPg(file, { create: opts.create, clock: opts.clock ?? REAL_CLOCK });
   }
   const p = checkPath(file, !opts.create, opts.create || opts.write === true);
   if (!p) return null;
@@ -126,8 +129,11 @@ export async function openDb(file: string, opts: OpenOptions): Promise<Db | null
     // roll back the last transactions, never corrupt the file.
     db.pragma('synchronous = NORMAL');
     db.pragma('foreign_keys = ON');
-    if (version < SCHEMA_VERSION) migrate(db, version);
-    return new SqliteDb(db);
+    const clock = opts.clock ?? REAL_CLOCK;
+    if (version < SCHEMA_VERSION) migrate(db, version, clock);
+    const out = new SqliteDb(db);
+    out.clock = clock;
+    return out;
   } catch (err) {
     db.close();
     if ((err as { code?: string }).code === 'SQLITE_NOTADB') {
@@ -137,11 +143,11 @@ export async function openDb(file: string, opts: OpenOptions): Promise<Db | null
   }
 }
 
-function migrate(db: Raw, from: number): void {
+function migrate(db: Raw, from: number, clock: Clock): void {
   db.transaction(() => {
     // Re-read inside the write lock: another process may have migrated meanwhile.
     const now = db.pragma('user_version', { simple: true }) as number;
-    for (let v = Math.max(from, now); v < SCHEMA_VERSION; v++) MIGRATIONS[v](db);
+    for (let v = Math.max(from, now); v < SCHEMA_VERSION; v++) MIGRATIONS[v](db, clock);
     db.pragma(`application_id = ${APPLICATION_ID}`);
     db.pragma(`user_version = ${SCHEMA_VERSION}`);
   }).immediate();

@@ -101,7 +101,7 @@ export async function recordRunDetails(db: Db, rows: readonly RunDetailsRow[]): 
      WHERE id = $3 AND state = $4 AND details IS DISTINCT FROM $5
        AND EXISTS (SELECT 1 FROM step_history WHERE id = $6 AND step_id = $7 AND outcome = 'running')`,
   );
-  const at = now();
+  const at = now(db);
   let n = 0;
   for (const r of rows) n += (await stmt.run(r.text, at, r.stepId, r.state, r.text, r.historyId, r.stepId)).changes;
   return n;
@@ -181,7 +181,7 @@ export async function runEnd(db: Db, runId: string): Promise<RunEndRow | undefin
  * here for nobody, unless its launcher claimed it first. True: given up, it will never start.
  */
 export async function abandonRemoteRun(db: Db, runId: string, host: string): Promise<boolean> {
-  return (await sql(db, `INSERT INTO run_claim (run_id, host, what, at) VALUES ($1, $2, 'abandoned', $3) ON CONFLICT (run_id) DO NOTHING`).run(runId, host, now())).changes === 1;
+  return (await sql(db, `INSERT INTO run_claim (run_id, host, what, at) VALUES ($1, $2, 'abandoned', $3) ON CONFLICT (run_id) DO NOTHING`).run(runId, host, now(db))).changes === 1;
 }
 
 /** How a run was claimed: `started` by its host's launcher, or `abandoned` (given up by a taker); none yet. */
@@ -199,7 +199,7 @@ const OPERATOR = 'operator ';
  */
 export async function resolveRun(db: Db, runId: string, by: string, code: number, reason: string): Promise<boolean> {
   const facts = JSON.stringify({ err: reason, log: '', match: '', next: null });
-  return (await sql(db, 'INSERT INTO run_end (run_id, host, code, signal, facts, ended_at) VALUES ($1, $2, $3, NULL, $4, $5) ON CONFLICT (run_id) DO NOTHING').run(runId, `${OPERATOR}${by}`, code, facts, now())).changes === 1;
+  return (await sql(db, 'INSERT INTO run_end (run_id, host, code, signal, facts, ended_at) VALUES ($1, $2, $3, NULL, $4, $5) ON CONFLICT (run_id) DO NOTHING').run(runId, `${OPERATOR}${by}`, code, facts, now(db))).changes === 1;
 }
 
 /** Whether the operator said how the run ended (`strategy-step resolve`). */
@@ -209,12 +209,12 @@ export async function operatorEnd(db: Db, runId: string): Promise<boolean> {
 
 /** A run claimed by the host that starts it (the simulator's sites; the exec launcher writes its own). False: given up first. */
 export async function claimRun(db: Db, runId: string, host: string): Promise<boolean> {
-  return (await sql(db, `INSERT INTO run_claim (run_id, host, what, at) VALUES ($1, $2, 'started', $3) ON CONFLICT (run_id) DO NOTHING`).run(runId, host, now())).changes === 1;
+  return (await sql(db, `INSERT INTO run_claim (run_id, host, what, at) VALUES ($1, $2, 'started', $3) ON CONFLICT (run_id) DO NOTHING`).run(runId, host, now(db))).changes === 1;
 }
 
 /** A run's end as its host saw it (the simulator's sites; the exec launcher writes its own). */
 export async function recordRunEnd(db: Db, runId: string, host: string, code: number | null, signal: string | null): Promise<void> {
-  await sql(db, 'INSERT INTO run_end (run_id, host, code, signal, facts, ended_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (run_id) DO NOTHING').run(runId, host, code, signal, '{}', now());
+  await sql(db, 'INSERT INTO run_end (run_id, host, code, signal, facts, ended_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (run_id) DO NOTHING').run(runId, host, code, signal, '{}', now(db));
 }
 
 /** A run still `running` is of unknown outcome: its history row and its step's line say so. */
@@ -240,7 +240,7 @@ const RETRY_SIGNAL = 'strategy retry';
  */
 export async function retryRun(db: Db, runId: string, by: string): Promise<boolean> {
   return (await sql(db, `INSERT INTO run_end (run_id, host, code, signal, facts, ended_at) VALUES ($1, $2, NULL, $3, '{}', $4) ON CONFLICT (run_id) DO NOTHING`)
-    .run(runId, `${OPERATOR}${by}`, RETRY_SIGNAL, now())).changes === 1;
+    .run(runId, `${OPERATOR}${by}`, RETRY_SIGNAL, now(db))).changes === 1;
 }
 
 /** Who said the run is to run again (retryRun), by its end; null: the end is another. */

@@ -59,7 +59,7 @@ export async function setStageGates(db: Db, stages: readonly number[], o: { maxF
 export async function setGateState(db: Db, stage: number, state: GateState, reason: string | null, dueAt: string | null = null): Promise<void> {
   // The reason may quote a check's output: kept escaped (domain/outside-text.ts), as events are.
   const kept = reason === null ? null : visible(reason, 4000);
-  await sql(db, 'UPDATE strategy_stage SET gate_state = $1, gate_reason = $2, gate_at = $3, gate_due_at = $4 WHERE stage = $5').run(state, kept, now(), dueAt, stage);
+  await sql(db, 'UPDATE strategy_stage SET gate_state = $1, gate_reason = $2, gate_at = $3, gate_due_at = $4 WHERE stage = $5').run(state, kept, now(db), dueAt, stage);
 }
 
 /** A stage's steps: how many, failed, not started, and when the last one ended. */

@@ -42,7 +42,7 @@ export async function insertSteps(db: Db, steps: readonly PlannedStep[]): Promis
     db,
     `INSERT INTO strategy_step (strategy_id, subcloud_id, stage, state, created_at) VALUES (1, $1, $2, 'initial', $3)`,
   );
-  const created = now();
+  const created = now(db);
   for (const s of steps) await stmt.run(s.subcloudId, s.stage, created);
 }
 
@@ -138,5 +138,5 @@ export async function retryCandidates(db: Db, clouds: readonly string[] | null):
  */
 export async function resetStep(db: Db, id: number, from: string, to: string): Promise<boolean> {
   return (await sql(db, `UPDATE strategy_step SET state = $1, details = '', finished_at = NULL, updated_at = $2, owner = NULL WHERE id = $3 AND state = $4`)
-    .run(to, now(), id, from)).changes === 1;
+    .run(to, now(db), id, from)).changes === 1;
 }

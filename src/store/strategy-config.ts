@@ -21,7 +21,7 @@ export async function getDefaultConfig(db: Db): Promise<(ConfigOptions & { creat
 
 /** Update the default row, or create it again after a delete (dcmanager's update-or-create). */
 export async function upsertDefaultConfig(db: Db, o: ConfigOptions): Promise<void> {
-  const at = now();
+  const at = now(db);
   const changed = (await sql(
     db,
     `UPDATE strategy_config_default SET storage_apply_type = $1, worker_apply_type = $2,
@@ -50,7 +50,7 @@ export async function getSubcloudConfig(db: Db, subcloudId: number): Promise<Con
 
 /** Create or update a subcloud's own row. */
 export async function upsertSubcloudConfig(db: Db, subcloudId: number, o: ConfigOptions): Promise<void> {
-  const at = now();
+  const at = now(db);
   await sql(
     db,
     `INSERT INTO strategy_config (subcloud_id, ${FIELDS}, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)

@@ -48,7 +48,7 @@ export async function insertStrategy(
     `INSERT INTO strategy (id, type, subcloud_apply_type, max_parallel_subclouds, stop_on_failure, state,
        extra_args, created_at, max_failures)
      VALUES (1, $1, $2, $3, $4, 'initial', $5, $6, $7)`,
-  ).run(s.type, s.subcloudApplyType, s.maxParallelSubclouds, s.stopOnFailure ? 1 : 0, JSON.stringify(s.extra), now(), s.maxFailures ?? null);
+  ).run(s.type, s.subcloudApplyType, s.maxParallelSubclouds, s.stopOnFailure ? 1 : 0, JSON.stringify(s.extra), now(db), s.maxFailures ?? null);
   await insertStages(db, stages);
 }
 
@@ -68,7 +68,7 @@ export async function listStages(db: Db): Promise<{ stage: number; max_parallel:
 
 /** Compare-and-swap of the strategy state: true when this writer made the change. */
 export async function casStrategyState(db: Db, from: readonly string[], to: string): Promise<boolean> {
-  const p = new Params(to, now());
+  const p = new Params(to, now(db));
   const r = await sql(db, `UPDATE strategy SET state = $1, updated_at = $2 WHERE id = 1 AND state IN (${p.list(from)})`).run(...p.values);
   return r.changes === 1;
 }
@@ -125,7 +125,7 @@ export async function setMaxFailures(db: Db, text: string): Promise<void> {
 
 /** The strategy was changed by a command (update): its updated_at says when. */
 export async function touchStrategy(db: Db): Promise<void> {
-  await sql(db, 'UPDATE strategy SET updated_at = $1 WHERE id = 1').run(now());
+  await sql(db, 'UPDATE strategy SET updated_at = $1 WHERE id = 1').run(now(db));
 }
 
 /** Whether anyone committed since the last look (SQLite's data_version; the PostgreSQL schema's commit counter). */

@@ -213,7 +213,7 @@ function flatten(f: SubcloudFields): Record<string, unknown> {
 export async function insertSubclouds(db: Db, rows: { name: string; fields: SubcloudFields }[], onTaken?: (index: number) => Promise<never>): Promise<number | null> {
   const cols = insertColumns();
   const stmt = sql(db, `INSERT INTO subcloud (${cols.names.join(', ')}) VALUES (${cols.names.map((_, i) => `$${i + 1}`).join(', ')}) RETURNING id`).pluck();
-  const created = now();
+  const created = now(db);
   let firstId: number | null = null;
   for (let i = 0; i < rows.length; i++) {
     const r = rows[i];
@@ -289,7 +289,7 @@ export async function updateSubcloud(db: Db, id: number, fields: SubcloudFields)
   if (fields.labels) await changeLabels(db, id, fields.labels);
   if (keys.length === 0 && !fields.labels) return;
   const p = new Params();
-  const sets = [...keys.map((k) => `${k} = ${p.add(flat[k])}`), `updated_at = ${p.add(now())}`].join(', ');
+  const sets = [...keys.map((k) => `${k} = ${p.add(flat[k])}`), `updated_at = ${p.add(now(db))}`].join(', ');
   await sql(db, `UPDATE subcloud SET ${sets} WHERE id = ${p.add(id)}`).run(...p.values);
 }
 

@@ -50,13 +50,13 @@ export async function interruptRunning(db: Db, details = 'the orchestrator stopp
       `UPDATE step_history SET outcome = 'interrupted', finished_at = $1, details = $2
        WHERE outcome = 'running' AND id NOT IN (${idsIn(db, '$3')})`,
     )
-    .run(now(), details, JSON.stringify(keep))).changes;
+    .run(now(db), details, JSON.stringify(keep))).changes;
 }
 
 /** The runs this process started and stopped waiting for (a second Ctrl-C): `interrupted`. */
 export async function interruptRuns(db: Db, historyIds: readonly number[], details: string): Promise<number> {
   const stmt = db.prepare(`UPDATE step_history SET outcome = 'interrupted', finished_at = $1, details = $2 WHERE id = $3 AND outcome = 'running'`);
-  const at = now();
+  const at = now(db);
   let n = 0;
   for (const id of historyIds) n += (await stmt.run(at, details, id)).changes;
   return n;
@@ -133,7 +133,7 @@ export class TransitionWriter {
       // few statements over arrays: store/pg/transitions.ts); a stale step rolls the batch back.
       if (!writeBatch) await this.numberAttempts(batch);
       let written: Written[];
-      if (writeBatch) written = await writeBatch(tx, batch, now());
+      if (writeBatch) written = await writeBatch(tx, batch, now(db));
       else {
         written = [];
         for (const t of batch) written.push(await this.apply(tx, t));
@@ -198,7 +198,7 @@ export class TransitionWriter {
   }
 
   private async apply(tx: Db, t: Transition): Promise<Written> {
-    const at = now();
+    const at = now(tx);
     const c = t.close;
     // Sent together and awaited once (a file's path only: a server writes its batch its own way).
     // Each runs as it is called, in this order; an await each was a promise and a resumed frame
@@ -240,7 +240,7 @@ export interface Written {
 
 /** Steps in `state`, which run nothing, become `aborted` with these details (abort); returns how many. */
 export async function abortStepsIn(db: Db, state: 'initial' | 'deferred', details: string): Promise<number> {
-  const at = now();
+  const at = now(db);
   return (await db
     .prepare(`UPDATE strategy_step SET state = 'aborted', details = $1, finished_at = $2, updated_at = $3 WHERE state = $4`)
     .run(details, at, at, state)).changes;
@@ -254,7 +254,7 @@ export const abortInitialSteps = (db: Db): Promise<number> => abortStepsIn(db, '
  * but those in `keep` (a run of theirs still lives: the next apply adopts it).
  */
 export async function abortMidStateSteps(db: Db, keep: readonly number[] = []): Promise<number> {
-  const at = now();
+  const at = now(db);
   return (await db
     .prepare(
       `UPDATE strategy_step SET details = 'aborted in state ' || state, state = 'aborted', finished_at = $1, updated_at = $2
@@ -277,7 +277,7 @@ export async function countStepStates(db: Db): Promise<Record<string, number>> {
  * that a later `retry` finds them.
  */
 export async function failLeftSteps(db: Db, why: string): Promise<number> {
-  const at = now();
+  const at = now(db);
   return (await db
     .prepare(
       `UPDATE strategy_step SET details = state || ': ' || $1, state = 'failed', finished_at = $2, updated_at = $3

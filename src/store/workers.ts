@@ -46,27 +46,18 @@ const COLUMNS = 'id, host, pid, proc_start, token, started_at, heartbeat_at, hea
 /**
  * The clock leases are judged by (ms): the database server's, one clock for workers on every host,
  * so that a host whose own clock is off neither takes a live worker over nor keeps a dead one. A
- * file has one host, and its clock.
+ * file has one host, and its clock. The simulator's runtime stands in for a server's clock
+ * (`clock.server`: its hours of virtual leases would otherwise be judged by the few real seconds
+ * they take).
  */
 export async function storeClockMs(db: Db): Promise<number> {
-  if (!isPgUrl(db.name)) return Date.now();
-  if (serverClockStandIn) return serverClockStandIn();
+  if (db.clock.server) return db.clock.server();
+  if (!isPgUrl(db.name)) return db.clock.wall();
   return Number(await sql(db, 'SELECT CAST(extract(epoch FROM clock_timestamp()) * 1000 AS bigint)').pluck().get());
 }
 
-let serverClockStandIn: (() => number) | null = null;
-
-/**
- * The simulator (src/sim) runs this thread on a virtual clock, installed over Date and the timers;
- * on a real server it stands in for the server's clock with the same one, or hours of simulated
- * leases would be judged by the few real seconds they take. Nothing else sets it.
- */
-export function standInForServerClock(clock: (() => number) | null): void {
-  serverClockStandIn = clock;
-}
-
 export async function addWorker(db: Db, w: NewWorker): Promise<number> {
-  const at = now();
+  const at = now(db);
   return (await sql(
     db,
     `INSERT INTO apply_worker (host, pid, proc_start, token, started_at, heartbeat_at, heartbeat_ms, lease_ms, max_local)
@@ -87,7 +78,7 @@ export async function holdsWorker(db: Db, id: number, token: string): Promise<bo
 
 /** Renew the lease; false once the row is gone (another worker took this one's subclouds over). */
 export async function beatWorker(db: Db, id: number, token: string): Promise<boolean> {
-  return (await sql(db, 'UPDATE apply_worker SET heartbeat_at = $1, heartbeat_ms = $2 WHERE id = $3 AND token = $4').run(now(), await storeClockMs(db), id, token)).changes === 1;
+  return (await sql(db, 'UPDATE apply_worker SET heartbeat_at = $1, heartbeat_ms = $2 WHERE id = $3 AND token = $4').run(now(db), await storeClockMs(db), id, token)).changes === 1;
 }
 
 /**
@@ -106,7 +97,7 @@ async function interruptRunsOf(db: Db, id: number, details: string): Promise<num
     db,
     `UPDATE step_history SET outcome = 'interrupted', finished_at = $1, details = $2
      WHERE outcome = 'running' AND step_id IN (SELECT id FROM strategy_step WHERE owner = $3)`,
-  ).run(now(), details, id)).changes;
+  ).run(now(db), details, id)).changes;
 }
 
 /** A worker leaves (or is taken over): its row goes, and the steps it held that have not ended are nobody's. */

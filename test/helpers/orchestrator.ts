@@ -9,7 +9,8 @@ import type { Driver, OperationRequest, OperationResult } from '../../src/driver
 import { statesOf, type StrategyType } from '../../src/domain/types.js';
 import { Orchestrator, type OrchestratorOptions } from '../../src/orchestrator/orchestrator.js';
 import type { ProgressSink, Summary, TransitionEvent } from '../../src/orchestrator/progress.js';
-import { realRuntime, type CommitHooks, type CostCounters } from '../../src/orchestrator/runtime.js';
+import { orchestratorRuntime, type CommitHooks, type CostCounters } from '../../src/orchestrator/runtime.js';
+import { realRuntime } from '../../src/platform/runtime.js';
 import { openDb, type Db } from '../../src/store/open.js';
 import { casStrategyState, getStrategy } from '../../src/store/strategy.js';
 import { tempDir } from './cli.js';
@@ -171,7 +172,7 @@ export async function fixture(spec: FixtureSpec): Promise<Fixture> {
     states,
     options,
     make: (driver, progress = new RecordingProgress(), { counters, hooks, ...overrides } = {}) =>
-      new Orchestrator(realRuntime(db, driver, hooks ?? null, counters ?? null), progress, { ...options, ...overrides }),
+      new Orchestrator(orchestratorRuntime(realRuntime(), db, driver, hooks ?? null, counters ?? null), progress, { ...options, ...overrides }),
     cleanup: () => {
       if (db.open) db.close();
       t.cleanup();

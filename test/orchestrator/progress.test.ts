@@ -1,4 +1,5 @@
 /** The progress tracker and its text (pure): counts, in flight, ETA, failures, width, summary. */
+import { realRuntime } from '../../src/platform/runtime.js';
 import { describe, expect, test } from '@jest/globals';
 import { ProgressTracker } from '../../src/orchestrator/progress-tracker.js';
 import { closingSummary, liveLines, periodicLine } from '../../src/orchestrator/progress-view.js';
@@ -173,7 +174,7 @@ function fakeTerminal(): NodeJS.WriteStream & { text: () => string } {
 describe('the live view\'s last frame', () => {
   test('a strategy ended by its failure budget (exec: no sim latency, states never run): no ETA, no source', () => {
     const out = fakeTerminal();
-    const live = new LiveProgress(out, {});
+    const live = new LiveProgress(out, {}, realRuntime());
     live.begin({ type: 'custom', states: STATES, stages: [{ stage: 1, window: 1, counts: { initial: 3 } }], startedMs: Date.now(), stateTimeoutMs: 1000 });
     live.stageStarted(1, 1);
     live.transition(ev('s1', 'initial', 'a', { attempt: 1 }));
@@ -224,7 +225,7 @@ describe('the line progress on a stream many applies share', () => {
   // added an 'error' listener to it, and Node warned of a leak at the eleventh.
   test('one error listener however many progress sinks, and a failed stream silences them all', () => {
     const out = Object.assign(new EventEmitter(), { text: '', write: (c: string) => ((out.text += c), true) });
-    const sinks = Array.from({ length: 12 }, () => new LineProgress(out as unknown as NodeJS.WritableStream, { quiet: false, verbose: false, intervalMs: 0, inputs: {} }));
+    const sinks = Array.from({ length: 12 }, () => new LineProgress(out as unknown as NodeJS.WritableStream, { quiet: false, verbose: false, intervalMs: 0, inputs: {} }, realRuntime()));
     expect(out.listenerCount('error')).toBe(1);
     sinks[11].warn('before');
     expect(out.text).toBe('dcm: before\n');

@@ -5,6 +5,7 @@
  * state's details. The batcher on a clock of the test's own, then the orchestrator with a fake
  * driver whose runs report by hand.
  */
+import { REAL_TIMERS } from '../../src/platform/timers.js';
 import { afterEach, describe, expect, test } from '@jest/globals';
 import { DETAILS_EVERY_MS, RunDetails } from '../../src/orchestrator/run-details.js';
 import type { CostCounters } from '../../src/orchestrator/test-hooks.js';
@@ -20,7 +21,7 @@ afterEach(() => {
 describe('RunDetails: the pace of details writes', () => {
   test('1,000 lines within a second are one write; the next waits out the second; an equal line is no change', () => {
     let now = 10_000;
-    const d = new RunDetails(() => {}, () => now);
+    const d = new RunDetails(() => {}, () => now, REAL_TIMERS);
     const current = () => true;
     const writes: string[] = [];
     const flushAll = () => {
@@ -48,7 +49,7 @@ describe('RunDetails: the pace of details writes', () => {
 
   test('a line of a run no longer current is dropped, and a new run of the step is not held to the old one\'s pace', () => {
     let now = 0;
-    const d = new RunDetails(() => {}, () => now);
+    const d = new RunDetails(() => {}, () => now, REAL_TIMERS);
     d.report(1, 1, 'attempt 1 at 50%');
     d.committed(d.take(() => true), false);
     d.report(1, 1, 'attempt 1 at 99%');

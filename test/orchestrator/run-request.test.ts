@@ -8,7 +8,8 @@ import type { Driver } from '../../src/drivers/driver.js';
 import { ConfigBook } from '../../src/domain/strategy-config.js';
 import { Registry } from '../../src/orchestrator/registry.js';
 import { RunRequests, type RunContext } from '../../src/orchestrator/run-request.js';
-import { realRuntime } from '../../src/orchestrator/runtime.js';
+import { orchestratorRuntime } from '../../src/orchestrator/runtime.js';
+import { realRuntime } from '../../src/platform/runtime.js';
 import type { CursorStep } from '../../src/store/cursor.js';
 import { updateSubcloud } from '../../src/store/subclouds.js';
 import { strategyOf } from '../helpers/store.js';
@@ -35,7 +36,7 @@ async function requestsFor(labelKeys?: readonly string[]) {
   const s = await strategyOf(['a', 'b']);
   cleanup = s.cleanup;
   await updateSubcloud(s.db, 2, { labels: { rack: '7' } });
-  const runs = new RunRequests(realRuntime(s.db, { labelKeys } as unknown as Driver));
+  const runs = new RunRequests(orchestratorRuntime(realRuntime(), s.db, { labelKeys } as unknown as Driver));
   await runs.readLabelled();
   return runs;
 }

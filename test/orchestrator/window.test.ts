@@ -1,4 +1,5 @@
 /** A stage's window on its own: a fake host, no database, no driver. */
+import { realRuntime } from '../../src/platform/runtime.js';
 import { describe, expect, test } from '@jest/globals';
 import { StageWindow } from '../../src/orchestrator/window.js';
 import type { Gate } from '../../src/domain/control.js';
@@ -55,7 +56,7 @@ async function endAll(h: ReturnType<typeof host>): Promise<void> {
 describe('StageWindow', () => {
   test('starts at most the window, in order, and ends once every step has ended; reads ahead no more than the window', async () => {
     const h = host(Array.from({ length: 10 }, (_, i) => step(i + 1)));
-    const w = new StageWindow(3, h.host);
+    const w = new StageWindow(3, h.host, realRuntime());
     let done = false;
     const run = w.run().then(() => (done = true));
     await tick();
@@ -73,7 +74,7 @@ describe('StageWindow', () => {
 
   test('paused: starts none, in flight end; a subcloud held back before it started is kept and starts first on resume', async () => {
     const h = host(Array.from({ length: 6 }, (_, i) => step(i + 1)));
-    const w = new StageWindow(2, h.host);
+    const w = new StageWindow(2, h.host, realRuntime());
     const run = w.run();
     await tick();
     expect(h.started).toEqual([1, 2]);
@@ -95,7 +96,7 @@ describe('StageWindow', () => {
 
   test('resized: larger starts more at once, smaller starts none until fewer than N are in flight', async () => {
     const h = host(Array.from({ length: 20 }, (_, i) => step(i + 1)));
-    const w = new StageWindow(2, h.host);
+    const w = new StageWindow(2, h.host, realRuntime());
     const run = w.run();
     await tick();
     w.resize(5);
@@ -122,7 +123,7 @@ describe('StageWindow', () => {
     const h = host([step(1, 'pre check'), step(2, 'pre check', true), step(3), step(4)]);
     h.gate.newSubclouds = false;
     h.gate.stopping = true;
-    const w = new StageWindow(4, h.host);
+    const w = new StageWindow(4, h.host, realRuntime());
     const run = w.run();
     await tick();
     // s1 was in flight when the last process stopped: it runs; s2 (put back by a retry) is new.
@@ -148,7 +149,7 @@ describe('StageWindow', () => {
         run: async () => true,
         failed: (e: Error) => failures.push(e),
       };
-      void new StageWindow(2, broken).run();
+      void new StageWindow(2, broken, realRuntime()).run();
       await tick();
       expect(failures.map((e) => e.message)).toEqual(['disk I/O error']);
 
@@ -159,7 +160,7 @@ describe('StageWindow', () => {
         gate: () => ({ newSubclouds: true, operations: true, stopping: false }),
         run: () => Promise.reject(new Error('database disk image is malformed')),
         failed: (e: Error) => rejected.push(e),
-      });
+      }, realRuntime());
       await w.run();
       expect(rejected.map((e) => e.message)).toEqual(['database disk image is malformed']);
       await tick();
@@ -183,7 +184,7 @@ describe('StageWindow: a step is in it once', () => {
 
   test('read again while it runs (added, or read by a rescan): it does not run a second time', async () => {
     const { h, asked, host: hh } = recording([step(1), step(2)]);
-    const w = new StageWindow(2, hh);
+    const w = new StageWindow(2, hh, realRuntime());
     const run = w.run();
     await tick();
     expect(h.started).toEqual([1, 2]);
@@ -197,7 +198,7 @@ describe('StageWindow: a step is in it once', () => {
 
   test('added while an older read of it waits in the queue: it runs once, as added, and the queued read does nothing', async () => {
     const { h, asked, host: hh } = recording([step(1), step(2), step(3)]);
-    const w = new StageWindow(1, hh);
+    const w = new StageWindow(1, hh, realRuntime());
     const run = w.run();
     await tick();
     expect(h.started).toEqual([1]);
@@ -218,7 +219,7 @@ describe('StageWindow: subclouds waiting for their maintenance window', () => {
       state.asked++;
       return state.closed && s.id <= 2 ? inMs : null;
     };
-    return { h, state, win: new StageWindow(2, { ...h.host, hold }) };
+    return { h, state, win: new StageWindow(2, { ...h.host, hold }, realRuntime()) };
   }
 
   test('they give up their places: the others start in their slots; they start once asked again after the window opened; the stage waits for them', async () => {
@@ -260,7 +261,7 @@ describe('StageWindow: subclouds waiting for their maintenance window', () => {
     let read = 0;
     const h = host(steps);
     const fetch = h.host.fetch;
-    const win = new StageWindow(2, { ...h.host, fetch: async (n: number) => { const out = await fetch(n); read += out.length; return out; }, hold: () => 3_600_000 });
+    const win = new StageWindow(2, { ...h.host, fetch: async (n: number) => { const out = await fetch(n); read += out.length; return out; }, hold: () => 3_600_000 }, realRuntime());
     const run = win.run();
     // Until every step read is set aside and none is with the limiter: the window has nothing left to do.
     const inside = win as unknown as { asideSteps: Map<number, unknown>; outstanding: number };

@@ -13,10 +13,6 @@ import { ROOT } from '../helpers/cli.js';
 const ALLOWED: Record<string, string> = {
   'src/orchestrator/test-hooks.ts: workerData.ms': "a test hook's hold of the write lock, only with DCM_TEST_HOOKS=1",
   'src/commands/live-runs.ts: 250': "--wait's fixed 250 ms look at the live runs",
-  'src/orchestrator/notify.ts: POLL_MS': "a fixed 500 ms look at the event record for notifications",
-  'src/orchestrator/notify.ts: NOTIFY_TIMEOUT_MS': "a notification command's fixed 30 s limit",
-  'src/orchestrator/stage-gate.ts: 25': "a fixed 25 ms look, bounded, for an old gate check's end",
-  'src/orchestrator/progress-live.ts: REDRAW_MS': "the live view's fixed redraw",
   'src/drivers/sim/sites.ts: 100': "a fixed 100 ms retry of the sim's busy flush",
   'src/drivers/sim/sites.ts: GATHER_MS': "the sim's sites on a server: a fixed 2 ms gathering of a flush",
   'src/platform/pg-client.ts: ANSWER_MS': "a fixed 60 s bound on a server's answer",

@@ -4,7 +4,9 @@ import { deleteStrategy } from '../../src/store/strategy.js';
 import { TransitionWriter, type Transition } from '../../src/store/transitions.js';
 import { durationStats, observedDurations } from '../../src/store/durations.js';
 import { meanMs } from '../../src/domain/estimate.js';
-import { now } from '../../src/store/clock.js';
+import { nowMicros } from '../../src/store/clock.js';
+import { formatTimestamp } from '../../src/domain/time.js';
+import { REAL_CLOCK } from '../../src/platform/clock.js';
 import { twoStepStrategy } from '../helpers/store.js';
 
 describe('state duration statistics', () => {
@@ -26,7 +28,7 @@ describe('state duration statistics', () => {
     const close = (t: Transition, outcome: 'ok' | 'failed', durationMs: number): Transition => ({
       stepId: t.stepId, subcloudId: t.subcloudId, cloud: t.cloud, from: 'pre check', to: outcome === 'ok' ? 'updating patches' : 'failed',
       details: '', ended: outcome !== 'ok',
-      close: { historyId: t.historyId!, outcome, finishedAt: now(), details: '', durationMs },
+      close: { historyId: t.historyId!, outcome, finishedAt: formatTimestamp(nowMicros(REAL_CLOCK)), details: '', durationMs },
       startAttempt: outcome === 'ok' ? 1 : undefined,
     });
     await w.commit([close(a, 'ok', 100), close(b, 'failed', 5000)]);

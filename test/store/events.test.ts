@@ -3,6 +3,7 @@
  * keeping its strategy; rows are written only while a strategy exists, read in the order written,
  * and go with the strategy (ON DELETE CASCADE).
  */
+import { REAL_CLOCK } from '../../src/platform/clock.js';
 import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
 import Database from 'better-sqlite3';
 import { openDb } from '../../src/store/open.js';
@@ -18,7 +19,7 @@ function eventsMigration(): number {
   const raw = new Database(':memory:');
   try {
     for (let v = 0; v < SCHEMA_VERSION; v++) {
-      MIGRATIONS[v](raw);
+      MIGRATIONS[v](raw, REAL_CLOCK);
       if (raw.prepare("SELECT 1 FROM sqlite_master WHERE name = 'strategy_event'").get()) return v;
     }
     throw new Error('no migration makes strategy_event');
@@ -37,7 +38,7 @@ describe('strategy_event migration', () => {
   test('a file of the schema before it gains the table on open, its strategy kept, and records from then on', async () => {
     const from = eventsMigration();
     const raw = new Database(t.db);
-    for (let v = 0; v < from; v++) MIGRATIONS[v](raw);
+    for (let v = 0; v < from; v++) MIGRATIONS[v](raw, REAL_CLOCK);
     raw.pragma(`application_id = ${APPLICATION_ID}`);
     raw.pragma(`user_version = ${from}`);
     raw

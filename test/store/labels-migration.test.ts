@@ -2,6 +2,7 @@
  * Migration 9 -> 10: subclouds get labels, in a table of their own. A file of schema 9 is built by
  * running the migrations of that time on a raw file; a newer file is refused by open.test.ts.
  */
+import { REAL_CLOCK } from '../../src/platform/clock.js';
 import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
 import Database from 'better-sqlite3';
 import { APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION } from '../../src/store/migrations.js';
@@ -18,7 +19,7 @@ afterEach(() => t.cleanup());
 
 function schema9(file: string): void {
   const raw = new Database(file);
-  for (const m of MIGRATIONS.slice(0, 9)) m(raw);
+  for (const m of MIGRATIONS.slice(0, 9)) m(raw, REAL_CLOCK);
   raw.prepare(`INSERT INTO subcloud (name, group_id, management, availability, deploy_status, patching_sync, usm_sync,
     kubernetes_sync, kube_rootca_sync, firmware_sync, created_at, oam_floating_ip)
     VALUES ('old1', 1, 'managed', 'online', 'complete', 'out-of-sync', 'out-of-sync', 'out-of-sync', 'out-of-sync',

@@ -2,6 +2,7 @@
  * Migration 7 -> 8: the simulated sites leave the database for their own file beside it, once.
  * Files of schema 7 are built here by running the migrations of that time (0..6) on a raw file.
  */
+import { REAL_CLOCK } from '../../src/platform/clock.js';
 import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs';
 import Database from 'better-sqlite3';
@@ -18,7 +19,7 @@ const ROWS = [
 /** A file as dcm left it at schema 7, with `rows` in its sim_site table. */
 function schema7(file: string, rows: typeof ROWS): void {
   const raw = new Database(file);
-  for (const m of MIGRATIONS.slice(0, 7)) m(raw);
+  for (const m of MIGRATIONS.slice(0, 7)) m(raw, REAL_CLOCK);
   const insert = raw.prepare(
     'INSERT INTO sim_site VALUES (@name, @campaign, @done, @vim, @busy_state, @busy_owner, @options)',
   );

@@ -3,6 +3,7 @@
  * the cascade with the subcloud, the migration of a file made before the table existed, and the
  * resolution a driver receives (own row, else default row, else built-in defaults).
  */
+import { REAL_CLOCK } from '../../src/platform/clock.js';
 import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
 import Database from 'better-sqlite3';
 import { openDb, type Db } from '../../src/store/open.js';
@@ -98,7 +99,7 @@ describe('strategy-config migration', () => {
     const t = tempDir();
     try {
       const raw = new Database(t.db);
-      MIGRATIONS[0](raw);
+      MIGRATIONS[0](raw, REAL_CLOCK);
       raw.pragma(`application_id = ${APPLICATION_ID}`);
       raw.pragma('user_version = 1');
       raw.prepare("INSERT INTO sim_site (name, campaign, done, vim) VALUES ('a', 'c', 0, 'none')").run();

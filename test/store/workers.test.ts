@@ -6,6 +6,7 @@
  * leaves its runs to adopt (same host) or closes them interrupted (another host). And the
  * migration that made one `running` operation per step the database's rule.
  */
+import { REAL_CLOCK } from '../../src/platform/clock.js';
 import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
 import Database from 'better-sqlite3';
 import { openDb, type Db } from '../../src/store/open.js';
@@ -124,7 +125,7 @@ describe('one running operation per step', () => {
     const raw = new Database(file);
     // A file of version 13, the one before the workers' migration (13 -> 14).
     const BEFORE_WORKERS = 13;
-    for (let v = 0; v < BEFORE_WORKERS; v++) MIGRATIONS[v](raw);
+    for (let v = 0; v < BEFORE_WORKERS; v++) MIGRATIONS[v](raw, REAL_CLOCK);
     raw.pragma(`application_id = ${APPLICATION_ID}`);
     raw.pragma(`user_version = ${BEFORE_WORKERS}`);
     raw.exec(`

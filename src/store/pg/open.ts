@@ -12,11 +12,14 @@ import { PG_FIRST_VERSION, PG_MIGRATIONS, PG_SCHEMA, PG_STORE, pgSeeds } from '.
 import { useBatchWrites } from '../transitions.js';
 import { writeBatchPg } from './transitions.js';
 import type { Db } from '../open.js';
+import type { Clock } from '../../platform/clock.js';
 
 export interface PgOpenOptions {
   create: boolean;
   /** libpq's PGOPTIONS (a search_path may be named there too); the process's by default. */
   pgOptions?: string;
+  /** The opener's clock (store/open.ts OpenOptions). */
+  clock?: Clock;
 }
 
 /** Open the database; null when it has no dcm schema yet and the caller only reads. */
@@ -25,6 +28,7 @@ export async function openPgDb(url: string, opts: PgOpenOptions): Promise<PgData
   let db: PgDatabase;
   try {
     db = await PgDatabase.open(shown, url, PG_STORE);
+    if (opts.clock) db.clock = opts.clock;
   } catch (err) {
     throw new OperationError(`cannot open database ${shown}: ${(err as Error).message}`);
   }
@@ -52,7 +56,7 @@ export async function openPgDb(url: string, opts: PgOpenOptions): Promise<PgData
         if (version === 0) {
           // The first schema on PostgreSQL, then the same steps an older database takes.
           await tx.exec(PG_SCHEMA);
-          for (const q of pgSeeds()) await db.query(q);
+          for (const q of pgSeeds(db.clock)) await db.query(q);
           await db.query({
             text: `INSERT INTO dcm_meta (key, value) VALUES ('application', 'dcm'), ('schema_version', $1), ('data_version', '0')`,
             values: [String(PG_FIRST_VERSION)],

@@ -9,7 +9,9 @@
  * as SQLite's BINARY does, whatever the server's locale. `dcm_meta` marks the database as dcm's and
  * holds the schema version (SQLite's application_id and user_version).
  */
-import { now } from '../clock.js';
+import { nowMicros } from '../clock.js';
+import { formatTimestamp } from '../../domain/time.js';
+import type { Clock } from '../../platform/clock.js';
 import type { PgSchemaOptions } from '../../platform/pg-database.js';
 
 const T = 'TEXT COLLATE "C"';
@@ -163,12 +165,12 @@ CREATE TABLE subcloud_group_gate (
 `;
 
 /** The rows SQLite's migrations seed: the Default group (id 1) and the default strategy config. */
-export function pgSeeds(): { text: string; values?: unknown[] }[] {
+export function pgSeeds(clock: Clock): { text: string; values?: unknown[] }[] {
   return [
     {
       text: `INSERT INTO subcloud_group (id, name, description, update_apply_type, max_parallel_subclouds, created_at)
              VALUES (1, 'Default', 'Default Subcloud Group', 'parallel', 2, $1)`,
-      values: [now()],
+      values: [formatTimestamp(nowMicros(clock))],
     },
     // The identity goes on after the row given its number.
     { text: `SELECT setval(pg_get_serial_sequence('subcloud_group', 'id'), 1)` },

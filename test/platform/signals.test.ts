@@ -1,11 +1,13 @@
 /**
- * onSignals (src/orchestrator/signals.ts): while apply runs its handler gets SIGINT and SIGTERM;
+ * A real runtime's signals (src/platform/runtime.ts REAL_SIGNALS): while apply runs its handler gets SIGINT and SIGTERM;
  * once let go, a signal ends dcm with the shell's code. At no moment is a signal left to Node's
  * default action (which kills the process): a second Ctrl-C that lands just as apply lets go of
  * its handler once made a script read `killed by SIGINT` instead of exit 130.
  */
 import { afterEach, expect, test } from '@jest/globals';
-import { onSignals } from '../../src/orchestrator/signals.js';
+import { REAL_SIGNALS } from '../../src/platform/runtime.js';
+
+const onSignals = (h: (s: string) => void) => REAL_SIGNALS.listen(h);
 
 const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
 const before = new Map(SIGNALS.map((s) => [s, process.listeners(s)]));
