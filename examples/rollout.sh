@@ -36,6 +36,6 @@ esac
 echo "== strategy apply exited $status: $ended"
 echo "== where it stands (any time, from any shell: dcm strategy status --watch):"
 dcm strategy status -c state -c steps -c complete -c failed -c aborted -c elapsed
-echo "== the failed steps:"
-dcm strategy-step list --state failed
+echo "== the failed steps (dcm's stage number beside dcmanager's columns, as -c names it):"
+dcm strategy-step list --state failed -c cloud -c 'stage number' -c state -c details -c finished_at
 exit 0

@@ -1,8 +1,7 @@
 /** Commander wiring of `dcm subcloud-group …` (dcmanager's underscore spellings, dashed ones too). */
 import { Option, type Command } from './commander.js';
 import type { GroupInput } from '../commands/groups.js';
-import type { ApplyType } from '../domain/types.js';
-import { applyType, groupMaxParallel } from './parsers.js';
+import { groupMaxParallel } from './parsers.js';
 import type { Runner } from './runner.js';
 import { YES_HELP } from './confirm.js';
 
@@ -12,8 +11,8 @@ const commands = () => import('../commands/groups.js');
 interface RawGroupOpts {
   name?: string;
   description?: string;
-  update_apply_type?: ApplyType;
-  updateApplyType?: ApplyType;
+  update_apply_type?: string;
+  updateApplyType?: string;
   max_parallel_subclouds?: number;
   maxParallelSubclouds?: number;
   stageMaxFailures?: string;
@@ -26,8 +25,9 @@ interface RawGroupOpts {
 function groupOptions(cmd: Command): Command {
   return cmd
     .option('--description <text>', 'description')
-    .option('--update_apply_type <type>', 'parallel | serial', applyType)
-    .addOption(new Option('--update-apply-type <type>').argParser(applyType).hideHelp())
+    // Taken as typed, as the client passes it on: the server refuses what is not parallel or serial (exit 1).
+    .option('--update_apply_type <type>', 'parallel | serial')
+    .addOption(new Option('--update-apply-type <type>').hideHelp())
     .option('--max_parallel_subclouds <n>', 'subclouds of this group in flight at once (1..5000)', groupMaxParallel)
     .addOption(new Option('--max-parallel-subclouds <n>').argParser(groupMaxParallel).hideHelp())
     // dcm's own (README "Stage gates"): the defaults of the stages this group makes.

@@ -95,13 +95,13 @@ export function registerSubcloud(program: Command, run: Runner): void {
     );
   sc.command('unmanage')
     .argument('<subcloud>', 'name or id')
-    .option('--migrate', "accepted as dcmanager's client takes it; dcm migrates nothing")
+    .option('--migrate', 'mark the subcloud for an upcoming migration (deploy status rehome-pending; needs deploy status complete)')
     .option('--yes', YES_HELP)
     .description('set a subcloud unmanaged (refused while the strategy is updating it)')
-    .action((ref: string, o: { yes?: boolean }) =>
+    .action((ref: string, o: { yes?: boolean; migrate?: boolean }) =>
       run(async (ctx) => {
         await ctx.confirm(o.yes);
-        return await (await ops()).subcloudSetManagement(ctx, ref, 'unmanaged');
+        return await (await ops()).subcloudSetManagement(ctx, ref, 'unmanaged', false, Boolean(o.migrate));
       }),
     );
   sc.command('audit')

@@ -13,7 +13,7 @@ import {
   stagesToResize,
   UPDATABLE,
 } from '../domain/control.js';
-import { checkMaxParallel } from '../domain/planning.js';
+import { maxParallelRefusal } from '../domain/planning.js';
 import { changeText, checkReason, EVENTS, MAX_PARALLEL_NAME, stageWindowName, type EventName } from '../domain/events.js';
 import { whoAmI } from '../platform/who.js';
 import { recordEvent } from '../store/events.js';
@@ -92,7 +92,9 @@ export async function strategyUpdate(ctx: Ctx, type: StrategyType | undefined, i
     throw new UsageError('give --max-parallel-subclouds N (with --stage K for one stage) or --max-failures N|P%');
   }
   if (input.stage !== undefined && input.stage < 1) throw new UsageError(`invalid --stage '${input.stage}': stages are 1, 2, 3, ...`);
-  if (input.maxParallelSubclouds !== undefined) checkMaxParallel('patch', input.maxParallelSubclouds);
+  // dcm's own command: a value out of any type's range is a usage error (the type's own, below).
+  const refused = input.maxParallelSubclouds === undefined ? null : maxParallelRefusal('patch', input.maxParallelSubclouds);
+  if (refused) throw new UsageError(refused);
   const budget = input.maxFailures === undefined ? undefined : formatMaxFailures(parseMaxFailures(input.maxFailures));
 
   const result = await withExistingWriteDb(ctx, async (db) =>
@@ -105,7 +107,8 @@ export async function strategyUpdate(ctx: Ctx, type: StrategyType | undefined, i
       const window = input.maxParallelSubclouds;
       if (window !== undefined) {
         // The type's own limit (prestage: 250).
-        checkMaxParallel(s.type as StrategyType, window);
+        const refusal = maxParallelRefusal(s.type as StrategyType, window, Boolean(s.extra.with_prestage));
+        if (refusal) throw new UsageError(refusal);
         const stages = await stageWindows(tx);
         if (input.stage !== undefined && !stages.some((st) => st.stage === input.stage)) {
           const n = stages.length;

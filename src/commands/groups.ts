@@ -1,6 +1,7 @@
 /** `dcm subcloud-group …`: groups decide the stages and windows of a strategy. */
 import { OperationError } from '../domain/errors.js';
 import { checkGroupName } from '../domain/inventory.js';
+import { groupApplyType, groupDescriptionValid, groupNameValid, INVALID_APPLY_TYPE, INVALID_DESCRIPTION, INVALID_NAME } from '../domain/group-rules.js';
 import { checkTimeZone, parseMaintenanceWindow } from '../domain/maintenance.js';
 import type { ApplyType } from '../domain/types.js';
 import {
@@ -26,7 +27,8 @@ import { groupGateDefaults, setGroupGateDefaults } from '../store/stage-gates.js
 export interface GroupInput {
   name?: string;
   description?: string;
-  updateApplyType?: ApplyType;
+  /** As typed: the server checks it (domain/group-rules.ts). */
+  updateApplyType?: string;
   maxParallelSubclouds?: number;
   /** The stage gate defaults of the group's stages (README "Stage gates"). */
   stageMaxFailures?: string;
@@ -56,8 +58,22 @@ function windowOf(input: GroupInput): { window: string | null | undefined; tz: s
   return { window, tz: input.maintenanceTz === undefined ? undefined : checkTimeZone(input.maintenanceTz) };
 }
 
-export async function groupAdd(ctx: Ctx, input: GroupInput & { name: string }): Promise<Outcome> {
+/**
+ * The server's checks of a new group, in its order and words (SubcloudGroupsController.post), with
+ * the client's defaults; then dcm's own of a name (control characters and the like).
+ */
+function checkNewGroup(input: GroupInput & { name: string }): { description: string; updateApplyType: ApplyType } {
+  if (!groupNameValid(input.name)) throw new OperationError(INVALID_NAME);
+  const description = input.description ?? 'No description provided';
+  if (!groupDescriptionValid(description)) throw new OperationError(INVALID_DESCRIPTION);
+  const updateApplyType = groupApplyType(input.updateApplyType ?? 'parallel');
+  if (!updateApplyType) throw new OperationError(INVALID_APPLY_TYPE);
   checkGroupName(input.name);
+  return { description, updateApplyType };
+}
+
+export async function groupAdd(ctx: Ctx, input: GroupInput & { name: string }): Promise<Outcome> {
+  const checked = checkNewGroup(input);
   const gates = groupGateInput(input);
   const mw = windowOf(input);
   const result = await withWriteDb(ctx, async (db) =>
@@ -65,8 +81,8 @@ export async function groupAdd(ctx: Ctx, input: GroupInput & { name: string }): 
       if (await findGroup(tx, input.name)) throw new OperationError(`Subcloud group ${input.name} already exists`);
       const id = await insertGroup(tx, {
         name: input.name,
-        description: input.description ?? 'No description provided',
-        updateApplyType: input.updateApplyType ?? 'parallel',
+        description: checked.description,
+        updateApplyType: checked.updateApplyType,
         maxParallelSubclouds: input.maxParallelSubclouds ?? 2,
         maintenanceWindow: mw.window ?? null,
         maintenanceTz: mw.tz ?? null,
@@ -148,12 +164,22 @@ export async function groupUpdateWarned(ctx: Ctx, ref: string, input: GroupInput
 
 export async function groupUpdate(ctx: Ctx, ref: string, input: GroupInput): Promise<CommandResult> {
   const changes: Parameters<typeof updateGroup>[2] = {};
-  if (input.name !== undefined) {
+  // The client sends only what is given and not empty; the server checks each in this order
+  // (SubcloudGroupsController.patch), then dcm its own of a name.
+  if (input.name) {
+    if (!groupNameValid(input.name)) throw new OperationError(INVALID_NAME);
     checkGroupName(input.name);
     changes.name = input.name;
   }
-  if (input.description !== undefined) changes.description = input.description;
-  if (input.updateApplyType !== undefined) changes.update_apply_type = input.updateApplyType;
+  if (input.description) {
+    if (!groupDescriptionValid(input.description)) throw new OperationError(INVALID_DESCRIPTION);
+    changes.description = input.description;
+  }
+  if (input.updateApplyType) {
+    const type = groupApplyType(input.updateApplyType);
+    if (!type) throw new OperationError(INVALID_APPLY_TYPE);
+    changes.update_apply_type = type;
+  }
   if (input.maxParallelSubclouds !== undefined) changes.max_parallel_subclouds = input.maxParallelSubclouds;
   const gates = groupGateInput(input);
   const mw = windowOf(input);
@@ -164,9 +190,7 @@ export async function groupUpdate(ctx: Ctx, ref: string, input: GroupInput): Pro
   return await withWriteDb(ctx, async (db) =>
     await immediate(db, async (tx) => {
       const g = await mustFind(tx, ref);
-      if (changes.name !== undefined && g.id === 1 && changes.name !== 'Default') {
-        throw new OperationError('Default subcloud group may not be renamed');
-      }
+      if (changes.name !== undefined && g.id === 1) throw new OperationError('Default group name cannot be changed');
       const clash = changes.name !== undefined ? await findGroup(tx, changes.name) : undefined;
       if (clash && clash.id !== g.id) throw new OperationError(`Subcloud group ${changes.name} already exists`);
       if (Object.keys(changes).length) await updateGroup(tx, g.id, changes);

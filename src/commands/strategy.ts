@@ -3,6 +3,7 @@ import path from 'node:path';
 import { OperationError, UsageError } from '../domain/errors.js';
 import { formatMaxFailures, parseMaxFailures } from '../domain/control.js';
 import { checkCombination, checkMaxParallel, planSteps, StepPlanner, type PlannedStep } from '../domain/planning.js';
+import { withPrestageRelease } from './system-controller.js';
 import { timeoutExtraArgs, typeExtraArgs, type ExtraArgs, type RawDriverOptions, type RawTypeOptions } from '../domain/options.js';
 import { driverExtraArgs, loadPreview, parseDriverName } from '../drivers/index.js';
 import { STRATEGY_ENDED, statesOf, type ApplyType, type StrategyType } from '../domain/types.js';
@@ -214,7 +215,7 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
   };
   // The range (check 3) is a value on its own too; only options that may not be combined (check 2,
   // reported after check 1) come before it.
-  if (combines(req)) checkMaxParallel(input.type, req.maxParallelSubclouds);
+  if (combines(req)) checkMaxParallel(input.type, req.maxParallelSubclouds, Boolean(extra.with_prestage));
 
   /** Checks 1, 2 and 4-7 against the file, then the plan; who it leaves out goes to `leftOut`. */
   const plan = async (db: Db | null, leftOut?: LeftOutTally) => {
@@ -279,7 +280,7 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
       maxParallelSubclouds: shown.maxParallelSubclouds,
       stopOnFailure: Boolean(input.stopOnFailure),
       maxFailures,
-      extra: { ...extra, ...driver, ...deferExtra, ...(req.targetVersion !== null ? { target_version: req.targetVersion } : {}), cloud_name: req.cloudName, ...(req.cloudNames ? { cloud_names: req.cloudNames } : {}), group: req.groupName, ...(labels ? { labels: Object.entries(labels).map(([k, v]) => `${k}=${v ?? ''}`) } : {}), force: req.force },
+      extra: { ...await withPrestageRelease(db, input.type, extra), ...driver, ...deferExtra, ...(req.targetVersion !== null ? { target_version: req.targetVersion } : {}), cloud_name: req.cloudName, ...(req.cloudNames ? { cloud_names: req.cloudNames } : {}), group: req.groupName, ...(labels ? { labels: Object.entries(labels).map(([k, v]) => `${k}=${v ?? ''}`) } : {}), force: req.force },
     };
   };
   // Probed before the write (a probe may take its timeout): the subclouds the plan would take now.

@@ -3,7 +3,7 @@
  * `errors`, `prestage`, and `alarm summary`. They print what dcmanager's client prints for them
  * (its subcloud_manager and alarm_manager command classes).
  */
-import { OperationError } from '../domain/errors.js';
+import { ClientCheckError, OperationError } from '../domain/errors.js';
 import type { RawDriverOptions, RawTypeOptions } from '../domain/options.js';
 import { STRATEGY_ENDED } from '../domain/types.js';
 import { getStrategy } from '../store/strategy.js';
@@ -14,6 +14,9 @@ import type { Outcome } from './results.js';
 import type { RunCtx } from './context.js';
 import { immediate, withReadDb, withWriteDb, type Ctx } from './context.js';
 import { mustFind, SECONDARY } from './subclouds.js';
+import { systemControllerRelease } from './system-controller.js';
+import { prestageReleaseRefusal, prestageSubcloudRefusal } from '../domain/prestage-rules.js';
+import type { SubcloudRow } from './results.js';
 import { strategyCreate, strategyDelete } from './strategy.js';
 import { strategyApply } from './apply.js';
 import type { CommandResult } from './results.js';
@@ -37,12 +40,20 @@ async function stepInFlight(db: Db, subcloudId: number): Promise<{ state: string
 
 export type ManagementState = 'managed' | 'unmanaged';
 
+/** The deploy status of a subcloud marked for an upcoming migration (`unmanage --migrate`). */
+const REHOME_PENDING = 'rehome-pending';
+
 /**
  * `subcloud manage|unmanage REF`: the management state, refused (nothing changed) when it already
  * is that, or while the strategy is driving the subcloud's step: a site half-way through an update
  * must not change hands. Managing needs an online subcloud unless `force` (dcmanager's --force).
+ *
+ * Rehoming, as the server does it: `unmanage --migrate` records the deploy status
+ * `rehome-pending`, refused unless it is `complete` (SubcloudsController._validate_rehome_pending,
+ * before any other check; a subcloud already rehome-pending is left as it is), and may mark a
+ * subcloud already unmanaged; `manage` of a rehome-pending subcloud records `complete`.
  */
-export async function subcloudSetManagement(ctx: Ctx, ref: string, want: ManagementState, force = false): Promise<CommandResult> {
+export async function subcloudSetManagement(ctx: Ctx, ref: string, want: ManagementState, force = false, migrate = false): Promise<CommandResult> {
   const verb = want === 'managed' ? 'manage' : 'unmanage';
   return await withWriteDb(ctx, async (db) =>
     await immediate(db, async (tx) => {
@@ -50,7 +61,11 @@ export async function subcloudSetManagement(ctx: Ctx, ref: string, want: Managem
       const refuse = (why: string): never => {
         throw new OperationError(`Unable to ${verb} subcloud ${ref}: ${why}`);
       };
-      if (sc.management === want) refuse(`Subcloud is already ${want}`);
+      const rehome = migrate && want === 'unmanaged' && sc.deploy_status !== REHOME_PENDING;
+      if (rehome && sc.deploy_status !== 'complete') {
+        refuse(`The deploy status can only be updated to '${REHOME_PENDING}' if the current deploy status is 'complete'`);
+      }
+      if (sc.management === want && !rehome) refuse(`Subcloud is already ${want}`);
       const inFlight = await stepInFlight(tx, sc.id);
       if (inFlight) {
         refuse(`its step is in progress in the ${inFlight.strategy} strategy (state ${inFlight.state}); wait until it ends, or abort the strategy`);
@@ -58,7 +73,8 @@ export async function subcloudSetManagement(ctx: Ctx, ref: string, want: Managem
       if (want === 'managed' && sc.availability !== 'online' && !force) {
         refuse(`Subcloud is ${sc.availability}; give --force to manage it anyway`);
       }
-      await updateSubcloud(tx, sc.id, { management: want });
+      const deployStatus = rehome ? REHOME_PENDING : want === 'managed' && sc.deploy_status === REHOME_PENDING ? 'complete' : undefined;
+      await updateSubcloud(tx, sc.id, deployStatus ? { management: want, deploy_status: deployStatus } : { management: want });
       return { kind: 'subcloud', row: await mustFind(tx, String(sc.id)), detail: false, reply: {} };
     }),
   );
@@ -88,18 +104,15 @@ export async function subcloudErrors(ctx: Ctx, ref: string): Promise<string> {
 }
 
 /**
- * The server's checks of a subcloud to prestage, in its order and with its words: the subcloud
- * controller refuses a secondary subcloud, then the prestage precheck an offline, unmanaged or
- * not deployed one (`Prestage failed '<name>': <why>`), before any strategy is made.
+ * The server's checks of a subcloud to prestage, in its order and with its words, before any
+ * strategy is made: the subcloud controller refuses a secondary subcloud, then
+ * validate_prestage_subcloud the release (domain/prestage-rules.ts), then an offline, unmanaged,
+ * backing-up or not deployed one, or one prestaging already (`Prestage failed '<name>': <why>`).
  */
-function checkPrestageable(sc: { name: string; availability: string; management: string; deploy_status: string }): void {
+function checkPrestageable(sc: SubcloudRow, release: string | undefined, forSwDeploy: boolean, systemController: string | null): void {
   if (SECONDARY.includes(sc.deploy_status)) throw new OperationError(`Cannot perform on ${sc.deploy_status} state subcloud`);
-  const refuse = (why: string): never => {
-    throw new OperationError(`Prestage failed '${sc.name}': ${why}`);
-  };
-  if (sc.availability !== 'online') refuse('Subcloud is offline.');
-  if (sc.management !== 'managed') refuse('Subcloud is not managed.');
-  if (sc.deploy_status !== 'complete') refuse('Prestage operation is not allowed when subcloud deploy is in progress.');
+  const why = prestageReleaseRefusal(release, forSwDeploy, systemController) ?? prestageSubcloudRefusal(sc);
+  if (why) throw new OperationError(`Prestage failed '${sc.name}': ${why}`);
 }
 
 export interface PrestageInput {
@@ -112,22 +125,30 @@ export interface PrestageInput {
  * prestage strategy, created and applied by the same commands as any strategy (so it takes their
  * checks: no other strategy may exist, the subcloud must be eligible). A strategy that completed is
  * deleted, leaving the fleet free; one that failed stays, for `strategy-step show` and
- * `subcloud errors`. Prints the subcloud as dcmanager's detail_prestage_format does.
+ * `subcloud errors`. Prints the server's reply (SubcloudsController.patch, verb prestage): the
+ * subcloud as it was read, its prestage_status `prestaging` (set for the reply only, so its
+ * updated_at is the old one), and the release prestaged, given or the system controller's, as
+ * dcmanager's detail_prestage_format prints it. The exit code says how the prestage ended.
  */
 export async function subcloudPrestage(ctx: RunCtx, ref: string, input: PrestageInput): Promise<Outcome> {
-  const sc = await withReadDb(ctx, null, (db) => mustFind(db, ref));
-  if (!sc) throw new OperationError(`Subcloud ${ref} does not exist`);
-  checkPrestageable(sc);
-  const release = input.typeOptions.release ?? null;
-  const view = (row: typeof sc): CommandResult => ({ kind: 'subcloud', row, detail: false, reply: { prestageSoftwareVersion: release } });
+  // The client's own check comes before anything is asked of the server.
+  if (input.typeOptions.forInstall && input.typeOptions.forSwDeploy) throw new ClientCheckError('Options --for-install and --for-sw-deploy cannot be combined');
+  const found = await withReadDb(ctx, null, async (db) => {
+    const row = await mustFind(db, ref);
+    return { row, systemController: await systemControllerRelease(db) };
+  });
+  if (!found) throw new OperationError(`Subcloud ${ref} does not exist`);
+  const { row: sc, systemController } = found;
+  checkPrestageable(sc, input.typeOptions.release, Boolean(input.typeOptions.forSwDeploy), systemController);
+  const release = input.typeOptions.release || systemController;
+  const reply: CommandResult = { kind: 'subcloud', row: { ...sc, prestage_status: 'prestaging' }, detail: false, reply: { prestageSoftwareVersion: release } };
   // -c names the subcloud's fields, not the strategy's: checked here, not by create and apply.
-  ctx.checkResult?.(view(sc));
+  ctx.checkResult?.(reply);
   const inner: RunCtx = { ...ctx, checkResult: undefined };
   await strategyCreate(inner, { type: 'prestage', cloudNames: [sc.name], typeOptions: input.typeOptions, driverOptions: input.driverOptions });
   const applied = await strategyApply(inner, 'prestage', {});
   if (applied.exitCode === 0) await strategyDelete(inner, 'prestage');
-  const after = await withReadDb(ctx, sc, (db) => mustFind(db, String(sc.id)));
-  return { result: view(after), exitCode: applied.exitCode };
+  return { result: reply, exitCode: applied.exitCode };
 }
 
 /**
@@ -137,7 +158,10 @@ export async function subcloudPrestage(ctx: RunCtx, ref: string, input: Prestage
  * online subcloud is one the audit would reach, with no alarm dcm knows of (0 and `OK`).
  */
 export async function alarmSummary(ctx: Ctx): Promise<Result> {
-  const rows = await withReadDb(ctx, [], (db) => listSubclouds(db));
+  // The server lists the rows newest first (subcloud_alarms_get_all: order_by(desc(id))); each
+  // row is made when its subcloud is added, so in the subclouds' id order reversed. A later
+  // --sort-column is a stable sort, so a tie keeps this order, as the client's does.
+  const rows = [...await withReadDb(ctx, [], (db) => listSubclouds(db))].sort((a, b) => b.id - a.id);
   const columns = ['NAME', 'CRITICAL_ALARMS', 'MAJOR_ALARMS', 'MINOR_ALARMS', 'WARNINGS', 'STATUS'];
   return list(
     columns,

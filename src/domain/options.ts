@@ -2,7 +2,8 @@
  * Type options and driver settings of `strategy create` (SPEC §4, §7): validated here, stored in
  * the strategy's extra args, handed to drivers. Pure.
  */
-import { ClientCheckError, UsageError } from './errors.js';
+import { ClientCheckError, OperationError, UsageError } from './errors.js';
+import { prestageReleaseRefusal } from './prestage-rules.js';
 import { durationOption } from './durations.js';
 import { TYPES, type StrategyType } from './types.js';
 
@@ -69,7 +70,9 @@ const DEPRECATED: Partial<Record<keyof RawTypeOptions, keyof RawTypeOptions>> = 
 
 /**
  * The notice dcmanager's client prints on stdout, before the record, for each deprecated option
- * given: a block of five lines (a banner, what is deprecated, what replaces it, a rule, a blank).
+ * given (CreateSwDeployStrategy.process_custom_params): the option and the client's own message,
+ * WITH_DELETE_DEPRECATION_MSG or DELETE_ONLY_DEPRECATION_MSG, in a block of a banner, the option
+ * with its message, a rule and a blank line.
  */
 export function deprecationNotices(raw: RawTypeOptions): string {
   return (Object.keys(DEPRECATED) as (keyof RawTypeOptions)[])
@@ -77,8 +80,7 @@ export function deprecationNotices(raw: RawTypeOptions): string {
     .map(
       (k) =>
         '### DEPRECATION NOTICE ###\n' +
-        `The ${FLAG[k]} option is deprecated and will be removed in a future release.\n` +
-        `Use ${FLAG[DEPRECATED[k]!]} instead.\n` +
+        `${FLAG[k]}: This option is deprecated and will be removed in a future release. Please use ${FLAG[DEPRECATED[k]!]} instead.\n` +
         '##########################\n\n',
     )
     .join('');
@@ -195,9 +197,10 @@ export function typeExtraArgs(type: StrategyType, raw: RawTypeOptions): ExtraArg
     case 'prestage': {
       // dcmanager's client's words for this pair.
       if (raw.forInstall && raw.forSwDeploy) throw new ClientCheckError('Options --for-install and --for-sw-deploy cannot be combined');
-      if (raw.release !== undefined && !/^\d\d\.\d\d(\.\d+)?$/.test(raw.release)) {
-        throw new ClientCheckError(`Invalid release: ${raw.release}. The release must be YY.MM or YY.MM.nn`);
-      }
+      // The server's checks of the release (its controller's 400: exit 1). The system
+      // controller's release, the default, is known only with the file (commands/system-controller.ts).
+      const refused = prestageReleaseRefusal(raw.release, Boolean(raw.forSwDeploy), null);
+      if (refused) throw new OperationError(refused);
       return {
         prestage_software_version: raw.release ?? null,
         for_sw_deploy: Boolean(raw.forSwDeploy),

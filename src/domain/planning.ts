@@ -2,9 +2,10 @@
  * Who gets a step, in which stage, with which window (SPEC §5). Pure: plain records in, a plan or
  * a typed error out, checks in the documented order.
  */
-import { ClientCheckError, OperationError, UsageError } from './errors.js';
+import { ClientCheckError, OperationError } from './errors.js';
 import { TYPES, type ApplyType, type Endpoint, type StrategyType, type SyncStatus } from './types.js';
 import type { LeftOutReason, LeftOutTally } from './left-out.js';
+import { PRESTAGE_DEPLOY_STATUSES } from './prestage-rules.js';
 
 export interface GroupRecord {
   id: number;
@@ -74,22 +75,34 @@ export function checkCombination(req: PlanRequest): void {
   }
 }
 
-/** Check 3 of SPEC §5. */
-export function checkMaxParallel(type: StrategyType, value: number | null | undefined): void {
-  if (value == null) return;
-  const limit = TYPES[type].maxParallelLimit;
-  if (!Number.isInteger(value) || value < 1 || value > limit) {
-    throw new UsageError(
-      `Invalid max-parallel-subclouds value: ${value}. For ${type}, the value must be between 1 and ${limit}.`,
-    );
-  }
+/**
+ * The server's words for a window out of range, else null: a prestage (or a sw-deploy
+ * `--with-prestage`) counts against prestage's limit and says `For prestage,`, any other type
+ * `For <type> strategy,` (utils.validate_strategy_payload, as its controller tests give them).
+ */
+export function maxParallelRefusal(type: StrategyType, value: number | null | undefined, withPrestage = false): string | null {
+  if (value == null) return null;
+  const prestage = type === 'prestage' || withPrestage;
+  const limit = TYPES[prestage ? 'prestage' : type].maxParallelLimit;
+  if (Number.isInteger(value) && value >= 1 && value <= limit) return null;
+  return `Invalid max-parallel-subclouds value: ${value}. For ${prestage ? 'prestage' : `${type} strategy`}, the value must be between 1 and ${limit}.`;
+}
+
+/**
+ * Check 3 of SPEC §5. The client passes the value on and the server refuses it with a 400, so
+ * the client exits 1: an OperationError, not a usage error.
+ */
+export function checkMaxParallel(type: StrategyType, value: number | null | undefined, withPrestage = false): void {
+  const refusal = maxParallelRefusal(type, value, withPrestage);
+  if (refusal) throw new OperationError(refusal);
 }
 
 /** Why a subcloud cannot be a candidate at all (SPEC §5's skips before the sync status), else null. */
 function candidacy(type: StrategyType, sc: SubcloudRecord): LeftOutReason | null {
   if (sc.management !== 'managed') return 'unmanaged';
   if (sc.availability !== 'online') return 'offline';
-  if (type === 'prestage' && sc.deployStatus !== 'complete') return 'deploy-status';
+  // initial_subcloud_validate: sw-deploy-apply-strategy-failed may be for want of a prestage.
+  if (type === 'prestage' && !PRESTAGE_DEPLOY_STATUSES.includes(sc.deployStatus)) return 'deploy-status';
   return null;
 }
 

@@ -15,9 +15,15 @@ afterAll(() => t.cleanup());
 const freshDb = () => path.join(t.dir, `e${n++}.db`);
 
 describe('edges', () => {
-  test('a group name may not be a number, nor blank or padded (exit 2, no file)', async () => {
+  test('a group name may not be a number, nor blank or padded (no file)', async () => {
     const db = freshDb();
-    for (const name of ['7', '', ' x', 'x ']) {
+    // The server's refusal (utils.validate_name in SubcloudGroupsController.post): a 400, exit 1.
+    for (const name of ['7', '']) {
+      const r = await run(['--db', db, 'subcloud-group', 'add', '--name', name]);
+      expect([r.code, r.stderr]).toEqual([1, 'error: Invalid group name\n']);
+    }
+    // dcm's own rule of a name (the server takes these): a usage error.
+    for (const name of [' x', 'x ']) {
       const r = await run(['--db', db, 'subcloud-group', 'add', '--name', name]);
       expect(r.code).toBe(2);
       expect(r.stderr).toMatch(/^error: invalid subcloud group name/);
@@ -60,8 +66,9 @@ describe('edges', () => {
     const db = freshDb();
     await runOk(['--db', db, 'subcloud', 'add', 'a']);
     const r = await run(['--db', db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '99999999999999999999']);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/^error: Invalid max-parallel-subclouds value: \d+\. For patch, the value must be between 1 and 5000\.\n$/);
+    // The client passes any int on; the server refuses it with a 400 (exit 1), in its words.
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^error: Invalid max-parallel-subclouds value: \d+\. For patch strategy, the value must be between 1 and 5000\.\n$/);
   });
 
   test('a JSON array with a trailing comma is refused, naming the line', async () => {

@@ -22,14 +22,16 @@ function refuse(fx: () => Fixture, cases: Case[]): void {
   });
 }
 
+// The server's words (utils.validate_strategy_payload): `For <type> strategy,`, but `For prestage,`.
 const range = (n: string | number, type = 'patch', max = 5000) =>
-  `Invalid max-parallel-subclouds value: ${n}. For ${type}, the value must be between 1 and ${max}.`;
+  `Invalid max-parallel-subclouds value: ${n}. For ${type === 'prestage' ? type : `${type} strategy`}, the value must be between 1 and ${max}.`;
 
 describe('strategy create: bad option values (exit 2; the checks dcmanager\'s client makes itself, exit 1)', () => {
   refuse(() => fx.fleet, [
-    ['max parallel -1', ['strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '-1'], 2, range(-1)],
-    ['max parallel 5001', ['strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '5001'], 2, range(5001)],
-    ['max parallel 251 for prestage', ['strategy', 'create', '--type', 'prestage', '--max-parallel-subclouds', '251'], 2, range(251, 'prestage', 250)],
+    // The client passes the number on and the server refuses it with a 400: exit 1 (issue 52).
+    ['max parallel -1', ['strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '-1'], 1, range(-1)],
+    ['max parallel 5001', ['strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '5001'], 1, range(5001)],
+    ['max parallel 251 for prestage', ['strategy', 'create', '--type', 'prestage', '--max-parallel-subclouds', '251'], 1, range(251, 'prestage', 250)],
     ['max parallel abc', ['strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', 'abc'], 2, /max-parallel-subclouds.*'abc'/],
     ['max parallel 1.5', ['strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1.5'], 2, /max-parallel-subclouds.*'1\.5'/],
     ['apply type diagonal', ['strategy', 'create', '--type', 'patch', '--subcloud-apply-type', 'diagonal'], 2, /subcloud-apply-type.*'diagonal'/],
@@ -92,7 +94,8 @@ describe('strategy create: type options (exit 2; those dcmanager\'s client check
     ['kube-rootca-update --cert-file with --subject', ['strategy', 'create', '--type', 'kube-rootca-update', '--cert-file', 'ca.pem', '--subject', 'C=CA'], 2, /--cert-file.*--subject/],
     ['kube-rootca-update --cert-file with --expiry-date', ['kube-rootca-update-strategy', 'create', '--cert-file', 'ca.pem', '--expiry-date', '2030-01-01'], 2, /--cert-file.*--expiry-date/],
     ['prestage --for-install with --for-sw-deploy', ['prestage-strategy', 'create', '--for-install', '--for-sw-deploy'], 1, /--for-install.*--for-sw-deploy/],
-    ['prestage bad --release', ['prestage-strategy', 'create', '--release', '24.9'], 1, /24\.9/],
+    // The server's check (get_validated_sw_version_for_prestage, a 400): MM.mm only.
+    ['prestage bad --release', ['prestage-strategy', 'create', '--release', '24.9'], 1, 'Specified release format is not supported. Version format must be MM.mm.'],
     ['an option of another type', ['strategy', 'create', '--type', 'patch', '--to-version', 'v1.29'], 2, '--to-version is not an option of strategy type patch'],
     ['an alias offers only its own type options', ['patch-strategy', 'create', '--release-id', 'r1'], 2, /--release-id/],
   ]);
@@ -104,7 +107,7 @@ describe('the order of the checks (SPEC §5)', () => {
     ['1. of another type', ['strategy', 'create', '--type', 'kubernetes'], 1, "Strategy of type: 'patch' already exists"],
     // SPEC §4: option values are checked before the file is read, so a strategy that exists does
     // not hide a bad value.
-    ['a bad value (3) before 1', ['strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '-1'], 2, range(-1)],
+    ['a bad value (3) before 1', ['strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '-1'], 1, range(-1)],
     ['a bad --sim-latency before 1', ['strategy', 'create', '--type', 'patch', '--sim-latency', 'fast'], 2, /^Invalid --sim-latency value: fast/],
     ['a bad --sim-fail state before 1', ['strategy', 'create', '--type', 'patch', '--sim-fail', 's1=nosuch'], 2, /^Invalid --sim-fail state 'nosuch'/],
     ['a bad type option before 1', ['strategy', 'create', '--type', 'patch', '--to-version', 'v1'], 2, '--to-version is not an option of strategy type patch'],
@@ -114,7 +117,7 @@ describe('the order of the checks (SPEC §5)', () => {
   refuse(() => fx.fleet, [
     ['2 before 3', ['strategy', 'create', '--type', 'patch', '--group', 'rest', '--max-parallel-subclouds', '-1'], 1, 'The --max-parallel-subclouds options is not supported when --group option is applied.'],
     ['2 before 4', ['strategy', 'create', '--type', 'patch', 'nosuch', '--group', 'nosuch'], 1, 'The cloud_name and group options are mutually exclusive.'],
-    ['3 before 4', ['strategy', 'create', '--type', 'patch', 'nosuch', '--max-parallel-subclouds', '5001'], 2, range(5001)],
+    ['3 before 4', ['strategy', 'create', '--type', 'patch', 'nosuch', '--max-parallel-subclouds', '5001'], 1, range(5001)],
     ['4 before 5', ['strategy', 'create', '--type', 'patch', 's3x'], 1, 'Subcloud s3x does not exist'],
   ]);
 });
@@ -154,7 +157,8 @@ describe('subcloud-group errors', () => {
     ['max parallel 0', ['subcloud-group', 'add', '--name', 'g', '--max_parallel_subclouds', '0'], 1, /'0'/],
     ['max parallel 5001', ['subcloud-group', 'update', 'canary', '--max-parallel-subclouds', '5001'], 1, /'5001'/],
     ['max parallel abc', ['subcloud-group', 'add', '--name', 'g', '--max_parallel_subclouds', 'abc'], 1, /'abc'/],
-    ['apply type diagonal', ['subcloud-group', 'add', '--name', 'g', '--update_apply_type', 'diagonal'], 2, /'diagonal'/],
+    // The client passes it on; the server refuses it (SubcloudGroupsController.post): exit 1.
+    ['apply type diagonal', ['subcloud-group', 'add', '--name', 'g', '--update_apply_type', 'diagonal'], 1, 'Invalid group update_apply_type'],
     ['show an unknown group', ['subcloud-group', 'show', 'nosuch'], 1, 'Subcloud group nosuch does not exist'],
     ['list-subclouds of an unknown group', ['subcloud-group', 'list-subclouds', 'nosuch'], 1, 'Subcloud group nosuch does not exist'],
   ]);

@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from '@jest/globals';
 import { shownTypeOptions, typeExtraArgs, timeoutExtraArgs, type RawTypeOptions } from '../../src/domain/options.js';
-import { ClientCheckError, UsageError } from '../../src/domain/errors.js';
+import { ClientCheckError, OperationError, UsageError } from '../../src/domain/errors.js';
 import { STRATEGY_TYPES, statesOf, type StrategyType } from '../../src/domain/types.js';
 
 /** The refusal's message: a usage error (exit 2), or with code 1 a check dcmanager's client makes itself. */
@@ -109,13 +109,21 @@ describe('prestage rules', () => {
     expect(typeExtraArgs('prestage', { forSwDeploy: true })).toMatchObject({ for_install: false, for_sw_deploy: true });
   });
 
-  test('--release is YY.MM or YY.MM.nn', () => {
-    for (const good of ['24.09', '24.09.1', '25.03.12']) {
+  // The server's check (utils.get_validated_sw_version_for_prestage, from its controller): MM.mm
+  // only, refused with a 400 (exit 1); for software deploy, no release before 24.09.
+  test('--release is MM.mm', () => {
+    for (const good of ['24.09', '25.03']) {
       expect(typeExtraArgs('prestage', { release: good })).toMatchObject({ prestage_software_version: good });
     }
-    for (const bad of ['24', '2409', '24.9', 'v24.09', '24.09.', '24.09.1.2']) {
-      expect(client('prestage', { release: bad })).toContain(bad);
+    for (const bad of ['24', '2409', '24.9', 'v24.09', '24.09.', '24.09.1', '24.09.1.2']) {
+      expect(() => typeExtraArgs('prestage', { release: bad })).toThrow(
+        new OperationError('Specified release format is not supported. Version format must be MM.mm.'),
+      );
     }
+    expect(() => typeExtraArgs('prestage', { release: '22.12', forSwDeploy: true })).toThrow(
+      new OperationError('The requested software version is not supported, cannot prestage for software deploy.'),
+    );
+    expect(typeExtraArgs('prestage', { release: '22.12' })).toMatchObject({ prestage_software_version: '22.12' });
   });
 });
 

@@ -12,7 +12,7 @@ import {
   type PlanRequest,
   type SubcloudRecord,
 } from '../../src/domain/planning.js';
-import { ClientCheckError, DcmError, OperationError, UsageError } from '../../src/domain/errors.js';
+import { ClientCheckError, DcmError, OperationError } from '../../src/domain/errors.js';
 import { ENDPOINTS, type Endpoint, type StrategyType, type SyncStatus } from '../../src/domain/types.js';
 import fc from 'fast-check';
 
@@ -250,17 +250,20 @@ describe('errors of SPEC §5', () => {
     expect(() => checkCombination({ type: 'patch', subcloudApplyType: 'serial', maxParallelSubclouds: 3 })).not.toThrow();
   });
 
-  test('check 3: max parallel outside 1..5000 (prestage 1..250)', () => {
+  // The server's refusal (utils.validate_strategy_payload, a 400): exit 1, in its words.
+  test('check 3: max parallel outside 1..5000 (prestage, and sw-deploy --with-prestage, 1..250)', () => {
     for (const v of [0, -1, 5001, 1.5, Number.NaN]) {
       const e = thrown(
         () => checkMaxParallel('patch', v),
-        UsageError,
-        `Invalid max-parallel-subclouds value: ${v}. For patch, the value must be between 1 and 5000.`,
+        OperationError,
+        `Invalid max-parallel-subclouds value: ${v}. For patch strategy, the value must be between 1 and 5000.`,
       );
-      expect(e.exitCode).toBe(2);
+      expect(e.exitCode).toBe(1);
     }
-    thrown(() => checkMaxParallel('prestage', 251), UsageError, 'Invalid max-parallel-subclouds value: 251. For prestage, the value must be between 1 and 250.');
-    thrown(() => checkMaxParallel('kubernetes', 5001), UsageError, 'Invalid max-parallel-subclouds value: 5001. For kubernetes, the value must be between 1 and 5000.');
+    thrown(() => checkMaxParallel('prestage', 251), OperationError, 'Invalid max-parallel-subclouds value: 251. For prestage, the value must be between 1 and 250.');
+    thrown(() => checkMaxParallel('kubernetes', 5001), OperationError, 'Invalid max-parallel-subclouds value: 5001. For kubernetes strategy, the value must be between 1 and 5000.');
+    thrown(() => checkMaxParallel('sw-deploy', 251, true), OperationError, 'Invalid max-parallel-subclouds value: 251. For prestage, the value must be between 1 and 250.');
+    expect(() => checkMaxParallel('sw-deploy', 251)).not.toThrow();
     for (const v of [1, 250]) expect(() => checkMaxParallel('prestage', v)).not.toThrow();
     for (const v of [1, 5000, null, undefined]) expect(() => checkMaxParallel('patch', v)).not.toThrow();
   });

@@ -24,7 +24,7 @@ test('examples/rollout.sh: 300 subclouds in four groups, canary first, one injec
   expect(r.stdout).toMatch(/\| complete +\| 294 +\|/);
   expect(r.stdout).toMatch(/\| failed +\| 1 +\|/);
   // It ends with the one failure, with dcmanager's details form `<state>: <reason>`, not a wall of rows.
-  expect(r.stdout).toMatch(/== the failed steps:\n\+[-+]+\n\| cloud +\| stage \| state +\| details[^\n]+\n\+[-+]+\n\| east042 \|\s+2 \| failed\s+\| applying VIM patch strategy: injected failure \|[^\n]+\n\+[-+]+\n$/);
+  expect(r.stdout).toMatch(/== the failed steps[^\n]*:\n\+[-+]+\n\| cloud +\| state +\| details +\| finished_at +\| stage number \|\n\+[-+]+\n\| east042 \| failed\s+\| applying VIM patch strategy: injected failure \| [^|]+\|\s+2 \|\n\+[-+]+\n$/);
   expect(r.stdout).not.toMatch(/\| complete +\| None/);
   // The closing summary on stderr names the failure.
   expect(r.stderr).toMatch(/strategy failed: 294 complete, 1 failed in [^\n]+\nfailed subclouds \(1\):\n {2}east042: applying VIM patch strategy: injected failure\n/);

@@ -24,13 +24,13 @@ describe('strategy create', () => {
     [
       'max parallel -1',
       ['strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '-1'],
-      2,
-      'Invalid max-parallel-subclouds value: -1. For patch, the value must be between 1 and 5000.',
+      1,
+      'Invalid max-parallel-subclouds value: -1. For patch strategy, the value must be between 1 and 5000.',
     ],
     [
       'max parallel 251 for prestage (alias)',
       ['prestage-strategy', 'create', '--max-parallel-subclouds', '251'],
-      2,
+      1,
       'Invalid max-parallel-subclouds value: 251. For prestage, the value must be between 1 and 250.',
     ],
     ['max parallel abc', ['strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', 'abc'], 2, /'abc'/],

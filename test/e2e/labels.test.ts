@@ -81,7 +81,7 @@ describe('labels', () => {
     // Groups in id order: Default (b2) before canary (a1).
     expect(dry).toBe('1 b2\n2 a1\ntotal None\n');
     dcmQuickOk(['--db', db, 'strategy', 'create', '--type', 'patch', '--label', 'rack=r1']);
-    expect(dcmQuickOk(['--db', db, 'strategy-step', 'list', '-f', 'value', '-c', 'cloud', '-c', 'stage']).stdout).toBe('b2 1\na1 2\n');
+    expect(dcmQuickOk(['--db', db, 'strategy-step', 'list', '-f', 'value', '-c', 'cloud', '-c', 'stage number']).stdout).toBe('b2 1\na1 2\n');
     dcmQuickOk(['--db', db, 'strategy', 'delete']);
     const r = dcmQuick(['--db', db, 'strategy', 'create', '--type', 'patch', '--group', 'canary', '--label', 'rack=r9']);
     expect(r.stderr).toBe('error: Strategy has no steps to apply\n');

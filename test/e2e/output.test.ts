@@ -29,12 +29,12 @@ beforeAll(async () => {
 });
 afterAll(() => fx.cleanup());
 
-const STEP_TABLE = `+-----------+-------+----------+--------------------+----------------------------+----------------------------+
-| cloud     | stage | state    | details            | started_at                 | finished_at                |
-+-----------+-------+----------+--------------------+----------------------------+----------------------------+
-| subcloud1 |     1 | complete |                    | 2025-01-01 10:01:00.000000 | 2025-01-01 10:05:00.000000 |
-| subcloud3 |     1 | failed   | apply phase failed | 2025-01-01 10:01:00.000000 | 2025-01-01 10:05:00.000000 |
-+-----------+-------+----------+--------------------+----------------------------+----------------------------+
+const STEP_TABLE = `+-----------+----------+----------+--------------------+----------------------------+----------------------------+
+| cloud     | stage    | state    | details            | started_at                 | finished_at                |
++-----------+----------+----------+--------------------+----------------------------+----------------------------+
+| subcloud1 | Complete | complete |                    | 2025-01-01 10:01:00.000000 | 2025-01-01 10:05:00.000000 |
+| subcloud3 | Complete | failed   | apply phase failed | 2025-01-01 10:01:00.000000 | 2025-01-01 10:05:00.000000 |
++-----------+----------+----------+--------------------+----------------------------+----------------------------+
 `;
 
 const SHOW_TABLE = `+------------------------+----------------------------+
@@ -63,9 +63,10 @@ const SHOW_DATA = {
   updated_at: null,
 };
 
+// The step's stage as the server sends it (STAGE_MAP in SwUpdateStrategyController.get): an ended step is Complete.
 const STEP_DATA = [
-  { cloud: 'subcloud1', stage: 1, state: 'complete', details: '', started_at: '2025-01-01 10:01:00.000000', finished_at: '2025-01-01 10:05:00.000000' },
-  { cloud: 'subcloud3', stage: 1, state: 'failed', details: 'apply phase failed', started_at: '2025-01-01 10:01:00.000000', finished_at: '2025-01-01 10:05:00.000000' },
+  { cloud: 'subcloud1', stage: 'Complete', state: 'complete', details: '', started_at: '2025-01-01 10:01:00.000000', finished_at: '2025-01-01 10:05:00.000000' },
+  { cloud: 'subcloud3', stage: 'Complete', state: 'failed', details: 'apply phase failed', started_at: '2025-01-01 10:01:00.000000', finished_at: '2025-01-01 10:05:00.000000' },
 ];
 
 describe('every format, on a list and on a show command', () => {
@@ -101,8 +102,8 @@ describe('every format, on a list and on a show command', () => {
   test('csv: every non-numeric field quoted', () => {
     expect(out('strategy-step', 'list', '-f', 'csv')).toBe(
       '"cloud","stage","state","details","started_at","finished_at"\n' +
-        '"subcloud1",1,"complete","","2025-01-01 10:01:00.000000","2025-01-01 10:05:00.000000"\n' +
-        '"subcloud3",1,"failed","apply phase failed","2025-01-01 10:01:00.000000","2025-01-01 10:05:00.000000"\n',
+        '"subcloud1","Complete","complete","","2025-01-01 10:01:00.000000","2025-01-01 10:05:00.000000"\n' +
+        '"subcloud3","Complete","failed","apply phase failed","2025-01-01 10:01:00.000000","2025-01-01 10:05:00.000000"\n',
     );
     // csv is a list format in cliff; dcm also prints a show command as one header and one row.
     expect(out('strategy', 'show', '-f', 'csv')).toBe(
@@ -112,7 +113,9 @@ describe('every format, on a list and on a show command', () => {
   });
 
   test('value: values joined by a space, one row a line', () => {
-    expect(out('strategy-step', 'list', '-f', 'value', '-c', 'cloud', '-c', 'stage', '-c', 'state')).toBe('subcloud1 1 complete\nsubcloud3 1 failed\n');
+    expect(out('strategy-step', 'list', '-f', 'value', '-c', 'cloud', '-c', 'stage', '-c', 'state')).toBe('subcloud1 Complete complete\nsubcloud3 Complete failed\n');
+    // dcm's stage number, its own column, only when named.
+    expect(out('strategy-step', 'list', '-f', 'value', '-c', 'cloud', '-c', 'stage number')).toBe('subcloud1 1\nsubcloud3 1\n');
     expect(out('strategy', 'show', '-f', 'value')).toBe('patch\nNone\n2\nFalse\nFalse\ninitial\n2025-01-01 10:00:00.000000\nNone\n');
   });
 

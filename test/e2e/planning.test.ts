@@ -13,13 +13,14 @@ beforeAll(() => {
 });
 afterAll(() => fx.cleanup());
 
-type Step = { cloud: string; stage: number; state: string };
+type Step = { cloud: string; 'stage number': number; state: string };
 
 function create(db: string, ...args: string[]): void {
   dcmQuickOk(['--db', db, 'strategy', 'create', ...args]);
 }
 function steps(db: string): [string, number, string][] {
-  return json<Step[]>(dcmQuickOk(['--db', db, 'strategy-step', 'list', '-f', 'json'])).map((s) => [s.cloud, s.stage, s.state]);
+  // dcm's stage number is its own column, named with -c (the list's `stage` is the server's word).
+  return json<Step[]>(dcmQuickOk(['--db', db, 'strategy-step', 'list', '-f', 'json', '-c', 'cloud', '-c', 'state', '-c', 'stage number'])).map((s) => [s.cloud, s['stage number'], s.state]);
 }
 
 describe('strategy create --type patch on the example fleet', () => {

@@ -63,3 +63,37 @@ const d = new Database(process.argv[1]);
 d.exec(\"UPDATE subcloud SET created_at = '2025-01-01 09:30:00.' || printf('%06d', id), updated_at = NULL\");
 d.close();
 " "$DCM_DB"
+
+# Steps in each of the server's stages (issue 52): subcloud4 initial (Create), subcloud2 in a state
+# (Apply), subcloud1 complete and subcloud3 aborted (Complete); Default and canary make dcm's
+# stages 1 and 2.
+export DCM_DB=$dir/steps.db
+dcm subcloud-group add --name canary
+dcm subcloud add subcloud1 subcloud2 --group canary
+dcm subcloud add subcloud3 subcloud4
+dcm strategy create --type patch --patch-id P1
+node --input-type=module -e "
+import Database from '$root/node_modules/better-sqlite3/lib/index.js';
+const d = new Database(process.argv[1]);
+d.exec(\`
+  UPDATE strategy SET created_at = '2025-01-01 10:00:00.000000', updated_at = NULL;
+  UPDATE strategy_step SET created_at = '2025-01-01 10:00:00.000000';
+  UPDATE strategy_step SET state = 'complete', started_at = '2025-01-01 10:01:00.000000', finished_at = '2025-01-01 10:05:00.000000',
+    updated_at = '2025-01-01 10:05:00.000000' WHERE subcloud_id = 1;
+  UPDATE strategy_step SET state = 'applying VIM patch strategy', started_at = '2025-01-01 10:06:00.000000',
+    updated_at = '2025-01-01 10:07:00.000000' WHERE subcloud_id = 2;
+  UPDATE strategy_step SET state = 'aborted', finished_at = '2025-01-01 10:08:00.000000',
+    updated_at = '2025-01-01 10:08:00.000000' WHERE subcloud_id = 3;
+\`);
+d.close();
+" "$DCM_DB"
+
+# A subcloud marked for migration (unmanage --migrate), to be managed again (issue 52).
+export DCM_DB=$dir/rehome.db
+dcm subcloud add subcloud1 --management unmanaged --deploy-status rehome-pending --software-version 24.09
+node --input-type=module -e "
+import Database from '$root/node_modules/better-sqlite3/lib/index.js';
+const d = new Database(process.argv[1]);
+d.exec(\"UPDATE subcloud SET created_at = '2025-01-01 09:30:00.' || printf('%06d', id), updated_at = NULL\");
+d.close();
+" "$DCM_DB"

@@ -12,7 +12,10 @@ import type { HistoryRow, StepRow } from '../../src/store/steps.js';
 /** A history row as `strategy-step history -f json` prints it (the store's own row shape). */
 export type HistoryRun = HistoryRow;
 
-/** A step as `strategy-step list -f json` prints it. */
+/**
+ * A step as `strategy-step list -f json -c … -c 'stage number'` prints it, with `stage` dcm's stage
+ * number (the list's own `stage` column is the server's word, Create/Apply/Complete).
+ */
 export type StepRecord = Pick<StepRow, 'cloud' | 'stage' | 'state' | 'details' | 'started_at' | 'finished_at'>;
 
 /** The records of a list; the `<none>` row dcmanager's client prints for an empty list is none. */
@@ -26,7 +29,11 @@ export function history(db: string, cloud?: string): HistoryRun[] {
 }
 
 export function steps(db: string): StepRecord[] {
-  return records<StepRecord>(dcmQuickOk(['--db', db, 'strategy-step', 'list', '-f', 'json', '--noindent']).stdout);
+  const columns = ['cloud', 'state', 'details', 'started_at', 'finished_at', 'stage number'].flatMap((c) => ['-c', c]);
+  const rows = records<Omit<StepRecord, 'stage'> & { 'stage number': number }>(
+    dcmQuickOk(['--db', db, 'strategy-step', 'list', '-f', 'json', '--noindent', ...columns]).stdout,
+  );
+  return rows.map(({ 'stage number': stage, ...r }) => ({ ...r, stage }));
 }
 
 export function strategyState(db: string): string {

@@ -7,6 +7,8 @@ import { overallSync } from '../../domain/sync.js';
 import { ENDPOINTS, type Endpoint, type SyncStatus } from '../../domain/types.js';
 import { list, show, type Table, type Value } from './result.js';
 import { readLabels } from '../../domain/inventory.js';
+import { dcmanagerStage, STAGE_NUMBER_COLUMN } from '../../domain/step-stage.js';
+import type { StepLine } from '../../commands/results.js';
 
 export type { Printable } from '../../commands/results.js';
 import type { Printable } from '../../commands/results.js';
@@ -84,7 +86,8 @@ const SHOW_ORDER = [...ENDPOINTS].sort();
  */
 function subcloudReply(r: SubcloudRow, reply: { prestageSoftwareVersion?: string | null }): Table {
   const fields = detailFields(r);
-  if (reply.prestageSoftwareVersion !== undefined) fields.push(['prestage_software_version', reply.prestageSoftwareVersion]);
+  // detail_prestage_format adds the release only when the reply has one.
+  if (reply.prestageSoftwareVersion) fields.push(['prestage_software_version', reply.prestageSoftwareVersion]);
   return show(fields);
 }
 
@@ -157,6 +160,23 @@ export function strategyShow(s: Strategy): Table {
 }
 
 export const STEP_COLUMNS = ['cloud', 'stage', 'state', 'details', 'started_at', 'finished_at'];
+
+/**
+ * The step list's columns and a row of it: dcmanager's, the stage as the server's word
+ * (domain/step-stage.ts); dcm's own stage number only when `-c` names it, after dcmanager's
+ * columns, so that any listing that does not ask for it is the client's byte for byte.
+ */
+function stepLines(wanted: readonly string[] = []): { columns: string[]; line: (r: StepLine) => Value[] } {
+  const own = wanted.includes(STAGE_NUMBER_COLUMN);
+  return {
+    columns: own ? [...STEP_COLUMNS, STAGE_NUMBER_COLUMN] : STEP_COLUMNS,
+    line: ([cloud, stage, state, details, started, finished]) => {
+      const row: Value[] = [cloud, dcmanagerStage(state), state, details, started, finished];
+      if (own) row.push(stage);
+      return row;
+    },
+  };
+}
 export const HISTORY_COLUMNS = ['cloud', 'state', 'attempt', 'started_at', 'finished_at', 'outcome', 'details'];
 
 /**
@@ -196,7 +216,18 @@ export interface LazyList {
 
 /** The lazy form of a list result read as it is printed (RowStream), or null for any other. */
 export function toLazyList(r: Printable, opts: ViewOptions): LazyList | null {
-  if (r.kind === 'steps' && isRowStream(r.rows)) return { columns: STEP_COLUMNS, rows: r.rows };
+  if (r.kind === 'steps' && isRowStream(r.rows)) {
+    const v = stepLines(opts.columns);
+    const rows = r.rows;
+    return {
+      columns: v.columns,
+      rows: {
+        async *[Symbol.asyncIterator]() {
+          for await (const x of rows) yield v.line(x);
+        },
+      },
+    };
+  }
   if (r.kind === 'subclouds' && isRowStream(r.rows)) {
     const v = subcloudLines(r.detail || opts.columnsGiven, opts.columns);
     const rows = r.rows;
@@ -257,18 +288,22 @@ export function toTable(r: Printable, opts: ViewOptions): Table | null {
       return groupShow(r.row);
     case 'strategy':
       return strategyShow(r.strategy);
-    case 'steps':
-      return list(STEP_COLUMNS, rowsOf(r.rows).slice());
+    case 'steps': {
+      const v = stepLines(opts.columns);
+      return list(v.columns, rowsOf(r.rows).map(v.line));
+    }
     case 'step':
       return show([
         ['cloud', r.row.cloud],
-        ['stage', r.row.stage],
+        ['stage', dcmanagerStage(r.row.state)],
         ['state', r.row.state],
         ['details', r.row.details],
         ['started_at', r.row.started_at],
         ['finished_at', r.row.finished_at],
         ['created_at', r.row.created_at],
         ['updated_at', r.row.updated_at],
+        // dcm's own, only when named (as in the list).
+        ...(opts.columns?.includes(STAGE_NUMBER_COLUMN) ? ([[STAGE_NUMBER_COLUMN, r.row.stage]] as [string, Value][]) : []),
       ]);
     case 'history':
       return list(HISTORY_COLUMNS, r.rows.map((h) => [h.cloud, h.state, h.attempt, h.started_at, h.finished_at, h.outcome, h.details]));
