@@ -12,9 +12,8 @@ import { liveWorkers } from '../orchestrator/workers.js';
 import { liveRunPid } from '../drivers/exec/liveness.js';
 import { getStrategy } from '../store/strategy.js';
 import { layoutOf } from '../domain/logs.js';
-import { withReadDb, type Ctx } from './context.js';
+import { runtimeOf, withReadDb, type Ctx } from './context.js';
 import type { ProcessRuntime } from '../platform/runtime.js';
-import { hostName } from '../platform/who.js';
 import { isPgUrl } from '../domain/db-url.js';
 
 export interface LiveRun {
@@ -34,7 +33,7 @@ export async function liveRuns(db: Db, strategy: { created_at: string; extra: Re
   const lives = ctx.runLives ?? (strategy.extra.driver === 'exec' ? execRunLives(strategy, ctx.dbPath) : null);
   if (!lives) return [];
   const out: LiveRun[] = [];
-  const here = hostName();
+  const here = runtimeOf(ctx).host;
   const shared = isPgUrl(ctx.dbPath);
   for (const left of (await leftRunning(db))) {
     if (shared && left.host !== null && left.host !== here) {

@@ -83,25 +83,37 @@ export class Judge {
     for (const id of ids) this.retried.add(id);
   }
 
-  async afterCommit(db: Db): Promise<void> {
-    const rows = (await sql(db, 'SELECT st.id, st.state, sc.name FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id').all()) as { id: number; state: string; name: string }[];
-    for (const r of rows) {
+  /** Site names by step id, read once: steps do not change subclouds. */
+  private names: Map<number, string> | null = null;
+
+  /** After a commit: the steps' states checked; returns the strategy's state, read in the same statement. */
+  async afterCommit(db: Db): Promise<string> {
+    const all = (await sql(db, 'SELECT id, state FROM strategy_step UNION ALL SELECT -1, state FROM strategy').all()) as { id: number; state: string }[];
+    let strategy = 'none';
+    this.names ??= new Map((await sql(db, 'SELECT st.id, sc.name FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id').raw().all() as [number, string][]));
+    for (const r of all) {
+      if (r.id === -1) {
+        strategy = r.state;
+        continue;
+      }
+      const name = this.names.get(r.id) ?? `step ${r.id}`;
       const was = this.ended.get(r.id);
       if (was !== undefined && was !== r.state) {
         if (this.retried.has(r.id)) {
           this.retried.delete(r.id);
           this.ended.delete(r.id);
         } else {
-          this.sites.violation(was === 'complete' ? 'step-reopened' : 'ended-step-changed', `step of ${r.name} had ended ${was} and is ${r.state}`);
+          this.sites.violation(was === 'complete' ? 'step-reopened' : 'ended-step-changed', `step of ${name} had ended ${was} and is ${r.state}`);
           this.ended.set(r.id, r.state);
         }
       }
       if (ENDED_STEP.includes(r.state) && !this.ended.has(r.id)) {
         this.ended.set(r.id, r.state);
         this.retried.delete(r.id);
-        if (r.state === 'complete') this.statesRan(r.name);
+        if (r.state === 'complete') this.statesRan(name);
       }
     }
+    return strategy;
   }
 
   /** A complete step's site ran each state of the type once, ok, in order, in its current entry. */

@@ -82,8 +82,7 @@ export class Operator {
       inCommit: () => {},
       afterCommit: async (n) => {
         if (a.proc.dead) return new Promise<void>(() => {});
-        await w.judge.afterCommit(w.db);
-        await w.strategyState();
+        w.sawState(await w.judge.afterCommit(w.db));
         if (kill && n === kill.commit) {
           w.hit('kill');
           w.log(`${a.proc.name} killed after commit ${n}`);

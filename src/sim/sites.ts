@@ -95,6 +95,12 @@ export class Sites {
    * flight go on through their states, and starts no new one until fewer are in flight (SPEC §4).
    */
   private readonly inFlight = new Map<number, Set<string>>();
+  /**
+   * A site whose run failed or was cut off, by the state it was in: a run of the same state next is
+   * that state tried again, in the slot it kept (a retry's backoff, a run interrupted and run
+   * again), not a new start. A deferral gives its slot back: its next try is a new start.
+   */
+  private readonly suspended = new Map<string, string>();
   readonly violations: Violation[] = [];
   private readonly timers = new Map<LedgerEntry, { cancel(): void }>();
 
@@ -121,6 +127,9 @@ export class Sites {
     const stage = req.stage ?? 1;
     let flying = this.inFlight.get(stage);
     if (!flying) this.inFlight.set(stage, (flying = new Set()));
+    const again = this.suspended.get(site) === req.state;
+    this.suspended.delete(site);
+    if (!flying.has(site) && again) flying.add(site);
     if (!flying.has(site)) {
       const window = this.windowAt(stage);
       if (window !== undefined && flying.size + 1 > window) this.violation('window', `stage ${stage}: ${site} started with ${flying.size} in flight in a window of ${window}`);
@@ -166,6 +175,7 @@ export class Sites {
     if (left.length) this.running.set(entry.site, left);
     else this.running.delete(entry.site);
     if (outcome !== 'ok' || entry.state === this.lastState) this.inFlight.get(entry.stage)?.delete(entry.site);
+    if (outcome === 'failed' || outcome === 'killed') this.suspended.set(entry.site, entry.state);
     const key = `${entry.site}\u0000${entry.state}`;
     if (outcome === 'ok') {
       if (this.okDone.has(key) && entry.entry === (this.entries.get(entry.site) ?? 0)) {
@@ -183,6 +193,7 @@ export class Sites {
    */
   newEntry(site: string): void {
     this.entries.set(site, (this.entries.get(site) ?? 0) + 1);
+    this.suspended.delete(site);
     for (const key of [...this.okDone]) if (key.startsWith(`${site}\u0000`)) this.okDone.delete(key);
   }
 

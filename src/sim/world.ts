@@ -46,6 +46,10 @@ export interface Outcome {
   hits: Record<string, number>;
   state: string;
   virtualMs: number;
+  /** What dcm recorded (its events' kinds): the paths the schedule reached. */
+  paths: string[];
+  /** The schedule reached its quiet: its liveness was judged. */
+  quiet: boolean;
 }
 
 /** A simulated `dcm strategy apply`. */
@@ -142,9 +146,11 @@ export class World {
     await this.operator.tell();
     await this.judge.atEnd(this.db, late);
     const state = (await getStrategy(this.db))?.state ?? 'none';
+    const paths = ((await sql(this.db, 'SELECT DISTINCT event FROM strategy_event').pluck().all()) as string[]).sort();
     this.db.close();
     for (const a of this.applies) for (const d of a.dbs) if (d.open) d.close();
-    return { violations: this.sites.violations, trace: this.trace, hits: this.hits, state, virtualMs: this.loop.now };
+    if (process.env.DCM_SIM_EVENTS) process.stderr.write(`events ${this.loop.ran} virtual ${Math.round(this.loop.now / 1000)} s\n`);
+    return { violations: this.sites.violations, trace: this.trace, hits: this.hits, state, virtualMs: this.loop.now, paths, quiet: this.loop.now >= quiet };
   }
 
   /** The rollout is over: the strategy ended, no apply runs, nothing goes at the sites. */
@@ -264,7 +270,11 @@ export class World {
 
   /** The strategy's state as the world reads it now. */
   async strategyState(): Promise<string> {
-    const state = (await getStrategy(this.db))?.state ?? 'none';
+    return this.sawState((await getStrategy(this.db))?.state ?? 'none');
+  }
+
+  /** The strategy's state, as read after a commit or by the operator. */
+  sawState(state: string): string {
     if (ENDED.includes(state)) this.ended = true;
     return state;
   }
