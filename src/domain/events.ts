@@ -24,6 +24,8 @@ export const EVENTS = {
   retried: 'retried',
   /** `strategy-step resolve`: how a run on a host that is gone ended, said by the operator. */
   runResolved: 'run resolved',
+  /** A run of another host's held as of unknown outcome: its host has not said how it ended within its bound (orchestrator/remote-runs.ts). */
+  runUnknown: 'run unknown',
   /** A stage's gate or budget: soaking, checking, held, paused, passed, promoted (README "Stage gates"). */
   stageGate: 'stage gate',
   /** `subcloud-group update` while a strategy exists: what changed of the group. */

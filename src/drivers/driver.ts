@@ -98,13 +98,18 @@ export interface RemoteEnd {
 
 /**
  * A run another host started, taken over with its worker: nothing here can see or stop it, so
- * its result is the one its host writes to the store (`key`), and it may still go for at most
- * `maxLeftMs` (its state's timeout and kill grace, which its host enforces even without its
- * worker), after which it cannot be going any more and runs again.
+ * its result is the one its host writes to the store (`key`), and by its host's own rules it may
+ * still go for at most `maxLeftMs` (its state's timeout and kill grace, which its host enforces
+ * even without its worker); past that with no end, it is held as of unknown outcome.
  */
 export interface RemoteRun {
   key: string;
   maxLeftMs: number;
+  /**
+   * Run it again once `maxLeftMs` has passed with no end (the state's `on_lost_host: rerun`): at
+   * least once, made safe by the site's fence check. Unset: held as of unknown outcome.
+   */
+  rerunAfterBound?: boolean;
   outcome(end: RemoteEnd): Promise<OperationResult>;
 }
 

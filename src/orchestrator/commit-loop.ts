@@ -91,10 +91,6 @@ export class CommitLoop {
   private flushing: Promise<void> | null = null;
   /** The decision's context for a report that is not a deferral. */
   private readonly noDeferral: DecideContext;
-  /** The commit being made opens a new subcloud (its fence then reads the store's state). */
-  private opensNew = false;
-  /** The commit being made claims subclouds (one of several workers). */
-  private claiming = false;
 
   constructor(
     private readonly rt: Runtime,
@@ -106,24 +102,13 @@ export class CommitLoop {
     type: string,
     outerFence: ((tx: Db) => Promise<void>) | undefined,
   ) {
-    const fence = async (tx: Db) => {
-      await outerFence?.(tx);
-      // Read once a commit, and only by one that starts subclouds: each read is a round trip on a server.
-      const state = this.opensNew || this.claiming ? await strategyState(tx) : undefined;
-      if (this.opensNew && NO_NEW_SUBCLOUDS.includes(state ?? '')) throw new StopInFile();
-      if (this.claiming) {
-        // One of several workers: the subclouds this commit starts are claimed in it, or none is.
-        if (state !== 'applying') throw new StopInFile();
-        return await fleet.claim(tx);
-      }
-    };
     this.noDeferral = {
       ...decideCtx,
       deferral: () => {
         throw new Error('a deferral decided with no verdict read');
       },
     };
-    this.committer = new Committer(rt.db, type, fence, (t) => progress.warn(t), rt.hooks, rt.counters, rt);
+    this.committer = new Committer(rt.db, type, outerFence ?? (async () => {}), (t) => progress.warn(t), rt.hooks, rt.counters, rt);
     this.procs = new RunProcesses(() => this.schedule(), rt.timers);
     this.details = new RunDetails(() => this.schedule(), rt.clock.mono, rt.timers);
   }
@@ -266,6 +251,26 @@ export class CommitLoop {
   }
 
   /**
+   * This commit's own check, in its transaction after the fence, and only its: another write of
+   * the orchestrator's going on meanwhile (an abort's, a takeover's) is not held to it (issue 48:
+   * an abort during a takeover met a stop it had itself written, and the worker died of it). A
+   * batch that opens a new subcloud reads the strategy's state, and one of several workers claims
+   * the subclouds it starts: a stop committed since the last poll stops them here.
+   */
+  private startCheck(opensNew: boolean, claiming: boolean): ((tx: Db) => Promise<ReadonlySet<number> | void>) | undefined {
+    if (!opensNew && !claiming) return undefined;
+    return async (tx) => {
+      // Read once a commit, and only by one that starts subclouds: each read is a round trip on a server.
+      const state = await strategyState(tx);
+      if (opensNew && NO_NEW_SUBCLOUDS.includes(state ?? '')) throw new StopInFile();
+      if (!claiming) return;
+      // One of several workers: the subclouds this commit starts are claimed in it, or none is.
+      if (state !== 'applying') throw new StopInFile();
+      return await this.fleet.claim(tx);
+    };
+  }
+
+  /**
    * The one commit path for transitions: the stop rule on the whole batch, one fenced commit with
    * the processes to record, then (only then) the starts it opened. False: the store was busy.
    */
@@ -300,17 +305,14 @@ export class CommitLoop {
     let committed = false;
     try {
       this.procs.stop();
-      this.opensNew = opensNew;
       // One of several workers claims each subcloud in the commit of its first operation here.
-      this.claiming = this.fleet.asking(batch, (id) => this.host.slot(id).step);
+      const claiming = this.fleet.asking(batch, (id) => this.host.slot(id).step);
       this.committing = batch;
       try {
-        await this.committer.tryCommit(batch, also);
+        await this.committer.tryCommit(batch, also, this.startCheck(opensNew, claiming));
         committed = true;
         this.filteredMeanwhile = [];
       } finally {
-        this.opensNew = false;
-        this.claiming = false;
         this.committing = [];
       }
     } catch (err) {

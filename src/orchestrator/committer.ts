@@ -70,9 +70,9 @@ export class Committer {
    * transaction. Throws what SQLite throws, SQLITE_BUSY included: nothing of it was committed,
    * and the caller keeps it for the next attempt.
    */
-  async tryCommit(batch: Transition[], also?: (tx: Db) => Promise<void>): Promise<void> {
+  async tryCommit(batch: Transition[], also?: (tx: Db) => Promise<void>, check?: (tx: Db) => Promise<ReadonlySet<number> | void>): Promise<void> {
     await this.hooks?.beforeCommit(this.count + 1);
-    if (batch.length) await this.writer.commit(batch, also);
+    if (batch.length) await this.writer.commit(batch, also, check);
     else if (also) return void (await this.tryWrite(also));
     else return;
     if (this.counters) this.counters.transitions += batch.length;

@@ -9,6 +9,7 @@
  * Owns: the adopted runs waiting for their slot, the retry budgets, the cut-off set, the deadlines.
  * Never touches: the registry's map but through its add, the commit, the slots.
  */
+import type { Actor } from '../platform/who.js';
 import type { OperationRequest, OperationResult } from '../drivers/driver.js';
 import type { ReportResult } from '../domain/control.js';
 import type { ExtraArgs } from '../domain/options.js';
@@ -50,6 +51,8 @@ export interface LaunchOptions {
   stateTimeoutMs: number;
   fenceToken?: string;
   file: string;
+  /** Who runs it, as the event record names them: a run held as of unknown outcome is recorded. */
+  who?: Actor;
 }
 
 export class Launcher {
@@ -142,7 +145,7 @@ export class Launcher {
       this.fleet.adoptScope(skip),
       (l, req, here) => {
         const remote = this.rt.driver.remote?.(l, req);
-        return remote ? waitRemote(this.rt, l, remote, here, this.remoteWaits) : null;
+        return remote ? waitRemote(this.rt, l, remote, here, this.remoteWaits, this.opts.who) : null;
       },
     );
     const byStep = new Map(made.map((w) => [w.step.id, w]));

@@ -112,6 +112,7 @@ export class SimDriver implements Driver {
     return {
       key: runIdOf(req),
       maxLeftMs: timeout === null ? Infinity : timeout + 2 * this.backstop.graceMs,
+      rerunAfterBound: this.backstop.rerunAfterBound === true,
       outcome: async (end) =>
         end.code === 0
           ? { kind: 'next' }

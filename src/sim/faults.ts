@@ -86,8 +86,10 @@ function arm(w: World, f: Fault): void {
         w.hit('freeze-host');
         w.log(`${h.name} paused for ${f.forMs} ms`);
         h.freeze();
+        w.sites.hostPaused(h.name, true);
         w.loop.after(f.forMs, () => {
           w.log(`${h.name} continued`);
+          w.sites.hostPaused(h.name, false);
           h.thaw();
         });
       });

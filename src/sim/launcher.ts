@@ -29,6 +29,8 @@ export interface RunBook {
 export interface Backstop {
   killAfterMs: number | null;
   graceMs: number;
+  /** The states say `on_lost_host: rerun` (schedule.ts). */
+  rerunAfterBound?: boolean;
 }
 
 /** A run begun (its entry not ended yet), ended, or not started, as the launcher tells its worker. */

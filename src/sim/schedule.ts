@@ -56,6 +56,12 @@ export interface Schedule {
   pHang: number;
   /** After the strategy ends failed or aborted, `strategy retry` and apply again (once). */
   retry: boolean;
+  /**
+   * Several hosts: the states say `on_lost_host: rerun` (a run whose host is lost runs again at its
+   * bound, at least once), and the sites check DCM_FENCE, as that opt-in requires: a run with an
+   * older fence than one begun since is stopped there.
+   */
+  rerunOnLostHost: boolean;
   /** Faults fall before this (virtual ms); the quiet comes after. */
   horizonMs: number;
   faults: Fault[];
@@ -95,6 +101,10 @@ export function drawSchedule(seed: number, o: DrawOptions = {}): Schedule {
       else faults.push({ kind: 'lose-host', host: host(), atMs: at() });
     }
     if (r.chance(0.25)) faults.push({ kind: 'resolve', atMs: at() });
+    // Another host's clock stepped while it waits for a host frozen or cut off (the wait its
+    // takeover began): where a wait on the wall clock would end at once.
+    const away = faults.find((f): f is Extract<Fault, { kind: 'freeze-host' | 'cut-host' }> => f.kind === 'freeze-host' || f.kind === 'cut-host');
+    if (away && r.chance(0.4)) faults.push({ kind: 'clock-step', host: (away.host + r.int(1, hosts - 1)) % hosts, atMs: away.atMs + r.int(20_000, 100_000), byMs: 2 * 3_600_000 });
   }
   if (r.chance(0.2)) faults.push({ kind: 'clock-step', host: host(), atMs: at(), byMs: r.pick([2 * 3_600_000, -3_600_000, 45_000]) });
   if (r.chance(0.3)) faults.push({ kind: 'busy', atMs: at(), holdMs: r.int(500, 40_000), table: r.chance(0.5) });
@@ -111,9 +121,11 @@ export function drawSchedule(seed: number, o: DrawOptions = {}): Schedule {
     pDefer: r.pick([0, 0, 0.05]),
     pHang: stateTimeoutMs === null ? 0 : r.pick([0, 0, 0.02]),
     retry: r.chance(0.7),
+    rerunOnLostHost: false,
     horizonMs,
     faults,
   };
+  if (hosts > 1 && stateTimeoutMs !== null) s.rerunOnLostHost = r.chance(0.25);
   // Drawn last, so that everything above is the schedule the same seed has on a file.
   if (o.server) {
     for (let i = r.int(0, 2); i > 0; i--) faults.push({ kind: 'cut', atMs: at(), host: r.chance(0.5) ? host() : null });
@@ -163,5 +175,6 @@ export function parseSchedule(text: string): Schedule {
   if (!Array.isArray(s.stages) || !s.stages.every((st) => Number.isInteger(st.window) && Number.isInteger(st.sites))) throw bad('stages');
   if (!Array.isArray(s.faults) || !s.faults.every((f) => typeof f.kind === 'string')) throw bad('faults');
   if (typeof s.retry !== 'boolean') throw bad('retry is not a boolean');
+  s.rerunOnLostHost = s.rerunOnLostHost === true;
   return s;
 }

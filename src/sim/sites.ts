@@ -34,6 +34,13 @@ export interface LedgerEntry {
   epoch: number;
   /** Called when it ends (its host's launcher hears it). */
   readonly ended: ((e: LedgerEntry) => void)[];
+  /**
+   * Fenced sites (on_lost_host: rerun): a run begun with a newer claim of its step superseded this
+   * one (stopped, if it still ran); its end, if it reached the history at all, is not the step's.
+   */
+  superseded?: boolean;
+  /** Fenced sites: the state had ended ok under an older claim; the site answered that at once, doing nothing. */
+  idempotent?: boolean;
 }
 
 export type ViolationKind =
@@ -62,6 +69,11 @@ export interface Plan {
   durationMs: number;
   /** `hang`: the site accepts the operation and never answers until it is stopped. */
   outcome: 'ok' | 'failed' | 'defer' | 'hang';
+  /**
+   * The run's work is a process of its host (it pauses when its host is paused, and goes on when it
+   * continues), rather than work at the site reached over ssh, which goes on whatever its host does.
+   */
+  local: boolean;
 }
 
 export interface PlanOdds {
@@ -79,7 +91,13 @@ export function planOf(o: PlanOdds, site: string, state: string, attempt: number
   const durationMs = long ? o.stateTimeoutMs! + r.int(1_000, 60_000) : r.int(1_000, 30_000);
   const x = r.next();
   const outcome = x < o.pFail ? 'failed' : x < o.pFail + o.pDefer ? 'defer' : x < o.pFail + o.pDefer + o.pHang ? 'hang' : 'ok';
-  return { durationMs, outcome };
+  return { durationMs, outcome, local: r.chance(0.5) };
+}
+
+/** The claim count of a step in its run's DCM_FENCE (`<worker token>.<claims>`): newer claims are larger. */
+function claimOf(fence: string): number {
+  const n = Number(fence.slice(fence.lastIndexOf('.') + 1));
+  return Number.isFinite(n) ? n : -1;
 }
 
 export class Sites {
@@ -102,7 +120,8 @@ export class Sites {
    */
   private readonly suspended = new Map<string, string>();
   readonly violations: Violation[] = [];
-  private readonly timers = new Map<LedgerEntry, { cancel(): void }>();
+  /** Each running entry's end, as set on the clock: when it is due, how to cancel it, whether it pauses with its host. */
+  private readonly timers = new Map<LedgerEntry, { dueMs: number; cancel(): void; local: boolean; outcome: SiteOutcome; leftMs?: number }>();
 
   constructor(
     private readonly loop: Loop,
@@ -113,12 +132,18 @@ export class Sites {
     private readonly epoch: () => number,
     /** The type's last state: its ok ends a site's flight. */
     private readonly lastState: string,
+    /**
+     * The sites check DCM_FENCE (what `on_lost_host: rerun` requires of them): a run begun with a
+     * newer claim of its step stops any run of an older one still going there first.
+     */
+    private readonly fenced = false,
   ) {}
 
   /** An operation reaches a site. */
   begin(req: OperationRequest, host: string): LedgerEntry {
     const site = req.cloud;
     const p = this.plan(site, req.state, req.attempt);
+    const done = this.fenced ? this.supersede(site, req) : false;
     const others = this.running.get(site) ?? [];
     if (others.length) {
       const o = others[0];
@@ -152,11 +177,52 @@ export class Sites {
     this.ledger.push(entry);
     this.running.set(site, [...others, entry]);
     this.trace(`${site} ${req.state}#${req.attempt} begins (${host})`);
-    if (p.outcome !== 'hang') {
-      const e = this.loop.after(p.durationMs, () => this.end(entry, p.outcome as SiteOutcome));
-      this.timers.set(entry, { cancel: () => this.loop.cancel(e) });
-    }
+    if (done) {
+      // The site checks the fence and finds the state done under an older claim: ok, at once.
+      entry.idempotent = true;
+      this.arm(entry, 0, 'ok', false);
+    } else if (p.outcome !== 'hang') this.arm(entry, p.durationMs, p.outcome as SiteOutcome, p.local);
     return entry;
+  }
+
+  private arm(entry: LedgerEntry, ms: number, outcome: SiteOutcome, local: boolean): void {
+    const e = this.loop.after(ms, () => this.end(entry, outcome));
+    this.timers.set(entry, { dueMs: this.loop.now + ms, cancel: () => this.loop.cancel(e), local, outcome });
+  }
+
+  /** A host paused (or continued): the runs whose work is its processes stop where they are (or go on). */
+  hostPaused(host: string, paused: boolean): void {
+    for (const [entry, t] of this.timers) {
+      if (entry.host !== host || !t.local) continue;
+      if (paused && t.leftMs === undefined) {
+        t.cancel();
+        t.leftMs = Math.max(0, t.dueMs - this.loop.now);
+      } else if (!paused && t.leftMs !== undefined) {
+        this.arm(entry, t.leftMs, t.outcome, true);
+      }
+    }
+  }
+
+  /**
+   * A fenced site sees a newer claim of its step: the runs of older claims still going are stopped
+   * (refused from now on), and those of the same state are superseded. True: that state had ended ok
+   * under an older claim in this entry, and the new run has nothing to do.
+   */
+  private supersede(site: string, req: OperationRequest): boolean {
+    const claim = claimOf(req.fence ?? '');
+    let done = false;
+    for (const o of this.ledger) {
+      if (o.site !== site || claimOf(o.fence) >= claim || o.superseded) continue;
+      if (o.endMs === null) {
+        this.trace(`${o.site} refuses ${o.state}#${o.attempt} of an older fence (${o.fence})`);
+        this.stop(o);
+      }
+      if (o.state === req.state) {
+        o.superseded = true;
+        if (o.outcome === 'ok' && o.entry === (this.entries.get(site) ?? 0)) done = true;
+      }
+    }
+    return done;
   }
 
   /** The run was stopped (a timeout, a second Ctrl-C, an abort now, its host lost): it ends now, killed. */
@@ -177,7 +243,7 @@ export class Sites {
     if (outcome !== 'ok' || entry.state === this.lastState) this.inFlight.get(entry.stage)?.delete(entry.site);
     if (outcome === 'failed' || outcome === 'killed') this.suspended.set(entry.site, entry.state);
     const key = `${entry.site}\u0000${entry.state}`;
-    if (outcome === 'ok') {
+    if (outcome === 'ok' && !entry.idempotent) {
       if (this.okDone.has(key) && entry.entry === (this.entries.get(entry.site) ?? 0)) {
         this.violation('ok-twice', `${entry.site}: ${entry.state} ended ok a second time (attempt ${entry.attempt}, ${entry.host})`);
       }

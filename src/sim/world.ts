@@ -103,7 +103,7 @@ export class World {
   ) {
     const initial = new Map(s.stages.map((st, i) => [i + 1, st.window]));
     this.windows = new WindowBook(initial, WINDOW_GRACE_MS);
-    this.sites = new Sites(this.loop, (site, state, attempt) => planOf({ ...s, stateTimeoutMs: s.stateTimeoutMs }, site, state, attempt), (stage) => this.windows.at(stage, this.loop.now), (l) => this.log(l), () => this.epoch, this.states[this.states.length - 1]);
+    this.sites = new Sites(this.loop, (site, state, attempt) => planOf(s, site, state, attempt), (stage) => this.windows.at(stage, this.loop.now), (l) => this.log(l), () => this.epoch, this.states[this.states.length - 1], s.rerunOnLostHost);
     this.judge = new Judge(this.sites, this.states);
     for (let h = 0; h < s.hosts; h++) this.hosts.push(new SimHost(`host-${h + 1}`, this));
     this.ops = new SimHost('ops', this);
@@ -174,7 +174,8 @@ export class World {
     // launcher, and the operator's resolve and retry name them. The config is the schedule's
     // timeout; the runs themselves are the simulated sites'.
     const config = path.join(this.store.scratch, 'sim-exec.json');
-    fs.writeFileSync(config, JSON.stringify({ defaults: { timeout: this.s.stateTimeoutMs === null ? 'none' : `${this.s.stateTimeoutMs / 1000}s` }, states: { '*': ['true'] } }));
+    const timeout = this.s.stateTimeoutMs === null ? 'none' : `${this.s.stateTimeoutMs / 1000}s`;
+    fs.writeFileSync(config, JSON.stringify({ defaults: { timeout, ...(this.s.rerunOnLostHost ? { on_lost_host: 'rerun' } : {}) }, states: { '*': ['true'] } }));
     await strategyCreate(this.ctx, { type: TYPE, driverOptions: { driver: 'exec', execConfig: config } });
   }
 
@@ -222,7 +223,7 @@ export class World {
         quiet: true,
         progress: () => this.progress(a),
         driver: async () =>
-          new SimDriver(proc, host, this.sites, { killAfterMs: this.s.stateTimeoutMs, graceMs: BACKSTOP_GRACE_MS }, several ? this.book : null, several ? { token: () => token, ms: this.s.leaseMs } : null, (l) => this.log(l), (l) => this.launchers.push(l)),
+          new SimDriver(proc, host, this.sites, { killAfterMs: this.s.stateTimeoutMs, graceMs: BACKSTOP_GRACE_MS, rerunAfterBound: this.s.rerunOnLostHost }, several ? this.book : null, several ? { token: () => token, ms: this.s.leaseMs } : null, (l) => this.log(l), (l) => this.launchers.push(l)),
         hooks: this.operator.commitHooks(a),
         pollMs: 1_000,
         drainMs: 60_000,

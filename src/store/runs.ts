@@ -218,11 +218,12 @@ export async function recordRunEnd(db: Db, runId: string, host: string, code: nu
 }
 
 /** A run still `running` is of unknown outcome: its history row and its step's line say so. */
-export async function markRunUnknown(db: Db, run: { historyId: number; stepId: number; state: string }, why: string): Promise<void> {
+export async function markRunUnknown(db: Db, run: { historyId: number; stepId: number; state: string }, why: string, also?: (tx: Db) => Promise<void>): Promise<void> {
   const text = `${UNKNOWN_PREFIX}${why}`;
   await db.transaction(async (tx) => {
     await sql(tx, `UPDATE step_history SET details = $1 WHERE id = $2 AND outcome = 'running'`).run(text, run.historyId);
     await recordRunDetails(tx, [{ ...run, text }]);
+    await also?.(tx);
   }).immediate();
 }
 

@@ -88,8 +88,11 @@ export class TransitionWriter {
   private readonly openRun;
   private readonly lastAttempts;
   private readonly sync: Map<Endpoint | null, Statement>;
-  /** Commit `batch` in one transaction; `before` runs first inside it (other writes of the same turn). */
-  readonly commit: (batch: Transition[], before?: (tx: Db) => Promise<void>) => Promise<void>;
+  /**
+   * Commit `batch` in one transaction; `before` runs first inside it (other writes of the same
+   * turn); `check`, after the writer's guard, is this commit's own (it may leave steps out too).
+   */
+  readonly commit: (batch: Transition[], before?: (tx: Db) => Promise<void>, check?: (tx: Db) => Promise<ReadonlySet<number> | void>) => Promise<void>;
 
   /**
    * `type`: the strategy type whose duration statistics ok runs are added to (none without it).
@@ -125,9 +128,10 @@ export class TransitionWriter {
       this.sync.set(e, inside.prepare(`UPDATE subcloud SET ${completionSet(e)}, updated_at = $1 WHERE id = $2`));
     }
     const writeBatch = batchWrites.get(db);
-    const write = async (tx: Db, all: Transition[], before?: (tx: Db) => Promise<void>): Promise<void> => {
+    const write = async (tx: Db, all: Transition[], before?: (tx: Db) => Promise<void>, check?: (tx: Db) => Promise<ReadonlySet<number> | void>): Promise<void> => {
       const left = await guard(tx);
-      const batch = left?.size ? all.filter((t) => !left.has(t.stepId)) : all;
+      const out = await check?.(tx);
+      const batch = left?.size || out?.size ? all.filter((t) => !left?.has(t.stepId) && !out?.has(t.stepId)) : all;
       await before?.(tx);
       // Every write of the batch first, then what each one changed (on PostgreSQL the backend's
       // few statements over arrays: store/pg/transitions.ts); a stale step rolls the batch back.
@@ -147,9 +151,9 @@ export class TransitionWriter {
       }
       await recordDurations(tx, type, tally);
     };
-    this.commit = async (batch, before) => {
+    this.commit = async (batch, before, check) => {
       try {
-        await db.transaction((tx) => write(tx, batch, before)).immediate();
+        await db.transaction((tx) => write(tx, batch, before, check)).immediate();
       } catch (err) {
         // Rolled back: the history rows it opened do not exist; a retry opens them anew.
         for (const t of batch) t.historyId = undefined;

@@ -29,6 +29,12 @@ export interface StateSpec {
    * before it existed.
    */
   reason?: string;
+  /**
+   * `on_lost_host: rerun`: a run of this state whose host is lost (several hosts) runs again once
+   * it cannot be going by its host's own rules, at least once (the site's DCM_FENCE check makes
+   * that safe). Absent (`hold`, the default): it is held as of unknown outcome for the operator.
+   */
+  rerunOnLostHost?: boolean;
 }
 
 export interface ExecConfig {
@@ -68,7 +74,7 @@ const AUDIT_TIMEOUT = '1m';
 /** The top level's keys. */
 const TOP_KEYS = ['defaults', 'states', 'probe', 'defer_exit_codes', 'defer_on_timeout', 'audit', 'gate_check', 'on_event'];
 
-const KEYS = ['run', 'timeout', 'retries', 'backoff', 'kill_grace', 'env', 'cwd', 'reason'];
+const KEYS = ['run', 'timeout', 'retries', 'backoff', 'kill_grace', 'env', 'cwd', 'reason', 'on_lost_host'];
 
 type Entry = Record<string, unknown>;
 
@@ -324,8 +330,13 @@ function resolveEntry(
     reason = rs.v as string;
   }
 
+  const lv = get('on_lost_host');
+  if (lv.v !== undefined && lv.v !== 'hold' && lv.v !== 'rerun') bad(lv.at, `bad on_lost_host ${JSON.stringify(lv.v)}: hold (the default) or rerun`);
+  if (lv.v === 'rerun' && timeoutMs === Infinity) bad(lv.at, 'rerun needs a timeout: with timeout: none a run may be going for ever, and is held');
+
   const spec: StateSpec = { state, run, timeoutMs, retries, backoffMinMs: backoff.min, backoffMaxMs: backoff.max, killGraceMs, env, cwd };
   if (reason !== undefined) spec.reason = reason;
+  if (lv.v === 'rerun') spec.rerunOnLostHost = true;
   return spec;
 }
 

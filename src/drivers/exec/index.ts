@@ -346,6 +346,7 @@ export class ExecDriver implements Driver {
       // The launcher stops a run at its timeout and a grace (BACKSTOP_MS) with or without its
       // worker, then kills it after another grace: past that, it cannot be going.
       maxLeftMs: spec ? spec.timeoutMs + 2 * spec.killGraceMs + BACKSTOP_MS * 2 : 0,
+      rerunAfterBound: spec?.rerunOnLostHost === true,
       outcome: async (end) => {
         if (!spec) return { kind: 'failed', reason: `no command for state ${left.state} in the exec config` };
         if (end.code !== null) return this.outcome(req, spec, storedFacts(end.facts), end.code);
