@@ -3,7 +3,7 @@ import path from 'node:path';
 import { OperationError, UsageError } from '../domain/errors.js';
 import { formatMaxFailures, parseMaxFailures } from '../domain/control.js';
 import { checkCombination, checkMaxParallel, planSteps, StepPlanner, type PlannedStep } from '../domain/planning.js';
-import { timeoutExtraArgs, typeExtraArgs, type ExtraArgs, type RawDriverOptions, type RawTypeOptions } from '../domain/options.js';
+import { timeoutExtraArgs, typeExtraArgs, type RawDriverOptions, type RawTypeOptions } from '../domain/options.js';
 import { driverExtraArgs, loadPreview, parseDriverName } from '../drivers/index.js';
 import { STRATEGY_ENDED, statesOf, type ApplyType, type StrategyType } from '../domain/types.js';
 import { findGroup, listGroups } from '../store/groups.js';
@@ -26,13 +26,11 @@ import { showCommandsView } from './show-commands.js';
 import { liveRuns, refuseWhileLive, waitForLiveRuns } from './live-runs.js';
 import { checkSimFailClouds } from '../domain/choices.js';
 import type { Result } from './plain-results.js';
-import { logNameProblem, strategyIdOf } from '../domain/logs.js';
-import { quoteName } from '../domain/inventory.js';
+import { strategyIdOf } from '../domain/logs.js';
 import type { LabelSelector } from '../domain/inventory.js';
-import { formatStageGate, formatStageMaxFailures, parseStageGate, parseStageMaxFailures } from '../domain/stage-gates.js';
 import { fillStageGates, listStageGates } from '../store/stage-gates.js';
-import { parseDeferDelay, parseDeferUntil } from '../domain/deferral.js';
 import { probeForCreate } from './create-probe.js';
+import { auditExtraArgs, checkLogFolders, configGateCheck, deferExtraArgs, NO_CHECK, selectionText, stageGateOptions, targetVersionOption } from './create-parts.js';
 import { findSubcloud } from '../store/subclouds.js';
 import { recordAvailability } from '../store/availability.js';
 
@@ -85,7 +83,6 @@ export interface CreateInput {
   warn?: (text: string) => void;
 }
 
-
 export function strategyNotFound(type?: StrategyType): never {
   throw new OperationError(type ? `Strategy of type '${type}' not found` : 'Strategy not found');
 }
@@ -104,28 +101,6 @@ function combines(req: Parameters<typeof checkCombination>[0]): boolean {
   } catch {
     return false;
   }
-}
-
-/** Each subcloud gets a log folder named after it: refused here rather than at each step's first run. */
-function checkLogFolders(clouds: readonly string[]): void {
-  for (const cloud of clouds) {
-    const problem = logNameProblem('cloud', cloud);
-    if (problem) throw new OperationError(`subcloud ${quoteName(cloud)} cannot be run by the exec driver: ${problem}`);
-  }
-}
-
-/**
- * Whether apply audits each site after its last state (`audit_after`), and whether a site that
- * disagrees fails its step (`require_audit`): stored with the strategy, as its driver's options
- * are. An exec config audits when it has `audit`; the sim with `--sim-audit` or `--require-audit`.
- */
-function auditExtraArgs(driverName: string, driver: ExtraArgs, raw: RawDriverOptions, requireAudit: boolean): ExtraArgs {
-  const hasAudit =
-    driverName === 'exec'
-      ? (JSON.parse(String(driver.exec_config)) as { audit?: unknown }).audit !== undefined
-      : Boolean((raw as { simAudit?: boolean }).simAudit) || requireAudit;
-  if (requireAudit && !hasAudit) throw new UsageError('--require-audit needs an audit: add "audit" to the exec config');
-  return hasAudit ? { audit_after: true, require_audit: requireAudit } : {};
 }
 
 /**
@@ -347,44 +322,6 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
   );
 }
 
-/** How `--group` and `--label` narrowed the fleet, in the left-out warning's words. */
-function selectionText(group: string | null, labels: LabelSelector | null): string | null {
-  const parts: string[] = [];
-  if (group !== null) parts.push(`group ${group}`);
-  if (labels) parts.push(`--label ${Object.entries(labels).map(([k, v]) => `${k}=${v ?? ''}`).join(' --label ')}`);
-  return parts.length ? parts.join(' with ') : null;
-}
-
-/** `--target-version V`: a software version, for the types whose target is one. */
-function targetVersionOption(input: CreateInput): string | null {
-  if (input.targetVersion === undefined) return null;
-  const v = input.targetVersion.trim();
-  if (v === '') throw new UsageError("option '--target-version' is empty: give a version");
-  if (input.type !== 'patch' && input.type !== 'sw-deploy') {
-    throw new UsageError(`--target-version applies to patch and sw-deploy (a subcloud's software_version), not ${input.type}${TYPES[input.type].forceAllowed ? ': --force takes in-sync subclouds' : ''}`);
-  }
-  return v;
-}
-
-const NO_CHECK = '--stage-gate check needs a command: --gate-check CMD, or gate_check in the exec config';
-
-/** The stage gate options, checked on their own (before the file is read) and as they are stored. */
-function stageGateOptions(input: CreateInput): { maxFailures: string | null; gate: string | null; gateCheck: string | null } {
-  if (input.gateCheck !== undefined && input.gateCheck.trim() === '') throw new UsageError("option '--gate-check' is empty: give a command");
-  return {
-    maxFailures: input.stageMaxFailures === undefined ? null : formatStageMaxFailures(parseStageMaxFailures(input.stageMaxFailures)),
-    gate: input.stageGate === undefined ? null : formatStageGate(parseStageGate(input.stageGate)),
-    gateCheck: input.gateCheck ?? null,
-  };
-}
-
-/** The exec config's `gate_check`, from the config as stored (JSON); null for the sim driver. */
-function configGateCheck(stored: unknown): string | null {
-  if (typeof stored !== 'string') return null;
-  const check = (JSON.parse(stored) as { gate_check?: unknown }).gate_check;
-  return typeof check === 'string' ? check : null;
-}
-
 /** What the server records as the window when neither --group nor --max-parallel-subclouds says one. */
 export const DEFAULT_RECORDED_MAX_PARALLEL = 2;
 
@@ -436,13 +373,3 @@ export async function strategyDelete(ctx: Ctx, type?: StrategyType, opts: { wait
   };
 }
 
-/** `--defer-delay`, `--defer-until` as stored with the strategy (its extra args); checked as usage. */
-function deferExtraArgs(input: CreateInput): ExtraArgs {
-  const out: ExtraArgs = {};
-  if (input.deferDelay !== undefined) out.defer_delay_ms = parseDeferDelay(input.deferDelay);
-  if (input.deferUntil !== undefined) {
-    parseDeferUntil(input.deferUntil);
-    out.defer_until = input.deferUntil.trim();
-  }
-  return out;
-}
