@@ -9,13 +9,14 @@
  * the orchestrator's transactions. Never touches: the registry's map (it asks the registry to
  * settle a report), the window's slots (it asks its host), timers other than its runtime's.
  */
-import { NO_NEW_SUBCLOUDS, opensNewSubcloud, stopRule, type Gate, type ReportResult } from '../domain/control.js';
+import { NO_NEW_SUBCLOUDS, stopRule, type Gate, type ReportResult } from '../domain/control.js';
 import { STEP_DEFERRED, type DeferralDecision } from '../domain/deferral.js';
 import type { Transition } from '../domain/transition.js';
 import type { CursorStep } from '../store/cursor.js';
 import type { Db } from '../store/open.js';
 import { now } from '../store/clock.js';
 import { strategyState } from '../store/strategy.js';
+import { stateAndRate } from '../store/start-rate.js';
 import { recordRunDetails, recordRunProcesses } from '../store/runs.js';
 import type { Refusal } from '../store/workers.js';
 import type { ProgressSink } from './progress.js';
@@ -25,6 +26,7 @@ import type { Fleet } from './fleet.js';
 import type { Registry, Worker } from './registry.js';
 import { RunProcesses } from './run-processes.js';
 import { RunDetails } from './run-details.js';
+import { firstStartsOf, resumedStep, StartPacer } from './pacer.js';
 import type { Runtime } from './runtime.js';
 import { sleepOn } from '../platform/timers.js';
 
@@ -91,8 +93,17 @@ export class CommitLoop {
   private flushing: Promise<void> | null = null;
   /** The decision's context for a report that is not a deferral. */
   private readonly noDeferral: DecideContext;
-  /** The commit being made opens a new subcloud (its fence then reads the store's state). */
+  /**
+   * The transitions of the commit being made that open a new subcloud (its fence then reads the
+   * store's state, and the stage's start rate), and the stage they are of.
+   */
   private opensNew = false;
+  private firstStarts: Transition[] = [];
+  private rateStage = 0;
+  /** Those the start rate left out of the commit being made: they go back to their place. */
+  private rateLeft: ReadonlySet<number> = new Set();
+  /** The start rate (pacer.ts): the window asks it, the commit's fence lets it decide. */
+  readonly pacer: StartPacer;
   /** The commit being made claims subclouds (one of several workers). */
   private claiming = false;
 
@@ -106,16 +117,29 @@ export class CommitLoop {
     type: string,
     outerFence: ((tx: Db) => Promise<void>) | undefined,
   ) {
-    const fence = async (tx: Db) => {
+    const fence = async (tx: Db): Promise<ReadonlySet<number> | undefined> => {
       await outerFence?.(tx);
-      // Read once a commit, and only by one that starts subclouds: each read is a round trip on a server.
-      const state = this.opensNew || this.claiming ? await strategyState(tx) : undefined;
-      if (this.opensNew && NO_NEW_SUBCLOUDS.includes(state ?? '')) throw new StopInFile();
+      this.rateLeft = new Set();
+      // Read once a commit, and only by one that starts subclouds: each read is a round trip on a
+      // server. The stage's start rate comes in the same statement, so that a stage without one
+      // costs nothing more.
+      let state: string | undefined;
+      if (this.opensNew) {
+        const r = await stateAndRate(tx, this.rateStage);
+        state = r.state;
+        if (NO_NEW_SUBCLOUDS.includes(state ?? '')) throw new StopInFile();
+        if (this.firstStarts.length && (r.rate !== null || this.pacer.perMin(this.rateStage) !== null)) {
+          this.rateLeft = await this.pacer.check(tx, this.rateStage, r.rate, r.lastAt, this.firstStarts);
+        }
+      } else if (this.claiming) state = await strategyState(tx);
       if (this.claiming) {
         // One of several workers: the subclouds this commit starts are claimed in it, or none is.
         if (state !== 'applying') throw new StopInFile();
-        return await fleet.claim(tx);
+        const refused = await fleet.claim(tx, this.rateLeft);
+        if (!this.rateLeft.size) return refused;
+        return new Set([...this.rateLeft, ...(refused ?? [])]);
       }
+      return this.rateLeft.size ? this.rateLeft : undefined;
     };
     this.noDeferral = {
       ...decideCtx,
@@ -123,7 +147,8 @@ export class CommitLoop {
         throw new Error('a deferral decided with no verdict read');
       },
     };
-    this.committer = new Committer(rt.db, type, fence, (t) => progress.warn(t), rt.hooks, rt.counters, rt.timers);
+    this.pacer = new StartPacer(rt);
+    this.committer = new Committer(rt.db, type, fence, (t) => progress.warn(t), rt.hooks, rt.counters, rt.timers, (tx, written) => this.pacer.written(tx, written));
     this.procs = new RunProcesses(() => this.schedule(), rt.timers);
     this.details = new RunDetails(() => this.schedule(), rt.now, rt.timers);
   }
@@ -274,10 +299,7 @@ export class CommitLoop {
     this.pending = [];
     // A batch that opens a new subcloud reads the strategy's state inside its transaction: a
     // pause or an abort committed since the last poll stops it there, not up to a poll later.
-    const opensNew = batch.some((t) => {
-      const slot = this.host.slot(t.stepId);
-      return opensNewSubcloud(t, { started: slot.started, resumed: resumedStep(slot.step) });
-    });
+    const { opensNew, firstStarts, stage } = firstStartsOf(batch, (id) => this.host.slot(id));
     const procs = this.procs.list;
     const alone = batch.length === 0;
     const procsDue = this.procs.overdue || (this.procs.waiting && this.host.interrupted());
@@ -301,6 +323,8 @@ export class CommitLoop {
     try {
       this.procs.stop();
       this.opensNew = opensNew;
+      this.rateStage = stage;
+      this.firstStarts = firstStarts;
       // One of several workers claims each subcloud in the commit of its first operation here.
       this.claiming = this.fleet.asking(batch, (id) => this.host.slot(id).step);
       this.committing = batch;
@@ -309,7 +333,9 @@ export class CommitLoop {
         committed = true;
         this.filteredMeanwhile = [];
       } finally {
+        this.pacer.settle(committed);
         this.opensNew = false;
+        this.firstStarts = [];
         this.claiming = false;
         this.committing = [];
       }
@@ -330,12 +356,17 @@ export class CommitLoop {
     // The subclouds whose claim was refused were left out of the commit; they are let go of
     // (another worker has one, or the stage's window is full across the workers: it waits in its place).
     const refusals = this.fleet.settle(committed);
+    // Those the start rate left out go back to their place in the window, not started.
+    const rateLeft = this.rateLeft;
+    this.rateLeft = new Set();
+    for (const id of rateLeft) this.host.release(id, false);
     if (procs.length) this.procs.recorded();
     if (lines.length) {
       this.details.committed(lines, alone && !procsDue);
       if (this.rt.counters) this.rt.counters.details += written;
     }
-    return this.committed(lines, refusals.size ? batch.filter((t) => !refusals.has(t.stepId)) : batch, refusals);
+    const left = refusals.size || rateLeft.size ? batch.filter((t) => !refusals.has(t.stepId) && !rateLeft.has(t.stepId)) : batch;
+    return this.committed(lines, left, refusals);
   }
 
   /**
@@ -411,9 +442,4 @@ class StopInFile extends Error {
   constructor() {
     super('a stop in the file, not seen yet');
   }
-}
-
-/** A step caught mid-state by an earlier apply (not one `strategy retry` reset): resumed, not new. */
-export function resumedStep(step: CursorStep): boolean {
-  return step.state !== 'initial' && step.state !== STEP_DEFERRED && !step.retried;
 }

@@ -52,6 +52,8 @@ export class Committer {
     private readonly hooks: CommitHooks | null = null,
     private readonly counters: CostCounters | null = null,
     private readonly timers: Timers = REAL_TIMERS,
+    /** After a batch's writes, in its transaction (TransitionWriter's `after`). */
+    after?: (tx: Db, written: readonly Transition[]) => Promise<void>,
   ) {
     // The fence opens every transaction of the orchestrator: where a test hook acts inside one.
     this.fence = hooks
@@ -61,7 +63,7 @@ export class Committer {
           return left;
         }
       : fence;
-    this.writer = new TransitionWriter(db, type, this.fence);
+    this.writer = new TransitionWriter(db, type, this.fence, after);
   }
 
   /**

@@ -92,6 +92,7 @@ export class Orchestrator {
       extra: opts.extra,
       pollMs: opts.pollMs ?? 250,
       windowClock: opts.windowClock ?? rt.now,
+      pace: (stage) => this.loop.pacer.pace(stage),
     });
     this.control = new Control(rt, this.registry, this.fleet, progress, {
       inFlight: () => this.stages.inFlight,
@@ -209,6 +210,8 @@ export class Orchestrator {
     this.control.counted(failed, total);
     const snap = (await controlSnapshot(db))!;
     this.stages.windows = new Map(snap.windows);
+    this.loop.pacer.onRate = (stage, perMin, rate) => this.progress.rateChanged?.(stage, perMin, rate);
+    for (const [stage, rate] of snap.rates) if (rate !== null) this.loop.pacer.setRate(stage, rate);
     this.control.setBudget(snap.maxFailures, false);
     this.progress.begin?.({
       type: this.opts.type,
@@ -272,6 +275,11 @@ export class Orchestrator {
         },
         pause: (on) => c.setPaused(on),
         window: (stage, w) => this.stages.setWindow(stage, w, this.loop),
+        rate: (stage, stored) => {
+          // The next start waits the new rate's spacing from the last one (the store decides).
+          this.loop.pacer.setRate(stage, stored);
+          this.stages.pump();
+        },
         budget: (text) => c.setBudget(text, true),
         fail: (err) => c.fail(err),
         busy: (err) => this.loop.committer.isBusy(err),

@@ -27,7 +27,7 @@ import type { ProgressSink } from './progress.js';
 import type { Runtime } from './runtime.js';
 import { StageGates, type StageBudget } from './stage-gate.js';
 import { StageWindow } from './window.js';
-import { resumedStep } from './commit-loop.js';
+import { resumedStep } from './pacer.js';
 
 /** A subcloud holding a slot of its stage's window, from its first state to its end. */
 interface Slot {
@@ -68,6 +68,8 @@ export interface StagesHost {
   extra: ExtraArgs;
   pollMs: number;
   windowClock: () => number;
+  /** The start rate of `stage` (orchestrator/pacer.ts): null when a first start may be asked for now, else the wait. */
+  pace(stage: number): number | null;
 }
 
 export class Stages {
@@ -202,6 +204,7 @@ export class Stages {
         run: (step) => this.runSubcloud(step),
         failed: (err) => this.host.fail(err),
         deferred: () => this.deferrals?.waiting ?? 0,
+        pace: () => this.host.pace(stage),
         hold: (step) =>
           this.maintenance?.decide(
             step.subcloudId,

@@ -135,8 +135,16 @@ export async function dataVersion(db: Db): Promise<number> {
 
 /** What a running orchestrator re-reads when the file changed: state, windows, budget. */
 
-export async function controlSnapshot(db: Db): Promise<{ state: string; maxFailures: string | null; windows: Map<number, number> } | undefined> {
+export async function controlSnapshot(
+  db: Db,
+): Promise<{ state: string; maxFailures: string | null; windows: Map<number, number>; rates: Map<number, string | null> } | undefined> {
   const row = await sql(db, 'SELECT state, max_failures FROM strategy WHERE id = 1').get() as { state: string; max_failures: string | null } | undefined;
   if (!row) return undefined;
-  return { state: row.state, maxFailures: row.max_failures, windows: new Map((await listStages(db)).map((s) => [s.stage, s.max_parallel])) };
+  const stages = (await sql(db, 'SELECT stage, max_parallel, start_rate FROM strategy_stage ORDER BY stage').all()) as { stage: number; max_parallel: number; start_rate: string | null }[];
+  return {
+    state: row.state,
+    maxFailures: row.max_failures,
+    windows: new Map(stages.map((s) => [s.stage, s.max_parallel])),
+    rates: new Map(stages.map((s) => [s.stage, s.start_rate])),
+  };
 }
