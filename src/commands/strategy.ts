@@ -32,6 +32,8 @@ import { fillStageGates, listStageGates } from '../store/stage-gates.js';
 import { probeForCreate } from './create-probe.js';
 import { auditExtraArgs, checkLogFolders, configGateCheck, deferExtraArgs, NO_CHECK, selectionText, stageGateOptions, targetVersionOption } from './create-parts.js';
 import { findSubcloud } from '../store/subclouds.js';
+import { parseStartRateOptions, storeStartRate } from '../domain/start-rate.js';
+import { fillStartRates } from '../store/start-rate.js';
 import { recordAvailability } from '../store/availability.js';
 
 export interface CreateInput {
@@ -79,6 +81,12 @@ export interface CreateInput {
   deferUntil?: string;
   /** `--on-event CMD` (sim; the exec config has `on_event`): told of a stage held, the end, a takeover. */
   onEvent?: string;
+  /** `--start-rate N/min [--ramp F --ramp-after K]` (domain/start-rate.ts): every stage's, else the groups'. */
+  startRate?: string;
+  ramp?: string;
+  rampAfter?: string;
+  /** `--plan DIGEST`: create only the plan a dry run printed this digest for (commands/plan-digest.ts). */
+  plan?: string;
   /** Said on stderr once the command succeeded. */
   warn?: (text: string) => void;
 }
@@ -149,6 +157,7 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
     throw new UsageError('--stop-on-failure is --max-failures 1: give one of them');
   }
   const gates = stageGateOptions(input);
+  const rate = storeStartRate(parseStartRateOptions(input) ?? null);
   const raw = input.driverOptions ?? {};
   const driverName = parseDriverName(raw.driver);
   if (input.skipUnreachable && !input.probe) throw new UsageError('--skip-unreachable needs --probe: only a probe tells which subclouds do not answer');
@@ -184,6 +193,7 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
   if (gates.gate === 'check' && gateCheck === null) throw new UsageError(NO_CHECK);
   const fillGates = async (db: Db) => {
     await fillStageGates(db, { maxFailures: gates.maxFailures, gate: gates.gate, gateCheck });
+    await fillStartRates(db, rate);
     // A group's default may be `check`: with no command anywhere it could never pass.
     if (gateCheck === null && (await listStageGates(db)).some((g) => g.gate === 'check')) throw new UsageError(NO_CHECK);
   };

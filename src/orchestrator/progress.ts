@@ -169,6 +169,10 @@ export class LineProgress implements ProgressSink {
     this.tracker.paused(on);
   }
 
+  rateChanged(stage: number, perMin: number | null): void {
+    this.tracker.rateChanged(stage, perMin);
+  }
+
   windowChanged(stage: number, window: number): void {
     this.tracker.windowChanged(stage, window);
   }

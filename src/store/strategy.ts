@@ -58,11 +58,13 @@ export async function insertStages(db: Db, stages: readonly StagePlan[]): Promis
   for (const st of stages) await stmt.run(st.stage, st.window, st.groupName);
 }
 
-export async function listStages(db: Db): Promise<{ stage: number; max_parallel: number; group_name: string | null }[]> {
-  return (await sql(db, 'SELECT stage, max_parallel, group_name FROM strategy_stage ORDER BY stage').all()) as {
+export async function listStages(db: Db): Promise<{ stage: number; max_parallel: number; group_name: string | null; start_rate: string | null }[]> {
+  return (await sql(db, 'SELECT stage, max_parallel, group_name, start_rate FROM strategy_stage ORDER BY stage').all()) as {
     stage: number;
     max_parallel: number;
     group_name: string | null;
+    /** The stage's start rate as stored (domain/start-rate.ts), or null. */
+    start_rate: string | null;
   }[];
 }
 

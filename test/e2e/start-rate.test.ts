@@ -1,0 +1,93 @@
+/**
+ * The start rate (`--start-rate N/min --ramp F --ramp-after K`, `strategy update --start-rate`),
+ * proven from the history: the starts of every subcloud's first state, against the rate in force
+ * at each (the create's rate, ramped by the sites complete by then, then the update's), checked by
+ * the invariant the simulator uses (domain/start-rate.ts startRateViolations). The window alone
+ * would start the whole fleet at once: the rate is what spaces them.
+ */
+import { describe, expect, test } from '@jest/globals';
+import { rampSchedule, startRateViolations, type StartRate } from '../../src/domain/start-rate.js';
+import { statesOf } from '../../src/domain/types.js';
+import { dcm, waitFor } from '../helpers/cli.js';
+import { json } from '../helpers/fleet.js';
+import { createFleet, history, micros, names, spawnDcm, steps, tempPerTest } from '../helpers/history.js';
+import { dcmQuickOk } from '../helpers/quick.js';
+
+const FIRST = statesOf('patch')[0];
+const temp = tempPerTest();
+
+/** Each subcloud's first start (the run of its first state, attempt 1), in ms. */
+function firstStarts(db: string): { cloud: string; atMs: number }[] {
+  return history(db)
+    .filter((r) => r.state === FIRST && r.attempt === 1)
+    .map((r) => ({ cloud: r.cloud, atMs: micros(r.started_at) / 1000 }));
+}
+
+describe('strategy create --start-rate with a ramp, and strategy update --start-rate mid-rollout', () => {
+  test('no start over the rate in force; the ramp speeds the starts up, the update slows them down', async () => {
+    const { db } = temp();
+    const clouds = names(14);
+    const created: StartRate = { perMin: 150, factor: 2, after: 3 };
+    // A window of the whole fleet, sites that take 150 ms: without the rate every site would start at once.
+    createFleet(db, clouds, ['--max-parallel-subclouds', '14', '--sim-latency', '30ms', '--start-rate', '150/min', '--ramp', '2', '--ramp-after', '3']);
+    const createdAt = micros(json<{ created_at: string }>(dcmQuickOk(['--db', db, 'strategy', 'show', '-f', 'json'])).created_at) / 1000;
+    const shown = json<Record<string, unknown>>(dcmQuickOk(['--db', db, 'strategy', 'status', '-f', 'json']));
+    expect(shown['start rate']).toBe('150/min (150/min x2 every 3 complete)');
+
+    const apply = spawnDcm(['--db', db, 'strategy', 'apply', '-v']);
+    // Once 8 have started (and the ramp has moved): the rate goes down to 40/min, 1.5 s apart.
+    await waitFor(() => (apply.stderr().match(/initial -> pre check/g) ?? []).length >= 8, 60_000, 5);
+    const upd = dcm(['--db', db, 'strategy', 'update', '--start-rate', '40/min', '-f', 'json']);
+    expect(upd.code).toBe(0);
+    const updatedAt = micros(json<{ updated_at: string }>(upd).updated_at) / 1000;
+    const status = json<Record<string, unknown>>(dcmQuickOk(['--db', db, 'strategy', 'status', '-f', 'json']));
+    expect(status['start rate']).toBe('40/min');
+    const r = await apply.done;
+    expect(r.code).toBe(0);
+
+    const starts = firstStarts(db);
+    expect(starts.map((s) => s.cloud).sort()).toEqual([...clouds].sort());
+    const completed = steps(db).filter((s) => s.state === 'complete').map((s) => micros(s.finished_at!) / 1000);
+    const schedule = rampSchedule(
+      [
+        { atMs: createdAt, rate: created },
+        { atMs: updatedAt, rate: { perMin: 40, factor: 1, after: null } },
+      ],
+      completed,
+    );
+    expect(startRateViolations(starts, schedule)).toEqual([]);
+
+    // It did brake: the first starts were 400 ms apart at 150/min, the starts after the update 1.5 s.
+    const sorted = starts.map((s) => s.atMs).sort((a, b) => a - b);
+    expect(sorted[1] - sorted[0]).toBeGreaterThanOrEqual(400);
+    const after = sorted.filter((t) => t > updatedAt);
+    expect(after.length).toBeGreaterThanOrEqual(2);
+    for (let i = 1; i < after.length; i++) expect(after[i] - after[i - 1]).toBeGreaterThanOrEqual(1500);
+    // The ramp moved before the update: some two starts before it were closer than 400 ms.
+    const before = sorted.filter((t) => t < updatedAt);
+    expect(before.some((t, i) => i > 0 && t - before[i - 1] < 400)).toBe(true);
+    // The check can fail: the same starts judged at one start every 10 s are violations.
+    expect(startRateViolations(starts, [{ fromMs: 0, perMin: 6 }]).length).toBeGreaterThan(0);
+  }, 120_000);
+
+  test('bad values are usage errors naming the option, and nothing is written', () => {
+    const { db } = temp();
+    dcmQuickOk(['--db', db, 'subcloud', 'add', 's1']);
+    const bad = (args: string[], message: RegExp) => {
+      const r = dcm(['--db', db, 'strategy', 'create', '--type', 'patch', ...args]);
+      expect(r.code).toBe(2);
+      expect(r.stderr.trim()).toMatch(message);
+    };
+    bad(['--start-rate', '10'], /^error: invalid --start-rate '10': give starts per minute, as 10\/min/);
+    bad(['--start-rate', '10/min', '--ramp', '2'], /^error: --ramp FACTOR and --ramp-after K go together/);
+    bad(['--ramp', '2', '--ramp-after', '4'], /^error: --ramp and --ramp-after need --start-rate/);
+    bad(['--start-rate', '10/min', '--ramp', '0', '--ramp-after', '4'], /^error: invalid --ramp '0'/);
+    expect(dcm(['--db', db, 'strategy', 'show']).code).toBe(1);
+    dcmQuickOk(['--db', db, 'strategy', 'create', '--type', 'patch', '--start-rate', '2/s']);
+    const u = dcm(['--db', db, 'strategy', 'update', '--start-rate', 'fast']);
+    expect(u.code).toBe(2);
+    expect(u.stderr.trim()).toMatch(/^error: invalid --start-rate 'fast'.*none removes the rate$/);
+    dcmQuickOk(['--db', db, 'strategy', 'update', '--start-rate', 'none']);
+    expect(json<Record<string, unknown>>(dcmQuickOk(['--db', db, 'strategy', 'status', '-f', 'json']))['start rate']).toBeNull();
+  });
+});
