@@ -90,4 +90,26 @@ describe('strategy create --start-rate with a ramp, and strategy update --start-
     dcmQuickOk(['--db', db, 'strategy', 'update', '--start-rate', 'none']);
     expect(json<Record<string, unknown>>(dcmQuickOk(['--db', db, 'strategy', 'status', '-f', 'json']))['start rate']).toBeNull();
   });
+
+  test("a group's default rate is its stage's, unless create gives one; an update of stage K changes that stage only", () => {
+    const { db } = temp();
+    const g = dcm(['--db', db, 'subcloud-group', 'add', '--name', 'canary', '--start-rate', '6/min', '--ramp', '3', '--ramp-after', '1']);
+    expect(g.code).toBe(0);
+    expect(g.stderr).toContain('start rate default of group canary: 6/min x3 every 1 complete');
+    dcmQuickOk(['--db', db, 'subcloud', 'add', 'c1', 'c2', '--group', 'canary']);
+    dcmQuickOk(['--db', db, 'subcloud', 'add', 'd1', 'd2']);
+    dcmQuickOk(['--db', db, 'strategy', 'create', '--type', 'patch']);
+    const rateOf = () => json<Record<string, unknown>>(dcmQuickOk(['--db', db, 'strategy', 'status', '-f', 'json']))['start rate'];
+    // Stage 1 is Default's (id 1), which has none; canary's is stage 2's.
+    expect(rateOf()).toBeNull();
+    dcmQuickOk(['--db', db, 'strategy', 'update', '--stage', '1', '--start-rate', '30/h']);
+    expect(rateOf()).toBe('0.5/min');
+    dcmQuickOk(['--db', db, 'strategy', 'delete', '--yes']);
+    dcmQuickOk(['--db', db, 'strategy', 'create', '--type', 'patch', '--group', 'canary']);
+    expect(rateOf()).toBe('6/min (6/min x3 every 1 complete)');
+    dcmQuickOk(['--db', db, 'strategy', 'delete', '--yes']);
+    dcmQuickOk(['--db', db, 'strategy', 'create', '--type', 'patch', '--group', 'canary', '--start-rate', '1/s']);
+    expect(rateOf()).toBe('60/min');
+    dcmQuickOk(['--db', db, 'subcloud-group', 'update', 'canary', '--start-rate', 'none']);
+  });
 });
