@@ -124,21 +124,26 @@ export class CommitLoop {
       // server. The stage's start rate comes in the same statement, so that a stage without one
       // costs nothing more.
       let state: string | undefined;
+      let allowed = Infinity;
       if (this.opensNew) {
         const r = await stateAndRate(tx, this.rateStage);
         state = r.state;
         if (NO_NEW_SUBCLOUDS.includes(state ?? '')) throw new StopInFile();
         if (this.firstStarts.length && (r.rate !== null || this.pacer.perMin(this.rateStage) !== null)) {
-          this.rateLeft = await this.pacer.check(tx, this.rateStage, r.rate, r.lastAt, this.firstStarts);
+          allowed = await this.pacer.allowance(tx, this.rateStage, r.rate, r.lastAt);
         }
       } else if (this.claiming) state = await strategyState(tx);
+      const ids = new Set(this.firstStarts.map((t) => t.stepId));
       if (this.claiming) {
-        // One of several workers: the subclouds this commit starts are claimed in it, or none is.
+        // One of several workers: the subclouds this commit starts are claimed in it, or none is;
+        // of its first starts, as many as the rate allows, passing over those another worker has.
         if (state !== 'applying') throw new StopInFile();
-        const refused = await fleet.claim(tx, this.rateLeft);
-        if (!this.rateLeft.size) return refused;
-        return new Set([...this.rateLeft, ...(refused ?? [])]);
+        const refused = await fleet.claim(tx, allowed === Infinity ? undefined : { ids, max: allowed });
+        if (allowed !== Infinity) this.pacer.pick(this.firstStarts, refused ?? new Set());
+        return refused;
       }
+      if (allowed === Infinity) return undefined;
+      this.rateLeft = this.pacer.pick(this.firstStarts, new Set(), allowed);
       return this.rateLeft.size ? this.rateLeft : undefined;
     };
     this.noDeferral = {

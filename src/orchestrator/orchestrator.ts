@@ -120,9 +120,9 @@ export class Orchestrator {
         gate: () => this.control.gate(),
         release: (id, ended) => this.stages.release(id, ended),
         refused: (id, why) => {
-          // `taken`: another worker's subcloud (ended, for this pass); `full` waits in its place.
+          // `taken`: another worker's subcloud (ended, for this pass); `full` and `rate` wait in their place.
           if (why === 'full') this.fleet.block(() => this.stages.pump());
-          this.stages.release(id, why !== 'full');
+          this.stages.release(id, why === 'taken');
         },
         start: (step, state, attempt, historyId) => this.launcher.start(step, state, attempt, historyId),
         retryLater: (step, state, ms) => this.stages.retryLater(step, state, ms),

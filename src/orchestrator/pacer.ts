@@ -93,17 +93,16 @@ export class StartPacer {
   }
 
   /**
-   * Inside the commit that opens `firstStarts` (new subclouds of `stage`), with the stage's rate and
-   * last start as the commit read them: the steps left out of this commit (none when the stage has
-   * no rate).
+   * Inside the commit that opens new subclouds of `stage`, with the stage's rate and last start as
+   * the commit read them: how many of them may start now (Infinity when the stage has no rate).
    */
-  async check(tx: Db, stage: number, stored: string | null, lastAt: string | null, firstStarts: readonly Transition[]): Promise<ReadonlySet<number>> {
+  async allowance(tx: Db, stage: number, stored: string | null, lastAt: string | null): Promise<number> {
     this.made = null;
     this.answer = null;
     const r = readStoredRate(stored);
     if (!r) {
       if (this.rates.get(stage)) this.setRate(stage, null);
-      return new Set();
+      return Infinity;
     }
     if (!this.rates.get(stage)) this.rates.set(stage, r);
     const completed = r.after !== null && r.factor !== 1 ? await completeSteps(tx) : 0;
@@ -112,12 +111,26 @@ export class StartPacer {
     const nowMs = nowMicros() / 1000;
     const lastMs = lastAt === null ? null : parseTimestamp(lastAt) / 1000;
     const wait = lastMs === null ? 0 : nextStartWait(perMin, lastMs + CLOCK_MARGIN_MS, nowMs);
+    this.answer = { stage, perMin, completed, waitMs: wait };
+    return wait === 0 ? 1 : 0;
+  }
+
+  /**
+   * Which first starts the commit makes, the rest left out: the first `allowed` of those not
+   * `refused` already (claims another worker won, or the claim's own limit). The one made moves
+   * the stage's last start once written; the next start then waits the rate's spacing.
+   */
+  pick(firstStarts: readonly Transition[], refused: ReadonlySet<number>, allowed = 1): Set<number> {
+    const a = this.answer;
     const left = new Set<number>();
     for (const t of firstStarts) {
-      if (wait === 0 && this.made === null) this.made = { stage, stepId: t.stepId };
-      else left.add(t.stepId);
+      if (refused.has(t.stepId)) continue;
+      if (a && allowed > 0 && this.made === null) {
+        this.made = { stage: a.stage, stepId: t.stepId };
+        allowed--;
+      } else left.add(t.stepId);
     }
-    this.answer = { stage, perMin, completed, waitMs: this.made ? startSpacingMs(perMin) + CLOCK_MARGIN_MS : wait };
+    if (a && this.made) a.waitMs = startSpacingMs(a.perMin) + CLOCK_MARGIN_MS;
     return left;
   }
 
