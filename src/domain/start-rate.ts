@@ -204,3 +204,17 @@ export function rampSchedule(changes: readonly { atMs: number; rate: StartRate |
   }
   return out;
 }
+
+/**
+ * The report's lines of the stages' rates (`[option, value]`, as its "what was rolled out" lists
+ * the create's options): the rate each stage ran with and the rate in force once `completed`
+ * sites were complete. One line when every stage had the same rate; none when no stage had one.
+ */
+export function rateReportLines(stages: readonly { stage: number; start_rate?: string | null }[], completed: number): [string, string][] {
+  const rated = stages.map((s) => ({ stage: s.stage, rate: readStoredRate(s.start_rate) }));
+  if (!rated.some((s) => s.rate)) return [];
+  const line = (r: StartRate | null) => (r ? `${formatStartRate(r)}; in force at the end: ${formatPerMin(rateInForce(r, completed))}` : 'none');
+  const texts = rated.map((s) => line(s.rate));
+  if (texts.every((t) => t === texts[0])) return [['--start-rate', texts[0]]];
+  return rated.map((s, i) => [`--start-rate (stage ${s.stage})`, texts[i]]);
+}

@@ -66,6 +66,9 @@ describe('strategy create --start-rate with a ramp, and strategy update --start-
     // The ramp moved before the update: some two starts before it were closer than 400 ms.
     const before = sorted.filter((t) => t < updatedAt);
     expect(before.some((t, i) => i > 0 && t - before[i - 1] < 400)).toBe(true);
+    // The report says the rate each stage ran with, and the rate in force at the end.
+    const html = dcmQuickOk(['--db', db, 'strategy', 'report', '--html', '-']).stdout;
+    expect(html).toContain('40/min; in force at the end: 40/min');
     // The check can fail: the same starts judged at one start every 10 s are violations.
     expect(startRateViolations(starts, [{ fromMs: 0, perMin: 6 }]).length).toBeGreaterThan(0);
   }, 120_000);
