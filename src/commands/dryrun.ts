@@ -22,7 +22,7 @@ import { durationKey, durationStats } from '../store/durations.js';
 import type { Db } from '../store/open.js';
 import { list, type ListResult, type Value } from './plain-results.js';
 
-export const DRY_RUN_COLUMNS = ['stage', 'group', 'window', 'steps', 'estimated duration', 'estimate from', 'subclouds'];
+export const DRY_RUN_COLUMNS = ['stage', 'group', 'window', 'steps', 'estimated duration', 'estimate from', 'subclouds', 'plan digest'];
 
 
 /**
@@ -30,7 +30,7 @@ export const DRY_RUN_COLUMNS = ['stage', 'group', 'window', 'steps', 'estimated 
  * kept in the file, else from the sim driver's latency, else `unknown` (SPEC §4 "Estimates"), by
  * the same model as `strategy status`'s ETA.
  */
-export async function dryRunView(db: Db | null, plan: Plan, type: StrategyType, extra: ExtraArgs): Promise<ListResult> {
+export async function dryRunView(db: Db | null, plan: Plan, type: StrategyType, extra: ExtraArgs, digest: string | null = null): Promise<ListResult> {
   const states = statesOf(type, extra as { cert_file?: string | null });
   const { means, source, sds } = stateMeans(states, {
     history: db ? await durationStats(db, durationKey(type, extra)) : undefined,
@@ -59,9 +59,10 @@ export async function dryRunView(db: Db | null, plan: Plan, type: StrategyType, 
     } else if (means) ms = estimateStageMs(means, { window: st.window, notStarted: names.length, inFlight: [] }, sds);
     if (ms !== null) total += ms;
     const text = ms === null ? 'unknown' : Number.isFinite(ms) ? formatSpan(ms) + opens : 'unknown';
-    return [st.stage, st.groupName, st.window, names.length, text, from, someOf(names, 3).replace(/'/g, '')];
+    return [st.stage, st.groupName, st.window, names.length, text, from, someOf(names, 3).replace(/'/g, ''), null];
   });
-  rows.push(['total', null, null, plan.steps.length, means ? formatSpan(total) : 'unknown', from, null]);
+  // The plan's digest on the total row (`strategy create --plan DIGEST` creates this plan only).
+  rows.push(['total', null, null, plan.steps.length, means ? formatSpan(total) : 'unknown', from, null, digest]);
   return list(DRY_RUN_COLUMNS, rows);
 }
 

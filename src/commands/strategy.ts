@@ -34,6 +34,8 @@ import { auditExtraArgs, checkLogFolders, configGateCheck, deferExtraArgs, NO_CH
 import { findSubcloud } from '../store/subclouds.js';
 import { parseStartRateOptions, storeStartRate } from '../domain/start-rate.js';
 import { fillStartRates } from '../store/start-rate.js';
+import type { PlanHead } from '../domain/plan-digest.js';
+import { keepPlan, pinnedDigest, planHasher, plannedStages, refusal, settlePlan } from './plan-digest.js';
 import { recordAvailability } from '../store/availability.js';
 
 export interface CreateInput {
@@ -158,6 +160,7 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
   }
   const gates = stageGateOptions(input);
   const rate = storeStartRate(parseStartRateOptions(input) ?? null);
+  const pinned = pinnedDigest(input.plan);
   const raw = input.driverOptions ?? {};
   const driverName = parseDriverName(raw.driver);
   if (input.skipUnreachable && !input.probe) throw new UsageError('--skip-unreachable needs --probe: only a probe tells which subclouds do not answer');
@@ -197,6 +200,23 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
     // A group's default may be `check`: with no command anywhere it could never pass.
     if (gateCheck === null && (await listStageGates(db)).some((g) => g.gate === 'check')) throw new UsageError(NO_CHECK);
   };
+  // What the plan's digest covers besides its subclouds and stages (domain/plan-digest.ts): the
+  // record's options and the extra args create writes, but the sim's seed when it was drawn at random.
+  const head = (): PlanHead => {
+    const options: Record<string, unknown> = {
+      subcloud_apply_type: req.subcloudApplyType, max_parallel_subclouds: req.maxParallelSubclouds, stop_on_failure: Boolean(input.stopOnFailure), max_failures: maxFailures,
+      ...extra, ...driver, ...deferExtra, target_version: req.targetVersion, cloud_name: req.cloudName, cloud_names: req.cloudNames, group: req.groupName, labels, force: req.force,
+    };
+    if ((raw as { simSeed?: unknown }).simSeed === undefined) delete options.sim_seed;
+    let states: readonly string[] = [];
+    try {
+      states = statesOf(input.type, { ...extra, ...driver } as { cert_file?: string | null }) ?? [];
+    } catch {
+      // A custom type's states are its exec config's, which the options hold already.
+    }
+    return { type: input.type, states, options };
+  };
+  const stageOptions = { maxFailures: gates.maxFailures, gate: gates.gate, gateCheck, startRate: rate };
   // The range (check 3) is a value on its own too; only options that may not be combined (check 2,
   // reported after check 1) come before it.
   if (combines(req)) checkMaxParallel(input.type, req.maxParallelSubclouds);
@@ -248,9 +268,15 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
       const tally = new LeftOutTally(Infinity);
       const planned = await plan(db, tally);
       sayLeftOut(tally, planned.steps.length, Infinity);
+      // The plan's digest, and the plan kept for a later --plan to say what changed.
+      const hasher = planHasher(head(), true);
+      for (const st of planned.steps) hasher.site(st.name, st.stage);
+      const kept = hasher.finish(await plannedStages(db, planned.stages, stageOptions));
+      if (pinned !== undefined && kept.digest !== pinned) throw refusal(pinned, kept);
+      keepPlan(kept);
       // A missing file has no subcloud, so its plan has no step: plan() has refused it already.
       if (preview && db && show !== undefined) return await showCommandsView(db, planned, show, { type: input.type, extra: all, dbPath: path.resolve(ctx.dbPath), preview });
-      return await dryRunView(db, planned, input.type, all);
+      return await dryRunView(db, planned, input.type, all, kept.digest);
     };
     // Read only: a missing file is an empty fleet, and nothing is created or written.
     return (await withReadDb(ctx, null, (db) => db.transaction(async (tx) => view(tx)).deferred())) ?? await view(null);
@@ -275,11 +301,14 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
       // Left out as dcmanager leaves out an offline subcloud: recorded so, with the strategy.
       if (offline.length) await recordAvailability(tx, offline.map((p) => ({ id: p.id, answered: false })), new Map());
       const tally = new LeftOutTally();
+      const hasher = planHasher(head(), pinned !== undefined);
       if (named) {
         const p = await plan(tx, tally);
         await insertStrategy(tx, await record(tx), p.stages);
         await insertSteps(tx, p.steps);
         await fillGates(tx);
+        for (const st of p.steps) hasher.site(st.name, st.stage);
+        await settlePlan(tx, hasher, pinned);
         sayLeftOut(tally, p.steps.length, 10);
         return { kind: 'strategy', strategy: await theStrategy(tx) };
       }
@@ -314,6 +343,7 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
         // As in the named path: a name the exec driver could not make a log folder of is refused
         // at create (the transaction rolls back), not at each step's first run.
         if (driverName === 'exec') checkLogFolders([step.name]);
+        hasher.site(step.name, step.stage);
         batch.push(step);
         if (batch.length === 10_000) {
           await insertSteps(tx, batch);
@@ -324,6 +354,7 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
       await insertSteps(tx, batch);
       await insertStages(tx, stages);
       await fillGates(tx);
+      await settlePlan(tx, hasher, pinned);
       const out = await outsideSelection(tx, only ? only.id : null, labels ?? {}, tally.keep);
       tally.addCounted('outside', out.count, out.names);
       sayLeftOut(tally, planned, 10);

@@ -70,3 +70,4 @@ export async function markStageStart(db: Db, stage: number, historyIds: readonly
     `UPDATE strategy_stage SET rate_last_at = (SELECT max(started_at) FROM step_history WHERE id IN (${idsIn(db, '$1')})) WHERE stage = $2`,
   ).run(JSON.stringify(historyIds), stage);
 }
+
