@@ -196,7 +196,9 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .option('--progress-interval <duration>', 'off a terminal, a summary line this often (default 10s; 0s: none)', progressInterval)
     .option('--max-local <n>', 'PostgreSQL store: at most N subclouds in flight in this worker (the stage window counts all workers)', positiveInteger)
     .option('--lease <duration>', "PostgreSQL store: how long this worker may go unheard before the others take its subclouds over (default 30s)", lease)
-    .action((o: { type?: StrategyType; yes?: boolean; verbose?: boolean; progressInterval?: number; maxLocal?: number; lease?: number }) =>
+    .option('--metrics-textfile <path>', "keep a Prometheus text file of the rollout up to date (node_exporter's textfile collector: name it *.prom in its folder), written whole at the start, every --metrics-interval and at the end (default: the exec config's metrics_textfile)")
+    .option('--metrics-interval <duration>', 'how often the metrics file is written (default 5s, at least 100ms)')
+    .action((o: { type?: StrategyType; yes?: boolean; verbose?: boolean; progressInterval?: number; maxLocal?: number; lease?: number; metricsTextfile?: string; metricsInterval?: string }) =>
       run(async (ctx) => {
         await ctx.confirm(o.yes);
         return await (await applyCommand()).strategyApply(ctx, typeOf(o), {
@@ -204,6 +206,8 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
           progressIntervalMs: o.progressInterval,
           maxLocal: o.maxLocal,
           leaseMs: o.lease,
+          metricsTextfile: o.metricsTextfile,
+          metricsInterval: o.metricsInterval,
         });
       }),
     );

@@ -33,6 +33,7 @@ import { EVENTS } from '../domain/events.js';
 import { whoAmI } from '../platform/who.js';
 import { recordEvent } from '../store/events.js';
 import { Notifier, onEventOf } from '../orchestrator/notify.js';
+import { checkMetricsPath, configMetricsPath, MetricsFile, metricsInterval } from './metrics-file.js';
 
 /** A strategy left in one of these by a process that is gone is taken up again (paused: waiting for resume). */
 const RESUMABLE = STRATEGY_RUNNING;
@@ -111,6 +112,10 @@ export interface ApplyOptions {
   verbose?: boolean;
   /** A summary line this often off a terminal (default 10 s; 0: none). */
   progressIntervalMs?: number;
+  /** `--metrics-textfile PATH`: a Prometheus text file kept up to date (commands/metrics-file.ts). */
+  metricsTextfile?: string;
+  /** `--metrics-interval DURATION`, as given. */
+  metricsInterval?: string;
 }
 
 /** What the ETA starts from: this strategy's durations so far, earlier runs' statistics, the sim latency. */
@@ -121,6 +126,9 @@ async function estimateInputs(db: Db, type: string, extra: Record<string, unknow
 export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: ApplyOptions = {}): Promise<Outcome> {
   // Test hooks are checked before the file is read: a stray variable is a usage error.
   const { hooks, counters } = await applyTestHooks(process.env, ctx.dbPath);
+  // Option values on their own, before the file is read.
+  const metricsPath = opts.metricsTextfile === undefined ? undefined : checkMetricsPath(opts.metricsTextfile);
+  const metricsEvery = metricsInterval(opts.metricsInterval);
   const onServer = isPgUrl(ctx.dbPath);
   if (!onServer && (opts.maxLocal !== undefined || opts.leaseMs !== undefined)) {
     throw new UsageError(`${opts.maxLocal !== undefined ? '--max-local' : '--lease'} needs a PostgreSQL store: a file has one orchestrator`);
@@ -151,6 +159,7 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
   let removeSignals: (() => void) | null = null;
   let orchestratorRef: Orchestrator | null = null;
   let notifier: Notifier | null = null;
+  let metrics: MetricsFile | null = null;
   const sidecars = new Map<string, { dev: number; ino: number } | null>();
   try {
     // A file's pages are dcm's to check; a server keeps its own (its checksums and WAL).
@@ -243,6 +252,9 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
     // The strategy's on_event command hears what this apply records (a stage held, its end, …).
     const onEvent = onEventOf(s.extra);
     if (onEvent) notifier = await new Notifier(db, onEvent, s, who, (text) => progress.note(text)).start();
+    // The Prometheus text file: the option's, else the exec config's `metrics_textfile`.
+    const metricsFile = metricsPath ?? configMetricsPath(s.extra);
+    if (metricsFile) metrics = await new MetricsFile(db, metricsFile, metricsEvery, (text) => progress.warn(text)).start();
     const exitCode = await orchestrator.run();
     return { result: { kind: 'strategy', strategy: await theStrategy(db) }, exitCode };
   } catch (err) {
@@ -251,6 +263,8 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
   } finally {
     // The end's notice too (bounded by its command's timeout); a failure is recorded, never thrown.
     await notifier?.close();
+    // The file's last write: the strategy as this apply leaves it.
+    await metrics?.close();
     // Waits until every process the driver started is gone: dcm never leaves one behind, but the
     // runs a worker taken over leaves to the worker that adopted them.
     await driver?.close({ leaveRunning: orchestratorRef?.leftGoing ?? false });

@@ -5,6 +5,8 @@
  * invariant startRateViolations), read from the history the workers wrote.
  */
 import { afterEach, describe, expect, test } from '@jest/globals';
+import fs from 'node:fs';
+import path from 'node:path';
 import { rampSchedule, startRateViolations } from '../../src/domain/start-rate.js';
 import { parseTimestamp } from '../../src/domain/time.js';
 import { waitFor } from '../helpers/cli.js';
@@ -25,7 +27,9 @@ describe('the start rate on a server', () => {
     const fx = f;
     setup(fx.db, 24, 24, everyState(fx, 30, 60), fx, '--start-rate', '240/min', '--ramp', '2', '--ramp-after', '6');
     const created = parseTimestamp(query<{ created_at: string }>(fx.db, 'SELECT created_at FROM strategy')[0].created_at) / 1000;
-    const pool = ['host-a', 'host-b', 'host-c'].map((h) => worker(fx.db, { ...fx.env, DCM_HOST: h }));
+    // One of them keeps the metrics file too: its reads on a server.
+    const prom = path.join(fx.dir, 'dcm.prom');
+    const pool = ['host-a', 'host-b', 'host-c'].map((h, i) => worker(fx.db, { ...fx.env, DCM_HOST: h }, ...(i === 0 ? ['--metrics-textfile', prom, '--metrics-interval', '200ms'] : [])));
     const ends = await Promise.all(pool.map((w) => w.done));
     expect(ends.map((e) => e.code)).toEqual([0, 0, 0]);
     await waitFor(() => query<{ n: number }>(fx.db, 'SELECT count(*) AS n FROM apply_worker')[0].n === 0, 10_000);
@@ -42,6 +46,9 @@ describe('the start rate on a server', () => {
     // More than one worker made starts: the rate held across them, not inside one.
     const hosts = query<{ n: number }>(fx.db, `SELECT count(DISTINCT host) AS n FROM step_history WHERE state = 'pre check'`)[0].n;
     expect(Number(hosts)).toBeGreaterThanOrEqual(2);
+    const text = fs.readFileSync(prom, 'utf8');
+    expect(text).toMatch(/^dcm_strategy_steps\{strategy="\d+",type="patch",state="complete"\} 24$/m);
+    expect(text).toMatch(/^dcm_strategy_runs_ended_total\{strategy="\d+",type="patch",outcome="ok"\} 120$/m);
     const sorted = starts.map((s) => s.atMs).sort((a, b) => a - b);
     expect(sorted[1] - sorted[0]).toBeGreaterThanOrEqual(250);
   }, 120_000);
