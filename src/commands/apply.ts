@@ -1,6 +1,6 @@
 /** `dcm strategy apply`: the orchestrator (src/orchestrator) run as a service of this command. */
 import { OperationError, UsageError } from '../domain/errors.js';
-import { STRATEGY_RUNNING, statesOf, TYPES, type StrategyType } from '../domain/types.js';
+import { STRATEGY_ENDED, STRATEGY_RUNNING, statesOf, TYPES, type StrategyType } from '../domain/types.js';
 import { openDb, setBusyWait, type Db } from '../store/open.js';
 import { useWindowPageCache } from '../platform/sqlite-cache.js';
 import { quickCheck } from '../store/maintenance.js';
@@ -34,6 +34,10 @@ import { whoAmI } from '../platform/who.js';
 import { recordEvent } from '../store/events.js';
 import { Notifier, onEventOf } from '../orchestrator/notify.js';
 import { checkMetricsPath, configMetricsPath, MetricsFile, metricsInterval } from './metrics-file.js';
+import type { Tracing } from './tracing.js';
+import { strategyIdOf } from '../domain/logs.js';
+import { parseTimestamp } from '../domain/time.js';
+import { firstStartedAt } from '../store/status.js';
 
 /** A strategy left in one of these by a process that is gone is taken up again (paused: waiting for resume). */
 const RESUMABLE = STRATEGY_RUNNING;
@@ -160,6 +164,9 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
   let orchestratorRef: Orchestrator | null = null;
   let notifier: Notifier | null = null;
   let metrics: MetricsFile | null = null;
+  let tracing: Tracing | null = null;
+  /** For the traces' end: the exit code, and the strategy's end once it has one. */
+  let traceEnd: { exitCode: number | null; ended: { state: string; firstStartMs: number } | null } = { exitCode: null, ended: null };
   const sidecars = new Map<string, { dev: number; ino: number } | null>();
   try {
     // A file's pages are dcm's to check; a server keeps its own (its checksums and WAL).
@@ -196,12 +203,16 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
     if (lease) {
       const taken = await joinWhenFree(lease, start, (text) => progress.note(text));
       for (const t of taken) progress.note(`took over the worker pid ${t.worker.pid} on ${t.worker.host} (${t.why})`);
+      tracing = await startTracingIfAsked(s, who);
+      for (const t of taken) tracing?.event('worker taken over', { 'dcm.worker.pid': t.worker.pid, 'dcm.worker.host': t.worker.host, 'dcm.why': t.why, 'dcm.adopted': t.adopted, 'dcm.interrupted': t.interrupted });
     } else {
       const { tookOverFrom } = await lock.acquire(async (tx, holder) => {
         await start(tx);
         if (holder) await recordEvent(tx, who, EVENTS.lockTakenOver, takeoverNote(holder, Date.now(), lock.host));
       });
       if (tookOverFrom) progress.note(takeoverNote(tookOverFrom, Date.now(), lock.host));
+      tracing = await startTracingIfAsked(s, who);
+      if (tookOverFrom) tracing?.event('lock taken over', { 'dcm.holder.pid': tookOverFrom.pid, 'dcm.holder.host': tookOverFrom.host });
     }
     locked = true;
     if (s.state !== 'initial') progress.note(`resuming the ${s.type} strategy (state ${s.state})`);
@@ -226,6 +237,7 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
       checkFile,
       file: ctx.dbPath,
       who,
+      observer: tracing ?? undefined,
     });
     // Lost: stop at once and write nothing more (no drain, no finish: they would write).
     if (lease) {
@@ -256,7 +268,9 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
     const metricsFile = metricsPath ?? configMetricsPath(s.extra);
     if (metricsFile) metrics = await new MetricsFile(db, metricsFile, metricsEvery, (text) => progress.warn(text)).start();
     const exitCode = await orchestrator.run();
-    return { result: { kind: 'strategy', strategy: await theStrategy(db) }, exitCode };
+    const final = await theStrategy(db);
+    traceEnd = { exitCode, ended: tracing && STRATEGY_ENDED.includes(final.state) ? { state: final.state, firstStartMs: await firstStartMs(db) } : null };
+    return { result: { kind: 'strategy', strategy: final }, exitCode };
   } catch (err) {
     fileGone = err instanceof FileGoneError;
     throw err;
@@ -265,6 +279,8 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
     await notifier?.close();
     // The file's last write: the strategy as this apply leaves it.
     await metrics?.close();
+    // The last spans leave (bounded: an endpoint that does not answer never holds the exit).
+    await tracing?.close(traceEnd);
     // Waits until every process the driver started is gone: dcm never leaves one behind, but the
     // runs a worker taken over leaves to the worker that adopted them.
     await driver?.close({ leaveRunning: orchestratorRef?.leftGoing ?? false });
@@ -285,6 +301,22 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
   }
 }
 
+
+/**
+ * The traces (commands/tracing.ts), when `OTEL_EXPORTER_OTLP_ENDPOINT` (or its traces' own) is set
+ * and the SDK is not disabled: only then is the OpenTelemetry SDK loaded.
+ */
+async function startTracingIfAsked(s: { created_at: string; type: string }, who: { host: string; pid: number }): Promise<Tracing | null> {
+  const env = process.env;
+  if (!(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) || env.OTEL_SDK_DISABLED === 'true') return null;
+  return (await import('./tracing.js')).startTracing({ strategyId: strategyIdOf(s.created_at), type: s.type, host: who.host, pid: who.pid });
+}
+
+/** When the strategy's first step started (epoch ms), for the root span of its trace. */
+async function firstStartMs(db: Db): Promise<number> {
+  const first = await firstStartedAt(db);
+  return first === null ? Date.now() : parseTimestamp(first) / 1000;
+}
 
 /** How long one try of a write waits for the writers' lock on a server. */
 function serverTryMs(leaseMs: number): number {

@@ -20,7 +20,7 @@ import { stateAndRate } from '../store/start-rate.js';
 import { recordRunDetails, recordRunProcesses } from '../store/runs.js';
 import type { Refusal } from '../store/workers.js';
 import type { ProgressSink } from './progress.js';
-import { Committer, BUSY_RETRY_MS } from './committer.js';
+import { Committer, BUSY_RETRY_MS, StopInFile } from './committer.js';
 import { decideRun, type DecideContext, type Decided, type Report } from './decide.js';
 import type { Fleet } from './fleet.js';
 import type { Registry, Worker } from './registry.js';
@@ -53,6 +53,8 @@ export interface CommitHost {
   release(stepId: number, ended: boolean): void;
   /** A claim was refused (one of several workers). */
   refused(stepId: number, why: Refusal): void;
+  /** A committed transition closed a run (the observer's end of it). */
+  closed?(t: Transition): void;
   /** A committed transition opened an operation (or a retry after its backoff). */
   start(step: CursorStep, state: string, attempt: number, historyId: number): void;
   retryLater(step: CursorStep, state: string, delayMs: number): void;
@@ -392,6 +394,7 @@ export class CommitLoop {
     for (const t of batch) {
       const slot = this.host.slot(t.stepId);
       slot.started = true;
+      if (t.close) this.host.closed?.(t);
       this.progress.transition({
         at: now(),
         cloud: t.cloud,
@@ -439,12 +442,5 @@ export class CommitLoop {
       }
     }
     return out;
-  }
-}
-
-/** A commit found the strategy paused or aborted in the store before the poll did: rolled back. */
-class StopInFile extends Error {
-  constructor() {
-    super('a stop in the file, not seen yet');
   }
 }

@@ -148,3 +148,10 @@ export class Committer {
     await this.hooks?.afterCommit(this.count);
   }
 }
+
+/** A commit found the strategy paused or aborted in the store before the poll did: rolled back. */
+export class StopInFile extends Error {
+  constructor() {
+    super('a stop in the file, not seen yet');
+  }
+}

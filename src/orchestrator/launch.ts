@@ -26,6 +26,8 @@ import { abandon, type Registry, type Worker } from './registry.js';
 import type { RunProcess } from '../platform/proc.js';
 import type { RunRequests } from './run-request.js';
 import type { Runtime } from './runtime.js';
+import type { RunObserver } from './observer.js';
+import { runIdOf } from '../drivers/exec/run-id.js';
 
 const keyOf = (stepId: number, state: string) => `${stepId}\u0000${state}`;
 
@@ -50,6 +52,7 @@ export interface LaunchOptions {
   stateTimeoutMs: number;
   fenceToken?: string;
   file: string;
+  observer?: RunObserver;
 }
 
 export class Launcher {
@@ -149,6 +152,7 @@ export class Launcher {
     for (const [id, run] of left.adopted) this.adopted.set(id, { run, worker: byStep.get(id)! });
     // One of several workers: the next runs of a subcloud adopted carry the fence its takeover gave it.
     if (this.fleet.shared) await this.fleet.adopted(this.rt.db, [...left.adopted.keys()]);
+    for (const id of left.adopted.keys()) this.observed(byStep.get(id)!, this.rt.now(), true);
     return left;
   }
 
@@ -185,6 +189,25 @@ export class Launcher {
     // A driver that throws instead of rejecting fails this operation, not the whole apply.
     const running = this.request(worker, resumed).then((req) => this.rt.driver.run(req));
     this.awaitResult(worker, running);
+    this.observed(worker, this.rt.now(), false);
+  }
+
+  /** The observer (the traces) is told of a run started or adopted here. */
+  private observed(w: Worker, atMs: number, adopted: boolean): void {
+    const o = this.opts.observer;
+    if (!o) return;
+    const { step, state, attempt, historyId } = w;
+    o.runStarted({
+      historyId,
+      cloud: step.cloud,
+      state,
+      attempt,
+      stage: step.stage,
+      runId: runIdOf({ campaign: this.opts.campaign, cloud: step.cloud, state, attempt }),
+      fence: this.fleet.fenceOf(step.id, this.opts.fenceToken),
+      atMs,
+      adopted,
+    });
   }
 
   /** The driver's answer, whatever it is, becomes a report for this worker. */

@@ -125,6 +125,9 @@ export class Orchestrator {
           this.stages.release(id, why === 'taken');
         },
         start: (step, state, attempt, historyId) => this.launcher.start(step, state, attempt, historyId),
+        closed: opts.observer
+          ? (t) => opts.observer!.runEnded({ historyId: t.close!.historyId, outcome: t.close!.outcome, reason: t.close!.details, atMs: rt.now() })
+          : undefined,
         retryLater: (step, state, ms) => this.stages.retryLater(step, state, ms),
         deferred: (step) => this.stages.deferrals!.committed(step),
         decided: (d, w) => {
@@ -198,6 +201,7 @@ export class Orchestrator {
       this.progress.note(`resuming: ${left.adopted.size} run(s) left by the last apply are still going or ended meanwhile; they are not run again`);
     }
     if (left.interrupted.length) this.progress.note(`resuming: ${left.interrupted.length} operation(s) were interrupted and will run again`);
+    if (left.adopted.size || left.interrupted.length) this.opts.observer?.event('runs adopted', { adopted: left.adopted.size, interrupted: left.interrupted.length });
     const who = this.opts.who;
     await this.loop.committer.write(async (tx) => {
       await interruptRuns(tx, left.interrupted, 'the orchestrator stopped while this operation ran');
@@ -300,7 +304,13 @@ export class Orchestrator {
 
   /** This worker's lease was renewed: the gone are taken over between commits and taken in, and the views see the fleet. */
   async beat(takeOver: () => Promise<TakenOver[]>): Promise<void> {
-    await this.loop.between(async () => this.takeover.takenOver(await takeOver()));
+    await this.loop.between(async () => {
+      const taken = await takeOver();
+      for (const t of taken) {
+        this.opts.observer?.event('worker taken over', { 'dcm.worker.pid': t.worker.pid, 'dcm.worker.host': t.worker.host, 'dcm.why': t.why, 'dcm.adopted': t.adopted, 'dcm.interrupted': t.interrupted });
+      }
+      await this.takeover.takenOver(taken);
+    });
     await this.takeover.showFleet();
   }
 
