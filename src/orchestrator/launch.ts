@@ -27,6 +27,7 @@ import type { RunProcess } from '../platform/proc.js';
 import type { RunRequests } from './run-request.js';
 import type { Runtime } from './runtime.js';
 import type { RunObserver } from './observer.js';
+import type { Transition } from '../domain/transition.js';
 import { runIdOf } from '../drivers/exec/run-id.js';
 
 const keyOf = (stepId: number, state: string) => `${stepId}\u0000${state}`;
@@ -153,6 +154,7 @@ export class Launcher {
     // One of several workers: the next runs of a subcloud adopted carry the fence its takeover gave it.
     if (this.fleet.shared) await this.fleet.adopted(this.rt.db, [...left.adopted.keys()]);
     for (const id of left.adopted.keys()) this.observed(byStep.get(id)!, this.rt.now(), true);
+    if (left.adopted.size || left.interrupted.length) this.opts.observer?.event('runs adopted', { adopted: left.adopted.size, interrupted: left.interrupted.length });
     return left;
   }
 
@@ -190,6 +192,12 @@ export class Launcher {
     const running = this.request(worker, resumed).then((req) => this.rt.driver.run(req));
     this.awaitResult(worker, running);
     this.observed(worker, this.rt.now(), false);
+  }
+
+  /** A committed transition closed its run: the observer (the traces) is told. */
+  closed(t: Transition): void {
+    const c = t.close;
+    if (c) this.opts.observer?.runEnded({ historyId: c.historyId, outcome: c.outcome, reason: c.details, atMs: this.rt.now() });
   }
 
   /** The observer (the traces) is told of a run started or adopted here. */
@@ -246,4 +254,12 @@ export class Launcher {
       },
     });
   }
+}
+
+/** What an apply says of the runs an earlier one left, as it starts. */
+export function resumingNotes(adopted: number, interrupted: number): string[] {
+  const out: string[] = [];
+  if (adopted) out.push(`resuming: ${adopted} run(s) left by the last apply are still going or ended meanwhile; they are not run again`);
+  if (interrupted) out.push(`resuming: ${interrupted} operation(s) were interrupted and will run again`);
+  return out;
 }

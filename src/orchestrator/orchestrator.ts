@@ -31,7 +31,7 @@ import { finishRun } from './finish.js';
 import { LONE_FLEET, SharedFleet, type Fleet } from './fleet.js';
 import { stageCounts, type ProgressSink } from './progress.js';
 import { Registry } from './registry.js';
-import { Launcher } from './launch.js';
+import { Launcher, resumingNotes } from './launch.js';
 import type { OrchestratorOptions } from './options.js';
 import { durationKey } from '../store/durations.js';
 import { ExternalRequests } from './requests.js';
@@ -119,15 +119,9 @@ export class Orchestrator {
         slot: (id) => this.stages.slot(id),
         gate: () => this.control.gate(),
         release: (id, ended) => this.stages.release(id, ended),
-        refused: (id, why) => {
-          // `taken`: another worker's subcloud (ended, for this pass); `full` and `rate` wait in their place.
-          if (why === 'full') this.fleet.block(() => this.stages.pump());
-          this.stages.release(id, why === 'taken');
-        },
+        refused: (id, why) => this.stages.refused(id, why),
         start: (step, state, attempt, historyId) => this.launcher.start(step, state, attempt, historyId),
-        closed: opts.observer
-          ? (t) => opts.observer!.runEnded({ historyId: t.close!.historyId, outcome: t.close!.outcome, reason: t.close!.details, atMs: rt.now() })
-          : undefined,
+        closed: (t) => this.launcher.closed(t),
         retryLater: (step, state, ms) => this.stages.retryLater(step, state, ms),
         deferred: (step) => this.stages.deferrals!.committed(step),
         decided: (d, w) => {
@@ -178,6 +172,7 @@ export class Orchestrator {
       closeInterrupted: (ids) => this.loop.committer.write((tx) => interruptRuns(tx, ids, 'its worker stopped while this operation ran')),
       resumedAgain: () => this.launcher.resumedAgain(),
       busy,
+      observer: opts.observer,
     });
   }
 
@@ -197,11 +192,7 @@ export class Orchestrator {
     await this.stages.load(this.firstStartedMs ?? started);
     await this.launcher.loadBudgets();
     const left = await this.launcher.adoptLeft();
-    if (left.adopted.size) {
-      this.progress.note(`resuming: ${left.adopted.size} run(s) left by the last apply are still going or ended meanwhile; they are not run again`);
-    }
-    if (left.interrupted.length) this.progress.note(`resuming: ${left.interrupted.length} operation(s) were interrupted and will run again`);
-    if (left.adopted.size || left.interrupted.length) this.opts.observer?.event('runs adopted', { adopted: left.adopted.size, interrupted: left.interrupted.length });
+    for (const line of resumingNotes(left.adopted.size, left.interrupted.length)) this.progress.note(line);
     const who = this.opts.who;
     await this.loop.committer.write(async (tx) => {
       await interruptRuns(tx, left.interrupted, 'the orchestrator stopped while this operation ran');
@@ -214,8 +205,7 @@ export class Orchestrator {
     this.control.counted(failed, total);
     const snap = (await controlSnapshot(db))!;
     this.stages.windows = new Map(snap.windows);
-    this.loop.pacer.onRate = (stage, perMin, rate) => this.progress.rateChanged?.(stage, perMin, rate);
-    for (const [stage, rate] of snap.rates) if (rate !== null) this.loop.pacer.setRate(stage, rate);
+    this.loop.pacer.begin(snap.rates, this.progress);
     this.control.setBudget(snap.maxFailures, false);
     this.progress.begin?.({
       type: this.opts.type,
@@ -279,11 +269,7 @@ export class Orchestrator {
         },
         pause: (on) => c.setPaused(on),
         window: (stage, w) => this.stages.setWindow(stage, w, this.loop),
-        rate: (stage, stored) => {
-          // The next start waits the new rate's spacing from the last one (the store decides).
-          this.loop.pacer.setRate(stage, stored);
-          this.stages.pump();
-        },
+        rate: (stage, stored) => this.loop.pacer.changed(stage, stored, () => this.stages.pump()),
         budget: (text) => c.setBudget(text, true),
         fail: (err) => c.fail(err),
         busy: (err) => this.loop.committer.isBusy(err),
@@ -304,13 +290,7 @@ export class Orchestrator {
 
   /** This worker's lease was renewed: the gone are taken over between commits and taken in, and the views see the fleet. */
   async beat(takeOver: () => Promise<TakenOver[]>): Promise<void> {
-    await this.loop.between(async () => {
-      const taken = await takeOver();
-      for (const t of taken) {
-        this.opts.observer?.event('worker taken over', { 'dcm.worker.pid': t.worker.pid, 'dcm.worker.host': t.worker.host, 'dcm.why': t.why, 'dcm.adopted': t.adopted, 'dcm.interrupted': t.interrupted });
-      }
-      await this.takeover.takenOver(taken);
-    });
+    await this.loop.between(async () => this.takeover.takenOver(await takeOver()));
     await this.takeover.showFleet();
   }
 

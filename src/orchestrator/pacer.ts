@@ -24,6 +24,7 @@ import { nowMicros } from '../store/clock.js';
 import type { CursorStep } from '../store/cursor.js';
 import type { Db } from '../store/open.js';
 import { completeSteps, markStageStart } from '../store/start-rate.js';
+import type { ProgressSink } from './progress.js';
 import type { Runtime } from './runtime.js';
 
 /**
@@ -64,6 +65,18 @@ export class StartPacer {
     const perMin = r ? rateInForce(r, 0) : null;
     if (!r) this.inForce.delete(stage);
     this.onRate?.(stage, r ? (this.inForce.get(stage) ?? perMin) : null, r);
+  }
+
+  /** The run's start: the rates as the store holds them, and the views told of each change. */
+  begin(rates: ReadonlyMap<number, string | null>, progress: ProgressSink): void {
+    this.onRate = (stage, perMin, rate) => progress.rateChanged?.(stage, perMin, rate);
+    for (const [stage, rate] of rates) if (rate !== null) this.setRate(stage, rate);
+  }
+
+  /** A rate changed from another shell: the next start waits the new spacing from the last one (the store decides). */
+  changed(stage: number, stored: string | null, pump: () => void): void {
+    this.setRate(stage, stored);
+    pump();
   }
 
   /** Whether any stage has a rate as last read. */

@@ -16,6 +16,7 @@ import type { ExtraArgs } from '../domain/options.js';
 import type { Actor } from '../platform/who.js';
 import type { Timer } from '../platform/timers.js';
 import { openStages, StageCursor, type CursorStep } from '../store/cursor.js';
+import type { Refusal } from '../store/workers.js';
 import { strategyState } from '../store/strategy.js';
 import type { Db } from '../store/open.js';
 import { Deferrals } from './deferrals.js';
@@ -278,6 +279,12 @@ export class Stages {
     if (!slot) return;
     this.slots.delete(stepId);
     slot.release(ended);
+  }
+
+  /** A claim refused: `taken`, another worker's subcloud (ended, for this pass); `full` and `rate` wait in their place. */
+  refused(stepId: number, why: Refusal): void {
+    if (why === 'full') this.fleet.block(() => this.pump());
+    this.release(stepId, why === 'taken');
   }
 
   /** A signal: nothing more starts here; subclouds waiting for a retry, not running, end now. */
