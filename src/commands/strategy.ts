@@ -276,7 +276,7 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
       keepPlan(kept);
       // A missing file has no subcloud, so its plan has no step: plan() has refused it already.
       if (preview && db && show !== undefined) return await showCommandsView(db, planned, show, { type: input.type, extra: all, dbPath: path.resolve(ctx.dbPath), preview });
-      return await dryRunView(db, planned, input.type, all, kept.digest);
+      return await dryRunView(db, planned, input.type, all, kept.digest, new Map(kept.stages.map((s) => [s.stage, s.startRate])));
     };
     // Read only: a missing file is an empty fleet, and nothing is created or written.
     return (await withReadDb(ctx, null, (db) => db.transaction(async (tx) => view(tx)).deferred())) ?? await view(null);

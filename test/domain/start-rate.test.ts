@@ -1,5 +1,6 @@
 import { describe, expect, test } from '@jest/globals';
 import fc from 'fast-check';
+import { estimateStageMs } from '../../src/domain/estimate.js';
 import {
   describeRate,
   nextStartWait,
@@ -132,5 +133,16 @@ describe('the invariant: startRateViolations', () => {
         },
       ),
     );
+  });
+});
+
+describe('the estimate counts the rate', () => {
+  test('the Nth subcloud still to start starts no sooner than N spacings from now', () => {
+    const means = [1000, 1000];
+    // A window of 6: without a rate all six run at once (2 s); at 2/min the sixth starts after 150 s.
+    expect(estimateStageMs(means, { window: 6, notStarted: 6, inFlight: [] })).toBe(2000);
+    expect(estimateStageMs(means, { window: 6, notStarted: 6, inFlight: [], startSpacingMs: startSpacingMs(2) })).toBe(152_000);
+    // A rate faster than the window refills: only the second slot's first start is 10 ms later.
+    expect(estimateStageMs(means, { window: 2, notStarted: 6, inFlight: [], startSpacingMs: 10 })).toBe(6010);
   });
 });
