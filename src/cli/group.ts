@@ -20,6 +20,9 @@ interface RawGroupOpts {
   maintenanceWindow?: string;
   maintenanceTz?: string;
   reason?: string;
+  startRate?: string;
+  ramp?: string;
+  rampAfter?: string;
 }
 
 function groupOptions(cmd: Command): Command {
@@ -39,7 +42,11 @@ function groupOptions(cmd: Command): Command {
       '--maintenance-window <spans>',
       'start this group\'s subclouds only inside: "Sat 22:00-Sun 06:00", "22:00-06:00", several comma-separated, or none',
     )
-    .option('--maintenance-tz <zone>', 'IANA time zone of the maintenance window (default: UTC)');
+    .option('--maintenance-tz <zone>', 'IANA time zone of the maintenance window (default: UTC)')
+    // dcm's own: the default start rate of the stages this group makes (strategy create --start-rate wins).
+    .option('--start-rate <N/min|none>', "the default start rate of this group's stage: at most N subclouds start a minute (none removes it)")
+    .option('--ramp <factor>', 'with --start-rate and --ramp-after: multiply the rate by FACTOR after each K complete subclouds')
+    .option('--ramp-after <k>', 'with --ramp: the complete subclouds per ramp step');
 }
 
 function input(o: RawGroupOpts): GroupInput {
@@ -53,6 +60,9 @@ function input(o: RawGroupOpts): GroupInput {
     maintenanceWindow: o.maintenanceWindow,
     maintenanceTz: o.maintenanceTz,
     reason: o.reason,
+    startRate: o.startRate,
+    ramp: o.ramp,
+    rampAfter: o.rampAfter,
   };
 }
 

@@ -35,6 +35,10 @@ interface CreateOpts extends RawTypeOptions, RawDriverOptions {
   deferDelay?: string;
   deferUntil?: string;
   onEvent?: string;
+  startRate?: string;
+  ramp?: string;
+  rampAfter?: string;
+  plan?: string;
 }
 
 /** The stage gate options (README "Stage gates"), the same at create and update. */
@@ -42,6 +46,13 @@ const STAGE_GATE_OPTIONS: [string, string][] = [
   ['--stage-max-failures <N|P%>', "each stage's own failure budget: once more than N of its steps (or P % of them) have failed, it starts no more and the strategy pauses (default: the group's, else none)"],
   ['--stage-gate <gate>', "before the next stage starts: none | pause | soak=DURATION | check (default: the group's, else none)"],
   ['--gate-check <cmd>', "the check gate's command (sh -c; DCM_STAGE, DCM_STAGE_CLOUDS): exit 0 starts the next stage, else the strategy pauses (default: the exec config's gate_check)"],
+];
+
+/** The start rate (README "Start rate"; docs/guide/rate-plan-metrics-traces.md), the same at create and update. */
+const START_RATE_OPTIONS: [string, string][] = [
+  ['--start-rate <N/min>', 'at most N subclouds start their first state a minute, spaced evenly (60/N s apart; also N/s, N/h); a brake on top of the window, held across every worker (default: the group\'s, else none)'],
+  ['--ramp <factor>', 'with --start-rate and --ramp-after: multiply the rate by FACTOR (1 to 100) after each K complete subclouds of the strategy'],
+  ['--ramp-after <k>', 'with --ramp: the complete subclouds per ramp step'],
 ];
 
 const TYPE_OPTIONS: [string, string][] = [
@@ -99,6 +110,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .option('--target-version <version>', "patch, sw-deploy: plan by target, not by the last sync: every managed, online subcloud whose software_version is not this one")
     .option('--require-audit', "fail a step whose site's audit (after its last state) disagrees or fails, instead of completing it with a warning");
   for (const [flags, help] of STAGE_GATE_OPTIONS) create.option(flags, help);
+  for (const [flags, help] of START_RATE_OPTIONS) create.option(flags, help);
   for (const [flags, help] of TYPE_OPTIONS) {
     const name = flags.split(' ')[0];
     // The password's file goes wherever the password does.
@@ -117,7 +129,8 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .option('--defer-delay <duration>', 'a subcloud whose state exits 75 (does not answer) is deferred and tried again after this (default 60s)')
     .option('--defer-until <duration|time>', "deferred subclouds fail unreachable after this: a duration from the apply's start, or an ISO time (default: once the rest of their stage is done)")
     .option('--on-event <cmd>', 'sim driver: told of a stage held, the strategy failed or complete, a worker taken over (the event as JSON on stdin; sh -c); the exec config has on_event')
-    .option('--dry-run', 'every check, then the plan (stages, windows, steps, estimated duration); nothing written')
+    .option('--dry-run', 'every check, then the plan (stages, windows, steps, estimated duration) and its digest on stderr; nothing written')
+    .option('--plan <digest>', 'create only the plan a --dry-run printed this digest for: refused, naming what changed (a subcloud, a stage, an option), when the plan differs')
     .option('--show-commands [cloud]', "with --dry-run and --driver exec: instead of the plan, each state's argv, cwd and environment for this subcloud (default: the plan's first); the sysadmin password masked")
     .action((...args: unknown[]) =>
       run(async (ctx) => {
@@ -160,6 +173,10 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
           deferDelay: o.deferDelay,
           deferUntil: o.deferUntil,
           onEvent: o.onEvent,
+          startRate: o.startRate,
+          ramp: o.ramp,
+          rampAfter: o.rampAfter,
+          plan: o.plan,
           warn: (text: string) => warnings.push(text),
         });
         return notice ? { text: notice, warnings, result } : { warnings, result };
@@ -179,7 +196,9 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .option('--progress-interval <duration>', 'off a terminal, a summary line this often (default 10s; 0s: none)', progressInterval)
     .option('--max-local <n>', 'PostgreSQL store: at most N subclouds in flight in this worker (the stage window counts all workers)', positiveInteger)
     .option('--lease <duration>', "PostgreSQL store: how long this worker may go unheard before the others take its subclouds over (default 30s)", lease)
-    .action((o: { type?: StrategyType; yes?: boolean; verbose?: boolean; progressInterval?: number; maxLocal?: number; lease?: number }) =>
+    .option('--metrics-textfile <path>', "keep a Prometheus text file of the rollout up to date (node_exporter's textfile collector: name it *.prom in its folder), written whole at the start, every --metrics-interval and at the end (default: the exec config's metrics_textfile)")
+    .option('--metrics-interval <duration>', 'how often the metrics file is written (default 5s, at least 100ms)')
+    .action((o: { type?: StrategyType; yes?: boolean; verbose?: boolean; progressInterval?: number; maxLocal?: number; lease?: number; metricsTextfile?: string; metricsInterval?: string }) =>
       run(async (ctx) => {
         await ctx.confirm(o.yes);
         return await (await applyCommand()).strategyApply(ctx, typeOf(o), {
@@ -187,6 +206,8 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
           progressIntervalMs: o.progressInterval,
           maxLocal: o.maxLocal,
           leaseMs: o.lease,
+          metricsTextfile: o.metricsTextfile,
+          metricsInterval: o.metricsInterval,
         });
       }),
     );
@@ -235,14 +256,30 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .option(...REASON)
     .action((o: { type?: StrategyType; reason?: string }) => run(async (ctx) => await (await control()).strategyResume(ctx, typeOf(o), o.reason)));
   const update = withType(parent.command('update'), false)
-    .description('change the window (of every stage, or of stage K), the failure budget or the stage gates; a running apply follows within 1 s')
+    .description('change the window (of every stage, or of stage K), the start rate, the failure budget or the stage gates; a running apply follows within 1 s')
     .addOption(new Option('--max-parallel-subclouds <n>', 'subclouds in flight at once').argParser(integer))
     .addOption(new Option('--stage <k>', 'only this stage\'s window or gate (refused for a stage that has ended)').argParser(integer))
     .option('--max-failures <N|P%>', 'start no new subcloud once N steps (or P % of the steps) have failed', maxFailures);
   for (const [flags, help] of STAGE_GATE_OPTIONS) update.option(flags, help);
+  update
+    .option('--start-rate <N/min|none>', 'at most N first starts a minute (of every stage not ended, or of stage K); none removes the rate; the next start waits the new spacing from the last one')
+    .option('--ramp <factor>', START_RATE_OPTIONS[1][1])
+    .option('--ramp-after <k>', START_RATE_OPTIONS[2][1]);
   update.option(...REASON);
   update.action(
-    (o: { type?: StrategyType; maxParallelSubclouds?: number; stage?: number; maxFailures?: string; stageMaxFailures?: string; stageGate?: string; gateCheck?: string; reason?: string }) =>
+    (o: {
+      type?: StrategyType;
+      maxParallelSubclouds?: number;
+      stage?: number;
+      maxFailures?: string;
+      stageMaxFailures?: string;
+      stageGate?: string;
+      gateCheck?: string;
+      reason?: string;
+      startRate?: string;
+      ramp?: string;
+      rampAfter?: string;
+    }) =>
       run(async (ctx) =>
         await (await control()).strategyUpdate(ctx, typeOf(o), {
           maxParallelSubclouds: o.maxParallelSubclouds,
@@ -252,6 +289,9 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
           stageGate: o.stageGate,
           gateCheck: o.gateCheck,
           reason: o.reason,
+          startRate: o.startRate,
+          ramp: o.ramp,
+          rampAfter: o.rampAfter,
         }),
       ),
   );

@@ -13,7 +13,11 @@ import fs from 'node:fs';
 import { DcmError, OperationError } from '../domain/errors.js';
 import { EVENTS, workerTakenText } from '../domain/events.js';
 import { simLatencyMidpoint } from '../domain/estimate.js';
-import { STRATEGY_RUNNING, statesOf, TYPES, type StrategyType } from '../domain/types.js';
+import { STRATEGY_ENDED, STRATEGY_RUNNING, statesOf, TYPES, type StrategyType } from '../domain/types.js';
+import { parseTimestamp } from '../domain/time.js';
+import { firstStartedAt } from '../store/status.js';
+import { checkMetricsPath, configMetricsPath, MetricsFile, metricsInterval } from './metrics-file.js';
+import type { Tracing } from './tracing.js';
 import { visibleDriver } from '../drivers/visible.js';
 import { endsReachStore, type StoredStrategy } from '../drivers/index.js';
 import type { Driver } from '../drivers/driver.js';
@@ -55,6 +59,10 @@ export interface ApplyOptions {
   verbose?: boolean;
   /** A summary line this often off a terminal (default 10 s; 0: none). */
   progressIntervalMs?: number;
+  /** `--metrics-textfile PATH`: a Prometheus text file kept up to date (commands/metrics-file.ts). */
+  metricsTextfile?: string;
+  /** `--metrics-interval DURATION`, as given. */
+  metricsInterval?: string;
 }
 
 /** What an apply runs on and with: everything outside the process. */
@@ -96,6 +104,8 @@ export interface ApplyEnv {
   workers?: boolean;
   /** Whether runs' ends reach the store from the host that ran them (drivers/index.ts endsReachStore by default). */
   endsReachStore?: (extra: Record<string, unknown>) => boolean;
+  /** The strategy's traces, when the environment asks for them (commands/tracing.ts); none by default. */
+  tracing?: (s: { created_at: string; type: string }, who: { host: string; pid: number }) => Promise<Tracing | null>;
 }
 
 /** The path no longer names the file that is open: removed, or replaced by another file. */
@@ -161,6 +171,12 @@ async function estimateInputs(db: Db, type: string, extra: Record<string, unknow
   return { history: await durationStats(db, durationKey(type, extra)), observed: await observedDurations(db), fallbackMs: simLatencyMidpoint(extra) };
 }
 
+/** When the strategy's first step started (epoch ms), for the root span of its trace. */
+async function firstStartMs(db: Db, rt: ProcessRuntime): Promise<number> {
+  const first = await firstStartedAt(db);
+  return first === null ? rt.clock.wall() : parseTimestamp(first) / 1000;
+}
+
 /** How long one try of a write waits for the writers' lock on a server. */
 function serverTryMs(leaseMs: number): number {
   return Math.max(50, Math.min(1_000, Math.floor(leaseMs / 4)));
@@ -169,6 +185,9 @@ function serverTryMs(leaseMs: number): number {
 /** Run the strategy (`type`: refused if it is another's) to its end, as `dcm strategy apply` does. */
 export async function applyStrategy(env: ApplyEnv, type?: StrategyType, opts: ApplyOptions = {}): Promise<Outcome> {
   const rt = env.runtime;
+  // Option values on their own, before the file is read.
+  const metricsPath = opts.metricsTextfile === undefined ? undefined : checkMetricsPath(opts.metricsTextfile);
+  const metricsEvery = metricsInterval(opts.metricsInterval);
   const onServer = isPgUrl(env.dbPath);
   const shared = env.workers ?? onServer;
   const open = env.open ?? ((address: string) => openDb(address, { create: false, write: true, clock: rt.clock }));
@@ -199,6 +218,10 @@ export async function applyStrategy(env: ApplyEnv, type?: StrategyType, opts: Ap
   let removeSignals: (() => void) | null = null;
   let orchestratorRef: Orchestrator | null = null;
   let notifier: Notifier | null = null;
+  let metrics: MetricsFile | null = null;
+  let tracing: Tracing | null = null;
+  /** For the traces' end: the exit code, and the strategy's end once it has one. */
+  let traceEnd: { exitCode: number | null; ended: { state: string; firstStartMs: number } | null } = { exitCode: null, ended: null };
   const sidecars = new Map<string, { dev: number; ino: number } | null>();
   try {
     // A file's pages are dcm's to check; a server keeps its own (its checksums and WAL).
@@ -235,12 +258,16 @@ export async function applyStrategy(env: ApplyEnv, type?: StrategyType, opts: Ap
     if (lease) {
       const taken = await joinWhenFree(lease, start, (text) => progress.note(text), rt);
       for (const t of taken) progress.note(`took over the worker pid ${t.worker.pid} on ${t.worker.host} (${t.why})`);
+      tracing = (await env.tracing?.(s, who)) ?? null;
+      for (const t of taken) tracing?.event('worker taken over', { 'dcm.worker.pid': t.worker.pid, 'dcm.worker.host': t.worker.host, 'dcm.why': t.why, 'dcm.adopted': t.adopted, 'dcm.interrupted': t.interrupted });
     } else {
       const { tookOverFrom } = await lock.acquire(async (tx, holder) => {
         await start(tx);
         if (holder) await recordEvent(tx, who, EVENTS.lockTakenOver, takeoverNote(holder, rt));
       });
       if (tookOverFrom) progress.note(takeoverNote(tookOverFrom, rt));
+      tracing = (await env.tracing?.(s, who)) ?? null;
+      if (tookOverFrom) tracing?.event('lock taken over', { 'dcm.holder.pid': tookOverFrom.pid, 'dcm.holder.host': tookOverFrom.host });
     }
     locked = true;
     if (s.state !== 'initial') progress.note(`resuming the ${s.type} strategy (state ${s.state})`);
@@ -268,6 +295,7 @@ export async function applyStrategy(env: ApplyEnv, type?: StrategyType, opts: Ap
       file: env.dbPath,
       host: holder.host,
       who,
+      observer: tracing ?? undefined,
     });
     // Lost: stop at once and write nothing more (no drain, no finish: they would write).
     if (lease) {
@@ -289,14 +317,23 @@ export async function applyStrategy(env: ApplyEnv, type?: StrategyType, opts: Ap
     // The strategy's on_event command hears what this apply records (a stage held, its end, …).
     const onEvent = onEventOf(s.extra);
     if (onEvent) notifier = await new Notifier(db, onEvent, s, who, (text) => progress.note(text), rt.timers).start();
+    // The Prometheus text file: the option's, else the exec config's `metrics_textfile`.
+    const metricsFile = metricsPath ?? configMetricsPath(s.extra);
+    if (metricsFile) metrics = await new MetricsFile(db, metricsFile, metricsEvery, (text) => progress.warn(text), rt.timers, rt.clock.wall).start();
     const exitCode = await orchestrator.run();
-    return { result: { kind: 'strategy', strategy: await theStrategy(db) }, exitCode };
+    const final = await theStrategy(db);
+    traceEnd = { exitCode, ended: tracing && STRATEGY_ENDED.includes(final.state) ? { state: final.state, firstStartMs: await firstStartMs(db, rt) } : null };
+    return { result: { kind: 'strategy', strategy: final }, exitCode };
   } catch (err) {
     fileGone = err instanceof FileGoneError;
     throw err;
   } finally {
     // The end's notice too (bounded by its command's timeout); a failure is recorded, never thrown.
     await notifier?.close();
+    // The file's last write: the strategy as this apply leaves it.
+    await metrics?.close();
+    // The last spans leave (bounded: an endpoint that does not answer never holds the exit).
+    await tracing?.close(traceEnd);
     // Waits until every process the driver started is gone: dcm never leaves one behind, but the
     // runs a worker taken over leaves to the worker that adopted them.
     await driver?.close({ leaveRunning: orchestratorRef?.leftGoing ?? false });

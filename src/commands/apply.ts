@@ -16,8 +16,20 @@ import { whoAmI } from '../platform/who.js';
 import { applyStrategy, type ApplyOptions } from './apply-service.js';
 import { runtimeOf, type RunCtx } from './context.js';
 import type { Outcome } from './results.js';
+import type { Tracing } from './tracing.js';
+import { strategyIdOf } from '../domain/logs.js';
 
 export type { ApplyOptions };
+
+/**
+ * The traces (commands/tracing.ts), when `OTEL_EXPORTER_OTLP_ENDPOINT` (or its traces' own) is set
+ * and the SDK is not disabled: only then is the OpenTelemetry SDK loaded.
+ */
+async function startTracingIfAsked(s: { created_at: string; type: string }, who: { host: string; pid: number }): Promise<Tracing | null> {
+  const env = process.env;
+  if (!(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) || env.OTEL_SDK_DISABLED === 'true') return null;
+  return (await import('./tracing.js')).startTracing({ strategyId: strategyIdOf(s.created_at), type: s.type, host: who.host, pid: who.pid });
+}
 
 /** `$DCM_DRAIN_MS`: how long a first Ctrl-C waits (default 60 s); anything but a number is ignored. */
 function drainMs(text: string | undefined): number | undefined {
@@ -53,6 +65,7 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
       },
       drainMs: drainMs(process.env.DCM_DRAIN_MS),
       windowClock: windowClock(process.env, rt.clock),
+      tracing: startTracingIfAsked,
     },
     type,
     opts,

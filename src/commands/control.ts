@@ -37,6 +37,8 @@ import { retryUnknownRuns } from './resolve.js';
 import type { Db } from '../store/open.js';
 import { formatStageGate, formatStageMaxFailures, parseStageGate, parseStageMaxFailures, PENDING_GATES } from '../domain/stage-gates.js';
 import { listStageGates, reopenGates, setStageGates } from '../store/stage-gates.js';
+import { formatStartRate, parseStartRateOptions, readStoredRate, storeStartRate, type StartRate } from '../domain/start-rate.js';
+import { setStageRates, stageRates } from '../store/start-rate.js';
 
 /** Move the strategy from one of `from` to `to`, or say it cannot be `verb`ed. */
 async function moveState(ctx: Ctx, type: StrategyType | undefined, from: readonly string[], to: string, verb: string, event: EventName, reasonText?: string): Promise<CommandResult> {
@@ -74,6 +76,10 @@ export interface UpdateInput {
   gateCheck?: string;
   /** `--reason TEXT`: why, in the event record. */
   reason?: string;
+  /** `--start-rate N/min|none`, `--ramp F`, `--ramp-after K` (domain/start-rate.ts). */
+  startRate?: string;
+  ramp?: string;
+  rampAfter?: string;
 }
 
 /**
@@ -85,11 +91,12 @@ export async function strategyUpdate(ctx: Ctx, type: StrategyType | undefined, i
   // Option values on their own first, before the file is read (SPEC §5).
   const gates = stageGateUpdate(input);
   const reason = checkReason(input.reason);
-  if (input.stage !== undefined && input.maxParallelSubclouds === undefined && !gates) {
-    throw new UsageError('--stage needs --max-parallel-subclouds, --stage-max-failures, --stage-gate or --gate-check');
+  const rate = parseStartRateOptions(input, true);
+  if (input.stage !== undefined && input.maxParallelSubclouds === undefined && !gates && rate === undefined) {
+    throw new UsageError('--stage needs --max-parallel-subclouds, --start-rate, --stage-max-failures, --stage-gate or --gate-check');
   }
-  if (input.maxParallelSubclouds === undefined && input.maxFailures === undefined && !gates) {
-    throw new UsageError('give --max-parallel-subclouds N (with --stage K for one stage) or --max-failures N|P%');
+  if (input.maxParallelSubclouds === undefined && input.maxFailures === undefined && !gates && rate === undefined) {
+    throw new UsageError('give --max-parallel-subclouds N (with --stage K for one stage), --start-rate N/min or --max-failures N|P%');
   }
   if (input.stage !== undefined && input.stage < 1) throw new UsageError(`invalid --stage '${input.stage}': stages are 1, 2, 3, ...`);
   // dcm's own command: a value out of any type's range is a usage error (the type's own, below).
@@ -122,6 +129,7 @@ export async function strategyUpdate(ctx: Ctx, type: StrategyType | undefined, i
         else notes.push(`stage ${input.stage} now runs ${window} at a time; the other stages keep their windows`);
         for (const k of kept) notes.push(`stage ${k.stage} has ended and keeps the window it ran with (${k.window})`);
       }
+      if (rate !== undefined) await updateStartRates(tx, input.stage, rate, changes, notes);
       if (budget !== undefined) {
         changes.push({ name: 'max failures', from: s.max_failures, to: budget });
         await setMaxFailures(tx, budget);
@@ -133,6 +141,31 @@ export async function strategyUpdate(ctx: Ctx, type: StrategyType | undefined, i
     })),
   );
   return result ?? strategyNotFound(type);
+}
+
+/**
+ * Stage K's start rate, or that of every stage not ended (an ended stage keeps what it ran with,
+ * as its window does). A running apply spaces its next start from its last one by the new rate.
+ */
+async function updateStartRates(
+  db: Db,
+  stage: number | undefined,
+  rate: StartRate | null,
+  changes: { name: string; from: string | number | null; to: string | number | null }[],
+  notes: string[],
+): Promise<void> {
+  const stages = await stageWindows(db);
+  if (stage !== undefined && !stages.some((st) => st.stage === stage)) {
+    const n = stages.length;
+    throw new OperationError(`Strategy has no stage ${stage} (it has ${n === 1 ? 'stage 1' : `stages 1 to ${n}`})`);
+  }
+  if (stage !== undefined && stages.find((st) => st.stage === stage)?.ended) throw new OperationError(`Stage ${stage} has ended and cannot be updated`);
+  const to = stage === undefined ? stages.filter((st) => !st.ended).map((st) => st.stage) : [stage];
+  const before = await stageRates(db);
+  await setStageRates(db, to, storeStartRate(rate));
+  const shown = (r: StartRate | null) => (r ? formatStartRate(r) : 'none');
+  for (const st of to) changes.push({ name: `stage ${st} start rate`, from: shown(readStoredRate(before.get(st))), to: shown(rate) });
+  if (stage === undefined) for (const st of stages) if (st.ended) notes.push(`stage ${st.stage} has ended and keeps its start rate`);
 }
 
 /** The stage gate options of an update, checked on their own; undefined when none was given. */

@@ -18,11 +18,12 @@ import type { ExtraArgs } from '../domain/options.js';
 import type { Plan } from '../domain/planning.js';
 import { statesOf, type StrategyType } from '../domain/types.js';
 import { someOf } from '../domain/choices.js';
+import { rateInForce, readStoredRate, startSpacingMs } from '../domain/start-rate.js';
 import { durationKey, durationStats } from '../store/durations.js';
 import type { Db } from '../store/open.js';
 import { list, type ListResult, type Value } from './plain-results.js';
 
-export const DRY_RUN_COLUMNS = ['stage', 'group', 'window', 'steps', 'estimated duration', 'estimate from', 'subclouds'];
+export const DRY_RUN_COLUMNS = ['stage', 'group', 'window', 'steps', 'estimated duration', 'estimate from', 'subclouds', 'plan digest'];
 
 
 /**
@@ -30,7 +31,15 @@ export const DRY_RUN_COLUMNS = ['stage', 'group', 'window', 'steps', 'estimated 
  * kept in the file, else from the sim driver's latency, else `unknown` (SPEC §4 "Estimates"), by
  * the same model as `strategy status`'s ETA.
  */
-export async function dryRunView(db: Db | null, plan: Plan, type: StrategyType, extra: ExtraArgs): Promise<ListResult> {
+export async function dryRunView(
+  db: Db | null,
+  plan: Plan,
+  type: StrategyType,
+  extra: ExtraArgs,
+  digest: string | null = null,
+  /** Each stage's start rate as planned (stored JSON): a stage's subclouds start no faster. */
+  rates: ReadonlyMap<number, string | null> = new Map(),
+): Promise<ListResult> {
   const states = statesOf(type, extra as { cert_file?: string | null });
   const { means, source, sds } = stateMeans(states, {
     history: db ? await durationStats(db, durationKey(type, extra)) : undefined,
@@ -56,12 +65,16 @@ export async function dryRunView(db: Db | null, plan: Plan, type: StrategyType, 
       // The last window the stage waits for, from its start: when its last subclouds may go.
       const last = Math.max(...parts.map((p) => p.opensAt(total)));
       if (last > total) opens = ` (window opens ${new Date(windows!.nowMs + last).toISOString()})`;
-    } else if (means) ms = estimateStageMs(means, { window: st.window, notStarted: names.length, inFlight: [] }, sds);
+    } else if (means) {
+      const rate = readStoredRate(rates.get(st.stage));
+      ms = estimateStageMs(means, { window: st.window, notStarted: names.length, inFlight: [], startSpacingMs: rate ? startSpacingMs(rateInForce(rate, 0)) : undefined }, sds);
+    }
     if (ms !== null) total += ms;
     const text = ms === null ? 'unknown' : Number.isFinite(ms) ? formatSpan(ms) + opens : 'unknown';
-    return [st.stage, st.groupName, st.window, names.length, text, from, someOf(names, 3).replace(/'/g, '')];
+    return [st.stage, st.groupName, st.window, names.length, text, from, someOf(names, 3).replace(/'/g, ''), null];
   });
-  rows.push(['total', null, null, plan.steps.length, means ? formatSpan(total) : 'unknown', from, null]);
+  // The plan's digest on the total row (`strategy create --plan DIGEST` creates this plan only).
+  rows.push(['total', null, null, plan.steps.length, means ? formatSpan(total) : 'unknown', from, null, digest]);
   return list(DRY_RUN_COLUMNS, rows);
 }
 

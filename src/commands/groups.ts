@@ -1,4 +1,6 @@
 /** `dcm subcloud-group …`: groups decide the stages and windows of a strategy. */
+import { formatStartRate, parseStartRateOptions, storeStartRate, type StartRate } from '../domain/start-rate.js';
+import { setGroupStartRate } from '../store/start-rate.js';
 import { OperationError } from '../domain/errors.js';
 import { checkGroupName } from '../domain/inventory.js';
 import { groupApplyType, groupDescriptionValid, groupNameValid, INVALID_APPLY_TYPE, INVALID_DESCRIPTION, INVALID_NAME } from '../domain/group-rules.js';
@@ -39,6 +41,10 @@ export interface GroupInput {
   maintenanceTz?: string;
   /** `--reason TEXT` (update): why, in the strategy's event record when a strategy exists. */
   reason?: string;
+  /** The default start rate of the group's stages (domain/start-rate.ts); `none` removes it. */
+  startRate?: string;
+  ramp?: string;
+  rampAfter?: string;
 }
 
 async function mustFind(db: Db, ref: string): Promise<GroupRow> {
@@ -75,6 +81,7 @@ function checkNewGroup(input: GroupInput & { name: string }): { description: str
 export async function groupAdd(ctx: Ctx, input: GroupInput & { name: string }): Promise<Outcome> {
   const checked = checkNewGroup(input);
   const gates = groupGateInput(input);
+  const rate = parseStartRateOptions(input, true);
   const mw = windowOf(input);
   const result = await withWriteDb(ctx, async (db) =>
     await immediate(db, async (tx) => {
@@ -88,10 +95,11 @@ export async function groupAdd(ctx: Ctx, input: GroupInput & { name: string }): 
         maintenanceTz: mw.tz ?? null,
       });
       if (gates) await setGroupGateDefaults(tx, id, gates);
+      if (rate !== undefined) await setGroupStartRate(tx, id, storeStartRate(rate));
       return { kind: 'group' as const, row: await mustFind(tx, String(id)) };
     }),
   );
-  return { result, notes: gates ? [await gateNote(ctx, result.row.id, result.row.name)] : [] };
+  return { result, notes: [...(gates ? [await gateNote(ctx, result.row.id, result.row.name)] : []), ...(rate !== undefined ? [rateNote(result.row.name, rate)] : [])] };
 }
 
 /** The stage gate options of a group, checked on their own; undefined when none was given. */
@@ -101,6 +109,11 @@ function groupGateInput(input: GroupInput): { maxFailures?: string; gate?: strin
     maxFailures: input.stageMaxFailures === undefined ? undefined : formatStageMaxFailures(parseStageMaxFailures(input.stageMaxFailures)),
     gate: input.stageGate === undefined ? undefined : formatStageGate(parseStageGate(input.stageGate)),
   };
+}
+
+/** The group's record is dcmanager's: its default start rate is said on stderr. */
+function rateNote(name: string, rate: StartRate | null): string {
+  return `start rate default of group ${name}: ${rate ? formatStartRate(rate) : 'none'} (a strategy created from now on without --start-rate takes it)`;
 }
 
 /** The group's record is dcmanager's: its stage gate defaults are said on stderr. */
@@ -146,6 +159,8 @@ export async function groupUpdateWarned(ctx: Ctx, ref: string, input: GroupInput
   const result = await groupUpdate(ctx, ref, input);
   const warnings: string[] = [];
   const notes = groupGateInput(input) && result.kind === 'group' ? [await gateNote(ctx, result.row.id, result.row.name)] : [];
+  const rate = parseStartRateOptions(input, true);
+  if (rate !== undefined && result.kind === 'group') notes.push(rateNote(result.row.name, rate));
   if (input.maxParallelSubclouds !== undefined && await withReadDb(ctx, false, async (db) => (await getStrategy(db)) !== undefined)) {
     warnings.push(
       'the strategy keeps the windows it was created with; to change them while it exists: ' +
@@ -182,10 +197,11 @@ export async function groupUpdate(ctx: Ctx, ref: string, input: GroupInput): Pro
   }
   if (input.maxParallelSubclouds !== undefined) changes.max_parallel_subclouds = input.maxParallelSubclouds;
   const gates = groupGateInput(input);
+  const rate = parseStartRateOptions(input, true);
   const mw = windowOf(input);
   if (mw.window !== undefined) changes.maintenance_window = mw.window;
   if (mw.tz !== undefined) changes.maintenance_tz = mw.tz;
-  if (Object.keys(changes).length === 0 && !gates) throw new OperationError('Nothing to update');
+  if (Object.keys(changes).length === 0 && !gates && rate === undefined) throw new OperationError('Nothing to update');
   const reason = checkReason(input.reason);
   return await withWriteDb(ctx, async (db) =>
     await immediate(db, async (tx) => {
@@ -195,6 +211,7 @@ export async function groupUpdate(ctx: Ctx, ref: string, input: GroupInput): Pro
       if (clash && clash.id !== g.id) throw new OperationError(`Subcloud group ${changes.name} already exists`);
       if (Object.keys(changes).length) await updateGroup(tx, g.id, changes);
       if (gates) await setGroupGateDefaults(tx, g.id, gates);
+      if (rate !== undefined) await setGroupStartRate(tx, g.id, storeStartRate(rate));
       // During a strategy a group's change is part of its story (a window widened, a maintenance
       // window moved): recorded with the strategy, old -> new, and the operator's words.
       if (await getStrategy(tx)) {
@@ -202,6 +219,7 @@ export async function groupUpdate(ctx: Ctx, ref: string, input: GroupInput): Pro
         const said = Object.entries(changes).map(([k, v]) => `${k.replace(/_/g, ' ')}: ${was[k] ?? 'None'} -> ${v ?? 'None'}`);
         if (gates?.maxFailures !== undefined) said.push(`stage max failures default: ${gates.maxFailures}`);
         if (gates?.gate !== undefined) said.push(`stage gate default: ${gates.gate}`);
+        if (rate !== undefined) said.push(`start rate default: ${rate ? formatStartRate(rate) : 'none'}`);
         await recordEvent(tx, whoAmI(), EVENTS.groupUpdated, `group ${g.name}: ${said.join('; ')}`, reason);
       }
       return { kind: 'group', row: await mustFind(tx, String(g.id)) };

@@ -1,4 +1,5 @@
 /** `dcm strategy report --html FILE`: the strategy as one self-contained HTML page. */
+import { rateReportLines } from '../domain/start-rate.js';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -56,7 +57,7 @@ function targetsOf(extra: ExtraArgs): [string, string][] {
 interface ReportSource {
   s: Strategy;
   gates: StageGateRow[];
-  stages: { stage: number; max_parallel: number; group_name: string | null }[];
+  stages: { stage: number; max_parallel: number; group_name: string | null; start_rate?: string | null }[];
   steps: StepRow[];
   runs: RunRow[];
   events: EventRow[];
@@ -100,7 +101,7 @@ function inputOf(src: ReportSource, nowUs: number): ReportInput {
       typeOptions: shownTypeOptions(s.type as StrategyType, extra),
       targets: targetsOf(extra),
       execConfig: execConfigDigest(extra),
-      createOptions: createOptionLines(extra),
+      createOptions: [...createOptionLines(extra), ...rateReportLines(src.stages, src.steps.filter((st) => st.state === 'complete').length)],
       auditFindings: extra.audit_after === true ? auditFindings(runs, (id) => cloudOf.get(id) ?? '?') : undefined,
       stageGates: gateLines(src.gates) ?? undefined,
     },

@@ -39,6 +39,7 @@ import { listStageGates } from '../store/stage-gates.js';
 import { isOpen, nextOpening, parseMaintenanceWindow, windowLabel } from '../domain/maintenance.js';
 import { groupsWithWindows, initialStepsByGroup } from '../store/groups.js';
 import { windowClock } from '../orchestrator/test-env.js';
+import { describeRate, rateInForce, readStoredRate, startSpacingMs } from '../domain/start-rate.js';
 
 /** The record's fields, in order (documented in the README). */
 export const STATUS_FIELDS = [
@@ -48,6 +49,7 @@ export const STATUS_FIELDS = [
   'driver',
   'stage',
   'window',
+  'start rate',
   'steps',
   'initial',
   'in progress',
@@ -79,6 +81,8 @@ export async function estimateLeft(
   counts: { stage: number; state: string; n: number }[],
   windows: Map<number, number>,
   nowMs: number,
+  /** Each stage's start rate in force (starts a minute); absent: none. */
+  rates: Map<number, number> = new Map(),
 ): Promise<{ ms: number | null; source: EstimateSource; stepMs: number | null }> {
   const states = statesOf(s.type as StrategyType, s.extra as { cert_file?: string | null });
   const { means, source, sds } = stateMeans(states, {
@@ -90,7 +94,10 @@ export async function estimateLeft(
   const stages = new Map<number, StageLeft & { inFlight: { stateIndex: number; elapsedMs: number }[] }>();
   const stageOf = (stage: number) => {
     let e = stages.get(stage);
-    if (!e) stages.set(stage, (e = { window: windows.get(stage) ?? 1, notStarted: 0, inFlight: [] }));
+    if (!e) {
+      const perMin = rates.get(stage);
+      stages.set(stage, (e = { window: windows.get(stage) ?? 1, notStarted: 0, inFlight: [], startSpacingMs: perMin ? startSpacingMs(perMin) : undefined }));
+    }
     return e;
   };
   // Steps mid-state: those with an operation running have run for a while; the others (between
@@ -240,6 +247,7 @@ async function readStatus(db: Db, type: StrategyType | undefined, rt: ProcessRun
   const s = await theStrategy(db, type);
   const stageRows = await listStages(db);
   const windows = new Map(stageRows.map((r) => [r.stage, r.max_parallel]));
+  const rateOptions = new Map(stageRows.map((r) => [r.stage, readStoredRate(r.start_rate)]));
   const counts = await stageStateCounts(db);
   const perState = { initial: 0, 'in progress': 0, complete: 0, failed: 0, deferred: 0, aborted: 0 };
   let total = 0;
@@ -271,7 +279,9 @@ async function readStatus(db: Db, type: StrategyType | undefined, rt: ProcessRun
   let source: string | null = null;
   let hold: Hold | null = null;
   if (!ended) {
-    const est = await estimateLeft(db, s, counts, windows, nowMs);
+    const rates = new Map<number, number>();
+    for (const [stage, r] of rateOptions) if (r) rates.set(stage, rateInForce(r, perState.complete));
+    const est = await estimateLeft(db, s, counts, windows, nowMs, rates);
     const held = current === undefined ? { hold: null, latest: null } : await holdOf(db, current, counts, nowMs, est.stepMs);
     hold = held.hold;
     // Paused, nothing new starts: the estimate is the time the rest takes once resumed; a known
@@ -287,6 +297,7 @@ async function readStatus(db: Db, type: StrategyType | undefined, rt: ProcessRun
     driver: (s.extra.driver as string | undefined) ?? 'sim',
     stage: current === undefined ? null : `${stageIndex + 1} of ${stageList.length}${hold ? `, ${hold.text}` : ''}`,
     window: current === undefined ? null : (windows.get(current) ?? null),
+    'start rate': current === undefined || !rateOptions.get(current) ? null : describeRate(rateOptions.get(current)!, perState.complete),
     steps: total,
     initial: perState.initial,
     'in progress': perState['in progress'],

@@ -4,7 +4,7 @@ import { OperationError, UsageError } from '../domain/errors.js';
 import { formatMaxFailures, parseMaxFailures } from '../domain/control.js';
 import { checkCombination, checkMaxParallel, planSteps, StepPlanner, type PlannedStep } from '../domain/planning.js';
 import { withPrestageRelease } from './system-controller.js';
-import { timeoutExtraArgs, typeExtraArgs, type ExtraArgs, type RawDriverOptions, type RawTypeOptions } from '../domain/options.js';
+import { timeoutExtraArgs, typeExtraArgs, type RawDriverOptions, type RawTypeOptions } from '../domain/options.js';
 import { driverExtraArgs, loadPreview, parseDriverName } from '../drivers/index.js';
 import { STRATEGY_ENDED, statesOf, type ApplyType, type StrategyType } from '../domain/types.js';
 import { findGroup, listGroups } from '../store/groups.js';
@@ -27,14 +27,16 @@ import { showCommandsView } from './show-commands.js';
 import { liveRuns, refuseWhileLive, waitForLiveRuns } from './live-runs.js';
 import { checkSimFailClouds } from '../domain/choices.js';
 import type { Result } from './plain-results.js';
-import { logNameProblem, strategyIdOf } from '../domain/logs.js';
-import { quoteName } from '../domain/inventory.js';
+import { strategyIdOf } from '../domain/logs.js';
 import type { LabelSelector } from '../domain/inventory.js';
-import { formatStageGate, formatStageMaxFailures, parseStageGate, parseStageMaxFailures } from '../domain/stage-gates.js';
 import { fillStageGates, listStageGates } from '../store/stage-gates.js';
-import { parseDeferDelay, parseDeferUntil } from '../domain/deferral.js';
 import { probeForCreate } from './create-probe.js';
+import { auditExtraArgs, checkLogFolders, configGateCheck, deferExtraArgs, NO_CHECK, selectionText, stageGateOptions, targetVersionOption } from './create-parts.js';
 import { findSubcloud } from '../store/subclouds.js';
+import { parseStartRateOptions, storeStartRate } from '../domain/start-rate.js';
+import { fillStartRates } from '../store/start-rate.js';
+import type { PlanHead } from '../domain/plan-digest.js';
+import { keepPlan, pinnedDigest, planHasher, plannedStages, refusal, settlePlan } from './plan-digest.js';
 import { recordAvailability } from '../store/availability.js';
 
 export interface CreateInput {
@@ -82,10 +84,15 @@ export interface CreateInput {
   deferUntil?: string;
   /** `--on-event CMD` (sim; the exec config has `on_event`): told of a stage held, the end, a takeover. */
   onEvent?: string;
+  /** `--start-rate N/min [--ramp F --ramp-after K]` (domain/start-rate.ts): every stage's, else the groups'. */
+  startRate?: string;
+  ramp?: string;
+  rampAfter?: string;
+  /** `--plan DIGEST`: create only the plan a dry run printed this digest for (commands/plan-digest.ts). */
+  plan?: string;
   /** Said on stderr once the command succeeded. */
   warn?: (text: string) => void;
 }
-
 
 export function strategyNotFound(type?: StrategyType): never {
   throw new OperationError(type ? `Strategy of type '${type}' not found` : 'Strategy not found');
@@ -105,28 +112,6 @@ function combines(req: Parameters<typeof checkCombination>[0]): boolean {
   } catch {
     return false;
   }
-}
-
-/** Each subcloud gets a log folder named after it: refused here rather than at each step's first run. */
-function checkLogFolders(clouds: readonly string[]): void {
-  for (const cloud of clouds) {
-    const problem = logNameProblem('cloud', cloud);
-    if (problem) throw new OperationError(`subcloud ${quoteName(cloud)} cannot be run by the exec driver: ${problem}`);
-  }
-}
-
-/**
- * Whether apply audits each site after its last state (`audit_after`), and whether a site that
- * disagrees fails its step (`require_audit`): stored with the strategy, as its driver's options
- * are. An exec config audits when it has `audit`; the sim with `--sim-audit` or `--require-audit`.
- */
-function auditExtraArgs(driverName: string, driver: ExtraArgs, raw: RawDriverOptions, requireAudit: boolean): ExtraArgs {
-  const hasAudit =
-    driverName === 'exec'
-      ? (JSON.parse(String(driver.exec_config)) as { audit?: unknown }).audit !== undefined
-      : Boolean((raw as { simAudit?: boolean }).simAudit) || requireAudit;
-  if (requireAudit && !hasAudit) throw new UsageError('--require-audit needs an audit: add "audit" to the exec config');
-  return hasAudit ? { audit_after: true, require_audit: requireAudit } : {};
 }
 
 /**
@@ -175,6 +160,8 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
     throw new UsageError('--stop-on-failure is --max-failures 1: give one of them');
   }
   const gates = stageGateOptions(input);
+  const rate = storeStartRate(parseStartRateOptions(input) ?? null);
+  const pinned = pinnedDigest(input.plan);
   const raw = input.driverOptions ?? {};
   const driverName = parseDriverName(raw.driver);
   if (input.skipUnreachable && !input.probe) throw new UsageError('--skip-unreachable needs --probe: only a probe tells which subclouds do not answer');
@@ -210,9 +197,27 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
   if (gates.gate === 'check' && gateCheck === null) throw new UsageError(NO_CHECK);
   const fillGates = async (db: Db) => {
     await fillStageGates(db, { maxFailures: gates.maxFailures, gate: gates.gate, gateCheck });
+    await fillStartRates(db, rate);
     // A group's default may be `check`: with no command anywhere it could never pass.
     if (gateCheck === null && (await listStageGates(db)).some((g) => g.gate === 'check')) throw new UsageError(NO_CHECK);
   };
+  // What the plan's digest covers besides its subclouds and stages (domain/plan-digest.ts): the
+  // record's options and the extra args create writes, but the sim's seed when it was drawn at random.
+  const head = (): PlanHead => {
+    const options: Record<string, unknown> = {
+      subcloud_apply_type: req.subcloudApplyType, max_parallel_subclouds: req.maxParallelSubclouds, stop_on_failure: Boolean(input.stopOnFailure), max_failures: maxFailures,
+      ...extra, ...driver, ...deferExtra, target_version: req.targetVersion, cloud_name: req.cloudName, cloud_names: req.cloudNames, group: req.groupName, labels, force: req.force,
+    };
+    if ((raw as { simSeed?: unknown }).simSeed === undefined) delete options.sim_seed;
+    let states: readonly string[] = [];
+    try {
+      states = statesOf(input.type, { ...extra, ...driver } as { cert_file?: string | null }) ?? [];
+    } catch {
+      // A custom type's states are its exec config's, which the options hold already.
+    }
+    return { type: input.type, states, options };
+  };
+  const stageOptions = { maxFailures: gates.maxFailures, gate: gates.gate, gateCheck, startRate: rate };
   // The range (check 3) is a value on its own too; only options that may not be combined (check 2,
   // reported after check 1) come before it.
   if (combines(req)) checkMaxParallel(input.type, req.maxParallelSubclouds, Boolean(extra.with_prestage));
@@ -264,9 +269,15 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
       const tally = new LeftOutTally(Infinity);
       const planned = await plan(db, tally);
       sayLeftOut(tally, planned.steps.length, Infinity);
+      // The plan's digest, and the plan kept for a later --plan to say what changed.
+      const hasher = planHasher(head(), true);
+      for (const st of planned.steps) hasher.site(st.name, st.stage);
+      const kept = hasher.finish(await plannedStages(db, planned.stages, stageOptions));
+      if (pinned !== undefined && kept.digest !== pinned) throw refusal(pinned, kept);
+      keepPlan(kept);
       // A missing file has no subcloud, so its plan has no step: plan() has refused it already.
       if (preview && db && show !== undefined) return await showCommandsView(db, planned, show, { type: input.type, extra: all, dbPath: path.resolve(ctx.dbPath), preview });
-      return await dryRunView(db, planned, input.type, all);
+      return await dryRunView(db, planned, input.type, all, kept.digest, new Map(kept.stages.map((s) => [s.stage, s.startRate])));
     };
     // Read only: a missing file is an empty fleet, and nothing is created or written.
     return (await withReadDb(ctx, null, (db) => db.transaction(async (tx) => view(tx)).deferred())) ?? await view(null);
@@ -291,11 +302,14 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
       // Left out as dcmanager leaves out an offline subcloud: recorded so, with the strategy.
       if (offline.length) await recordAvailability(tx, offline.map((p) => ({ id: p.id, answered: false })), new Map());
       const tally = new LeftOutTally();
+      const hasher = planHasher(head(), pinned !== undefined);
       if (named) {
         const p = await plan(tx, tally);
         await insertStrategy(tx, await record(tx), p.stages);
         await insertSteps(tx, p.steps);
         await fillGates(tx);
+        for (const st of p.steps) hasher.site(st.name, st.stage);
+        await settlePlan(tx, hasher, pinned);
         sayLeftOut(tally, p.steps.length, 10);
         return { kind: 'strategy', strategy: await theStrategy(tx) };
       }
@@ -330,6 +344,7 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
         // As in the named path: a name the exec driver could not make a log folder of is refused
         // at create (the transaction rolls back), not at each step's first run.
         if (driverName === 'exec') checkLogFolders([step.name]);
+        hasher.site(step.name, step.stage);
         batch.push(step);
         if (batch.length === 10_000) {
           await insertSteps(tx, batch);
@@ -340,50 +355,13 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
       await insertSteps(tx, batch);
       await insertStages(tx, stages);
       await fillGates(tx);
+      await settlePlan(tx, hasher, pinned);
       const out = await outsideSelection(tx, only ? only.id : null, labels ?? {}, tally.keep);
       tally.addCounted('outside', out.count, out.names);
       sayLeftOut(tally, planned, 10);
       return { kind: 'strategy', strategy: await theStrategy(tx) };
     })),
   );
-}
-
-/** How `--group` and `--label` narrowed the fleet, in the left-out warning's words. */
-function selectionText(group: string | null, labels: LabelSelector | null): string | null {
-  const parts: string[] = [];
-  if (group !== null) parts.push(`group ${group}`);
-  if (labels) parts.push(`--label ${Object.entries(labels).map(([k, v]) => `${k}=${v ?? ''}`).join(' --label ')}`);
-  return parts.length ? parts.join(' with ') : null;
-}
-
-/** `--target-version V`: a software version, for the types whose target is one. */
-function targetVersionOption(input: CreateInput): string | null {
-  if (input.targetVersion === undefined) return null;
-  const v = input.targetVersion.trim();
-  if (v === '') throw new UsageError("option '--target-version' is empty: give a version");
-  if (input.type !== 'patch' && input.type !== 'sw-deploy') {
-    throw new UsageError(`--target-version applies to patch and sw-deploy (a subcloud's software_version), not ${input.type}${TYPES[input.type].forceAllowed ? ': --force takes in-sync subclouds' : ''}`);
-  }
-  return v;
-}
-
-const NO_CHECK = '--stage-gate check needs a command: --gate-check CMD, or gate_check in the exec config';
-
-/** The stage gate options, checked on their own (before the file is read) and as they are stored. */
-function stageGateOptions(input: CreateInput): { maxFailures: string | null; gate: string | null; gateCheck: string | null } {
-  if (input.gateCheck !== undefined && input.gateCheck.trim() === '') throw new UsageError("option '--gate-check' is empty: give a command");
-  return {
-    maxFailures: input.stageMaxFailures === undefined ? null : formatStageMaxFailures(parseStageMaxFailures(input.stageMaxFailures)),
-    gate: input.stageGate === undefined ? null : formatStageGate(parseStageGate(input.stageGate)),
-    gateCheck: input.gateCheck ?? null,
-  };
-}
-
-/** The exec config's `gate_check`, from the config as stored (JSON); null for the sim driver. */
-function configGateCheck(stored: unknown): string | null {
-  if (typeof stored !== 'string') return null;
-  const check = (JSON.parse(stored) as { gate_check?: unknown }).gate_check;
-  return typeof check === 'string' ? check : null;
 }
 
 /** What the server records as the window when neither --group nor --max-parallel-subclouds says one. */
@@ -437,13 +415,3 @@ export async function strategyDelete(ctx: Ctx, type?: StrategyType, opts: { wait
   };
 }
 
-/** `--defer-delay`, `--defer-until` as stored with the strategy (its extra args); checked as usage. */
-function deferExtraArgs(input: CreateInput): ExtraArgs {
-  const out: ExtraArgs = {};
-  if (input.deferDelay !== undefined) out.defer_delay_ms = parseDeferDelay(input.deferDelay);
-  if (input.deferUntil !== undefined) {
-    parseDeferUntil(input.deferUntil);
-    out.defer_until = input.deferUntil.trim();
-  }
-  return out;
-}

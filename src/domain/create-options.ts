@@ -51,5 +51,8 @@ export function createOptionLines(extra: Extra): [string, string][] {
   if (rate !== null && rate > 0) out.push(['--sim-fail-rate', String(rate)]);
   const seed = num(extra.sim_seed);
   if (seed !== null) out.push(['--sim-seed', String(seed)]);
+  // The plan as reviewed (`strategy create --dry-run` printed it; `--plan` pinned it or not).
+  const digest = text(extra.plan_digest);
+  if (digest !== null) out.push(['plan digest', `${digest}${extra.plan_pinned === true ? ' (pinned with --plan)' : ''}`]);
   return out;
 }

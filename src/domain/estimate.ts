@@ -120,6 +120,11 @@ export interface StageLeft {
   notStarted: number;
   /** Subclouds started and not ended: the state they are in, and how long it has run. */
   inFlight: readonly { stateIndex: number; elapsedMs: number }[];
+  /**
+   * The start rate in force, as the least time between two starts (domain/start-rate.ts); absent:
+   * none. The Nth subcloud still to start starts no sooner than N spacings from now.
+   */
+  startSpacingMs?: number;
 }
 
 /** Milliseconds until a subcloud in `stateIndex`, running for `elapsedMs`, ends. */
@@ -205,7 +210,8 @@ export function estimateStageMs(means: readonly number[], stage: StageLeft, sds?
     if (total <= 0) return end;
     // Whole waves at once when every slot is free at the same time (the common case of a stage
     // not started): ceil(n / W) waves of the per-subcloud total, without a heap walk per subcloud.
-    if (stage.inFlight.length === 0) end = Math.max(end, Math.ceil(stage.notStarted / window) * total);
+    const spacing = stage.startSpacingMs ?? 0;
+    if (stage.inFlight.length === 0 && spacing <= 0) end = Math.max(end, Math.ceil(stage.notStarted / window) * total);
     else {
       // The window's slots, each free after its subcloud's time left (built only here: the other
       // cases need no schedule).
@@ -215,7 +221,8 @@ export function estimateStageMs(means: readonly number[], stage: StageLeft, sds?
       while (heap.size > window) heap.pop();
       while (heap.size < window) heap.push(0);
       for (let i = 0; i < stage.notStarted; i++) {
-        const done = heap.pop() + total;
+        // A slot free before the rate lets the next start waits for the rate.
+        const done = Math.max(heap.pop(), i * spacing) + total;
         if (done > end) end = done;
         heap.push(done);
       }

@@ -9,22 +9,24 @@
  * the orchestrator's transactions. Never touches: the registry's map (it asks the registry to
  * settle a report), the window's slots (it asks its host), timers other than its runtime's.
  */
-import { NO_NEW_SUBCLOUDS, opensNewSubcloud, stopRule, type Gate, type ReportResult } from '../domain/control.js';
+import { NO_NEW_SUBCLOUDS, stopRule, type Gate, type ReportResult } from '../domain/control.js';
 import { STEP_DEFERRED, type DeferralDecision } from '../domain/deferral.js';
 import type { Transition } from '../domain/transition.js';
 import type { CursorStep } from '../store/cursor.js';
 import type { Db } from '../store/open.js';
 import { now } from '../store/clock.js';
 import { strategyState } from '../store/strategy.js';
+import { stateAndRate } from '../store/start-rate.js';
 import { recordRunDetails, recordRunProcesses } from '../store/runs.js';
 import type { Refusal } from '../store/workers.js';
 import type { ProgressSink } from './progress.js';
-import { Committer, BUSY_RETRY_MS } from './committer.js';
+import { Committer, BUSY_RETRY_MS, StopInFile } from './committer.js';
 import { decideRun, type DecideContext, type Decided, type Report } from './decide.js';
 import type { Fleet } from './fleet.js';
 import type { Registry, Worker } from './registry.js';
 import { RunProcesses } from './run-processes.js';
 import { RunDetails } from './run-details.js';
+import { firstStartsOf, resumedStep, StartPacer } from './pacer.js';
 import type { Runtime } from './runtime.js';
 import { sleepOn } from '../platform/timers.js';
 
@@ -51,6 +53,8 @@ export interface CommitHost {
   release(stepId: number, ended: boolean): void;
   /** A claim was refused (one of several workers). */
   refused(stepId: number, why: Refusal): void;
+  /** A committed transition closed a run (the observer's end of it). */
+  closed?(t: Transition): void;
   /** A committed transition opened an operation (or a retry after its backoff). */
   start(step: CursorStep, state: string, attempt: number, historyId: number): void;
   retryLater(step: CursorStep, state: string, delayMs: number): void;
@@ -91,6 +95,8 @@ export class CommitLoop {
   private flushing: Promise<void> | null = null;
   /** The decision's context for a report that is not a deferral. */
   private readonly noDeferral: DecideContext;
+  /** The start rate (pacer.ts): the window asks it, each commit's own check lets it decide. */
+  readonly pacer: StartPacer;
 
   constructor(
     private readonly rt: Runtime,
@@ -108,7 +114,8 @@ export class CommitLoop {
         throw new Error('a deferral decided with no verdict read');
       },
     };
-    this.committer = new Committer(rt.db, type, outerFence ?? (async () => {}), (t) => progress.warn(t), rt.hooks, rt.counters, rt);
+    this.pacer = new StartPacer(rt);
+    this.committer = new Committer(rt.db, type, outerFence ?? (async () => {}), (t) => progress.warn(t), rt.hooks, rt.counters, rt, (tx, written) => this.pacer.written(tx, written));
     this.procs = new RunProcesses(() => this.schedule(), rt.timers);
     this.details = new RunDetails(() => this.schedule(), rt.clock.mono, rt.timers);
   }
@@ -254,19 +261,41 @@ export class CommitLoop {
    * This commit's own check, in its transaction after the fence, and only its: another write of
    * the orchestrator's going on meanwhile (an abort's, a takeover's) is not held to it (issue 48:
    * an abort during a takeover met a stop it had itself written, and the worker died of it). A
-   * batch that opens a new subcloud reads the strategy's state, and one of several workers claims
-   * the subclouds it starts: a stop committed since the last poll stops them here.
+   * batch that opens a new subcloud reads the strategy's state and the stage's start rate in one
+   * statement (a stage without one costs nothing more), and one of several workers claims the
+   * subclouds it starts: a stop committed since the last poll stops them here. Those the rate
+   * leaves out are named in `paced`.
    */
-  private startCheck(opensNew: boolean, claiming: boolean): ((tx: Db) => Promise<ReadonlySet<number> | void>) | undefined {
-    if (!opensNew && !claiming) return undefined;
+  private startCheck(
+    c: { opensNew: boolean; claiming: boolean; firstStarts: Transition[]; stage: number },
+    paced: { left: ReadonlySet<number> },
+  ): ((tx: Db) => Promise<ReadonlySet<number> | void>) | undefined {
+    if (!c.opensNew && !c.claiming) return undefined;
     return async (tx) => {
+      paced.left = new Set();
       // Read once a commit, and only by one that starts subclouds: each read is a round trip on a server.
-      const state = await strategyState(tx);
-      if (opensNew && NO_NEW_SUBCLOUDS.includes(state ?? '')) throw new StopInFile();
-      if (!claiming) return;
-      // One of several workers: the subclouds this commit starts are claimed in it, or none is.
-      if (state !== 'applying') throw new StopInFile();
-      return await this.fleet.claim(tx);
+      let state: string | undefined;
+      let allowed = Infinity;
+      if (c.opensNew) {
+        const r = await stateAndRate(tx, c.stage);
+        state = r.state;
+        if (NO_NEW_SUBCLOUDS.includes(state ?? '')) throw new StopInFile();
+        if (c.firstStarts.length && (r.rate !== null || this.pacer.perMin(c.stage) !== null)) {
+          allowed = await this.pacer.allowance(tx, c.stage, r.rate, r.lastAt);
+        }
+      } else state = await strategyState(tx);
+      if (c.claiming) {
+        // One of several workers: the subclouds this commit starts are claimed in it, or none is;
+        // of its first starts, as many as the rate allows, passing over those another worker has.
+        if (state !== 'applying') throw new StopInFile();
+        const ids = new Set(c.firstStarts.map((t) => t.stepId));
+        const refused = await this.fleet.claim(tx, allowed === Infinity ? undefined : { ids, max: allowed });
+        if (allowed !== Infinity) this.pacer.pick(c.firstStarts, refused ?? new Set());
+        return refused;
+      }
+      if (allowed === Infinity) return undefined;
+      paced.left = this.pacer.pick(c.firstStarts, new Set(), allowed);
+      return paced.left.size ? paced.left : undefined;
     };
   }
 
@@ -279,10 +308,7 @@ export class CommitLoop {
     this.pending = [];
     // A batch that opens a new subcloud reads the strategy's state inside its transaction: a
     // pause or an abort committed since the last poll stops it there, not up to a poll later.
-    const opensNew = batch.some((t) => {
-      const slot = this.host.slot(t.stepId);
-      return opensNewSubcloud(t, { started: slot.started, resumed: resumedStep(slot.step) });
-    });
+    const { opensNew, firstStarts, stage } = firstStartsOf(batch, (id) => this.host.slot(id));
     const procs = this.procs.list;
     const alone = batch.length === 0;
     const procsDue = this.procs.overdue || (this.procs.waiting && this.host.interrupted());
@@ -303,16 +329,19 @@ export class CommitLoop {
           }
         : undefined;
     let committed = false;
+    /** Those the start rate left out of this commit: they go back to their place. */
+    const paced: { left: ReadonlySet<number> } = { left: new Set() };
     try {
       this.procs.stop();
       // One of several workers claims each subcloud in the commit of its first operation here.
       const claiming = this.fleet.asking(batch, (id) => this.host.slot(id).step);
       this.committing = batch;
       try {
-        await this.committer.tryCommit(batch, also, this.startCheck(opensNew, claiming));
+        await this.committer.tryCommit(batch, also, this.startCheck({ opensNew, claiming, firstStarts, stage }, paced));
         committed = true;
         this.filteredMeanwhile = [];
       } finally {
+        this.pacer.settle(committed);
         this.committing = [];
       }
     } catch (err) {
@@ -332,12 +361,16 @@ export class CommitLoop {
     // The subclouds whose claim was refused were left out of the commit; they are let go of
     // (another worker has one, or the stage's window is full across the workers: it waits in its place).
     const refusals = this.fleet.settle(committed);
+    // Those the start rate left out go back to their place in the window, not started.
+    const rateLeft = paced.left;
+    for (const id of rateLeft) this.host.release(id, false);
     if (procs.length) this.procs.recorded();
     if (lines.length) {
       this.details.committed(lines, alone && !procsDue);
       if (this.rt.counters) this.rt.counters.details += written;
     }
-    return this.committed(lines, refusals.size ? batch.filter((t) => !refusals.has(t.stepId)) : batch, refusals);
+    const left = refusals.size || rateLeft.size ? batch.filter((t) => !refusals.has(t.stepId) && !rateLeft.has(t.stepId)) : batch;
+    return this.committed(lines, left, refusals);
   }
 
   /**
@@ -358,6 +391,7 @@ export class CommitLoop {
     for (const t of batch) {
       const slot = this.host.slot(t.stepId);
       slot.started = true;
+      if (t.close) this.host.closed?.(t);
       this.progress.transition({
         at: now(this.rt.db),
         cloud: t.cloud,
@@ -406,16 +440,4 @@ export class CommitLoop {
     }
     return out;
   }
-}
-
-/** A commit found the strategy paused or aborted in the store before the poll did: rolled back. */
-class StopInFile extends Error {
-  constructor() {
-    super('a stop in the file, not seen yet');
-  }
-}
-
-/** A step caught mid-state by an earlier apply (not one `strategy retry` reset): resumed, not new. */
-export function resumedStep(step: CursorStep): boolean {
-  return step.state !== 'initial' && step.state !== STEP_DEFERRED && !step.retried;
 }

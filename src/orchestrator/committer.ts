@@ -53,6 +53,8 @@ export class Committer {
     private readonly hooks: CommitHooks | null = null,
     private readonly counters: CostCounters | null = null,
     private readonly rt: TimeSource,
+    /** After a batch's writes, in its transaction (TransitionWriter's `after`). */
+    after?: (tx: Db, written: readonly Transition[]) => Promise<void>,
   ) {
     // The fence opens every transaction of the orchestrator: where a test hook acts inside one.
     this.fence = hooks
@@ -62,7 +64,7 @@ export class Committer {
           return left;
         }
       : fence;
-    this.writer = new TransitionWriter(db, type, this.fence);
+    this.writer = new TransitionWriter(db, type, this.fence, after);
   }
 
   /**
@@ -145,5 +147,12 @@ export class Committer {
   private async committed(): Promise<void> {
     this.count++;
     await this.hooks?.afterCommit(this.count);
+  }
+}
+
+/** A commit found the strategy paused or aborted in the store before the poll did: rolled back. */
+export class StopInFile extends Error {
+  constructor() {
+    super('a stop in the file, not seen yet');
   }
 }

@@ -26,8 +26,11 @@ export interface Fleet {
   readonly ownerId: number | undefined;
   /** The commit about to be made: the subclouds whose first operation here it opens are claimed in it. */
   asking(batch: readonly Transition[], slotStep: (stepId: number) => CursorStep): boolean;
-  /** Inside the commit's fence: the claims asked for; the steps refused are left out of the commit. */
-  claim(db: Db): Promise<ReadonlySet<number> | undefined>;
+  /**
+   * Inside the commit's fence: the claims asked for, of the first starts `firstLimit.ids` at most
+   * `max` (the start rate); the steps refused are left out of the commit.
+   */
+  claim(db: Db, firstLimit?: { ids: ReadonlySet<number>; max: number }): Promise<ReadonlySet<number> | undefined>;
   /** The commit is over (made or not): what it was granted is this worker's; the refused, to let go of. */
   settle(committed: boolean): Map<number, Refusal>;
   /** The adoption of left runs, limited to this worker's steps. */
@@ -123,9 +126,9 @@ export class SharedFleet implements Fleet {
     return this.claiming.length > 0;
   }
 
-  async claim(db: Db): Promise<ReadonlySet<number> | undefined> {
+  async claim(db: Db, firstLimit?: { ids: ReadonlySet<number>; max: number }): Promise<ReadonlySet<number> | undefined> {
     if (!this.claiming.length) return undefined;
-    const r = await claimSteps(db, this.lease.id, this.lease.maxLocal, this.claiming);
+    const r = await claimSteps(db, this.lease.id, this.lease.maxLocal, this.claiming, firstLimit);
     this.granted = r.granted;
     // The refused are left out of this commit, not the commit given up: a rolled-back try would
     // hold the writers' lock once more for the same batch, and every worker waits on it.

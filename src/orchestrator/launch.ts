@@ -27,6 +27,9 @@ import { abandon, type Registry, type Worker } from './registry.js';
 import type { RunProcess } from '../platform/proc.js';
 import type { RunRequests } from './run-request.js';
 import type { Runtime } from './runtime.js';
+import type { RunObserver } from './observer.js';
+import type { Transition } from '../domain/transition.js';
+import { runIdOf } from '../drivers/exec/run-id.js';
 
 const keyOf = (stepId: number, state: string) => `${stepId}\u0000${state}`;
 
@@ -53,6 +56,7 @@ export interface LaunchOptions {
   file: string;
   /** Who runs it, as the event record names them: a run held as of unknown outcome is recorded. */
   who?: Actor;
+  observer?: RunObserver;
 }
 
 export class Launcher {
@@ -152,6 +156,8 @@ export class Launcher {
     for (const [id, run] of left.adopted) this.adopted.set(id, { run, worker: byStep.get(id)! });
     // One of several workers: the next runs of a subcloud adopted carry the fence its takeover gave it.
     if (this.fleet.shared) await this.fleet.adopted(this.rt.db, [...left.adopted.keys()]);
+    for (const id of left.adopted.keys()) this.observed(byStep.get(id)!, this.rt.clock.wall(), true);
+    if (left.adopted.size || left.interrupted.length) this.opts.observer?.event('runs adopted', { adopted: left.adopted.size, interrupted: left.interrupted.length });
     return left;
   }
 
@@ -188,6 +194,31 @@ export class Launcher {
     // A driver that throws instead of rejecting fails this operation, not the whole apply.
     const running = this.request(worker, resumed).then((req) => this.rt.driver.run(req));
     this.awaitResult(worker, running);
+    this.observed(worker, this.rt.clock.wall(), false);
+  }
+
+  /** A committed transition closed its run: the observer (the traces) is told. */
+  closed(t: Transition): void {
+    const c = t.close;
+    if (c) this.opts.observer?.runEnded({ historyId: c.historyId, outcome: c.outcome, reason: c.details, atMs: this.rt.clock.wall() });
+  }
+
+  /** The observer (the traces) is told of a run started or adopted here. */
+  private observed(w: Worker, atMs: number, adopted: boolean): void {
+    const o = this.opts.observer;
+    if (!o) return;
+    const { step, state, attempt, historyId } = w;
+    o.runStarted({
+      historyId,
+      cloud: step.cloud,
+      state,
+      attempt,
+      stage: step.stage,
+      runId: runIdOf({ campaign: this.opts.campaign, cloud: step.cloud, state, attempt }),
+      fence: this.fleet.fenceOf(step.id, this.opts.fenceToken),
+      atMs,
+      adopted,
+    });
   }
 
   /** The driver's answer, whatever it is, becomes a report for this worker. */
@@ -226,4 +257,12 @@ export class Launcher {
       },
     });
   }
+}
+
+/** What an apply says of the runs an earlier one left, as it starts. */
+export function resumingNotes(adopted: number, interrupted: number): string[] {
+  const out: string[] = [];
+  if (adopted) out.push(`resuming: ${adopted} run(s) left by the last apply are still going or ended meanwhile; they are not run again`);
+  if (interrupted) out.push(`resuming: ${interrupted} operation(s) were interrupted and will run again`);
+  return out;
 }

@@ -8,6 +8,7 @@ import type { StrategyType } from '../domain/types.js';
 import type { Actor } from '../platform/who.js';
 import type { WorkerLease } from './workers.js';
 import type { Db } from '../store/open.js';
+import type { RunObserver } from './observer.js';
 
 export interface OrchestratorOptions {
   type: StrategyType;
@@ -40,4 +41,6 @@ export interface OrchestratorOptions {
   shared?: WorkerLease | null;
   /** The host recorded with each run's process (the simulator names its hosts). */
   host?: string;
+  /** Told of each run's start and end and of the fleet's events (the traces: observer.ts). */
+  observer?: RunObserver;
 }

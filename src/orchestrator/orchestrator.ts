@@ -30,7 +30,7 @@ import { finishRun } from './finish.js';
 import { LONE_FLEET, SharedFleet, type Fleet } from './fleet.js';
 import { stageCounts, type ProgressSink } from './progress.js';
 import { Registry } from './registry.js';
-import { Launcher } from './launch.js';
+import { Launcher, resumingNotes } from './launch.js';
 import type { OrchestratorOptions } from './options.js';
 import { durationKey } from '../store/durations.js';
 import { ExternalRequests } from './requests.js';
@@ -91,6 +91,7 @@ export class Orchestrator {
       extra: opts.extra,
       pollMs: opts.pollMs ?? 250,
       windowClock: opts.windowClock ?? rt.clock.wall,
+      pace: (stage) => this.loop.pacer.pace(stage),
     });
     this.control = new Control(rt, this.registry, this.fleet, progress, {
       inFlight: () => this.stages.inFlight,
@@ -117,12 +118,9 @@ export class Orchestrator {
         slot: (id) => this.stages.slot(id),
         gate: () => this.control.gate(),
         release: (id, ended) => this.stages.release(id, ended),
-        refused: (id, why) => {
-          // `taken`: another worker's subcloud (ended, for this pass); `full` waits in its place.
-          if (why === 'full') this.fleet.block(() => this.stages.pump());
-          this.stages.release(id, why !== 'full');
-        },
+        refused: (id, why) => this.stages.refused(id, why),
         start: (step, state, attempt, historyId) => this.launcher.start(step, state, attempt, historyId),
+        closed: (t) => this.launcher.closed(t),
         retryLater: (step, state, ms) => this.stages.retryLater(step, state, ms),
         deferred: (step) => this.stages.deferrals!.committed(step),
         decided: (d, w) => {
@@ -173,6 +171,7 @@ export class Orchestrator {
       closeInterrupted: (ids) => this.loop.committer.write((tx) => interruptRuns(tx, ids, 'its worker stopped while this operation ran')),
       resumedAgain: () => this.launcher.resumedAgain(),
       busy,
+      observer: opts.observer,
     });
   }
 
@@ -193,10 +192,7 @@ export class Orchestrator {
     await this.stages.load(this.firstStartedMs ?? started);
     await this.launcher.loadBudgets();
     const left = await this.launcher.adoptLeft();
-    if (left.adopted.size) {
-      this.progress.note(`resuming: ${left.adopted.size} run(s) left by the last apply are still going or ended meanwhile; they are not run again`);
-    }
-    if (left.interrupted.length) this.progress.note(`resuming: ${left.interrupted.length} operation(s) were interrupted and will run again`);
+    for (const line of resumingNotes(left.adopted.size, left.interrupted.length)) this.progress.note(line);
     const who = this.opts.who;
     await this.loop.committer.write(async (tx) => {
       await interruptRuns(tx, left.interrupted, 'the orchestrator stopped while this operation ran');
@@ -209,6 +205,7 @@ export class Orchestrator {
     this.control.counted(failed, total);
     const snap = (await controlSnapshot(db))!;
     this.stages.windows = new Map(snap.windows);
+    this.loop.pacer.begin(snap.rates, this.progress);
     this.control.setBudget(snap.maxFailures, false);
     this.progress.begin?.({
       type: this.opts.type,
@@ -272,6 +269,7 @@ export class Orchestrator {
         },
         pause: (on) => c.setPaused(on),
         window: (stage, w) => this.stages.setWindow(stage, w, this.loop),
+        rate: (stage, stored) => this.loop.pacer.changed(stage, stored, () => this.stages.pump()),
         budget: (text) => c.setBudget(text, true),
         fail: (err) => c.fail(err),
         busy: (err) => this.loop.committer.isBusy(err),

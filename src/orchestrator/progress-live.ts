@@ -84,6 +84,11 @@ export class LiveProgress implements ProgressSink {
     this.dirty = true;
   }
 
+  rateChanged(stage: number, perMin: number | null): void {
+    this.tracker.rateChanged(stage, perMin);
+    this.dirty = true;
+  }
+
   windowChanged(stage: number, window: number): void {
     this.tracker.windowChanged(stage, window);
     this.dirty = true;

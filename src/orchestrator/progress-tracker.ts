@@ -32,6 +32,8 @@ export interface Snapshot {
   stage: number | null;
   stages: number;
   window: number | null;
+  /** The running stage's start rate in force (starts a minute), or null for none. */
+  startRate: number | null;
   total: number;
   /** Steps ended (complete, failed, aborted), whenever they ended. */
   ended: number;
@@ -73,6 +75,7 @@ export class ProgressTracker {
   private info: ApplyInfo | null = null;
   private readonly stageCounts = new Map<number, Map<string, number>>();
   private readonly windows = new Map<number, number>();
+  private readonly startRates = new Map<number, number>();
   private readonly live = new Map<string, Live>();
   private readonly seen = new Map<string, DurationStat>();
   private readonly failures: { cloud: string; details: string }[] = [];
@@ -116,6 +119,13 @@ export class ProgressTracker {
 
   windowChanged(stage: number, window: number): void {
     this.windows.set(stage, window);
+    this.eta = null;
+  }
+
+  /** The start rate in force of a stage (null: none): shown, and in the estimate. */
+  rateChanged(stage: number, perMin: number | null): void {
+    if (perMin === null) this.startRates.delete(stage);
+    else this.startRates.set(stage, perMin);
     this.eta = null;
   }
 
@@ -213,6 +223,7 @@ export class ProgressTracker {
       stage: this.stage,
       stages: this.stageCounts.size,
       window: this.stage === null ? null : (this.windows.get(this.stage) ?? null),
+      startRate: this.stage === null ? null : (this.startRates.get(this.stage) ?? null),
       total,
       ended: counts.complete + counts.failed + counts.aborted,
       counts,
@@ -258,7 +269,8 @@ export class ProgressTracker {
         const notStarted = this.aborting ? 0 : Math.max(0, this.stageCounts.get(stage)!.get('initial') ?? 0);
         const inFlight = flying.get(stage) ?? [];
         if (notStarted === 0 && inFlight.length === 0) continue;
-        left.push({ window: this.windows.get(stage) ?? 1, notStarted, inFlight });
+        const perMin = this.startRates.get(stage);
+        left.push({ window: this.windows.get(stage) ?? 1, notStarted, inFlight, startSpacingMs: perMin ? 60_000 / perMin : undefined });
       }
       ms = estimateRemainingMs(means, left, sds);
     }

@@ -2,6 +2,7 @@
  * Progress as text: the live view's lines (fitted to a width), the periodic summary line, and the
  * closing summary. Pure functions of a snapshot; the sinks decide when and where they go.
  */
+import { formatPerMin } from '../domain/start-rate.js';
 import { formatDuration } from '../domain/durations.js';
 import { formatSpan, type EstimateSource } from '../domain/estimate.js';
 import { STRATEGY_ENDED } from '../domain/types.js';
@@ -20,7 +21,7 @@ function eta(s: Snapshot): string {
 
 function stageText(s: Snapshot): string {
   if (s.stage === null) return `${s.stages} stage(s)`;
-  return `stage ${s.stage} of ${s.stages} (window ${s.window ?? '?'})`;
+  return `stage ${s.stage} of ${s.stages} (window ${s.window ?? '?'}${s.startRate === null ? '' : `, start rate ${formatPerMin(s.startRate)}`})`;
 }
 
 /** In flight: this worker's, and with several workers the others' and how many they are. */

@@ -5,6 +5,7 @@
  * (progress-live.ts); `makeProgress` (progress-choose.ts) picks one.
  */
 import { formatTimestamp } from '../domain/time.js';
+import type { StartRate } from '../domain/start-rate.js';
 import type { Timer } from '../platform/timers.js';
 import type { TimeSource } from '../platform/runtime.js';
 import { ProgressTracker, type TrackerInputs } from './progress-tracker.js';
@@ -80,6 +81,8 @@ export interface ProgressSink {
   paused?(on: boolean): void;
   /** A stage's window was changed while it runs (`strategy update`). */
   windowChanged?(stage: number, window: number): void;
+  /** The start rate in force of a stage changed (a ramp step, an update; null: none), with its options. */
+  rateChanged?(stage: number, perMin: number | null, rate: StartRate | null): void;
   /** A group's subclouds wait for its maintenance window (`text`: the window and its opening), or no longer (null). */
   windowWait?(group: string, text: string | null): void;
   transition(e: TransitionEvent): void;
@@ -169,6 +172,10 @@ export class LineProgress implements ProgressSink {
 
   paused(on: boolean): void {
     this.tracker.paused(on);
+  }
+
+  rateChanged(stage: number, perMin: number | null): void {
+    this.tracker.rateChanged(stage, perMin);
   }
 
   windowChanged(stage: number, window: number): void {

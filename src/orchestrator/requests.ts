@@ -24,6 +24,8 @@ export interface RequestHandlers {
   pause(on: boolean): void;
   /** A stage's window changed. */
   window(stage: number, window: number): void;
+  /** A stage's start rate changed (as stored: domain/start-rate.ts, or null for none). */
+  rate?(stage: number, stored: string | null): void;
   /** The failure budget changed (as stored: `3`, `5%`, or null). */
   budget(text: string | null): void;
   /** The file cannot be read any more (gone, replaced, damaged). */
@@ -40,6 +42,8 @@ export interface Snapshot {
   state: string;
   maxFailures: string | null;
   windows: Map<number, number>;
+  /** Each stage's start rate as stored (absent: none). */
+  rates?: Map<number, string | null>;
 }
 
 export class ExternalRequests {
@@ -55,7 +59,7 @@ export class ExternalRequests {
     /** What the orchestrator started from: only later changes are requests. */
     start: Snapshot,
   ) {
-    this.last = { ...start, windows: new Map(start.windows) };
+    this.last = { ...start, windows: new Map(start.windows), rates: new Map(start.rates ?? []) };
   }
 
   start(): void {
@@ -115,6 +119,11 @@ export class ExternalRequests {
       if (last.windows.get(stage) === w) continue;
       this.handlers.window(stage, w);
       last.windows.set(stage, w);
+    }
+    for (const [stage, r] of now.rates ?? []) {
+      if ((last.rates?.get(stage) ?? null) === r) continue;
+      this.handlers.rate?.(stage, r);
+      last.rates?.set(stage, r);
     }
     if (now.maxFailures !== last.maxFailures) {
       this.handlers.budget(now.maxFailures);

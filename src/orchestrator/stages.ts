@@ -16,6 +16,7 @@ import type { ExtraArgs } from '../domain/options.js';
 import type { Actor } from '../platform/who.js';
 import type { Timer } from '../platform/timers.js';
 import { openStages, StageCursor, type CursorStep } from '../store/cursor.js';
+import type { Refusal } from '../store/workers.js';
 import { strategyState } from '../store/strategy.js';
 import type { Db } from '../store/open.js';
 import { Deferrals } from './deferrals.js';
@@ -27,7 +28,7 @@ import type { ProgressSink } from './progress.js';
 import type { Runtime } from './runtime.js';
 import { StageGates, type StageBudget } from './stage-gate.js';
 import { StageWindow } from './window.js';
-import { resumedStep } from './commit-loop.js';
+import { resumedStep } from './pacer.js';
 
 /** A subcloud holding a slot of its stage's window, from its first state to its end. */
 interface Slot {
@@ -68,6 +69,8 @@ export interface StagesHost {
   extra: ExtraArgs;
   pollMs: number;
   windowClock: () => number;
+  /** The start rate of `stage` (orchestrator/pacer.ts): null when a first start may be asked for now, else the wait. */
+  pace(stage: number): number | null;
 }
 
 export class Stages {
@@ -202,6 +205,7 @@ export class Stages {
         run: (step) => this.runSubcloud(step),
         failed: (err) => this.host.fail(err),
         deferred: () => this.deferrals?.waiting ?? 0,
+        pace: () => this.host.pace(stage),
         hold: (step) =>
           this.maintenance?.decide(
             step.subcloudId,
@@ -275,6 +279,12 @@ export class Stages {
     if (!slot) return;
     this.slots.delete(stepId);
     slot.release(ended);
+  }
+
+  /** A claim refused: `taken`, another worker's subcloud (ended, for this pass); `full` and `rate` wait in their place. */
+  refused(stepId: number, why: Refusal): void {
+    if (why === 'full') this.fleet.block(() => this.pump());
+    this.release(stepId, why === 'taken');
   }
 
   /** A signal: nothing more starts here; subclouds waiting for a retry, not running, end now. */

@@ -7,6 +7,7 @@
  * Owns nothing of its own: it reads the store and tells the stages, the fleet and control. Never
  * touches: the registry's map (adopted runs get their entries when their subcloud has its slot).
  */
+import type { RunObserver } from './observer.js';
 import { failedAndTotal } from '../store/cursor.js';
 import { stageStateCounts } from '../store/status.js';
 import type { adoptLeftRuns } from './adoption.js';
@@ -28,6 +29,8 @@ export interface TakeoverHost {
   resumedAgain(): Promise<void>;
   /** A store error a view can wait out (busy), said once. */
   busy(err: unknown): boolean;
+  /** Told of each worker taken over (the traces' span events). */
+  observer?: RunObserver;
 }
 
 export class TakeoverHandler {
@@ -62,6 +65,8 @@ export class TakeoverHandler {
     if (this.control.done() || !taken.length) return;
     for (const t of taken) {
       this.progress.note(`took over the worker pid ${t.worker.pid} on ${t.worker.host} (${t.why}): ${t.adopted} run(s) adopted, ${t.interrupted} interrupted to run again`);
+      const w = { 'dcm.worker.pid': t.worker.pid, 'dcm.worker.host': t.worker.host, 'dcm.why': t.why, 'dcm.adopted': t.adopted, 'dcm.interrupted': t.interrupted };
+      this.host.observer?.event('worker taken over', w);
     }
     // Runs closed as interrupted run again told so (DCM_RESUMED), once the stage is read again.
     const readAgain = async () => {

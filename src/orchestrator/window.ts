@@ -50,6 +50,11 @@ export interface WindowHost {
    * several workers is full (orchestrator/workers.ts). The owner pumps when that may have changed.
    */
   blocked?(): boolean;
+  /**
+   * A subcloud about to start its first state: null when it may ask for its start now, else the
+   * milliseconds until it may (the start rate, orchestrator/pacer.ts). Absent: none ever waits.
+   */
+  pace?(): number | null;
 }
 
 /** Steps read ahead of need: enough for a window refilling, few enough to stay small. */
@@ -124,6 +129,8 @@ export class StageWindow {
   private asideEarliest = Infinity;
   private asideTimer: Timer | null = null;
   private asideTimerDue = Infinity;
+  /** The start rate's wait: one timer, at the end of the wait the pacer last said. */
+  private paceTimer: Timer | null = null;
 
   constructor(
     size: number,
@@ -356,12 +363,22 @@ export class StageWindow {
     }, Math.max(0, dueMs - this.rt.clock.mono()));
   }
 
+  private armPace(inMs: number): void {
+    if (this.paceTimer) return;
+    this.paceTimer = this.rt.timers.after(() => {
+      this.paceTimer = null;
+      this.pump();
+    }, Math.max(1, Math.ceil(inMs)));
+  }
+
   private checkEnd(g: Gate): void {
     if (this.finished || !this.done) return;
     const deferred = g.stopping ? 0 : (this.host.deferred?.() ?? 0);
     if (!this.feeding && this.outstanding === 0 && deferred === 0 && this.asideSteps.size === 0 && (this.exhausted || (g.stopping && this.sawNew))) {
       this.finished = true;
       this.armAside(Infinity);
+      this.paceTimer?.clear();
+      this.paceTimer = null;
       this.done();
     }
   }
@@ -377,10 +394,16 @@ export class StageWindow {
         if (!this.host.blocked?.() && mayTakeSlot(g, kind, this.taken, this.limit.concurrency)) {
           // Its first state only inside its maintenance window: else aside, giving its place up. A
           // deferred step has started its first state already: its next try is no first start.
-          const inMs = kind === 'new' && step.state !== 'deferred' ? (this.host.hold?.(step) ?? null) : null;
-          if (inMs === null) break;
-          this.setAside(step, inMs);
-          return;
+          const first = kind === 'new' && step.state !== 'deferred';
+          const inMs = first ? (this.host.hold?.(step) ?? null) : null;
+          if (inMs !== null) {
+            this.setAside(step, inMs);
+            return;
+          }
+          // The start rate: it waits at the gate, in its place, until the next start may be asked for.
+          const paceMs = first ? (this.host.pace?.() ?? null) : null;
+          if (paceMs === null) break;
+          this.armPace(paceMs);
         }
         // It can never start in this run (a stop): it stays as it is in the file.
         if (kind === 'new' ? g.stopping : !g.operations) return;

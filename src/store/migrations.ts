@@ -303,7 +303,18 @@ export const MIGRATIONS: ((db: Database.Database, clock: Clock) => void)[] = [
   // run over takes its result instead of running it again, or gives up a run never started (the
   // first of the launcher and the taker to claim it wins, as the claim file does on one host).
   (db) => db.exec(RUN_END_MIGRATION),
+  // 17 -> 18: a start rate that ramps (domain/start-rate.ts): each stage's rate as create or update
+  // set it, the time of the stage's last start (read and moved in the commit that makes a start,
+  // so that the rate holds across every worker of the strategy), and a group's default rate.
+  (db) => db.exec(START_RATE_MIGRATION),
 ];
+
+/** Shared with PostgreSQL's step (store/pg/schema.ts): the columns are text on both. */
+export const START_RATE_MIGRATION = `
+  ALTER TABLE strategy_stage ADD COLUMN start_rate TEXT;
+  ALTER TABLE strategy_stage ADD COLUMN rate_last_at TEXT;
+  ALTER TABLE subcloud_group_gate ADD COLUMN start_rate TEXT;
+`;
 
 /**
  * A deleted strategy's record, whole (its row, stages, steps, runs and events, as JSON of the rows

@@ -58,11 +58,13 @@ export async function insertStages(db: Db, stages: readonly StagePlan[]): Promis
   for (const st of stages) await stmt.run(st.stage, st.window, st.groupName);
 }
 
-export async function listStages(db: Db): Promise<{ stage: number; max_parallel: number; group_name: string | null }[]> {
-  return (await sql(db, 'SELECT stage, max_parallel, group_name FROM strategy_stage ORDER BY stage').all()) as {
+export async function listStages(db: Db): Promise<{ stage: number; max_parallel: number; group_name: string | null; start_rate: string | null }[]> {
+  return (await sql(db, 'SELECT stage, max_parallel, group_name, start_rate FROM strategy_stage ORDER BY stage').all()) as {
     stage: number;
     max_parallel: number;
     group_name: string | null;
+    /** The stage's start rate as stored (domain/start-rate.ts), or null. */
+    start_rate: string | null;
   }[];
 }
 
@@ -135,8 +137,16 @@ export async function dataVersion(db: Db): Promise<number> {
 
 /** What a running orchestrator re-reads when the file changed: state, windows, budget. */
 
-export async function controlSnapshot(db: Db): Promise<{ state: string; maxFailures: string | null; windows: Map<number, number> } | undefined> {
+export async function controlSnapshot(
+  db: Db,
+): Promise<{ state: string; maxFailures: string | null; windows: Map<number, number>; rates: Map<number, string | null> } | undefined> {
   const row = await sql(db, 'SELECT state, max_failures FROM strategy WHERE id = 1').get() as { state: string; max_failures: string | null } | undefined;
   if (!row) return undefined;
-  return { state: row.state, maxFailures: row.max_failures, windows: new Map((await listStages(db)).map((s) => [s.stage, s.max_parallel])) };
+  const stages = (await sql(db, 'SELECT stage, max_parallel, start_rate FROM strategy_stage ORDER BY stage').all()) as { stage: number; max_parallel: number; start_rate: string | null }[];
+  return {
+    state: row.state,
+    maxFailures: row.max_failures,
+    windows: new Map(stages.map((s) => [s.stage, s.max_parallel])),
+    rates: new Map(stages.map((s) => [s.stage, s.start_rate])),
+  };
 }

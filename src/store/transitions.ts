@@ -104,6 +104,8 @@ export class TransitionWriter {
     private readonly db: Db,
     type?: string,
     guard: (tx: Db) => Promise<ReadonlySet<number> | void> = async () => {},
+    /** After the batch's writes, in its transaction: what they opened is known (the start rate's last start). */
+    after?: (tx: Db, written: readonly Transition[]) => Promise<void>,
   ) {
     // Prepared once, run only inside the batches' transactions: on the connection's handle for them.
     const inside = db.inside;
@@ -143,6 +145,7 @@ export class TransitionWriter {
         for (const t of batch) written.push(await this.apply(tx, t));
       }
       for (let i = 0; i < batch.length; i++) this.verify(batch[i], written[i]);
+      await after?.(tx, batch);
       // One upsert per state per batch, in the batch's own transaction.
       if (type === undefined) return;
       const tally = new DurationTally();

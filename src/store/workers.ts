@@ -162,8 +162,11 @@ export interface ClaimAsk {
   state: string;
 }
 
-/** Why a claim was refused: another worker has the step (or it moved on), or no slot is free. */
-export type Refusal = 'taken' | 'full';
+/**
+ * Why a claim was refused: another worker has the step (or it moved on), no slot is free, or the
+ * start rate lets no more subclouds start now (they wait in their place).
+ */
+export type Refusal = 'taken' | 'full' | 'rate';
 
 /**
  * Claim steps for worker `me` in this transaction, in the order asked: each is granted while its
@@ -172,7 +175,18 @@ export type Refusal = 'taken' | 'full';
  * out of the batch it writes in the same transaction, so that a batch's transitions and its
  * claims commit together. Returns each granted step's new fence.
  */
-export async function claimSteps(db: Db, me: number, maxLocal: number | null, asks: readonly ClaimAsk[]): Promise<{ granted: Map<number, number>; refused: Map<number, Refusal> }> {
+export async function claimSteps(
+  db: Db,
+  me: number,
+  maxLocal: number | null,
+  asks: readonly ClaimAsk[],
+  /**
+   * The start rate (store/start-rate.ts): of the steps `ids` (first starts), at most `max` are
+   * granted, in order, those taken by another worker passed over: a worker behind the others in
+   * the stage's order still makes the start the rate allows rather than ask for steps already gone.
+   */
+  firstLimit?: { ids: ReadonlySet<number>; max: number },
+): Promise<{ granted: Map<number, number>; refused: Map<number, Refusal> }> {
   const refused = new Map<number, Refusal>();
   const granted = new Map<number, number>();
   if (asks.length === 0) return { granted, refused };
@@ -209,6 +223,10 @@ export async function claimSteps(db: Db, me: number, maxLocal: number | null, as
       refused.set(a.id, 'taken');
       continue;
     }
+    if (firstLimit?.ids.has(a.id) && firstLimit.max <= 0) {
+      refused.set(a.id, 'rate');
+      continue;
+    }
     const r = await roomOf(a.stage);
     // A step of this worker's already counted (caught mid-state, put back by a takeover) takes no second slot.
     const counted = row.owner === me && a.state !== 'initial' && a.state !== 'deferred' ? 1 : 0;
@@ -219,6 +237,7 @@ export async function claimSteps(db: Db, me: number, maxLocal: number | null, as
     r.free -= 1 - counted;
     r.mine += 1 - counted;
     granted.set(a.id, row.fence + 1);
+    if (firstLimit?.ids.has(a.id)) firstLimit = { ids: firstLimit.ids, max: firstLimit.max - 1 };
   }
   if (granted.size === 0) return { granted, refused };
   await sql(db, `UPDATE strategy_step SET owner = $1, fence = fence + 1 WHERE id IN (${idsIn(db, '$2')})`).run(me, JSON.stringify([...granted.keys()]));

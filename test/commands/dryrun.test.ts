@@ -19,6 +19,7 @@ interface PlanRow {
   'estimated duration': string;
   'estimate from': string;
   subclouds: string | null;
+  'plan digest': string | null;
 }
 
 async function dryRun(db: string, args: string[]): Promise<PlanRow[]> {
@@ -44,6 +45,11 @@ async function expectPlanMatchesCreate(dir: string, db: string, args: string[]):
   const planned = plan.filter((r) => r.stage !== 'total').map(({ stage, group, window, steps: n, subclouds }) => ({ stage, group, window, steps: n, subclouds }));
   expect(planned).toEqual(made);
   expect(plan.at(-1)).toMatchObject({ stage: 'total', steps: steps.length });
+  // The digest the dry run printed is the one create kept: the same plan, whatever the fleet.
+  const digest = plan.at(-1)!['plan digest'];
+  expect(digest).toMatch(/^[0-9a-f]{12}$/);
+  const kept = await withSql(db, (d) => d.prepare('SELECT extra_args FROM strategy').pluck().get()) as string;
+  expect(JSON.parse(kept)).toMatchObject({ plan_digest: digest, plan_pinned: false });
   await runOk(['--db', db, 'strategy', 'delete']);
 }
 
@@ -116,16 +122,17 @@ describe('nothing is written', () => {
     const r = dcmQuick(['--db', db, 'strategy', 'create', '--type', 'patch', '--dry-run', '--sim-latency', '1s']);
     expect(r.code).toBe(0);
     // Default (s1, window 2), canary (s4, window 3), rest (s6..s8, serial): 5 states of 1 s each.
-    expect(r.stdout).toBe(
+    // The digest is the plan's (its own test below): here, where it stands.
+    expect(r.stdout.replace(/\b[0-9a-f]{12}\b/, 'DIGEST......')).toBe(
       [
-        '+-------+---------+--------+-------+--------------------+---------------+------------+',
-        '| stage | group   | window | steps | estimated duration | estimate from | subclouds  |',
-        '+-------+---------+--------+-------+--------------------+---------------+------------+',
-        '|     1 | Default |      2 |     1 | 5.0s               | sim latency   | s1         |',
-        '|     2 | canary  |      3 |     1 | 5.0s               | sim latency   | s4         |',
-        '|     3 | rest    |      1 |     3 | 15s                | sim latency   | s6, s7, s8 |',
-        '| total | None    |   None |     5 | 25s                | sim latency   | None       |',
-        '+-------+---------+--------+-------+--------------------+---------------+------------+',
+        '+-------+---------+--------+-------+--------------------+---------------+------------+--------------+',
+        '| stage | group   | window | steps | estimated duration | estimate from | subclouds  | plan digest  |',
+        '+-------+---------+--------+-------+--------------------+---------------+------------+--------------+',
+        '|     1 | Default |      2 |     1 | 5.0s               | sim latency   | s1         | None         |',
+        '|     2 | canary  |      3 |     1 | 5.0s               | sim latency   | s4         | None         |',
+        '|     3 | rest    |      1 |     3 | 15s                | sim latency   | s6, s7, s8 | None         |',
+        '| total | None    |   None |     5 | 25s                | sim latency   | None       | DIGEST...... |',
+        '+-------+---------+--------+-------+--------------------+---------------+------------+--------------+',
         '',
       ].join('\n'),
     );

@@ -96,7 +96,7 @@ describe('strategy update', () => {
     expectErrorLine(dcmQuick(['--db', t.db, 'strategy', 'update']), 2, /give --max-parallel-subclouds N/);
     expectErrorLine(dcmQuick(['--db', t.db, 'strategy', 'update', '--max-failures', '0%']), 2, /--max-failures/);
     expectErrorLine(dcmQuick(['--db', t.db, 'strategy', 'update', '--max-parallel-subclouds', '0']), 2, /Invalid max-parallel-subclouds value: 0/);
-    expectErrorLine(dcmQuick(['--db', t.db, 'strategy', 'update', '--stage', '1']), 2, '--stage needs --max-parallel-subclouds, --stage-max-failures, --stage-gate or --gate-check');
+    expectErrorLine(dcmQuick(['--db', t.db, 'strategy', 'update', '--stage', '1']), 2, '--stage needs --max-parallel-subclouds, --start-rate, --stage-max-failures, --stage-gate or --gate-check');
     expectErrorLine(dcmQuick(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--max-failures', '2', '--stop-on-failure']), 2, '--stop-on-failure is --max-failures 1: give one of them');
     createFleet(t.db, names(3), ['--sim-latency', '0ms']);
     expectRefused(t.dir, ['--db', t.db, 'strategy', 'update', '--max-parallel-subclouds', '2', '--stage', '2'], 1, 'Strategy has no stage 2 (it has stage 1)');

@@ -65,6 +65,11 @@ export interface ExecConfig {
    * site that does not answer in time), instead of spending its retries and failing.
    */
   deferOnTimeout?: boolean;
+  /**
+   * `metrics_textfile`: the Prometheus text file apply keeps up to date (commands/metrics-file.ts),
+   * relative to the config's folder; `apply --metrics-textfile` wins.
+   */
+  metrics_textfile?: string;
 }
 
 /** The keys an `audit` entry may have: a command's, without the retry and reason settings of a state. */
@@ -72,7 +77,7 @@ const AUDIT_KEYS = ['run', 'timeout', 'kill_grace', 'env', 'cwd'];
 const AUDIT_TIMEOUT = '1m';
 
 /** The top level's keys. */
-const TOP_KEYS = ['defaults', 'states', 'probe', 'defer_exit_codes', 'defer_on_timeout', 'audit', 'gate_check', 'on_event'];
+const TOP_KEYS = ['defaults', 'states', 'probe', 'defer_exit_codes', 'defer_on_timeout', 'audit', 'gate_check', 'on_event', 'metrics_textfile'];
 
 const KEYS = ['run', 'timeout', 'retries', 'backoff', 'kill_grace', 'env', 'cwd', 'reason', 'on_lost_host'];
 
@@ -175,6 +180,10 @@ export function resolveConfig(doc: unknown, file: string, typeStates: readonly s
   resolveEntry('defaults', 'defaults', { run: 'true' }, defaults as Entry, base, bad);
   const config: ExecConfig = { states: resolved };
   if (typeof top.gate_check === 'string') config.gate_check = top.gate_check;
+  if (top.metrics_textfile !== undefined) {
+    if (typeof top.metrics_textfile !== 'string' || top.metrics_textfile.trim() === '') bad('metrics_textfile', 'expected a file path (a string)');
+    config.metrics_textfile = path.resolve(base, top.metrics_textfile as string);
+  }
   if (top.on_event !== undefined) {
     const run = top.on_event;
     const ok = (typeof run === 'string' && run.trim() !== '') || (Array.isArray(run) && run.length > 0 && run.every((a) => typeof a === 'string') && run[0] !== '');

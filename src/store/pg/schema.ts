@@ -248,6 +248,11 @@ export const PG_MIGRATIONS: Record<number, string> = {
     facts ${T} NOT NULL,
     ended_at ${T} NOT NULL
   );`,
+  // A stage's start rate, its last start, a group's default rate (SQLite's START_RATE_MIGRATION).
+  17: `
+  ALTER TABLE strategy_stage ADD COLUMN start_rate ${T};
+  ALTER TABLE strategy_stage ADD COLUMN rate_last_at ${T};
+  ALTER TABLE subcloud_group_gate ADD COLUMN start_rate ${T};`,
 };
 /**
  * What the adapter needs to know of this schema: the commit counter that is `PRAGMA data_version`

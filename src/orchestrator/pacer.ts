@@ -1,0 +1,194 @@
+/**
+ * The start rate (`--start-rate N/min --ramp F --ramp-after K`; domain/start-rate.ts) as the
+ * orchestrator holds it. Two parts:
+ *
+ * - The store decides. The commit that opens new subclouds reads the stage's rate and its last
+ *   start in its own transaction (store/start-rate.ts), lets at most one of them start when the
+ *   rate's spacing has passed since the last start, leaves the others out of the commit (they go
+ *   back to their place in the window), and moves the last start to the one it made. Every
+ *   worker's commit holds the store's writer lock, so the rate holds across the workers of a
+ *   strategy, and an update of the rate counts from the first commit after it.
+ * - The window is told in advance. A subcloud about to take a slot for its first state asks `pace`:
+ *   until the wait the store last answered is over it waits at the gate, in its place, and the
+ *   window looks again then. So a window of 500 does not send 500 starts to a commit that takes one.
+ *
+ * Owns: each stage's rate as this process last read it, the wait the store last answered. Never
+ * touches: the slots, the registry, the commit (it only answers inside the commit's fence).
+ */
+import { opensNewSubcloud } from '../domain/control.js';
+import { STEP_DEFERRED } from '../domain/deferral.js';
+import { rateInForce, readStoredRate, startSpacingMs, nextStartWait, type StartRate } from '../domain/start-rate.js';
+import type { Transition } from '../domain/transition.js';
+import { parseTimestamp } from '../domain/time.js';
+import { nowMicros } from '../store/clock.js';
+import type { CursorStep } from '../store/cursor.js';
+import type { Db } from '../store/open.js';
+import { completeSteps, markStageStart } from '../store/start-rate.js';
+import type { ProgressSink } from './progress.js';
+import type { Runtime } from './runtime.js';
+
+/**
+ * Added to the spacing when the store decides: two processes on one host read the wall clock
+ * through their own monotonic origins, which may disagree by a fraction of a millisecond.
+ */
+const CLOCK_MARGIN_MS = 2;
+
+/** What the last commit's check found: the rate in force and how long the next start waits. */
+export interface RateAnswer {
+  stage: number;
+  perMin: number;
+  completed: number;
+  waitMs: number;
+}
+
+export class StartPacer {
+  /** Each stage's rate as last read (absent or null: none). */
+  private readonly rates = new Map<number, StartRate | null>();
+  /** On the runtime's clock: no first start is asked for before it. */
+  private dueMs = 0;
+  /** The commit being made: the start it lets through and what it found. */
+  private made: { stage: number; stepId: number } | null = null;
+  private answer: RateAnswer | null = null;
+  /** The rate in force last found, by stage (for the views). */
+  private readonly inForce = new Map<number, number>();
+  /** Told when the rate in force of a stage changes (the views show it). */
+  onRate: ((stage: number, perMin: number | null, rate: StartRate | null) => void) | null = null;
+
+  constructor(private readonly rt: Runtime) {}
+
+  /** The rates as the store holds them (the run's start, and each change another shell made). */
+  setRate(stage: number, stored: string | null): void {
+    const r = readStoredRate(stored);
+    this.rates.set(stage, r);
+    // A rate changed or removed: the wait computed under the old one no longer holds.
+    this.dueMs = 0;
+    const perMin = r ? rateInForce(r, 0) : null;
+    if (!r) this.inForce.delete(stage);
+    this.onRate?.(stage, r ? (this.inForce.get(stage) ?? perMin) : null, r);
+  }
+
+  /** The run's start: the rates as the store holds them, and the views told of each change. */
+  begin(rates: ReadonlyMap<number, string | null>, progress: ProgressSink): void {
+    this.onRate = (stage, perMin, rate) => progress.rateChanged?.(stage, perMin, rate);
+    for (const [stage, rate] of rates) if (rate !== null) this.setRate(stage, rate);
+  }
+
+  /** A rate changed from another shell: the next start waits the new spacing from the last one (the store decides). */
+  changed(stage: number, stored: string | null, pump: () => void): void {
+    this.setRate(stage, stored);
+    pump();
+  }
+
+  /** Whether any stage has a rate as last read. */
+  get active(): boolean {
+    for (const r of this.rates.values()) if (r) return true;
+    return false;
+  }
+
+  /** The rate in force of `stage` as last found (null: none). */
+  perMin(stage: number): number | null {
+    const r = this.rates.get(stage);
+    if (!r) return null;
+    return this.inForce.get(stage) ?? rateInForce(r, 0);
+  }
+
+  /**
+   * A subcloud of `stage` is about to take a slot for its first state: null when it may ask the
+   * store now (the next one then waits the spacing), else how long to wait first.
+   */
+  pace(stage: number): number | null {
+    const perMin = this.perMin(stage);
+    if (perMin === null) return null;
+    const now = this.rt.clock.mono();
+    if (now < this.dueMs) return this.dueMs - now;
+    this.dueMs = now + startSpacingMs(perMin);
+    return null;
+  }
+
+  /**
+   * Inside the commit that opens new subclouds of `stage`, with the stage's rate and last start as
+   * the commit read them: how many of them may start now (Infinity when the stage has no rate).
+   */
+  async allowance(tx: Db, stage: number, stored: string | null, lastAt: string | null): Promise<number> {
+    this.made = null;
+    this.answer = null;
+    const r = readStoredRate(stored);
+    if (!r) {
+      if (this.rates.get(stage)) this.setRate(stage, null);
+      return Infinity;
+    }
+    if (!this.rates.get(stage)) this.rates.set(stage, r);
+    const completed = r.after !== null && r.factor !== 1 ? await completeSteps(tx) : 0;
+    const perMin = rateInForce(r, completed);
+    // The store's clock is the history's: the start this commit writes is stamped after this read.
+    const nowMs = nowMicros(tx.clock) / 1000;
+    const lastMs = lastAt === null ? null : parseTimestamp(lastAt) / 1000;
+    const wait = lastMs === null ? 0 : nextStartWait(perMin, lastMs + CLOCK_MARGIN_MS, nowMs);
+    this.answer = { stage, perMin, completed, waitMs: wait };
+    return wait === 0 ? 1 : 0;
+  }
+
+  /**
+   * Which first starts the commit makes, the rest left out: the first `allowed` of those not
+   * `refused` already (claims another worker won, or the claim's own limit). The one made moves
+   * the stage's last start once written; the next start then waits the rate's spacing.
+   */
+  pick(firstStarts: readonly Transition[], refused: ReadonlySet<number>, allowed = 1): Set<number> {
+    const a = this.answer;
+    const left = new Set<number>();
+    for (const t of firstStarts) {
+      if (refused.has(t.stepId)) continue;
+      if (a && allowed > 0 && this.made === null) {
+        this.made = { stage: a.stage, stepId: t.stepId };
+        allowed--;
+      } else left.add(t.stepId);
+    }
+    if (a && this.made) a.waitMs = startSpacingMs(a.perMin) + CLOCK_MARGIN_MS;
+    return left;
+  }
+
+  /** After the commit's writes, in its transaction: the stage's last start is the one it made. */
+  async written(tx: Db, batch: readonly Transition[]): Promise<void> {
+    const made = this.made;
+    if (!made) return;
+    const t = batch.find((x) => x.stepId === made.stepId);
+    if (t?.historyId !== undefined) await markStageStart(tx, made.stage, [t.historyId]);
+  }
+
+  /** The commit is over: committed, the next start waits what the store said. */
+  settle(committed: boolean): void {
+    const a = this.answer;
+    this.made = null;
+    this.answer = null;
+    if (!committed || !a) return;
+    this.dueMs = this.rt.clock.mono() + a.waitMs;
+    if (this.inForce.get(a.stage) !== a.perMin) {
+      this.inForce.set(a.stage, a.perMin);
+      this.onRate?.(a.stage, a.perMin, this.rates.get(a.stage) ?? null);
+    }
+  }
+}
+
+/** A step caught mid-state by an earlier apply (not one `strategy retry` reset): resumed, not new. */
+export function resumedStep(step: CursorStep): boolean {
+  return step.state !== 'initial' && step.state !== STEP_DEFERRED && !step.retried;
+}
+
+/**
+ * The transitions of a batch that open a new subcloud (a commit that has any reads the strategy's
+ * state in its fence), and of those, the ones the start rate spaces: the operations started now of
+ * one stage, the running one (a batch holds no other), with that stage.
+ */
+export function firstStartsOf(
+  batch: readonly Transition[],
+  slot: (stepId: number) => { step: CursorStep; started: boolean },
+): { opensNew: boolean; firstStarts: Transition[]; stage: number } {
+  const opening = batch.filter((t) => {
+    const s = slot(t.stepId);
+    return opensNewSubcloud(t, { started: s.started, resumed: resumedStep(s.step) });
+  });
+  if (!opening.length) return { opensNew: false, firstStarts: [], stage: 0 };
+  const stage = slot(opening[0].stepId).step.stage;
+  // A retry after its backoff keeps its slot and starts nothing now: it is no start of the rate.
+  return { opensNew: true, firstStarts: opening.filter((t) => t.startAttempt !== undefined && slot(t.stepId).step.stage === stage), stage };
+}

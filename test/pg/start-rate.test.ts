@@ -1,0 +1,55 @@
+/**
+ * The start rate across several workers on one strategy (a PostgreSQL store): each worker's
+ * commit reads and moves the stage's last start under the store's writer lock, so the starts of
+ * every worker together keep the rate in force, ramp included (domain/start-rate.ts, the
+ * invariant startRateViolations), read from the history the workers wrote.
+ */
+import { afterEach, describe, expect, test } from '@jest/globals';
+import fs from 'node:fs';
+import path from 'node:path';
+import { rampSchedule, startRateViolations } from '../../src/domain/start-rate.js';
+import { parseTimestamp } from '../../src/domain/time.js';
+import { waitFor } from '../helpers/cli.js';
+import { execFixture, type ExecFixture } from '../helpers/exec.js';
+import { everyState, query, setup, stopWorkers, worker } from '../helpers/workers.js';
+
+let f: ExecFixture | null = null;
+
+afterEach(() => {
+  stopWorkers();
+  f?.cleanup();
+  f = null;
+});
+
+describe('the start rate on a server', () => {
+  test('three workers together start no faster than the rate in force, ramp included', async () => {
+    f = execFixture();
+    const fx = f;
+    setup(fx.db, 24, 24, everyState(fx, 30, 60), fx, '--start-rate', '240/min', '--ramp', '2', '--ramp-after', '6');
+    const created = parseTimestamp(query<{ created_at: string }>(fx.db, 'SELECT created_at FROM strategy')[0].created_at) / 1000;
+    // One of them keeps the metrics file too: its reads on a server.
+    const prom = path.join(fx.dir, 'dcm.prom');
+    const pool = ['host-a', 'host-b', 'host-c'].map((h, i) => worker(fx.db, { ...fx.env, DCM_HOST: h }, ...(i === 0 ? ['--metrics-textfile', prom, '--metrics-interval', '200ms'] : [])));
+    const ends = await Promise.all(pool.map((w) => w.done));
+    expect(ends.map((e) => e.code)).toEqual([0, 0, 0]);
+    await waitFor(() => query<{ n: number }>(fx.db, 'SELECT count(*) AS n FROM apply_worker')[0].n === 0, 10_000);
+    const runs = query<{ cloud: string; started_at: string }>(
+      fx.db,
+      `SELECT sc.name AS cloud, h.started_at FROM step_history h JOIN strategy_step st ON st.id = h.step_id JOIN subcloud sc ON sc.id = st.subcloud_id
+       WHERE h.state = 'pre check' AND h.attempt = 1`,
+    );
+    expect(runs.length).toBe(24);
+    const starts = runs.map((r) => ({ cloud: r.cloud, atMs: parseTimestamp(r.started_at) / 1000 }));
+    const completed = query<{ finished_at: string }>(fx.db, `SELECT finished_at FROM strategy_step WHERE state = 'complete'`).map((r) => parseTimestamp(r.finished_at) / 1000);
+    const schedule = rampSchedule([{ atMs: created, rate: { perMin: 240, factor: 2, after: 6 } }], completed);
+    expect(startRateViolations(starts, schedule)).toEqual([]);
+    // More than one worker made starts: the rate held across them, not inside one.
+    const hosts = query<{ n: number }>(fx.db, `SELECT count(DISTINCT host) AS n FROM step_history WHERE state = 'pre check'`)[0].n;
+    expect(Number(hosts)).toBeGreaterThanOrEqual(2);
+    const text = fs.readFileSync(prom, 'utf8');
+    expect(text).toMatch(/^dcm_strategy_steps\{strategy="\d+",type="patch",state="complete"\} 24$/m);
+    expect(text).toMatch(/^dcm_strategy_runs_ended_total\{strategy="\d+",type="patch",outcome="ok"\} 120$/m);
+    const sorted = starts.map((s) => s.atMs).sort((a, b) => a - b);
+    expect(sorted[1] - sorted[0]).toBeGreaterThanOrEqual(250);
+  }, 120_000);
+});
