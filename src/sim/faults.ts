@@ -147,6 +147,13 @@ function arm(w: World, f: Fault): void {
         w.log(host === null ? "the server cut dcm's sessions" : `the server cut ${host}'s sessions`);
       });
       break;
+    case 'rate':
+      at(f.atMs, async () => {
+        // Read by the next commit that starts a subcloud: in force from its commit, as the judge sees it.
+        const before = w.rates[w.rates.length - 1]?.rate;
+        if (await op.command('rate', () => strategyUpdate(w.ctx, undefined, { startRate: `${f.perMin}/min` }))) w.rates.push({ atMs: w.loop.now, rate: { perMin: f.perMin, factor: before?.factor ?? 1, after: before?.after ?? null } });
+      });
+      break;
     case 'commit-lost':
       // A server's: a commit's answer lost (store.ts); not on a file.
       break;

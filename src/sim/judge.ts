@@ -19,6 +19,7 @@ import { sql } from '../store/statements.js';
 import { getStrategy } from '../store/strategy.js';
 import { STRATEGY_ENDED as ENDED } from '../domain/types.js';
 import type { LedgerEntry, Sites } from './sites.js';
+import { rampSchedule, startRateViolations, type RateStart, type StartRate } from '../domain/start-rate.js';
 
 export const INVARIANTS = [
   'at most one operation per site at a time (sites)',
@@ -30,6 +31,7 @@ export const INVARIANTS = [
   'no stage begins before every run of the stage before it has ended (sites\' ledgers)',
   'the strategy ends, every step of it ended, no run left going (liveness: within the schedule\'s bound after its faults)',
   'what the operator is told (strategy status, the report) is what the store holds',
+  'no subcloud starts sooner after the one before it in its stage than the start rate in force allows',
 ];
 
 const ENDED_STEP = ['complete', 'failed', 'aborted'];
@@ -127,7 +129,7 @@ export class Judge {
   }
 
   /** The schedule is over: `late` says the strategy did not end within its bound (liveness). */
-  async atEnd(db: Db, late: string | null): Promise<void> {
+  async atEnd(db: Db, late: string | null, rates: readonly { atMs: number; rate: StartRate | null }[] = []): Promise<void> {
     await this.afterCommit(db);
     const state = (await getStrategy(db))?.state ?? 'none';
     if (!ENDED.includes(state)) this.sites.violation(late ? 'liveness' : 'not-ended', `the strategy is ${state}${late ? `: ${late}` : ''}`);
@@ -136,6 +138,32 @@ export class Judge {
     for (const e of this.sites.stillRunning()) this.sites.violation('left-going', `${e.site} ${e.state}#${e.attempt} still runs after the end`);
     await this.historyMatchesLedger(db);
     this.stagesInOrder();
+    if (rates.length) this.startRate(rates);
+  }
+
+  /**
+   * No subcloud's first start came sooner after the one before it in its stage than the rate in
+   * force allowed (domain/start-rate.ts: the rate as set over time, ramped by the sites complete).
+   * A start is each site's first begin of its first state in each entry into its states.
+   */
+  private startRate(rates: readonly { atMs: number; rate: StartRate | null }[]): void {
+    const last = this.states[this.states.length - 1];
+    const completed = this.sites.ledger.filter((e) => e.state === last && e.outcome === 'ok' && e.endMs !== null).map((e) => e.endMs!);
+    const segments = rampSchedule(rates, completed);
+    const seen = new Set<string>();
+    const byStage = new Map<number, RateStart[]>();
+    for (const e of this.sites.ledger) {
+      const key = `${e.site}\u0000${e.entry}`;
+      // A run of the first state tried again (interrupted, deferred) is no new start: only its first attempt, or the first after a retry.
+      if (e.state !== this.states[0] || seen.has(key) || (e.entry === 0 && e.attempt !== 1)) continue;
+      seen.add(key);
+      byStage.set(e.stage, [...(byStage.get(e.stage) ?? []), { atMs: e.startMs, cloud: e.site }]);
+    }
+    for (const [stage, starts] of byStage) {
+      for (const v of startRateViolations(starts, segments)) {
+        this.sites.violation('rate', `stage ${stage}: ${v.cloud} started ${v.earlyMs} ms sooner after ${v.previous.cloud} than ${v.perMin}/min allows`);
+      }
+    }
   }
 
   /** Every ok in the history is an ok at its site, and every ok at a site is one in the history. */

@@ -39,7 +39,9 @@ export type Fault =
   /** A PostgreSQL server ends dcm's sessions (`host`: that host's only), as in its restart. */
   | { kind: 'cut'; atMs: number; host: number | null }
   /** A PostgreSQL server: the answer of a COMMIT of host `host`'s worker is lost with its connection. */
-  | { kind: 'commit-lost'; atMs: number; host: number };
+  | { kind: 'commit-lost'; atMs: number; host: number }
+  /** `strategy update --start-rate N/min` mid-rollout. */
+  | { kind: 'rate'; atMs: number; perMin: number };
 
 export interface Schedule {
   seed: number;
@@ -62,6 +64,11 @@ export interface Schedule {
    * older fence than one begun since is stopped there.
    */
   rerunOnLostHost: boolean;
+  /**
+   * `strategy create --start-rate N/min [--ramp F --ramp-after K]`: null, none. A schedule with a
+   * rate steps no host's clock: the rate is kept on each host's clock, which must agree (NTP).
+   */
+  startRate: { perMin: number; factor: number; after: number | null } | null;
   /** Faults fall before this (virtual ms); the quiet comes after. */
   horizonMs: number;
   faults: Fault[];
@@ -122,10 +129,17 @@ export function drawSchedule(seed: number, o: DrawOptions = {}): Schedule {
     pHang: stateTimeoutMs === null ? 0 : r.pick([0, 0, 0.02]),
     retry: r.chance(0.7),
     rerunOnLostHost: false,
+    startRate: null,
     horizonMs,
     faults,
   };
   if (hosts > 1 && stateTimeoutMs !== null) s.rerunOnLostHost = r.chance(0.25);
+  if (r.chance(0.2)) {
+    const ramp = r.chance(0.5);
+    s.startRate = { perMin: r.pick([2, 6, 20]), factor: ramp ? r.pick([1.5, 2, 4]) : 1, after: ramp ? r.int(1, 3) : null };
+    if (r.chance(0.4)) faults.push({ kind: 'rate', atMs: at(), perMin: r.pick([1, 3, 30]) });
+    s.faults = faults.filter((f) => f.kind !== 'clock-step');
+  }
   // Drawn last, so that everything above is the schedule the same seed has on a file.
   if (o.server) {
     for (let i = r.int(0, 2); i > 0; i--) faults.push({ kind: 'cut', atMs: at(), host: r.chance(0.5) ? host() : null });
@@ -176,5 +190,6 @@ export function parseSchedule(text: string): Schedule {
   if (!Array.isArray(s.faults) || !s.faults.every((f) => typeof f.kind === 'string')) throw bad('faults');
   if (typeof s.retry !== 'boolean') throw bad('retry is not a boolean');
   s.rerunOnLostHost = s.rerunOnLostHost === true;
+  s.startRate ??= null;
   return s;
 }

@@ -95,6 +95,8 @@ export class World {
   gen = 0;
   /** Each `strategy retry` begins an epoch: stages are judged in order within one. */
   epoch = 0;
+  /** The start rate over time: create's, and each `strategy update --start-rate` (judge.ts). */
+  readonly rates: { atMs: number; rate: { perMin: number; factor: number; after: number | null } | null }[] = [];
   ended = false;
 
   constructor(
@@ -144,7 +146,7 @@ export class World {
     }
     const late = this.finished() ? null : `not ended ${Math.round((this.loop.now - quiet) / 1000)} s after its faults were over (bound ${Math.round((deadline - quiet) / 1000)} s)`;
     await this.operator.tell();
-    await this.judge.atEnd(this.db, late);
+    await this.judge.atEnd(this.db, late, this.rates);
     const state = (await getStrategy(this.db))?.state ?? 'none';
     const paths = ((await sql(this.db, 'SELECT DISTINCT event FROM strategy_event').pluck().all()) as string[]).sort();
     this.db.close();
@@ -176,7 +178,10 @@ export class World {
     const config = path.join(this.store.scratch, 'sim-exec.json');
     const timeout = this.s.stateTimeoutMs === null ? 'none' : `${this.s.stateTimeoutMs / 1000}s`;
     fs.writeFileSync(config, JSON.stringify({ defaults: { timeout, ...(this.s.rerunOnLostHost ? { on_lost_host: 'rerun' } : {}) }, states: { '*': ['true'] } }));
-    await strategyCreate(this.ctx, { type: TYPE, driverOptions: { driver: 'exec', execConfig: config } });
+    const r = this.s.startRate;
+    const rate = r ? { startRate: `${r.perMin}/min`, ...(r.after !== null ? { ramp: String(r.factor), rampAfter: String(r.after) } : {}) } : {};
+    await strategyCreate(this.ctx, { type: TYPE, driverOptions: { driver: 'exec', execConfig: config }, ...rate });
+    if (r) this.rates.push({ atMs: 0, rate: r });
   }
 
   /** The world's own book of runs (several hosts): what each host's launcher writes to the store. */
