@@ -189,6 +189,12 @@ export function firstStartsOf(
   });
   if (!opening.length) return { opensNew: false, firstStarts: [], stage: 0 };
   const stage = slot(opening[0].stepId).step.stage;
-  // A retry after its backoff keeps its slot and starts nothing now: it is no start of the rate.
-  return { opensNew: true, firstStarts: opening.filter((t) => t.startAttempt !== undefined && slot(t.stepId).step.stage === stage), stage };
+  // A retry after its backoff keeps its slot and starts nothing now: it is no start of the rate. Nor
+  // is a deferred step's next try (it started its first state already): the window does not pace
+  // it (window.ts), and a commit that left it out would have it back at once, again and again.
+  return {
+    opensNew: true,
+    firstStarts: opening.filter((t) => t.startAttempt !== undefined && slot(t.stepId).step.stage === stage && slot(t.stepId).step.state !== 'deferred'),
+    stage,
+  };
 }

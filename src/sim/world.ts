@@ -38,6 +38,8 @@ const TYPE = 'kubernetes' as const;
 export const SITE_PID = 4_189_999;
 /** How long an orchestrator may take to see a window changed: its poll (1 s here) and a margin. */
 const WINDOW_GRACE_MS = 2_500;
+/** Events a schedule may run: past this, something sets itself going again and again without time moving on. */
+const MAX_EVENTS = 500_000;
 
 export interface Outcome {
   violations: Violation[];
@@ -142,9 +144,10 @@ export class World {
     // is over or the bound is reached.
     for (;;) {
       await this.loop.settle();
-      if (this.finished() || !this.loop.step(deadline)) break;
+      if (this.finished() || this.loop.ran > MAX_EVENTS || !this.loop.step(deadline)) break;
     }
-    const late = this.finished() ? null : `not ended ${Math.round((this.loop.now - quiet) / 1000)} s after its faults were over (bound ${Math.round((deadline - quiet) / 1000)} s)`;
+    const spun = this.loop.ran > MAX_EVENTS ? `${MAX_EVENTS} events run by ${Math.round(this.loop.now / 1000)} s of virtual time, and not ended` : null;
+    const late = this.finished() ? null : spun ?? `not ended ${Math.round((this.loop.now - quiet) / 1000)} s after its faults were over (bound ${Math.round((deadline - quiet) / 1000)} s)`;
     await this.operator.tell();
     await this.judge.atEnd(this.db, late, this.rates);
     const state = (await getStrategy(this.db))?.state ?? 'none';
