@@ -8,7 +8,7 @@ import { commandsPage } from './commands-page.js';
 import { manPage } from './man.js';
 import { programDoc } from './model.js';
 import { withBlock } from './markdown.js';
-import { configKeysTable, environmentTables, exitCodesTable, placeholdersList, typesTable } from './tables.js';
+import { configKeysTable, environmentTable, environmentTables, exitCodesTable, placeholdersList, typesTable } from './tables.js';
 
 export type Output = { file: string; whole: string } | { file: string; block: string; body: string };
 
@@ -22,6 +22,7 @@ export async function outputs(): Promise<Output[]> {
     { file: 'docs/reference/strategies.md', block: 'strategy types', body: typesTable() },
     { file: 'docs/reference/exec-config.md', block: 'config keys', body: configKeysTable() },
     { file: 'docs/reference/exec-config.md', block: 'placeholders', body: placeholdersList() },
+    { file: 'docs/reference/exec-config.md', block: 'run environment', body: environmentTable('run') },
     { file: 'docs/reference/exit-codes.md', block: 'exit codes', body: exitCodesTable() },
     { file: 'docs/reference/environment.md', block: 'environment', body: environmentTables() },
   ];

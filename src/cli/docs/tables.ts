@@ -55,10 +55,11 @@ export function exitCodesTable(): string {
   return table(['code', 'meaning'], EXIT_CODES.map((e) => [e.code, e.meaning]));
 }
 
+/** One group's variables. */
+export function environmentTable(group: EnvGroup): string {
+  return table(['variable', 'meaning'], ENVIRONMENT.filter((v) => v.group === group).map((v) => [v.name.split(', ').map(code).join(', '), v.meaning]));
+}
+
 export function environmentTables(): string {
-  return (Object.entries(ENV_GROUPS) as [EnvGroup, string][])
-    .map(([group, heading]) =>
-      [`### ${heading}`, '', table(['variable', 'meaning'], ENVIRONMENT.filter((v) => v.group === group).map((v) => [v.name.split(', ').map(code).join(', '), v.meaning]))].join('\n'),
-    )
-    .join('\n\n');
+  return (Object.entries(ENV_GROUPS) as [EnvGroup, string][]).map(([group, heading]) => `### ${heading}\n\n${environmentTable(group)}`).join('\n\n');
 }
