@@ -52,7 +52,6 @@ maybe('the first real rollout, as the guide says it', () => {
       expect(fs.existsSync(path.join(dir, 'sites', `site-${ports[3]}.log`))).toBe(false);
       // The page stops what it started (its sshd, its silent site).
       expect(run.leftovers).toBe(0);
-      console.log(`first-real-rollout.md, seconds per block: ${run.seconds.map((b) => `${b.at.split(':')[1]} ${b.seconds}`).join(', ')}`);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

@@ -78,32 +78,41 @@ export async function runBlocks(blocks: Block[], cwd: string, env: Record<string
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const timer = setTimeout(() => child.kill('SIGKILL'), limitMs);
+  // Past the limit, the whole page goes: a process that holds its output open (an apply waiting for
+  // a resume nobody types) would otherwise keep the page from ever ending.
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    killAll(child.pid!, tag);
+  }, limitMs);
   const code = await new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
   clearTimeout(timer);
   // What the page left going: its process group, and what left the group (a daemon) by the tag.
   const left = [...processesWithEnv(TAG, new Set([tag])).values()].flat();
   const leftovers = left.length;
-  try {
-    process.kill(-child.pid!, 'SIGKILL');
-  } catch {
-    // the group is gone
-  }
-  for (const pid of [...left, ...[...processesWithEnv(TAG, new Set([tag])).values()].flat()]) {
+  killAll(child.pid!, tag, left);
+  const marks = [...stderr.matchAll(/^::block (\S+) (\S+)$/gm)].map((m) => ({ at: m[1], time: Number(m[2]) }));
+  const last = marks[marks.length - 1]?.at ?? null;
+  const seconds = marks.slice(0, -1).map((m, i) => ({ at: m.at, seconds: Number((marks[i + 1].time - m.time).toFixed(1)) }));
+  if (timedOut) stderr += `\n[test helper: the page was killed after ${limitMs / 1000} s]\n`;
+  return { code, stdout, stderr, failedAt: code === 0 ? null : last, seconds, leftovers };
+}
+
+/** SIGKILL the page's process group, and every process carrying its tag (a daemon left the group). */
+function killAll(pgid: number, tag: string, known: number[] = []): void {
+  const pids = [...known, ...[...processesWithEnv(TAG, new Set([tag])).values()].flat()];
+  for (const target of [-pgid, ...pids]) {
     try {
-      process.kill(pid, 'SIGKILL');
+      process.kill(target, 'SIGKILL');
     } catch {
       // gone meanwhile
     }
   }
-  const marks = [...stderr.matchAll(/^::block (\S+) (\S+)$/gm)].map((m) => ({ at: m[1], time: Number(m[2]) }));
-  const last = marks[marks.length - 1]?.at ?? null;
-  const seconds = marks.slice(0, -1).map((m, i) => ({ at: m.at, seconds: Number((marks[i + 1].time - m.time).toFixed(1)) }));
-  return { code, stdout, stderr, failedAt: code === 0 ? null : last, seconds, leftovers };
 }
 
 /** What a failed page printed from its failing block on: enough to see why, not the whole page. */
 export function failure(run: PageRun): string {
   const from = run.failedAt ? run.stderr.lastIndexOf(`::block ${run.failedAt} `) : 0;
-  return `exit ${run.code} in the block at ${run.failedAt}\n--- stderr from there:\n${run.stderr.slice(Math.max(0, from)).slice(-4000)}\n--- stdout (end):\n${run.stdout.slice(-2000)}`;
+  const times = run.seconds.map((b) => `${b.at.split(':')[1]}: ${b.seconds}s`).join(', ');
+  return `exit ${run.code} in the block at ${run.failedAt} (seconds per block, by line: ${times})\n--- stderr from there:\n${run.stderr.slice(Math.max(0, from)).slice(-4000)}\n--- stdout (end):\n${run.stdout.slice(-2000)}`;
 }
