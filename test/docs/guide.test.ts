@@ -3,8 +3,8 @@
  * order, against simulated sites in a temporary folder, with the built dcm on PATH
  * (test/helpers/docs.ts). A page whose examples no longer work fails here. Rolling out safely is
  * test/docs/guide-safely.test.ts (a file of its own, so that jest runs it beside this one); the
- * first real rollout, on sshd sites, test/docs/first-real-rollout.test.ts. Every runnable block of
- * docs/ is in one of them.
+ * first real rollout, on sshd sites, test/docs/first-real-rollout.test.ts; several hosts, on the
+ * PostgreSQL pass, test/pg/guide-several-hosts.test.ts. Every runnable block of docs/ is in one of them.
  */
 import { describe, expect, test } from '@jest/globals';
 import fs from 'node:fs';
@@ -14,7 +14,15 @@ import { RUNNABLE } from '../helpers/docs.js';
 import { testPage } from '../helpers/docs-page.js';
 
 /** The pages whose blocks run, here or in the two files beside this one. */
-export const RUN_PAGES = ['README.md', 'docs/guide/rolling-out-safely.md', 'docs/guide/during-an-incident.md', 'docs/guide/the-record.md', 'docs/guide/first-real-rollout.md'];
+export const RUN_PAGES = [
+  'README.md',
+  'docs/guide/rolling-out-safely.md',
+  'docs/guide/during-an-incident.md',
+  'docs/guide/the-record.md',
+  'docs/guide/first-real-rollout.md',
+  // On the PostgreSQL pass: test/pg/guide-several-hosts.test.ts.
+  'docs/guide/several-hosts.md',
+];
 
 function markdownFiles(dir: string): string[] {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
