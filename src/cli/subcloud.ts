@@ -23,8 +23,12 @@ function fieldOptions(cmd: Command): Command {
     .option('--description <text>', 'description')
     .option('--location <text>', 'location')
     .option('--label <key=value>', 'a label of your own, for the exec driver and inventories; key= removes it (repeatable)', collect);
-  // Fields dcmanager shows that dcm only keeps (SPEC §4).
-  for (const f of UNTRACKED_FIELDS) cmd.option(`--${f.replace(/_/g, '-')} <value>`, `${f.replace(/_/g, ' ')} (kept and shown, not acted on)`);
+  // Fields dcmanager shows that dcm itself does not act on (SPEC §4): it keeps them, shows them,
+  // and hands them to exec runs ({oam_floating_ip}, DCM_SUB_OAM_FLOATING_IP) and the Ansible inventory.
+  for (const f of UNTRACKED_FIELDS) {
+    const ansible = f === 'oam_floating_ip' ? "; the Ansible inventory's ansible_host" : '';
+    cmd.option(`--${f.replace(/_/g, '-')} <value>`, `${f.replace(/_/g, ' ')} (kept and shown; exec runs get it as {${f}} and DCM_SUB_${f.toUpperCase()}${ansible})`);
+  }
   return cmd;
 }
 

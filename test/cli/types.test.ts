@@ -1,5 +1,6 @@
 /**
- * `dcm strategy types` says what create and apply do: the README's list is its output, each option
+ * `dcm strategy types` says what create and apply do: the reference's list (docs/reference/strategies.md,
+ * generated from it by `npm run docs`) is its output, each option
  * it lists for a type is one create takes for that type (and refuses for the others), and a
  * required option is refused when missing. Its formats are pinned by the golden files.
  */
@@ -22,7 +23,7 @@ interface TypeRow {
 const rows = JSON.parse(dcmQuickOk(['strategy', 'types', '-f', 'json']).stdout) as TypeRow[];
 const flagsOf = (r: TypeRow) => (r.options ?? '').split('\n').filter(Boolean).map((o) => o.split(' ')[0]);
 
-/** The README's table, as the README writes it: states by arrows, each option in backticks. */
+/** The reference's table, as it is written: states by arrows, each option in backticks. */
 function markdown(types: TypeRow[]): string {
   const code = (s: string) => `\`${s}\``;
   const cell = (v: string | null, each: (s: string) => string, sep: string) => (v === null ? '' : v.split('\n').map(each).join(sep));
@@ -37,9 +38,9 @@ function markdown(types: TypeRow[]): string {
 }
 
 describe('strategy types', () => {
-  test('the README lists the types as the command prints them', () => {
+  test('the reference lists the types as the command prints them', () => {
     expect(rows.map((r) => r.type)).toEqual(['patch', 'sw-deploy', 'kubernetes', 'kube-rootca-update', 'firmware', 'prestage', 'custom']);
-    expect(fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8')).toContain(markdown(rows));
+    expect(fs.readFileSync(path.join(ROOT, 'docs', 'reference', 'strategies.md'), 'utf8')).toContain(markdown(rows));
   });
 
   test('one type, by its argument; an unknown one is a usage error naming the types', async () => {

@@ -1,5 +1,5 @@
 /**
- * The README's site-side guard (section "Several hosts"), taken from the README itself and run as
+ * The reference's site-side guard (docs/reference/postgresql.md, "Several hosts"), taken from the page itself and run as
  * a site would: a run whose claim is older than one the site has seen for the strategy is
  * refused; a later claim, or another strategy's, runs; the site's lock is held while CMD runs.
  */
@@ -15,9 +15,9 @@ afterEach(() => {
   t = null;
 });
 
-function guardFromReadme(dir: string): string {
-  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-  const m = /```sh\n(\s*#!\/bin\/sh\n\s*# dcm-guard[\s\S]*?)```/.exec(readme);
+function guardFromDocs(dir: string): string {
+  const page = fs.readFileSync(path.join(ROOT, 'docs', 'reference', 'postgresql.md'), 'utf8');
+  const m = /```sh\n(\s*#!\/bin\/sh\n\s*# dcm-guard[\s\S]*?)```/.exec(page);
   expect(m).not.toBeNull();
   const body = m![1].replace(/^ {2}/gm, '').replaceAll('/var/lib/dcm-guard', path.join(dir, 'seen'));
   const file = path.join(dir, 'dcm-guard');
@@ -25,9 +25,9 @@ function guardFromReadme(dir: string): string {
   return file;
 }
 
-test('the README guard refuses a stale fence, runs a later one and another strategy\'s, and holds the lock while the command runs', () => {
+test('the documented guard refuses a stale fence, runs a later one and another strategy\'s, and holds the lock while the command runs', () => {
   t = tempDir('dcm-guard-');
-  const guard = guardFromReadme(t.dir);
+  const guard = guardFromDocs(t.dir);
   expect(fs.readFileSync(guard, 'utf8').split('\n').filter(Boolean).length).toBeLessThanOrEqual(11);
   const run = (fence: string, strategy: string, cmd: string[] = ['true']) =>
     spawnSync(guard, cmd, { env: { PATH: process.env.PATH, DCM_FENCE: fence, DCM_RUN_ID: `${strategy}/s1/pre%20check/1`, DCM_CLOUD: 's1' }, encoding: 'utf8' });

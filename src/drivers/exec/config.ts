@@ -73,13 +73,14 @@ export interface ExecConfig {
 }
 
 /** The keys an `audit` entry may have: a command's, without the retry and reason settings of a state. */
-const AUDIT_KEYS = ['run', 'timeout', 'kill_grace', 'env', 'cwd'];
+export const AUDIT_KEYS = ['run', 'timeout', 'kill_grace', 'env', 'cwd'];
 const AUDIT_TIMEOUT = '1m';
 
-/** The top level's keys. */
-const TOP_KEYS = ['defaults', 'states', 'probe', 'defer_exit_codes', 'defer_on_timeout', 'audit', 'gate_check', 'on_event', 'metrics_textfile'];
+/** The top level's keys (config-keys.ts documents each; its test holds the two lists together). */
+export const TOP_KEYS = ['defaults', 'states', 'probe', 'defer_exit_codes', 'defer_on_timeout', 'audit', 'gate_check', 'on_event', 'metrics_textfile'];
 
-const KEYS = ['run', 'timeout', 'retries', 'backoff', 'kill_grace', 'env', 'cwd', 'reason', 'on_lost_host'];
+/** An entry's keys: a state's, and `defaults`' (all but run) and `probe`'s. */
+export const KEYS = ['run', 'timeout', 'retries', 'backoff', 'kill_grace', 'env', 'cwd', 'reason', 'on_lost_host'];
 
 type Entry = Record<string, unknown>;
 
