@@ -92,8 +92,10 @@ export async function waitForLiveRuns(ctx: Ctx, quiet: boolean): Promise<void> {
 /**
  * Runs of the strategy whose end is not known (several hosts, `strategy status`): started on a
  * host that has no live worker any more, and whose end its launcher has not written (yet, or ever:
- * the host may be gone with it). A worker that took them over waits for them until they cannot be
- * going any more; the operator who knows how one ended says so with `strategy-step resolve`. One
+ * the host may be gone with it). A worker that took them over waits for their ends, and holds each
+ * as of unknown outcome once it cannot be going by its host's own rules (its timeout and grace):
+ * never run again by itself. The operator who knows how one ended says so with `strategy-step
+ * resolve`, or runs it again with `strategy retry`. One
  * line each; none on a file (one host, whose runs are seen through their files) or for the sim
  * driver (its runs on a host that is gone run again when taken over).
  */
@@ -107,9 +109,9 @@ export async function unknownEnds(db: Db, strategy: { created_at: string; extra:
     if (await runEnd(db, runIdOf({ campaign: strategy.created_at, cloud: l.cloud, state: l.state, attempt: l.attempt }))) continue;
     const what = `${l.cloud} (${l.state}, attempt ${l.attempt}, on ${l.host}, no live worker there)`;
     const resolve = `\`dcm strategy-step resolve ${l.cloud} --as ok|failed\``;
-    // A state with no timeout: nothing ends the wait but the operator.
-    if (held.has(l.historyId)) out.push(`unknown: ${what}: held until ${resolve}, or \`dcm strategy retry ${l.cloud}\` to run it again`);
-    else out.push(`end unknown: ${what}: waited for until it cannot be going any more, or ${resolve}`);
+    // Held (past its bound, or a state with no timeout): nothing ends the wait but its host or the operator.
+    if (held.has(l.historyId)) out.push(`unknown: ${what}: held until its host says how it ended, ${resolve}, or \`dcm strategy retry ${l.cloud}\` to run it again`);
+    else out.push(`end unknown: ${what}: waited for; held as of unknown outcome past its timeout and grace, never run again by itself; ${resolve} if you know how it ended`);
   }
   return out;
 }

@@ -87,7 +87,7 @@ export function waitRemote(rt: Runtime, left: LeftRunRow, remote: RemoteRun, hos
         const by = retriedBy(end);
         if (by === null) resolve(remote.outcome(end));
         else resolve({ kind: 'retry', outcome: 'interrupted', reason: `run again by ${by} (strategy retry): its host (${runHost}) never said how it ended`, delayMs: 0 });
-      } else if (!held && rt.clock.mono() >= deadline) {
+      } else if (!held && (!Number.isFinite(remote.maxLeftMs) || rt.clock.mono() >= deadline)) {
         if (remote.rerunAfterBound && Number.isFinite(remote.maxLeftMs)) {
           stop();
           resolve({

@@ -174,7 +174,7 @@ states:
     const held = statusOf().orchestrator!.split('\n');
     expect(held[0]).toBe('1 worker(s):');
     expect(held.slice(2)).toEqual(
-      ['s001', 's002'].map((c) => `end unknown: ${c} (${first}, attempt 1, on host-a, no live worker there): waited for until it cannot be going any more, or \`dcm strategy-step resolve ${c} --as ok|failed\``),
+      ['s001', 's002'].map((c) => `end unknown: ${c} (${first}, attempt 1, on host-a, no live worker there): waited for; held as of unknown outcome past its timeout and grace, never run again by itself; \`dcm strategy-step resolve ${c} --as ok|failed\` if you know how it ended`),
     );
     const ok = resolve('s001', '--as', 'ok', '--reason', 'the site reports the patch applied');
     expect([ok.code, ok.stderr]).toEqual([0, '']);

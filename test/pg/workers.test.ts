@@ -198,8 +198,34 @@ describe('several workers on one strategy', () => {
     expect(fx.leftovers()).toEqual([]);
   }, 180_000);
 
-  test('two hosts; the one with a run in flight is lost for good (worker, launcher, run): past the run\'s timeout it goes again once, the next attempt, DCM_RESUMED=1 and a new fence', async () => {
-    const { fx, envs, logs, hostB } = await loseHostA('timeout: 3s');
+  // Issue 48, break 4's rule: a host not proven gone is never run again by itself. Past the run's
+  // bound (its timeout, its kill grace twice, the launcher's backstop twice) with no end, the run is
+  // held as of unknown outcome: in flight, said so, never run again blindly, until its host says or
+  // the operator does.
+  test('two hosts; the one with a run in flight is lost for good: past the run\'s bound it is held as unknown, never run again by itself; resolve says how it ended', async () => {
+    const { fx, envs, hostB } = await loseHostA('timeout: 3s');
+    const history = () => JSON.parse(dcmOk(['--db', fx.db, 'strategy-step', 'history', 's001', '-f', 'json']).stdout) as { outcome: string; details: string | null }[];
+    await waitFor(() => history().some((h) => h.outcome === 'unknown'), 60_000);
+    const held = history().find((h) => h.outcome === 'unknown')!;
+    // Nothing told its end within its bound: 3 s, 1 s of grace twice, the launcher's 5 s twice.
+    expect(held.details).toMatch(/^unknown: its host \(host-a\) has not said how the run ended within 15s \(its state's timeout and grace\): held, not run again, until its host says or `dcm strategy-step resolve s001 --as ok\|failed` or `dcm strategy retry s001`$/);
+    const events = query<{ details: string }>(fx.db, `SELECT details FROM strategy_event WHERE event = 'run unknown'`);
+    expect(events.map((e) => e.details)).toEqual([expect.stringMatching(/^s001: \S.*, attempt 1: its host \(host-a\) has not said/)]);
+    const status = JSON.parse(dcmOk(['--db', fx.db, 'strategy', 'status', '-f', 'json'], { env: { DCM_HOST: 'host-c' } }).stdout) as Record<string, unknown>;
+    expect(status['in flight']).toBe(1);
+    expect(fs.readFileSync(envs, 'utf8').split('\n').filter((l) => l.startsWith('s001|'))).toHaveLength(1);
+    // The operator knows: the state ended ok at the site. Host B takes that and goes on.
+    const said = dcm(['--db', fx.db, 'strategy-step', 'resolve', 's001', '--as', 'ok', '--reason', 'the site says it is patched'], { env: { USER: 'alice', DCM_HOST: 'ops' } });
+    expect(said.code).toBe(0);
+    const end = await hostB.done;
+    expect([end.code, end.stderr]).toEqual([0, '']);
+    expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: 3 }]);
+    const s1 = fs.readFileSync(envs, 'utf8').split('\n').filter((l) => l.startsWith('s001|')).map((l) => l.split('|'));
+    expect(new Set(s1.map((l) => l[1])).size).toBe(s1.length);
+  }, 180_000);
+
+  test('two hosts; a state that says on_lost_host: rerun: past the bound the lost host\'s run goes again once, the next attempt, DCM_RESUMED=1 and a new fence', async () => {
+    const { fx, envs, logs, hostB } = await loseHostA('timeout: 3s, on_lost_host: rerun');
     const end = await hostB.done;
     expect(end.code).toBe(0);
     expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: 3 }]);
@@ -218,8 +244,8 @@ describe('several workers on one strategy', () => {
       [st],
     );
     expect(hist.map((h) => h.outcome)).toEqual(['interrupted', 'ok']);
-    // Nothing told its end: held until it could not be going any more (3 s, 1 s of grace twice, the launcher's 5 s twice).
-    expect(hist[0].details).toMatch(/its host \(host-a\) never said how the run ended; after 15s it cannot be going any more$/);
+    // Nothing told its end within its bound (3 s, 1 s of grace twice, the launcher's 5 s twice): run again, as the state says.
+    expect(hist[0].details).toMatch(/its host \(host-a\) never said how the run ended; after 15s it runs again, as its state says \(on_lost_host: rerun\)$/);
     // Each host keeps the logs of the runs it started: read from a third, the command says where they are.
     fs.rmSync(logs, { recursive: true, force: true });
     const r = dcm(['--db', fx.db, 'strategy-step', 'logs', 's001'], { env: { DCM_HOST: 'host-c' } });
@@ -239,7 +265,7 @@ describe('several workers on one strategy', () => {
     // In flight (what the window counts), and said so to the operator with what to do.
     const status = JSON.parse(dcmOk(['--db', fx.db, 'strategy', 'status', '-f', 'json'], { env: { DCM_HOST: 'host-c' } }).stdout) as Record<string, unknown>;
     expect(status['in flight']).toBe(1);
-    expect(status.orchestrator).toMatch(/\nunknown: s001 \(.*, on host-a, no live worker there\): held until `dcm strategy-step resolve s001 --as ok\|failed`, or `dcm strategy retry s001` to run it again$/);
+    expect(status.orchestrator).toMatch(/\nunknown: s001 \(.*, on host-a, no live worker there\): held until its host says how it ended, `dcm strategy-step resolve s001 --as ok\|failed`, or `dcm strategy retry s001` to run it again$/);
     expect(fs.readFileSync(envs, 'utf8').split('\n').filter((l) => l.startsWith('s001|'))).toHaveLength(1);
     // Named with a cloud that has no such run: refused, one line, nothing written.
     const mixed = dcm(['--db', fx.db, 'strategy', 'retry', 's001', 's002']);
