@@ -114,43 +114,33 @@ function ended(): void {
 }
 
 /**
- * One connection's turn at a time, process-wide: the simulator's (oneConnectionAtATime), so that
- * its processes' queries are answered in the order they were asked, and a seed replays the same
- * schedule. A holder (a transaction, from its BEGIN to its end) keeps the turn across its queries.
+ * When each query of this process is sent, decided by someone else: the simulator's (src/sim),
+ * which lets one query at a time reach the server, chosen by its seed among those waiting, so that
+ * dcm's sessions interleave on the server in an order a seed replays (a query the server holds
+ * behind another session's lock lets the next one go). Null: every query goes as it is asked.
  */
-class Gate {
-  holder: object | null = null;
-  private tail: Promise<void> = Promise.resolve();
-
-  async take(who: object): Promise<() => void> {
-    const before = this.tail;
-    let open!: () => void;
-    this.tail = new Promise((r) => (open = r));
-    await before;
-    this.holder = who;
-    return () => {
-      this.holder = null;
-      open();
-    };
-  }
+export interface QueryScheduler {
+  /** Resolves when `conn` may send its next query (`text`, for what it is). */
+  turn(conn: PgClient, text: string): Promise<void>;
+  /** Its answer (or its error) has come. */
+  done(conn: PgClient): void;
+  /** Before the answer is given: true makes it lost with its connection (a COMMIT of unknown outcome). */
+  lose?(conn: PgClient, text: string): boolean;
+  /** A wait between two tries to connect again, and the time it is judged by: the simulator's own. */
+  pause?(ms: number): Promise<void>;
+  now?(): number;
 }
 
-let gate: Gate | null = null;
+let scheduler: QueryScheduler | null = null;
 
-/** The simulator's: every connection of this process takes turns (off by default). */
-export function oneConnectionAtATime(on: boolean): void {
-  gate = on ? new Gate() : null;
+/** The simulator's scheduler of this process's queries (null: none, the default). */
+export function scheduleQueries(s: QueryScheduler | null): void {
+  scheduler = s;
 }
 
-/** `fn` in `who`'s turn (at once when connections need not take turns, or `who` has it). */
-export async function inTurn<R>(who: object, fn: () => Promise<R>): Promise<R> {
-  if (!gate || gate.holder === who) return fn();
-  const release = await gate.take(who);
-  try {
-    return await fn();
-  } finally {
-    release();
-  }
+/** The scheduler set (pg-connection.ts waits between tries to connect again on its time). */
+export function queryScheduler(): QueryScheduler | null {
+  return scheduler;
 }
 
 export class PgClient {
@@ -160,27 +150,21 @@ export class PgClient {
   /** Why the connection went, once it has: every later query's error. */
   private broken: Error | null = null;
 
-  private constructor(
-    private readonly client: Client,
-    /** Whose turn its queries take (inTurn): its own, or its database's. */
-    private readonly owner: object,
-  ) {}
+  private constructor(private readonly client: Client) {}
 
   /** A connection, made now: a wrong address is this call's error. */
-  static async connect(url: string | undefined, owner?: object): Promise<PgClient> {
+  static async connect(url: string | undefined): Promise<PgClient> {
     const pg = pgModule();
     const client = new pg.Client({ ...(url ? { connectionString: url } : {}), types: types(pg), connectionTimeoutMillis: ANSWER_MS });
-    const c: PgClient = new PgClient(client, owner ?? client);
+    const c: PgClient = new PgClient(client);
     // A connection that fails later is the next query's error, never an unhandled 'error' event.
     client.on('error', (err) => (c.broken ??= err));
     begun();
     try {
-      await inTurn(c.owner, async () => {
-        await client.connect();
-        // A transaction left open by a process that stopped (SIGSTOP, a frozen host) would hold its
-        // locks, the writers' one among them, for ever: the server ends such a session instead.
-        await client.query(`SET client_min_messages = warning; SET idle_in_transaction_session_timeout = ${IDLE_IN_TRANSACTION_MS}`);
-      });
+      await client.connect();
+      // A transaction left open by a process that stopped (SIGSTOP, a frozen host) would hold its
+      // locks, the writers' one among them, for ever: the server ends such a session instead.
+      await client.query(`SET client_min_messages = warning; SET idle_in_transaction_session_timeout = ${IDLE_IN_TRANSACTION_MS}`);
     } catch (err) {
       c.closed = true;
       client.end().catch(() => {});
@@ -196,9 +180,19 @@ export class PgClient {
     return (await this.many([{ text, values, array }]))[0];
   }
 
+  /** The application_name this connection gave the server (the simulator tells its hosts' sessions apart by it). */
+  get applicationName(): string | undefined {
+    return (this.client as unknown as { connectionParameters?: { application_name?: string } }).connectionParameters?.application_name;
+  }
+
+  /** The server's process for this connection (the simulator asks the server what it waits for). */
+  get backendPid(): number | undefined {
+    return (this.client as unknown as { processID?: number }).processID;
+  }
+
   /** The results of a simple query (no parameters) of several statements, one per statement. */
   async script(text: string): Promise<PgResult[]> {
-    const r = (await this.run(() => this.client.query(text))) as QueryResult | QueryResult[];
+    const r = (await this.run(() => this.client.query(text), text)) as QueryResult | QueryResult[];
     return (Array.isArray(r) ? r : [r]).map((x) => ({ rows: x.rows, rowCount: x.rowCount ?? 0 }));
   }
 
@@ -207,7 +201,7 @@ export class PgClient {
     const results: PgResult[] = [];
     for (const q of queries) {
       const config = { name: q.name, text: q.text, values: q.values ? [...q.values] : undefined, ...(q.array ? { rowMode: 'array' as const } : {}) };
-      const r: QueryResult = await this.run(() => this.client.query(config as QueryArrayConfig) as Promise<QueryResult>);
+      const r: QueryResult = await this.run(() => this.client.query(config as QueryArrayConfig) as Promise<QueryResult>, q.text);
       results.push({ rows: r.rows, rowCount: r.rowCount ?? 0 });
     }
     return results;
@@ -223,13 +217,28 @@ export class PgClient {
     return (this.client as unknown as { connection?: { stream?: Socket } }).connection?.stream;
   }
 
-  private async run<R>(send: () => Promise<R>): Promise<R> {
+  private async run<R>(send: () => Promise<R>, text: string): Promise<R> {
     if (this.closed) throw new PgError('the PostgreSQL connection is closed', undefined, true);
     begun();
     try {
-      return await inTurn(this.owner, () => this.inOrder(() => this.answered(send)));
+      return await this.inOrder(() => (scheduler ? this.scheduled(scheduler, send, text) : this.answered(send)));
     } finally {
       ended();
+    }
+  }
+
+  /** `send` when the scheduler says, its answer told to it (or lost with the connection, if it says so). */
+  private async scheduled<R>(s: QueryScheduler, send: () => Promise<R>, text: string): Promise<R> {
+    await s.turn(this, text);
+    try {
+      const r = await this.answered(send);
+      if (s.lose?.(this, text)) {
+        this.socket()?.destroy();
+        throw new PgError('Connection terminated unexpectedly', undefined, true);
+      }
+      return r;
+    } finally {
+      s.done(this);
     }
   }
 

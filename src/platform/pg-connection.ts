@@ -3,7 +3,7 @@
  * again while the server says it will be back, the errors under the codes the store tells apart,
  * and which statements may be sent again on a new connection.
  */
-import { connectionLost, PgClient, PgError } from './pg-client.js';
+import { connectionLost, PgClient, PgError, queryScheduler } from './pg-client.js';
 
 /**
  * PostgreSQL's errors under the codes the store already tells apart: a lock not had within the
@@ -38,15 +38,18 @@ export const RESENDABLE = /^\s*(SELECT|SET|SHOW|WITH\s+[^;]*\bSELECT\b(?![\s\S]*
 const RECONNECT_MS = 5_000;
 const RECONNECT_EVERY_MS = 200;
 
-export async function connect(url: string, again: boolean, owner?: object): Promise<PgClient> {
-  const until = Date.now() + RECONNECT_MS;
+export async function connect(url: string, again: boolean): Promise<PgClient> {
+  // The simulator's time when it schedules the queries (pg-client.ts), this process's otherwise.
+  const s = queryScheduler();
+  const now = s?.now ?? (() => performance.now());
+  const until = now() + RECONNECT_MS;
   for (;;) {
     try {
-      return await PgClient.connect(url, owner);
+      return await PgClient.connect(url);
     } catch (err) {
       const transient = again ? connectionLost(err) : (err as { code?: string }).code === '57P03';
-      if (!transient || Date.now() >= until) throw err;
-      await new Promise((r) => setTimeout(r, RECONNECT_EVERY_MS));
+      if (!transient || now() >= until) throw err;
+      await (s?.pause ? s.pause(RECONNECT_EVERY_MS) : new Promise((r) => setTimeout(r, RECONNECT_EVERY_MS)));
     }
   }
 }

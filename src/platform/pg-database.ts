@@ -10,7 +10,7 @@
  * see every earlier commit and no other writer between. A deferred transaction reads one snapshot
  * (REPEATABLE READ), as a SQLite read transaction does, and takes no lock.
  */
-import { connectionLost, inTurn, PgError, type PgClient, type PgQuery, type PgResult } from './pg-client.js';
+import { connectionLost, PgError, type PgClient, type PgQuery, type PgResult } from './pg-client.js';
 import { asStoreError, connect, RESENDABLE } from './pg-connection.js';
 import type { Backend, Db, RunResult, Statement, Transaction } from './db.js';
 import { Turns, TxHandle, type Inside } from './turns.js';
@@ -127,8 +127,6 @@ export class PgDatabase implements Db, Inside {
     private readonly url: string,
     private conn: PgClient,
     opts: PgSchemaOptions,
-    /** Whose turn its connections' queries take (pg-client.ts's inTurn): a transaction keeps it to its end. */
-    private readonly owner: object,
   ) {
     this.writerLock = opts.writerLock ?? WRITER_LOCK;
     this.version = opts.version;
@@ -136,8 +134,7 @@ export class PgDatabase implements Db, Inside {
 
   /** Connected now: a wrong address is this call's error. */
   static async open(name: string, url: string, opts: PgSchemaOptions = {}): Promise<PgDatabase> {
-    const owner = {};
-    return new PgDatabase(name, url, await connect(url, false, owner), opts, owner);
+    return new PgDatabase(name, url, await connect(url, false), opts);
   }
 
   /**
@@ -249,7 +246,7 @@ export class PgDatabase implements Db, Inside {
 
   private async outermost<R>(mode: 'deferred' | 'immediate', fn: () => Promise<R>): Promise<R> {
     await this.reconnectIfLost();
-    return inTurn(this.owner, () => this.begun(mode, fn));
+    return this.begun(mode, fn);
   }
 
   private async begun<R>(mode: 'deferred' | 'immediate', fn: () => Promise<R>): Promise<R> {
@@ -345,7 +342,7 @@ export class PgDatabase implements Db, Inside {
     this.conn.close();
     let conn: PgClient;
     try {
-      conn = await connect(this.url, true, this.owner);
+      conn = await connect(this.url, true);
     } catch (err) {
       // Still unreachable after a few seconds: this try fails as busy, and the next one connects again.
       throw asStoreError(err);

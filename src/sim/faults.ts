@@ -155,7 +155,13 @@ function arm(w: World, f: Fault): void {
       });
       break;
     case 'commit-lost':
-      // A server's: a commit's answer lost (store.ts); not on a file.
+      at(f.atMs, () => {
+        if (!w.store.server) return;
+        const host = w.hostOf(f.host).name;
+        w.hit('commit-lost');
+        w.log(`${host}'s next COMMIT loses its answer with its connection`);
+        w.store.loseNextCommit(host);
+      });
       break;
   }
 }

@@ -7,6 +7,7 @@
  */
 import type { Backend, Db, RunResult, Statement, Transaction } from '../platform/db.js';
 import type { Clock } from '../platform/clock.js';
+import { batchWritesAs } from '../store/transitions.js';
 
 /** Resolves when the process may reach the store; undefined: it may now. */
 export type Gate = () => Promise<void> | undefined;
@@ -60,7 +61,10 @@ export class GatedDb implements Db {
     private readonly gate: Gate,
     /** Never wait inside the database for another writer (a file's). */
     private readonly noWait: boolean,
-  ) {}
+  ) {
+    // A server's batch of transitions is one statement of its own (store/pg/transitions.ts).
+    batchWritesAs(this, real);
+  }
 
   get backend(): Backend {
     return this.real.backend;

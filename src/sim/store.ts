@@ -13,7 +13,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { threadId } from 'node:worker_threads';
 import Database from 'better-sqlite3';
-import { oneConnectionAtATime, PgClient, pgQueriesOut, pgQuiet } from '../platform/pg-client.js';
+import { PgClient, scheduleQueries } from '../platform/pg-client.js';
+import { SeededQueries } from './pg-turns.js';
+import { keyedPrng } from './prng.js';
 import { WRITER_LOCK } from '../platform/pg-database.js';
 import { openDb } from '../store/open.js';
 
@@ -35,30 +37,25 @@ export interface SimStore {
   /** Every session of dcm's (`host`: that host's only) is ended by the server (none on a file: a file has no connection to lose). */
   cutSessions(host: string | null): Promise<void>;
   /**
-   * Resolves once no query to the server is out, nor asked in what the answers set going: virtual
-   * time may move on (loop.ts). A server answers in real time; a clock moved meanwhile would make a
-   * query take virtual time (a lease lapse while its heartbeat is on the wire). Null on a file,
-   * whose statements answer at once.
+   * Resolves once no query to the server is out that could still be answered, nor asked in what
+   * the answers set going: virtual time may move on (loop.ts). A server answers in real time; a
+   * clock moved meanwhile would make a query take virtual time (a lease lapse while its heartbeat is
+   * on the wire). Null on a file, whose statements answer at once.
    */
   readonly answered: (() => Promise<void>) | null;
+  /** A server's: host `host`'s next COMMIT loses its answer with its connection. */
+  loseNextCommit(host: string): void;
+  /** A server's: the world's time, for the processes' waits to connect again. */
+  onTime?(time: { pause(ms: number): Promise<void>; now(): number }): void;
   dispose(): Promise<void>;
 }
 
 const WORLD = 'dcm-sim-world';
+/** What a simulated host's sessions are named on the server (store.ts addressOf). */
+const HOST_APP = 'dcm-host-';
 
-/** The real event loop's next turn, whatever the simulator does with time. */
-const realTurn = () => new Promise<void>((r) => setImmediate(r));
-
-async function answered(): Promise<void> {
-  for (;;) {
-    await pgQuiet();
-    await realTurn();
-    if (pgQueriesOut() === 0) return;
-  }
-}
-
-export function simStore(server: string | undefined): Promise<SimStore> {
-  return server ? serverStore(server) : fileStore();
+export function simStore(server: string | undefined, seed = 0): Promise<SimStore> {
+  return server ? serverStore(server, seed) : fileStore();
 }
 
 /**
@@ -89,6 +86,7 @@ async function fileStore(): Promise<SimStore> {
     scratch: dir,
     addressOf: () => file,
     answered: null,
+    loseNextCommit: () => {},
     async holdWriters() {
       const other = new Database(file);
       other.exec('BEGIN IMMEDIATE');
@@ -122,12 +120,18 @@ function naming(url: string, name: string, query = ''): string {
   return `${m[1]}/${name}${q ? `?${q}` : ''}`;
 }
 
-async function serverStore(server: string): Promise<SimStore> {
+async function serverStore(server: string, seed: number): Promise<SimStore> {
   // Unique across the simulator's threads and runs; not in the trace (nothing prints the address).
   const name = `dcm_sim_${process.pid}_${threadId}_${++made}`;
   await asAdmin(server, `CREATE DATABASE ${name}`);
-  // The processes' queries are answered in the order they were asked: a seed replays its schedule.
-  oneConnectionAtATime(true);
+  // The processes' queries reach the server one at a time, in an order the seed draws: their
+  // sessions interleave there, and a seed replays its schedule.
+  const turns = new SeededQueries(
+    keyedPrng(seed, 'postgresql'),
+    async (pids) => Number(((await asAdmin(server, `SELECT count(*) AS n FROM pg_stat_activity WHERE pid = ANY($1) AND wait_event_type = 'Lock'`, [pids])) as { n: number }[])[0].n),
+    (conn) => (conn.applicationName?.startsWith(HOST_APP) ? conn.applicationName.slice(HOST_APP.length) : null),
+  );
+  scheduleQueries(turns);
   const address = naming(server, name);
   const worldAddress = naming(server, name, `application_name=${WORLD}`);
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'dcm-sim-'));
@@ -136,8 +140,13 @@ async function serverStore(server: string): Promise<SimStore> {
     worldAddress,
     server: true,
     scratch,
-    answered,
-    addressOf: (host) => naming(server, name, `application_name=dcm-sim-${host}`),
+    answered: () => turns.settle(),
+    onTime: (time) => {
+      turns.pause = time.pause;
+      turns.now = time.now;
+    },
+    loseNextCommit: (host) => turns.loseNextCommit(host),
+    addressOf: (host) => naming(server, name, `application_name=${HOST_APP}${host}`),
     async holdWriters(table) {
       const other = await PgClient.connect(worldAddress);
       // A session that is not dcm's may sit in its transaction (dcm's are ended after 5 s idle).
@@ -154,11 +163,11 @@ async function serverStore(server: string): Promise<SimStore> {
         server,
         `SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE datname = $1 AND application_name <> $2 AND pid <> pg_backend_pid()
            AND ($3::text IS NULL OR application_name = $3)`,
-        [name, WORLD, host === null ? null : `dcm-sim-${host}`],
+        [name, WORLD, host === null ? null : `${HOST_APP}${host}`],
       );
     },
     async dispose() {
-      oneConnectionAtATime(false);
+      scheduleQueries(null);
       fs.rmSync(scratch, { recursive: true, force: true });
       await asAdmin(server, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     },

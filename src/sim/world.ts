@@ -68,7 +68,7 @@ export interface Apply {
 /** Run schedule `s` on a file, or, given `server` (a postgresql:// address), on a database of its own there. */
 export async function runSchedule(s: Schedule, server?: string): Promise<Outcome> {
   if (server) await loadPgBackend();
-  const store = await simStore(server);
+  const store = await simStore(server, s.seed);
   try {
     return await new World(s, store).run();
   } finally {
@@ -131,6 +131,7 @@ export class World {
     await this.build();
     this.log('fleet built');
     this.loop.settleExtra = this.store.answered;
+    this.store.onTime?.({ pause: (ms) => new Promise<void>((r) => this.loop.after(ms, r)), now: () => this.loop.now });
     this.db = (await openDb(this.store.worldAddress, { create: false, write: true, clock: this.ops.clock }))!;
     await this.db.busyWait(0);
     if (this.s.hosts > 1) this.book = this.runBook();

@@ -82,6 +82,12 @@ export function useBatchWrites(db: Db, writes: BatchWrites): void {
   batchWrites.set(db, writes);
 }
 
+/** `db` writes its batches as `like` does (a connection wrapped by the simulator keeps its server's way). */
+export function batchWritesAs(db: Db, like: Db): void {
+  const writes = batchWrites.get(like);
+  if (writes) batchWrites.set(db, writes);
+}
+
 export class TransitionWriter {
   private readonly update;
   private readonly closeRun;
