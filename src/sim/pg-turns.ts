@@ -41,12 +41,19 @@ export class SeededQueries implements QueryScheduler {
     private readonly waitingOnLocks: (pids: number[]) => Promise<number>,
     /** The host a connection belongs to (its application_name: store.ts addressOf). */
     private readonly hostOf: (conn: PgClient) => string | null,
+    /** The connection that asks the server what sessions wait for: never watched itself. */
+    private readonly isAdmin: (conn: PgClient) => boolean,
   ) {}
 
   turn(conn: PgClient): Promise<void> {
-    // The world's own sessions (the judge, the sites' book, the server's admin) go at once: they are
-    // not dcm's, and the turns are given out by one of them.
-    if (this.hostOf(conn) === null) return Promise.resolve();
+    // The world's own sessions (the judge, the sites' book, the operator's commands, the server's
+    // admin) go at once: they are not dcm's processes', and the turns are given out by one of them.
+    // They are watched all the same: one that waits on a lock (another session's LOCK TABLE, a
+    // frozen worker's transaction) must not keep virtual time from moving on to what releases it.
+    if (this.hostOf(conn) === null) {
+      if (!this.isAdmin(conn)) this.out.add(conn);
+      return Promise.resolve();
+    }
     return new Promise<void>((go) => this.waiting.push({ conn, go }));
   }
 

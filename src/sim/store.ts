@@ -51,6 +51,8 @@ export interface SimStore {
 }
 
 const WORLD = 'dcm-sim-world';
+/** The simulator's own session on the server's database, for making and dropping the schedules'. */
+const ADMIN = 'dcm-sim-admin';
 /** What a simulated host's sessions are named on the server (store.ts addressOf). */
 const HOST_APP = 'dcm-host-';
 
@@ -107,7 +109,7 @@ let made = 0;
 async function asAdmin(server: string, text: string, values?: unknown[]): Promise<unknown[]> {
   if (admin?.server !== server) {
     admin?.conn.close();
-    admin = { server, conn: await PgClient.connect(server) };
+    admin = { server, conn: await PgClient.connect(`${server}${server.includes('?') ? '&' : '?'}application_name=${ADMIN}`) };
   }
   return (await admin.conn.query(text, values)).rows;
 }
@@ -130,6 +132,7 @@ async function serverStore(server: string, seed: number): Promise<SimStore> {
     keyedPrng(seed, 'postgresql'),
     async (pids) => Number(((await asAdmin(server, `SELECT count(*) AS n FROM pg_stat_activity WHERE pid = ANY($1) AND wait_event_type = 'Lock'`, [pids])) as { n: number }[])[0].n),
     (conn) => (conn.applicationName?.startsWith(HOST_APP) ? conn.applicationName.slice(HOST_APP.length) : null),
+    (conn) => conn.applicationName === ADMIN,
   );
   scheduleQueries(turns);
   const address = naming(server, name);
