@@ -4,6 +4,7 @@
  * and which statements may be sent again on a new connection.
  */
 import { connectionLost, PgClient, PgError } from './pg-client.js';
+import type { PgParams } from './pg-params.js';
 
 /**
  * PostgreSQL's errors under the codes the store already tells apart: a lock not had within the
@@ -38,11 +39,11 @@ export const RESENDABLE = /^\s*(SELECT|SET|SHOW|WITH\s+[^;]*\bSELECT\b(?![\s\S]*
 const RECONNECT_MS = 5_000;
 const RECONNECT_EVERY_MS = 200;
 
-export async function connect(url: string, again: boolean, owner?: object): Promise<PgClient> {
+export async function connect(to: string | PgParams, again: boolean, owner?: object): Promise<PgClient> {
   const until = Date.now() + RECONNECT_MS;
   for (;;) {
     try {
-      return await PgClient.connect(url, owner);
+      return await PgClient.connect(to, owner);
     } catch (err) {
       const transient = again ? connectionLost(err) : (err as { code?: string }).code === '57P03';
       if (!transient || Date.now() >= until) throw err;

@@ -15,6 +15,7 @@ import { asStoreError, connect, RESENDABLE } from './pg-connection.js';
 import type { Backend, Db, RunResult, Statement, Transaction } from './db.js';
 import { Turns, TxHandle, type Inside } from './turns.js';
 import { REAL_CLOCK, type Clock } from './clock.js';
+import { pgParamsOf, type PgParams } from './pg-params.js';
 
 /** The advisory lock every dcm writer of one database takes ("DCM1", as the SQLite file's mark). */
 export const WRITER_LOCK = 0x44434d31;
@@ -124,7 +125,8 @@ export class PgDatabase implements Db, Inside {
 
   private constructor(
     readonly name: string,
-    private readonly url: string,
+    /** The server's parameters, resolved once (platform/pg-params.ts): every new connection uses them. */
+    readonly params: PgParams,
     private conn: PgClient,
     opts: PgSchemaOptions,
     /** Whose turn its connections' queries take (pg-client.ts's inTurn): a transaction keeps it to its end. */
@@ -137,7 +139,8 @@ export class PgDatabase implements Db, Inside {
   /** Connected now: a wrong address is this call's error. */
   static async open(name: string, url: string, opts: PgSchemaOptions = {}): Promise<PgDatabase> {
     const owner = {};
-    return new PgDatabase(name, url, await connect(url, false, owner), opts, owner);
+    const params = pgParamsOf(url);
+    return new PgDatabase(name, params, await connect(params, false, owner), opts, owner);
   }
 
   /**
@@ -345,7 +348,7 @@ export class PgDatabase implements Db, Inside {
     this.conn.close();
     let conn: PgClient;
     try {
-      conn = await connect(this.url, true, this.owner);
+      conn = await connect(this.params, true, this.owner);
     } catch (err) {
       // Still unreachable after a few seconds: this try fails as busy, and the next one connects again.
       throw asStoreError(err);
