@@ -90,6 +90,11 @@ export class PgStatement implements Statement {
   }
 }
 
+/** A lock not had within lock_timeout (or a deadlock, a serialization failure): busy, on a connection that still works. */
+function lockedOut(err: unknown): boolean {
+  return err instanceof PgError && err.code === 'SQLITE_BUSY' && !err.connectionLost;
+}
+
 /** SQLite binds what it is given; PostgreSQL needs text for text, and has no undefined. */
 function value(v: unknown): unknown {
   if (v === undefined) return null;
@@ -119,6 +124,8 @@ export class PgDatabase implements Db, Inside {
   private lockTimeoutMs: number | null = null;
   /** Session settings (setSession), made again on a new connection. */
   private readonly session: string[] = [];
+  /** What a statement outside a transaction does when a lock kept it past lock_timeout (waitForLocks). */
+  private lockWait: ((err: unknown) => Promise<void>) | null = null;
 
   private readonly writerLock: number;
   private readonly version: { bump: string; read: string } | undefined;
@@ -159,9 +166,29 @@ export class PgDatabase implements Db, Inside {
    * one another task of this process opened while it was on its way.
    */
   answer(q: PgQuery, inside: boolean): Promise<PgResult> {
-    if (!inside) return this.turns.hold(() => {}, () => this.query(q));
+    if (!inside) return this.outside(q);
     if (!this.turns.held) return this.turns.settle(true) as Promise<never>;
     return this.query(q);
+  }
+
+  waitForLocks(hook: ((err: unknown) => Promise<void>) | null): void {
+    this.lockWait = hook;
+  }
+
+  /**
+   * A statement in a turn of its own. One that another session's lock kept past lock_timeout is
+   * tried again once the holder's hook says so (Db.waitForLocks), the turn let go meanwhile: it was
+   * a transaction of its own, cancelled whole.
+   */
+  private async outside(q: PgQuery): Promise<PgResult> {
+    for (;;) {
+      try {
+        return await this.turns.hold(() => {}, () => this.query(q));
+      } catch (err) {
+        if (!this.lockWait || !lockedOut(err)) throw err;
+        await this.lockWait(err);
+      }
+    }
   }
 
   /**
