@@ -227,6 +227,9 @@ export class PgDatabase implements Db, Inside {
   }
 
   private failed(err: unknown): unknown {
+    // Closed by its holder (an apply's end, while a look of its heartbeat was still out): not a
+    // lost connection, and nothing to wait for or to say.
+    if (!this.open) return new PgError('the connection was closed by this process', undefined);
     if (connectionLost(err)) this.lost = true;
     return asStoreError(err);
   }
