@@ -244,7 +244,12 @@ export async function applyStrategy(env: ApplyEnv, type?: StrategyType, opts: Ap
     if (lease) {
       // Waiting while another session holds the writers' lock, as a worker already running waits:
       // a second worker joining a busy strategy never dies of it.
-      const taken = await joining.whileLocked(true, () => lease.join(start));
+      const taken = await joining.whileLocked(true, () => {
+        // What kept this worker waiting may have kept the others' renewals away: their leases are
+        // judged a lease later, by its heartbeat (workers.ts keptAway), not by this join.
+        if (joining.waited) lease.keptAway();
+        return lease.join(start);
+      });
       for (const t of taken) progress.note(`took over the worker pid ${t.worker.pid} on ${t.worker.host} (${t.why})`);
     } else {
       const { tookOverFrom } = await lock.acquire(async (tx, holder) => {
@@ -336,6 +341,11 @@ export async function applyStrategy(env: ApplyEnv, type?: StrategyType, opts: Ap
  */
 class JoinWait {
   private said = new Set<string>();
+
+  /** Whether this worker has waited for the store so far. */
+  get waited(): boolean {
+    return this.said.size > 0;
+  }
 
   constructor(
     private readonly rt: ProcessRuntime,

@@ -4,7 +4,8 @@
  * writers' lock blocks only writers (test/pg/workers-hosts.test.ts). A worker that joins meanwhile
  * waits, says so once and goes on when the lock goes; a worker applying waits too, and a second
  * Ctrl-C ends it with exit 130 (never a lost connection, which it was not), the strategy left
- * applying for the next apply. Real processes throughout: psql, the workers, the runs' own log.
+ * applying for the next apply. A lock that keeps every lease from being renewed takes nobody over.
+ * Real processes throughout: psql, the workers, the runs' own log.
  */
 import { afterEach, describe, expect, test } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -57,21 +58,26 @@ const count = (text: string, line: string) => text.split(line).length - 1;
 
 describe("another session's LOCK TABLE, held from psql", () => {
   // The strategy's steps, which a worker reads to join and writes to go on; the strategy's row,
-  // which a worker reads first of all (it died of that read's lock timeout).
-  test.each(['strategy_step', 'strategy'])('LOCK TABLE %s: a worker joining meanwhile waits, says so once, and goes on when the lock goes; the one applying waits too', async (table) => {
+  // which a worker reads first of all (it died of that read's lock timeout); the workers' leases,
+  // which no worker can renew meanwhile (the one joining took the other over as it joined).
+  test.each(['strategy_step', 'strategy', 'apply_worker'])('LOCK TABLE %s: a worker joining meanwhile waits, says so once, and goes on when the lock goes; the one applying waits too', async (table) => {
     f = execFixture();
     const fx = f;
     setup(fx.db, 12, 3, everyState(fx, 200, 400), fx);
     const a = worker(fx.db, { ...fx.env, DCM_HOST: 'host-a' }, '--progress-interval', '0s');
     await waitFor(() => fx.readRuns().length >= 2, 60_000);
     const lock = await lockFromPsql(fx.db, table);
+    const lockedAt = Date.now();
     const b = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' }, '--progress-interval', '0s');
     await waitFor(() => b.stderr().includes(JOIN_WAIT), 60_000, 50);
     // The worker applying meets the lock (its next commit, or its next look at the strategy), and waits for it as well.
     await waitFor(() => a.stderr().includes('dcm: the database is locked by another process: waiting for it (nothing is lost meanwhile)\n'), 60_000, 50);
-    // Both still there, and host-b not joined: its join waits behind the lock.
+    // Both still there, and host-b not joined: its join (recorded with its start) waits behind the lock.
     expect([a.child.exitCode, b.child.exitCode]).toEqual([null, null]);
-    expect(query(fx.db, 'SELECT 1 FROM apply_worker WHERE host = $1', ['host-b'])).toEqual([]);
+    expect(query(fx.db, `SELECT 1 FROM strategy_event WHERE event = 'apply started' AND host = 'host-b'`)).toEqual([]);
+    // Held past four leases (2 s), as a long migration would: no lease is renewed meanwhile when
+    // the lock is the leases' own table, and nobody may be taken for gone for it (asserted below).
+    await waitFor(() => Date.now() - lockedAt >= 8_000, 60_000, 100);
     expect(await lock.release()).toBe(0);
     const [endA, endB] = await Promise.all([a.done, b.done]);
     expect([endA.code, endB.code]).toEqual([0, 0]);
@@ -79,6 +85,8 @@ describe("another session's LOCK TABLE, held from psql", () => {
     // A lock is never said to be a lost connection, and nobody died of a lock timeout.
     for (const end of [endA, endB]) expect(end.stderr).not.toMatch(/was lost|lock timeout|^error:/m);
     expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: 12 }]);
+    // Nobody was taken for gone for the lock's sake.
+    expect(query(fx.db, `SELECT details FROM strategy_event WHERE event = 'worker taken over'`)).toEqual([]);
     // By the runs' own log: every state of every site ran once, and none overlapped another of its site.
     const runs = fx.readRuns();
     expect(runs).toHaveLength(12 * 5);
