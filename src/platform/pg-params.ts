@@ -115,10 +115,16 @@ export function resolvePgParams(url: string, env: NodeJS.ProcessEnv = process.en
 
 const resolved = new Map<string, PgParams>();
 
-/** `url`'s parameters in this process's environment, resolved on the first connection and kept. */
-export function pgParamsOf(url: string): PgParams {
-  let p = resolved.get(url);
-  if (!p) resolved.set(url, (p = resolvePgParams(url)));
+/**
+ * `url`'s parameters in this process's environment, resolved on its first connection and kept:
+ * every connection of the command (its store, the lease's, the launcher's) uses the same. Kept by
+ * the address and the variables they were resolved with (HOME and PG*), which a process that runs
+ * several commands (the tests' in-process dcm) may change between them.
+ */
+export function pgParamsOf(url: string, env: NodeJS.ProcessEnv = process.env): PgParams {
+  const key = JSON.stringify([url, Object.entries(env).filter(([k]) => k === 'HOME' || k.startsWith('PG')).sort()]);
+  let p = resolved.get(key);
+  if (!p) resolved.set(key, (p = resolvePgParams(url, env)));
   return p;
 }
 

@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ConninfoError, pgClientConfig, resolvePgParams, type PgParams } from '../../src/platform/pg-params.js';
+import { ConninfoError, pgClientConfig, pgParamsOf, resolvePgParams, type PgParams } from '../../src/platform/pg-params.js';
 
 let dir = '';
 beforeEach(() => {
@@ -90,6 +90,14 @@ describe('the password', () => {
     expect(why(env({ PGPASSFILE: other }))).toBe(`no line of the password file ${other} matches db.example.net:5432:fleet:dcm`);
     expect(why(env())).toBe(`there is no password file ${path.join(dir, '.pgpass')}`);
   });
+});
+
+test('resolved once per address and environment: the same parameters for every connection, anew when a variable changes', () => {
+  const url = 'postgresql://dcm@db/fleet';
+  const first = pgParamsOf(url, env({ PGPASSWORD: 'one' }));
+  expect(pgParamsOf(url, env({ PGPASSWORD: 'one' }))).toBe(first);
+  expect(pgParamsOf(url, env({ PGPASSWORD: 'two' })).password).toBe('two');
+  expect(pgParamsOf(url, env({ PGPASSWORD: 'one', PGOPTIONS: '-c search_path=x' })).conninfo.options).toBe('-c search_path=x');
 });
 
 describe("node-postgres' configuration", () => {
