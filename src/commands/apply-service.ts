@@ -30,7 +30,7 @@ import type { ProgressChoice } from '../orchestrator/progress-choose.js';
 import type { ProgressSink } from '../orchestrator/progress.js';
 import type { TrackerInputs } from '../orchestrator/progress-tracker.js';
 import { orchestratorRuntime, type CommitHooks, type CostCounters } from '../orchestrator/runtime.js';
-import { LEASE_MS, WorkerLease, type TakenOver } from '../orchestrator/workers.js';
+import { LEASE_MS, WorkerLease } from '../orchestrator/workers.js';
 import type { ProcessRuntime } from '../platform/runtime.js';
 import { sleepOn } from '../platform/timers.js';
 import type { Actor } from '../platform/who.js';
@@ -78,6 +78,8 @@ export interface ApplyEnv {
   checkResult?: (result: unknown) => void;
   /** The progress the apply shows (the real one writes on stderr). */
   progress(choice: ProgressChoice): ProgressSink;
+  /** What is said before the progress is shown (a wait for the database before this worker joins); nothing by default. */
+  notice?: (text: string) => void;
   /** The strategy's driver, before the visible wrapper and the audit (drivers/index.ts; the simulator's sites). */
   driver(dbPath: string, strategy: StoredStrategy): Promise<Driver>;
   /** Faults at commits (test hooks, the simulator), and the counters a test reads afterwards. */
@@ -191,8 +193,15 @@ export async function applyStrategy(env: ApplyEnv, type?: StrategyType, opts: Ap
   const onServer = isPgUrl(env.dbPath);
   const shared = env.workers ?? onServer;
   const open = env.open ?? ((address: string) => openDb(address, { create: false, write: true, clock: rt.clock }));
-  const db = await withStoreFaults(env.dbPath, () => open(env.dbPath));
+  // On a server another session's lock (LOCK TABLE, DDL) keeps reads waiting too: a worker waits
+  // for it as for dcm's own writers' lock, and says so once; before it has joined by this wait,
+  // then by the orchestrator's busy rule (which a second Ctrl-C bounds).
+  let progressRef: ProgressSink | null = null;
+  let orchestratorRef: Orchestrator | null = null;
+  const joining = new JoinWait(rt, (text) => (progressRef ? progressRef.note(text) : env.notice?.(text)));
+  const db = await joining.whileLocked(onServer, () => withStoreFaults(env.dbPath, () => open(env.dbPath)));
   if (!db) strategyNotFound(type);
+  if (onServer) db.waitForLocks?.((err) => (orchestratorRef ? orchestratorRef.waitForStore(err) : joining.wait(err)));
   const cost = env.counters?.(db) ?? null;
   // SPEC §2: every connection waits at least 5 s for another writer; past that the orchestrator
   // says so once and tries again (committer.ts), never dying of SQLITE_BUSY.
@@ -207,7 +216,7 @@ export async function applyStrategy(env: ApplyEnv, type?: StrategyType, opts: Ap
   // On a server each apply is one of the strategy's workers (orchestrator/workers.ts); a file has
   // one orchestrator, under the apply lock.
   // The lease is renewed on a connection of its own, never behind the writers' lock.
-  const beatDb = onServer ? await open(env.dbPath) : null;
+  const beatDb = onServer ? await joining.whileLocked(true, () => open(env.dbPath)) : null;
   const token = env.token?.();
   const lease = shared ? new WorkerLease(db, opts.leaseMs ?? LEASE_MS, opts.maxLocal ?? null, rt, { ...(beatDb ? { beatDb } : {}), ...(token ? { token } : {}) }) : null;
   const lock = new ApplyLock(db, env.dbPath, rt, token);
@@ -216,7 +225,6 @@ export async function applyStrategy(env: ApplyEnv, type?: StrategyType, opts: Ap
   let driver: Driver | null = null;
   let fileGone = false;
   let removeSignals: (() => void) | null = null;
-  let orchestratorRef: Orchestrator | null = null;
   let notifier: Notifier | null = null;
   let metrics: MetricsFile | null = null;
   let tracing: Tracing | null = null;
@@ -235,6 +243,7 @@ export async function applyStrategy(env: ApplyEnv, type?: StrategyType, opts: Ap
       // -q shows no estimate: the history scan behind one is not worth making.
       inputs: env.quiet ? {} : await estimateInputs(db, first.type, first.extra),
     });
+    progressRef = progress;
     // An unknown -c column is refused before anything runs (exit 2, nothing changed).
     env.checkResult?.({ kind: 'strategy', strategy: first });
     if (first.state !== 'initial' && !RESUMABLE.includes(first.state)) {
@@ -256,7 +265,14 @@ export async function applyStrategy(env: ApplyEnv, type?: StrategyType, opts: Ap
     // The lock (or the worker's row), the start and their record in one transaction: a refused
     // start takes no lock and records nothing.
     if (lease) {
-      const taken = await joinWhenFree(lease, start, (text) => progress.note(text), rt);
+      // Waiting while another session holds the writers' lock, as a worker already running waits:
+      // a second worker joining a busy strategy never dies of it.
+      const taken = await joining.whileLocked(true, () => {
+        // What kept this worker waiting may have kept the others' renewals away: their leases are
+        // judged a lease later, by its heartbeat (workers.ts keptAway), not by this join.
+        if (joining.waited) lease.keptAway();
+        return lease.join(start);
+      });
       for (const t of taken) progress.note(`took over the worker pid ${t.worker.pid} on ${t.worker.host} (${t.why})`);
       tracing = (await env.tracing?.(s, who)) ?? null;
       for (const t of taken) tracing?.event('worker taken over', { 'dcm.worker.pid': t.worker.pid, 'dcm.worker.host': t.worker.host, 'dcm.why': t.why, 'dcm.adopted': t.adopted, 'dcm.interrupted': t.interrupted });
@@ -297,6 +313,7 @@ export async function applyStrategy(env: ApplyEnv, type?: StrategyType, opts: Ap
       who,
       observer: tracing ?? undefined,
     });
+    orchestratorRef = orchestrator;
     // Lost: stop at once and write nothing more (no drain, no finish: they would write).
     if (lease) {
       lease.startHeartbeat(
@@ -310,7 +327,6 @@ export async function applyStrategy(env: ApplyEnv, type?: StrategyType, opts: Ap
         (err) => orchestrator.writeFailed(err),
       );
     }
-    orchestratorRef = orchestrator;
     // Held until this function returns, not only while the orchestrator runs: a Ctrl-C that comes
     // while the end is being written (or the file is busy) must not kill dcm by the default action.
     removeSignals = rt.signals.listen((signal) => orchestrator.interrupt(signal));
@@ -355,19 +371,44 @@ export async function applyStrategy(env: ApplyEnv, type?: StrategyType, opts: Ap
 }
 
 /**
- * Join the strategy's workers, waiting while another session holds the writers' lock (said once),
- * as a worker already running waits: a second worker joining a busy strategy never dies of it.
+ * A worker not joined yet waits for a store another session holds locked (the writers' lock, or a
+ * lock of a table dcm reads), saying so once, and tries again every BUSY_RETRY_MS: a worker
+ * joining a busy strategy never dies of it. A lost connection is said as such (the next try
+ * connects again), never as a lock.
  */
-async function joinWhenFree(lease: WorkerLease, start: (tx: Db) => Promise<void>, note: (text: string) => void, rt: ProcessRuntime): Promise<TakenOver[]> {
-  let said = false;
-  for (;;) {
-    try {
-      return await lease.join(start);
-    } catch (err) {
-      if (faultOf(err) !== 'busy') throw err;
-      if (!said) note('the database is locked by another process: waiting for it to join the workers');
-      said = true;
-      await sleepOn(rt.timers, BUSY_RETRY_MS);
+class JoinWait {
+  private said = new Set<string>();
+
+  /** Whether this worker has waited for the store so far. */
+  get waited(): boolean {
+    return this.said.size > 0;
+  }
+
+  constructor(
+    private readonly rt: ProcessRuntime,
+    private readonly say: (text: string) => void,
+  ) {}
+
+  async wait(err: unknown): Promise<void> {
+    if (faultOf(err) !== 'busy') throw err;
+    const lost = (err as { connectionLost?: boolean }).connectionLost === true;
+    const text = lost
+      ? 'the connection to the database server was lost: connecting again to join the workers'
+      : 'the database is locked by another process: waiting for it to join the workers';
+    if (!this.said.has(text)) this.say(text);
+    this.said.add(text);
+    await sleepOn(this.rt.timers, BUSY_RETRY_MS);
+  }
+
+  /** `fn` until it is not refused busy (when `waits`; else once). */
+  async whileLocked<T>(waits: boolean, fn: () => Promise<T>): Promise<T> {
+    for (;;) {
+      try {
+        return await fn();
+      } catch (err) {
+        if (!waits) throw err;
+        await this.wait(err);
+      }
     }
   }
 }

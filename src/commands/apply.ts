@@ -57,6 +57,7 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
       quiet: ctx.quiet,
       checkResult: ctx.checkResult,
       progress: (choice) => makeProgress(process.stderr, choice, rt),
+      notice: ctx.quiet ? undefined : (text) => process.stderr.write(`dcm: ${text}\n`),
       driver: createRawDriver,
       hooks,
       counters: (db) => {

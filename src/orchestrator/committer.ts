@@ -103,18 +103,29 @@ export class Committer {
       try {
         return await this.tryWrite(fn);
       } catch (err) {
-        if (!this.isBusy(err)) throw err;
-        if (this.giveUpAt !== null && this.rt.clock.mono() >= this.giveUpAt) throw new StoreStayedBusy(this.signal);
-        await sleepOn(this.rt.timers, BUSY_RETRY_MS);
+        await this.waitBusy(err);
       }
     }
+  }
+
+  /**
+   * The one busy rule, for a write above and for a read that another session's lock kept waiting
+   * (a server's LOCK TABLE blocks reads too: Db.waitForLocks): `err` not busy is thrown back; busy,
+   * it is said once and waited out a little, or, past a second Ctrl-C's bound, ends the apply with
+   * what a kill leaves (StoreStayedBusy).
+   */
+  async waitBusy(err: unknown): Promise<void> {
+    if (!this.isBusy(err)) throw err;
+    if (this.giveUpAt !== null && this.rt.clock.mono() >= this.giveUpAt) throw new StoreStayedBusy(this.signal);
+    await sleepOn(this.rt.timers, BUSY_RETRY_MS);
   }
 
   private giveUpAt: number | null = null;
   private signal: NodeJS.Signals = 'SIGINT';
 
-  /** A second signal: writes wait for a busy store until `atMs` (the runtime's monotonic clock) at the latest. */
+  /** A second signal: writes wait for a busy store until `atMs` (the runtime's monotonic clock) at the latest (the earliest bound said holds). */
   async stopWaiting(atMs: number, signal: NodeJS.Signals): Promise<void> {
+    if (this.giveUpAt !== null && this.giveUpAt <= atMs) return;
     this.giveUpAt = atMs;
     this.signal = signal;
     await setBusyWait(this.db, LAST_WRITES_BUSY_MS);

@@ -24,7 +24,7 @@ import { getDefaultConfig, subcloudOptions } from '../store/strategy-config.js';
 import { controlSnapshot, strategyState } from '../store/strategy.js';
 import { storeClockMs } from '../store/workers.js';
 import { interruptRuns } from '../store/transitions.js';
-import { CommitLoop } from './commit-loop.js';
+import { CommitLoop, FINAL_FLUSH_MS } from './commit-loop.js';
 import { Control } from './control.js';
 import { finishRun } from './finish.js';
 import { LONE_FLEET, SharedFleet, type Fleet } from './fleet.js';
@@ -294,9 +294,20 @@ export class Orchestrator {
     await this.takeover.showFleet();
   }
 
-  /** First Ctrl-C / SIGTERM drains; a second stops waiting. */
+  /**
+   * First Ctrl-C / SIGTERM drains; a second stops waiting: for the runs in flight, and for a store
+   * another session holds locked (every wait for it from now on, the start's and the end's too,
+   * ends within FINAL_FLUSH_MS with what a kill leaves).
+   */
   interrupt(signal: NodeJS.Signals): void {
+    const again = this.control.interruptedBy !== null;
     this.control.interrupt(signal);
+    if (again) void this.loop.committer.stopWaiting(this.rt.clock.mono() + FINAL_FLUSH_MS, signal).catch(() => {});
+  }
+
+  /** A read of the apply's that another session's lock kept waiting (Db.waitForLocks): the committer's busy rule. */
+  waitForStore(err: unknown): Promise<void> {
+    return this.loop.committer.waitBusy(err);
   }
 
   /** A write beside the orchestrator's own (the heartbeat) failed: a busy store is waited for, a full or corrupt one stops the apply. */

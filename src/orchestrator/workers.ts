@@ -57,6 +57,13 @@ export class WorkerLease {
   adoptsElsewhere = false;
   /** Whether this worker still runs the strategy, and so may take others' subclouds over. */
   private taking = true;
+  /**
+   * Until when (the monotonic clock) this worker takes nobody over: a lease after it was last kept
+   * from the store itself (a renewal failed; its join waited for a lock). What kept it away (another
+   * session's LOCK TABLE apply_worker, a server restarting, a partition) may have kept the others'
+   * renewals away too: their leases are judged once they could have been renewed again.
+   */
+  private blindUntil = -Infinity;
 
   /**
    * The connection the lease is renewed on: its own on a server, so that a renewal never waits
@@ -89,7 +96,7 @@ export class WorkerLease {
         this.id = await addWorker(tx, { host: this.host, pid: this.pid, procStart: this.rt.procs.startOf(this.pid), token: this.token, leaseMs: this.leaseMs, maxLocal: this.maxLocal });
         // The start first, then the takeovers: the event record says so in that order, as for a file's lock.
         await also?.(tx);
-        const taken = await this.takeOverGone(tx);
+        const taken = this.blind() ? [] : await this.takeOverGone(tx);
         await tx
           .prepare(
             `UPDATE strategy_step SET owner = $1, fence = fence + 1 WHERE owner IS NULL
@@ -99,6 +106,15 @@ export class WorkerLease {
         return taken;
       })
       .immediate();
+  }
+
+  /** This worker was kept from the store just now (its renewal failed, its join waited): it takes nobody over for a lease. */
+  keptAway(): void {
+    this.blindUntil = this.rt.clock.mono() + this.leaseMs;
+  }
+
+  private blind(): boolean {
+    return this.rt.clock.mono() < this.blindUntil;
   }
 
   /** The fence: inside every transaction of this worker (`tx`, its handle); throws once its row is gone. */
@@ -150,6 +166,8 @@ export class WorkerLease {
         // its own row, while it is there: a worker taken over renews nothing.
         if (!await beatWorker(this.beatDb, this.id, this.token)) throw new LostLeaseError(this.leaseMs);
       } catch (err) {
+        // Not renewed (the renewal takes no lock of dcm's: another session's lock, or the server away).
+        if (!(err instanceof LostLeaseError)) this.keptAway();
         await failed(err);
         return;
       }
@@ -162,7 +180,7 @@ export class WorkerLease {
 
   /** The takeovers, under the writers' lock, only when a worker looks gone (a read first). */
   private async takeOverIfGone(): Promise<TakenOver[]> {
-    if (!this.taking || !await this.someoneGone()) return [];
+    if (!this.taking || this.blind() || !await this.someoneGone()) return [];
     return await this.db
       .transaction(async (tx) => {
         await this.check(tx);

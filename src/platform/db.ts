@@ -69,6 +69,14 @@ export interface Db {
    * PostgreSQL's lock_timeout); 0: it does not wait.
    */
   busyWait(ms: number): Promise<void>;
+  /**
+   * A statement outside a transaction that another session's lock kept waiting past the busy wait
+   * (PostgreSQL: LOCK TABLE, DDL, VACUUM FULL, which block reads too) is tried again once `hook`
+   * resolves; `hook` throws to give up (its error is the statement's). Nothing was done by the
+   * statement refused (it was one transaction of its own). No hook (the default): it fails busy.
+   * A file's readers never wait (WAL): SQLite has none.
+   */
+  waitForLocks?(hook: ((err: unknown) => Promise<void>) | null): void;
   /** A number that moves whenever anyone commits to the database: whether to read again. */
   commitCount(): Promise<number>;
   /** A file's own settings and checks (SQLite's pragmas): a server has none, and refuses. */

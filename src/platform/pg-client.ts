@@ -11,6 +11,7 @@
 import type { Client, ClientConfig, QueryArrayConfig, QueryResult } from 'pg';
 import type { Socket } from 'node:net';
 import { requireCjs } from './cjs.js';
+import { pgClientConfig, pgParamsOf, type PgParams } from './pg-params.js';
 
 export interface PgQuery {
   text: string;
@@ -152,10 +153,19 @@ export class PgClient {
 
   private constructor(private readonly client: Client) {}
 
-  /** A connection, made now: a wrong address is this call's error. */
-  static async connect(url: string | undefined): Promise<PgClient> {
+  /**
+   * A connection, made now: a wrong address is this call's error. `to`: an address, or its
+   * parameters as resolved (platform/pg-params.ts): node-postgres is given every one of them.
+   */
+  static async connect(to: string | PgParams): Promise<PgClient> {
     const pg = pgModule();
-    const client = new pg.Client({ ...(url ? { connectionString: url } : {}), types: types(pg), connectionTimeoutMillis: ANSWER_MS });
+    let params: PgParams;
+    try {
+      params = typeof to === 'string' ? pgParamsOf(to) : to;
+    } catch (err) {
+      throw asPgError(err);
+    }
+    const client = new pg.Client({ ...pgClientConfig(params), types: types(pg), connectionTimeoutMillis: ANSWER_MS });
     const c: PgClient = new PgClient(client);
     // A connection that fails later is the next query's error, never an unhandled 'error' event.
     client.on('error', (err) => (c.broken ??= err));
@@ -168,7 +178,7 @@ export class PgClient {
     } catch (err) {
       c.closed = true;
       client.end().catch(() => {});
-      throw asPgError(err);
+      throw refused(asPgError(err), params);
     } finally {
       ended();
     }
@@ -269,6 +279,12 @@ export class PgClient {
       if (--this.busy === 0) this.socket()?.unref();
     }
   }
+}
+
+/** A password the server refused says where it came from, as libpq's message does for a password file's. */
+function refused(err: PgError, params: PgParams): PgError {
+  if (err.code !== '28P01' || params.password === null) return err;
+  return new PgError(`${err.message} (the password from ${params.source})`, err.code, err.connectionLost);
 }
 
 /** node-postgres' error as a PgError: its first line, and its SQLSTATE (or socket code). */

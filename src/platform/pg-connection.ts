@@ -4,6 +4,7 @@
  * and which statements may be sent again on a new connection.
  */
 import { connectionLost, PgClient, PgError, queryScheduler } from './pg-client.js';
+import type { PgParams } from './pg-params.js';
 
 /**
  * PostgreSQL's errors under the codes the store already tells apart: a lock not had within the
@@ -38,14 +39,14 @@ export const RESENDABLE = /^\s*(SELECT|SET|SHOW|WITH\s+[^;]*\bSELECT\b(?![\s\S]*
 const RECONNECT_MS = 5_000;
 const RECONNECT_EVERY_MS = 200;
 
-export async function connect(url: string, again: boolean): Promise<PgClient> {
+export async function connect(to: string | PgParams, again: boolean): Promise<PgClient> {
   // The simulator's time when it schedules the queries (pg-client.ts), this process's otherwise.
   const s = queryScheduler();
   const now = s?.now ?? (() => performance.now());
   const until = now() + RECONNECT_MS;
   for (;;) {
     try {
-      return await PgClient.connect(url);
+      return await PgClient.connect(to);
     } catch (err) {
       const transient = again ? connectionLost(err) : (err as { code?: string }).code === '57P03';
       if (!transient || now() >= until) throw err;

@@ -15,6 +15,7 @@ import { asStoreError, connect, RESENDABLE } from './pg-connection.js';
 import type { Backend, Db, RunResult, Statement, Transaction } from './db.js';
 import { Turns, TxHandle, type Inside } from './turns.js';
 import { REAL_CLOCK, type Clock } from './clock.js';
+import { pgParamsOf, type PgParams } from './pg-params.js';
 
 /** The advisory lock every dcm writer of one database takes ("DCM1", as the SQLite file's mark). */
 export const WRITER_LOCK = 0x44434d31;
@@ -89,6 +90,11 @@ export class PgStatement implements Statement {
   }
 }
 
+/** A lock not had within lock_timeout (or a deadlock, a serialization failure): busy, on a connection that still works. */
+function lockedOut(err: unknown): boolean {
+  return err instanceof PgError && err.code === 'SQLITE_BUSY' && !err.connectionLost;
+}
+
 /** SQLite binds what it is given; PostgreSQL needs text for text, and has no undefined. */
 function value(v: unknown): unknown {
   if (v === undefined) return null;
@@ -118,13 +124,16 @@ export class PgDatabase implements Db, Inside {
   private lockTimeoutMs: number | null = null;
   /** Session settings (setSession), made again on a new connection. */
   private readonly session: string[] = [];
+  /** What a statement outside a transaction does when a lock kept it past lock_timeout (waitForLocks). */
+  private lockWait: ((err: unknown) => Promise<void>) | null = null;
 
   private readonly writerLock: number;
   private readonly version: { bump: string; read: string } | undefined;
 
   private constructor(
     readonly name: string,
-    private readonly url: string,
+    /** The server's parameters, resolved once (platform/pg-params.ts): every new connection uses them. */
+    readonly params: PgParams,
     private conn: PgClient,
     opts: PgSchemaOptions,
   ) {
@@ -134,7 +143,8 @@ export class PgDatabase implements Db, Inside {
 
   /** Connected now: a wrong address is this call's error. */
   static async open(name: string, url: string, opts: PgSchemaOptions = {}): Promise<PgDatabase> {
-    return new PgDatabase(name, url, await connect(url, false), opts);
+    const params = pgParamsOf(url);
+    return new PgDatabase(name, params, await connect(params, false), opts);
   }
 
   /**
@@ -153,9 +163,29 @@ export class PgDatabase implements Db, Inside {
    * one another task of this process opened while it was on its way.
    */
   answer(q: PgQuery, inside: boolean): Promise<PgResult> {
-    if (!inside) return this.turns.hold(() => {}, () => this.query(q));
+    if (!inside) return this.outside(q);
     if (!this.turns.held) return this.turns.settle(true) as Promise<never>;
     return this.query(q);
+  }
+
+  waitForLocks(hook: ((err: unknown) => Promise<void>) | null): void {
+    this.lockWait = hook;
+  }
+
+  /**
+   * A statement in a turn of its own. One that another session's lock kept past lock_timeout is
+   * tried again once the holder's hook says so (Db.waitForLocks), the turn let go meanwhile: it was
+   * a transaction of its own, cancelled whole.
+   */
+  private async outside(q: PgQuery): Promise<PgResult> {
+    for (;;) {
+      try {
+        return await this.turns.hold(() => {}, () => this.query(q));
+      } catch (err) {
+        if (!this.lockWait || !lockedOut(err)) throw err;
+        await this.lockWait(err);
+      }
+    }
   }
 
   /**
@@ -194,6 +224,9 @@ export class PgDatabase implements Db, Inside {
   }
 
   private failed(err: unknown): unknown {
+    // Closed by its holder (an apply's end, while a look of its heartbeat was still out): not a
+    // lost connection, and nothing to wait for or to say.
+    if (!this.open) return new PgError('the connection was closed by this process', undefined);
     if (connectionLost(err)) this.lost = true;
     return asStoreError(err);
   }
@@ -342,7 +375,7 @@ export class PgDatabase implements Db, Inside {
     this.conn.close();
     let conn: PgClient;
     try {
-      conn = await connect(this.url, true);
+      conn = await connect(this.params, true);
     } catch (err) {
       // Still unreachable after a few seconds: this try fails as busy, and the next one connects again.
       throw asStoreError(err);

@@ -4,7 +4,8 @@
  * gives each test a database of its own on it instead of a file.
  *
  * The cluster: initdb in a temporary folder, a server on a Unix socket in that folder only (no TCP
- * port), trust authentication for one superuser, stopped and removed at the end. As root (CI), the
+ * port), trust authentication for one superuser, stopped and removed at the end. (A test that
+ * needs a server asking for passwords starts one of its own: startCluster's `passwords`.) As root (CI), the
  * server runs as the `postgres` user that Debian's package creates, since PostgreSQL refuses to
  * run as root. (All in this one module: jest loads a global setup without the suite's module map.)
  */
@@ -35,7 +36,12 @@ export function pgBinDir(): string | null {
   return versions.length ? path.join(debian, versions[0], 'bin') : null;
 }
 
-export function startCluster(): Cluster {
+/**
+ * `passwords`: the cluster asks for a password over TCP, as a production server does: a listener
+ * on 127.0.0.1 at that port (the socket's port too), SCRAM-SHA-256 for every TCP connection
+ * (initdb's pg_hba.conf: `host all all 127.0.0.1/32 scram-sha-256`), trust on the socket only.
+ */
+export function startCluster(opts: { passwords?: { port: number } } = {}): Cluster {
   const bin = pgBinDir();
   if (!bin) throw new Error('PostgreSQL server binaries not found (install Debian\'s postgresql; .ci/run does)');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dcm-pg-'));
@@ -47,12 +53,14 @@ export function startCluster(): Cluster {
   };
   if (asRoot) execFileSync('chown', ['postgres:postgres', dir]);
   const data = path.join(dir, 'data');
-  const port = String(20000 + (process.pid % 20000));
-  run(path.join(bin, 'initdb'), ['-D', data, '-U', 'dcm_test', '-A', 'trust', '--locale=C', '-E', 'UTF8', '--no-sync']);
+  const port = String(opts.passwords?.port ?? 20000 + (process.pid % 20000));
+  const auth = opts.passwords ? ['--auth-local=trust', '--auth-host=scram-sha-256'] : ['-A', 'trust'];
+  run(path.join(bin, 'initdb'), ['-D', data, '-U', 'dcm_test', ...auth, '--locale=C', '-E', 'UTF8', '--no-sync']);
+  const listen = opts.passwords ? '-c listen_addresses=127.0.0.1 -c password_encryption=scram-sha-256' : '-c listen_addresses=';
   // fsync off: a test cluster needs no durability against power loss, and a busy CI disk is slow.
   run(path.join(bin, 'pg_ctl'), [
     '-D', data, '-l', path.join(dir, 'server.log'), '-w', '-t', '60',
-    '-o', `-k ${dir} -p ${port} -c listen_addresses= -c fsync=off -c max_connections=300`,
+    '-o', `-k ${dir} -p ${port} ${listen} -c fsync=off -c max_connections=300`,
     'start',
   ]);
   const url = `postgresql://dcm_test@/postgres?host=${encodeURIComponent(dir)}&port=${port}`;

@@ -29,6 +29,7 @@ import { TagScans } from './tag-scans.js';
 import { watchProgress } from './progress-file.js';
 import { EX_TEMPFAIL } from '../../domain/deferral.js';
 import { isPgUrl } from '../../domain/db-url.js';
+import { pgParamsOf } from '../../platform/pg-params.js';
 import { hostName } from '../../platform/who.js';
 
 /** Reasons and details are kept short: `<state>: <reason>` fits in 200 characters. */
@@ -106,10 +107,11 @@ export class ExecDriver implements Driver {
   constructor(private readonly settings: ExecSettings) {
     this.specs = new Map(settings.config.states.map((s) => [s.state, s]));
     // On a server, PGPASSWORD is the store's password: it stays in dcm, as the address's does
-    // (a run that must reach the database reads PGPASSFILE).
+    // (a run that must reach the database reads PGPASSFILE or a service file).
     const storeSecret = isPgUrl(settings.dbPath) ? 'PGPASSWORD' : null;
     this.baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DCM_') && k !== storeSecret));
-    const store = settings.storeUrl ? { url: settings.storeUrl, host: hostName(), password: process.env.PGPASSWORD } : null;
+    // The launcher claims runs with the parameters dcm connected with, handed through its input.
+    const store = settings.storeUrl ? { params: pgParamsOf(settings.storeUrl), host: hostName() } : null;
     this.launcher = new Launcher(this.baseEnv, store);
     const spec = settings.config.audit;
     if (spec) this.audit = (req) => this.runAudit(spec, req);

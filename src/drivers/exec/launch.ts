@@ -9,6 +9,7 @@ import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { setLongTimeout, type Timer } from '../../platform/timers.js';
 import { NATIVE_WRAPPER } from './wrapper.js';
+import type { PgParams } from '../../platform/pg-params.js';
 
 export interface LaunchRequest {
   file: string;
@@ -24,12 +25,14 @@ export interface LaunchRequest {
   graceMs?: number;
 }
 
-/** A server's store the launcher writes each run's end to (several hosts), and this host's name. */
+/**
+ * A server's store the launcher claims runs in and writes their ends to (several hosts), and this
+ * host's name. The server's parameters as dcm resolved them, password included: the launcher reads
+ * no password of its own (its environment, as the runs', holds no PGPASSWORD).
+ */
 export interface EndStore {
-  url: string;
+  params: PgParams;
   host: string;
-  /** PGPASSWORD of dcm's environment, which runs (and so the launcher's own environment) do not get. */
-  password?: string;
 }
 
 /** `lost`: the launcher died before it said; the run may have started all the same. */
@@ -91,7 +94,7 @@ export class Launcher {
       // The launcher is gone: its exit handler reports every pending run lost.
     });
     if (child.stdout) readline.createInterface({ input: child.stdout }).on('line', (line) => this.answer(line));
-    // Through its input, never its argv or environment: the address may hold the password.
+    // Through its input, never its argv or environment: the parameters hold the password.
     if (this.store) child.stdin?.write(`${JSON.stringify({ store: this.store })}\n`);
     return child;
   }

@@ -22,9 +22,10 @@
  * state's timeout (`killAfterMs`), which its worker does first while it lives: a frozen or dead
  * worker's runs still end, so the taker's wait for them is bounded.
  *
- * Protocol, one JSON object per line. dcm → launcher: `{store: {url, host}}` first when the store
- * is a server's, then `{id, file, args, cwd, env, base, reason?, killAfterMs?, graceMs?}` (env is
- * added to the launcher's own environment; the log is `<base>.log`). Launcher → dcm:
+ * Protocol, one JSON object per line. dcm → launcher: `{store: {params, host}}` first when the
+ * store is a server's (its parameters, password included: platform/pg-params.ts), then
+ * `{id, file, args, cwd, env, base, reason?, killAfterMs?, graceMs?}` (env is added to the
+ * launcher's own environment; the log is `<base>.log`). Launcher → dcm:
  * `{id, pid, start}` once started, then `{id, code, signal}` when it exited, or `{id, error}`.
  */
 import { spawn } from 'node:child_process';
@@ -37,6 +38,8 @@ import { setLongTimeout } from '../../platform/timers.js';
 import { readStatus } from './files.js';
 import { fileFacts, readAll } from './run-facts.js';
 import { formatTimestamp } from '../../domain/time.js';
+import { pgClientConfig } from '../../platform/pg-params.js';
+import type { EndStore } from './launch.js';
 
 interface Launch {
   id: number;
@@ -52,8 +55,8 @@ interface Launch {
   graceMs?: number;
 }
 
-/** Where run ends are written: the server's store, and this host's name. */
-let store: { url: string; host: string; password?: string } | null = null;
+/** Where runs are claimed and their ends written: the server's parameters as dcm resolved them, and this host's name. */
+let store: EndStore | null = null;
 let endWriter: Promise<Query> | null = null;
 /** Run claims and ends not yet written to the store: the launcher waits for them before it exits. */
 let writing = 0;
@@ -84,14 +87,18 @@ function maybeExit(): void {
 
 type Query = (text: string, values: unknown[]) => Promise<number>;
 
-/** One connection, made on the first use; a lost one is made again by the next try. Returns rows affected. */
+/**
+ * One connection, made on the first use; a lost one is made again by the next try. Returns rows
+ * affected. node-postgres is given every parameter (pg-params.ts): it reads no variable and no
+ * password file of its own, and so never warns.
+ */
 function connect(): Promise<Query> {
-  const { url, password } = store!;
+  const { params } = store!;
   return import('pg').then(({ default: pg }) => {
     let client: InstanceType<typeof pg.Client> | null = null;
     return async (text: string, values: unknown[]) => {
       if (!client) {
-        const c = new pg.Client({ connectionString: url, ...(password ? { password } : {}) });
+        const c = new pg.Client(pgClientConfig(params));
         c.on('error', () => {
           if (client === c) client = null;
         });
@@ -109,12 +116,16 @@ function connect(): Promise<Query> {
   });
 }
 
+/** Why the store's last try failed (its first line), for a claim given up. */
+let lastFailure = '';
+
 /** `text` on the store, tried again (200 ms, doubling to 10 s) until `forMs` has passed; null then. */
 async function onStore(text: string, values: unknown[], forMs: number): Promise<number | null> {
   for (let wait = 200, until = Date.now() + forMs; ; wait = Math.min(wait * 2, 10_000)) {
     try {
       return await (await (endWriter ??= connect()))(text, values);
-    } catch {
+    } catch (err) {
+      lastFailure = String((err as Error)?.message ?? err).split('\n')[0];
       if (Date.now() > until) return null;
       await new Promise<void>((r) => setLongTimeout(r, wait));
     }
@@ -147,7 +158,7 @@ async function claimInStore(req: Launch): Promise<string | null> {
     [runId, store!.host, formatTimestamp(Date.now() * 1000)],
     60_000,
   );
-  if (n === null) return 'not started: the database could not be reached to claim the run';
+  if (n === null) return `not started: the database could not be reached to claim the run${lastFailure ? ` (${lastFailure})` : ''}`;
   return n === 1 ? null : 'not started: given up by a worker on another host';
 }
 
@@ -262,7 +273,7 @@ function stopGroup(pgid: number, signal: NodeJS.Signals): void {
 const lines = readline.createInterface({ input: process.stdin });
 lines.on('line', (line) => {
   if (!line.trim()) return;
-  const msg = JSON.parse(line) as Launch | { store: { url: string; host: string; password?: string } };
+  const msg = JSON.parse(line) as Launch | { store: EndStore };
   if ('store' in msg) store = msg.store;
   else launch(msg);
 });

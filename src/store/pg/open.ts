@@ -1,8 +1,9 @@
 /**
  * Opening a dcm database on a PostgreSQL server (`--db postgresql://…`, or `postgres://`): the
  * connection, the refusal of a database that is not dcm's or is newer, and the schema written on
- * the first write. libpq's PG* variables fill in what the address leaves out (node-postgres reads
- * them as libpq does), so `--db postgresql:///dcm` with PGHOST and PGUSER set works.
+ * the first write. What the address leaves out comes as libpq would take it (a service file, the
+ * PG* variables, a password file: platform/pg-params.ts), so `--db postgresql:///dcm` with PGHOST
+ * and PGUSER set works.
  */
 import { OperationError } from '../../domain/errors.js';
 import { SCHEMA_VERSION } from '../migrations.js';
