@@ -20,7 +20,7 @@ function worker(w: World, n: number) {
 }
 
 function arm(w: World, f: Fault): void {
-  const at = (ms: number, fn: () => void | Promise<void>) => w.loop.at(ms, () => void fn());
+  const at = (ms: number, fn: () => void | Promise<void>) => w.loop.at(ms, () => w.background(f.kind, fn));
   const op = w.operator;
   switch (f.kind) {
     case 'kill':
@@ -43,7 +43,7 @@ function arm(w: World, f: Fault): void {
           const state = await w.strategyState();
           if (alone && state === 'aborting') w.hit('abort-left-going');
           // No apply alive: a retry a second later, as at 3 a.m. (nothing may start beside a run still going).
-          if (alone) w.loop.after(1_000, () => void op.retryAndApply('retry-after-abort'));
+          if (alone) w.loop.after(1_000, () => w.background('retry-after-abort', () => op.retryAndApply('retry-after-abort')));
         }
       });
       break;
@@ -135,7 +135,7 @@ function arm(w: World, f: Fault): void {
         w.hit(f.table && w.store.server ? 'lock-table' : 'busy');
         w.log(`${f.table && w.store.server ? 'LOCK TABLE from another session' : 'the store held by another session'} for ${f.holdMs} ms`);
         const release = await w.store.holdWriters(f.table);
-        w.loop.after(f.holdMs, () => void release());
+        w.loop.after(f.holdMs, () => w.background('the lock let go', release));
       });
       break;
     case 'cut':

@@ -43,7 +43,7 @@ export class Operator {
 
   start(): void {
     const look = () => {
-      void this.look();
+      this.world.background('the operator\'s look', () => this.look());
       if (!this.world.ended || this.world.live().length) this.world.loop.after(LOOK_MS, look);
     };
     this.world.loop.after(LOOK_MS, look);
@@ -106,7 +106,7 @@ export class Operator {
     const w = this.world;
     if (state === 'complete' || !w.s.retry || this.retried || w.live().length) return;
     this.retried = true;
-    w.loop.after(10_000, () => void this.retryAndApply('retry'));
+    w.loop.after(10_000, () => w.background('retry', () => this.retryAndApply('retry')));
   }
 
   /** `strategy retry` (the whole strategy), then an apply if none runs; refused while a run still goes. */

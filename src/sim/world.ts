@@ -127,13 +127,28 @@ export class World {
     if (n) this.hits[kind] = (this.hits[kind] ?? 0) + n;
   }
 
+  /**
+   * Something the world itself does in the background (an operator's look, a fault): a failure of
+   * it is said in the trace and counted, never left to reject unheard.
+   */
+  background(what: string, work: () => unknown): void {
+    Promise.resolve()
+      .then(work)
+      .catch((err: Error) => {
+        this.hit('world-error');
+        this.log(`world: ${what} failed: ${err.message}`);
+      });
+  }
+
   async run(): Promise<Outcome> {
     await this.build();
     this.log('fleet built');
     this.loop.settleExtra = this.store.answered;
     this.store.onTime?.({ pause: (ms) => new Promise<void>((r) => this.loop.after(ms, r)), now: () => this.loop.now });
     this.db = (await openDb(this.store.worldAddress, { create: false, write: true, clock: this.ops.clock }))!;
-    await this.db.busyWait(0);
+    // A file's reads never wait; a server's may, behind another session's LOCK TABLE: the world's
+    // own wait (pg-turns.ts lets virtual time go on to the moment the lock is let go).
+    await this.db.busyWait(this.store.server ? 600_000 : 0);
     if (this.s.hosts > 1) this.book = this.runBook();
     armFaults(this);
     if (this.s.hosts === 1) this.spawn(0);
@@ -260,7 +275,7 @@ export class World {
     a.done = true;
     a.proc.kill();
     this.log(`${a.proc.name} ends: ${how}`);
-    void this.operator.afterExit(a);
+    this.background('the operator after an exit', () => this.operator.afterExit(a));
   }
 
   /** What an apply shows: its notes in the trace, and the recovery paths they name counted. */
