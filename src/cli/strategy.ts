@@ -222,9 +222,11 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .option(...STRATEGY_ID)
     .action((o: { type?: StrategyType; strategy?: string }) => run(async (ctx) => await (await import('../commands/events.js')).strategyEvents(ctx, typeOf(o), o.strategy)));
   withType(parent.command('abort'), false)
-    .description('abort the strategy being applied')
+    .description('abort the strategy being applied: start nothing new, let the runs in flight end (--now: stop them)')
+    .option('--now', 'stop the runs in flight as a second Ctrl-C does (SIGTERM, SIGKILL after their kill grace); their steps end aborted, with the reason')
     .option(...REASON)
-    .action((o: { type?: StrategyType; reason?: string }) => run(async (ctx) => await (await abortCommand()).strategyAbort(ctx, typeOf(o), o.reason)));
+    .action((o: { type?: StrategyType; reason?: string; now?: boolean }) =>
+      run(async (ctx) => await (await abortCommand()).strategyAbort(ctx, typeOf(o), o.reason, { now: o.now })));
   const control = () => import('../commands/control.js');
   withType(parent.command('pause'), false)
     .description('applying -> paused: start no new subcloud; those in flight run to their end')

@@ -1,56 +1,60 @@
-/** `dcm strategy abort` (SPEC §6). */
+/** `dcm strategy abort [--now]` (SPEC §6; issue 49: an abort that ends). */
 import { OperationError } from '../domain/errors.js';
 import type { StrategyType } from '../domain/types.js';
 import { casStrategyState, getStrategy } from '../store/strategy.js';
 import { abortInitialSteps, abortMidStateSteps, interruptRunning } from '../store/transitions.js';
 import { abortDeferredSteps } from '../store/deferrals.js';
 import { releaseLock, readLock } from '../store/lock.js';
-import { holderAlive } from '../orchestrator/lock.js';
-import { liveWorkers } from '../orchestrator/workers.js';
 import { checkReason, EVENTS } from '../domain/events.js';
 import { whoAmI } from '../platform/who.js';
 import { recordEvent } from '../store/events.js';
 import { withExistingWriteDb } from './context.js';
 import { strategyNotFound, theStrategy } from './strategy.js';
 import { liveRuns, nameLive, resolveHint } from './live-runs.js';
+import { abortNowAlone, orchestratorOf } from './abort-now.js';
 import type { Outcome } from './results.js';
 import type { RunCtx } from './context.js';
+
+/** The states an abort takes: applying and paused; abort requested and aborting only to stop now, or with no orchestrator. */
+const ABORTABLE = ['applying', 'paused'];
+const ABORTING = ['abort requested', 'aborting'];
 
 /**
  * `applying` → `abort requested`, for the running orchestrator to carry out. With no orchestrator
  * running, the abort is finished here: steps not started and steps caught mid-state are aborted,
  * except a step whose run still lives (dcm was killed, its run goes on): that run stays `running`
  * and the strategy `aborting`, for the next `apply` to adopt the run, wait for it and end the
- * abort. Nothing is ever started beside a live run (SPEC §7.2).
+ * abort; a later `abort` finishes what has ended meanwhile. Nothing is ever started beside a live
+ * run (SPEC §7.2).
+ *
+ * `--now` stops the runs in flight rather than waiting for them, as a second Ctrl-C does: a
+ * running orchestrator is asked (through the event it records, requests.ts), or with none, the
+ * command stops them itself (abort-now.ts). Either way their steps end `aborted` with the reason.
  */
-export async function strategyAbort(ctx: RunCtx, type?: StrategyType, reasonText?: string): Promise<Outcome> {
+export async function strategyAbort(ctx: RunCtx, type?: StrategyType, reasonText?: string, opts: { now?: boolean } = {}): Promise<Outcome> {
   const reason = checkReason(reasonText);
+  if (opts.now) return await abortNowCommand(ctx, type, reason);
   const warnings: string[] = [];
   const result = await withExistingWriteDb(ctx, async (db) => {
     const s = await theStrategy(db, type);
-    const holder = await readLock(db);
-    // On a PostgreSQL store the strategy's workers (orchestrator/workers.ts) carry an abort out.
-    const workers = await liveWorkers(db);
-    const running = (holder !== undefined && holderAlive(holder)) || workers.length > 0;
-    // A paused strategy is aborted as an applying one is (SPEC §4 "Control while applying"); one
-    // left aborting by an abort that had to leave a live run is finished by a later abort.
-    const abortable = ['applying', 'paused'];
-    if (!abortable.includes(s.state)) throw new OperationError(`Strategy in state ${s.state} cannot be aborted`);
-    if (running) {
-      await casStrategyState(db, abortable, 'abort requested');
-      const by = workers.length
-        ? `its ${workers.length} worker(s) (${workers.map((w) => `pid ${w.pid} on ${w.host}`).join(', ')}) carry it out`
-        : `the orchestrator (pid ${holder!.pid} on ${holder!.host}) carries it out`;
-      await recordEvent(db, whoAmI(), EVENTS.abortRequested, `${s.state} -> abort requested: ${by}`, reason);
+    const by = await orchestratorOf(db);
+    if (by && ABORTING.includes(s.state)) {
+      throw new OperationError(`Strategy in state ${s.state} cannot be aborted: ${by} waits for the runs in flight; \`dcm strategy abort --now\` stops them`);
+    }
+    if (![...ABORTABLE, ...ABORTING].includes(s.state)) throw new OperationError(`Strategy in state ${s.state} cannot be aborted`);
+    if (by) {
+      await casStrategyState(db, ABORTABLE, 'abort requested');
+      await recordEvent(db, whoAmI(), EVENTS.abortRequested, `${s.state} -> abort requested: ${by} carries it out`, reason);
     } else {
       // The lock of an orchestrator that died goes with the abort it will never carry out.
+      const holder = await readLock(db);
       if (holder) await releaseLock(db, holder.token);
       const live = await liveRuns(db, s, ctx);
       await interruptRunning(db, 'aborted while no orchestrator was running', live.map((l) => l.left.historyId));
       // A deferred step ends as a live orchestrator's abort ends it, not as one caught mid-state.
       const n = await abortInitialSteps(db) + await abortDeferredSteps(db) + await abortMidStateSteps(db, live.map((l) => l.left.stepId));
       const to = live.length ? 'aborting' : 'aborted';
-      await casStrategyState(db, abortable, to);
+      await casStrategyState(db, [...ABORTABLE, ...ABORTING], to);
       await recordEvent(
         db,
         whoAmI(),
@@ -61,7 +65,7 @@ export async function strategyAbort(ctx: RunCtx, type?: StrategyType, reasonText
       if (live.length) {
         warnings.push(
           `still running, left for the next apply: ${nameLive(live)}; the strategy stays aborting: ` +
-            `\`dcm strategy apply\` waits for it and ends the abort${resolveHint(live)}`,
+            `\`dcm strategy apply\` waits for it and ends the abort, \`dcm strategy abort --now\` stops it${resolveHint(live)}`,
         );
       }
     }
@@ -69,4 +73,27 @@ export async function strategyAbort(ctx: RunCtx, type?: StrategyType, reasonText
   });
   if (!result) strategyNotFound(type);
   return { result, warnings };
+}
+
+/**
+ * `--now`: with an orchestrator running, the abort (if not requested yet) and the event that asks
+ * it to stop its runs, in one transaction; it sees them within a second. With none, this command
+ * stops the runs (abort-now.ts).
+ */
+async function abortNowCommand(ctx: RunCtx, type: StrategyType | undefined, reason: string | null): Promise<Outcome> {
+  const asked = await withExistingWriteDb(ctx, async (db) => {
+    const s = await theStrategy(db, type);
+    if (![...ABORTABLE, ...ABORTING].includes(s.state)) throw new OperationError(`Strategy in state ${s.state} cannot be aborted`);
+    const by = await orchestratorOf(db);
+    if (!by) return { by: null };
+    await casStrategyState(db, ABORTABLE, 'abort requested');
+    await recordEvent(db, whoAmI(), EVENTS.abortNow, `${s.state} -> abort now: ${by} stops the runs in flight`, reason);
+    return { result: { kind: 'strategy' as const, strategy: (await getStrategy(db))! }, by };
+  });
+  if (!asked) strategyNotFound(type);
+  if (asked.by === null) return await abortNowAlone(ctx, type, reason);
+  return {
+    result: asked.result,
+    notes: [`abort now: ${asked.by} stops the runs in flight (SIGTERM, then SIGKILL after their kill grace); \`dcm strategy status --watch\` follows it to its end`],
+  };
 }

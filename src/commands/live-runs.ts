@@ -69,7 +69,7 @@ export function refuseWhileLive(live: LiveRun[], verb: string): void {
   if (!live.length) return;
   throw new OperationError(
     `cannot ${verb} while a run of the strategy is still going: ${nameLive(live)}; ` +
-      `wait for it (--wait), or let \`dcm strategy apply\` adopt it${resolveHint(live)}`,
+      `wait for it (--wait), let \`dcm strategy apply\` adopt it, or stop it: \`dcm strategy abort --now\`${resolveHint(live)}`,
   );
 }
 

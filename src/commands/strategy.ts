@@ -24,6 +24,7 @@ import { whoAmI } from '../platform/who.js';
 import { dryRunView } from './dryrun.js';
 import { showCommandsView } from './show-commands.js';
 import { liveRuns, refuseWhileLive, waitForLiveRuns } from './live-runs.js';
+import { abortLeftBehind } from './abort-now.js';
 import { checkSimFailClouds } from '../domain/choices.js';
 import type { Result } from './plain-results.js';
 import { logNameProblem, strategyIdOf } from '../domain/logs.js';
@@ -417,7 +418,7 @@ export async function strategyDelete(ctx: Ctx, type?: StrategyType, opts: { wait
     const s = await theStrategy(db, type);
     // Its history is how a live run is found: never delete it from under one.
     refuseWhileLive((await liveRuns(db, s, ctx)), 'delete the strategy');
-    if (!['initial', ...STRATEGY_ENDED].includes(s.state)) {
+    if (!['initial', ...STRATEGY_ENDED].includes(s.state) && !(await abortLeftBehind(db, s))) {
       throw new OperationError(`Strategy in state ${s.state} cannot be deleted`);
     }
     // The record as printed is checked (an unknown -c) before anything is written.

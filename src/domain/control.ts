@@ -160,6 +160,11 @@ export interface GateInput {
   limit: number | null;
   /** The running stage's own budget is exceeded (domain/stage-gates.ts): it starts no more subclouds. */
   stageHeld?: boolean;
+  /**
+   * An apply that finishes an abort (or an abort now): the runs in flight are waited for (or
+   * stopped), but no state starts after them, not even the next state of one in flight.
+   */
+  noNextStates?: boolean;
 }
 
 /** What may start now: the one stop rule, asked before every start and again at every commit. */
@@ -170,12 +175,18 @@ export interface Gate {
   operations: boolean;
   /** Nothing new will start in this run: a stage ends once none is in flight. */
   stopping: boolean;
+  /**
+   * A subcloud whose run ended may run its next state (or a retry of it). Unset: as `operations`.
+   * False while an abort is finished: a run left going is still waited for (its subcloud takes its
+   * slot), but nothing starts after it.
+   */
+  nextStates?: boolean;
 }
 
 export function gate(s: GateInput): Gate {
   const budgetSpent = s.limit !== null && s.failed >= s.limit;
-  const stopping = s.noNewSubclouds || s.noNewOperations || budgetSpent || s.stageHeld === true;
-  return { newSubclouds: !s.paused && !stopping, operations: !s.noNewOperations, stopping };
+  const stopping = s.noNewSubclouds || s.noNewOperations || budgetSpent || s.stageHeld === true || s.noNextStates === true;
+  return { newSubclouds: !s.paused && !stopping, operations: !s.noNewOperations, stopping, nextStates: !s.noNewOperations && s.noNextStates !== true };
 }
 
 /** Whether one more subcloud may take a slot of a window of `window` with `inFlight` taken. */
@@ -200,10 +211,10 @@ export function stopRule(
   if (!starts) return 'keep';
   if (t.close === undefined && !slot.started) {
     // The subcloud's first operation in this run.
-    const allowed = slot.resumed ? g.operations : g.newSubclouds && g.operations;
+    const allowed = slot.resumed ? g.operations && g.nextStates !== false : g.newSubclouds && g.operations;
     return allowed ? 'keep' : 'hold';
   }
-  return g.operations ? 'keep' : t.close === undefined ? 'hold' : 'strip';
+  return g.operations && g.nextStates !== false ? 'keep' : t.close === undefined ? 'hold' : 'strip';
 }
 
 /**

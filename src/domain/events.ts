@@ -21,6 +21,8 @@ export const EVENTS = {
   updated: 'updated',
   abortRequested: 'abort requested',
   aborted: 'aborted',
+  /** `strategy abort --now`: the runs in flight are stopped, not waited for (its reason is theirs). */
+  abortNow: 'abort now',
   retried: 'retried',
   /** `strategy-step resolve`: how a run on a host that is gone ended, said by the operator. */
   runResolved: 'run resolved',
@@ -44,6 +46,7 @@ export const OPERATOR_EVENTS: readonly string[] = [
   EVENTS.updated,
   EVENTS.abortRequested,
   EVENTS.aborted,
+  EVENTS.abortNow,
   EVENTS.retried,
   EVENTS.runResolved,
   EVENTS.groupUpdated,
@@ -64,6 +67,11 @@ export function checkReason(text: string | undefined): string | null {
   if (/[\u0000-\u001f\u007f-\u009f]/.test(t)) return reasonError("option '--reason' holds a control character (a newline, a tab, an escape): give one line of text");
   if (t.length > REASON_MAX) return reasonError(`option '--reason' is ${t.length} characters long: at most ${REASON_MAX}`);
   return t;
+}
+
+/** What a run stopped by `strategy abort --now` is recorded with: `stopped by abort --now (alice@host1: site hangs)`. */
+export function abortNowText(e: { user: string; host: string; reason: string | null }): string {
+  return `stopped by abort --now (${e.user}@${e.host}${e.reason ? `: ${e.reason}` : ''})`;
 }
 
 /** The operator's action as `strategy status` says it: `paused by alice@host1 at T: canary alarms`. */

@@ -117,6 +117,14 @@ export function fail(step: StepRef, state: string, details: string, close: Closi
 }
 
 /**
+ * The run was stopped by `strategy abort --now` (or found stopped by it): the step is `aborted`,
+ * its details saying who stopped it and why.
+ */
+export function abortStopped(step: StepRef, state: string, details: string, close: Closing): Transition {
+  return make(step, state, 'aborted', details, close, undefined, undefined, undefined, true);
+}
+
+/**
  * The site did not answer: the run closes (its `retryAt` says when the next try is due, so that a
  * resume waits it out) and the step is `deferred`, giving up its slot until then.
  */

@@ -65,11 +65,11 @@ export async function finishRun(db: Db, write: <T>(fn: (tx: Db) => Promise<T>) =
     if (final !== null && !await casStrategyState(tx, STRATEGY_RUNNING, final)) {
       throw new Error(`the strategy was changed by another process while applying (it is now ${await strategyState(tx)})`);
     }
-    if (end.who) await recordEvent(tx, end.who, EVENTS.applyEnded, applyEndText(final, end.paused ? 'paused' : 'applying', end.signal, exit));
+    if (end.who) await recordEvent(tx, end.who, EVENTS.applyEnded, applyEndText(final, end.aborting ? 'aborting' : end.paused ? 'paused' : 'applying', end.signal, exit));
     return await countStepStates(tx);
   });
   progress.summary({
-    state: final ?? (end.paused ? 'paused' : 'applying'),
+    state: final ?? (end.aborting ? 'aborting' : end.paused ? 'paused' : 'applying'),
     counts,
     durationMs: Date.now() - end.startedMs,
     ...(end.firstStartedMs !== undefined && end.firstStartedMs < end.startedMs ? { sinceFirstStartMs: Date.now() - end.firstStartedMs } : {}),

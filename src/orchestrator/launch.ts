@@ -158,6 +158,11 @@ export class Launcher {
     for (const stop of [...this.remoteWaits]) stop();
   }
 
+  /** Abort now: the runs adopted that wait for their slot are stopped as soon as they are waited for. */
+  abandonAdopted(): void {
+    for (const a of this.adopted.values()) abandon(a.worker);
+  }
+
   /** How many runs adopted wait for their subcloud's slot. */
   adoptedWaiting(): number {
     return this.adopted.size;

@@ -14,12 +14,12 @@
  * (runtime.ts), so the simulator (src/sim) runs this same code.
  */
 import { ConfigBook } from '../domain/strategy-config.js';
-import { adoptedText, EVENTS } from '../domain/events.js';
+import { abortNowText, adoptedText, EVENTS } from '../domain/events.js';
 import { hostName } from '../platform/who.js';
 import { parseTime, timeIn } from '../store/clock.js';
 import { failedAndTotal } from '../store/cursor.js';
 import { faultOf } from '../store/faults.js';
-import { recordEvent } from '../store/events.js';
+import { lastEventOf, recordEvent } from '../store/events.js';
 import { firstStartedAt, stageStateCounts } from '../store/status.js';
 import { getDefaultConfig, subcloudOptions } from '../store/strategy-config.js';
 import { controlSnapshot, strategyState } from '../store/strategy.js';
@@ -105,6 +105,7 @@ export class Orchestrator {
       // Read again, then looked at again: a subcloud set aside for the old window may start now.
       resumed: () => void this.stages.reloadWindows(busy, () => this.runs.readLabelled()).then(() => this.stages.pump(), (err: Error) => this.control.fail(err)),
       aborted: () => this.stages.deferrals?.clear(),
+      abandonAdopted: () => this.launcher.abandonAdopted(),
       hardStop: () => this.hardStop?.(),
       file: opts.file ?? 'the database',
       stopOnFailure: opts.stopOnFailure,
@@ -147,6 +148,7 @@ export class Orchestrator {
         stateTimeoutMs: opts.stateTimeoutMs,
         timeIn,
         deferral: (w, reason) => this.stages.deferrals!.decide(w.step, w.state, reason),
+        abortedNow: () => this.control.abortedNow,
       },
       progress,
       durationKey(opts.type, opts.extra), // the statistics its ok runs add to (store/durations.ts)
@@ -220,7 +222,13 @@ export class Orchestrator {
     });
     await this.takeover.showFleet();
     const aborting = snap.state === 'abort requested' || snap.state === 'aborting';
-    if (aborting) this.control.aborted(await this.loop.committer.write((tx) => this.control.abortWrite(tx)));
+    if (aborting) {
+      // Taken up from an earlier apply: what it left going ends (or is stopped, after an abort
+      // now), and nothing starts after it, not even the state it was cut off in (issue 49).
+      this.control.finishingAbort();
+      this.control.aborted(await this.loop.committer.write((tx) => this.control.abortWrite(tx)));
+      if (snap.abortNow !== null) await this.abortNow();
+    }
     if (snap.state === 'paused') this.control.setPaused(true);
     this.requests = this.watchRequests(snap);
     this.requests.start();
@@ -270,6 +278,12 @@ export class Orchestrator {
           // Seen only once its effect has committed: a busy store throws, and the poll asks again.
           c.aborted(await this.loop.committer.tryWrite((tx) => c.abortWrite(tx)));
         },
+        abortNow: async () => {
+          if (c.abortedNow !== null) return;
+          // Seen only once the abort's own write has committed (a busy store: the poll asks again).
+          if (!c.aborting) c.aborted(await this.loop.committer.tryWrite((tx) => c.abortWrite(tx)));
+          await this.abortNow();
+        },
         pause: (on) => c.setPaused(on),
         window: (stage, w) => this.stages.setWindow(stage, w, this.loop),
         budget: (text) => c.setBudget(text, true),
@@ -288,6 +302,12 @@ export class Orchestrator {
       { pollMs: this.opts.pollMs, checkFile: this.opts.checkFile, timers: this.rt.timers },
       snap,
     );
+  }
+
+  /** `strategy abort --now`: the runs in flight are stopped, with the words of its event. */
+  private async abortNow(): Promise<void> {
+    const e = await lastEventOf(this.rt.db, [EVENTS.abortNow]);
+    this.control.abortNow(abortNowText(e ?? { user: 'an operator', host: 'unknown', reason: null }));
   }
 
   /** This worker's lease was renewed: the gone are taken over between commits and taken in, and the views see the fleet. */

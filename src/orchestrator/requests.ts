@@ -34,12 +34,16 @@ export interface RequestHandlers {
   ended?(state: string): void;
   /** Another process committed something: what is not in the snapshot (the running stage's budget) is read again. */
   changed?(): Promise<void>;
+  /** `strategy abort --now` (its event's id): the runs in flight are stopped; after the abort's own change. */
+  abortNow?(eventId: number): Promise<void>;
 }
 
 export interface Snapshot {
   state: string;
   maxFailures: string | null;
   windows: Map<number, number>;
+  /** The latest `strategy abort --now` of this abort (an event's id), or null. */
+  abortNow?: number | null;
 }
 
 export class ExternalRequests {
@@ -127,6 +131,10 @@ export class ExternalRequests {
       else if (now.state === 'paused') this.handlers.pause(true);
       else if (now.state === 'applying' && last.state === 'paused') this.handlers.pause(false);
       last.state = now.state;
+    }
+    if (now.abortNow != null && now.abortNow !== last.abortNow) {
+      await this.handlers.abortNow?.(now.abortNow);
+      last.abortNow = now.abortNow;
     }
   }
 }

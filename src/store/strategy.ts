@@ -4,6 +4,7 @@ import { Params, sql } from './statements.js';
 import { now } from './clock.js';
 import type { ExtraArgs } from '../domain/options.js';
 import type { StagePlan } from '../domain/planning.js';
+import { EVENTS } from '../domain/events.js';
 
 export interface StrategyRow {
   id: number;
@@ -133,10 +134,26 @@ export async function dataVersion(db: Db): Promise<number> {
   return db.commitCount();
 }
 
-/** What a running orchestrator re-reads when the file changed: state, windows, budget. */
-
-export async function controlSnapshot(db: Db): Promise<{ state: string; maxFailures: string | null; windows: Map<number, number> } | undefined> {
-  const row = await sql(db, 'SELECT state, max_failures FROM strategy WHERE id = 1').get() as { state: string; max_failures: string | null } | undefined;
+/**
+ * What a running orchestrator re-reads when the file changed: state, windows, budget, and the
+ * latest `strategy abort --now` of this abort (its event's id, none before the last retry), read
+ * in the same statement.
+ */
+export async function controlSnapshot(
+  db: Db,
+): Promise<{ state: string; maxFailures: string | null; windows: Map<number, number>; abortNow: number | null } | undefined> {
+  const row = await sql(
+    db,
+    `SELECT state, max_failures,
+       (SELECT max(e.id) FROM strategy_event e WHERE e.event = $1
+          AND e.id > coalesce((SELECT max(r.id) FROM strategy_event r WHERE r.event = $2), 0)) AS abort_now
+     FROM strategy WHERE id = 1`,
+  ).get(EVENTS.abortNow, EVENTS.retried) as { state: string; max_failures: string | null; abort_now: number | string | null } | undefined;
   if (!row) return undefined;
-  return { state: row.state, maxFailures: row.max_failures, windows: new Map((await listStages(db)).map((s) => [s.stage, s.max_parallel])) };
+  return {
+    state: row.state,
+    maxFailures: row.max_failures,
+    windows: new Map((await listStages(db)).map((s) => [s.stage, s.max_parallel])),
+    abortNow: row.abort_now === null ? null : Number(row.abort_now),
+  };
 }

@@ -263,6 +263,23 @@ export async function abortMidStateSteps(db: Db, keep: readonly number[] = []): 
     .run(at, at, JSON.stringify(keep))).changes;
 }
 
+/**
+ * Steps left mid-state with nothing of theirs running (their runs were cut off, or never started),
+ * when an apply takes up an abort: aborted, naming the state, never run again by it. A step held
+ * by a live worker of the strategy (several hosts; it may be waiting out a backoff) is its own.
+ */
+export async function abortStrandedSteps(db: Db): Promise<number> {
+  const at = now();
+  return (await db
+    .prepare(
+      `UPDATE strategy_step SET details = 'aborted in state ' || state, state = 'aborted', finished_at = $1, updated_at = $2
+       WHERE state NOT IN ('initial', 'complete', 'failed', 'aborted')
+         AND NOT EXISTS (SELECT 1 FROM step_history h WHERE h.step_id = strategy_step.id AND h.outcome = 'running')
+         AND (owner IS NULL OR NOT EXISTS (SELECT 1 FROM apply_worker w WHERE w.id = strategy_step.owner))`,
+    )
+    .run(at, at)).changes;
+}
+
 export async function countStepStates(db: Db): Promise<Record<string, number>> {
   const rows = await db.prepare('SELECT state, count(*) AS n FROM strategy_step GROUP BY state').all() as {
     state: string;
