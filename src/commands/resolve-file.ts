@@ -24,10 +24,9 @@ import { leftRunning } from '../store/runs.js';
 import { findStep } from '../store/steps.js';
 import { casStrategyState, getStrategy } from '../store/strategy.js';
 import { subcloudNameOf } from '../store/subclouds.js';
-import { abortInitialSteps, abortMidStateSteps, completionSet, interruptRunning } from '../store/transitions.js';
+import { abortInitialSteps, abortMidStateSteps, completionSet } from '../store/transitions.js';
 import { orchestratorOf } from './abort-now.js';
 import { withExistingWriteDb, type RunCtx } from './context.js';
-import { liveRuns } from './live-runs.js';
 import type { Outcome } from './results.js';
 import { strategyNotFound } from './strategy.js';
 
@@ -64,10 +63,8 @@ export async function resolveOnFile(ctx: RunCtx, cloud: string, as: 'ok' | 'fail
     );
     if (!written) throw new OperationError(`${name}'s run (${run}) was closed by another command meanwhile`);
     await recordEvent(db, who, EVENTS.runResolved, `${name}: ${run}: ${as}, said by the operator`, reason);
-    // An abort that waited only for this run ends with it.
-    if (['abort requested', 'aborting'].includes(s.state) && (await liveRuns(db, s, ctx)).length === 0) {
-      // Runs of others left `running` with nothing of them going were cut off, as a plain abort closes them.
-      await interruptRunning(db, 'aborted while no orchestrator was running');
+    // An abort that waited only for this run ends with it (another run left `running` may be resolved too).
+    if (['abort requested', 'aborting'].includes(s.state) && (await leftRunning(db)).length === 0) {
       const n = await abortInitialSteps(db) + await abortDeferredSteps(db) + await abortMidStateSteps(db);
       await casStrategyState(db, ['abort requested', 'aborting'], 'aborted');
       await recordEvent(db, who, EVENTS.aborted, `${s.state} -> aborted: its last run was resolved; ${n} step(s) aborted`, reason);
