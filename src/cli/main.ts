@@ -153,6 +153,7 @@ function report(err: unknown, stderr: NodeJS.WritableStream): number {
     return EXIT.usage;
   }
   if (err instanceof DcmError) {
+    for (const w of err.warnings) stderr.write(`warning: ${w.split('\n').map((l) => visible(l, ERROR_MAX)).join('\n')}\n`);
     stderr.write(`error: ${oneLine(err.message)}\n`);
     if (process.env.DCM_DEBUG === '1') stderr.write(`${err.stack}\n`);
     return err.exitCode;

@@ -12,6 +12,7 @@ import { getStrategy, insertStages, insertStrategy, type Strategy } from '../sto
 import { insertSteps } from '../store/steps.js';
 import { allSubcloudNames, idOfName, outsideSelection, planningPages, planningRecords } from '../store/subclouds.js';
 import { describeLeftOut, LeftOutTally } from '../domain/left-out.js';
+import { auditExtraArgs, checkLogFolders, explainingNoSteps, leftOutContext, selectionText } from './create-checks.js';
 import { TYPES } from '../domain/types.js';
 import { now } from '../store/clock.js';
 import { DEFAULT_UNCREATED } from './groups.js';
@@ -27,8 +28,7 @@ import { liveRuns, refuseWhileLive, waitForLiveRuns } from './live-runs.js';
 import { abortLeftBehind } from './abort-now.js';
 import { checkSimFailClouds } from '../domain/choices.js';
 import type { Result } from './plain-results.js';
-import { logNameProblem, strategyIdOf } from '../domain/logs.js';
-import { quoteName } from '../domain/inventory.js';
+import { strategyIdOf } from '../domain/logs.js';
 import type { LabelSelector } from '../domain/inventory.js';
 import { formatStageGate, formatStageMaxFailures, parseStageGate, parseStageMaxFailures } from '../domain/stage-gates.js';
 import { fillStageGates, listStageGates } from '../store/stage-gates.js';
@@ -105,28 +105,6 @@ function combines(req: Parameters<typeof checkCombination>[0]): boolean {
   } catch {
     return false;
   }
-}
-
-/** Each subcloud gets a log folder named after it: refused here rather than at each step's first run. */
-function checkLogFolders(clouds: readonly string[]): void {
-  for (const cloud of clouds) {
-    const problem = logNameProblem('cloud', cloud);
-    if (problem) throw new OperationError(`subcloud ${quoteName(cloud)} cannot be run by the exec driver: ${problem}`);
-  }
-}
-
-/**
- * Whether apply audits each site after its last state (`audit_after`), and whether a site that
- * disagrees fails its step (`require_audit`): stored with the strategy, as its driver's options
- * are. An exec config audits when it has `audit`; the sim with `--sim-audit` or `--require-audit`.
- */
-function auditExtraArgs(driverName: string, driver: ExtraArgs, raw: RawDriverOptions, requireAudit: boolean): ExtraArgs {
-  const hasAudit =
-    driverName === 'exec'
-      ? (JSON.parse(String(driver.exec_config)) as { audit?: unknown }).audit !== undefined
-      : Boolean((raw as { simAudit?: boolean }).simAudit) || requireAudit;
-  if (requireAudit && !hasAudit) throw new UsageError('--require-audit needs an audit: add "audit" to the exec config');
-  return hasAudit ? { audit_after: true, require_audit: requireAudit } : {};
 }
 
 /**
@@ -217,6 +195,8 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
   // reported after check 1) come before it.
   if (combines(req)) checkMaxParallel(input.type, req.maxParallelSubclouds);
 
+  // What the left-out warning says, and what the error says when nobody is left (create-checks.ts).
+  const said = leftOutContext(input.type, req, selectionText(req.groupName, labels));
   /** Checks 1, 2 and 4-7 against the file, then the plan; who it leaves out goes to `leftOut`. */
   const plan = async (db: Db | null, leftOut?: LeftOutTally) => {
     const existing = db && await getStrategy(db);
@@ -227,12 +207,12 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
     const selected = labels && db ? await planningRecords(db, labels) : records;
     // A dry run on a file that does not exist yet: the Default group every file holds.
     const groups = db ? await listGroups(db) : [DEFAULT_UNCREATED];
-    const planned = planSteps(req, groups.map((g) => ({
+    const planned = explainingNoSteps(said, () => planSteps(req, groups.map((g) => ({
       id: g.id,
       name: g.name,
       updateApplyType: g.update_apply_type,
       maxParallelSubclouds: g.max_parallel_subclouds,
-    })), selected, leftOut);
+    })), selected, leftOut));
     if (driverName === 'exec') checkLogFolders(planned.steps.map((st) => st.name));
     if (leftOut && db && !named) {
       const only = req.groupName ? await findGroup(db, req.groupName) : undefined;
@@ -243,14 +223,7 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
   };
   /** Said once the create (or its dry run) succeeded: who was left out, by reason. */
   const sayLeftOut = (tally: LeftOutTally, planned: number, shown: number) => {
-    const text = describeLeftOut(tally, planned, {
-      endpoint: TYPES[input.type].endpoint,
-      targetVersion: req.targetVersion,
-      selection: selectionText(req.groupName, labels),
-      forceAllowed: TYPES[input.type].forceAllowed,
-      forceIgnored: req.force && !TYPES[input.type].forceAllowed,
-      type: input.type,
-    }, shown);
+    const text = describeLeftOut(tally, planned, said, shown);
     if (text) input.warn?.(text);
   };
 
@@ -336,7 +309,7 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
           batch.length = 0;
         }
       }
-      const stages = planner.finish();
+      const stages = explainingNoSteps(said, () => planner.finish());
       await insertSteps(tx, batch);
       await insertStages(tx, stages);
       await fillGates(tx);
@@ -346,14 +319,6 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
       return { kind: 'strategy', strategy: await theStrategy(tx) };
     })),
   );
-}
-
-/** How `--group` and `--label` narrowed the fleet, in the left-out warning's words. */
-function selectionText(group: string | null, labels: LabelSelector | null): string | null {
-  const parts: string[] = [];
-  if (group !== null) parts.push(`group ${group}`);
-  if (labels) parts.push(`--label ${Object.entries(labels).map(([k, v]) => `${k}=${v ?? ''}`).join(' --label ')}`);
-  return parts.length ? parts.join(' with ') : null;
 }
 
 /** `--target-version V`: a software version, for the types whose target is one. */

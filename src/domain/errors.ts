@@ -13,6 +13,9 @@ export const EXIT = {
 } as const;
 
 export class DcmError extends Error {
+  /** Said on stderr (`warning: …`) before the error's one line: what explains it (issue 49: who create left out). */
+  readonly warnings: string[] = [];
+
   constructor(
     message: string,
     readonly exitCode: number = EXIT.failed,

@@ -6,6 +6,13 @@ import { ClientCheckError, OperationError, UsageError } from './errors.js';
 import { TYPES, type ApplyType, type Endpoint, type StrategyType, type SyncStatus } from './types.js';
 import type { LeftOutReason, LeftOutTally } from './left-out.js';
 
+/** dcmanager's `Strategy has no steps to apply`, with who was left out (the caller says it before the error). */
+export class NoStepsError extends OperationError {
+  constructor(readonly leftOut?: LeftOutTally) {
+    super('Strategy has no steps to apply');
+  }
+}
+
 export interface GroupRecord {
   id: number;
   name: string;
@@ -160,7 +167,7 @@ export function planSteps(
     if (why) leftOut?.add(why, s.name);
     return why === null;
   });
-  if (chosen.length === 0) throw new OperationError('Strategy has no steps to apply');
+  if (chosen.length === 0) throw new NoStepsError(leftOut);
 
   const windowFor = (group: GroupRecord | undefined): number => {
     const applyType = req.subcloudApplyType ?? group?.updateApplyType ?? 'parallel';
@@ -257,7 +264,7 @@ export class StepPlanner {
   }
 
   finish(): StagePlan[] {
-    if (this.stages.length === 0) throw new OperationError('Strategy has no steps to apply');
+    if (this.stages.length === 0) throw new NoStepsError(this.leftOut);
     return this.stages;
   }
 }
