@@ -27,6 +27,7 @@ interface CreateOpts extends RawTypeOptions, RawDriverOptions {
   sysadminPasswordFile?: string;
   label?: string[];
   requireAudit?: boolean;
+  auditDisagreesOk?: boolean;
   stageMaxFailures?: string;
   stageGate?: string;
   gateCheck?: string;
@@ -97,7 +98,8 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .option('--max-failures <N|P%>', 'start no new subcloud once N steps (or P % of the steps) have failed', maxFailures)
     .option('--force', 'include in-sync subclouds (kubernetes, kube-rootca-update)')
     .option('--target-version <version>', "patch, sw-deploy: plan by target, not by the last sync: every managed, online subcloud whose software_version is not this one")
-    .option('--require-audit', "fail a step whose site's audit (after its last state) disagrees or fails, instead of completing it with a warning");
+    .option('--require-audit', "fail a step whose site's audit (after its last state) disagrees or fails, instead of completing it with a warning")
+    .option('--audit-disagrees-ok', 'a strategy complete whose audits disagreed exits 0, not 5 (it is still said: summary, status, report, event)');
   for (const [flags, help] of STAGE_GATE_OPTIONS) create.option(flags, help);
   for (const [flags, help] of TYPE_OPTIONS) {
     const name = flags.split(' ')[0];
@@ -148,6 +150,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
           force: o.force,
           targetVersion: o.targetVersion,
           requireAudit: o.requireAudit,
+          auditDisagreesOk: o.auditDisagreesOk,
           typeOptions: { ...o, sysadminPassword: password as string | undefined },
           driverOptions: o,
           dryRun: o.dryRun,

@@ -29,6 +29,7 @@ import { holderAlive } from '../orchestrator/lock.js';
 import { liveWorkers } from '../orchestrator/workers.js';
 import type { Db } from '../store/open.js';
 import type { Outcome } from './results.js';
+import { tellOnEvent } from './tell.js';
 
 /** Who carries an abort out, if anyone: the orchestrator holding the lock, or the strategy's live workers (PostgreSQL). */
 export async function orchestratorOf(db: Db): Promise<string | null> {
@@ -85,6 +86,7 @@ export async function abortNowAlone(ctx: RunCtx, type: StrategyType | undefined,
   const stopped = await stopRuns(first.s, ctx.dbPath, here);
   const notes: string[] = [];
   const warnings: string[] = [];
+  let told = null as string | null;
   if (stopped.length) notes.push(`abort now: stopped ${stopped.length} run(s): ${nameLive(stopped)}`);
   const result = await withExistingWriteDb(ctx, async (db) => {
     const s = await theStrategy(db, type);
@@ -101,13 +103,18 @@ export async function abortNowAlone(ctx: RunCtx, type: StrategyType | undefined,
     const n = n0 + await abortInitialSteps(db) + await abortDeferredSteps(db) + await abortMidStateSteps(db, still.map((l) => l.left.stepId));
     const to = still.length ? 'aborting' : 'aborted';
     await casStrategyState(db, ABORTS_FROM, to);
-    await recordEvent(db, who, EVENTS.aborted, `aborting -> ${to} with no orchestrator running: ${n} step(s) aborted, ${n0} of them stopped now${still.length ? `; ${still.length} run(s) could not be stopped from here` : ''}`, reason);
+    const details = `aborting -> ${to} with no orchestrator running: ${n} step(s) aborted, ${n0} of them stopped now${still.length ? `; ${still.length} run(s) could not be stopped from here` : ''}`;
+    await recordEvent(db, who, EVENTS.aborted, details, reason);
+    told = details;
     if (still.length) {
       warnings.push(`could not be stopped from here: ${nameLive(still)}; the strategy stays aborting: \`dcm strategy abort --now\` again, or \`dcm strategy apply\` ends the abort once they end${resolveHint(still)}`);
     }
     return { kind: 'strategy' as const, strategy: (await getStrategy(db))! };
   });
   if (!result) strategyNotFound(type);
+  // No orchestrator to tell it: this command tells on_event (commands/tell.ts).
+  const failed = told && (await tellOnEvent(first.s, 'abort', { event: EVENTS.aborted, details: told, reason }, who));
+  if (failed) warnings.push(failed);
   return { result, notes, warnings };
 }
 

@@ -1,7 +1,8 @@
 /** `dcm strategy abort [--now]` (SPEC §6; issue 49: an abort that ends). */
 import { OperationError } from '../domain/errors.js';
 import type { StrategyType } from '../domain/types.js';
-import { casStrategyState, getStrategy } from '../store/strategy.js';
+import { casStrategyState, getStrategy, type Strategy } from '../store/strategy.js';
+import { tellOnEvent } from './tell.js';
 import { abortInitialSteps, abortMidStateSteps, interruptRunning } from '../store/transitions.js';
 import { abortDeferredSteps } from '../store/deferrals.js';
 import { releaseLock, readLock } from '../store/lock.js';
@@ -35,6 +36,7 @@ export async function strategyAbort(ctx: RunCtx, type?: StrategyType, reasonText
   const reason = checkReason(reasonText);
   if (opts.now) return await abortNowCommand(ctx, type, reason);
   const warnings: string[] = [];
+  let told = null as { s: Strategy; details: string } | null;
   const result = await withExistingWriteDb(ctx, async (db) => {
     const s = await theStrategy(db, type);
     const by = await orchestratorOf(db);
@@ -55,13 +57,9 @@ export async function strategyAbort(ctx: RunCtx, type?: StrategyType, reasonText
       const n = await abortInitialSteps(db) + await abortDeferredSteps(db) + await abortMidStateSteps(db, live.map((l) => l.left.stepId));
       const to = live.length ? 'aborting' : 'aborted';
       await casStrategyState(db, [...ABORTABLE, ...ABORTING], to);
-      await recordEvent(
-        db,
-        whoAmI(),
-        EVENTS.aborted,
-        `${s.state} -> ${to} with no orchestrator running: ${n} step(s) aborted${live.length ? `; ${live.length} run(s) still going left for the next apply` : ''}`,
-        reason,
-      );
+      const details = `${s.state} -> ${to} with no orchestrator running: ${n} step(s) aborted${live.length ? `; ${live.length} run(s) still going left for the next apply` : ''}`;
+      await recordEvent(db, whoAmI(), EVENTS.aborted, details, reason);
+      told = { s, details };
       if (live.length) {
         warnings.push(
           `still running, left for the next apply: ${nameLive(live)}; the strategy stays aborting: ` +
@@ -72,6 +70,9 @@ export async function strategyAbort(ctx: RunCtx, type?: StrategyType, reasonText
     return { kind: 'strategy' as const, strategy: (await getStrategy(db))! };
   });
   if (!result) strategyNotFound(type);
+  // No orchestrator to tell it: this command tells on_event (commands/tell.ts).
+  const failed = told && (await tellOnEvent(told.s, 'abort', { event: EVENTS.aborted, details: told.details, reason }));
+  if (failed) warnings.push(failed);
   return { result, warnings };
 }
 

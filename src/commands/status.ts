@@ -31,10 +31,12 @@ import { storeClockMs, workerStatuses } from '../store/workers.js';
 import { show, type Result, type ShowResult, type Value } from './plain-results.js';
 import { strategyNotFound, theStrategy } from './strategy.js';
 import { withReadDb, type Ctx } from './context.js';
-import type { CommandResult, Printable, StepLine } from './results.js';
+import type { CommandResult, Outcome, Printable, StepLine } from './results.js';
+import { tellDeadOrchestrator } from './tell.js';
 import { sleep } from '../platform/timers.js';
 import { gateLines } from '../domain/stage-gates.js';
 import { listStageGates } from '../store/stage-gates.js';
+import { auditWarnings, type AuditWarnings } from '../store/audit-warnings.js';
 import { isOpen, nextOpening, parseMaintenanceWindow, windowLabel } from '../domain/maintenance.js';
 import { groupsWithWindows, initialStepsByGroup } from '../store/groups.js';
 import { windowClock } from '../orchestrator/test-env.js';
@@ -58,6 +60,7 @@ export const STATUS_FIELDS = [
   'in flight',
   'progress',
   'failures',
+  'audit',
   'max failures',
   'stage gates',
   'started_at',
@@ -231,11 +234,11 @@ async function holdOf(
  * counts come from one moment, so an operation that starts between two of its reads is never
  * counted as in flight beside a step still counted as initial.
  */
-export async function statusRecord(db: Db, type: StrategyType | undefined, nowMs: number): Promise<{ record: ShowResult; state: string }> {
+export async function statusRecord(db: Db, type: StrategyType | undefined, nowMs: number): Promise<{ record: ShowResult; state: string; exit: number }> {
   return await db.transaction(async (tx) => readStatus(tx, type, nowMs)).deferred();
 }
 
-async function readStatus(db: Db, type: StrategyType | undefined, nowMs: number): Promise<{ record: ShowResult; state: string }> {
+async function readStatus(db: Db, type: StrategyType | undefined, nowMs: number): Promise<{ record: ShowResult; state: string; exit: number }> {
   const s = await theStrategy(db, type);
   const stageRows = await listStages(db);
   const windows = new Map(stageRows.map((r) => [r.stage, r.max_parallel]));
@@ -279,6 +282,9 @@ async function readStatus(db: Db, type: StrategyType | undefined, nowMs: number)
     source = est.ms === null ? null : ESTIMATE_SOURCE_LABEL[est.source];
   }
   const deferred = perState.deferred ? await deferredSteps(db, STATUS_DEFERRED) : [];
+  // Complete steps whose site's audit disagreed (issue 49): the exit code apply gives them too.
+  const audit = perState.complete ? await auditWarnings(db, STATUS_FAILURES) : { count: 0, first: [] };
+  const exit = exitForState(s.state, audit.count, s.extra.audit_disagrees_ok === true);
   const values: Record<(typeof STATUS_FIELDS)[number], Value> = {
     'strategy type': s.type,
     state: s.state,
@@ -300,6 +306,7 @@ async function readStatus(db: Db, type: StrategyType | undefined, nowMs: number)
     'in flight': running,
     progress: progress.length ? progress.map((p) => `${p.cloud}: ${p.details}`).join('\n') : null,
     failures: failures.length ? failures.map((f) => `${f.cloud}: ${f.details}`).join('\n') : null,
+    audit: audit.count ? auditText(audit, s.extra.audit_disagrees_ok === true) : null,
     'max failures': budgetText(s.max_failures, s.stop_on_failure, total),
     'stage gates': gateLines(await listStageGates(db))?.join('\n') ?? null,
     started_at: startedAt,
@@ -309,7 +316,13 @@ async function readStatus(db: Db, type: StrategyType | undefined, nowMs: number)
     orchestrator: await orchestratorText(db, nowMs, ended ? [] : await unknownEnds(db, s)),
     maintenance: ended ? null : await maintenanceText(db),
   };
-  return { record: show(STATUS_FIELDS.map((f) => [f, values[f]])), state: s.state };
+  return { record: show(STATUS_FIELDS.map((f) => [f, values[f]])), state: s.state, exit };
+}
+
+/** `2 complete subcloud(s) whose audit disagrees (exit 5)`, then the first ones with their details. */
+function auditText(a: AuditWarnings, ok: boolean): string {
+  const more = a.count > a.first.length ? [`and ${a.count - a.first.length} more (strategy report)`] : [];
+  return [`${a.count} complete subcloud(s) whose audit disagrees (${ok ? 'exit 0: --audit-disagrees-ok' : 'exit 5'})`, ...a.first.map((f) => `${f.cloud}: ${f.details}`), ...more].join('\n');
 }
 
 /** The exit code `apply` gives a strategy that ended in `state`. */
@@ -362,10 +375,12 @@ async function watchLoop(
   }
 }
 
-export async function strategyStatus(ctx: Ctx, type?: StrategyType): Promise<Result> {
+export async function strategyStatus(ctx: Ctx, type?: StrategyType): Promise<Result | Outcome> {
   const r = await withReadDb(ctx, null, async (db) => await getStrategy(db) ? (await statusRecord(db, type, Date.now())).record : null);
   if (!r) strategyNotFound(type);
-  return r;
+  // An orchestrator found dead is told to on_event once (issue 49: commands/tell.ts).
+  const told = await tellDeadOrchestrator(ctx);
+  return told ? { result: r, warnings: [told] } : r;
 }
 
 /** `strategy status --watch`: redraw until the strategy ends, then exit as `apply` would. */
@@ -376,8 +391,8 @@ export async function watchStatus(ctx: Ctx, type: StrategyType | undefined, o: W
     await watchLoop(
       ctx,
       async (db) => {
-        const { record, state } = await statusRecord(db, type, Date.now());
-        return { result: record, done: STRATEGY_ENDED.includes(state) ? exitForState(state) : null };
+        const { record, state, exit } = await statusRecord(db, type, Date.now());
+        return { result: record, done: STRATEGY_ENDED.includes(state) ? exit : null };
       },
       emit,
       o,

@@ -63,6 +63,8 @@ export interface CreateInput {
   targetVersion?: string;
   /** `--require-audit`: a step whose site's audit disagrees (or fails) ends failed, not complete. */
   requireAudit?: boolean;
+  /** `--audit-disagrees-ok`: complete with audits that disagreed exits 0, not 5. */
+  auditDisagreesOk?: boolean;
   typeOptions?: RawTypeOptions;
   driverOptions?: RawDriverOptions;
   /** Every check, then the plan, and nothing written. */
@@ -181,7 +183,7 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
     })),
     ...timeoutExtraArgs(input.type, raw),
   };
-  Object.assign(driver, auditExtraArgs(driverName, driver, raw, Boolean(input.requireAudit)));
+  Object.assign(driver, auditExtraArgs(driverName, driver, raw, Boolean(input.requireAudit), Boolean(input.auditDisagreesOk)));
   const simFails = (driver.sim_fail as string[] | undefined) ?? [];
   // The check command: the option's, else the exec config's `gate_check`.
   const gateCheck = gates.gateCheck ?? configGateCheck(driver.exec_config);

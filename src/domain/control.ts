@@ -244,9 +244,13 @@ export function endOfRun(r: {
   return { state, exit: exitForState(state) };
 }
 
-/** The exit code of an ended strategy, as `apply` and `status --watch` give it. */
-export function exitForState(state: string): number {
-  if (state === 'complete') return EXIT.ok;
+/**
+ * The exit code of an ended strategy, as `apply` and `status --watch` give it. A strategy complete
+ * whose audits disagreed on `auditWarned` sites exits 5 (EXIT.auditDisagrees), unless it was
+ * created with `--audit-disagrees-ok` (`auditOk`): a pipeline that checks the exit code hears it.
+ */
+export function exitForState(state: string, auditWarned = 0, auditOk = false): number {
+  if (state === 'complete') return auditWarned > 0 && !auditOk ? EXIT.auditDisagrees : EXIT.ok;
   if (state === 'aborted') return EXIT.aborted;
   return EXIT.failed;
 }

@@ -8,6 +8,8 @@ export const EXIT = {
   usage: 2,
   aborted: 3,
   locked: 4,
+  /** The strategy ended complete, but the audit after a site's last state disagreed (or did not answer): issue 49. */
+  auditDisagrees: 5,
   sigint: 130,
   sigterm: 143,
 } as const;

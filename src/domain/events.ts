@@ -35,6 +35,14 @@ export const EVENTS = {
   /** A group's subclouds wait for its maintenance window (orchestrator/maintenance-wait.ts), and its opening. */
   maintenanceWait: 'maintenance wait',
   maintenanceOpen: 'maintenance window open',
+  /** The strategy ended complete while the audit after some sites' last state disagreed (issue 49). */
+  auditDisagrees: 'audit disagrees',
+  /** A site deferred (it did not answer): its first deferral in this strategy (issue 49). */
+  deferred: 'deferred',
+  /** A run held of unknown outcome (several hosts: its host is lost, its state has no timeout). */
+  runUnknown: 'run unknown',
+  /** An orchestrator found gone with the strategy still running (by the next apply, or `status`). */
+  orchestratorDead: 'orchestrator dead',
   /** `strategy delete`: the last event of a kept record (store/archive.ts), with who and why. */
   deleted: 'deleted',
 } as const;
@@ -67,6 +75,12 @@ export function checkReason(text: string | undefined): string | null {
   if (/[\u0000-\u001f\u007f-\u009f]/.test(t)) return reasonError("option '--reason' holds a control character (a newline, a tab, an escape): give one line of text");
   if (t.length > REASON_MAX) return reasonError(`option '--reason' is ${t.length} characters long: at most ${REASON_MAX}`);
   return t;
+}
+
+/** The audit event's details: how many, and the first ones with what each site's audit said. */
+export function auditDisagreesText(w: { count: number; first: { cloud: string; details: string }[] }, exit: number): string {
+  const shown = w.first.slice(0, 5).map((f) => `${f.cloud} (${f.details})`).join(', ');
+  return `${w.count} site(s) complete whose audit disagrees (exit ${exit}): ${shown}${w.count > 5 ? ` and ${w.count - 5} more` : ''}`;
 }
 
 /** What a run stopped by `strategy abort --now` is recorded with: `stopped by abort --now (alice@host1: site hangs)`. */

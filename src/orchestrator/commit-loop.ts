@@ -54,8 +54,8 @@ export interface CommitHost {
   /** A committed transition opened an operation (or a retry after its backoff). */
   start(step: CursorStep, state: string, attempt: number, historyId: number): void;
   retryLater(step: CursorStep, state: string, delayMs: number): void;
-  /** A deferral committed: the step waits for its next try, apart. */
-  deferred(step: CursorStep): void;
+  /** A deferral committed: the step waits for its next try, apart (`details`: why, and when). */
+  deferred(step: CursorStep, details: string): void;
   /** What the report of `w`'s run, decided, counts toward (failures, retries, a run cut off). */
   decided(d: Decided, w: Worker): void;
   /** A stop committed in the store that this process has not seen yet: look now. */
@@ -373,7 +373,7 @@ export class CommitLoop {
       else {
         this.host.release(t.stepId, true);
         // Its slot is free for the next site: it waits for its next try, apart.
-        if (t.to === STEP_DEFERRED) this.host.deferred(slot.step);
+        if (t.to === STEP_DEFERRED) this.host.deferred(slot.step, t.details);
       }
     }
     return true;

@@ -16,6 +16,8 @@ import type { Db } from '../store/open.js';
 import { abortInitialSteps, abortStrandedSteps } from '../store/transitions.js';
 import { abortDeferredSteps } from '../store/deferrals.js';
 import { runsStillRunning } from '../store/runs.js';
+import { lastEventOf } from '../store/events.js';
+import { abortNowText, EVENTS } from '../domain/events.js';
 import type { Timer } from '../platform/timers.js';
 import { abandon, type Registry } from './registry.js';
 import type { ProgressSink } from './progress.js';
@@ -178,10 +180,23 @@ export class Control {
 
   /**
    * This apply takes up an abort an earlier one left (`aborting` or `abort requested`): the runs it
-   * left going are waited for, and nothing starts after them, not even their next state.
+   * left going are waited for (or stopped, after an abort now), and nothing starts after them, not
+   * even the state a run was cut off in (issue 49: it used to run again, as attempt 2).
    */
-  finishingAbort(): void {
+  async takeUpAbort(write: <T>(fn: (tx: Db) => Promise<T>) => Promise<T>, now: boolean): Promise<void> {
     this.finishOnly = true;
+    await this.abortSeen(write, now);
+  }
+
+  /**
+   * An abort seen in the store: its write, once (`write`: a busy store throws, for the poll to ask
+   * again); then, for `strategy abort --now`, the runs stopped with the words of its event.
+   */
+  async abortSeen(write: <T>(fn: (tx: Db) => Promise<T>) => Promise<T>, now: boolean): Promise<void> {
+    if (!this.aborting) this.aborted(await write((tx) => this.abortWrite(tx)));
+    if (!now || this.abortedNow !== null) return;
+    const e = await lastEventOf(this.rt.db, [EVENTS.abortNow]);
+    this.abortNow(abortNowText(e ?? { user: 'an operator', host: 'unknown', reason: null }));
   }
 
   /**

@@ -14,12 +14,12 @@
  * (runtime.ts), so the simulator (src/sim) runs this same code.
  */
 import { ConfigBook } from '../domain/strategy-config.js';
-import { abortNowText, adoptedText, EVENTS } from '../domain/events.js';
+import { adoptedText, EVENTS } from '../domain/events.js';
 import { hostName } from '../platform/who.js';
 import { parseTime, timeIn } from '../store/clock.js';
 import { failedAndTotal } from '../store/cursor.js';
 import { faultOf } from '../store/faults.js';
-import { lastEventOf, recordEvent } from '../store/events.js';
+import { recordEvent } from '../store/events.js';
 import { firstStartedAt, stageStateCounts } from '../store/status.js';
 import { getDefaultConfig, subcloudOptions } from '../store/strategy-config.js';
 import { controlSnapshot, strategyState } from '../store/strategy.js';
@@ -126,7 +126,7 @@ export class Orchestrator {
         },
         start: (step, state, attempt, historyId) => this.launcher.start(step, state, attempt, historyId),
         retryLater: (step, state, ms) => this.stages.retryLater(step, state, ms),
-        deferred: (step) => this.stages.deferrals!.committed(step),
+        deferred: (step, details) => this.stages.deferred(step, details),
         decided: (d, w) => {
           this.launcher.decided(d, w);
           if (d.failed === 'stage') this.stages.stageBudget?.stepFailed(w.step.cloud);
@@ -222,13 +222,7 @@ export class Orchestrator {
     });
     await this.takeover.showFleet();
     const aborting = snap.state === 'abort requested' || snap.state === 'aborting';
-    if (aborting) {
-      // Taken up from an earlier apply: what it left going ends (or is stopped, after an abort
-      // now), and nothing starts after it, not even the state it was cut off in (issue 49).
-      this.control.finishingAbort();
-      this.control.aborted(await this.loop.committer.write((tx) => this.control.abortWrite(tx)));
-      if (snap.abortNow !== null) await this.abortNow();
-    }
+    if (aborting) await this.control.takeUpAbort((fn) => this.loop.committer.write(fn), snap.abortNow !== null); // nothing starts after it
     if (snap.state === 'paused') this.control.setPaused(true);
     this.requests = this.watchRequests(snap);
     this.requests.start();
@@ -273,17 +267,9 @@ export class Orchestrator {
     return new ExternalRequests(
       this.rt.db,
       {
-        abort: async () => {
-          if (c.aborting) return;
-          // Seen only once its effect has committed: a busy store throws, and the poll asks again.
-          c.aborted(await this.loop.committer.tryWrite((tx) => c.abortWrite(tx)));
-        },
-        abortNow: async () => {
-          if (c.abortedNow !== null) return;
-          // Seen only once the abort's own write has committed (a busy store: the poll asks again).
-          if (!c.aborting) c.aborted(await this.loop.committer.tryWrite((tx) => c.abortWrite(tx)));
-          await this.abortNow();
-        },
+        // Seen only once its effect has committed: a busy store throws, and the poll asks again.
+        abort: () => c.abortSeen((fn) => this.loop.committer.tryWrite(fn), false),
+        abortNow: () => c.abortSeen((fn) => this.loop.committer.tryWrite(fn), true),
         pause: (on) => c.setPaused(on),
         window: (stage, w) => this.stages.setWindow(stage, w, this.loop),
         budget: (text) => c.setBudget(text, true),
@@ -302,12 +288,6 @@ export class Orchestrator {
       { pollMs: this.opts.pollMs, checkFile: this.opts.checkFile, timers: this.rt.timers },
       snap,
     );
-  }
-
-  /** `strategy abort --now`: the runs in flight are stopped, with the words of its event. */
-  private async abortNow(): Promise<void> {
-    const e = await lastEventOf(this.rt.db, [EVENTS.abortNow]);
-    this.control.abortNow(abortNowText(e ?? { user: 'an operator', host: 'unknown', reason: null }));
   }
 
   /** This worker's lease was renewed: the gone are taken over between commits and taken in, and the views see the fleet. */

@@ -108,5 +108,13 @@ export function closingSummary(s: Summary): string {
     const more = total - Math.min(failures.length, SUMMARY_FAILURES);
     if (more > 0) text += `  ... and ${more} more: dcm strategy-step list --state failed\n`;
   }
+  const audit = s.auditWarnings;
+  if (audit && audit.count > 0) {
+    const exit = s.auditOk ? 'exit 0: --audit-disagrees-ok' : 'exit 5';
+    text += `audit disagrees on ${audit.count} complete subcloud(s) (${exit}):\n`;
+    for (const f of audit.first.slice(0, SUMMARY_FAILURES)) text += `  ${f.cloud}: ${f.details}\n`;
+    const more = audit.count - Math.min(audit.first.length, SUMMARY_FAILURES);
+    if (more > 0) text += `  ... and ${more} more: dcm strategy report --html FILE lists them\n`;
+  }
   return text;
 }

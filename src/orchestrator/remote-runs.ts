@@ -16,6 +16,7 @@ import type { OperationResult, RemoteRun } from '../drivers/driver.js';
 import { formatDuration } from '../domain/durations.js';
 import { abandonRemoteRun, markRunUnknown, retriedBy, runEnd, type LeftRunRow } from '../store/runs.js';
 import type { Runtime } from './runtime.js';
+import { whoAmI } from '../platform/who.js';
 
 /** How often the store is asked for the end of a run another host has. */
 const LOOK_MS = 1_000;
@@ -64,7 +65,7 @@ export function waitRemote(rt: Runtime, left: LeftRunRow, remote: RemoteRun, hos
       } else if (forEver && !marked) {
         marked = true;
         const why = `its host (${runHost}) is gone without saying how the run ended, and ${left.state} has no timeout: held until \`dcm strategy-step resolve ${left.cloud} --as ok|failed\` or \`dcm strategy retry ${left.cloud}\``;
-        await markRunUnknown(rt.db, left, why).catch(() => (marked = false));
+        await markRunUnknown(rt.db, left, why, { ...whoAmI(), host }).catch(() => (marked = false));
       } else if (rt.now() >= deadline) {
         stop();
         resolve({

@@ -286,6 +286,9 @@ export function renderHtmlReport(m: ReportModel, generatedAtUs: number): string 
   const deferredRuns = m.attempts.reduce((n, a) => n + a.states.reduce((k, st) => k + st.outcomes.filter((o) => o === 'deferred').length, 0), 0);
   if (deferredRuns) out.push(card('deferred runs', deferredRuns));
   // Only when one did: an orchestrator killed mid-rollout is named as one (Orchestrators that died).
+  // Complete, but the site's audit disagreed (issue 49): said on a card of its own, as a failure is.
+  const disagreed = (m.strategy.auditFindings ?? []).filter((f) => f.outcome === 'warning').length;
+  if (disagreed) out.push(card('audit disagrees', disagreed, true));
   const deaths = orchestratorDeaths(m.events).length;
   if (deaths) out.push(card('orchestrators died', deaths, true));
   out.push(card('elapsed', elapsed));
