@@ -273,7 +273,9 @@ export class ExecDriver implements Driver {
       // `reason` pattern, its last match in the log first (Ansible prints a failure's reason on
       // stdout, followed by the PLAY RECAP).
       const line = facts.match() || facts.err() || facts.log();
-      return this.failure(req, spec, line ? `exit ${code}: ${line}` : `exit ${code}`, 'failed');
+      // `fail_exit_codes`: refused (a wrong key): no retry mends it, the step fails at once.
+      const retry = !(this.settings.config.failExitCodes ?? []).includes(code);
+      return this.failure(req, spec, line ? `exit ${code}: ${line}` : `exit ${code}`, 'failed', retry);
     }
     const text = facts.next();
     if (text === null || text.trim() === '') return { kind: 'next' };
