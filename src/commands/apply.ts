@@ -9,7 +9,7 @@ import { casStrategyState } from '../store/strategy.js';
 import fs from 'node:fs';
 import v8 from 'node:v8';
 import { DcmError } from '../domain/errors.js';
-import { applyFaultError, faultOf } from '../store/faults.js';
+import { applyFaultError, faultOf, serverFault } from '../store/faults.js';
 import { createDriver, endsReachStore } from '../drivers/index.js';
 import { withAuditAfter } from '../orchestrator/audit-after.js';
 import type { Driver } from '../drivers/driver.js';
@@ -33,6 +33,7 @@ import { EVENTS } from '../domain/events.js';
 import { whoAmI } from '../platform/who.js';
 import { recordEvent } from '../store/events.js';
 import { Notifier, onEventOf } from '../orchestrator/notify.js';
+import { liveEta } from './eta.js';
 
 /** A strategy left in one of these by a process that is gone is taken up again (paused: waiting for resume). */
 const RESUMABLE = STRATEGY_RUNNING;
@@ -115,7 +116,8 @@ export interface ApplyOptions {
 
 /** What the ETA starts from: this strategy's durations so far, earlier runs' statistics, the sim latency. */
 async function estimateInputs(db: Db, type: string, extra: Record<string, unknown>): Promise<TrackerInputs> {
-  return { history: await durationStats(db, durationKey(type, extra)), observed: await observedDurations(db), fallbackMs: simLatencyMidpoint(extra) };
+  // `eta`: the views say what `strategy status` says (the one estimator, commands/eta.ts).
+  return { history: await durationStats(db, durationKey(type, extra)), observed: await observedDurations(db), fallbackMs: simLatencyMidpoint(extra), eta: liveEta(db) };
 }
 
 export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: ApplyOptions = {}): Promise<Outcome> {
@@ -247,7 +249,9 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
     return { result: { kind: 'strategy', strategy: await theStrategy(db) }, exitCode };
   } catch (err) {
     fileGone = err instanceof FileGoneError;
-    throw err;
+    // A fault met before the orchestrator ran (the lock's write into a full disk): the SPEC's one
+    // line, as the orchestrator's own faults are, never SQLite's bare words (issue 49).
+    throw (onServer ? serverFault(err, ctx.dbPath) : applyFaultError(err, ctx.dbPath)) ?? err;
   } finally {
     // The end's notice too (bounded by its command's timeout); a failure is recorded, never thrown.
     await notifier?.close();

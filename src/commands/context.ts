@@ -25,6 +25,12 @@ export interface Ctx {
    * its simulated processes, and answer for their own runs (sim/world.ts).
    */
   runLives?: (left: LeftRunRow) => number | null;
+  /**
+   * The file was missing: a write command created it (`true`), a read found none (`false`). The CLI
+   * says so when the path is its default, ./dcm.db (issue 49: a shell in another folder, no
+   * DCM_DB, listed an empty fleet and exited 0 without a word).
+   */
+  noFile?: (created: boolean) => void;
 }
 
 /** What a command gets when the CLI runs it: the file, and the CLI's answers to quiet and confirmation. */
@@ -64,7 +70,10 @@ export async function withWriteDb<T>(ctx: Ctx, fn: (db: Db) => T | Promise<T>): 
         }
         // Closing the last connection checkpoints the WAL: the temporary file then holds everything.
         const result = await runInTransaction(db, ctx, fn);
-        if (publish(tmp, p.real)) return result;
+        if (publish(tmp, p.real)) {
+          ctx.noFile?.(true);
+          return result;
+        }
       } finally {
         for (const suffix of ['', '-wal', '-shm', '-journal']) fs.rmSync(tmp + suffix, { force: true });
       }
@@ -129,6 +138,7 @@ export async function withExistingWriteDb<T>(ctx: Ctx, fn: (db: Db) => T | Promi
   return await withFileFaults(ctx.dbPath, async () => {
     removeStaleTemps(inspectDbPath(ctx.dbPath).real);
     const db = await openDb(ctx.dbPath, { create: false, write: true });
+    if (!db) ctx.noFile?.(false);
     return db ? await runInTransaction(db, ctx, fn) : null;
   });
 }
@@ -137,7 +147,10 @@ export async function withExistingWriteDb<T>(ctx: Ctx, fn: (db: Db) => T | Promi
 export async function withReadDb<T>(ctx: Ctx, empty: T, fn: (db: Db) => T | Promise<T>): Promise<T> {
   return await withStoreFaults(ctx.dbPath, async () => {
     const db = await openReader(ctx.dbPath);
-    if (!db) return empty;
+    if (!db) {
+      ctx.noFile?.(false);
+      return empty;
+    }
     try {
       return await fn(db);
     } finally {
@@ -159,7 +172,10 @@ export function readRows<T>(ctx: Ctx, fn: (db: Db) => AsyncIterable<T>): RowStre
     streamed: true,
     async *[Symbol.asyncIterator]() {
       const db = await withStoreFaults(ctx.dbPath, () => openReader(ctx.dbPath));
-      if (!db) return;
+      if (!db) {
+        ctx.noFile?.(false);
+        return;
+      }
       let it: AsyncIterator<T> | undefined;
       try {
         it = withStoreFaults(ctx.dbPath, () => fn(db)[Symbol.asyncIterator]());

@@ -14,6 +14,7 @@ import type { Outcome } from './results.js';
 import type { RunCtx } from './context.js';
 import { immediate, withReadDb, withWriteDb, type Ctx } from './context.js';
 import { mustFind, SECONDARY } from './subclouds.js';
+import { takenOutWarning } from './taken-out.js';
 import { strategyCreate, strategyDelete } from './strategy.js';
 import { strategyApply } from './apply.js';
 import type { CommandResult } from './results.js';
@@ -42,10 +43,11 @@ export type ManagementState = 'managed' | 'unmanaged';
  * is that, or while the strategy is driving the subcloud's step: a site half-way through an update
  * must not change hands. Managing needs an online subcloud unless `force` (dcmanager's --force).
  */
-export async function subcloudSetManagement(ctx: Ctx, ref: string, want: ManagementState, force = false): Promise<CommandResult> {
+export async function subcloudSetManagement(ctx: Ctx, ref: string, want: ManagementState, force = false): Promise<Outcome> {
   const verb = want === 'managed' ? 'manage' : 'unmanage';
-  return await withWriteDb(ctx, async (db) =>
-    await immediate(db, async (tx) => {
+  const warnings: string[] = [];
+  const result = await withWriteDb(ctx, async (db) =>
+    await immediate(db, async (tx): Promise<CommandResult> => {
       const sc = await mustFind(tx, ref);
       const refuse = (why: string): never => {
         throw new OperationError(`Unable to ${verb} subcloud ${ref}: ${why}`);
@@ -59,9 +61,13 @@ export async function subcloudSetManagement(ctx: Ctx, ref: string, want: Managem
         refuse(`Subcloud is ${sc.availability}; give --force to manage it anyway`);
       }
       await updateSubcloud(tx, sc.id, { management: want });
+      // Its step not started yet (or between runs): kept out from now on, and said (issue 49).
+      const said = want === 'unmanaged' ? await takenOutWarning(tx, [sc], 'unmanaged') : null;
+      if (said) warnings.push(said);
       return { kind: 'subcloud', row: await mustFind(tx, String(sc.id)), detail: false, reply: {} };
     }),
   );
+  return { result, warnings };
 }
 
 /** What dcmanager's `error_description` holds for a subcloud with no failure. */

@@ -92,13 +92,17 @@ export function retryTarget(
 }
 
 /** A driver's answer, or the orchestrator's own timeout. */
-export type ReportResult =
+export type ReportResult = (
   | { kind: 'next'; next?: string; details?: string; audit?: AuditReport }
   | { kind: 'failed'; reason: string; timeout?: boolean; audit?: AuditReport }
   | { kind: 'retry'; reason: string; outcome: 'failed' | 'timeout' | 'interrupted'; delayMs: number }
   /** The site did not answer (exit 75): tried again later, or failed unreachable (domain/deferral.ts). */
   | { kind: 'defer'; reason: string }
-  | { kind: 'timeout' };
+  | { kind: 'timeout' }
+) & {
+  /** When the run ended, when its answer came later (an adopted run that ended while no dcm ran). */
+  endedAtMs?: number;
+};
 
 /** What a report means for the step that ran `state`. */
 export type Decision =

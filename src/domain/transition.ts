@@ -32,6 +32,11 @@ export interface Transition {
   ended: boolean;
   /** What the site said in its audit after its last state: the subcloud row takes it (after `completes`). */
   observed?: AuditReport;
+  /**
+   * Filled in by commit: the subcloud of a transition that starts an operation was taken out
+   * (`unmanaged`, `offline`): the operation is not started, and its run fails saying so.
+   */
+  siteOut?: string;
 }
 
 /** The step a transition is about, as the orchestrator holds it. */
@@ -71,7 +76,7 @@ function make(
   ended: boolean,
   observed?: AuditReport,
 ): Transition {
-  return { stepId: step.id, subcloudId: step.subcloudId, cloud: step.cloud, from, to, details, close, retryInMs, startAttempt, historyId: undefined, completes, ended, observed };
+  return { stepId: step.id, subcloudId: step.subcloudId, cloud: step.cloud, from, to, details, close, retryInMs, startAttempt, historyId: undefined, completes, ended, observed, siteOut: undefined };
 }
 
 /** How a run closed, with every field in the same order (see `make`). */
@@ -130,4 +135,10 @@ export function abortStopped(step: StepRef, state: string, details: string, clos
  */
 export function defer(step: StepRef, state: string, details: string, close: Closing): Transition {
   return make(step, state, 'deferred', details, close, undefined, undefined, undefined, false);
+}
+
+/** Why the operation of a subcloud taken out of the rollout is not started (its run's failure). */
+export function siteOutReason(cloud: string, out: string): string {
+  const back = out === 'offline' ? 'once it answers again' : `after \`dcm subcloud manage ${cloud}\``;
+  return `not started: ${cloud} is ${out} (taken out while the strategy applied); \`dcm strategy retry ${cloud}\` ${back}`;
 }

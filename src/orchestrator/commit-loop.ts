@@ -14,7 +14,7 @@ import { STEP_DEFERRED, type DeferralDecision } from '../domain/deferral.js';
 import type { Transition } from '../domain/transition.js';
 import type { CursorStep } from '../store/cursor.js';
 import type { Db } from '../store/open.js';
-import { now } from '../store/clock.js';
+import { now, timeAt } from '../store/clock.js';
 import { strategyState } from '../store/strategy.js';
 import { recordRunDetails, recordRunProcesses } from '../store/runs.js';
 import type { Refusal } from '../store/workers.js';
@@ -51,8 +51,11 @@ export interface CommitHost {
   release(stepId: number, ended: boolean): void;
   /** A claim was refused (one of several workers). */
   refused(stepId: number, why: Refusal): void;
-  /** A committed transition opened an operation (or a retry after its backoff). */
-  start(step: CursorStep, state: string, attempt: number, historyId: number): void;
+  /**
+   * A committed transition opened an operation (or a retry after its backoff); `out`: its subcloud
+   * was found taken out (unmanaged, offline) in that commit, and the operation is not started.
+   */
+  start(step: CursorStep, state: string, attempt: number, historyId: number, out?: string): void;
   retryLater(step: CursorStep, state: string, delayMs: number): void;
   /** A deferral committed: the step waits for its next try, apart (`details`: why, and when). */
   deferred(step: CursorStep, details: string): void;
@@ -148,7 +151,10 @@ export class CommitLoop {
   /** A driver's answer arrives here and nowhere else. */
   report(stepId: number, opId: number, result: ReportResult): void {
     if (this.host.done()) return;
-    this.reports.push({ stepId, opId, result, finishedAt: now(), finishedMs: this.rt.now() });
+    // A run that ended before its answer came (adopted, it ended while no dcm ran) ends when it did.
+    const ended = result.endedAtMs;
+    const at = ended !== undefined && ended < this.rt.now() ? ended : null;
+    this.reports.push({ stepId, opId, result, finishedAt: at === null ? now() : timeAt(at), finishedMs: at ?? this.rt.now() });
     this.schedule();
   }
 
@@ -368,7 +374,7 @@ export class CommitLoop {
         ended: t.ended,
       });
       slot.step.state = t.to;
-      if (t.startAttempt !== undefined) this.host.start(slot.step, t.to, t.startAttempt, t.historyId!);
+      if (t.startAttempt !== undefined) this.host.start(slot.step, t.to, t.startAttempt, t.historyId!, t.siteOut);
       else if (t.retryInMs !== undefined) this.host.retryLater(slot.step, t.to, t.retryInMs);
       else {
         this.host.release(t.stepId, true);

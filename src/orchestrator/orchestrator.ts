@@ -124,7 +124,7 @@ export class Orchestrator {
           if (why === 'full') this.fleet.block(() => this.stages.pump());
           this.stages.release(id, why !== 'full');
         },
-        start: (step, state, attempt, historyId) => this.launcher.start(step, state, attempt, historyId),
+        start: (step, state, attempt, historyId, out) => this.launcher.start(step, state, attempt, historyId, out),
         retryLater: (step, state, ms) => this.stages.retryLater(step, state, ms),
         deferred: (step, details) => this.stages.deferred(step, details),
         decided: (d, w) => {

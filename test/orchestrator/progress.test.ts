@@ -123,8 +123,9 @@ describe('ProgressTracker', () => {
     expect(t.snapshot(0).etaMs).toBe(200); // 2 waves of 2 × 50 ms
     t.paused(true);
     for (const at of [0, 300, 499, 5000]) expect(t.snapshot(at).etaMs).toBe(200);
-    expect(liveLines(t.snapshot(600), 120)[4]).toMatch(/, ETA 200ms once resumed \(from sim latency\)$/);
-    expect(periodicLine(t.snapshot(600))).toMatch(/, ETA 200ms once resumed \(from sim latency\)$/);
+    // What only the operator ends is said so (issue 49), in the words of `strategy status`.
+    expect(liveLines(t.snapshot(600), 120)[4]).toMatch(/, ETA waits for the operator \(paused\): 200ms \(from sim latency\) once resumed$/);
+    expect(periodicLine(t.snapshot(600))).toMatch(/, ETA waits for the operator \(paused\): 200ms \(from sim latency\) once resumed$/);
     // An event while paused (a subcloud in flight ends) moves it at once, not after the cache's 500 ms.
     const p = started(3, 50);
     p.transition(ev('s1', 'initial', 'a', { attempt: 1 }), 0);

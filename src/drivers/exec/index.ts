@@ -16,7 +16,7 @@ import type { Adoption, AuditOutcome, AuditRequest, Driver, LeftRun, OperationRe
 import { runAudit } from './audit.js';
 import type { ExecConfig, StateSpec } from './config.js';
 import type { LogLayout } from '../../domain/logs.js';
-import { abandonRun, abandonStart, clearEarlierRun, readClaim, readStatus, readTaken, runBase, type RunClaim, type RunStatus } from './files.js';
+import { abandonRun, abandonStart, clearEarlierRun, readClaim, readStatus, readTaken, runBase, statusTimeMs, type RunClaim, type RunStatus } from './files.js';
 import { runArgv, runCwd, runEnv, runValues } from './run-env.js';
 import { terminateTagged, ticksNow } from './procs.js';
 import { cleanLeftovers, killRun } from './stop-run.js';
@@ -329,9 +329,11 @@ export class ExecDriver implements Driver {
     return left.host ?? 'its host';
   }
 
+  /** A run found ended by its status file (adopted): it ended when its wrapper wrote it. */
   private fromStatus(req: OperationRequest, spec: StateSpec, base: string, status: RunStatus): OperationResult {
-    if ('code' in status) return this.outcome(req, spec, base, status.code);
-    return { kind: 'retry', outcome: 'interrupted', reason: `the run was ended by ${status.signal}`, delayMs: 0 };
+    const endedAtMs = statusTimeMs(base) ?? undefined;
+    if ('code' in status) return { ...this.outcome(req, spec, base, status.code), endedAtMs };
+    return { kind: 'retry', outcome: 'interrupted', reason: `the run was ended by ${status.signal}`, delayMs: 0, endedAtMs };
   }
 
   /**
