@@ -117,12 +117,16 @@ export function etaOf(
     ms = more.deferred.ms;
     note = ` (waits for ${more.deferred.label})`;
   }
-  const resumed = hold?.waits === 'once resumed' || (hold?.waits == null && paused);
+  // A gate that holds until resumed is the operator's to end; so is a pause (a window's wait is not).
+  const gateHolds = hold?.waits === 'once resumed';
+  const resumed = gateHolds || (hold?.waits == null && paused);
   const operator = more.unknown
     ? `${more.unknown} run(s) of unknown outcome: strategy-step resolve or strategy retry`
-    : resumed
-      ? hold?.text.replace(/^held by /, '') ?? 'paused'
-      : null;
+    : gateHolds
+      ? hold!.text.replace(/^held by /, '')
+      : paused
+        ? 'paused'
+        : null;
   return { ms, note, waits: resumed ? 'once resumed' : (hold?.waits ?? null), operator };
 }
 

@@ -249,6 +249,8 @@ describe('several workers on one strategy', () => {
     // In flight (what the window counts), and said so to the operator with what to do.
     const status = JSON.parse(dcmOk(['--db', fx.db, 'strategy', 'status', '-f', 'json'], { env: { DCM_HOST: 'host-c' } }).stdout) as Record<string, unknown>;
     expect(status['in flight']).toBe(1);
+    // Issue 49: not `0ms`: only the operator ends that wait, and the ETA says so.
+    expect(status.eta).toMatch(/^waits for the operator \(1 run\(s\) of unknown outcome: strategy-step resolve or strategy retry\): /);
     expect(status.orchestrator).toMatch(/\nunknown: s001 \(.*, on host-a, no live worker there\): held until `dcm strategy-step resolve s001 --as ok\|failed`, or `dcm strategy retry s001` to run it again$/);
     expect(fs.readFileSync(envs, 'utf8').split('\n').filter((l) => l.startsWith('s001|'))).toHaveLength(1);
     // Named with a cloud that has no such run: refused, one line, nothing written.
