@@ -41,7 +41,7 @@ export async function strategyAbort(ctx: RunCtx, type?: StrategyType, reasonText
     const s = await theStrategy(db, type);
     const by = await orchestratorOf(db);
     if (by && ABORTING.includes(s.state)) {
-      throw new OperationError(`Strategy in state ${s.state} cannot be aborted: ${by} waits for the runs in flight; \`dcm strategy abort --now\` stops them`);
+      throw new OperationError(`Strategy in state ${s.state} cannot be aborted: the runs in flight are waited for by ${by}; \`dcm strategy abort --now\` stops them`);
     }
     if (![...ABORTABLE, ...ABORTING].includes(s.state)) throw new OperationError(`Strategy in state ${s.state} cannot be aborted`);
     if (by) {

@@ -12,6 +12,7 @@ import { abandonRun, abandonStart, readClaim, readStatus } from './files.js';
 import { liveRunPid } from './liveness.js';
 import { sameProcessAlive, terminateTagged } from './procs.js';
 import { processesWithEnv } from '../../platform/proc.js';
+import { sleep } from '../../platform/timers.js';
 import { runBase, type LogLayout } from '../../domain/logs.js';
 import type { LeftRun } from '../driver.js';
 import { runIdOf } from './run-id.js';
@@ -26,7 +27,7 @@ export async function stopLeftRun(logs: LogLayout, campaign: string, left: LeftR
   for (let i = 0; i < 20; i++) {
     const claim = readClaim(base, runId);
     if (!(claim && 'launching' in claim && claim.launching > 0 && sameProcessAlive(claim.launching, null))) break;
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
   }
   await terminateTagged(tagged, graceMs);
   if (tagged().length) return false;
