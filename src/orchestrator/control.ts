@@ -71,8 +71,10 @@ export class Control {
   leftGoing = false;
   /** `strategy abort --now`: the words its stopped runs are recorded with (null: none came). */
   abortedNow: string | null = null;
-  /** An abort is being finished: runs in flight end (or are stopped), and no state starts after them. */
+  /** An abort now: the runs in flight are stopped, and no state starts after them. */
   private finishOnly = false;
+  /** This apply takes up an abort an earlier one left: steps cut off mid-state are aborted, never run again. */
+  private takingUp = false;
 
   constructor(
     private readonly rt: Runtime,
@@ -161,7 +163,7 @@ export class Control {
    */
   async abortWrite(tx: Db): Promise<number> {
     await casStrategyState(tx, ['abort requested'], 'aborting');
-    const stranded = this.finishOnly ? await abortStrandedSteps(tx) : 0;
+    const stranded = this.takingUp ? await abortStrandedSteps(tx) : 0;
     return (await abortInitialSteps(tx)) + await abortDeferredSteps(tx) + stranded;
   }
 
@@ -172,19 +174,21 @@ export class Control {
     this.host.aborted();
     if (this.paused) this.setPaused(false, true);
     this.progress.initialAborted?.();
-    if (this.finishOnly) this.progress.note(`finishing the abort: ${n} step(s) aborted; the runs left going are waited for, and no state starts after them`);
+    if (this.takingUp) this.progress.note(`finishing the abort: ${n} step(s) aborted; the runs left going are waited for (\`dcm strategy abort --now\` stops them)`);
     else this.progress.note(`abort requested: ${n} step(s) not started are aborted; ${this.host.inFlight()} subcloud(s) in flight run to their end`);
     this.host.pump();
     this.host.wake();
   }
 
   /**
-   * This apply takes up an abort an earlier one left (`aborting` or `abort requested`): the runs it
-   * left going are waited for (or stopped, after an abort now), and nothing starts after them, not
-   * even the state a run was cut off in (issue 49: it used to run again, as attempt 2).
+   * This apply takes up an abort an earlier one left (`aborting` or `abort requested`): a step whose
+   * run was cut off (a second Ctrl-C, a kill with its run) is aborted in that state and never run
+   * again (issue 49: it ran again, as attempt 2); nothing starts that was not in flight. A run left
+   * going is waited for, and its subcloud runs to its end as an abort lets those in flight (SPEC §6),
+   * unless an abort now stops it.
    */
   async takeUpAbort(write: <T>(fn: (tx: Db) => Promise<T>) => Promise<T>, now: boolean): Promise<void> {
-    this.finishOnly = true;
+    this.takingUp = true;
     await this.abortSeen(write, now);
   }
 
