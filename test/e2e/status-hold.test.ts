@@ -5,6 +5,8 @@
  * deferred sites are named with their next try.
  */
 import { describe, expect, test } from '@jest/globals';
+import fs from 'node:fs';
+import path from 'node:path';
 import { waitFor } from '../helpers/cli.js';
 import { spawnDcm, tempPerTest } from '../helpers/history.js';
 import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
@@ -86,5 +88,9 @@ describe('strategy status: what holds the rollout', () => {
     expect(s.stage).toBe('1 of 1, held by maintenance window Sat 22:00-Sun 06:00 (UTC) (group night), opens 2026-12-05T22:00:00.000Z');
     expect(s.eta).toMatch(/^2h00m \(includes (2h00m|1h59m) waiting for maintenance window Sat 22:00-Sun 06:00 \(UTC\)\)$/);
     expect(s['deferred sites']).toBeNull();
+    // The report says the same (issue 49: one estimator).
+    const html = path.join(t.dir, 'report.html');
+    dcmQuickOk(['--db', t.db, 'strategy', 'report', '--html', html], { env });
+    expect(fs.readFileSync(html, 'utf8')).toMatch(/<dt>time left<\/dt><dd data-key="eta">2h00m \(includes (2h00m|1h59m) waiting for maintenance window Sat 22:00-Sun 06:00 \(UTC\)\)<\/dd>/);
   });
 });

@@ -296,6 +296,8 @@ export function renderHtmlReport(m: ReportModel, generatedAtUs: number): string 
   out.push(countsBar(m.counts, m.steps));
   out.push('<dl class="meta">');
   for (const [k, v] of [['first operation', fmtTime(m.startUs)], ['last operation', fmtTime(m.endUs)]]) out.push(`<dt>${esc(k)}</dt><dd>${esc(v)}</dd>`);
+  // Still running: the time left, in the words of `strategy status` and apply's view (issue 49).
+  if (m.strategy.eta) out.push(`<dt>time left</dt><dd data-key="eta">${esc(m.strategy.eta)}</dd>`);
   out.push('</dl></section>');
   out.push(rolloutSection(m));
   out.push(waitsSection(m));
