@@ -159,7 +159,7 @@ export class Control {
 
   /**
    * The abort's write: the strategy to `aborting`, every step not started `aborted`; and when an
-   * apply takes up an abort (`finishingAbort`), every step left mid-state with no run going too.
+   * apply takes up an abort (`takeUpAbort`), every step left mid-state with no run going too.
    */
   async abortWrite(tx: Db): Promise<number> {
     await casStrategyState(tx, ['abort requested'], 'aborting');

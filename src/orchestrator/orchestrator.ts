@@ -222,7 +222,7 @@ export class Orchestrator {
     });
     await this.takeover.showFleet();
     const aborting = snap.state === 'abort requested' || snap.state === 'aborting';
-    if (aborting) await this.control.takeUpAbort((fn) => this.loop.committer.write(fn), snap.abortNow !== null); // nothing starts after it
+    if (aborting) await this.control.takeUpAbort((fn) => this.loop.committer.write(fn), snap.abortNow !== null); // what was cut off is not run again
     if (snap.state === 'paused') this.control.setPaused(true);
     this.requests = this.watchRequests(snap);
     this.requests.start();
