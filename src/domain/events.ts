@@ -47,6 +47,9 @@ export const EVENTS = {
   deleted: 'deleted',
 } as const;
 
+/** The events that tell a running orchestrator of an abort now (store/strategy.ts controlSnapshot). */
+export const ABORT_NOW_EVENTS = { now: EVENTS.abortNow, retried: EVENTS.retried } as const;
+
 /** What an operator does to a strategy: the events `strategy status`'s `last action` names. */
 export const OPERATOR_EVENTS: readonly string[] = [
   EVENTS.paused,

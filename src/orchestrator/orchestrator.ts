@@ -14,7 +14,7 @@
  * (runtime.ts), so the simulator (src/sim) runs this same code.
  */
 import { ConfigBook } from '../domain/strategy-config.js';
-import { adoptedText, EVENTS } from '../domain/events.js';
+import { ABORT_NOW_EVENTS, adoptedText, EVENTS } from '../domain/events.js';
 import { hostName } from '../platform/who.js';
 import { parseTime, timeIn } from '../store/clock.js';
 import { failedAndTotal } from '../store/cursor.js';
@@ -209,7 +209,7 @@ export class Orchestrator {
     // Counts, not steps: the steps themselves are read a window at a time (store/cursor.ts).
     const { failed, total } = await failedAndTotal(db);
     this.control.counted(failed, total);
-    const snap = (await controlSnapshot(db))!;
+    const snap = (await controlSnapshot(db, ABORT_NOW_EVENTS))!;
     this.stages.windows = new Map(snap.windows);
     this.control.setBudget(snap.maxFailures, false);
     this.progress.begin?.({

@@ -13,6 +13,7 @@ import { performance } from 'node:perf_hooks';
 import type { Db } from '../store/open.js';
 import { faultOf } from '../store/faults.js';
 import { controlSnapshot, dataVersion } from '../store/strategy.js';
+import { ABORT_NOW_EVENTS } from '../domain/events.js';
 
 /** The states a strategy ends in. */
 const ENDED: readonly string[] = ['complete', 'failed', 'aborted'];
@@ -98,7 +99,7 @@ export class ExternalRequests {
       const version = await dataVersion(this.db);
       if (version === this.lastDataVersion) return;
       this.lastDataVersion = version;
-      const now = await controlSnapshot(this.db);
+      const now = await controlSnapshot(this.db, ABORT_NOW_EVENTS);
       if (!now) return;
       await this.compare(now);
       await this.handlers.changed?.();

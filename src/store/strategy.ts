@@ -4,7 +4,6 @@ import { Params, sql } from './statements.js';
 import { now } from './clock.js';
 import type { ExtraArgs } from '../domain/options.js';
 import type { StagePlan } from '../domain/planning.js';
-import { EVENTS } from '../domain/events.js';
 
 export interface StrategyRow {
   id: number;
@@ -141,6 +140,8 @@ export async function dataVersion(db: Db): Promise<number> {
  */
 export async function controlSnapshot(
   db: Db,
+  /** The names of the `abort now` and `retried` events (domain/events.ts ABORT_NOW_EVENTS). */
+  events: { now: string; retried: string },
 ): Promise<{ state: string; maxFailures: string | null; windows: Map<number, number>; abortNow: number | null } | undefined> {
   const row = await sql(
     db,
@@ -148,7 +149,7 @@ export async function controlSnapshot(
        (SELECT max(e.id) FROM strategy_event e WHERE e.event = $1
           AND e.id > coalesce((SELECT max(r.id) FROM strategy_event r WHERE r.event = $2), 0)) AS abort_now
      FROM strategy WHERE id = 1`,
-  ).get(EVENTS.abortNow, EVENTS.retried) as { state: string; max_failures: string | null; abort_now: number | string | null } | undefined;
+  ).get(events.now, events.retried) as { state: string; max_failures: string | null; abort_now: number | string | null } | undefined;
   if (!row) return undefined;
   return {
     state: row.state,
