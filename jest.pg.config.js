@@ -21,6 +21,10 @@ const BOTH = [
   'test/e2e/apply-window.test.ts',
   'test/e2e/stop-exact.test.ts',
   'test/e2e/control-race.test.ts',
+  // A site taken out mid-rollout: read in the statement that moves its step; an abort that ends,
+  // asked of a worker through its event (issue 49).
+  'test/e2e/site-taken-out.test.ts',
+  'test/e2e/abort-now.test.ts',
   // What is read back: status and the kept strategies (their delete and prune); and the cost
   // counters (commits, statements).
   'test/e2e/status.test.ts',

@@ -44,6 +44,7 @@ const DCM_EXTENSIONS = new Set(['--sysadmin-password-file']);
  */
 const LATER_OPTIONS = new Set([
   '--gate-check', '--stage-gate', '--stage-max-failures', '--probe', '--skip-unreachable', '--defer-delay', '--defer-until', '--require-audit', '--sim-audit',
+  '--audit-disagrees-ok',
 ]);
 
 /** The option `name` stands for on `cmd`: itself, the one it is a unique prefix of, or undefined. */

@@ -2,6 +2,7 @@
  * The one exit point: parse argv, run the command, print its result on stdout, and map every
  * error to one `error: <message>` line on stderr and an exit code (SPEC §8).
  */
+import path from 'node:path';
 import { CommanderError, type Command } from './commander.js';
 import { DcmError, EXIT } from '../domain/errors.js';
 import { resolveDbPath } from '../store/path.js';
@@ -46,6 +47,7 @@ function outputOptions(g: GlobalOptions, io: Io): OutputOptions {
 }
 
 export async function main(argv: string[], io: Io = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin }): Promise<number> {
+  let noFile: { path: string; created: boolean | null } | null = null;
   try {
     let outcome: Outcome = {};
     let out: OutputOptions | undefined;
@@ -65,6 +67,8 @@ export async function main(argv: string[], io: Io = { stdout: process.stdout, st
       // commands neither load the renderers here nor prepare their output twice.
       const prepare = g.columns.length > 0 || g.format === 'shell' ? (await import('./output/render.js')).prepare : null;
       const dbPath = resolveDbPath(g.db);
+      // The default path (no --db, no DCM_DB): a file missing there is said (issue 49).
+      if (g.db === undefined && !process.env.DCM_DB) noFile = { path: dbPath, created: null };
       // A database on a server: its backend's modules are loaded for it alone (store/open.ts).
       if (isPgUrl(dbPath)) await (await import('../store/open.js')).loadPgBackend();
       ctx = {
@@ -73,6 +77,7 @@ export async function main(argv: string[], io: Io = { stdout: process.stdout, st
         checkResult: prepare ? (r) => void prepare(r as Printable, o) : undefined,
         confirm: (yes) => confirmIfRequired(yes, { stdin: io.stdin ?? process.stdin, stderr: io.stderr }),
         secretIo: { stdin: io.stdin ?? process.stdin, stderr: io.stderr },
+        noFile: noFile ? (created) => (noFile!.created = created) : undefined,
       };
     });
     if (argv.length === 0) {
@@ -104,10 +109,19 @@ export async function main(argv: string[], io: Io = { stdout: process.stdout, st
         if (text) io.stdout.write(text);
       }
     }
+    sayNoFile(noFile, io.stderr);
     return outcome.exitCode ?? EXIT.ok;
   } catch (err) {
+    sayNoFile(noFile, io.stderr);
     return report(err, io.stderr);
   }
+}
+
+/** A command on the default path found no file there, or created one: said once, after its output. */
+function sayNoFile(f: { path: string; created: boolean | null } | null, stderr: NodeJS.WritableStream): void {
+  if (!f || f.created === null) return;
+  const where = path.resolve(f.path);
+  stderr.write(`warning: no dcm file at ${where}: ${f.created ? 'created; set DCM_DB or --db to use another' : 'nothing read, nothing created; set DCM_DB or --db'}\n`);
 }
 
 /**
@@ -153,6 +167,7 @@ function report(err: unknown, stderr: NodeJS.WritableStream): number {
     return EXIT.usage;
   }
   if (err instanceof DcmError) {
+    for (const w of err.warnings) stderr.write(`warning: ${w.split('\n').map((l) => visible(l, ERROR_MAX)).join('\n')}\n`);
     stderr.write(`error: ${oneLine(err.message)}\n`);
     if (process.env.DCM_DEBUG === '1') stderr.write(`${err.stack}\n`);
     return err.exitCode;

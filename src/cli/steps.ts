@@ -45,7 +45,7 @@ export function registerSteps(program: Command, run: Runner): void {
     );
   s.command('resolve')
     .argument('<cloud>')
-    .description("say how a run ended whose host is gone with its launcher (several hosts): the worker waiting for it takes that end")
+    .description("say how a run ended that nothing can tell of any more: its host is gone with its launcher (several hosts), or, on a file, its processes are gone with no exit status (killed with dcm); the step moves as if it had said so")
     .addOption(new Option('--as <outcome>', 'how it ended: ok (the state is done) or failed').choices(['ok', 'failed']).makeOptionMandatory())
     .option('--reason <text>', 'why, in words: kept in the event record (and, failed, the step\'s details)')
     .action((cloud: string, o: { as: 'ok' | 'failed'; reason?: string }) =>

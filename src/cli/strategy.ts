@@ -27,6 +27,7 @@ interface CreateOpts extends RawTypeOptions, RawDriverOptions {
   sysadminPasswordFile?: string;
   label?: string[];
   requireAudit?: boolean;
+  auditDisagreesOk?: boolean;
   stageMaxFailures?: string;
   stageGate?: string;
   gateCheck?: string;
@@ -108,7 +109,8 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .option('--max-failures <N|P%>', 'start no new subcloud once N steps (or P % of the steps) have failed', maxFailures)
     .option('--force', 'include in-sync subclouds (kubernetes, kube-rootca-update)')
     .option('--target-version <version>', "patch, sw-deploy: plan by target, not by the last sync: every managed, online subcloud whose software_version is not this one")
-    .option('--require-audit', "fail a step whose site's audit (after its last state) disagrees or fails, instead of completing it with a warning");
+    .option('--require-audit', "fail a step whose site's audit (after its last state) disagrees or fails, instead of completing it with a warning")
+    .option('--audit-disagrees-ok', 'a strategy complete whose audits disagreed exits 0, not 5 (it is still said: summary, status, report, event)');
   for (const [flags, help] of STAGE_GATE_OPTIONS) create.option(flags, help);
   for (const [flags, help] of START_RATE_OPTIONS) create.option(flags, help);
   for (const [flags, help] of TYPE_OPTIONS) {
@@ -161,6 +163,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
           force: o.force,
           targetVersion: o.targetVersion,
           requireAudit: o.requireAudit,
+          auditDisagreesOk: o.auditDisagreesOk,
           typeOptions: { ...o, sysadminPassword: password as string | undefined },
           driverOptions: o,
           dryRun: o.dryRun,
@@ -243,9 +246,11 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .option(...STRATEGY_ID)
     .action((o: { type?: StrategyType; strategy?: string }) => run(async (ctx) => await (await import('../commands/events.js')).strategyEvents(ctx, typeOf(o), o.strategy)));
   withType(parent.command('abort'), false)
-    .description('abort the strategy being applied')
+    .description('abort the strategy being applied: start nothing new, let the runs in flight end (--now: stop them)')
+    .option('--now', 'stop the runs in flight as a second Ctrl-C does (SIGTERM, SIGKILL after their kill grace); their steps end aborted, with the reason')
     .option(...REASON)
-    .action((o: { type?: StrategyType; reason?: string }) => run(async (ctx) => await (await abortCommand()).strategyAbort(ctx, typeOf(o), o.reason)));
+    .action((o: { type?: StrategyType; reason?: string; now?: boolean }) =>
+      run(async (ctx) => await (await abortCommand()).strategyAbort(ctx, typeOf(o), o.reason, { now: o.now })));
   const control = () => import('../commands/control.js');
   withType(parent.command('pause'), false)
     .description('applying -> paused: start no new subcloud; those in flight run to their end')

@@ -36,7 +36,8 @@ import { sleepOn } from '../platform/timers.js';
 import type { Actor } from '../platform/who.js';
 import { durationKey, durationStats, observedDurations } from '../store/durations.js';
 import { recordEvent } from '../store/events.js';
-import { applyFaultError, faultOf } from '../store/faults.js';
+import { applyFaultError, faultOf, serverFault } from '../store/faults.js';
+import { liveEta } from './eta.js';
 import { quickCheck } from '../store/maintenance.js';
 import { openDb, setBusyWait, type Db } from '../store/open.js';
 import { useWindowPageCache } from '../platform/sqlite-cache.js';
@@ -170,7 +171,8 @@ async function checkIntact(db: Db, file: string): Promise<void> {
 
 /** What the ETA starts from: this strategy's durations so far, earlier runs' statistics, the sim latency. */
 async function estimateInputs(db: Db, type: string, extra: Record<string, unknown>): Promise<TrackerInputs> {
-  return { history: await durationStats(db, durationKey(type, extra)), observed: await observedDurations(db), fallbackMs: simLatencyMidpoint(extra) };
+  // `eta`: the views say what `strategy status` says (the one estimator, commands/eta.ts).
+  return { history: await durationStats(db, durationKey(type, extra)), observed: await observedDurations(db), fallbackMs: simLatencyMidpoint(extra), eta: liveEta(db) };
 }
 
 /** When the strategy's first step started (epoch ms), for the root span of its trace. */
@@ -342,7 +344,9 @@ export async function applyStrategy(env: ApplyEnv, type?: StrategyType, opts: Ap
     return { result: { kind: 'strategy', strategy: final }, exitCode };
   } catch (err) {
     fileGone = err instanceof FileGoneError;
-    throw err;
+    // A fault met before the orchestrator ran (the lock's write into a full disk): the SPEC's one
+    // line, as the orchestrator's own faults are, never SQLite's bare words (issue 49).
+    throw (onServer ? serverFault(err, env.dbPath) : applyFaultError(err, env.dbPath)) ?? err;
   } finally {
     // The end's notice too (bounded by its command's timeout); a failure is recorded, never thrown.
     await notifier?.close();

@@ -5,7 +5,7 @@
 import { OperationError, UsageError } from '../domain/errors.js';
 import { parseStrategyId, strategyIdOf } from '../domain/logs.js';
 import type { StrategyType } from '../domain/types.js';
-import { getArchived, archivedEvents, listArchived, stepCounts, type ArchiveSummary, type ArchivedStrategy } from '../store/archive.js';
+import { getArchived, archivedEvents, lastArchived, listArchived, stepCounts, type ArchiveSummary, type ArchivedStrategy } from '../store/archive.js';
 import type { EventRow } from '../store/events.js';
 import type { Db } from '../store/open.js';
 import { getStrategy, type Strategy } from '../store/strategy.js';
@@ -85,5 +85,18 @@ export async function strategyList(ctx: Ctx, type?: StrategyType): Promise<ListR
     rows
       .filter((r) => !type || r.type === type)
       .map((r) => [r.id, r.type, r.state, Number(r.steps), Number(r.complete), Number(r.failed), r.created_at, r.updated_at, r.deleted_at, r.deleted_by]),
+  );
+}
+
+/**
+ * `strategy status` with no strategy: after a delete, what is kept of the last one, and how to read
+ * it (issue 49: `Strategy not found` alone left an operator at 3 a.m. wondering where it went).
+ */
+export async function notFoundSayingKept(ctx: Ctx, type?: StrategyType): Promise<never> {
+  const kept = await withReadDb(ctx, undefined, (db) => lastArchived(db));
+  if (!kept || (type && kept.type !== type)) strategyNotFound(type);
+  throw new OperationError(
+    `${type ? `Strategy of type '${type}' not found` : 'Strategy not found'}: the last one (${kept.type}, ${kept.state}) was deleted by ${kept.deleted_by} ` +
+      `at ${kept.deleted_at} and is kept as strategy ${kept.id}: \`dcm strategy report --strategy ${kept.id} --html FILE\`, \`dcm strategy events --strategy ${kept.id}\``,
   );
 }

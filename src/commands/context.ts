@@ -27,14 +27,37 @@ export interface Ctx {
    */
   runLives?: (left: LeftRunRow) => number | null;
   /**
+   * Whether a run left `running` whose processes are gone ended with an end recorded where the next
+   * apply reads it (the exec driver's status file): an abort with no orchestrator leaves it for that
+   * apply rather than calling it cut off. Unset: the exec driver's files say; the simulator's sites
+   * answer for their own.
+   */
+  runEnded?: (left: LeftRunRow) => boolean;
+  /**
+   * Several hosts share the store (their workers, their runs' claims and ends in it): a server's
+   * always. Unset: a server's address says; the simulator runs several hosts on a file.
+   */
+  shared?: boolean;
+  /**
    * The runtime the command runs on (platform/runtime.ts): its clock stamps what it writes, and its
    * process table says whether an orchestrator lives. This process's when unset; the simulator's
    * operator has its own.
    */
   runtime?: ProcessRuntime;
+  /**
+   * The file was missing: a write command created it (`true`), a read found none (`false`). The CLI
+   * says so when the path is its default, ./dcm.db (issue 49: a shell in another folder, no
+   * DCM_DB, listed an empty fleet and exited 0 without a word).
+   */
+  noFile?: (created: boolean) => void;
 }
 
 let real: ProcessRuntime | null = null;
+
+/** Whether several hosts share the store `ctx` names (Ctx.shared). */
+export function sharedStore(ctx: Ctx): boolean {
+  return ctx.shared ?? isPgUrl(ctx.dbPath);
+}
 
 /** The command's runtime: the context's, else this process's. */
 export function runtimeOf(ctx: Pick<Ctx, 'runtime'>): ProcessRuntime {
@@ -78,7 +101,10 @@ export async function withWriteDb<T>(ctx: Ctx, fn: (db: Db) => T | Promise<T>): 
         }
         // Closing the last connection checkpoints the WAL: the temporary file then holds everything.
         const result = await runInTransaction(db, ctx, fn);
-        if (publish(tmp, p.real)) return result;
+        if (publish(tmp, p.real)) {
+          ctx.noFile?.(true);
+          return result;
+        }
       } finally {
         for (const suffix of ['', '-wal', '-shm', '-journal']) fs.rmSync(tmp + suffix, { force: true });
       }
@@ -143,6 +169,7 @@ export async function withExistingWriteDb<T>(ctx: Ctx, fn: (db: Db) => T | Promi
   return await withFileFaults(ctx.dbPath, async () => {
     removeStaleTemps(inspectDbPath(ctx.dbPath).real, runtimeOf(ctx));
     const db = await openDb(ctx.dbPath, { create: false, write: true, clock: runtimeOf(ctx).clock });
+    if (!db) ctx.noFile?.(false);
     return db ? await runInTransaction(db, ctx, fn) : null;
   });
 }
@@ -151,7 +178,10 @@ export async function withExistingWriteDb<T>(ctx: Ctx, fn: (db: Db) => T | Promi
 export async function withReadDb<T>(ctx: Ctx, empty: T, fn: (db: Db) => T | Promise<T>): Promise<T> {
   return await withStoreFaults(ctx.dbPath, async () => {
     const db = await openReader(ctx.dbPath, runtimeOf(ctx));
-    if (!db) return empty;
+    if (!db) {
+      ctx.noFile?.(false);
+      return empty;
+    }
     try {
       return await fn(db);
     } finally {
@@ -173,7 +203,10 @@ export function readRows<T>(ctx: Ctx, fn: (db: Db) => AsyncIterable<T>): RowStre
     streamed: true,
     async *[Symbol.asyncIterator]() {
       const db = await withStoreFaults(ctx.dbPath, () => openReader(ctx.dbPath, runtimeOf(ctx)));
-      if (!db) return;
+      if (!db) {
+        ctx.noFile?.(false);
+        return;
+      }
       let it: AsyncIterator<T> | undefined;
       try {
         it = withStoreFaults(ctx.dbPath, () => fn(db)[Symbol.asyncIterator]());

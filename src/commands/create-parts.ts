@@ -24,13 +24,17 @@ export function checkLogFolders(clouds: readonly string[]): void {
  * disagrees fails its step (`require_audit`): stored with the strategy, as its driver's options
  * are. An exec config audits when it has `audit`; the sim with `--sim-audit` or `--require-audit`.
  */
-export function auditExtraArgs(driverName: string, driver: ExtraArgs, raw: RawDriverOptions, requireAudit: boolean): ExtraArgs {
+export function auditExtraArgs(driverName: string, driver: ExtraArgs, raw: RawDriverOptions, requireAudit: boolean, disagreesOk = false): ExtraArgs {
   const hasAudit =
     driverName === 'exec'
       ? (JSON.parse(String(driver.exec_config)) as { audit?: unknown }).audit !== undefined
       : Boolean((raw as { simAudit?: boolean }).simAudit) || requireAudit;
   if (requireAudit && !hasAudit) throw new UsageError('--require-audit needs an audit: add "audit" to the exec config');
-  return hasAudit ? { audit_after: true, require_audit: requireAudit } : {};
+  // Three ways to hear a site's audit that disagrees: complete and exit 5 (the default), complete
+  // and exit 0 (--audit-disagrees-ok), or the step failed (--require-audit).
+  if (disagreesOk && requireAudit) throw new UsageError('--audit-disagrees-ok and --require-audit exclude each other: a disagreeing audit either fails its step or does not');
+  if (disagreesOk && !hasAudit) throw new UsageError(`--audit-disagrees-ok needs an audit: ${driverName === 'exec' ? 'add "audit" to the exec config' : 'give --sim-audit'}`);
+  return hasAudit ? { audit_after: true, require_audit: requireAudit, ...(disagreesOk ? { audit_disagrees_ok: true } : {}) } : {};
 }
 
 /** How `--group` and `--label` narrowed the fleet, in the left-out warning's words. */

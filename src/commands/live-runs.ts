@@ -9,10 +9,10 @@ import type { Db } from '../store/open.js';
 import { leftRunning, runEnd, unknownRuns, type LeftRunRow } from '../store/runs.js';
 import { runIdOf } from '../drivers/exec/run-id.js';
 import { liveWorkers } from '../orchestrator/workers.js';
-import { liveRunPid } from '../drivers/exec/liveness.js';
+import { liveRunPid, runEndedWithStatus } from '../drivers/exec/liveness.js';
 import { getStrategy } from '../store/strategy.js';
 import { layoutOf } from '../domain/logs.js';
-import { runtimeOf, withReadDb, type Ctx } from './context.js';
+import { runtimeOf, sharedStore, withReadDb, type Ctx } from './context.js';
 import type { ProcessRuntime } from '../platform/runtime.js';
 import { isPgUrl } from '../domain/db-url.js';
 
@@ -21,6 +21,8 @@ export interface LiveRun {
   pid: number;
   /** Started on another host (several hosts): nothing here can see it; its host tells how it ends. */
   elsewhere?: string;
+  /** Ended while no orchestrator ran, its end recorded and not read yet (endedUnread). */
+  ended?: true;
 }
 
 /**
@@ -34,7 +36,7 @@ export async function liveRuns(db: Db, strategy: { created_at: string; extra: Re
   if (!lives) return [];
   const out: LiveRun[] = [];
   const here = runtimeOf(ctx).host;
-  const shared = isPgUrl(ctx.dbPath);
+  const shared = sharedStore(ctx);
   for (const left of (await leftRunning(db))) {
     if (shared && left.host !== null && left.host !== here) {
       out.push({ left, pid: left.proc?.pid ?? 0, elsewhere: left.host });
@@ -46,6 +48,24 @@ export async function liveRuns(db: Db, strategy: { created_at: string; extra: Re
   return out;
 }
 
+/**
+ * The strategy's runs left `running` on this host whose processes are gone but whose end was
+ * recorded (an exit code): nothing runs them any more, and the next apply adopts them and takes
+ * that end. An abort with no orchestrator leaves them to it (the strategy stays `aborting`) rather
+ * than closing them `interrupted`: a run that ended ok at its site is never recorded as cut off.
+ */
+export async function endedUnread(db: Db, strategy: { created_at: string; extra: Record<string, unknown> }, ctx: Ctx): Promise<LiveRun[]> {
+  const ended = ctx.runEnded ?? (strategy.extra.driver === 'exec' ? execRunEnded(strategy, ctx.dbPath) : null);
+  if (!ended) return [];
+  const live = new Set((await liveRuns(db, strategy, ctx)).map((l) => l.left.historyId));
+  return (await leftRunning(db)).filter((left) => !live.has(left.historyId) && ended(left)).map((left) => ({ left, pid: left.proc?.pid ?? 0, ended: true }));
+}
+
+function execRunEnded(strategy: { created_at: string; extra: Record<string, unknown> }, dbPath: string): (left: LeftRunRow) => boolean {
+  const logs = layoutOf(strategy, dbPath);
+  return (left) => runEndedWithStatus(logs, strategy.created_at, left);
+}
+
 /** An exec run lives while a process carries its tag, or its launcher is still starting it. */
 function execRunLives(strategy: { created_at: string; extra: Record<string, unknown> }, dbPath: string): (left: LeftRunRow) => number | null {
   const logs = layoutOf(strategy, dbPath);
@@ -54,8 +74,13 @@ function execRunLives(strategy: { created_at: string; extra: Record<string, unkn
 
 /** `subcloud1 (pre check, pid 123)`, and how many more. */
 export function nameLive(live: LiveRun[]): string {
-  const shown = live.slice(0, 5).map((l) => `${l.left.cloud} (${l.left.state}, ${l.elsewhere ? `on ${l.elsewhere}` : `pid ${l.pid}`})`);
+  const shown = live.slice(0, 5).map((l) => `${l.left.cloud} (${l.left.state}, ${l.elsewhere ? `on ${l.elsewhere}` : l.ended ? 'ended' : `pid ${l.pid}`})`);
   return shown.join(', ') + (live.length > 5 ? ` and ${live.length - 5} more` : '');
+}
+
+/** What an abort with no orchestrator says of the runs it left to the next apply because they ended unread. */
+export function endedWarning(ended: LiveRun[]): string {
+  return `ended while no orchestrator ran, left for the next apply to read how: ${nameLive(ended)}; the strategy stays aborting: \`dcm strategy apply\` records their ends and ends the abort`;
 }
 
 /** For runs on another host: what to do when that host is gone with its launcher (commands/resolve.ts). */
@@ -69,7 +94,7 @@ export function refuseWhileLive(live: LiveRun[], verb: string): void {
   if (!live.length) return;
   throw new OperationError(
     `cannot ${verb} while a run of the strategy is still going: ${nameLive(live)}; ` +
-      `wait for it (--wait), or let \`dcm strategy apply\` adopt it${resolveHint(live)}`,
+      `wait for it (--wait), let \`dcm strategy apply\` adopt it, or stop it: \`dcm strategy abort --now\`${resolveHint(live)}`,
   );
 }
 

@@ -8,12 +8,12 @@ import { outputProblem } from '../platform/files.js';
 import { buildReport, type ReportInput, type ReportModel } from '../domain/report.js';
 import { parseTimestamp } from '../domain/time.js';
 import { shownTypeOptions, type ExtraArgs } from '../domain/options.js';
-import { statesOf, type StrategyType } from '../domain/types.js';
+import { STRATEGY_ENDED, statesOf, type StrategyType } from '../domain/types.js';
 import { listRuns } from '../store/report.js';
 import { listEvents } from '../store/events.js';
 import { DEFERRED_RUN_PREFIX } from '../store/deferrals.js';
 import { listSteps } from '../store/steps.js';
-import { listStages } from '../store/strategy.js';
+import { getStrategy, listStages } from '../store/strategy.js';
 import { listStageGates, type StageGateRow } from '../store/stage-gates.js';
 import type { ArchivedStrategy } from '../store/archive.js';
 import type { Db } from '../store/open.js';
@@ -26,6 +26,8 @@ import { gateLines } from '../domain/stage-gates.js';
 import { createOptionLines } from '../domain/create-options.js';
 import { auditFindings } from '../domain/report-audit.js';
 import { show, type Result } from './plain-results.js';
+import { strategyEta } from './eta.js';
+import { etaWords } from '../domain/status-hold.js';
 import type { Outcome } from './results.js';
 import { withReadDb, type Ctx } from './context.js';
 import { strategyNotFound, theStrategy } from './strategy.js';
@@ -114,6 +116,14 @@ function inputOf(src: ReportSource, nowUs: number): ReportInput {
   };
 }
 
+/** A strategy not ended: its time left, as `strategy status` says it (the one estimator, eta.ts). */
+async function withEta(db: Db, input: ReportInput, nowUs: number): Promise<ReportInput> {
+  const s = await getStrategy(db);
+  if (!s || STRATEGY_ENDED.includes(s.state)) return input;
+  const est = await strategyEta(db, s, Math.floor(nowUs / 1000));
+  return { ...input, strategy: { ...input.strategy, eta: etaWords(est.eta) } };
+}
+
 /**
  * Read everything the report shows in one read transaction (a snapshot while apply runs): the
  * current strategy's, or with `id` a kept one's (the current one's when it is its own id).
@@ -122,9 +132,9 @@ async function readInput(ctx: Ctx, type: StrategyType | undefined, id: string | 
   return await withReadDb(ctx, null, async (db) =>
     await db
       .transaction(async (tx): Promise<ReportInput> => {
-        if (id === undefined) return inputOf(await currentSource(tx, type), nowUs);
+        if (id === undefined) return withEta(tx, inputOf(await currentSource(tx, type), nowUs), nowUs);
         const found = await archivedOrCurrent(tx, id, type);
-        return inputOf('kept' in found ? keptSource(found.kept) : await currentSource(tx, type), nowUs);
+        return 'kept' in found ? inputOf(keptSource(found.kept), nowUs) : withEta(tx, inputOf(await currentSource(tx, type), nowUs), nowUs);
       })
       .deferred(),
   );

@@ -10,11 +10,10 @@
  * apply, takes it as it would have taken the launcher's, and the state is not run again for it.
  * The first end written wins: a launcher that comes back later cannot change it.
  *
- * Refused where the run's end can still come from its host (a worker of that host is live), and on
- * a file: one host, where the next apply reads a run's end from its own files.
+ * Refused where the run's end can still come from its host (a worker of that host is live). On a
+ * file (one host), resolve-file.ts: for a run whose processes are gone and that left no status.
  */
-import { OperationError, UsageError } from '../domain/errors.js';
-import { isPgUrl } from '../domain/db-url.js';
+import { OperationError } from '../domain/errors.js';
 import { checkReason, EVENTS } from '../domain/events.js';
 import { runIdOf } from '../drivers/exec/run-id.js';
 import { liveWorkers } from '../orchestrator/workers.js';
@@ -25,18 +24,17 @@ import type { Db } from '../store/open.js';
 import { findStep } from '../store/steps.js';
 import { getStrategy } from '../store/strategy.js';
 import { subcloudNameOf } from '../store/subclouds.js';
-import { runtimeOf, withExistingWriteDb, type RunCtx } from './context.js';
-import type { CommandResult } from './results.js';
+import { runtimeOf, sharedStore, withExistingWriteDb, type RunCtx } from './context.js';
+import type { Outcome } from './results.js';
 import { strategyNotFound } from './strategy.js';
 import type { Strategy } from '../store/strategy.js';
 
 export type ResolveAs = 'ok' | 'failed';
 
-export async function stepResolve(ctx: RunCtx, cloud: string, as: ResolveAs, reasonText?: string): Promise<CommandResult> {
-  if (!isPgUrl(ctx.dbPath)) {
-    throw new UsageError("strategy-step resolve needs a PostgreSQL store: on a file, the next apply reads a run's end from the run's own files");
-  }
+export async function stepResolve(ctx: RunCtx, cloud: string, as: ResolveAs, reasonText?: string): Promise<Outcome> {
   const reason = checkReason(reasonText);
+  // One host: the run's own files and processes say whether it ended (resolve-file.ts).
+  if (!sharedStore(ctx)) return await (await import('./resolve-file.js')).resolveOnFile(ctx, cloud, as, reason);
   const who = whoAmI();
   const row = await withExistingWriteDb(ctx, async (db) => {
     const s = await getStrategy(db);
@@ -63,7 +61,7 @@ export async function stepResolve(ctx: RunCtx, cloud: string, as: ResolveAs, rea
     return (await findStep(db, name))!;
   });
   if (!row) strategyNotFound();
-  return { kind: 'step', row };
+  return { result: { kind: 'step', row } };
 }
 
 /**

@@ -13,10 +13,10 @@ import { getStrategy, insertStages, insertStrategy, type Strategy } from '../sto
 import { insertSteps } from '../store/steps.js';
 import { allSubcloudNames, idOfName, outsideSelection, planningPages, planningRecords } from '../store/subclouds.js';
 import { describeLeftOut, LeftOutTally } from '../domain/left-out.js';
-import { TYPES } from '../domain/types.js';
+import { explainingNoSteps, leftOutContext } from './create-left-out.js';
 import { now } from '../store/clock.js';
 import { DEFAULT_UNCREATED } from './groups.js';
-import { immediate, withExistingWriteDb, withReadDb, withWriteDb, type Ctx } from './context.js';
+import { immediate, runtimeOf, withExistingWriteDb, withReadDb, withWriteDb, type Ctx } from './context.js';
 import type { CommandResult, Outcome } from './results.js';
 import { archiveStrategy } from '../store/archive.js';
 import { recordEvent } from '../store/events.js';
@@ -25,6 +25,7 @@ import { whoAmI } from '../platform/who.js';
 import { dryRunView } from './dryrun.js';
 import { showCommandsView } from './show-commands.js';
 import { liveRuns, refuseWhileLive, waitForLiveRuns } from './live-runs.js';
+import { abortLeftBehind } from './abort-now.js';
 import { checkSimFailClouds } from '../domain/choices.js';
 import type { Result } from './plain-results.js';
 import { strategyIdOf } from '../domain/logs.js';
@@ -65,6 +66,8 @@ export interface CreateInput {
   targetVersion?: string;
   /** `--require-audit`: a step whose site's audit disagrees (or fails) ends failed, not complete. */
   requireAudit?: boolean;
+  /** `--audit-disagrees-ok`: complete with audits that disagreed exits 0, not 5. */
+  auditDisagreesOk?: boolean;
   typeOptions?: RawTypeOptions;
   driverOptions?: RawDriverOptions;
   /** Every check, then the plan, and nothing written. */
@@ -190,7 +193,7 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
     })),
     ...timeoutExtraArgs(input.type, raw),
   };
-  Object.assign(driver, auditExtraArgs(driverName, driver, raw, Boolean(input.requireAudit)));
+  Object.assign(driver, auditExtraArgs(driverName, driver, raw, Boolean(input.requireAudit), Boolean(input.auditDisagreesOk)));
   const simFails = (driver.sim_fail as string[] | undefined) ?? [];
   // The check command: the option's, else the exec config's `gate_check`.
   const gateCheck = gates.gateCheck ?? configGateCheck(driver.exec_config);
@@ -222,6 +225,8 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
   // reported after check 1) come before it.
   if (combines(req)) checkMaxParallel(input.type, req.maxParallelSubclouds, Boolean(extra.with_prestage));
 
+  // What the left-out warning says, and what the error says when nobody is left (create-left-out.ts).
+  const said = leftOutContext(input.type, req, selectionText(req.groupName, labels));
   /** Checks 1, 2 and 4-7 against the file, then the plan; who it leaves out goes to `leftOut`. */
   const plan = async (db: Db | null, leftOut?: LeftOutTally) => {
     const existing = db && await getStrategy(db);
@@ -232,12 +237,12 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
     const selected = labels && db ? await planningRecords(db, labels) : records;
     // A dry run on a file that does not exist yet: the Default group every file holds.
     const groups = db ? await listGroups(db) : [DEFAULT_UNCREATED];
-    const planned = planSteps(req, groups.map((g) => ({
+    const planned = explainingNoSteps(said, () => planSteps(req, groups.map((g) => ({
       id: g.id,
       name: g.name,
       updateApplyType: g.update_apply_type,
       maxParallelSubclouds: g.max_parallel_subclouds,
-    })), selected, leftOut);
+    })), selected, leftOut));
     if (driverName === 'exec') checkLogFolders(planned.steps.map((st) => st.name));
     if (leftOut && db && !named) {
       const only = req.groupName ? await findGroup(db, req.groupName) : undefined;
@@ -248,14 +253,7 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
   };
   /** Said once the create (or its dry run) succeeded: who was left out, by reason. */
   const sayLeftOut = (tally: LeftOutTally, planned: number, shown: number) => {
-    const text = describeLeftOut(tally, planned, {
-      endpoint: TYPES[input.type].endpoint,
-      targetVersion: req.targetVersion,
-      selection: selectionText(req.groupName, labels),
-      forceAllowed: TYPES[input.type].forceAllowed,
-      forceIgnored: req.force && !TYPES[input.type].forceAllowed,
-      type: input.type,
-    }, shown);
+    const text = describeLeftOut(tally, planned, said, shown);
     if (text) input.warn?.(text);
   };
 
@@ -351,7 +349,7 @@ export async function strategyCreate(ctx: Ctx, given: CreateInput): Promise<Comm
           batch.length = 0;
         }
       }
-      const stages = planner.finish();
+      const stages = explainingNoSteps(said, () => planner.finish());
       await insertSteps(tx, batch);
       await insertStages(tx, stages);
       await fillGates(tx);
@@ -396,7 +394,7 @@ export async function strategyDelete(ctx: Ctx, type?: StrategyType, opts: { wait
     const s = await theStrategy(db, type);
     // Its history is how a live run is found: never delete it from under one.
     refuseWhileLive((await liveRuns(db, s, ctx)), 'delete the strategy');
-    if (!['initial', ...STRATEGY_ENDED].includes(s.state)) {
+    if (!['initial', ...STRATEGY_ENDED].includes(s.state) && !(await abortLeftBehind(db, s, runtimeOf(ctx)))) {
       throw new OperationError(`Strategy in state ${s.state} cannot be deleted`);
     }
     // The record as printed is checked (an unknown -c) before anything is written.

@@ -17,6 +17,7 @@ import { mustFind, SECONDARY } from './subclouds.js';
 import { systemControllerRelease } from './system-controller.js';
 import { prestageReleaseRefusal, prestageSubcloudRefusal } from '../domain/prestage-rules.js';
 import type { SubcloudRow } from './results.js';
+import { takenOutWarning } from './taken-out.js';
 import { strategyCreate, strategyDelete } from './strategy.js';
 import { strategyApply } from './apply.js';
 import type { CommandResult } from './results.js';
@@ -53,10 +54,11 @@ const REHOME_PENDING = 'rehome-pending';
  * before any other check; a subcloud already rehome-pending is left as it is), and may mark a
  * subcloud already unmanaged; `manage` of a rehome-pending subcloud records `complete`.
  */
-export async function subcloudSetManagement(ctx: Ctx, ref: string, want: ManagementState, force = false, migrate = false): Promise<CommandResult> {
+export async function subcloudSetManagement(ctx: Ctx, ref: string, want: ManagementState, force = false, migrate = false): Promise<Outcome> {
   const verb = want === 'managed' ? 'manage' : 'unmanage';
-  return await withWriteDb(ctx, async (db) =>
-    await immediate(db, async (tx) => {
+  const warnings: string[] = [];
+  const result = await withWriteDb(ctx, async (db) =>
+    await immediate(db, async (tx): Promise<CommandResult> => {
       const sc = await mustFind(tx, ref);
       const refuse = (why: string): never => {
         throw new OperationError(`Unable to ${verb} subcloud ${ref}: ${why}`);
@@ -75,9 +77,13 @@ export async function subcloudSetManagement(ctx: Ctx, ref: string, want: Managem
       }
       const deployStatus = rehome ? REHOME_PENDING : want === 'managed' && sc.deploy_status === REHOME_PENDING ? 'complete' : undefined;
       await updateSubcloud(tx, sc.id, deployStatus ? { management: want, deploy_status: deployStatus } : { management: want });
+      // Its step not started yet (or between runs): kept out from now on, and said (issue 49).
+      const said = want === 'unmanaged' ? await takenOutWarning(tx, [sc], 'unmanaged') : null;
+      if (said) warnings.push(said);
       return { kind: 'subcloud', row: await mustFind(tx, String(sc.id)), detail: false, reply: {} };
     }),
   );
+  return { result, warnings };
 }
 
 /** What dcmanager's `error_description` holds for a subcloud with no failure. */

@@ -20,7 +20,7 @@ import {
   type SubcloudRow,
 } from '../store/subclouds.js';
 import { immediate, readRows, withReadDb, withWriteDb, type Ctx } from './context.js';
-import type { CommandResult } from './results.js';
+import type { CommandResult, Outcome } from './results.js';
 
 async function groupId(db: Db, ref: string): Promise<number> {
   const g = await findGroup(db, ref);
@@ -151,19 +151,27 @@ export async function subcloudShow_(ctx: Ctx, name: string, detail = false): Pro
   return { kind: 'subcloud', row, detail };
 }
 
-export async function subcloudUpdate(ctx: Ctx, names: string[], input: SubcloudInput): Promise<CommandResult> {
+export async function subcloudUpdate(ctx: Ctx, names: string[], input: SubcloudInput): Promise<Outcome> {
   if (Object.keys(input).length === 0) throw new OperationError('Nothing to update');
-  return await withWriteDb(ctx, async (db) =>
-    (await immediate(db, async (tx) => {
+  const warnings: string[] = [];
+  // Taken out while a strategy has a step for it: what becomes of the step (taken-out.ts; loaded
+  // before the transaction, and only then: a list never loads it).
+  const out = [input.management === 'unmanaged' ? 'unmanaged' : null, input.availability === 'offline' ? 'offline' : null].filter(Boolean).join(' and ');
+  const taken = out ? await import('./taken-out.js') : null;
+  const result = await withWriteDb(ctx, async (db) =>
+    (await immediate(db, async (tx): Promise<CommandResult> => {
       const rows = await mustFindAll(tx, names);
       const fields = await toStored(tx, input);
       for (const r of rows) await updateSubcloud(tx, r.id, fields);
+      const said = taken ? await taken.takenOutWarning(tx, rows, out) : null;
+      if (said) warnings.push(said);
       // One name: the subcloud as `show` prints it, as dcmanager's `subcloud update` does.
       if (names.length === 1) return { kind: 'subcloud', row: await mustFind(tx, String(rows[0].id)), detail: false };
       const changed = new Set(rows.map((r) => r.id));
       return { kind: 'subclouds', rows: (await listSubclouds(tx)).filter((r) => changed.has(r.id)), detail: false };
     })),
   );
+  return { result, warnings };
 }
 
 export async function subcloudDelete(ctx: Ctx, names: string[]): Promise<CommandResult> {

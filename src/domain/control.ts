@@ -92,13 +92,17 @@ export function retryTarget(
 }
 
 /** A driver's answer, or the orchestrator's own timeout. */
-export type ReportResult =
+export type ReportResult = (
   | { kind: 'next'; next?: string; details?: string; audit?: AuditReport }
   | { kind: 'failed'; reason: string; timeout?: boolean; audit?: AuditReport }
   | { kind: 'retry'; reason: string; outcome: 'failed' | 'timeout' | 'interrupted'; delayMs: number }
   /** The site did not answer (exit 75): tried again later, or failed unreachable (domain/deferral.ts). */
   | { kind: 'defer'; reason: string }
-  | { kind: 'timeout' };
+  | { kind: 'timeout' }
+) & {
+  /** When the run ended, when its answer came later (an adopted run that ended while no dcm ran). */
+  endedAtMs?: number;
+};
 
 /** What a report means for the step that ran `state`. */
 export type Decision =
@@ -160,6 +164,11 @@ export interface GateInput {
   limit: number | null;
   /** The running stage's own budget is exceeded (domain/stage-gates.ts): it starts no more subclouds. */
   stageHeld?: boolean;
+  /**
+   * An apply that finishes an abort (or an abort now): the runs in flight are waited for (or
+   * stopped), but no state starts after them, not even the next state of one in flight.
+   */
+  noNextStates?: boolean;
 }
 
 /** What may start now: the one stop rule, asked before every start and again at every commit. */
@@ -170,12 +179,18 @@ export interface Gate {
   operations: boolean;
   /** Nothing new will start in this run: a stage ends once none is in flight. */
   stopping: boolean;
+  /**
+   * A subcloud whose run ended may run its next state (or a retry of it). Unset: as `operations`.
+   * False while an abort is finished: a run left going is still waited for (its subcloud takes its
+   * slot), but nothing starts after it.
+   */
+  nextStates?: boolean;
 }
 
 export function gate(s: GateInput): Gate {
   const budgetSpent = s.limit !== null && s.failed >= s.limit;
-  const stopping = s.noNewSubclouds || s.noNewOperations || budgetSpent || s.stageHeld === true;
-  return { newSubclouds: !s.paused && !stopping, operations: !s.noNewOperations, stopping };
+  const stopping = s.noNewSubclouds || s.noNewOperations || budgetSpent || s.stageHeld === true || s.noNextStates === true;
+  return { newSubclouds: !s.paused && !stopping, operations: !s.noNewOperations, stopping, nextStates: !s.noNewOperations && s.noNextStates !== true };
 }
 
 /** Whether one more subcloud may take a slot of a window of `window` with `inFlight` taken. */
@@ -200,10 +215,10 @@ export function stopRule(
   if (!starts) return 'keep';
   if (t.close === undefined && !slot.started) {
     // The subcloud's first operation in this run.
-    const allowed = slot.resumed ? g.operations : g.newSubclouds && g.operations;
+    const allowed = slot.resumed ? g.operations && g.nextStates !== false : g.newSubclouds && g.operations;
     return allowed ? 'keep' : 'hold';
   }
-  return g.operations ? 'keep' : t.close === undefined ? 'hold' : 'strip';
+  return g.operations && g.nextStates !== false ? 'keep' : t.close === undefined ? 'hold' : 'strip';
 }
 
 /**
@@ -233,9 +248,13 @@ export function endOfRun(r: {
   return { state, exit: exitForState(state) };
 }
 
-/** The exit code of an ended strategy, as `apply` and `status --watch` give it. */
-export function exitForState(state: string): number {
-  if (state === 'complete') return EXIT.ok;
+/**
+ * The exit code of an ended strategy, as `apply` and `status --watch` give it. A strategy complete
+ * whose audits disagreed on `auditWarned` sites exits 5 (EXIT.auditDisagrees), unless it was
+ * created with `--audit-disagrees-ok` (`auditOk`): a pipeline that checks the exit code hears it.
+ */
+export function exitForState(state: string, auditWarned = 0, auditOk = false): number {
+  if (state === 'complete') return auditWarned > 0 && !auditOk ? EXIT.auditDisagrees : EXIT.ok;
   if (state === 'aborted') return EXIT.aborted;
   return EXIT.failed;
 }

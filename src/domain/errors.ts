@@ -8,11 +8,16 @@ export const EXIT = {
   usage: 2,
   aborted: 3,
   locked: 4,
+  /** The strategy ended complete, but the audit after a site's last state disagreed (or did not answer): issue 49. */
+  auditDisagrees: 5,
   sigint: 130,
   sigterm: 143,
 } as const;
 
 export class DcmError extends Error {
+  /** Said on stderr (`warning: …`) before the error's one line: what explains it (issue 49: who create left out). */
+  readonly warnings: string[] = [];
+
   constructor(
     message: string,
     readonly exitCode: number = EXIT.failed,

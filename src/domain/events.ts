@@ -21,10 +21,15 @@ export const EVENTS = {
   updated: 'updated',
   abortRequested: 'abort requested',
   aborted: 'aborted',
+  /** `strategy abort --now`: the runs in flight are stopped, not waited for (its reason is theirs). */
+  abortNow: 'abort now',
   retried: 'retried',
   /** `strategy-step resolve`: how a run on a host that is gone ended, said by the operator. */
   runResolved: 'run resolved',
-  /** A run of another host's held as of unknown outcome: its host has not said how it ended within its bound (orchestrator/remote-runs.ts). */
+  /**
+   * A run of another host's held as of unknown outcome: its host has not said how it ended within
+   * its bound, or its state has no timeout (orchestrator/remote-runs.ts); on_event hears it.
+   */
   runUnknown: 'run unknown',
   /** A stage's gate or budget: soaking, checking, held, paused, passed, promoted (README "Stage gates"). */
   stageGate: 'stage gate',
@@ -35,9 +40,22 @@ export const EVENTS = {
   /** A group's subclouds wait for its maintenance window (orchestrator/maintenance-wait.ts), and its opening. */
   maintenanceWait: 'maintenance wait',
   maintenanceOpen: 'maintenance window open',
+  /** The strategy ended complete while the audit after some sites' last state disagreed (issue 49). */
+  auditDisagrees: 'audit disagrees',
+  /** A site deferred (it did not answer): its first deferral in this strategy (issue 49). */
+  deferred: 'deferred',
+  /** An orchestrator found gone with the strategy still running (by the next apply, or `status`). */
+  orchestratorDead: 'orchestrator dead',
   /** `strategy delete`: the last event of a kept record (store/archive.ts), with who and why. */
   deleted: 'deleted',
 } as const;
+
+/**
+ * The events a running orchestrator's look at the store reads (store/strategy.ts controlSnapshot):
+ * an abort now, and the last resume (a pause and a resume both between two looks leave the state
+ * as it was; the resume's event says they happened).
+ */
+export const CONTROL_EVENTS = { now: EVENTS.abortNow, retried: EVENTS.retried, resumed: EVENTS.resumed } as const;
 
 /** What an operator does to a strategy: the events `strategy status`'s `last action` names. */
 export const OPERATOR_EVENTS: readonly string[] = [
@@ -46,6 +64,7 @@ export const OPERATOR_EVENTS: readonly string[] = [
   EVENTS.updated,
   EVENTS.abortRequested,
   EVENTS.aborted,
+  EVENTS.abortNow,
   EVENTS.retried,
   EVENTS.runResolved,
   EVENTS.groupUpdated,
@@ -66,6 +85,17 @@ export function checkReason(text: string | undefined): string | null {
   if (/[\u0000-\u001f\u007f-\u009f]/.test(t)) return reasonError("option '--reason' holds a control character (a newline, a tab, an escape): give one line of text");
   if (t.length > REASON_MAX) return reasonError(`option '--reason' is ${t.length} characters long: at most ${REASON_MAX}`);
   return t;
+}
+
+/** The audit event's details: how many, and the first ones with what each site's audit said. */
+export function auditDisagreesText(w: { count: number; first: { cloud: string; details: string }[] }, exit: number): string {
+  const shown = w.first.slice(0, 5).map((f) => `${f.cloud} (${f.details})`).join(', ');
+  return `${w.count} site(s) complete whose audit disagrees (exit ${exit}): ${shown}${w.count > 5 ? ` and ${w.count - 5} more` : ''}`;
+}
+
+/** What a run stopped by `strategy abort --now` is recorded with: `stopped by abort --now (alice@host1: site hangs)`. */
+export function abortNowText(e: { user: string; host: string; reason: string | null }): string {
+  return `stopped by abort --now (${e.user}@${e.host}${e.reason ? `: ${e.reason}` : ''})`;
 }
 
 /** The operator's action as `strategy status` says it: `paused by alice@host1 at T: canary alarms`. */

@@ -108,3 +108,13 @@ export function describeLeftOut(tally: LeftOutTally, planned: number, c: LeftOut
   if (cut) lines.push('  (strategy create --dry-run lists them all)');
   return lines.join('\n');
 }
+
+/**
+ * Said before `Strategy has no steps to apply`: who was left out (every subcloud considered, by
+ * reason, with what to do), or that there was nobody to consider at all.
+ */
+export function describeNoSteps(tally: LeftOutTally, c: LeftOutContext): string {
+  const text = describeLeftOut(tally, 0, c);
+  if (text) return text;
+  return `no subcloud to plan: ${c.selection ? `${c.selection} holds none` : 'the database holds none'} ('dcm subcloud list' shows the fleet; --db or DCM_DB names the database)`;
+}

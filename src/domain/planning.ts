@@ -7,6 +7,13 @@ import { TYPES, type ApplyType, type Endpoint, type StrategyType, type SyncStatu
 import type { LeftOutReason, LeftOutTally } from './left-out.js';
 import { PRESTAGE_DEPLOY_STATUSES } from './prestage-rules.js';
 
+/** dcmanager's `Strategy has no steps to apply`, with who was left out (the caller says it before the error). */
+export class NoStepsError extends OperationError {
+  constructor(readonly leftOut?: LeftOutTally) {
+    super('Strategy has no steps to apply');
+  }
+}
+
 export interface GroupRecord {
   id: number;
   name: string;
@@ -173,7 +180,7 @@ export function planSteps(
     if (why) leftOut?.add(why, s.name);
     return why === null;
   });
-  if (chosen.length === 0) throw new OperationError('Strategy has no steps to apply');
+  if (chosen.length === 0) throw new NoStepsError(leftOut);
 
   const windowFor = (group: GroupRecord | undefined): number => {
     const applyType = req.subcloudApplyType ?? group?.updateApplyType ?? 'parallel';
@@ -270,7 +277,7 @@ export class StepPlanner {
   }
 
   finish(): StagePlan[] {
-    if (this.stages.length === 0) throw new OperationError('Strategy has no steps to apply');
+    if (this.stages.length === 0) throw new NoStepsError(this.leftOut);
     return this.stages;
   }
 }

@@ -70,6 +70,7 @@ export interface ReportInput {
     /** The create's other options by flag; what the audits after each site found, when it audits. */
     createOptions?: readonly [string, string][];
     auditFindings?: readonly import('./report-audit.js').AuditFinding[];
+    /** The time left as `strategy status` says it (one estimator, issue 49); none once it has ended. */ eta?: string | null;
   };
   /** The type's states, in order: the colours and the rows of the duration table follow it. */
   states: readonly string[];

@@ -76,12 +76,33 @@ export function stageHold(o: { current: number; gates: readonly GateRow[]; close
 }
 
 /**
- * The ETA with what holds the rollout: a known wait is added and said (`2h 0m (includes 1h 59m
- * waiting for maintenance window …)`); an unknown one is said (`23s once resumed`). `latestOpen`:
- * a window some later subcloud waits for, from now, plus one subcloud's time: the rollout cannot
- * end before it.
+ * The estimate of the time left, and what it waits for (issue 49: one estimator for the live view,
+ * `status` and the report). `ms` includes the known waits (a soak, a maintenance window, a deferred
+ * site's next try); `operator` names what only the operator ends (a pause, a gate holding, a run of
+ * unknown outcome): the clock brings the end no nearer until then.
  */
-export function etaText(estMs: number, hold: Hold | null, paused: boolean, latest: { ms: number; label: string } | null): string {
+export interface Eta {
+  ms: number;
+  /** ` (includes 1h 59m waiting for maintenance window …)`, or ''. */
+  note: string;
+  /** After a wait the clock ends but nothing estimates: `after the gate check`, `after the soak`. */
+  waits: string | null;
+  /** What only the operator ends: `paused`, `2 run(s) of unknown outcome …`. */
+  operator: string | null;
+}
+
+/**
+ * The ETA with what holds the rollout. `latest`: a window some later subcloud waits for, from now,
+ * plus one subcloud's time (the rollout cannot end before it); `deferred`: likewise, a deferred
+ * site's next try; `unknown`: runs held of unknown outcome (several hosts).
+ */
+export function etaOf(
+  estMs: number,
+  hold: Hold | null,
+  paused: boolean,
+  latest: { ms: number; label: string } | null,
+  more: { deferred?: { ms: number; label: string } | null; unknown?: number } = {},
+): Eta {
   let ms = estMs;
   let note = '';
   if (hold?.waitMs != null) {
@@ -92,8 +113,39 @@ export function etaText(estMs: number, hold: Hold | null, paused: boolean, lates
     ms = latest.ms;
     note = ` (waits for maintenance window ${latest.label})`;
   }
-  const waits = hold?.waits ?? (paused ? 'once resumed' : null);
-  return `${formatSpan(ms)}${note}${waits ? ` ${waits}` : ''}`;
+  if (more.deferred && more.deferred.ms > ms) {
+    ms = more.deferred.ms;
+    note = ` (waits for ${more.deferred.label})`;
+  }
+  // A gate that holds until resumed is the operator's to end; so is a pause (a window's wait is not).
+  const gateHolds = hold?.waits === 'once resumed';
+  const resumed = gateHolds || (hold?.waits == null && paused);
+  const operator = more.unknown
+    ? `${more.unknown} run(s) of unknown outcome: strategy-step resolve or strategy retry`
+    : gateHolds
+      ? hold!.text.replace(/^held by /, '')
+      : paused
+        ? 'paused'
+        : null;
+  return { ms, note, waits: resumed ? 'once resumed' : (hold?.waits ?? null), operator };
+}
+
+/**
+ * The words: `23s`, `2h 0m (includes …)`, `5s after the gate check`, or `waits for the operator
+ * (paused): 23s once resumed`. `elapsedMs`: how long ago it was estimated (a view counting down;
+ * not while the operator holds it).
+ */
+export function etaWords(e: Eta | null, elapsedMs = 0, from = ''): string {
+  if (e === null) return 'unknown';
+  const ms = e.operator || e.waits === 'once resumed' ? e.ms : Math.max(0, e.ms - elapsedMs);
+  // `from`: where the estimate came from (the live view's ` (from sim latency)`), before the wait.
+  const text = `${formatSpan(ms)}${e.note}${from}${e.waits ? ` ${e.waits}` : ''}`;
+  return e.operator ? `waits for the operator (${e.operator}): ${text}` : text;
+}
+
+/** `etaWords(etaOf(…))`, as `strategy status` says it. */
+export function etaText(estMs: number, hold: Hold | null, paused: boolean, latest: { ms: number; label: string } | null): string {
+  return etaWords(etaOf(estMs, hold, paused, latest));
 }
 
 /** A deferred step's line: `s3: pre check, try 3 at 2026-12-04 06:30:00 UTC (in 45s)`. */

@@ -32,6 +32,11 @@ export interface Transition {
   ended: boolean;
   /** What the site said in its audit after its last state: the subcloud row takes it (after `completes`). */
   observed?: AuditReport;
+  /**
+   * Filled in by commit: the subcloud of a transition that starts an operation was taken out
+   * (`unmanaged`, `offline`): the operation is not started, and its run fails saying so.
+   */
+  siteOut?: string;
 }
 
 /** The step a transition is about, as the orchestrator holds it. */
@@ -71,7 +76,7 @@ function make(
   ended: boolean,
   observed?: AuditReport,
 ): Transition {
-  return { stepId: step.id, subcloudId: step.subcloudId, cloud: step.cloud, from, to, details, close, retryInMs, startAttempt, historyId: undefined, completes, ended, observed };
+  return { stepId: step.id, subcloudId: step.subcloudId, cloud: step.cloud, from, to, details, close, retryInMs, startAttempt, historyId: undefined, completes, ended, observed, siteOut: undefined };
 }
 
 /** How a run closed, with every field in the same order (see `make`). */
@@ -117,9 +122,23 @@ export function fail(step: StepRef, state: string, details: string, close: Closi
 }
 
 /**
+ * The run was stopped by `strategy abort --now` (or found stopped by it): the step is `aborted`,
+ * its details saying who stopped it and why.
+ */
+export function abortStopped(step: StepRef, state: string, details: string, close: Closing): Transition {
+  return make(step, state, 'aborted', details, close, undefined, undefined, undefined, true);
+}
+
+/**
  * The site did not answer: the run closes (its `retryAt` says when the next try is due, so that a
  * resume waits it out) and the step is `deferred`, giving up its slot until then.
  */
 export function defer(step: StepRef, state: string, details: string, close: Closing): Transition {
   return make(step, state, 'deferred', details, close, undefined, undefined, undefined, false);
+}
+
+/** Why the operation of a subcloud taken out of the rollout is not started (its run's failure). */
+export function siteOutReason(cloud: string, out: string): string {
+  const back = out === 'offline' ? 'once it answers again' : `after \`dcm subcloud manage ${cloud}\``;
+  return `not started: ${cloud} is ${out} (taken out while the strategy applied); \`dcm strategy retry ${cloud}\` ${back}`;
 }

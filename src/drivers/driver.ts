@@ -52,7 +52,7 @@ export interface OperationRequest {
   onProgress?: (text: string) => void;
 }
 
-export type OperationResult =
+export type OperationResult = (
   /**
    * Done: go on to `next` (default: the following state; `complete` to skip to the end). `audit`:
    * what the site said when audited after its last state (the subcloud row takes it).
@@ -68,7 +68,15 @@ export type OperationResult =
    * The site did not answer (exit 75, EX_TEMPFAIL): the step is deferred, its slot goes to the next
    * site, and the state runs again later as a new attempt, until the strategy's deadline.
    */
-  | { kind: 'defer'; reason: string };
+  | { kind: 'defer'; reason: string }
+) & {
+  /**
+   * When the run ended, if that was well before its answer (epoch ms): a run adopted after a kill
+   * -9 that ended while no dcm ran, by its status file's time. Its history row ends then, and its
+   * duration is its own (issue 49: it was timed until its adoption).
+   */
+  endedAtMs?: number;
+};
 
 /** A run left `running` in the history by an orchestrator that is gone. */
 export interface LeftRun {

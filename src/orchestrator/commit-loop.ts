@@ -9,18 +9,17 @@
  * the orchestrator's transactions. Never touches: the registry's map (it asks the registry to
  * settle a report), the window's slots (it asks its host), timers other than its runtime's.
  */
-import { NO_NEW_SUBCLOUDS, stopRule, type Gate, type ReportResult } from '../domain/control.js';
+import { stopRule, type Gate, type ReportResult } from '../domain/control.js';
 import { STEP_DEFERRED, type DeferralDecision } from '../domain/deferral.js';
 import type { Transition } from '../domain/transition.js';
 import type { CursorStep } from '../store/cursor.js';
 import type { Db } from '../store/open.js';
-import { now } from '../store/clock.js';
-import { strategyState } from '../store/strategy.js';
-import { stateAndRate } from '../store/start-rate.js';
+import { now, timeAt } from '../store/clock.js';
 import { recordRunDetails, recordRunProcesses } from '../store/runs.js';
 import type { Refusal } from '../store/workers.js';
 import type { ProgressSink } from './progress.js';
 import { Committer, BUSY_RETRY_MS, StopInFile } from './committer.js';
+import { startCheck } from './start-check.js';
 import { decideRun, type DecideContext, type Decided, type Report } from './decide.js';
 import type { Fleet } from './fleet.js';
 import type { Registry, Worker } from './registry.js';
@@ -55,11 +54,14 @@ export interface CommitHost {
   refused(stepId: number, why: Refusal): void;
   /** A committed transition closed a run (the observer's end of it). */
   closed?(t: Transition): void;
-  /** A committed transition opened an operation (or a retry after its backoff). */
-  start(step: CursorStep, state: string, attempt: number, historyId: number): void;
+  /**
+   * A committed transition opened an operation (or a retry after its backoff); `out`: its subcloud
+   * was found taken out (unmanaged, offline) in that commit, and the operation is not started.
+   */
+  start(step: CursorStep, state: string, attempt: number, historyId: number, out?: string): void;
   retryLater(step: CursorStep, state: string, delayMs: number): void;
-  /** A deferral committed: the step waits for its next try, apart. */
-  deferred(step: CursorStep): void;
+  /** A deferral committed: the step waits for its next try, apart (`details`: why, and when). */
+  deferred(step: CursorStep, details: string): void;
   /** What the report of `w`'s run, decided, counts toward (failures, retries, a run cut off). */
   decided(d: Decided, w: Worker): void;
   /** A stop committed in the store that this process has not seen yet: look now. */
@@ -140,7 +142,12 @@ export class CommitLoop {
   /** A driver's answer arrives here and nowhere else. */
   report(stepId: number, opId: number, result: ReportResult): void {
     if (this.host.done()) return;
-    this.reports.push({ stepId, opId, result, finishedAt: now(this.rt.db), finishedMs: this.rt.clock.mono() });
+    // A run that ended before its answer came (adopted, it ended while no dcm ran) ends when it did.
+    // Wall-clock times: a run's length is shown and kept, and an adopted run's start is its history's.
+    const nowMs = this.rt.clock.wall();
+    const ended = result.endedAtMs;
+    const at = ended !== undefined && ended < nowMs ? ended : null;
+    this.reports.push({ stepId, opId, result, finishedAt: at === null ? now(this.rt.db) : timeAt(at), finishedMs: at ?? nowMs });
     this.schedule();
   }
 
@@ -258,48 +265,6 @@ export class CommitLoop {
   }
 
   /**
-   * This commit's own check, in its transaction after the fence, and only its: another write of
-   * the orchestrator's going on meanwhile (an abort's, a takeover's) is not held to it (issue 48:
-   * an abort during a takeover met a stop it had itself written, and the worker died of it). A
-   * batch that opens a new subcloud reads the strategy's state and the stage's start rate in one
-   * statement (a stage without one costs nothing more), and one of several workers claims the
-   * subclouds it starts: a stop committed since the last poll stops them here. Those the rate
-   * leaves out are named in `paced`.
-   */
-  private startCheck(
-    c: { opensNew: boolean; claiming: boolean; firstStarts: Transition[]; stage: number },
-    paced: { left: ReadonlySet<number> },
-  ): ((tx: Db) => Promise<ReadonlySet<number> | void>) | undefined {
-    if (!c.opensNew && !c.claiming) return undefined;
-    return async (tx) => {
-      paced.left = new Set();
-      // Read once a commit, and only by one that starts subclouds: each read is a round trip on a server.
-      let state: string | undefined;
-      let allowed = Infinity;
-      if (c.opensNew) {
-        const r = await stateAndRate(tx, c.stage);
-        state = r.state;
-        if (NO_NEW_SUBCLOUDS.includes(state ?? '')) throw new StopInFile();
-        if (c.firstStarts.length && (r.rate !== null || this.pacer.perMin(c.stage) !== null)) {
-          allowed = await this.pacer.allowance(tx, c.stage, r.rate, r.lastAt);
-        }
-      } else state = await strategyState(tx);
-      if (c.claiming) {
-        // One of several workers: the subclouds this commit starts are claimed in it, or none is;
-        // of its first starts, as many as the rate allows, passing over those another worker has.
-        if (state !== 'applying') throw new StopInFile();
-        const ids = new Set(c.firstStarts.map((t) => t.stepId));
-        const refused = await this.fleet.claim(tx, allowed === Infinity ? undefined : { ids, max: allowed });
-        if (allowed !== Infinity) this.pacer.pick(c.firstStarts, refused ?? new Set());
-        return refused;
-      }
-      if (allowed === Infinity) return undefined;
-      paced.left = this.pacer.pick(c.firstStarts, new Set(), allowed);
-      return paced.left.size ? paced.left : undefined;
-    };
-  }
-
-  /**
    * The one commit path for transitions: the stop rule on the whole batch, one fenced commit with
    * the processes to record, then (only then) the starts it opened. False: the store was busy.
    */
@@ -337,7 +302,7 @@ export class CommitLoop {
       const claiming = this.fleet.asking(batch, (id) => this.host.slot(id).step);
       this.committing = batch;
       try {
-        await this.committer.tryCommit(batch, also, this.startCheck({ opensNew, claiming, firstStarts, stage }, paced));
+        await this.committer.tryCommit(batch, also, startCheck(this.pacer, this.fleet, { opensNew, claiming, firstStarts, stage }, paced));
         committed = true;
         this.filteredMeanwhile = [];
       } finally {
@@ -404,12 +369,12 @@ export class CommitLoop {
         ended: t.ended,
       });
       slot.step.state = t.to;
-      if (t.startAttempt !== undefined) this.host.start(slot.step, t.to, t.startAttempt, t.historyId!);
+      if (t.startAttempt !== undefined) this.host.start(slot.step, t.to, t.startAttempt, t.historyId!, t.siteOut);
       else if (t.retryInMs !== undefined) this.host.retryLater(slot.step, t.to, t.retryInMs);
       else {
         this.host.release(t.stepId, true);
         // Its slot is free for the next site: it waits for its next try, apart.
-        if (t.to === STEP_DEFERRED) this.host.deferred(slot.step);
+        if (t.to === STEP_DEFERRED) this.host.deferred(slot.step, t.details);
       }
     }
     return true;

@@ -13,9 +13,11 @@ import { formatDuration } from '../domain/durations.js';
 import { applyFaultError } from '../store/faults.js';
 import { casStrategyState } from '../store/strategy.js';
 import type { Db } from '../store/open.js';
-import { abortInitialSteps } from '../store/transitions.js';
+import { abortInitialSteps, abortStrandedSteps } from '../store/transitions.js';
 import { abortDeferredSteps } from '../store/deferrals.js';
 import { runsStillRunning } from '../store/runs.js';
+import { lastEventOf } from '../store/events.js';
+import { abortNowText, EVENTS } from '../domain/events.js';
 import type { Timer } from '../platform/timers.js';
 import { abandon, type Registry } from './registry.js';
 import type { ProgressSink } from './progress.js';
@@ -38,6 +40,8 @@ export interface ControlHost {
   resumed(): void;
   /** Aborted: deferred steps are never tried again; the views are told. */
   aborted(): void;
+  /** Abort now: the runs adopted that wait for their slot are stopped too, once they have it. */
+  abandonAdopted(): void;
   /** Stop waiting: run() returns now. */
   hardStop(): void;
   /** file: the path, for the messages of store faults. */
@@ -65,6 +69,12 @@ export class Control {
   private drainTimer: Timer | null = null;
   /** Runs were left to the worker that took this one over: the driver must not stop them as it closes. */
   leftGoing = false;
+  /** `strategy abort --now`: the words its stopped runs are recorded with (null: none came). */
+  abortedNow: string | null = null;
+  /** An abort now: the runs in flight are stopped, and no state starts after them. */
+  private finishOnly = false;
+  /** This apply takes up an abort an earlier one left: steps cut off mid-state are aborted, never run again. */
+  private takingUp = false;
 
   constructor(
     private readonly rt: Runtime,
@@ -90,6 +100,7 @@ export class Control {
       failed: this.failedCount,
       limit: this.failureLimit,
       stageHeld: this.host.stageHeld(),
+      noNextStates: this.finishOnly,
     });
   }
 
@@ -146,10 +157,14 @@ export class Control {
     this.host.pump();
   }
 
-  /** The abort's write: the strategy to `aborting`, every step not started `aborted`. */
+  /**
+   * The abort's write: the strategy to `aborting`, every step not started `aborted`; and when an
+   * apply takes up an abort (`takeUpAbort`), every step left mid-state with no run going too.
+   */
   async abortWrite(tx: Db): Promise<number> {
     await casStrategyState(tx, ['abort requested'], 'aborting');
-    return (await abortInitialSteps(tx)) + await abortDeferredSteps(tx);
+    const stranded = this.takingUp ? await abortStrandedSteps(tx) : 0;
+    return (await abortInitialSteps(tx)) + await abortDeferredSteps(tx) + stranded;
   }
 
   /** The abort committed: start nothing new, let the rest run to its end. */
@@ -159,7 +174,49 @@ export class Control {
     this.host.aborted();
     if (this.paused) this.setPaused(false, true);
     this.progress.initialAborted?.();
-    this.progress.note(`abort requested: ${n} step(s) not started are aborted; ${this.host.inFlight()} subcloud(s) in flight run to their end`);
+    if (this.takingUp) this.progress.note(`finishing the abort: ${n} step(s) aborted; the runs left going are waited for (\`dcm strategy abort --now\` stops them)`);
+    else this.progress.note(`abort requested: ${n} step(s) not started are aborted; ${this.host.inFlight()} subcloud(s) in flight run to their end`);
+    this.host.pump();
+    this.host.wake();
+  }
+
+  /**
+   * This apply takes up an abort an earlier one left (`aborting` or `abort requested`): a step whose
+   * run was cut off (a second Ctrl-C, a kill with its run) is aborted in that state and never run
+   * again (issue 49: it ran again, as attempt 2); nothing starts that was not in flight. A run left
+   * going is waited for, and its subcloud runs to its end as an abort lets those in flight (SPEC §6),
+   * unless an abort now stops it.
+   */
+  async takeUpAbort(write: <T>(fn: (tx: Db) => Promise<T>) => Promise<T>, now: boolean): Promise<void> {
+    this.takingUp = true;
+    await this.abortSeen(write, now);
+  }
+
+  /**
+   * An abort seen in the store: its write, once (`write`: a busy store throws, for the poll to ask
+   * again); then, for `strategy abort --now`, the runs stopped with the words of its event.
+   */
+  async abortSeen(write: <T>(fn: (tx: Db) => Promise<T>) => Promise<T>, now: boolean): Promise<void> {
+    if (!this.aborting) this.aborted(await write((tx) => this.abortWrite(tx)));
+    if (!now || this.abortedNow !== null) return;
+    const e = await lastEventOf(this.rt.db, [EVENTS.abortNow]);
+    this.abortNow(abortNowText(e ?? { user: 'an operator', host: 'unknown', reason: null }));
+  }
+
+  /**
+   * `strategy abort --now` (after the abort's own write): every run in flight is stopped as a
+   * second Ctrl-C stops it (SIGTERM to all its processes, SIGKILL after its grace), and waited for;
+   * its step is then `aborted` with `details`. Steps waiting for a retry or deferred end here too.
+   */
+  abortNow(details: string): void {
+    if (this.abortedNow !== null || this.stopped) return;
+    this.abortedNow = details;
+    this.finishOnly = true;
+    const running = this.registry.list();
+    this.progress.warn(`abort now: stopping ${running.length} run(s) in flight (${details})`);
+    for (const w of running) abandon(w);
+    this.host.abandonAdopted();
+    this.host.drain();
     this.host.pump();
     this.host.wake();
   }
@@ -201,10 +258,12 @@ export class Control {
     this.interruptedBy = signal;
     this.noNewSubclouds = true;
     this.noNewOperations = true;
-    const stays = this.paused ? 'paused' : 'applying';
+    // After an abort the strategy stays aborting (the file says so), and the next apply finishes it.
+    const stays = this.aborting ? 'aborting' : this.paused ? 'paused' : 'applying';
+    const then = this.aborting ? 'run `dcm strategy apply` to finish the abort, or `dcm strategy abort --now`' : 'run `dcm strategy apply` to resume';
     this.progress.warn(
       `${signal}: starting nothing new, waiting for ${this.registry.size} operation(s) in flight (again to stop waiting); ` +
-        `the strategy stays ${stays}: run \`dcm strategy apply\` to resume`,
+        `the strategy stays ${stays}: ${then}`,
     );
     this.host.drain();
     this.drainTimer = this.rt.timers.after(() => {

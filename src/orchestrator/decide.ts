@@ -7,7 +7,7 @@
  * Pure: no store, no timer, no registry. The caller (the commit loop) applies what it returns.
  */
 import { decideReport, type ReportResult } from '../domain/control.js';
-import { advance, closing, defer, fail, NEXT_ATTEMPT, runAgain, type Transition } from '../domain/transition.js';
+import { abortStopped, advance, closing, defer, fail, NEXT_ATTEMPT, runAgain, type Transition } from '../domain/transition.js';
 import type { DeferralDecision } from '../domain/deferral.js';
 import { formatTimestamp } from '../domain/time.js';
 import { TYPES, type StrategyType } from '../domain/types.js';
@@ -41,6 +41,8 @@ export interface DecideContext {
   timeIn(ms: number): string;
   /** A site did not answer: deferred again, or failed unreachable. */
   deferral(w: Worker, reason: string): DeferralDecision;
+  /** `strategy abort --now` stopped the runs in flight: what their steps' details say (null: it did not). */
+  abortedNow?(): string | null;
 }
 
 /** The report `r` of the run of `w` (the registry's entry it settled): what to commit. */
@@ -49,6 +51,11 @@ export function decideRun(w: Worker, r: Report, ctx: DecideContext): Decided {
   const d = decideReport(state, ctx.states, r.result, ctx.stateTimeoutMs);
   const durationMs = Math.round(r.finishedMs - w.startedMs);
   const out = (transition: Transition, failed: Decided['failed'] = null, resumed = false, retryUsed = false): Decided => ({ transition, failed, resumed, retryUsed });
+  // Stopped by an abort now: the run was cut off (it runs again only if the operator retries the
+  // step), and the step is aborted with the operator's words. A run that ended ok meanwhile moves
+  // on as usual, and the abort leaves its step in its next state, not started.
+  const now = w.abandoned && r.result.kind !== 'next' ? (ctx.abortedNow?.() ?? null) : null;
+  if (now !== null) return out(abortStopped(step, state, `${state}: ${now}`, closing(w.historyId, 'interrupted', r.finishedAt, now)), null, true);
   if (d.kind === 'again') {
     // The run is over without a result: its row closes (saying when the next attempt is due, so
     // that a resume waits it out), and the state runs again as a new attempt once the backoff is

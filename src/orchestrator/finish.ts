@@ -7,10 +7,11 @@ import { endOfRun, exitForState } from '../domain/control.js';
 import { STRATEGY_RUNNING } from '../domain/types.js';
 import type { Db } from '../store/open.js';
 import { failedSteps } from '../store/status.js';
-import { casStrategyState, stageWindows, strategyState } from '../store/strategy.js';
+import { casStrategyState, getStrategy, stageWindows, strategyState } from '../store/strategy.js';
 import { abortMidStateSteps, countStepStates, failLeftSteps, interruptRuns } from '../store/transitions.js';
 import { SUMMARY_FAILURES, type ProgressSink } from './progress.js';
-import { applyEndText, EVENTS } from '../domain/events.js';
+import { applyEndText, auditDisagreesText, EVENTS } from '../domain/events.js';
+import { auditWarnings, type AuditWarnings } from '../store/audit-warnings.js';
 import type { Actor } from '../platform/who.js';
 import { recordEvent } from '../store/events.js';
 import type { Clock } from '../platform/clock.js';
@@ -50,12 +51,14 @@ export async function finishRun(db: Db, write: <T>(fn: (tx: Db) => Promise<T>) =
   });
   let final = ending.state;
   let exit = ending.exit;
+  let audit: AuditWarnings | undefined;
   const counts = await write(async (tx) => {
     const was = await strategyState(tx) ?? null;
     if (end.shared && final !== null && was !== null && !STRATEGY_RUNNING.includes(was)) {
       // Another worker wrote the end first: this one ends as the strategy did.
       final = was as typeof final;
-      exit = exitForState(was);
+      if (final === 'complete') audit = await auditWarnings(tx, SUMMARY_FAILURES);
+      exit = exitForState(was, audit?.count, await auditOk(tx));
       if (end.who) await recordEvent(tx, end.who, EVENTS.applyEnded, applyEndText(final, 'applying', null, exit));
       return await countStepStates(tx);
     }
@@ -66,14 +69,21 @@ export async function finishRun(db: Db, write: <T>(fn: (tx: Db) => Promise<T>) =
     // Nothing is in flight: steps put back by a retry and never started again end with the run.
     if (final === 'aborted') await abortMidStateSteps(tx);
     if (final === 'failed') await failLeftSteps(tx, 'not run again: no new subcloud started after the failure budget was spent');
+    // Complete, but the site's audit disagreed somewhere: said, recorded (on_event hears it) and
+    // its own exit code (issue 49), unless the strategy was created with --audit-disagrees-ok.
+    if (final === 'complete') {
+      audit = await auditWarnings(tx, SUMMARY_FAILURES);
+      exit = exitForState(final, audit.count, await auditOk(tx));
+      if (audit.count && end.who) await recordEvent(tx, end.who, EVENTS.auditDisagrees, auditDisagreesText(audit, exit));
+    }
     if (final !== null && !await casStrategyState(tx, STRATEGY_RUNNING, final)) {
       throw new Error(`the strategy was changed by another process while applying (it is now ${await strategyState(tx)})`);
     }
-    if (end.who) await recordEvent(tx, end.who, EVENTS.applyEnded, applyEndText(final, end.paused ? 'paused' : 'applying', end.signal, exit));
+    if (end.who) await recordEvent(tx, end.who, EVENTS.applyEnded, applyEndText(final, end.aborting ? 'aborting' : end.paused ? 'paused' : 'applying', end.signal, exit));
     return await countStepStates(tx);
   });
   progress.summary({
-    state: final ?? (end.paused ? 'paused' : 'applying'),
+    state: final ?? (end.aborting ? 'aborting' : end.paused ? 'paused' : 'applying'),
     counts,
     durationMs: Math.round(end.clock.mono() - end.startedMono),
     ...(end.firstStartedMs !== undefined && end.firstStartedMs < end.startedMs ? { sinceFirstStartMs: end.clock.wall() - end.firstStartedMs } : {}),
@@ -84,6 +94,12 @@ export async function finishRun(db: Db, write: <T>(fn: (tx: Db) => Promise<T>) =
       ? { maxWindow: Math.max(end.maxWindow, ...(await stageWindows(db)).map((w) => w.window)), shareOfWindow: end.maxWindow }
       : { maxWindow: end.maxWindow }),
     ...(await failedSteps(db, SUMMARY_FAILURES)),
+    ...(audit?.count ? { auditWarnings: audit, auditOk: await auditOk(db) } : {}),
   });
   return exit;
+}
+
+/** `--audit-disagrees-ok`, as stored with the strategy: a complete strategy whose audits disagreed exits 0. */
+async function auditOk(db: Db): Promise<boolean> {
+  return (await getStrategy(db))?.extra.audit_disagrees_ok === true;
 }

@@ -16,6 +16,8 @@ import type { ExtraArgs } from '../domain/options.js';
 import type { ConfigBook } from '../domain/strategy-config.js';
 import type { StrategyType } from '../domain/types.js';
 import type { CursorStep } from '../store/cursor.js';
+import { siteOutReason } from '../domain/transition.js';
+import { parseTime } from '../store/clock.js';
 import { applyFaultError } from '../store/faults.js';
 import { interruptedLast, retryBudgets, type RetryBudget } from '../store/runs.js';
 import { adoptLeftRuns, type Adopted } from './adoption.js';
@@ -167,6 +169,11 @@ export class Launcher {
     for (const stop of [...this.remoteWaits]) stop();
   }
 
+  /** Abort now: the runs adopted that wait for their slot are stopped as soon as they are waited for. */
+  abandonAdopted(): void {
+    for (const a of this.adopted.values()) abandon(a.worker);
+  }
+
   /** How many runs adopted wait for their subcloud's slot. */
   adoptedWaiting(): number {
     return this.adopted.size;
@@ -178,16 +185,25 @@ export class Launcher {
     if (!a) return false;
     this.adopted.delete(step.id);
     this.fleet.hold(step.id);
-    a.worker.startedMs = this.rt.clock.mono();
+    // Timed from its own start, not from its adoption (issue 49): its history row says when.
+    a.worker.startedMs = Math.min(this.rt.clock.wall(), parseTime(a.run!.left.startedAt));
     this.registry.add(a.worker);
     this.awaitResult(a.worker, a.run!.result);
     return true;
   }
 
-  /** Start one state operation: the registry gets its entry before the driver is called. */
-  start(step: CursorStep, state: string, attempt: number, historyId: number): void {
+  /**
+   * Start one state operation: the registry gets its entry before the driver is called. A subcloud
+   * taken out of the rollout (`out`: unmanaged, offline, read in the commit that opened the run)
+   * is not called at all: its run fails at once, saying why (issue 49).
+   */
+  start(step: CursorStep, state: string, attempt: number, historyId: number, out?: string): void {
     const worker = this.registry.make(step, state, attempt, historyId);
     this.registry.add(worker);
+    if (out) {
+      this.awaitResult(worker, Promise.resolve({ kind: 'failed', reason: siteOutReason(step.cloud, out) }));
+      return;
+    }
     if (!this.rt.driver.ownsTimeouts) this.deadlines.add(step.id, worker.opId, this.registry.size);
     const resumed = this.resumed.has(keyOf(step.id, state));
     this.resumed.delete(keyOf(step.id, state));

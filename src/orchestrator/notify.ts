@@ -12,14 +12,25 @@
  */
 import { spawn } from 'node:child_process';
 import type { Db } from '../store/open.js';
-import { eventsAfter, lastEventId, recordEvent, type EventRow } from '../store/events.js';
+import { eventsAfter, lastEventIdNotBy, recordEvent, type EventRow } from '../store/events.js';
+import { isPgUrl } from '../domain/db-url.js';
 import { EVENTS } from '../domain/events.js';
 import type { Actor } from '../platform/who.js';
 import { terminateGroup } from '../drivers/exec/procs.js';
 import type { Timer, Timers } from '../platform/timers.js';
 
 /** What the command is told: the kinds a person is paged for. */
-export type NoticeKind = 'stage held' | 'strategy failed' | 'strategy complete' | 'worker taken over';
+export type NoticeKind =
+  | 'stage held'
+  | 'strategy failed'
+  | 'strategy complete'
+  | 'strategy aborted'
+  | 'worker taken over'
+  | 'orchestrator dead'
+  | 'abort'
+  | 'deferred'
+  | 'run unknown'
+  | 'audit disagrees';
 
 export interface OnEvent {
   run: string | string[];
@@ -50,11 +61,27 @@ export function noticeOf(e: Pick<EventRow, 'event' | 'details'>): NoticeKind | n
   if (e.event === EVENTS.applyEnded) {
     if (e.details.startsWith('complete ')) return 'strategy complete';
     if (e.details.startsWith('failed ')) return 'strategy failed';
+    if (e.details.startsWith('aborted ')) return 'strategy aborted';
     return null;
   }
-  if (e.event === EVENTS.workerTakenOver) return 'worker taken over';
-  return null;
+  return OTHER_NOTICES[e.event] ?? null;
 }
+
+/** Issue 49: a site deferred, an abort, a run held unknown, an orchestrator found dead, an audit that disagrees. */
+const OTHER_NOTICES: Record<string, NoticeKind> = {
+  [EVENTS.workerTakenOver]: 'worker taken over',
+  // The apply lock taken over: the orchestrator that held it is gone (kill -9, a lost host).
+  [EVENTS.lockTakenOver]: 'orchestrator dead',
+  [EVENTS.orchestratorDead]: 'orchestrator dead',
+  [EVENTS.abortRequested]: 'abort',
+  [EVENTS.abortNow]: 'abort',
+  [EVENTS.deferred]: 'deferred',
+  [EVENTS.runUnknown]: 'run unknown',
+  [EVENTS.auditDisagrees]: 'audit disagrees',
+};
+
+/** An operator's act, recorded by their command: told by the orchestrator that carries it out. */
+const OPERATORS: readonly string[] = [EVENTS.abortRequested, EVENTS.abortNow];
 
 export class Notifier {
   private last = 0;
@@ -74,8 +101,9 @@ export class Notifier {
   ) {}
 
   async start(): Promise<this> {
-    // Only what this apply sees happen: an earlier apply's events were its to tell.
-    this.last = await lastEventId(this.db);
+    // Only what this apply sees happen: an earlier apply's events were its to tell; its own start
+    // (a lock or a worker taken over as it began) is this one's.
+    this.last = await lastEventIdNotBy(this.db, this.who);
     this.timer = this.timers.every(() => void this.scan(), POLL_MS).unref();
     return this;
   }
@@ -98,8 +126,11 @@ export class Notifier {
       const kind = noticeOf(e);
       if (kind === null) continue;
       // Only this process's own events (each worker tells what it did), and one end per strategy.
-      if (e.pid !== this.who.pid || e.host !== this.who.host) continue;
-      if (kind === 'strategy complete' || kind === 'strategy failed') {
+      // An operator's abort is told by the one orchestrator of a file that carries it out; on a
+      // server each worker would, and the strategy's end (aborted) is told instead.
+      const operators = OPERATORS.includes(e.event) && !isPgUrl(this.db.name);
+      if (!operators && (e.pid !== this.who.pid || e.host !== this.who.host)) continue;
+      if (kind === 'strategy complete' || kind === 'strategy failed' || kind === 'strategy aborted') {
         if (this.endTold) continue;
         this.endTold = true;
       }
@@ -117,17 +148,7 @@ export class Notifier {
   }
 
   private async tell(kind: NoticeKind, e: EventRow): Promise<void> {
-    const payload = {
-      notice: kind,
-      event: e.event,
-      at: e.at,
-      details: e.details,
-      user: e.user,
-      host: e.host,
-      pid: e.pid,
-      strategy: { type: this.strategy.type, created_at: this.strategy.created_at },
-    };
-    const problem = await runOnEvent(this.cmd, `${JSON.stringify(payload)}\n`, kind, this.timers);
+    const problem = await runOnEvent(this.cmd, noticeText(kind, e, this.strategy), kind, this.timers);
     if (problem === null) return;
     const text = `on_event for ${kind} (${e.at}): ${problem}`;
     this.say(`notification failed: ${text}`);
@@ -137,6 +158,22 @@ export class Notifier {
       // The store is busy or gone: said on stderr already; the rollout goes on.
     }
   }
+}
+
+/** What the command reads on its stdin: one line of JSON. */
+export function noticeText(kind: NoticeKind, e: EventRow, strategy: { type: string; created_at: string }): string {
+  const payload = {
+    notice: kind,
+    event: e.event,
+    at: e.at,
+    details: e.details,
+    user: e.user,
+    host: e.host,
+    pid: e.pid,
+    reason: e.reason,
+    strategy: { type: strategy.type, created_at: strategy.created_at },
+  };
+  return `${JSON.stringify(payload)}\n`;
 }
 
 /** Run the command with `input` on stdin; null when it exited 0, else what went wrong. */

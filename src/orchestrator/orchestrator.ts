@@ -14,7 +14,7 @@
  * (runtime.ts), so the simulator (src/sim) runs this same code.
  */
 import { ConfigBook } from '../domain/strategy-config.js';
-import { adoptedText, EVENTS } from '../domain/events.js';
+import { CONTROL_EVENTS, adoptedText, EVENTS } from '../domain/events.js';
 import { parseTime, timeIn } from '../store/clock.js';
 import { failedAndTotal } from '../store/cursor.js';
 import { faultOf } from '../store/faults.js';
@@ -33,7 +33,8 @@ import { Registry } from './registry.js';
 import { Launcher, resumingNotes } from './launch.js';
 import type { OrchestratorOptions } from './options.js';
 import { durationKey } from '../store/durations.js';
-import { ExternalRequests } from './requests.js';
+import type { ExternalRequests } from './requests.js';
+import { watchRequests } from './request-wiring.js';
 import { RunRequests } from './run-request.js';
 import type { Runtime } from './runtime.js';
 import { Stages } from './stages.js';
@@ -62,7 +63,7 @@ export class Orchestrator {
   ) {
     const db = rt.db;
     const busy = (err: unknown) => this.loop.committer.isBusy(err);
-    this.registry = new Registry(rt.clock.mono);
+    this.registry = new Registry(rt.clock.wall);
     this.fleet = opts.shared ? new SharedFleet(opts.shared, rt) : LONE_FLEET;
     this.runs = new RunRequests(rt);
     this.stages = new Stages(rt, this.fleet, progress, {
@@ -105,6 +106,7 @@ export class Orchestrator {
       // Read again, then looked at again: a subcloud set aside for the old window may start now.
       resumed: () => void this.stages.reloadWindows(busy, () => this.runs.readLabelled()).then(() => this.stages.pump(), (err: Error) => this.control.fail(err)),
       aborted: () => this.stages.deferrals?.clear(),
+      abandonAdopted: () => this.launcher.abandonAdopted(),
       hardStop: () => this.hardStop?.(),
       file: opts.file ?? 'the database',
       stopOnFailure: opts.stopOnFailure,
@@ -119,10 +121,10 @@ export class Orchestrator {
         gate: () => this.control.gate(),
         release: (id, ended) => this.stages.release(id, ended),
         refused: (id, why) => this.stages.refused(id, why),
-        start: (step, state, attempt, historyId) => this.launcher.start(step, state, attempt, historyId),
+        start: (step, state, attempt, historyId, out) => this.launcher.start(step, state, attempt, historyId, out),
         closed: (t) => this.launcher.closed(t),
         retryLater: (step, state, ms) => this.stages.retryLater(step, state, ms),
-        deferred: (step) => this.stages.deferrals!.committed(step),
+        deferred: (step, details) => this.stages.deferred(step, details),
         decided: (d, w) => {
           this.launcher.decided(d, w);
           if (d.failed === 'stage') this.stages.stageBudget?.stepFailed(w.step.cloud);
@@ -144,6 +146,7 @@ export class Orchestrator {
         stateTimeoutMs: opts.stateTimeoutMs,
         timeIn: (ms) => timeIn(rt.clock, ms),
         deferral: (w, reason) => this.stages.deferrals!.decide(w.step, w.state, reason),
+        abortedNow: () => this.control.abortedNow,
       },
       progress,
       durationKey(opts.type, opts.extra), // the statistics its ok runs add to (store/durations.ts)
@@ -203,7 +206,7 @@ export class Orchestrator {
     // Counts, not steps: the steps themselves are read a window at a time (store/cursor.ts).
     const { failed, total } = await failedAndTotal(db);
     this.control.counted(failed, total);
-    const snap = (await controlSnapshot(db))!;
+    const snap = (await controlSnapshot(db, CONTROL_EVENTS))!;
     this.stages.windows = new Map(snap.windows);
     this.loop.pacer.begin(snap.rates, this.progress);
     this.control.setBudget(snap.maxFailures, false);
@@ -217,9 +220,9 @@ export class Orchestrator {
     });
     await this.takeover.showFleet();
     const aborting = snap.state === 'abort requested' || snap.state === 'aborting';
-    if (aborting) this.control.aborted(await this.loop.committer.write((tx) => this.control.abortWrite(tx)));
+    if (aborting) await this.control.takeUpAbort((fn) => this.loop.committer.write(fn), snap.abortNow !== null); // what was cut off is not run again
     if (snap.state === 'paused') this.control.setPaused(true);
-    this.requests = this.watchRequests(snap);
+    this.requests = watchRequests(this.rt, { control: this.control, loop: this.loop, stages: this.stages, fleet: this.fleet, takeover: this.takeover }, this.opts, snap);
     this.requests.start();
     startedUp();
     const stopped = new Promise<void>((resolve) => (this.hardStop = resolve));
@@ -254,38 +257,6 @@ export class Orchestrator {
       who: this.opts.who,
       shared: this.fleet.shared,
     });
-  }
-
-  /** The requests from other shells (requests.ts finds them; control carries them out). */
-  private watchRequests(snap: NonNullable<Awaited<ReturnType<typeof controlSnapshot>>>): ExternalRequests {
-    const c = this.control;
-    return new ExternalRequests(
-      this.rt.db,
-      {
-        abort: async () => {
-          if (c.aborting) return;
-          // Seen only once its effect has committed: a busy store throws, and the poll asks again.
-          c.aborted(await this.loop.committer.tryWrite((tx) => c.abortWrite(tx)));
-        },
-        pause: (on) => c.setPaused(on),
-        window: (stage, w) => this.stages.setWindow(stage, w, this.loop),
-        rate: (stage, stored) => this.loop.pacer.changed(stage, stored, () => this.stages.pump()),
-        budget: (text) => c.setBudget(text, true),
-        fail: (err) => c.fail(err),
-        busy: (err) => this.loop.committer.isBusy(err),
-        ended: () => c.endedElsewhere(),
-        changed: async () => {
-          // One of several workers: the failures the others committed count toward the budget.
-          if (this.fleet.shared) await this.takeover.countFailures();
-          const budget = this.stages.stageBudget;
-          if (budget && await this.stages.gates?.refreshBudget(budget)) this.stages.pump();
-          // A gate waiting out a soak looks again: `strategy update` may have changed it.
-          this.stages.gates?.wake();
-        },
-      },
-      { pollMs: this.opts.pollMs, checkFile: this.opts.checkFile, rt: this.rt },
-      snap,
-    );
   }
 
   /** This worker's lease was renewed: the gone are taken over between commits and taken in, and the views see the fleet. */

@@ -8,7 +8,7 @@ import type { Timer } from '../platform/timers.js';
 import type { TimeSource } from '../platform/runtime.js';
 import { createLogUpdate } from 'log-update';
 import { ProgressTracker, type TrackerInputs } from './progress-tracker.js';
-import { closingSummary, liveLines } from './progress-view.js';
+import { closingSummary, liveLines, withCounts } from './progress-view.js';
 import type { ApplyInfo, Fleet, ProgressSink, Summary, TransitionEvent } from './progress.js';
 
 /** 10 redraws a second at most (SPEC §4). */
@@ -133,7 +133,9 @@ export class LiveProgress implements ProgressSink {
       const width = this.out.columns || 80;
       // The strategy's own end state: an ended one shows no ETA (nothing is left to estimate); one
       // left applying or paused by a signal has no one running it, so no time to give.
-      const last = { ...this.tracker.snapshot(this.rt.clock.wall()), state: s.state, etaMs: null };
+      // Its counts are the summary's, read from the store as the run ended: a worker that joined
+      // others saw their steps end only at heartbeats (issue 49: `complete … 0/3 done, 3 in progress`).
+      const last = withCounts({ ...this.tracker.snapshot(this.rt.clock.wall()), state: s.state, etaMs: null, etaOf: null }, s.counts);
       this.out.write(`${liveLines(last, width).join('\n')}\n${closingSummary(s)}`);
     });
   }

@@ -13,6 +13,7 @@ import {
   type EstimateSource,
   type StageLeft,
 } from '../domain/estimate.js';
+import { etaOf, type Eta } from '../domain/status-hold.js';
 import type { ApplyInfo, Fleet, TransitionEvent } from './progress.js';
 
 /** What an estimate can start from before this run has seen durations of its own. */
@@ -23,6 +24,12 @@ export interface TrackerInputs {
   observed?: ReadonlyMap<string, DurationStat>;
   /** One guess for every state (the sim latency midpoint). */
   fallbackMs?: number | null;
+  /**
+   * The estimator `strategy status` and the report use (commands/eta.ts), read from the store: when
+   * given, the views say what it says (known waits, what only the operator ends), counted down
+   * between reads (issue 49: one estimator).
+   */
+  eta?: (nowMs: number) => Promise<{ eta: Eta | null; source: EstimateSource }>;
 }
 
 export interface Snapshot {
@@ -51,6 +58,11 @@ export interface Snapshot {
   elapsedMs: number;
   etaMs: number | null;
   etaSource: EstimateSource;
+  /**
+   * The estimate as `strategy status` makes it (domain/status-hold.ts Eta, said by etaWords), and
+   * how long ago it was made (the views count down); null: unknown.
+   */
+  etaOf: { eta: Eta; elapsedMs: number } | null;
   /** The latest failures, newest last. */
   failures: { cloud: string; details: string }[];
   /** The latest progress lines of subclouds in flight (their runs' own word), newest last. */
@@ -70,6 +82,8 @@ const LATEST_FAILURES = 5;
 const LATEST_PROGRESS = 5;
 /** The estimate walks the window's slots: worth recomputing a few times a second, not per redraw. */
 const ETA_EVERY_MS = 500;
+/** How often the store's estimate is read again (a few queries): the views count down between reads. */
+const STORE_ETA_EVERY_MS = 2_000;
 
 export class ProgressTracker {
   private info: ApplyInfo | null = null;
@@ -89,6 +103,9 @@ export class ProgressTracker {
   private eta: { at: number; ms: number | null; source: EstimateSource } | null = null;
   private workers = 1;
   private inFlightElsewhere = 0;
+  /** The store's estimate (inputs.eta), when it was read, and whether a read is out. */
+  private storeEta: { at: number; eta: Eta | null; source: EstimateSource } | null = null;
+  private storeEtaAsked = false;
 
   constructor(private readonly inputs: TrackerInputs = {}) {
     for (const [state, s] of inputs.observed ?? []) this.seen.set(state, { ...s });
@@ -109,7 +126,13 @@ export class ProgressTracker {
 
   paused(on: boolean): void {
     this.isPaused = on;
+    this.forget();
+  }
+
+  /** What the estimate was made from changed: made again (the store's too, asked for at once). */
+  private forget(): void {
     this.eta = null;
+    this.storeEta = null;
   }
 
   windowWait(group: string, text: string | null): void {
@@ -119,7 +142,7 @@ export class ProgressTracker {
 
   windowChanged(stage: number, window: number): void {
     this.windows.set(stage, window);
-    this.eta = null;
+    this.forget();
   }
 
   /** The start rate in force of a stage (null: none): shown, and in the estimate. */
@@ -138,7 +161,7 @@ export class ProgressTracker {
       counts.set('initial', 0);
       counts.set('aborted', (counts.get('aborted') ?? 0) + n);
     }
-    this.eta = null;
+    this.forget();
   }
 
   transition(e: TransitionEvent, nowMs: number): void {
@@ -217,6 +240,7 @@ export class ProgressTracker {
     const elapsedMs = info ? Math.max(0, nowMs - Math.min(info.startedMs, info.firstStartedMs ?? info.startedMs)) : 0;
     const total = counts.initial + counts.inProgress + counts.complete + counts.failed + counts.deferred + counts.aborted;
     const eta = this.estimate(nowMs, counts.initial + counts.inProgress + counts.deferred === 0);
+    const fromStore = this.storeEta;
     return {
       type: info?.type ?? '',
       state: this.aborting ? 'aborting' : this.isPaused ? 'paused' : 'applying',
@@ -234,15 +258,30 @@ export class ProgressTracker {
       rate: runMs > 0 ? (this.endedThisRun * 1000) / runMs : 0,
       elapsedMs,
       etaMs: eta.ms,
-      etaSource: eta.source,
+      etaSource: fromStore ? fromStore.source : eta.source,
+      etaOf: fromStore
+        ? fromStore.eta === null ? null : { eta: fromStore.eta, elapsedMs: nowMs - fromStore.at }
+        : eta.ms === null ? null : { eta: etaOf(eta.ms, null, this.isPaused, null), elapsedMs: 0 },
       failures: [...this.failures],
       progress: [...this.progress].slice(-LATEST_PROGRESS).map(([cloud, details]) => ({ cloud, details })),
       windowWaits: [...this.windowWaits.values()],
     };
   }
 
+  /** The store's estimate read again when it is older than STORE_ETA_EVERY_MS (one read out at a time). */
+  private readStoreEta(nowMs: number): void {
+    const read = this.inputs.eta;
+    if (!read || this.storeEtaAsked || (this.storeEta && nowMs - this.storeEta.at < STORE_ETA_EVERY_MS)) return;
+    this.storeEtaAsked = true;
+    read(nowMs).then(
+      (r) => (this.storeEta = { at: nowMs, ...r }),
+      () => {}, // A busy store: the estimate kept is counted down, and asked for again.
+    ).finally(() => (this.storeEtaAsked = false));
+  }
+
   /** The time left, from the means of the durations seen (or kept, or guessed). */
   private estimate(nowMs: number, nothingLeft: boolean): { ms: number | null; source: EstimateSource } {
+    this.readStoreEta(nowMs);
     if (nothingLeft) return { ms: 0, source: 'observed' };
     if (this.eta && nowMs - this.eta.at < ETA_EVERY_MS) {
       // Between recomputations the estimate counts down with the clock, but not while paused:

@@ -6,6 +6,7 @@ import { formatPerMin } from '../domain/start-rate.js';
 import { formatDuration } from '../domain/durations.js';
 import { formatSpan, type EstimateSource } from '../domain/estimate.js';
 import { STRATEGY_ENDED } from '../domain/types.js';
+import { etaWords } from '../domain/status-hold.js';
 import type { Snapshot } from './progress-tracker.js';
 import { SUMMARY_FAILURES, type Summary } from './progress.js';
 
@@ -15,8 +16,9 @@ const FROM: Record<EstimateSource, string> = { observed: '', history: ' (from ea
 /** The ETA part of a line: none once the strategy has ended; while paused, the time it takes once resumed. */
 function eta(s: Snapshot): string {
   if (STRATEGY_ENDED.includes(s.state)) return '';
-  if (s.etaMs === null) return ', ETA unknown';
-  return `, ETA ${formatSpan(s.etaMs)}${s.state === 'paused' ? ' once resumed' : ''}${FROM[s.etaSource]}`;
+  if (s.etaOf === null) return s.etaMs === null ? ', ETA unknown' : `, ETA ${formatSpan(s.etaMs)}${FROM[s.etaSource]}`;
+  // The words `strategy status` says (domain/status-hold.ts etaWords): known waits, the operator's.
+  return `, ETA ${etaWords(s.etaOf.eta, s.etaOf.elapsedMs, FROM[s.etaSource])}`;
 }
 
 function stageText(s: Snapshot): string {
@@ -109,5 +111,28 @@ export function closingSummary(s: Summary): string {
     const more = total - Math.min(failures.length, SUMMARY_FAILURES);
     if (more > 0) text += `  ... and ${more} more: dcm strategy-step list --state failed\n`;
   }
+  const audit = s.auditWarnings;
+  if (audit && audit.count > 0) {
+    const exit = s.auditOk ? 'exit 0: --audit-disagrees-ok' : 'exit 5';
+    text += `audit disagrees on ${audit.count} complete subcloud(s) (${exit}):\n`;
+    for (const f of audit.first.slice(0, SUMMARY_FAILURES)) text += `  ${f.cloud}: ${f.details}\n`;
+    const more = audit.count - Math.min(audit.first.length, SUMMARY_FAILURES);
+    if (more > 0) text += `  ... and ${more} more: dcm strategy report --html FILE lists them\n`;
+  }
   return text;
+}
+
+/** The snapshot with the strategy's counts as the store has them (the closing summary's), for the last frame. */
+export function withCounts(s: Snapshot, by: Record<string, number>): Snapshot {
+  const counts = { initial: 0, inProgress: 0, complete: 0, failed: 0, deferred: 0, aborted: 0 };
+  const byState: [string, number][] = [];
+  for (const [state, n] of Object.entries(by)) {
+    if (state === 'initial' || state === 'complete' || state === 'failed' || state === 'deferred' || state === 'aborted') counts[state] += n;
+    else {
+      counts.inProgress += n;
+      byState.push([state, n]);
+    }
+  }
+  const total = counts.initial + counts.inProgress + counts.complete + counts.failed + counts.deferred + counts.aborted;
+  return { ...s, counts, byState, total, ended: counts.complete + counts.failed + counts.aborted };
 }

@@ -68,6 +68,9 @@ export interface Summary {
   /** The first failed steps (cloud, details), and how many failed in all. */
   failures?: { cloud: string; details: string }[];
   failedTotal?: number;
+  /** Steps complete whose audit disagreed (issue 49), the first of them; and whether that exits 0 all the same. */
+  auditWarnings?: { count: number; first: { cloud: string; details: string }[] };
+  auditOk?: boolean;
 }
 
 export interface ProgressSink {

@@ -20,9 +20,7 @@
  */
 import type { OperationResult, RemoteRun } from '../drivers/driver.js';
 import { formatDuration } from '../domain/durations.js';
-import { EVENTS } from '../domain/events.js';
 import type { Actor } from '../platform/who.js';
-import { recordEvent } from '../store/events.js';
 import { abandonRemoteRun, markRunUnknown, retriedBy, runEnd, type LeftRunRow } from '../store/runs.js';
 import type { Runtime } from './runtime.js';
 
@@ -59,7 +57,7 @@ export function waitRemote(rt: Runtime, left: LeftRunRow, remote: RemoteRun, hos
       held = true;
       const why = heldWhy(left, runHost, remote.maxLeftMs);
       try {
-        await markRunUnknown(rt.db, left, why, who ? async (tx) => void (await recordEvent(tx, who, EVENTS.runUnknown, `${left.cloud}: ${left.state}, attempt ${left.attempt}: ${why}`)) : undefined);
+        await markRunUnknown(rt.db, left, why, who);
       } catch {
         held = false; // a busy store or a lost connection: the next look
       }

@@ -13,6 +13,7 @@ import type { TimeSource } from '../platform/runtime.js';
 import type { Db } from '../store/open.js';
 import { faultOf } from '../store/faults.js';
 import { controlSnapshot, dataVersion } from '../store/strategy.js';
+import { CONTROL_EVENTS } from '../domain/events.js';
 
 /** The states a strategy ends in. */
 const ENDED: readonly string[] = ['complete', 'failed', 'aborted'];
@@ -36,6 +37,8 @@ export interface RequestHandlers {
   ended?(state: string): void;
   /** Another process committed something: what is not in the snapshot (the running stage's budget) is read again. */
   changed?(): Promise<void>;
+  /** `strategy abort --now` (its event's id): the runs in flight are stopped; after the abort's own change. */
+  abortNow?(eventId: number): Promise<void>;
 }
 
 export interface Snapshot {
@@ -44,6 +47,10 @@ export interface Snapshot {
   windows: Map<number, number>;
   /** Each stage's start rate as stored (absent: none). */
   rates?: Map<number, string | null>;
+  /** The latest `strategy abort --now` of this abort (an event's id), or null. */
+  abortNow?: number | null;
+  /** The latest `strategy resume` (an event's id), or null. */
+  resumed?: number | null;
 }
 
 export class ExternalRequests {
@@ -98,7 +105,7 @@ export class ExternalRequests {
       const version = await dataVersion(this.db);
       if (version === this.lastDataVersion) return;
       this.lastDataVersion = version;
-      const now = await controlSnapshot(this.db);
+      const now = await controlSnapshot(this.db, CONTROL_EVENTS);
       if (!now) return;
       await this.compare(now);
       await this.handlers.changed?.();
@@ -136,6 +143,16 @@ export class ExternalRequests {
       else if (now.state === 'paused') this.handlers.pause(true);
       else if (now.state === 'applying' && last.state === 'paused') this.handlers.pause(false);
       last.state = now.state;
+    } else if (now.state === 'applying' && (now.resumed ?? null) !== (last.resumed ?? null)) {
+      // `pause && resume` both between two looks: the state is as it was, the resume's event says
+      // they happened, and a resume is what makes the maintenance windows be read again.
+      this.handlers.pause(true);
+      this.handlers.pause(false);
+    }
+    last.resumed = now.resumed;
+    if (now.abortNow != null && now.abortNow !== last.abortNow) {
+      await this.handlers.abortNow?.(now.abortNow);
+      last.abortNow = now.abortNow;
     }
   }
 }

@@ -230,6 +230,21 @@ export class Stages {
     this.host.write((tx) => recordEvent(tx, who, event, line)).catch((err: Error) => this.host.fail(err));
   }
 
+  /** Sites whose deferral this process has recorded as an event: the first of each is told (issue 49). */
+  private readonly deferralsSaid = new Set<number>();
+
+  /**
+   * A deferral committed: the step waits for its next try; its first in this process is recorded
+   * (its own commit), so that on_event hears that a site did not answer.
+   */
+  deferred(step: CursorStep, details: string): void {
+    this.deferrals!.committed(step);
+    const who = this.host.who;
+    if (!who || this.deferralsSaid.has(step.id)) return;
+    this.deferralsSaid.add(step.id);
+    this.host.write((tx) => recordEvent(tx, who, EVENTS.deferred, `${step.cloud}: ${details}`)).catch((err: Error) => this.host.fail(err));
+  }
+
   /** Resolves true when the subcloud has ended, false when it was held back before it started. */
   private runSubcloud(step: CursorStep): Promise<boolean> {
     // A subcloud runs here once at a time (the window holds a step once, window.ts).

@@ -6,7 +6,6 @@
  * (hosts.ts) or its connection (sim-db.ts), as the real fault would reach dcm.
  */
 import { strategyPause, strategyResume, strategyUpdate } from '../commands/control.js';
-import { strategyAbort } from '../commands/abort.js';
 import type { Fault } from './schedule.js';
 import type { World } from './world.js';
 
@@ -37,15 +36,7 @@ function arm(w: World, f: Fault): void {
       });
       break;
     case 'abort':
-      at(f.atMs, async () => {
-        const alone = w.live().length === 0;
-        if (await op.command(alone ? 'abort-no-apply' : 'abort', () => strategyAbort(w.ctx))) {
-          const state = await w.strategyState();
-          if (alone && state === 'aborting') w.hit('abort-left-going');
-          // No apply alive: a retry a second later, as at 3 a.m. (nothing may start beside a run still going).
-          if (alone) w.loop.after(1_000, () => w.background('retry-after-abort', () => op.retryAndApply('retry-after-abort')));
-        }
-      });
+      at(f.atMs, () => op.abort());
       break;
     case 'interrupt':
       at(f.atMs, () => {

@@ -10,6 +10,7 @@
  * It also owns the commits' hooks of every apply: the judge after each commit, and the kills that
  * fall on a commit.
  */
+import { strategyAbort } from '../commands/abort.js';
 import { strategyResume, strategyRetry } from '../commands/control.js';
 import { stepResolve } from '../commands/resolve.js';
 import { strategyStatus } from '../commands/status.js';
@@ -76,7 +77,7 @@ export class Operator {
   /** The judge after every commit; the kills of one host's schedule, right after theirs. */
   commitHooks(a: Apply): CommitHooks {
     const w = this.world;
-    const kill = w.s.faults.find((f) => f.kind === 'kill' && f.gen === a.gen) as { commit: number; restartMs: number } | undefined;
+    const kill = w.s.faults.find((f) => f.kind === 'kill' && f.gen === a.gen) as { commit: number; restartMs: number; abortAfterMs?: number } | undefined;
     return {
       beforeCommit: () => {},
       inCommit: () => {},
@@ -88,11 +89,26 @@ export class Operator {
           w.log(`${a.proc.name} killed after commit ${n}`);
           a.proc.kill();
           this.again(a.w, kill.restartMs);
+          // At 3 a.m.: the apply died, and the operator aborts before anything starts it again.
+          if (kill.abortAfterMs !== undefined) w.loop.after(kill.abortAfterMs, () => w.background('abort', () => this.abort()));
           // Nothing of the process runs on: this commit's caller waits for ever.
           return new Promise<void>(() => {});
         }
       },
     };
+  }
+
+  /**
+   * `strategy abort` from another shell; with no apply alive, the command finishes it itself (or
+   * leaves it `aborting` for runs still going or ended unread), and a retry comes a second later,
+   * as at 3 a.m.: nothing may start beside a run still going.
+   */
+  async abort(): Promise<void> {
+    const w = this.world;
+    const alone = w.live().length === 0;
+    if (!(await this.command(alone ? 'abort-no-apply' : 'abort', () => strategyAbort(w.ctx)))) return;
+    if (alone && (await w.strategyState()) === 'aborting') w.hit('abort-left-going');
+    if (alone) w.loop.after(1_000, () => w.background('retry-after-abort', () => this.retryAndApply('retry-after-abort')));
   }
 
   /** An apply ended by itself (its exit, or an error). */

@@ -15,7 +15,8 @@ import { Prng } from './prng.js';
 
 export type Fault =
   /** One host: the apply of generation `gen` is killed right after its commit `commit`, and started again `restartMs` later. */
-  | { kind: 'kill'; gen: number; commit: number; restartMs: number }
+  /** The apply of generation `gen` killed after its commit `commit`, started again `restartMs` later; the operator aborts `abortAfterMs` after the kill. */
+  | { kind: 'kill'; gen: number; commit: number; restartMs: number; abortAfterMs?: number }
   /** Another session holds the store's writers for `holdMs` (`table`: LOCK TABLE from psql, on a server). */
   | { kind: 'busy'; atMs: number; holdMs: number; table: boolean }
   | { kind: 'pause'; atMs: number; forMs: number }
@@ -139,6 +140,12 @@ export function drawSchedule(seed: number, o: DrawOptions = {}): Schedule {
     s.startRate = { perMin: r.pick([2, 6, 20]), factor: ramp ? r.pick([1.5, 2, 4]) : 1, after: ramp ? r.int(1, 3) : null };
     if (r.chance(0.4)) faults.push({ kind: 'rate', atMs: at(), perMin: r.pick([1, 3, 30]) });
     s.faults = faults.filter((f) => f.kind !== 'clock-step');
+  }
+  // An abort with no apply alive, its runs still going or ended meanwhile (one host: its files say which).
+  const kills = faults.filter((f): f is Extract<Fault, { kind: 'kill' }> => f.kind === 'kill');
+  if (kills.length && r.chance(0.3)) {
+    const k = r.pick(kills);
+    k.abortAfterMs = r.int(500, k.restartMs);
   }
   // Drawn last, so that everything above is the schedule the same seed has on a file.
   if (o.server) {

@@ -114,7 +114,12 @@ export class World {
     const shell = this.ops.spawn('operator');
     // Abort, retry and delete see a run left going as the sites do (they outlive the sim's processes).
     const runLives = (left: LeftRunRow) => (this.sites.find(left)?.endMs === null ? SITE_PID : null);
-    this.ctx = { dbPath: store.address, quiet: true, confirm: async () => {}, runLives, runtime: shell.runtime() };
+    // Ended with an exit code (the exec wrapper's status file): not one stopped by a signal.
+    const runEnded = (left: LeftRunRow) => {
+      const e = this.sites.find(left);
+      return e !== undefined && e.endMs !== null && e.outcome !== 'killed';
+    };
+    this.ctx = { dbPath: store.address, quiet: true, confirm: async () => {}, runLives, runEnded, shared: s.hosts > 1, runtime: shell.runtime() };
     this.operator = new Operator(this);
   }
 

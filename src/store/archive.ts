@@ -141,3 +141,8 @@ export async function removeArchived(db: Db, ids: readonly string[]): Promise<nu
   for (const id of ids) n += (await stmt.run(id)).changes;
   return n;
 }
+
+/** The strategy deleted last, or undefined when none is kept. */
+export async function lastArchived(db: Db): Promise<ArchiveSummary | undefined> {
+  return (await sql(db, `SELECT ${SUMMARY} FROM strategy_archive ORDER BY deleted_at DESC, id DESC LIMIT 1`).get()) as ArchiveSummary | undefined;
+}

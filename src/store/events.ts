@@ -57,3 +57,16 @@ export async function lastEventId(db: Db): Promise<number> {
 export async function eventsAfter(db: Db, id: number): Promise<(EventRow & { id: number })[]> {
   return (await sql(db, 'SELECT id, at, event, "user", host, pid, details, reason FROM strategy_event WHERE id > $1 ORDER BY id').all(id)) as (EventRow & { id: number })[];
 }
+
+/**
+ * Where a reader of what comes next starts, for `who`: after the last event anyone else recorded,
+ * so that what `who` recorded as it started (a lock or a worker taken over) is read too.
+ */
+export async function lastEventIdNotBy(db: Db, who: { pid: number; host: string }): Promise<number> {
+  return Number(await sql(db, 'SELECT coalesce(max(id), 0) FROM strategy_event WHERE NOT (pid = $1 AND host = $2)').pluck().get(who.pid, who.host) ?? 0);
+}
+
+/** Whether an event of this name and details is in the record already (a notice told once). */
+export async function hasEvent(db: Db, event: string, details: string): Promise<boolean> {
+  return (await sql(db, 'SELECT 1 FROM strategy_event WHERE event = $1 AND details = $2').get(event, details)) !== undefined;
+}

@@ -6,6 +6,9 @@ import { DEFERRED_RUN_PREFIX } from './deferrals.js';
 import type { Db } from './open.js';
 import { idsIn, sql } from './statements.js';
 import { UNKNOWN_PREFIX } from './steps.js';
+import { recordEvent } from './events.js';
+import { EVENTS } from '../domain/events.js';
+import type { Actor } from '../platform/who.js';
 import { now, parseTime } from './clock.js';
 import type { RunProcess } from '../platform/proc.js';
 
@@ -217,13 +220,16 @@ export async function recordRunEnd(db: Db, runId: string, host: string, code: nu
   await sql(db, 'INSERT INTO run_end (run_id, host, code, signal, facts, ended_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (run_id) DO NOTHING').run(runId, host, code, signal, '{}', now(db));
 }
 
-/** A run still `running` is of unknown outcome: its history row and its step's line say so. */
-export async function markRunUnknown(db: Db, run: { historyId: number; stepId: number; state: string }, why: string, also?: (tx: Db) => Promise<void>): Promise<void> {
+/**
+ * A run still `running` is of unknown outcome: its history row and its step's line say so, and
+ * the event record (`run unknown`, by `who`: its on_event hears it, issue 49).
+ */
+export async function markRunUnknown(db: Db, run: { historyId: number; stepId: number; state: string; cloud?: string; attempt?: number }, why: string, who?: Actor): Promise<void> {
   const text = `${UNKNOWN_PREFIX}${why}`;
   await db.transaction(async (tx) => {
-    await sql(tx, `UPDATE step_history SET details = $1 WHERE id = $2 AND outcome = 'running'`).run(text, run.historyId);
+    const changed = (await sql(tx, `UPDATE step_history SET details = $1 WHERE id = $2 AND outcome = 'running'`).run(text, run.historyId)).changes;
     await recordRunDetails(tx, [{ ...run, text }]);
-    await also?.(tx);
+    if (changed && who) await recordEvent(tx, who, EVENTS.runUnknown, `${run.cloud ?? `step ${run.stepId}`}: ${run.state}${run.attempt ? `, attempt ${run.attempt}` : ''}: ${why}`);
   }).immediate();
 }
 

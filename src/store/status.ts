@@ -105,3 +105,12 @@ export async function deferredSteps(db: Db, limit: number): Promise<DeferredStep
      WHERE st.state = 'deferred' ORDER BY st.id LIMIT $1`,
   ).all(limit)) as DeferredStep[];
 }
+
+/** When the last of the deferred steps' next tries is due (ISO), or null with none deferred. */
+export async function latestDeferredDue(db: Db): Promise<string | null> {
+  return ((await sql(
+    db,
+    `SELECT max(h.retry_at) FROM strategy_step st JOIN step_history h ON h.id = (SELECT max(id) FROM step_history WHERE step_id = st.id)
+     WHERE st.state = 'deferred'`,
+  ).pluck().get()) as string | null) ?? null;
+}

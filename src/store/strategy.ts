@@ -135,18 +135,32 @@ export async function dataVersion(db: Db): Promise<number> {
   return db.commitCount();
 }
 
-/** What a running orchestrator re-reads when the file changed: state, windows, budget. */
-
+/**
+ * What a running orchestrator re-reads when the file changed: state, windows, budget, start rates,
+ * and the latest `strategy abort --now` of this abort (its event's id, none before the last retry),
+ * read in the same statement.
+ */
 export async function controlSnapshot(
   db: Db,
-): Promise<{ state: string; maxFailures: string | null; windows: Map<number, number>; rates: Map<number, string | null> } | undefined> {
-  const row = await sql(db, 'SELECT state, max_failures FROM strategy WHERE id = 1').get() as { state: string; max_failures: string | null } | undefined;
+  /** The names of the `abort now`, `retried` and `resumed` events (domain/events.ts CONTROL_EVENTS). */
+  events: { now: string; retried: string; resumed: string },
+): Promise<{ state: string; maxFailures: string | null; windows: Map<number, number>; rates: Map<number, string | null>; abortNow: number | null; resumed: number | null } | undefined> {
+  const row = await sql(
+    db,
+    `SELECT state, max_failures,
+       (SELECT max(e.id) FROM strategy_event e WHERE e.event = $1
+          AND e.id > coalesce((SELECT max(r.id) FROM strategy_event r WHERE r.event = $2), 0)) AS abort_now,
+       (SELECT max(e.id) FROM strategy_event e WHERE e.event = $3) AS resumed
+     FROM strategy WHERE id = 1`,
+  ).get(events.now, events.retried, events.resumed) as { state: string; max_failures: string | null; abort_now: number | string | null; resumed: number | string | null } | undefined;
   if (!row) return undefined;
-  const stages = (await sql(db, 'SELECT stage, max_parallel, start_rate FROM strategy_stage ORDER BY stage').all()) as { stage: number; max_parallel: number; start_rate: string | null }[];
+  const stages = await listStages(db);
   return {
     state: row.state,
     maxFailures: row.max_failures,
     windows: new Map(stages.map((s) => [s.stage, s.max_parallel])),
     rates: new Map(stages.map((s) => [s.stage, s.start_rate])),
+    resumed: row.resumed === null ? null : Number(row.resumed),
+    abortNow: row.abort_now === null ? null : Number(row.abort_now),
   };
 }

@@ -90,6 +90,11 @@ export function batchWritesAs(db: Db, like: Db): void {
 
 export class TransitionWriter {
   private readonly update;
+  private readonly dataVersion;
+  private readonly outSteps;
+  /** Subclouds of steps still to run that are taken out (issue 49), as read at `outVersion`. */
+  private outs = new Map<number, string>();
+  private outVersion = -1;
   private readonly closeRun;
   private readonly openRun;
   private readonly lastAttempts;
@@ -122,6 +127,11 @@ export class TransitionWriter {
          started_at = COALESCE(started_at, $4), finished_at = CASE WHEN $5 THEN $6 ELSE NULL END, updated_at = $7
        WHERE id = $8 AND state = $9`,
     );
+    this.dataVersion = inside.prepare('PRAGMA data_version').pluck();
+    this.outSteps = inside.prepare(
+      `SELECT strategy_step.subcloud_id, ${siteOut('strategy_step')} AS out FROM strategy_step
+       WHERE strategy_step.state NOT IN ('complete', 'failed', 'aborted') AND ${siteOut('strategy_step')} IS NOT NULL`,
+    ).raw();
     this.closeRun = inside.prepare(
       `UPDATE step_history SET outcome = $1, finished_at = $2, details = $3, retry_at = $4 WHERE id = $5 AND outcome = 'running'`,
     );
@@ -144,6 +154,7 @@ export class TransitionWriter {
       // Every write of the batch first, then what each one changed (on PostgreSQL the backend's
       // few statements over arrays: store/pg/transitions.ts); a stale step rolls the batch back.
       if (!writeBatch) await this.numberAttempts(batch);
+      if (!writeBatch) await this.readOuts(batch);
       let written: Written[];
       if (writeBatch) written = await writeBatch(tx, batch, now(db));
       else {
@@ -189,6 +200,22 @@ export class TransitionWriter {
   }
 
   /**
+   * Issue 49: a subcloud unmanaged or set offline while the strategy applies is kept out from its
+   * next state on. Only another connection changes a subcloud while the orchestrator runs, and
+   * SQLite's data_version moves only when another connection commits: the subclouds of steps still
+   * to run that are out are read again (one statement) only then, in the batch's own transaction,
+   * so what it starts is judged on the file as it is now. No statement per transition: a check in
+   * each step's update cost figure 1 3 % of its CPU (RETURNING) or 1 % (a WHERE), BENCHMARKS.md.
+   */
+  private async readOuts(batch: readonly Transition[]): Promise<void> {
+    if (!batch.some((t) => t.startAttempt !== undefined)) return;
+    const version = (await this.dataVersion.get()) as number;
+    if (version === this.outVersion) return;
+    this.outs = new Map((await this.outSteps.all()) as [number, string][]);
+    this.outVersion = version;
+  }
+
+  /**
    * The runs the batch starts as the next attempt get their number: one after the history's last
    * run of that step and state, read for the whole batch at once in its own transaction (a
    * rolled-back batch reads them again to the same numbers: the rows it opened are gone with it).
@@ -216,7 +243,7 @@ export class TransitionWriter {
     // Sent together and awaited once (a file's path only: a server writes its batch its own way).
     // Each runs as it is called, in this order; an await each was a promise and a resumed frame
     // per statement, figure 1's garbage (BENCHMARKS.md).
-    const [closed, updated, opened] = await Promise.all([
+    const [closed, moved, opened] = await Promise.all([
       c ? this.closeRun.run(c.outcome, c.finishedAt, recordText(c.details), c.retryAt ?? null, c.historyId) : undefined,
       this.update.run(t.to, recordText(t.details), t.startAttempt ?? null, at, t.ended ? 1 : 0, at, at, t.stepId, t.from),
       t.startAttempt !== undefined ? this.openRun.run(t.stepId, t.to, t.startAttempt, at) : undefined,
@@ -227,7 +254,9 @@ export class TransitionWriter {
       const o = t.observed;
       await updateSubcloud(tx, t.subcloudId, { software_version: o.software_version, availability: o.availability, sync: o.sync });
     }
-    return { closed, updated, opened };
+    // Taken out (issue 49): the step moves and its run is opened all the same, to fail at once
+    // saying why (launch.ts), so that `strategy retry` takes it up at this state.
+    return { closed, updated: moved, opened, out: t.startAttempt === undefined ? null : (this.outs.get(t.subcloudId) ?? null) };
   }
 
   /** What the transition's writes changed: exactly its run and its step, or the batch is stale. */
@@ -239,6 +268,8 @@ export class TransitionWriter {
       throw staleStep(t.cloud, `is no longer in state ${t.from}`);
     }
     if (w.opened) t.historyId = Number(w.opened.lastInsertRowid);
+    // Unmanaged or offline as its operation starts: it is not started (launch.ts, issue 49).
+    if (w.out) t.siteOut = w.out;
   }
 }
 
@@ -249,7 +280,18 @@ export interface Written {
   closed: RunResult | undefined;
   updated: RunResult;
   opened: RunResult | undefined;
+  /** The step's subcloud was taken out (siteOut), for a transition that starts an operation. */
+  out?: string | null;
 }
+
+/**
+ * Issue 49: a subcloud unmanaged or set offline while the strategy applies is kept out from its
+ * next state on. Read in the statement that moves the step (no statement of its own), over the
+ * step's subcloud by its key: its words, or null while it is managed and online.
+ */
+export const siteOut = (step: string): string => `(SELECT CASE WHEN sc.management <> 'managed' AND sc.availability <> 'online' THEN 'unmanaged and offline'
+    WHEN sc.management <> 'managed' THEN 'unmanaged' WHEN sc.availability <> 'online' THEN 'offline' END
+  FROM subcloud sc WHERE sc.id = ${step}.subcloud_id)`;
 
 /** Steps in `state`, which run nothing, become `aborted` with these details (abort); returns how many. */
 export async function abortStepsIn(db: Db, state: 'initial' | 'deferred', details: string): Promise<number> {
@@ -274,6 +316,23 @@ export async function abortMidStateSteps(db: Db, keep: readonly number[] = []): 
        WHERE state NOT IN ('initial', 'complete', 'failed', 'aborted') AND id NOT IN (${idsIn(db, '$3')})`,
     )
     .run(at, at, JSON.stringify(keep))).changes;
+}
+
+/**
+ * Steps left mid-state with nothing of theirs running (their runs were cut off, or never started),
+ * when an apply takes up an abort: aborted, naming the state, never run again by it. A step held
+ * by a live worker of the strategy (several hosts; it may be waiting out a backoff) is its own.
+ */
+export async function abortStrandedSteps(db: Db): Promise<number> {
+  const at = now(db);
+  return (await db
+    .prepare(
+      `UPDATE strategy_step SET details = 'aborted in state ' || state, state = 'aborted', finished_at = $1, updated_at = $2
+       WHERE state NOT IN ('initial', 'complete', 'failed', 'aborted')
+         AND NOT EXISTS (SELECT 1 FROM step_history h WHERE h.step_id = strategy_step.id AND h.outcome = 'running')
+         AND (owner IS NULL OR NOT EXISTS (SELECT 1 FROM apply_worker w WHERE w.id = strategy_step.owner))`,
+    )
+    .run(at, at)).changes;
 }
 
 export async function countStepStates(db: Db): Promise<Record<string, number>> {

@@ -5,7 +5,9 @@
  * sample of the same through the built binary.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { REAL_PROCS } from '../../src/platform/runtime.js';
 import { describe, expect, test } from '@jest/globals';
 import { exampleFixtures, withSql, type Fixture } from '../helpers/fleet.js';
 import { expectRefusedInProcess as expectRefused, run } from '../helpers/inprocess.js';
@@ -269,10 +271,23 @@ describe('strategy show, delete and steps', () => {
     ['step of a cloud without a step', ['strategy-step', 'show', 's2'], 1, /s2/],
   ]);
 
-  test.each(['applying', 'abort requested', 'aborting'])('delete refused in state %s', async (state) => {
+  test.each(['applying', 'abort requested', 'aborting'])('delete refused in state %s while its orchestrator lives', async (state) => {
     const { dir, db } = fx.withStrategy.fresh();
     await withSql(db, (d) => d.prepare('UPDATE strategy SET state = ?').run(state));
+    // The lock of a live process: this test's own (the holder is alive, whatever its heartbeat).
+    await withSql(db, (d) =>
+      d.prepare(`INSERT INTO apply_lock (id, pid, host, started_at, heartbeat_at, heartbeat_ms, token, proc_start) VALUES (1, ?, ?, 'x', 'x', ?, 'tok', ?)`)
+        .run(process.pid, os.hostname(), Date.now(), REAL_PROCS.startOf(process.pid)),
+    );
     await expectRefused(dir, ['--db', db, 'strategy', 'delete'], 1, `Strategy in state ${state} cannot be deleted`);
+  });
+
+  // Issue 49: an abort left by an orchestrator that is gone, with nothing running, is deleted.
+  test.each(['abort requested', 'aborting'])('delete takes a strategy left %s by an orchestrator that is gone', async (state) => {
+    const { db } = fx.withStrategy.fresh();
+    await withSql(db, (d) => d.prepare('UPDATE strategy SET state = ?').run(state));
+    expect((await run(['--db', db, 'strategy', 'delete'])).code).toBe(0);
+    expect((await run(['--db', db, 'strategy', 'show'])).code).toBe(1);
   });
 });
 

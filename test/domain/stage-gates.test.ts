@@ -59,7 +59,7 @@ describe('--stage-max-failures', () => {
 
   test('an exceeded stage budget stops new subclouds, not those in flight', () => {
     const g = gate({ paused: false, noNewSubclouds: false, noNewOperations: false, failed: 1, limit: null, stageHeld: true });
-    expect(g).toEqual({ newSubclouds: false, operations: true, stopping: true });
+    expect(g).toEqual({ newSubclouds: false, operations: true, stopping: true, nextStates: true });
     const open = gate({ paused: false, noNewSubclouds: false, noNewOperations: false, failed: 1, limit: null });
     expect(open.newSubclouds).toBe(true);
   });

@@ -5,7 +5,7 @@
  * plans it by target instead.
  */
 import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
-import { tempDir } from '../helpers/cli.js';
+import { dcm, tempDir } from '../helpers/cli.js';
 import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
 
 describe('strategy create: who it left out', () => {
@@ -31,7 +31,13 @@ describe('strategy create: who it left out', () => {
     // is still offline), and said nothing of it before.
     const second = run('strategy', 'create', '--type', 'patch', '--patch-id', '22.12.3', '--dry-run');
     expect(second.code).toBe(1);
-    expect(second.stderr).toBe('error: Strategy has no steps to apply\n');
+    // Issue 49, item 2: it names who it left out even when nobody is left, and how to plan by target.
+    expect(second.stderr).toBe(
+      'warning: left out 4 of 4 subclouds:\n' +
+        "  offline (1): s3 (recorded so by a probe, an audit or the inventory: 'dcm subcloud probe' rechecks)\n" +
+        '  in-sync for patching (3): s1, s2, s4 (--target-version V plans by target, not by the last sync)\n' +
+        'error: Strategy has no steps to apply\n',
+    );
     ok('subcloud', 'update', 's3', '--label', 'sim_unreachable=', '--availability', 'online');
     const again = ok('strategy', 'create', '--type', 'patch', '--patch-id', '22.12.3', '--sim-latency', '0');
     expect(again.stderr).toContain('warning: left out 3 of 4 subclouds:');
@@ -69,6 +75,32 @@ describe('strategy create: who it left out', () => {
     // --force is not for patch: said, with what plans by target.
     const forced = ok('strategy', 'create', '--type', 'patch', '--patch-id', 'P', '--force', '--dry-run');
     expect(forced.stderr).toContain('(--force does not apply to patch; --target-version V plans by target, not by the last sync)');
+  });
+
+  // Issue 49, item 2, through the built CLI: a fleet in sync for the type, the plain create (not a
+  // dry run) and a group's, and an empty file.
+  test('nobody left to plan: the error is preceded by who was left out, and why; an empty file says it holds none', () => {
+    ok('subcloud', 'add', 's1', 's2', '--sync', 'all=in-sync');
+    ok('subcloud', 'add', 's3', '--management', 'unmanaged');
+    const r = dcm(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--patch-id', '22.12.3']);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toBe(
+      'warning: left out 3 of 3 subclouds:\n' +
+        "  unmanaged (1): s3 ('dcm subcloud manage' takes them in)\n" +
+        '  in-sync for patching (2): s1, s2 (--target-version V plans by target, not by the last sync)\n' +
+        'error: Strategy has no steps to apply\n',
+    );
+    const group = dcm(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--patch-id', '22.12.3', '--group', 'Default']);
+    expect(group.stderr).toMatch(/^warning: left out 3 of 3 subclouds:\n/);
+    expect(dcm(['--db', t.db, 'strategy', 'show']).code).toBe(1);
+    const empty = tempDir();
+    try {
+      const none = dcm(['--db', empty.db, 'strategy', 'create', '--type', 'patch', '--patch-id', '22.12.3']);
+      expect(none.stderr).toBe("warning: no subcloud to plan: the database holds none ('dcm subcloud list' shows the fleet; --db or DCM_DB names the database)\nerror: Strategy has no steps to apply\n");
+    } finally {
+      empty.cleanup();
+    }
   });
 
   test('nothing said when nobody is left out; --target-version checked as a usage error', () => {

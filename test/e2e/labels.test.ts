@@ -84,7 +84,7 @@ describe('labels', () => {
     expect(dcmQuickOk(['--db', db, 'strategy-step', 'list', '-f', 'value', '-c', 'cloud', '-c', 'stage number']).stdout).toBe('b2 1\na1 2\n');
     dcmQuickOk(['--db', db, 'strategy', 'delete']);
     const r = dcmQuick(['--db', db, 'strategy', 'create', '--type', 'patch', '--group', 'canary', '--label', 'rack=r9']);
-    expect(r.stderr).toBe('error: Strategy has no steps to apply\n');
+    expect(r.stderr).toBe("warning: no subcloud to plan: group canary with --label rack=r9 holds none ('dcm subcloud list' shows the fleet; --db or DCM_DB names the database)\nerror: Strategy has no steps to apply\n");
     expect(r.code).toBe(1);
   });
 });

@@ -77,7 +77,7 @@ describe('the live view in a terminal', () => {
       '--max-parallel-subclouds', '5', '--sim-latency', '20ms..60ms',
       '--sim-fail', 's3=pre check', '--sim-fail', 's7=pre check', '--sim-fail', 's20=pre check',
     ]);
-    // 28 fields, the failures on 3 lines, 4 border and header lines: 34 lines on a screen of 20.
+    // 29 fields, the failures on 3 lines, 4 border and header lines: 35 lines on a screen of 20.
     tmux('new-session', '-d', '-s', 'watch', '-x', String(WIDTH), '-y', '20',
       `env -u NO_COLOR -u DCM_DB TERM=xterm-256color '${process.execPath}' '${BIN}' --db '${db}' strategy status --watch; echo "EXIT=$?"; sleep 600`);
     // The watch shows its first frame before the strategy starts: the apply runs from then on.
@@ -87,14 +87,14 @@ describe('the live view in a terminal', () => {
     let all = '';
     await waitFor(() => (all = tmux('capture-pane', '-p', '-S', '-', '-t', 'watch')).includes('EXIT='), 60_000, 100);
     const lines = all.slice(0, all.indexOf('EXIT=')).trimEnd().split('\n');
-    const frame = lines.slice(-32);
+    const frame = lines.slice(-33);
     const border = /^\+-+\+-+\+$/;
-    expect([frame[0], frame[2], frame[31]].every((l) => border.test(l))).toBe(true);
+    expect([frame[0], frame[2], frame[32]].every((l) => border.test(l))).toBe(true);
     expect(frame[1]).toMatch(/^\| Field +\| Value +\|$/);
-    const names_ = frame.slice(3, 31).map((l) => /^\| ([^|]*?) *\|/.exec(l)?.[1]);
+    const names_ = frame.slice(3, 32).map((l) => /^\| ([^|]*?) *\|/.exec(l)?.[1]);
     expect(names_).toEqual([
       'strategy type', 'state', 'last action', 'driver', 'stage', 'window', 'start rate', 'steps', 'initial', 'in progress', 'complete', 'failed',
-      'deferred', 'deferred sites', 'aborted', 'in flight', 'progress', 'failures', '', '', 'max failures', 'stage gates', 'started_at', 'elapsed', 'eta', 'estimate from', 'orchestrator',
+      'deferred', 'deferred sites', 'aborted', 'in flight', 'progress', 'failures', '', '', 'audit', 'max failures', 'stage gates', 'started_at', 'elapsed', 'eta', 'estimate from', 'orchestrator',
       'maintenance',
     ]);
     expect(frame[4]).toMatch(/^\| state +\| failed +\|$/);

@@ -194,6 +194,31 @@ describe('apply with maintenance windows (exec driver, one stage of named subclo
     expect(f.readRuns()).toHaveLength(2 * PATCH.length);
   });
 
+  // `pause && resume` from a script, both between two looks of the apply (here: while it is
+  // stopped): the state is `applying` again when it looks, and the resume's event says it happened
+  // (the guide's example waited for ever when both fell between two looks).
+  test('a pause and a resume both between two looks of the apply still make it read the windows again', async () => {
+    f = execFixture();
+    const env = { ...f.env, ...hooks('2026-12-01T12:00:00Z') };
+    dcmQuickOk([...db(), 'subcloud-group', 'add', '--name', 'night', '--maintenance-window', 'Sat 22:00-Sun 06:00']);
+    dcmQuickOk([...db(), 'subcloud', 'add', 'w1', '--group', 'night']);
+    dcmQuickOk([...db(), 'strategy', 'create', '--type', 'patch', '--driver', 'exec', '--exec-config', execConfig(10)]);
+    const apply = spawnDcm([...db(), 'strategy', 'apply'], env);
+    await waitFor(() => /group night waits for its maintenance window/.test(apply.stderr()), 60_000);
+    dcmQuickOk([...db(), 'subcloud-group', 'update', 'night', '--maintenance-window', 'none']);
+    apply.child.kill('SIGSTOP');
+    try {
+      dcmQuickOk([...db(), 'strategy', 'pause']);
+      dcmQuickOk([...db(), 'strategy', 'resume']);
+    } finally {
+      apply.child.kill('SIGCONT');
+    }
+    const r = await apply.done;
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/dcm: paused: [^\n]*\ndcm: resumed\n/);
+    expect(f.readRuns()).toHaveLength(PATCH.length);
+  });
+
   test('a window that opens during the apply: the apply sleeps until then, and its subclouds start only from then', async () => {
     f = execFixture();
     // Eight seconds before Saturday 22:00 UTC.

@@ -73,3 +73,66 @@ describe('on_event', () => {
     expect([both.code, both.stderr]).toEqual([2, 'error: --on-event is for the sim driver: give the exec config an on_event\n']);
   });
 });
+
+/**
+ * Issue 49, item 6: on_event hears a site deferred, an abort, the strategy aborted, and an
+ * orchestrator found dead (by `strategy status`, told once, and by the apply that takes its lock
+ * over); with no orchestrator running, the abort command tells it itself. (A run held unknown:
+ * test/pg/workers.test.ts, several hosts.)
+ */
+describe('on_event: deferral, abort, an orchestrator found dead', () => {
+  const told = (file: string) => lines(file).map((l) => [l.notice, l.details, l.reason ?? null]);
+
+  test('a site that does not answer: its first deferral is told, then the strategy failed', () => {
+    const t = temp();
+    const out = path.join(t.dir, 'told.jsonl');
+    dcmQuickOk(['--db', t.db, 'subcloud', 'add', 's1', 's2', 's3']);
+    dcmQuickOk(['--db', t.db, 'subcloud', 'update', 's2', '--label', 'sim_unreachable=yes']);
+    dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '20ms', '--defer-delay', '50ms', '--on-event', `cat >> '${out}'`]);
+    expect(dcm(['--db', t.db, 'strategy', 'apply']).code).toBe(1);
+    const notices = told(out);
+    expect(notices.map((n) => n[0])).toEqual(['deferred', 'strategy failed']);
+    expect(notices[0][1]).toBe("s2: pre check: no answer (label sim_unreachable); deferred (1), tried again in 50ms");
+  }, 60_000);
+
+  test('an abort from another shell: told with its reason, then the strategy aborted', async () => {
+    const t = temp();
+    const out = path.join(t.dir, 'told.jsonl');
+    dcmQuickOk(['--db', t.db, 'subcloud', 'add', 's1', 's2', 's3', 's4']);
+    dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1', '--sim-latency', '300ms', '--on-event', `cat >> '${out}'`]);
+    const apply = spawnDcm(['--db', t.db, 'strategy', 'apply']);
+    await waitFor(() => dcmQuickOk(['--db', t.db, 'strategy-step', 'list', '-f', 'value', '-c', 'state']).stdout.includes('pre check'), 30_000, 50);
+    expect(dcm(['--db', t.db, 'strategy', 'abort', '--reason', 'alarms on s1']).code).toBe(0);
+    expect((await apply.done).code).toBe(3);
+    const notices = told(out);
+    expect(notices.map((n) => n[0])).toEqual(['abort', 'strategy aborted']);
+    expect(notices[0][2]).toBe('alarms on s1');
+    expect(notices[1][1]).toBe('aborted (exit 3)');
+  }, 60_000);
+
+  test('kill -9 of apply: status tells the orchestrator dead once; the abort with none running tells itself; the next apply tells its takeover', async () => {
+    const t = temp();
+    const out = path.join(t.dir, 'told.jsonl');
+    dcmQuickOk(['--db', t.db, 'subcloud', 'add', 's1', 's2', 's3', 's4']);
+    dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '1', '--sim-latency', '300ms', '--on-event', `cat >> '${out}'`]);
+    const apply = spawnDcm(['--db', t.db, 'strategy', 'apply']);
+    await waitFor(() => dcmQuickOk(['--db', t.db, 'strategy-step', 'list', '-f', 'value', '-c', 'state']).stdout.includes('pre check'), 30_000, 50);
+    apply.child.kill('SIGKILL');
+    await apply.done;
+    const first = dcm(['--db', t.db, 'strategy', 'status', '-f', 'value', '-c', 'state']);
+    expect([first.code, first.stdout, first.stderr]).toEqual([0, 'applying\n', '']);
+    expect(dcm(['--db', t.db, 'strategy', 'status']).code).toBe(0);
+    expect(told(out).map((n) => n[0])).toEqual(['orchestrator dead']);
+    expect(told(out)[0][1]).toMatch(/^pid \d+ on \S+ \(applying since .*\) is gone; the strategy was left applying: `dcm strategy apply` takes it up$/);
+    // The next apply takes the lock over: that death, as it found it, is told too.
+    const again = spawnDcm(['--db', t.db, 'strategy', 'apply']);
+    await waitFor(() => lines(out).length === 2, 30_000, 50);
+    again.child.kill('SIGKILL');
+    await again.done;
+    expect(told(out)[1][0]).toBe('orchestrator dead');
+    expect(told(out)[1][1]).toMatch(/no longer running/);
+    // No orchestrator runs now: the abort command tells it.
+    expect(dcm(['--db', t.db, 'strategy', 'abort', '--reason', 'rollback']).code).toBe(0);
+    expect(told(out).slice(2).map((n) => [n[0], n[2]])).toEqual([['abort', 'rollback']]);
+  }, 60_000);
+});

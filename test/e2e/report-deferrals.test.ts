@@ -95,9 +95,11 @@ describe('strategy report: deferrals', () => {
       const t = temp();
       dcmQuickOk(['--db', t.db, 'subcloud', 'add', 's1', 's2', 's3']);
       dcmQuickOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--sim-latency', '0', '--sim-audit', ...(require ? ['--require-audit'] : [])]);
-      // s2 goes down once planned: its last state's audit gets no answer.
-      dcmQuickOk(['--db', t.db, 'subcloud', 'update', 's2', '--availability', 'offline']);
-      expect(dcm(['--db', t.db, '-q', 'strategy', 'apply']).code).toBe(require ? 1 : 0);
+      // s2's link dies after its last state: its audit gets no answer. (Not offline: a site taken
+      // out of service starts no state, issue 49.)
+      dcmQuickOk(['--db', t.db, 'subcloud', 'update', 's2', '--label', 'sim_unreachable=audit']);
+      // Complete with the audit's warning: exit 5 (issue 49); --require-audit fails the step: exit 1.
+      expect(dcm(['--db', t.db, '-q', 'strategy', 'apply']).code).toBe(require ? 1 : 5);
       const html = path.join(t.dir, 'r.html');
       dcmQuickOk(['--db', t.db, 'strategy', 'report', '--html', html]);
       await withChromium(async (browser) => {
@@ -109,7 +111,7 @@ describe('strategy report: deferrals', () => {
         }));
         expect(seen.heading).toBe('Audit findings (1)');
         expect(seen.rows).toEqual([
-          ['s2', 'finishing patch strategy', require ? 'failed the step (--require-audit)' : 'warning: the step completed', 'audit: the site does not answer (it is offline)'],
+          ['s2', 'finishing patch strategy', require ? 'failed the step (--require-audit)' : 'warning: the step completed', 'audit: the site does not answer (label sim_unreachable)'],
         ]);
       });
     }

@@ -15,7 +15,7 @@ type Status = Record<string, string | number | null>;
 
 const FIELDS = [
   'strategy type', 'state', 'last action', 'driver', 'stage', 'window', 'start rate', 'steps', 'initial', 'in progress', 'complete', 'failed',
-  'deferred', 'deferred sites', 'aborted', 'in flight', 'progress', 'failures', 'max failures', 'stage gates', 'started_at', 'elapsed', 'eta', 'estimate from', 'orchestrator', 'maintenance',
+  'deferred', 'deferred sites', 'aborted', 'in flight', 'progress', 'failures', 'audit', 'max failures', 'stage gates', 'started_at', 'elapsed', 'eta', 'estimate from', 'orchestrator', 'maintenance',
 ];
 
 function status(db: string): Status {

@@ -2,7 +2,7 @@
 import { realRuntime } from '../../src/platform/runtime.js';
 import { describe, expect, test } from '@jest/globals';
 import { ProgressTracker } from '../../src/orchestrator/progress-tracker.js';
-import { closingSummary, liveLines, periodicLine } from '../../src/orchestrator/progress-view.js';
+import { closingSummary, liveLines, periodicLine, withCounts } from '../../src/orchestrator/progress-view.js';
 import { LiveProgress } from '../../src/orchestrator/progress-live.js';
 import { LineProgress } from '../../src/orchestrator/progress.js';
 import { EventEmitter } from 'node:events';
@@ -124,8 +124,9 @@ describe('ProgressTracker', () => {
     expect(t.snapshot(0).etaMs).toBe(200); // 2 waves of 2 × 50 ms
     t.paused(true);
     for (const at of [0, 300, 499, 5000]) expect(t.snapshot(at).etaMs).toBe(200);
-    expect(liveLines(t.snapshot(600), 120)[4]).toMatch(/, ETA 200ms once resumed \(from sim latency\)$/);
-    expect(periodicLine(t.snapshot(600))).toMatch(/, ETA 200ms once resumed \(from sim latency\)$/);
+    // What only the operator ends is said so (issue 49), in the words of `strategy status`.
+    expect(liveLines(t.snapshot(600), 120)[4]).toMatch(/, ETA waits for the operator \(paused\): 200ms \(from sim latency\) once resumed$/);
+    expect(periodicLine(t.snapshot(600))).toMatch(/, ETA waits for the operator \(paused\): 200ms \(from sim latency\) once resumed$/);
     // An event while paused (a subcloud in flight ends) moves it at once, not after the cache's 500 ms.
     const p = started(3, 50);
     p.transition(ev('s1', 'initial', 'a', { attempt: 1 }), 0);
@@ -217,6 +218,18 @@ describe('progress text', () => {
     expect(closingSummary({ state: 'complete', counts: { complete: 2 }, durationMs: 10, sinceFirstStartMs: 65_000, peakInFlight: 1, maxWindow: 1 })).toBe(
       'strategy complete: 2 complete in 10ms of this apply, 1m05s since the first start (peak 1 subclouds in flight, window 1)\n',
     );
+  });
+});
+
+describe('the last frame (issue 49)', () => {
+  // A worker that joined others saw their steps end only at heartbeats: its last frame read
+  // `complete … 0/3 done, 3 in progress`. It now has the store's counts, the closing summary's.
+  test("a joined worker's last frame has the strategy's counts as it ended, not its own view's", () => {
+    const t = started(3);
+    const stale = t.snapshot(100);
+    expect(stale.counts.inProgress + stale.counts.initial).toBe(3);
+    const last = withCounts({ ...stale, state: 'complete' }, { complete: 3 });
+    expect(liveLines(last, 120).slice(1, 3)).toEqual(['[##################################################] 3/3 done 100%', '3 complete, 0 failed, 0 aborted, 0 in progress, 0 initial']);
   });
 });
 

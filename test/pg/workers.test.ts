@@ -8,6 +8,7 @@
  */
 import { afterEach, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { dcm, dcmOk, waitFor, type RunResult } from '../helpers/cli.js';
 import { execFixture, overlapsPerCloud, peakConcurrent, type ExecFixture } from '../helpers/exec.js';
@@ -27,7 +28,7 @@ afterEach(() => {
  * the launcher that would have told the run's end, and the run. Every run notes its cloud, state,
  * attempt, whether it was resumed and its fence in `envs` (one line each, `|` between).
  */
-async function loseHostA(defaults: string): Promise<{ fx: ExecFixture; envs: string; logs: string; hostB: ReturnType<typeof worker> }> {
+async function loseHostA(defaults: string, topLevel = ''): Promise<{ fx: ExecFixture; envs: string; logs: string; hostB: ReturnType<typeof worker> }> {
   f = execFixture();
   const fx = f;
   const envs = path.join(fx.dir, 'envs.log');
@@ -38,6 +39,7 @@ async function loseHostA(defaults: string): Promise<{ fx: ExecFixture; envs: str
 defaults: {${defaults}, kill_grace: 1s}
 states:
   "*": [sh, -c, ${JSON.stringify(cmd)}]
+${topLevel}
 `, fx, '--log-dir', logs);
   const hostA = worker(fx.db, { ...fx.env, DCM_HOST: 'host-a' });
   await waitFor(() => fs.existsSync(first) && fs.readFileSync(first, 'utf8').trim() !== '', 60_000);
@@ -254,17 +256,27 @@ describe('several workers on one strategy', () => {
   }, 180_000);
 
   test('two hosts; a run of a state with no timeout is lost with its host: held as unknown (history, list, status), in flight, never run again blindly; strategy retry runs it again', async () => {
-    const { fx, envs, hostB } = await loseHostA('timeout: none');
+    // Issue 49, item 6: on_event hears the run held unknown (from the worker that holds it).
+    const told = path.join(os.tmpdir(), `dcm-told-${process.pid}-${Date.now()}.jsonl`);
+    const { fx, envs, hostB } = await loseHostA('timeout: none', `on_event: cat >> ${told}`);
     // Host B takes host A over and holds the run: its history says unknown, its step's line why.
     const history = () => JSON.parse(dcmOk(['--db', fx.db, 'strategy-step', 'history', 's001', '-f', 'json']).stdout) as { outcome: string; details: string | null }[];
     await waitFor(() => history().some((h) => h.outcome === 'unknown'), 60_000);
     const held = history().find((h) => h.outcome === 'unknown')!;
+    const heard = () => (fs.existsSync(told) ? fs.readFileSync(told, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>) : []);
+    await waitFor(() => heard().some((n) => n.notice === 'run unknown'), 30_000);
+    const notice = heard().find((n) => n.notice === 'run unknown')!;
+    expect(notice).toMatchObject({ event: 'run unknown', host: 'host-b' });
+    expect(notice.details).toMatch(/^s001: \S.*, attempt 1: its host \(host-a\) is gone without saying how the run ended/);
+    fs.rmSync(told, { force: true });
     expect(held.details).toMatch(/^unknown: its host \(host-a\) is gone without saying how the run ended, and \S.* has no timeout: held until `dcm strategy-step resolve s001 --as ok\|failed` or `dcm strategy retry s001`$/);
     const list = JSON.parse(dcmOk(['--db', fx.db, 'strategy-step', 'list', '-f', 'json']).stdout) as { cloud: string; details: string }[];
     expect(list.find((r) => r.cloud === 's001')!.details).toBe(held.details);
     // In flight (what the window counts), and said so to the operator with what to do.
     const status = JSON.parse(dcmOk(['--db', fx.db, 'strategy', 'status', '-f', 'json'], { env: { DCM_HOST: 'host-c' } }).stdout) as Record<string, unknown>;
     expect(status['in flight']).toBe(1);
+    // Issue 49: not `0ms`: only the operator ends that wait, and the ETA says so.
+    expect(status.eta).toMatch(/^waits for the operator \(1 run\(s\) of unknown outcome: strategy-step resolve or strategy retry\): /);
     expect(status.orchestrator).toMatch(/\nunknown: s001 \(.*, on host-a, no live worker there\): held until its host says how it ended, `dcm strategy-step resolve s001 --as ok\|failed`, or `dcm strategy retry s001` to run it again$/);
     expect(fs.readFileSync(envs, 'utf8').split('\n').filter((l) => l.startsWith('s001|'))).toHaveLength(1);
     // Named with a cloud that has no such run: refused, one line, nothing written.

@@ -29,6 +29,12 @@ export const EXIT_CODES: readonly ExitCode[] = [
       '`apply`: another orchestrator holds the file (the message names its pid, host and start time), or this one lost the lock (`lost the apply lock to pid P on host H`) or, on PostgreSQL, its lease',
   },
   {
+    code: '5',
+    name: 'auditDisagrees',
+    meaning:
+      '`apply` (and `status --watch`): the strategy completed, but the audit after the last state of some site disagreed or did not answer (each step completed with the warning); `--audit-disagrees-ok` at create makes that exit 0, `--require-audit` fails those steps instead',
+  },
+  {
     code: '130 / 143',
     name: 'sigint/sigterm',
     meaning:

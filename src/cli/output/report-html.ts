@@ -286,6 +286,9 @@ export function renderHtmlReport(m: ReportModel, generatedAtUs: number): string 
   const deferredRuns = m.attempts.reduce((n, a) => n + a.states.reduce((k, st) => k + st.outcomes.filter((o) => o === 'deferred').length, 0), 0);
   if (deferredRuns) out.push(card('deferred runs', deferredRuns));
   // Only when one did: an orchestrator killed mid-rollout is named as one (Orchestrators that died).
+  // Complete, but the site's audit disagreed (issue 49): said on a card of its own, as a failure is.
+  const disagreed = (m.strategy.auditFindings ?? []).filter((f) => f.outcome === 'warning').length;
+  if (disagreed) out.push(card('audit disagrees', disagreed, true));
   const deaths = orchestratorDeaths(m.events).length;
   if (deaths) out.push(card('orchestrators died', deaths, true));
   out.push(card('elapsed', elapsed));
@@ -293,6 +296,8 @@ export function renderHtmlReport(m: ReportModel, generatedAtUs: number): string 
   out.push(countsBar(m.counts, m.steps));
   out.push('<dl class="meta">');
   for (const [k, v] of [['first operation', fmtTime(m.startUs)], ['last operation', fmtTime(m.endUs)]]) out.push(`<dt>${esc(k)}</dt><dd>${esc(v)}</dd>`);
+  // Still running: the time left, in the words of `strategy status` and apply's view (issue 49).
+  if (m.strategy.eta) out.push(`<dt>time left</dt><dd data-key="eta">${esc(m.strategy.eta)}</dd>`);
   out.push('</dl></section>');
   out.push(rolloutSection(m));
   out.push(waitsSection(m));

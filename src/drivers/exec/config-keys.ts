@@ -62,6 +62,15 @@ export const CONFIG_KEYS: readonly ConfigKey[] = [
     meaning: 'a state that exits with one of these defers its step (tried again after `--defer-delay`) instead of failing it; ssh exits 255 when it cannot connect',
   },
   {
+    key: 'fail_exit_codes',
+    place: 'top',
+    type: 'list of exit codes, 1 to 255',
+    default: '`[]`',
+    example: '`[77]`',
+    since: 'ec300cd (2026-12-07)',
+    meaning: 'a state that exits with one of these fails its step at once, its `retries` left unused (a refusal no retry mends: a wrong key, a host key that changed); none may be in `defer_exit_codes` too',
+  },
+  {
     key: 'defer_on_timeout',
     place: 'top',
     type: 'boolean',

@@ -70,6 +70,11 @@ export interface ExecConfig {
    * relative to the config's folder; `apply --metrics-textfile` wins.
    */
   metrics_textfile?: string;
+  /**
+   * `fail_exit_codes`: a state's exit codes that fail its step at once, its retries left unused
+   * (issue 49: an ssh recipe's "refused": a wrong key or host key, which no retry mends).
+   */
+  failExitCodes?: number[];
 }
 
 /** The keys an `audit` entry may have: a command's, without the retry and reason settings of a state. */
@@ -77,7 +82,7 @@ export const AUDIT_KEYS = ['run', 'timeout', 'kill_grace', 'env', 'cwd'];
 const AUDIT_TIMEOUT = '1m';
 
 /** The top level's keys (config-keys.ts documents each; its test holds the two lists together). */
-export const TOP_KEYS = ['defaults', 'states', 'probe', 'defer_exit_codes', 'defer_on_timeout', 'audit', 'gate_check', 'on_event', 'metrics_textfile'];
+export const TOP_KEYS = ['defaults', 'states', 'probe', 'defer_exit_codes', 'defer_on_timeout', 'fail_exit_codes', 'audit', 'gate_check', 'on_event', 'metrics_textfile'];
 
 /** An entry's keys: a state's, and `defaults`' (all but run) and `probe`'s. */
 export const KEYS = ['run', 'timeout', 'retries', 'backoff', 'kill_grace', 'env', 'cwd', 'reason', 'on_lost_host'];
@@ -194,7 +199,12 @@ export function resolveConfig(doc: unknown, file: string, typeStates: readonly s
   if (top.audit !== undefined) config.audit = resolveAudit(top.audit, defaults as Entry, base, bad);
   // Its own defaults apply as a state's do: a probe is one more command run against the site.
   if (top.probe !== undefined) config.probe = resolveProbe(top, defaults as Entry, base, bad);
-  if (top.defer_exit_codes !== undefined) config.deferExitCodes = deferCodes(top.defer_exit_codes, bad);
+  if (top.defer_exit_codes !== undefined) config.deferExitCodes = exitCodes('defer_exit_codes', top.defer_exit_codes, bad);
+  if (top.fail_exit_codes !== undefined) {
+    config.failExitCodes = exitCodes('fail_exit_codes', top.fail_exit_codes, bad);
+    const both = config.failExitCodes.filter((c) => (config.deferExitCodes ?? [75]).includes(c));
+    if (both.length) bad('fail_exit_codes', `exit ${both.join(', ')} is in defer_exit_codes too: a code either defers its step or fails it`);
+  }
   if (top.defer_on_timeout !== undefined) {
     if (typeof top.defer_on_timeout !== 'boolean') bad('defer_on_timeout', `expected true or false, not ${JSON.stringify(top.defer_on_timeout)}`);
     if (top.defer_on_timeout) config.deferOnTimeout = true;
@@ -350,12 +360,15 @@ function resolveEntry(
   return spec;
 }
 
-/** `defer_exit_codes: [75, 69]`: exit codes (1..255) that mean "the site did not answer, try later". */
-function deferCodes(v: unknown, bad: (where: string, msg: string) => never): number[] {
+/**
+ * `defer_exit_codes: [75, 69]`: exit codes (1..255) that mean "the site did not answer, try
+ * later"; `fail_exit_codes: [77]`: those that mean "refused: no retry will mend it".
+ */
+function exitCodes(key: string, v: unknown, bad: (where: string, msg: string) => never): number[] {
   const list = Array.isArray(v) ? v : [v];
-  if (list.length === 0) bad('defer_exit_codes', 'an empty list: leave the key out for the default [75]');
+  if (list.length === 0) bad(key, key === 'defer_exit_codes' ? 'an empty list: leave the key out for the default [75]' : 'an empty list: leave the key out');
   return list.map((c) => {
-    if (typeof c !== 'number' || !Number.isInteger(c) || c < 1 || c > 255) bad('defer_exit_codes', `bad exit code ${JSON.stringify(c)}: a whole number from 1 to 255`);
+    if (typeof c !== 'number' || !Number.isInteger(c) || c < 1 || c > 255) bad(key, `bad exit code ${JSON.stringify(c)}: a whole number from 1 to 255`);
     return c as number;
   });
 }

@@ -45,6 +45,15 @@ export function readStatus(base: string, runId: string): RunStatus | null {
   return null; // being written: only an instant
 }
 
+/** When the run's wrapper wrote its exit status (the run's end), epoch ms; null without one. */
+export function statusTimeMs(base: string): number | null {
+  try {
+    return fs.statSync(`${base}.status`).mtimeMs;
+  } catch {
+    return null;
+  }
+}
+
 /**
  * The `.pid` file, created exclusively by whoever claims the run first: the launcher, which writes
  * `launching <launcher pid>` and then `<pid> <launcher pid>`, or a later dcm that finds neither a

@@ -16,9 +16,10 @@ import type { Adoption, AuditOutcome, AuditRequest, Driver, LeftRun, OperationRe
 import { runAudit } from './audit.js';
 import type { ExecConfig, StateSpec } from './config.js';
 import type { LogLayout } from '../../domain/logs.js';
-import { abandonRun, abandonStart, clearEarlierRun, readClaim, readStatus, readTaken, runBase, type RunClaim, type RunStatus } from './files.js';
+import { abandonRun, abandonStart, clearEarlierRun, readClaim, readStatus, readTaken, runBase, statusTimeMs, type RunClaim, type RunStatus } from './files.js';
 import { runArgv, runCwd, runEnv, runValues } from './run-env.js';
-import { terminateGroup, terminatePids, terminateTagged, ticksNow, waitGroupGone } from './procs.js';
+import { terminateTagged, ticksNow } from './procs.js';
+import { cleanLeftovers, killRun } from './stop-run.js';
 import { Launcher, type Exited } from './launch.js';
 import { processesWithEnv, procPasses } from '../../platform/proc.js';
 import { setLongTimeout, sleep } from '../../platform/timers.js';
@@ -68,12 +69,6 @@ interface LeftProcess {
 
 /** A claim that may belong to this run (none, or one left by an earlier strategy, does not). */
 const live = (c: RunClaim | null): boolean => c !== null && !('stale' in c);
-
-/**
- * How long a finished run's group may take to go by itself (the sh wrapper's `tee` copying the last
- * of stderr).
- */
-const DRAIN_MS = 250;
 
 /** Looks (about 1.5 s of them) after which a run taken by a taker that is gone and said nothing runs again. */
 const UNDECIDED_LOOKS = 12;
@@ -218,7 +213,7 @@ export class ExecDriver implements Driver {
     let timedOut = false;
     let stopped = false;
     let killing: Promise<void> | null = null;
-    const kill = () => (killing ??= this.killRun(pid, runId, run0.since, spec.killGraceMs));
+    const kill = () => (killing ??= killRun(pid, runId, run0.since, spec.killGraceMs));
     const timer = setLongTimeout(() => {
       // The command may have ended while this process could not listen (a busy file held the
       // event loop): its exit, already on its way, is heard first (setImmediate runs after the
@@ -251,7 +246,7 @@ export class ExecDriver implements Driver {
     // The wrapper is gone; what it left running (in its group, or escaped from it) goes too, and
     // the subcloud keeps its slot until every process of the run is gone.
     if (killing) await killing;
-    else await this.cleanLeftovers(pid, runId, run0.since, spec.killGraceMs);
+    else await cleanLeftovers(this.scans, pid, runId, run0.since, spec.killGraceMs);
     if (stopped) return { kind: 'failed', reason: 'interrupted' };
     // A wrapper that exited by itself exits with the code it wrote in `.status` (wrapper.ts): the
     // launcher's word is enough, and the file is read only when the wrapper was killed (it may
@@ -263,32 +258,6 @@ export class ExecDriver implements Driver {
     if (status && 'code' in status) return this.outcome(req, spec, base, status.code);
     if (end.code === null) return this.failure(req, spec, `killed by ${end.signal ?? 'a signal'}`, 'failed');
     return this.outcome(req, spec, base, end.code);
-  }
-
-  /**
-   * Leftovers of a run whose wrapper has exited: its group's other members (the sh wrapper's `tee`
-   * still copying the last of stderr gets a moment), then its processes that left the group, found
-   * by DCM_RUN_ID.
-   */
-  private async cleanLeftovers(pgid: number, runId: string, since: number, graceMs: number): Promise<void> {
-    // One pass (shared with the runs that end in the same turn) tells both; in the usual case the
-    // group is gone and nothing carries the tag, and the run costs no other look at /proc.
-    const found = await this.scans.find(runId, since, pgid);
-    if (!found.group.length) {
-      if (found.tagged.length) await terminatePids(found.tagged, graceMs);
-      return;
-    }
-    if (!(await waitGroupGone(pgid, DRAIN_MS))) await terminateGroup(pgid, graceMs);
-    // Looked for afresh: a member may have left the group while it drained.
-    const escaped = (await this.scans.find(runId, since)).tagged;
-    if (escaped.length) await terminatePids(escaped, graceMs);
-  }
-
-  /** A run to stop (timeout, hard stop): its group, then whatever of it escaped the group. */
-  private async killRun(pgid: number, runId: string, since: number, graceMs: number): Promise<void> {
-    if (pgid > 0) await terminateGroup(pgid, graceMs);
-    const escaped = processesWithEnv('DCM_RUN_ID', new Set([runId]), since).get(runId) ?? [];
-    if (escaped.length) await terminatePids(escaped, graceMs);
   }
 
   /** How a run that ended with `code` ends the state. */
@@ -306,7 +275,9 @@ export class ExecDriver implements Driver {
       // `reason` pattern, its last match in the log first (Ansible prints a failure's reason on
       // stdout, followed by the PLAY RECAP).
       const line = facts.match() || facts.err() || facts.log();
-      return this.failure(req, spec, line ? `exit ${code}: ${line}` : `exit ${code}`, 'failed');
+      // `fail_exit_codes`: refused (a wrong key): no retry mends it, the step fails at once.
+      const retry = !(this.settings.config.failExitCodes ?? []).includes(code);
+      return this.failure(req, spec, line ? `exit ${code}: ${line}` : `exit ${code}`, 'failed', retry);
     }
     const text = facts.next();
     if (text === null || text.trim() === '') return { kind: 'next' };
@@ -361,9 +332,11 @@ export class ExecDriver implements Driver {
     return left.host ?? 'its host';
   }
 
+  /** A run found ended by its status file (adopted): it ended when its wrapper wrote it. */
   private fromStatus(req: OperationRequest, spec: StateSpec, base: string, status: RunStatus): OperationResult {
-    if ('code' in status) return this.outcome(req, spec, base, status.code);
-    return { kind: 'retry', outcome: 'interrupted', reason: `the run was ended by ${status.signal}`, delayMs: 0 };
+    const endedAtMs = statusTimeMs(base) ?? undefined;
+    if ('code' in status) return { ...this.outcome(req, spec, base, status.code), endedAtMs };
+    return { kind: 'retry', outcome: 'interrupted', reason: `the run was ended by ${status.signal}`, delayMs: 0, endedAtMs };
   }
 
   /**

@@ -32,6 +32,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import readline from 'node:readline';
 import { procStartTime } from './procs.js';
+import { processesWithEnv } from '../../platform/proc.js';
 import { PRIVATE_FILE } from '../../platform/private.js';
 import { NATIVE_WRAPPER, wrapped } from './wrapper.js';
 import { setLongTimeout } from '../../platform/timers.js';
@@ -71,6 +72,8 @@ const USER_UMASK = process.umask(0o077).toString(8).padStart(4, '0');
 const NATIVE = process.argv.includes('--sh') ? null : NATIVE_WRAPPER;
 
 let running = 0;
+/** Runs past their timeout being stopped (their SIGKILL not sent yet): the launcher waits for them too. */
+let stopping = 0;
 let dcmGone = false;
 const send = (msg: object) => {
   if (dcmGone) return;
@@ -82,7 +85,7 @@ process.stdout.on('error', () => {
 });
 
 function maybeExit(): void {
-  if (dcmGone && running === 0 && writing === 0) process.exit(0);
+  if (dcmGone && running === 0 && writing === 0 && stopping === 0) process.exit(0);
 }
 
 type Query = (text: string, values: unknown[]) => Promise<number>;
@@ -241,10 +244,18 @@ function start(req: Launch, claim: number, launching: string): void {
   send({ id: req.id, pid, start: procStartTime(pid) });
   // The backstop of the state's timeout: the worker stops the run first while it lives.
   // setLongTimeout: a state's timeout may be past what setTimeout holds (720h).
+  // Every process of the run, by its tag as well as its group: one that left the group (setsid,
+  // Ansible's workers from 2.18) is stopped too. The launcher stays until the SIGKILL is sent.
+  const since = procStartTime(pid) ?? 0;
   const backstop = req.killAfterMs
     ? setLongTimeout(() => {
-        stopGroup(pid, 'SIGTERM');
-        setLongTimeout(() => stopGroup(pid, 'SIGKILL'), req.graceMs ?? 10_000).unref();
+        stopping++;
+        stopRun(pid, req.env.DCM_RUN_ID, since, 'SIGTERM');
+        setLongTimeout(() => {
+          stopRun(pid, req.env.DCM_RUN_ID, since, 'SIGKILL');
+          stopping--;
+          maybeExit();
+        }, req.graceMs ?? 10_000);
       }, req.killAfterMs)
     : null;
   child.once('exit', (code, signal) => {
@@ -267,6 +278,19 @@ function stopGroup(pgid: number, signal: NodeJS.Signals): void {
     process.kill(-pgid, signal);
   } catch {
     // gone already
+  }
+}
+
+/** `signal` to the run's group and to every live process carrying its DCM_RUN_ID. */
+function stopRun(pgid: number, runId: string | undefined, since: number, signal: NodeJS.Signals): void {
+  stopGroup(pgid, signal);
+  if (!runId) return;
+  for (const p of processesWithEnv('DCM_RUN_ID', new Set([runId]), since).get(runId) ?? []) {
+    try {
+      process.kill(p, signal);
+    } catch {
+      // gone already
+    }
   }
 }
 

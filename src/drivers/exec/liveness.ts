@@ -3,7 +3,7 @@
  * orchestrator runs (`strategy abort`, `retry`, `delete`): the same rule as adoption, so that no
  * command ever lets a second run of a subcloud start beside a live one (SPEC §7.2).
  */
-import { readClaim } from './files.js';
+import { readClaim, readStatus } from './files.js';
 import { sameProcessAlive } from './procs.js';
 import { processesWithEnv } from '../../platform/proc.js';
 import { runBase, type LogLayout } from '../../domain/logs.js';
@@ -20,4 +20,14 @@ export function liveRunPid(logs: LogLayout, campaign: string, left: LeftRun): nu
   // Claimed by a launcher that is still starting it.
   if (claim && 'launching' in claim && claim.launching > 0 && sameProcessAlive(claim.launching, null)) return claim.launching;
   return null;
+}
+
+/**
+ * Whether a run whose processes are gone ended with an exit code its wrapper wrote (its status
+ * file): the next apply adopts it and takes that end, as it would have had it been running.
+ */
+export function runEndedWithStatus(logs: LogLayout, campaign: string, left: LeftRun): boolean {
+  const runId = runIdOf({ campaign, cloud: left.cloud, state: left.state, attempt: left.attempt });
+  const status = readStatus(runBase(logs, left.cloud, left.attempt, left.state), runId);
+  return status !== null && 'code' in status;
 }

@@ -14,7 +14,7 @@ import { targetVersion, type AuditReport } from '../../domain/audit.js';
 import { ENDPOINTS, TYPES, type Endpoint, type SyncStatus } from '../../domain/types.js';
 import { SiteBook } from './sites.js';
 import { drawFor } from './random.js';
-import { SIM_UNREACHABLE_LABEL, simUnreachable } from './unreachable.js';
+import { SIM_UNREACHABLE_LABEL, simAuditUnanswered, simUnreachable } from './unreachable.js';
 import { setLongTimeout, type Timer } from '../../platform/timers.js';
 
 
@@ -101,6 +101,7 @@ export class SimDriver implements Driver {
     await this.sleep(0);
     const f = req.subcloud;
     if (f.availability === 'offline') return { ok: false, reason: 'audit: the site does not answer (it is offline)' };
+    if (simAuditUnanswered(req.labels)) return { ok: false, reason: `audit: the site does not answer (label ${SIM_UNREACHABLE_LABEL})` };
     const site: Site | undefined = await this.book.get(req.cloud);
     const sync: Partial<Record<Endpoint, SyncStatus>> = {};
     for (const e of ENDPOINTS) {

@@ -22,7 +22,7 @@ import type { Transition } from '../../domain/transition.js';
 import type { Endpoint } from '../../domain/types.js';
 import { sql } from '../statements.js';
 import { updateSubcloud } from '../subclouds.js';
-import { completionSet, recordText, type Written } from '../transitions.js';
+import { completionSet, recordText, siteOut, type Written } from '../transitions.js';
 
 /**
  * A round in one statement, so one round trip while holding the writers' lock: the runs closed,
@@ -32,7 +32,8 @@ import { completionSet, recordText, type Written } from '../transitions.js';
  * closed)` gate is evaluated once, before the first row is inserted, and running that part to its
  * end is what lets a step's new run in beside its old one under the one-running-operation index.
  * Every part reads the history as it was before the statement, which no closing changes the
- * attempts of. Answers one row per change: 1 a run closed, 2 a step moved, 3 a run opened.
+ * attempts of. Answers one row per change: 1 a run closed, 2 a step moved (with its subcloud's
+ * words if it was taken out and the step starts an operation: issue 49), 3 a run opened.
  */
 const WRITE = `WITH v AS (
     SELECT v.id, v.from_state, v.to_state, v.details, v.ended,
@@ -49,14 +50,14 @@ const WRITE = `WITH v AS (
     SET state = v.to_state, details = v.details, attempt = COALESCE(v.num, s.attempt),
       started_at = COALESCE(s.started_at, $7::text), finished_at = CASE WHEN v.ended THEN $7::text ELSE NULL END, updated_at = $7::text
     FROM v WHERE s.id = v.id AND s.state = v.from_state
-    RETURNING s.id),
+    RETURNING s.id, CASE WHEN v.num IS NOT NULL THEN ${siteOut('s')} END AS out),
   opened AS (INSERT INTO step_history (step_id, state, attempt, started_at, outcome)
     SELECT v.id, v.to_state, v.num, $7::text, 'running' FROM v
     WHERE v.num IS NOT NULL AND v.id IN (SELECT id FROM moved) AND (SELECT count(*) FROM closed) >= 0
     RETURNING step_id, id, attempt)
-SELECT 1, id, NULL::bigint, NULL::integer FROM closed
-UNION ALL SELECT 2, id, NULL, NULL FROM moved
-UNION ALL SELECT 3, step_id, id, attempt FROM opened`;
+SELECT 1, id, NULL::bigint, NULL::integer, NULL::text FROM closed
+UNION ALL SELECT 2, id, NULL, NULL, out FROM moved
+UNION ALL SELECT 3, step_id, id, attempt, NULL FROM opened`;
 
 const syncText = (e: Endpoint | null) => `UPDATE subcloud SET ${completionSet(e)}, updated_at = $1 WHERE id = ANY($2::bigint[])`;
 
@@ -105,14 +106,18 @@ async function writeRound(db: Db, round: readonly Transition[], at: string): Pro
       closes.map((t) => t.close!.finishedAt),
       closes.map((t) => recordText(t.close!.details)),
       closes.map((t) => t.close!.retryAt ?? null),
-    ) as [number, number, number | null, number | null][];
+    ) as [number, number, number | null, number | null, string | null][];
   const closed = new Set<number>();
   const moved = new Set<number>();
   const opened = new Map<number, number>();
   const byStep = new Map(round.map((t) => [t.stepId, t]));
-  for (const [kind, id, historyId, attempt] of rows) {
+  const outs = new Map<number, string>();
+  for (const [kind, id, historyId, attempt, out] of rows) {
     if (kind === 1) closed.add(id);
-    else if (kind === 2) moved.add(id);
+    else if (kind === 2) {
+      moved.add(id);
+      if (out) outs.set(id, out);
+    }
     else {
       opened.set(id, historyId!);
       // The number the statement gave a run started as the next attempt: the orchestrator's own.
@@ -137,5 +142,6 @@ async function writeRound(db: Db, round: readonly Transition[], at: string): Pro
     closed: t.close ? changed(closed.has(t.close.historyId) ? 1 : 0) : undefined,
     updated: changed(moved.has(t.stepId) ? 1 : 0),
     opened: opened.has(t.stepId) ? changed(1, opened.get(t.stepId)) : undefined,
+    out: outs.get(t.stepId) ?? null,
   }));
 }

@@ -50,7 +50,7 @@ audit: ssh {oam_floating_ip} site-state
     expect(problem(() => resolve('states: {"*": ["true"]}\naudit: "site-state {colour}"\n'))).toBe(`exec config ${FILE}: audit: run: unknown placeholder {colour}`);
     expect(problem(() => resolve('states: {"*": ["true"]}\naudit: {run: ["true"], timeout: 10}\n'))).toMatch(/^exec config .*: audit: timeout: bad duration 10: /);
     expect(problem(() => resolve('states: {"*": ["true"]}\naudit: 5\n'))).toBe(`exec config ${FILE}: audit: expected a command (a list or a string) or a mapping with "run"`);
-    expect(problem(() => resolve('states: {"*": ["true"]}\naudits: ["true"]\n'))).toBe(`exec config ${FILE}: audits: unknown key: use defaults, states, probe, defer_exit_codes, defer_on_timeout, audit, gate_check, on_event`);
+    expect(problem(() => resolve('states: {"*": ["true"]}\naudits: ["true"]\n'))).toBe(`exec config ${FILE}: audits: unknown key: use defaults, states, probe, defer_exit_codes, defer_on_timeout, fail_exit_codes, audit, gate_check, on_event, metrics_textfile`);
   });
 
   test('subcloud audit’s file: audit required, states not checked, no type option', () => {

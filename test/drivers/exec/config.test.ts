@@ -84,6 +84,9 @@ states:
     ['gate_check empty', 'gate_check: " "\nstates: {"*": "true"}\n', /gate_check: expected a command/],
     ['defer code out of range', 'defer_exit_codes: [75, 300]\nstates: {"*": "true"}\n', /defer_exit_codes: bad exit code 300/],
     ['empty defer codes', 'defer_exit_codes: []\nstates: {"*": "true"}\n', /defer_exit_codes: an empty list/],
+    ['fail code out of range', 'fail_exit_codes: [0]\nstates: {"*": "true"}\n', /fail_exit_codes: bad exit code 0/],
+    ['a code both deferring and failing', 'defer_exit_codes: [75, 77]\nfail_exit_codes: [77]\nstates: {"*": "true"}\n', /fail_exit_codes: exit 77 is in defer_exit_codes too/],
+    ['the default defer code as a failing one', 'fail_exit_codes: [75]\nstates: {"*": "true"}\n', /fail_exit_codes: exit 75 is in defer_exit_codes too/],
     ['defer_on_timeout not a boolean', 'defer_on_timeout: yes please\nstates: {"*": "true"}\n', /defer_on_timeout: expected true or false/],
     ['probe with a bad key', 'probe: {run: "true", retry: 1}\nstates: {"*": "true"}\n', /probe: retry: unknown key/],
   ];
@@ -115,6 +118,8 @@ states: {"*": "true"}
 `);
     expect(c.probe).toMatchObject({ state: 'probe', run: 'ping -c1 {oam_floating_ip}', timeoutMs: 30_000, env: { A: '1' } });
     expect(c.deferExitCodes).toEqual([75, 69]);
+    // Issue 49: codes that fail their step at once (a refused ssh login), kept as given.
+    expect(resolve('fail_exit_codes: [77, 78]\nstates: {"*": "true"}\n').failExitCodes).toEqual([77, 78]);
     expect(resolve('probe: {run: "true", timeout: 5s}\nstates: {"*": "true"}\n').probe!.timeoutMs).toBe(5000);
     // None given: no probe, and the default codes (75) are the driver's.
     expect(resolve('states: {"*": "true"}\n')).toEqual({ states: expect.any(Array) });
