@@ -16,6 +16,8 @@ import type { TimeSource } from '../platform/runtime.js';
 
 export class Deferrals {
   private readonly timers = new Map<number, Timer>();
+  /** Steps whose wait here has run out: tried now, whatever the stored due time says. */
+  private readonly waited = new Set<number>();
   /** Decided and not yet committed: when each one's next try is due. */
   private readonly decided = new Map<number, number>();
   private readonly delayMs: number;
@@ -68,8 +70,14 @@ export class Deferrals {
   async resumeOf(step: CursorStep): Promise<{ state: string } | { waits: true } | null> {
     const run = await deferredRun(this.db, step.id);
     if (!run) return null;
-    if (run.dueMs !== null && run.dueMs > this.rt.clock.wall()) {
-      this.wait(step, run.dueMs);
+    const nowMs = this.rt.clock.wall();
+    const waitedOut = this.waited.delete(step.id);
+    if (run.dueMs !== null && run.dueMs > nowMs && !waitedOut) {
+      // Written as now + the delay by the process that deferred it: one due further ahead was
+      // written by a clock ahead of this one, or before this host's clock stepped back (found by
+      // the simulator, seed 2277234042: an hour's step back held the strategy an hour). No wait is
+      // longer than one delay from now.
+      this.wait(step, Math.min(run.dueMs, nowMs + this.delayMs));
       return { waits: true };
     }
     return { state: run.state };
@@ -80,12 +88,15 @@ export class Deferrals {
     for (const t of this.timers.values()) t.clear();
     this.timers.clear();
     this.decided.clear();
+    this.waited.clear();
   }
 
   private wait(step: CursorStep, dueMs: number): void {
     this.timers.get(step.id)?.clear();
+    this.waited.delete(step.id);
     const t = this.rt.timers.after(() => {
       this.timers.delete(step.id);
+      this.waited.add(step.id);
       this.due(step);
     }, Math.max(0, dueMs - this.rt.clock.wall()));
     this.timers.set(step.id, t);

@@ -117,10 +117,16 @@ export class Launcher {
     }
   }
 
-  /** When a retry of (step, state) is due after its backoff (null: now); a run cut off goes now. */
+  /**
+   * When a retry of (step, state) is due after its backoff (null: now); a run cut off goes now. Never
+   * later than its backoff from now: a due time further ahead was written by a clock ahead of this
+   * one (another host's, or this one's before it stepped back), as deferrals.ts's next tries.
+   */
   retryDue(step: CursorStep, state: string): number | null {
     const key = keyOf(step.id, state);
-    return this.resumed.has(key) ? null : (this.budgets.get(key)?.dueMs ?? null);
+    const b = this.budgets.get(key);
+    if (this.resumed.has(key) || !b || b.dueMs === null) return null;
+    return b.backoffMs === undefined ? b.dueMs : Math.min(b.dueMs, this.rt.clock.wall() + b.backoffMs);
   }
 
   /** A retry budget is for one run of the subcloud through this entry of its states. */

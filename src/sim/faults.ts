@@ -126,6 +126,7 @@ function arm(w: World, f: Fault): void {
         w.hit(f.table && w.store.server ? 'lock-table' : 'busy');
         w.log(`${f.table && w.store.server ? 'LOCK TABLE from another session' : 'the store held by another session'} for ${f.holdMs} ms`);
         const release = await w.store.holdWriters(f.table);
+        w.busyUntil = Math.max(w.busyUntil, w.loop.now + f.holdMs);
         w.loop.after(f.holdMs, () => w.background('the lock let go', release));
       });
       break;

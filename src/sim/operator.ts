@@ -30,6 +30,9 @@ const AGAIN_MS = 5_000;
 /** Starts of `apply` the operator makes at most (a strategy that never ends is the judge's to say). */
 const MAX_RESTARTS = 60;
 
+/** How long a command waits for a file another session holds (store/open.ts: busy_timeout). */
+const COMMAND_BUSY_MS = 10_000;
+
 export class Operator {
   private restarts = 0;
   private retried = false;
@@ -185,6 +188,17 @@ export class Operator {
   /** An operator command from another shell; one refused now (busy, wrong state) is said and dropped. */
   async command(what: string, fn: () => Promise<unknown>): Promise<boolean> {
     const w = this.world;
+    // A write from another shell while another session holds the file waits as SQLite's busy
+    // timeout lets it (10 s), on the world's clock: on the real one, its wait would stop the world
+    // (virtual time stands still while a statement blocks), and the hold could never end meanwhile.
+    const held = w.store.server ? 0 : w.busyUntil - w.loop.now;
+    if (held > 0) {
+      await new Promise<void>((r) => w.loop.after(Math.min(held + 1, COMMAND_BUSY_MS), r));
+      if (held >= COMMAND_BUSY_MS) {
+        w.log(`operator: ${what} refused: database is locked`);
+        return false;
+      }
+    }
     try {
       await fn();
       w.hit(what);

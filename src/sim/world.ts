@@ -91,6 +91,8 @@ export class World {
   readonly launchers: SimLauncher[] = [];
   readonly ops: SimHost;
   readonly ctx: RunCtx;
+  /** Another session holds the store's file until then (the busy fault): the operator's writes wait for it (operator.ts). */
+  busyUntil = 0;
   readonly operator: Operator;
   db!: Db;
   private book: RunBook | null = null;

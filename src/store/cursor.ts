@@ -57,6 +57,10 @@ export class StageCursor {
   private phase = 0;
   private after = 0;
   private readonly reads: Map<Phase, Statement>;
+  /** Whether the stage has a step caught mid-state that is this reader's (one look, on the mid-state index). */
+  private readonly anyMid: Statement;
+  /** The mid-state phases were found empty at the start of this read: straight to the new steps. */
+  private midChecked = false;
 
   /** `owner`: one of several workers (orchestrator/workers.ts) reads only the steps no other live worker holds. */
   constructor(
@@ -66,6 +70,7 @@ export class StageCursor {
   ) {
     const mine = owner === undefined ? '' : ' AND (st.owner IS NULL OR st.owner = $3 OR NOT EXISTS (SELECT 1 FROM apply_worker w WHERE w.id = st.owner))';
     // Prepared once per connection (statements.ts): a cursor is made for every pass over a stage.
+    this.anyMid = sql(db, `SELECT EXISTS (SELECT 1 FROM strategy_step st WHERE st.stage = $1 AND ${MID}${mine.replace('$3', '$2')}) AS any`);
     this.reads = new Map(
       ORDER.map((p) => [
         p,
@@ -88,12 +93,22 @@ export class StageCursor {
     this.rewinds++;
     this.phase = 0;
     this.after = 0;
+    this.midChecked = false;
   }
 
   /** Up to `limit` more steps; fewer (or none) once the stage has no more. */
   async next(limit: number): Promise<CursorStep[]> {
     const out: CursorStep[] = [];
     const rewinds = this.rewinds;
+    if (this.phase === 0 && this.after === 0 && !this.midChecked) {
+      // Most passes over a stage find nothing caught mid-state (a stage begun anew, or others'
+      // steps only): one look instead of a read of each of the three phases.
+      this.midChecked = true;
+      const args = this.owner === undefined ? [this.stage] : [this.stage, this.owner];
+      const any = (await this.anyMid.get(...args)) as { any: number };
+      if (rewinds !== this.rewinds) return [];
+      if (any.any === 0) this.phase = ORDER.indexOf('initial');
+    }
     while (out.length < limit && this.phase < ORDER.length) {
       const stmt = this.reads.get(ORDER[this.phase])!;
       const args = this.owner === undefined ? [this.stage, this.after, limit - out.length] : [this.stage, this.after, this.owner, limit - out.length];

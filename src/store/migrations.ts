@@ -307,7 +307,16 @@ export const MIGRATIONS: ((db: Database.Database, clock: Clock) => void)[] = [
   // set it, the time of the stage's last start (read and moved in the commit that makes a start,
   // so that the rate holds across every worker of the strategy), and a group's default rate.
   (db) => db.exec(START_RATE_MIGRATION),
+  // 18 -> 19: the steps caught mid-state of each stage, indexed apart (store/cursor.ts): a pass
+  // over a stage reads those first, in three phases, and each read scanned every step of the stage
+  // (the simulator's profile: the cursor's reads were a sixth of its time on fleets of ten).
+  (db) => db.exec(MID_STATE_INDEX),
 ];
+
+/** Shared with PostgreSQL's step (store/pg/schema.ts); its WHERE is the cursor's MID, word for word, for the planner to use it. */
+export const MID_STATE_INDEX = `
+  CREATE INDEX strategy_step_mid_idx ON strategy_step(stage, id) WHERE state NOT IN ('initial', 'complete', 'failed', 'aborted');
+`;
 
 /** Shared with PostgreSQL's step (store/pg/schema.ts): the columns are text on both. */
 export const START_RATE_MIGRATION = `

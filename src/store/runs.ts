@@ -128,6 +128,8 @@ export interface RetryBudget {
   failures: number;
   /** When the next attempt is due (epoch ms), if the last run of the state was such a failure. */
   dueMs: number | null;
+  /** The backoff that run's end meant (its due time less its end, both by the clock that wrote them). */
+  backoffMs?: number;
 }
 
 /**
@@ -139,12 +141,12 @@ export interface RetryBudget {
 export async function retryBudgets(db: Db): Promise<Map<string, RetryBudget>> {
   const rows = await db
     .prepare(
-      `SELECT h.step_id AS "stepId", h.state, h.outcome, h.retry_at AS "retryAt", h.details LIKE $1 || '%' AS deferral
+      `SELECT h.step_id AS "stepId", h.state, h.outcome, h.retry_at AS "retryAt", h.finished_at AS "finishedAt", h.details LIKE $1 || '%' AS deferral
        FROM step_history h JOIN strategy_step st ON st.id = h.step_id AND st.state = h.state
        WHERE st.state NOT IN ('initial', 'complete', 'failed', 'aborted')
        ORDER BY h.step_id, h.attempt DESC, h.id DESC`,
     )
-    .all(DEFERRED_RUN_PREFIX) as { stepId: number; state: string; outcome: string; retryAt: string | null; deferral: number }[];
+    .all(DEFERRED_RUN_PREFIX) as { stepId: number; state: string; outcome: string; retryAt: string | null; finishedAt: string | null; deferral: number }[];
   const out = new Map<string, RetryBudget>();
   const closed = new Set<string>();
   const latestSeen = new Set<string>();
@@ -158,7 +160,10 @@ export async function retryBudgets(db: Db): Promise<Map<string, RetryBudget>> {
     latestSeen.add(key);
     if (r.retryAt !== null) {
       // Only the latest run's retry is still to come; an interrupted retry runs again at once.
-      if (latest) b.dueMs = parseTime(r.retryAt);
+      if (latest) {
+        b.dueMs = parseTime(r.retryAt);
+        if (r.finishedAt !== null) b.backoffMs = Math.max(0, b.dueMs - parseTime(r.finishedAt));
+      }
       b.failures++;
     } else if (r.outcome !== 'interrupted') closed.add(key);
   }

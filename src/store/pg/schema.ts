@@ -253,6 +253,8 @@ export const PG_MIGRATIONS: Record<number, string> = {
   ALTER TABLE strategy_stage ADD COLUMN start_rate ${T};
   ALTER TABLE strategy_stage ADD COLUMN rate_last_at ${T};
   ALTER TABLE subcloud_group_gate ADD COLUMN start_rate ${T};`,
+  // The steps caught mid-state of each stage (SQLite's MID_STATE_INDEX, word for word: the cursor's MID).
+  18: `CREATE INDEX strategy_step_mid_idx ON strategy_step(stage, id) WHERE state NOT IN ('initial', 'complete', 'failed', 'aborted');`,
 };
 /**
  * What the adapter needs to know of this schema: the commit counter that is `PRAGMA data_version`
