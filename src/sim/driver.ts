@@ -7,6 +7,7 @@
  */
 import type { Adoption, Driver, LeftRun, OperationRequest, OperationResult, RemoteRun } from '../drivers/driver.js';
 import { runIdOf } from '../drivers/exec/run-id.js';
+import { LATE_TIMER_MS, WOKEN_GRACE_MS } from '../drivers/exec/index.js';
 import type { SimHost, SimProcess } from './hosts.js';
 import { SimLauncher, type Backstop, type RunBook, type RunEnd } from './launcher.js';
 import type { LedgerEntry, Sites } from './sites.js';
@@ -67,9 +68,19 @@ export class SimDriver implements Driver {
     return new Promise<OperationResult>((resolve) => {
       let entry: LedgerEntry | null = null;
       let timedOut = false;
-      const deadline = timeoutMs === null ? null : this.worker.timers.after(() => {
+      // As the exec driver's: a timeout fired well past its due (this process was frozen) first
+      // lets an end that came meanwhile be heard (drivers/exec/index.ts WOKEN_GRACE_MS).
+      const clock = this.worker.runtime().clock;
+      const dueMono = timeoutMs === null ? 0 : clock.mono() + timeoutMs;
+      let settled = false;
+      const expire = () => {
+        if (settled) return;
         timedOut = true;
         if (entry) launcher.stop(entry);
+      };
+      const deadline = timeoutMs === null ? null : this.worker.timers.after(() => {
+        if (clock.mono() - dueMono > LATE_TIMER_MS) this.worker.timers.after(expire, WOKEN_GRACE_MS);
+        else expire();
       }, timeoutMs);
       req.signal.addEventListener('abort', () => {
         if (entry) launcher.stop(entry);
@@ -85,6 +96,7 @@ export class SimDriver implements Driver {
         }
         this.mine.delete(end.entry);
         this.worker.run(() => {
+          settled = true;
           deadline?.clear();
           resolve(timedOut ? { kind: 'failed', reason: `timed out after ${timeoutMs! / 1000}s`, timeout: true } : resultOf(end.entry));
         });

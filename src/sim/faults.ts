@@ -31,8 +31,13 @@ function arm(w: World, f: Fault): void {
       break;
     case 'window':
       at(f.atMs, async () => {
-        // Committed by the command before it returns: in force from now, as the judge sees it.
-        if (await op.command('window', () => strategyUpdate(w.ctx, undefined, { maxParallelSubclouds: f.size }))) w.windows.set(w.loop.now, f.size);
+        // Committed by the command before it returns: in force from now, as the judge sees it, in
+        // every stage but those the command said had ended (they keep the window they ran with,
+        // which a retry into them runs with again).
+        let notes: string[] = [];
+        if (await op.command('window', async () => ({ notes = [] } = await strategyUpdate(w.ctx, undefined, { maxParallelSubclouds: f.size })))) {
+          w.windows.set(w.loop.now, f.size, keptStages(notes, 'the window it ran with'));
+        }
       });
       break;
     case 'abort':
@@ -143,7 +148,10 @@ function arm(w: World, f: Fault): void {
       at(f.atMs, async () => {
         // Read by the next commit that starts a subcloud: in force from its commit, as the judge sees it.
         const before = w.rates[w.rates.length - 1]?.rate;
-        if (await op.command('rate', () => strategyUpdate(w.ctx, undefined, { startRate: `${f.perMin}/min` }))) w.rates.push({ atMs: w.loop.now, rate: { perMin: f.perMin, factor: before?.factor ?? 1, after: before?.after ?? null } });
+        let notes: string[] = [];
+        if (await op.command('rate', async () => ({ notes = [] } = await strategyUpdate(w.ctx, undefined, { startRate: `${f.perMin}/min` })))) {
+          w.rates.push({ atMs: w.loop.now, rate: { perMin: f.perMin, factor: before?.factor ?? 1, after: before?.after ?? null }, kept: keptStages(notes, 'its start rate') });
+        }
       });
       break;
     case 'commit-lost':
@@ -156,4 +164,14 @@ function arm(w: World, f: Fault): void {
       });
       break;
   }
+}
+
+/** The stages `strategy update` told the operator had ended and keep what they ran with (its notes). */
+function keptStages(notes: readonly string[], what: string): Set<number> {
+  const kept = new Set<number>();
+  for (const n of notes) {
+    const m = /^stage (\d+) has ended and keeps (.*)$/.exec(n);
+    if (m && m[2].startsWith(what)) kept.add(Number(m[1]));
+  }
+  return kept;
 }

@@ -37,6 +37,13 @@ export const INVARIANTS = [
 const ENDED_STEP = ['complete', 'failed', 'aborted'];
 
 /** Each stage's window over time: what the operator set, and when (virtual ms). */
+/** A start rate set at `atMs` (null: removed), but in the stages `kept` (they had ended). */
+export interface RateChange {
+  atMs: number;
+  rate: StartRate | null;
+  kept?: ReadonlySet<number>;
+}
+
 export class WindowBook {
   private readonly changes = new Map<number, { t: number; size: number }[]>();
 
@@ -48,8 +55,9 @@ export class WindowBook {
     for (const [stage, size] of initial) this.changes.set(stage, [{ t: -Infinity, size }]);
   }
 
-  set(t: number, size: number): void {
-    for (const list of this.changes.values()) list.push({ t, size });
+  /** A change at `t` of every stage's window but those `kept` (ended: they keep what they ran with). */
+  set(t: number, size: number, kept: ReadonlySet<number> = new Set()): void {
+    for (const [stage, list] of this.changes) if (!kept.has(stage)) list.push({ t, size });
   }
 
   /**
@@ -129,7 +137,7 @@ export class Judge {
   }
 
   /** The schedule is over: `late` says the strategy did not end within its bound (liveness). */
-  async atEnd(db: Db, late: string | null, rates: readonly { atMs: number; rate: StartRate | null }[] = []): Promise<void> {
+  async atEnd(db: Db, late: string | null, rates: readonly RateChange[] = []): Promise<void> {
     await this.afterCommit(db);
     const state = (await getStrategy(db))?.state ?? 'none';
     if (!ENDED.includes(state)) this.sites.violation(late ? 'liveness' : 'not-ended', `the strategy is ${state}${late ? `: ${late}` : ''}`);
@@ -146,21 +154,24 @@ export class Judge {
    * force allowed (domain/start-rate.ts: the rate as set over time, ramped by the sites complete).
    * A start is each site's first begin of its first state in each entry into its states.
    */
-  private startRate(rates: readonly { atMs: number; rate: StartRate | null }[]): void {
+  private startRate(rates: readonly RateChange[]): void {
     const last = this.states[this.states.length - 1];
     const completed = this.sites.ledger.filter((e) => e.state === last && e.outcome === 'ok' && e.endMs !== null).map((e) => e.endMs!);
-    const segments = rampSchedule(rates, completed);
+    // A stage ended when a change came keeps the rate it ran with (a retry into it runs with it).
+    const segments = (stage: number) => rampSchedule(rates.filter((r) => !r.kept?.has(stage)), completed);
     const seen = new Set<string>();
     const byStage = new Map<number, RateStart[]>();
     for (const e of this.sites.ledger) {
       const key = `${e.site}\u0000${e.entry}`;
-      // A run of the first state tried again (interrupted, deferred) is no new start: only its first attempt, or the first after a retry.
-      if (e.state !== this.states[0] || seen.has(key) || (e.entry === 0 && e.attempt !== 1)) continue;
+      // A run of the first state tried again (interrupted, deferred) is no new start: only the
+      // attempt that opened its entry (1, or after a retry the one after the history's last), as
+      // the orchestrator paces the first starts it commits (orchestrator/pacer.ts).
+      if (e.state !== this.states[0] || seen.has(key) || e.attempt !== this.sites.firstAttemptOf(e.site, e.entry)) continue;
       seen.add(key);
       byStage.set(e.stage, [...(byStage.get(e.stage) ?? []), { atMs: e.startMs, cloud: e.site }]);
     }
     for (const [stage, starts] of byStage) {
-      for (const v of startRateViolations(starts, segments)) {
+      for (const v of startRateViolations(starts, segments(stage))) {
         this.sites.violation('rate', `stage ${stage}: ${v.cloud} started ${v.earlyMs} ms sooner after ${v.previous.cloud} than ${v.perMin}/min allows`);
       }
     }

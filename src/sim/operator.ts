@@ -111,7 +111,17 @@ export class Operator {
     const alone = w.live().length === 0;
     if (!(await this.command(alone ? 'abort-no-apply' : 'abort', () => strategyAbort(w.ctx)))) return;
     if (alone && (await w.strategyState()) === 'aborting') w.hit('abort-left-going');
-    if (alone) w.loop.after(1_000, () => w.background('retry-after-abort', () => this.retryAndApply('retry-after-abort')));
+    if (alone) this.later(1_000, 'retry-after-abort');
+  }
+
+  /** Retries the operator has in mind and has not typed yet: the rollout is not over before them (world.ts). */
+  planned = 0;
+
+  /** `strategy retry` (then an apply) `ms` from now, as `what`. */
+  private later(ms: number, what: string): void {
+    const w = this.world;
+    this.planned++;
+    w.loop.after(ms, () => w.background(what, () => this.retryAndApply(what).finally(() => this.planned--)));
   }
 
   /** An apply ended by itself (its exit, or an error). */
@@ -125,7 +135,7 @@ export class Operator {
     const w = this.world;
     if (state === 'complete' || !w.s.retry || this.retried || w.live().length) return;
     this.retried = true;
-    w.loop.after(10_000, () => w.background('retry', () => this.retryAndApply('retry')));
+    this.later(10_000, 'retry');
   }
 
   /** `strategy retry` (the whole strategy), then an apply if none runs; refused while a run still goes. */
@@ -139,7 +149,7 @@ export class Operator {
       w.judge.retriedSteps(changed);
       w.epoch++;
       w.ended = false;
-      for (const [id, st] of after) if (st === 'initial' && before.get(id) !== 'initial') w.sites.newEntry(await this.siteOf(id));
+      for (const [id, st] of after) if (st === 'initial' && before.get(id) !== 'initial') w.sites.newEntry(await this.siteOf(id), await this.nextFirstAttempt(id));
     });
     if (!w.live().length) this.again(0, 0);
   }
@@ -213,6 +223,12 @@ export class Operator {
   private async stepStates(): Promise<Map<number, string>> {
     const rows = (await sql(this.world.db, 'SELECT id, state FROM strategy_step').all()) as { id: number; state: string }[];
     return new Map(rows.map((r) => [r.id, r.state]));
+  }
+
+  /** The attempt a retried step's first state opens its new entry with: the one after the history's last. */
+  private async nextFirstAttempt(stepId: number): Promise<number> {
+    const last = await sql(this.world.db, 'SELECT max(attempt) FROM step_history WHERE step_id = $1 AND state = $2').pluck().get(stepId, this.world.states[0]);
+    return Number(last ?? 0) + 1;
   }
 
   private async siteOf(stepId: number): Promise<string> {

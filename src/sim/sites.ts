@@ -257,15 +257,26 @@ export class Sites {
    * `strategy retry` put the site's step back to its first state: a new entry into its states
    * (SPEC §1), whose states may end ok once more.
    */
-  newEntry(site: string): void {
+  newEntry(site: string, firstAttempt = 1): void {
     this.entries.set(site, (this.entries.get(site) ?? 0) + 1);
+    this.firstAttempts.set(`${site}\u0000${this.entryOf(site)}`, firstAttempt);
     this.suspended.delete(site);
     for (const key of [...this.okDone]) if (key.startsWith(`${site}\u0000`)) this.okDone.delete(key);
+    // Its last entry's hold on a slot is over: its step had ended (retry refuses while a run goes),
+    // maybe between two of its states, by an abort the judge saw no commit of.
+    for (const flying of this.inFlight.values()) flying.delete(site);
   }
 
   entryOf(site: string): number {
     return this.entries.get(site) ?? 0;
   }
+
+  /** The attempt of its first state that opens entry `entry` of `site` (1 for the first entry; after a retry, the one after the history's last). */
+  firstAttemptOf(site: string, entry: number): number {
+    return this.firstAttempts.get(`${site}\u0000${entry}`) ?? 1;
+  }
+
+  private readonly firstAttempts = new Map<string, number>();
 
   /** The run of (site, state, attempt), as the site knows it (latest first). */
   find(r: { cloud: string; state: string; attempt: number }): LedgerEntry | undefined {

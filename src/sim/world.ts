@@ -26,7 +26,7 @@ import { planOf, Sites, type Violation } from './sites.js';
 import { SimDriver, BACKSTOP_GRACE_MS } from './driver.js';
 import type { RunBook, SimLauncher } from './launcher.js';
 import { GatedDb } from './sim-db.js';
-import { Judge, WindowBook } from './judge.js';
+import { Judge, WindowBook, type RateChange } from './judge.js';
 import { livenessBoundMs, quietAt, type Schedule } from './schedule.js';
 import { simStore, type SimStore } from './store.js';
 import { armFaults } from './faults.js';
@@ -100,7 +100,7 @@ export class World {
   /** Each `strategy retry` begins an epoch: stages are judged in order within one. */
   epoch = 0;
   /** The start rate over time: create's, and each `strategy update --start-rate` (judge.ts). */
-  readonly rates: { atMs: number; rate: { perMin: number; factor: number; after: number | null } | null }[] = [];
+  readonly rates: RateChange[] = [];
   ended = false;
 
   constructor(
@@ -181,9 +181,9 @@ export class World {
     return { violations: this.sites.violations, trace: this.trace, hits: this.hits, state, virtualMs: this.loop.now, paths, quiet: this.loop.now >= quiet };
   }
 
-  /** The rollout is over: the strategy ended, no apply runs, nothing goes at the sites. */
+  /** The rollout is over: the strategy ended, no apply runs, nothing goes at the sites, no retry is on its way. */
   private finished(): boolean {
-    return this.ended && this.live().length === 0 && this.sites.stillRunning().length === 0;
+    return this.ended && this.live().length === 0 && this.sites.stillRunning().length === 0 && this.operator.planned === 0;
   }
 
   /** The applies running now (not ended, not killed). */

@@ -69,7 +69,7 @@ describe('dcm sim', () => {
     const r = sim(['--seed', '1', '--schedules', '300', '--hosts', '3', '--no-shrink']);
     expect(r.out).toMatch(/violations: 0 schedule\(s\)/);
     expect(r.code).toBe(0);
-    for (const kind of ['freeze', 'kill-worker', 'freeze-host', 'cut-host', 'lose-host', 'clock-step', 'resolve', 'busy', 'lock-table', 'takeover-note']) {
+    for (const kind of ['freeze', 'kill', 'freeze-host', 'cut-host', 'lose-host', 'clock-step', 'resolve', 'busy', 'takeover-note']) {
       expect([kind, hits(r.out, kind) > 0]).toEqual([kind, true]);
     }
     const paths = reached(r.out);

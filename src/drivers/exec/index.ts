@@ -80,6 +80,11 @@ const UNDECIDED_LOOKS = 12;
  */
 const BACKSTOP_MS = 5_000;
 
+/** A timer this late was held up by more than a busy event loop: the process was stopped. */
+export const LATE_TIMER_MS = 1_000;
+/** How long a run's timeout, fired late, waits for an end its wrapper, woken too, may have to write. */
+export const WOKEN_GRACE_MS = 2_000;
+
 export class ExecDriver implements Driver {
   readonly ownsTimeouts = true;
   private readonly specs: Map<string, StateSpec>;
@@ -214,15 +219,19 @@ export class ExecDriver implements Driver {
     let stopped = false;
     let killing: Promise<void> | null = null;
     const kill = () => (killing ??= killRun(pid, runId, run0.since, spec.killGraceMs));
+    const dueMono = performance.now() + spec.timeoutMs;
     const timer = setLongTimeout(() => {
       // The command may have ended while this process could not listen (a busy file held the
       // event loop): its exit, already on its way, is heard first (setImmediate runs after the
       // pending I/O), and its wrapper's status says so. A state that ended is not timed out.
-      setImmediate(() => {
+      // Fired well past its due, this process was stopped (SIGSTOP, a VM paused) with the run's
+      // own: the run's wrapper, woken at the same moment, is let write the end it has first.
+      const late = performance.now() - dueMono > LATE_TIMER_MS;
+      setTimeout(() => setImmediate(() => {
         if (ended || readStatus(base, runId)) return;
         timedOut = true;
         void kill();
-      });
+      }), late ? WOKEN_GRACE_MS : 0);
     }, spec.timeoutMs);
     const onAbort = () => {
       stopped = true;
