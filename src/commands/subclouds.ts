@@ -1,5 +1,6 @@
 /** `dcm subcloud …`: the fleet inventory. */
 import fs from 'node:fs';
+import { buffer } from 'node:stream/consumers';
 import { OperationError } from '../domain/errors.js';
 import { checkName, type LabelSelector, type SubcloudInput } from '../domain/inventory.js';
 import { importBatches, type ImportRow } from '../domain/importfile.js';
@@ -71,7 +72,9 @@ export async function subcloudImport(ctx: Ctx, file: string): Promise<CommandRes
   try {
     // The bytes, not a string: a batch is decoded when its turn comes (importBatches), and a
     // Buffer lives outside the JS heap.
-    buf = fs.readFileSync(file === '-' ? 0 : file);
+    // Standard input as a stream: a pipe from a slow producer may be non-blocking, and a
+    // synchronous read of it fails with EAGAIN once it has read what was there so far.
+    buf = file === '-' ? await buffer(process.stdin) : fs.readFileSync(file);
   } catch (err) {
     throw new OperationError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }

@@ -5,10 +5,11 @@
  *
  * It reads the event record this apply writes (strategy_event, after the rows there when it
  * started), so it needs no hook in the orchestrator: what is recorded is what is told, once each.
- * It must never stop or slow the rollout: each command runs in its own process group with a
- * bounded time, an apply never waits for one but at its end (bounded too), and a command that
- * fails (an exit other than 0, a signal, its time out, no such program) is itself recorded
- * (`notification failed`) and said on stderr. It never touches the registry nor a step.
+ * It must never stop or slow the rollout: each command runs (after the one before, in the record's
+ * order) in its own process group with a bounded time, an apply never waits for one but at its
+ * end (bounded too), and a command that fails (an exit other than 0, a signal, its time out, no
+ * such program) is itself recorded (`notification failed`) and said on stderr. It never touches
+ * the registry nor a step.
  */
 import { spawn } from 'node:child_process';
 import type { Db } from '../store/open.js';
@@ -88,7 +89,8 @@ export class Notifier {
   /** Looks take turns: two at once would tell the same event twice. */
   private looking: Promise<void> = Promise.resolve();
   private timer: Timer | null = null;
-  private readonly running = new Set<Promise<void>>();
+  /** The commands told so far, each after the one before (tell never rejects). */
+  private telling: Promise<void> = Promise.resolve();
   private endTold = false;
 
   constructor(
@@ -134,17 +136,18 @@ export class Notifier {
         if (this.endTold) continue;
         this.endTold = true;
       }
-      const p = this.tell(kind, e).finally(() => this.running.delete(p));
-      this.running.add(p);
+      // One after another, in the record's order: a pager reading the audit's disagreement after
+      // the strategy's end (two commands racing to append) would read it backwards.
+      this.telling = this.telling.then(() => this.tell(kind, e));
     }
   }
 
-  /** The last look, then wait for the commands still running (each bounded by its timeout). */
+  /** The last look, then wait for the commands still to run (each bounded by its timeout). */
   async close(): Promise<void> {
     if (this.timer) this.timer.clear();
     this.timer = null;
     await this.scan();
-    await Promise.all([...this.running]);
+    await this.telling;
   }
 
   private async tell(kind: NoticeKind, e: EventRow): Promise<void> {

@@ -7,10 +7,13 @@
  * A worker is gone once its lease has run out (killed, its host down, frozen past the lease), or,
  * seen from its own host, once its process is no longer running. Whoever sees that first, in its
  * heartbeat or as it joins, takes it over in one transaction: its row goes and its subclouds are
- * free for any worker to claim. Its runs still going are adopted where they can be seen (a taker
- * on the same host waits for them through their pid files, as a restarted apply does); from
- * another host they are closed `interrupted` and run again as the next attempt, with
- * DCM_RESUMED=1 and a new DCM_FENCE, so that the site can refuse the old one.
+ * free for any worker to claim. Its runs still going are adopted: a taker on the same host waits
+ * for them through their pid files, as a restarted apply does; one on another host waits for the
+ * ends their launcher writes to the store (orchestrator/remote-runs.ts). A run whose end never
+ * comes within its bound is held as of unknown outcome, never run again by itself: its host is
+ * not proven gone (only its launcher's end, or the operator, proves it). A state that says
+ * `on_lost_host: rerun` runs it again then, at least once, with DCM_RESUMED=1 and a new DCM_FENCE
+ * that the site checks to refuse the old one.
  */
 import crypto from 'node:crypto';
 import { DcmError, EXIT } from '../domain/errors.js';

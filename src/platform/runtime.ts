@@ -1,13 +1,13 @@
 /**
  * What a dcm process runs on, as one value: its clocks, its timers, the table of processes it can
- * see on its host, and the signals it receives. The apply service (orchestrator/apply-service.ts),
+ * see on its host, and the signals it receives. The apply service (commands/apply-service.ts),
  * the orchestrator, the apply lock, the workers' lease and the store reach time and processes only
  * through a runtime (test/runtime-lint.test.ts reads their sources for any other way), so that the
  * simulator (src/sim) can give each simulated process its own: a clock that an operator or NTP may
  * step, timers it can freeze (SIGSTOP) or end (kill -9), a process table of its own host, and
  * signals it sends itself. Nothing replaces a global.
  *
- * `REAL_RUNTIME` is this process's: Date and performance, Node's timers, /proc and kill(2),
+ * `realRuntime()` is this process's: Date and performance, Node's timers, /proc and kill(2),
  * SIGINT and SIGTERM.
  */
 import os from 'node:os';

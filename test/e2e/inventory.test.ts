@@ -3,11 +3,13 @@
  * read on a missing file prints (and that it creates nothing), the file's settings, many names at
  * once, import from standard input.
  */
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { dirFingerprint, Fixture, withSql } from '../helpers/fleet.js';
 import { dcmQuick, dcmQuickOk } from '../helpers/quick.js';
+import { BIN } from '../helpers/cli.js';
 
 let fx: Fixture; // temporary directories only
 beforeAll(() => {
@@ -111,5 +113,22 @@ describe('inventory at scale and from standard input', () => {
         '',
       ].join('\n'),
     );
+  });
+
+  // A producer slower than dcm (a query piped in, an ssh to the CMDB): the first bytes come, then
+  // nothing for a while. A synchronous read of a non-blocking pipe failed with EAGAIN there.
+  test('import from a pipe that delivers late: every row, read to its end', async () => {
+    const { db } = fx.fresh(true);
+    const child = spawn(process.execPath, [BIN, '--db', db, 'subcloud', 'import', '-', '-f', 'value'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+    const done = new Promise<number | null>((r) => child.on('close', r));
+    child.stdin.write('name\ns1\n');
+    // The rest only once dcm has started reading: it has loaded and opened standard input.
+    await new Promise((r) => setTimeout(r, 1_500));
+    child.stdin.end('s2\ns3\n');
+    expect([await done, err, out]).toEqual([0, '', '3\n']);
   });
 });

@@ -18,6 +18,7 @@ const ALLOWED: Record<string, string> = {
   'src/platform/pg-client.ts: ANSWER_MS': "a fixed 60 s bound on a server's answer",
   'src/platform/pg-connection.ts: RECONNECT_EVERY_MS': "a fixed 200 ms pause between tries to connect again",
   'src/drivers/exec/progress-file.ts: PROGRESS_POLL_MS': "a fixed 1 s look at a run's progress file",
+  'src/drivers/exec/index.ts: WOKEN_GRACE_MS': "a fixed 2 s wait, by a timeout fired late (dcm was stopped), for the end of a run woken with it",
 };
 
 function sources(dir: string): string[] {

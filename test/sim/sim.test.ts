@@ -128,7 +128,7 @@ describe('dcm sim', () => {
   ])('%s is refused, exit 2, one line', (_what, args, message) => {
     const r = sim(['--seed', '1', '--schedules', '1', ...args]);
     expect(r.code).toBe(2);
-    expect(r.err).toMatch(message);
+    expect(r.err.trim()).toMatch(message);
     expect(r.err.trim().split('\n')).toHaveLength(1);
   });
 });

@@ -226,12 +226,13 @@ export class ExecDriver implements Driver {
       // pending I/O), and its wrapper's status says so. A state that ended is not timed out.
       // Fired well past its due, this process was stopped (SIGSTOP, a VM paused) with the run's
       // own: the run's wrapper, woken at the same moment, is let write the end it has first.
-      const late = performance.now() - dueMono > LATE_TIMER_MS;
-      setTimeout(() => setImmediate(() => {
+      const expire = () => setImmediate(() => {
         if (ended || readStatus(base, runId)) return;
         timedOut = true;
         void kill();
-      }), late ? WOKEN_GRACE_MS : 0);
+      });
+      if (performance.now() - dueMono > LATE_TIMER_MS) setTimeout(expire, WOKEN_GRACE_MS);
+      else expire();
     }, spec.timeoutMs);
     const onAbort = () => {
       stopped = true;
