@@ -105,7 +105,7 @@ export const EXAMPLES: Record<string, string[]> = {
   'strategy show': ['dcm strategy show', 'dcm strategy show --type patch -f json'],
   'strategy apply': [
     'dcm strategy apply',
-    'dcm strategy apply -q; echo "exit $?"   # 0 complete, 1 failed, 3 aborted',
+    'dcm strategy apply -q; echo "exit $?"   # 0 complete, 1 failed, 3 aborted, 5 an audit disagreed',
     'dcm strategy apply -v 2> apply.log      # one line per transition',
   ],
   'strategy status': ['dcm strategy status', 'dcm strategy status --watch; echo "exit $?"', 'dcm strategy status -f json'],

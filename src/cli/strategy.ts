@@ -193,7 +193,7 @@ function registerVerbs(parent: Command, run: Runner, fixed?: StrategyType): void
     .description('the strategies the file holds: those deleted (kept until db prune) and the current one; id, type, state, counts, when')
     .action((o: { type?: StrategyType }) => run(async (ctx) => await (await import('../commands/archive.js')).strategyList(ctx, typeOf(o))));
   withType(parent.command('apply'), false)
-    .description('run the strategy in the foreground until it ends (exit 0 complete, 1 failed, 3 aborted)')
+    .description('run the strategy in the foreground until it ends (exit 0 complete, 1 failed, 3 aborted, 5 complete but an audit disagreed)')
     .option('--yes', YES_HELP)
     .option('-v, --verbose', 'one progress line per step transition')
     .option('--progress-interval <duration>', 'off a terminal, a summary line this often (default 10s; 0s: none)', progressInterval)

@@ -2,6 +2,7 @@
  * The reference's site-side guard (docs/reference/postgresql.md, "Several hosts"), taken from the page itself and run as
  * a site would: a run whose claim is older than one the site has seen for the strategy is
  * refused; a later claim, or another strategy's, runs; the site's lock is held while CMD runs.
+ * The guide (docs/guide/several-hosts.md) shows the same guard, byte for byte.
  */
 import { afterEach, expect, test } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
@@ -39,4 +40,15 @@ test('the documented guard refuses a stale fence, runs a later one and another s
   // While a command runs under the guard, the site's lock is held: flock cannot take it.
   const held = run('eee.2', '8', ['sh', '-c', `flock -n ${path.join(t.dir, 'seen', 's1.lock')} true; echo $?`]);
   expect([held.status, held.stdout]).toEqual([0, '1\n']);
+});
+
+test('the guide shows the same guard as the reference (docs/guide/several-hosts.md)', () => {
+  const guard = (page: string) => {
+    const m = /```sh\n(\s*#!\/bin\/sh\n\s*# dcm-guard[\s\S]*?)```/.exec(fs.readFileSync(path.join(ROOT, 'docs', ...page.split('/')), 'utf8'));
+    expect([page, m !== null]).toEqual([page, true]);
+    // The reference's sits in a list item: its lines are indented as its first one is.
+    const indent = /^ */.exec(m![1])![0];
+    return m![1].split('\n').map((l) => (l.startsWith(indent) ? l.slice(indent.length) : l)).join('\n');
+  };
+  expect(guard('guide/several-hosts.md')).toBe(guard('reference/postgresql.md'));
 });

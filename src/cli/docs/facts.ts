@@ -72,7 +72,7 @@ export const ENVIRONMENT: readonly EnvVar[] = [
   { name: 'CLI_CONFIRMATIONS', group: 'dcm', meaning: "`enabled` (dcmanager's switch): apply and the deletes ask on a terminal, and are refused off one, unless `--yes`" },
   { name: 'CLIFF_MAX_TERM_WIDTH', group: 'dcm', meaning: 'as `--max-width N`' },
   { name: 'CLIFF_FIT_WIDTH', group: 'dcm', meaning: '`1`: as `--fit-width`' },
-  { name: 'PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE, PGOPTIONS, PGPASSFILE', group: 'dcm', meaning: "libpq's variables, as node-postgres reads them: what a `postgresql://` address leaves out. `PGPASSWORD` is not passed on to runs" },
+  { name: 'PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE, PGOPTIONS, PGPASSFILE, PGSERVICE, PGSERVICEFILE, PGSYSCONFDIR, PGSSLMODE…', group: 'dcm', meaning: "libpq's variables, read by dcm as libpq reads them: what a `postgresql://` address leaves out (node-postgres reads none of its own). `PGPASSWORD` is not passed on to runs; `PGPASSFILE`, `PGSERVICEFILE` and `PGSERVICE` are" },
   { name: 'CC', group: 'dcm', meaning: 'at install: the C compiler of the run wrapper, `native/dcm-run.c` (default `cc`)' },
   { name: 'DCM_CLOUD, DCM_STATE, DCM_TYPE, DCM_STAGE', group: 'run', meaning: 'the subcloud, the state, the strategy type, the stage' },
   { name: 'DCM_ATTEMPT', group: 'run', meaning: '1 for the first run of this state, 2, 3, … for each run after it' },
