@@ -419,6 +419,11 @@ export class StageWindow {
         e.running = false;
       }
       if (ended) return;
+      // Held back while an abort is finished (no state starts after a run, nor caught mid-state):
+      // it can never start in this run, and stays as it is for the abort's end. Asking again
+      // would be held back again, for ever (a run adopted as ended, its step read again in its
+      // next state: PostgreSQL pass, abort --now after a kill -9).
+      if (this.host.gate().nextStates === false) return;
     }
   }
 
