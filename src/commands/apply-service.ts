@@ -19,7 +19,7 @@ import { firstStartedAt } from '../store/status.js';
 import { checkMetricsPath, configMetricsPath, MetricsFile, metricsInterval } from './metrics-file.js';
 import type { Tracing } from './tracing.js';
 import { visibleDriver } from '../drivers/visible.js';
-import { endsReachStore, type StoredStrategy } from '../drivers/index.js';
+import { endsReachStore, type DriverRunOptions, type StoredStrategy } from '../drivers/index.js';
 import type { Driver } from '../drivers/driver.js';
 import { withAuditAfter } from '../orchestrator/audit-after.js';
 import { BUSY_RETRY_MS } from '../orchestrator/committer.js';
@@ -82,7 +82,7 @@ export interface ApplyEnv {
   /** What is said before the progress is shown (a wait for the database before this worker joins); nothing by default. */
   notice?: (text: string) => void;
   /** The strategy's driver, before the visible wrapper and the audit (drivers/index.ts; the simulator's sites). */
-  driver(dbPath: string, strategy: StoredStrategy): Promise<Driver>;
+  driver(dbPath: string, strategy: StoredStrategy, opts?: DriverRunOptions): Promise<Driver>;
   /** Faults at commits (test hooks, the simulator), and the counters a test reads afterwards. */
   hooks: CommitHooks | null;
   counters?: (db: Db) => { counters: CostCounters; done: (driverCosts: Record<string, number>) => void } | null;
@@ -293,7 +293,7 @@ export async function applyStrategy(env: ApplyEnv, type?: StrategyType, opts: Ap
     if (!onServer) for (const suffix of ['-wal', '-shm']) sidecars.set(env.dbPath + suffix, identity(env.dbPath + suffix));
     // What a driver says is escaped and cut (visible.ts); the site's audit runs after each
     // subcloud's last state, when the strategy was created with one.
-    driver = withAuditAfter(visibleDriver(await env.driver(env.dbPath, s)), { type: s.type as StrategyType, extra: s.extra });
+    driver = withAuditAfter(visibleDriver(await env.driver(env.dbPath, s, lease ? { leaseMs: lease.leaseMs } : {})), { type: s.type as StrategyType, extra: s.extra });
     const orchestrator = new Orchestrator(orchestratorRuntime(rt, db, driver, env.hooks, cost?.counters ?? null), progress, {
       type: s.type as StrategyType,
       states: statesOf(s.type as StrategyType, s.extra as { cert_file?: string | null; exec_states?: unknown }),

@@ -42,11 +42,17 @@ export interface StoredStrategy {
   extra: ExtraArgs;
 }
 
+/** What the apply that runs the driver tells it. */
+export interface DriverRunOptions {
+  /** The worker's lease (a server's store): how long its runs' launcher may be away before it asks whether the worker was taken over. */
+  leaseMs?: number;
+}
+
 interface DriverModule {
   options: DriverOption[];
   /** Loaded only when a strategy is created: --help need not load a YAML parser. */
   extraArgs(input: DriverCreateInput): Promise<ExtraArgs>;
-  create(dbPath: string, strategy: StoredStrategy): Promise<Driver>;
+  create(dbPath: string, strategy: StoredStrategy, opts?: DriverRunOptions): Promise<Driver>;
   /**
    * Its runs outlive their worker and their ends reach a server's store from the host that ran
    * them (Driver.remote): a worker on another host waits for them rather than running them again.
@@ -67,7 +73,7 @@ const MODULES: Record<DriverName, DriverModule> = {
     options: EXEC_OPTIONS,
     endsReachStore: true,
     extraArgs: async (input) => (await import('./exec/options.js')).execExtraArgs(input),
-    async create(dbPath, strategy) {
+    async create(dbPath, strategy, opts) {
       const { ExecDriver } = await import('./exec/index.js');
       const { execConfigOf } = await import('./exec/options.js');
       // Loaded here, not at the top: `--help` and the lists have no use for it.
@@ -81,6 +87,7 @@ const MODULES: Record<DriverName, DriverModule> = {
         dbPath: absoluteDb(dbPath),
         storeUrl: isPgUrl(dbPath) ? dbPath : undefined,
         sysadminPassword: typeof extra.sysadmin_password === 'string' ? extra.sysadmin_password : undefined,
+        leaseMs: opts?.leaseMs,
       });
     },
   },
@@ -128,9 +135,9 @@ export function endsReachStore(extra: ExtraArgs): boolean {
 }
 
 /** The strategy's driver as its module makes it: the apply wraps it (visible.ts, the audit) itself. */
-export async function createRawDriver(dbPath: string, strategy: StoredStrategy): Promise<Driver> {
+export async function createRawDriver(dbPath: string, strategy: StoredStrategy, opts?: DriverRunOptions): Promise<Driver> {
   const extra = strategy.extra;
-  return await MODULES[parseDriverName(typeof extra.driver === 'string' ? extra.driver : undefined)].create(dbPath, strategy);
+  return await MODULES[parseDriverName(typeof extra.driver === 'string' ? extra.driver : undefined)].create(dbPath, strategy, opts);
 }
 
 

@@ -25,7 +25,7 @@ import { processesWithEnv, procPasses } from '../../platform/proc.js';
 import { setLongTimeout, sleep } from '../../platform/timers.js';
 import { PRIVATE_DIR } from '../../platform/private.js';
 import { runIdOf } from './run-id.js';
-import { fileFacts, storedFacts, type RunFacts } from './run-facts.js';
+import { fileFacts, storedFacts, stoppedWhy, type RunFacts } from './run-facts.js';
 import { TagScans } from './tag-scans.js';
 import { watchProgress } from './progress-file.js';
 import { EX_TEMPFAIL } from '../../domain/deferral.js';
@@ -44,6 +44,8 @@ export interface ExecSettings {
   /** A server's store, with its password: only the launcher has it, to write each run's end (launcher.ts). */
   storeUrl?: string;
   sysadminPassword?: string;
+  /** The worker's lease (a server's store): the launcher checks its runs' worker after a freeze this long (launcher.ts). */
+  leaseMs?: number;
 }
 
 interface Live {
@@ -111,7 +113,7 @@ export class ExecDriver implements Driver {
     const storeSecret = isPgUrl(settings.dbPath) ? 'PGPASSWORD' : null;
     this.baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DCM_') && k !== storeSecret));
     // The launcher claims runs with the parameters dcm connected with, handed through its input.
-    const store = settings.storeUrl ? { params: pgParamsOf(settings.storeUrl), host: hostName() } : null;
+    const store = settings.storeUrl ? { params: pgParamsOf(settings.storeUrl), host: hostName(), ...(settings.leaseMs ? { leaseMs: settings.leaseMs } : {}) } : null;
     this.launcher = new Launcher(this.baseEnv, store);
     const spec = settings.config.audit;
     if (spec) this.audit = (req) => this.runAudit(spec, req);
@@ -333,6 +335,9 @@ export class ExecDriver implements Driver {
       outcome: async (end) => {
         if (!spec) return { kind: 'failed', reason: `no command for state ${left.state} in the exec config` };
         if (end.code !== null) return this.outcome(req, spec, storedFacts(end.facts), end.code);
+        // Stopped by its own launcher as its host woke, its worker taken over meanwhile: why, as it wrote it.
+        const stopped = stoppedWhy(end.facts);
+        if (stopped) return { kind: 'retry', outcome: 'interrupted', reason: stopped.slice(0, DETAILS_LIMIT - left.state.length - 2), delayMs: 0 };
         return { kind: 'retry', outcome: 'interrupted', reason: `the run was ended by ${end.signal ?? 'a signal'} on ${this.hostOf(left)}`, delayMs: 0 };
       },
     };
@@ -429,6 +434,6 @@ export class ExecDriver implements Driver {
       pending.map((l) => terminateTagged(() => processesWithEnv('DCM_RUN_ID', new Set([l.runId]), l.since).get(l.runId) ?? [], l.graceMs)),
     );
     await Promise.all(pending.map((l) => l.done.catch(() => undefined)));
-    await this.launcher.close();
+    await this.launcher.close({ leaveRunning: opts.leaveRunning === true && this.live.size > 0 });
   }
 }

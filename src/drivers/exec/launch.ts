@@ -33,6 +33,11 @@ export interface LaunchRequest {
 export interface EndStore {
   params: PgParams;
   host: string;
+  /**
+   * The worker's lease (several hosts): a launcher frozen longer than this asks, as it wakes,
+   * whether the worker was taken over meanwhile, and stops its runs if so (launcher.ts).
+   */
+  leaseMs?: number;
 }
 
 /** `lost`: the launcher died before it said; the run may have started all the same. */
@@ -126,11 +131,21 @@ export class Launcher {
     return { started, exited };
   }
 
-  /** Once no run is left: the launcher exits when its input ends; wait for it (bounded). */
-  async close(): Promise<void> {
+  /**
+   * Once no run is left: the launcher exits when its input ends; wait for it (bounded). With runs
+   * left going (`leaveRunning`: the worker was taken over, its runs are the taker's to wait for)
+   * it is let go on with them: it tells the store how each ends, and exits after the last.
+   */
+  async close(opts: { leaveRunning?: boolean } = {}): Promise<void> {
     const child = this.child;
     if (!child) return;
     child.stdin?.end();
+    if (opts.leaveRunning && this.pending.size > 0) {
+      // Nothing of it keeps dcm alive: dcm exits, the launcher stays.
+      child.stdout?.destroy();
+      child.unref();
+      return;
+    }
     let timer: Timer | undefined;
     await Promise.race([this.exitedPromise, new Promise<void>((r) => (timer = setLongTimeout(r, 5000)))]);
     timer?.clear();

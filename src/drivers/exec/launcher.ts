@@ -22,8 +22,21 @@
  * state's timeout (`killAfterMs`), which its worker does first while it lives: a frozen or dead
  * worker's runs still end, so the taker's wait for them is bounded.
  *
- * Protocol, one JSON object per line. dcm → launcher: `{store: {params, host}}` first when the
- * store is a server's (its parameters, password included: platform/pg-params.ts), then
+ * A host woken from a freeze (a paused VM, SIGSTOP: its worker, this launcher and the runs all
+ * stopped) longer than its worker's lease may have had its worker taken over meanwhile: the taker
+ * may have held the runs as of unknown outcome, and the operator run them again elsewhere. So this
+ * launcher keeps a monotonic tick; one that comes later than the lease says it was away that long,
+ * and then, first thing and before any run's exit is told or written, it asks the store whether
+ * each run's worker (DCM_FENCE's token) still holds its row. A row gone (and the run's step held
+ * by no worker of this host, which would be waiting for it) means the run was taken over: it is
+ * stopped at once, its whole tree, and its end written with why (`stopped` in its facts, which the
+ * taker gives as the run's reason). A row still there: nobody took it over, the runs go on. A
+ * store that cannot be reached is asked again on the next ticks. A worker merely killed (its
+ * launcher alive, never away) leaves its runs going: their ends are the taker's to take.
+ *
+ * Protocol, one JSON object per line. dcm → launcher: `{store: {params, host, leaseMs?}}` first
+ * when the store is a server's (its parameters, password included: platform/pg-params.ts; the
+ * worker's lease), then
  * `{id, file, args, cwd, env, base, reason?, killAfterMs?, graceMs?}` (env is added to the
  * launcher's own environment; the log is `<base>.log`). Launcher → dcm:
  * `{id, pid, start}` once started, then `{id, code, signal}` when it exited, or `{id, error}`.
@@ -40,6 +53,7 @@ import { readStatus } from './files.js';
 import { fileFacts, readAll } from './run-facts.js';
 import { formatTimestamp } from '../../domain/time.js';
 import { pgClientConfig } from '../../platform/pg-params.js';
+import { killRun } from './stop-run.js';
 import type { EndStore } from './launch.js';
 
 interface Launch {
@@ -88,12 +102,12 @@ function maybeExit(): void {
   if (dcmGone && running === 0 && writing === 0 && stopping === 0) process.exit(0);
 }
 
-type Query = (text: string, values: unknown[]) => Promise<number>;
+type Query = (text: string, values: unknown[]) => Promise<{ rowCount: number; rows: Record<string, unknown>[] }>;
 
 /**
  * One connection, made on the first use; a lost one is made again by the next try. Returns rows
- * affected. node-postgres is given every parameter (pg-params.ts): it reads no variable and no
- * password file of its own, and so never warns.
+ * affected, and the rows. node-postgres is given every parameter (pg-params.ts): it reads no
+ * variable and no password file of its own, and so never warns.
  */
 function connect(): Promise<Query> {
   const { params } = store!;
@@ -109,7 +123,8 @@ function connect(): Promise<Query> {
         client = c;
       }
       try {
-        return (await client.query(text, values)).rowCount ?? 0;
+        const r = await client.query(text, values);
+        return { rowCount: r.rowCount ?? 0, rows: r.rows as Record<string, unknown>[] };
       } catch (err) {
         client.end().catch(() => {});
         client = null;
@@ -126,7 +141,7 @@ let lastFailure = '';
 async function onStore(text: string, values: unknown[], forMs: number): Promise<number | null> {
   for (let wait = 200, until = Date.now() + forMs; ; wait = Math.min(wait * 2, 10_000)) {
     try {
-      return await (await (endWriter ??= connect()))(text, values);
+      return (await (await (endWriter ??= connect()))(text, values)).rowCount;
     } catch (err) {
       lastFailure = String((err as Error)?.message ?? err).split('\n')[0];
       if (Date.now() > until) return null;
@@ -136,17 +151,152 @@ async function onStore(text: string, values: unknown[], forMs: number): Promise<
 }
 
 /** Write a run's end to the store, trying again for up to an hour while the server cannot take it. */
-async function writeEnd(req: Launch, code: number | null, signal: string | null): Promise<void> {
+async function writeEnd(req: Launch, code: number | null, signal: string | null, stopped: string | null = null): Promise<void> {
   const runId = req.env.DCM_RUN_ID ?? '';
   // The wrapper's status is the run's own word (its exit code, even when the launcher saw a signal).
   const status = readStatus(req.base, runId);
   const c = status && 'code' in status ? status.code : code;
-  const facts = JSON.stringify(readAll(fileFacts(req.base, req.reason)));
+  // Why this launcher stopped it, only when it did: a run whose command ended by itself (its
+  // status written as the stop came) ended as it says.
+  const why = c === null && stopped ? { stopped } : {};
+  const facts = JSON.stringify({ ...readAll(fileFacts(req.base, req.reason)), ...why });
   await onStore(
     'INSERT INTO run_end (run_id, host, code, signal, facts, ended_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (run_id) DO NOTHING',
     [runId, store!.host, c, c === null ? signal : null, facts, formatTimestamp(Date.now() * 1000)],
     3_600_000,
   );
+}
+
+/** A run going: what a check on waking needs to stop it. */
+interface Going {
+  req: Launch;
+  pid: number;
+  /** Its processes started at or after this (clock ticks since boot). */
+  since: number;
+  /** Why this launcher stopped it as its host woke, and that stop (its whole tree gone once settled). */
+  stopped: { why: string; done: Promise<void> } | null;
+}
+const going = new Map<number, Going>();
+
+/** The worker's lease, as it told it with the store (0: none told, nothing is checked on waking). */
+let leaseMs = 0;
+/** How often the launcher looks at its clocks: far within any lease (1 s at least). */
+const TICK_MS = 500;
+/** How long a wake's check is asked of a store that cannot be reached, as long as an end is tried for. */
+const WAKE_CHECK_FOR_MS = 3_600_000;
+let lastMono = 0;
+let lastBoot = 0;
+/** How long the launcher was away, while the store has not said whether its runs' workers were taken over (0: nothing to ask). */
+let awayMs = 0;
+/** When (the monotonic clock) the wake being checked was seen. */
+let wokeAt = 0;
+let checking = false;
+/** What waits for the store's answer to a wake's check: a run's exit, its timeout's backstop. */
+let answered: (() => void)[] = [];
+
+/**
+ * Milliseconds since boot, a suspended system's sleep included (CLOCK_BOOTTIME, which the
+ * monotonic clock leaves out); null where /proc/uptime cannot be read.
+ */
+function bootMs(): number | null {
+  try {
+    return Number(fs.readFileSync('/proc/uptime', 'latin1').split(' ')[0]) * 1000;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * One look at the clocks: a look that comes later than the lease says this launcher (and, with
+ * it, its host) was away at least that long. Called every TICK_MS, and first thing wherever a
+ * run's end is to be told (an exit, a backstop): after a freeze, node may hear a child's exit
+ * before its late timers fire.
+ */
+function tick(): void {
+  if (leaseMs <= 0) return;
+  const mono = performance.now();
+  const boot = bootMs();
+  const gap = Math.max(mono - lastMono, boot !== null && lastBoot > 0 ? boot - lastBoot : 0);
+  lastMono = mono;
+  if (boot !== null) lastBoot = boot;
+  if (gap > leaseMs) {
+    if (awayMs === 0) wokeAt = mono;
+    awayMs = Math.max(awayMs, gap);
+  }
+  if (awayMs === 0) return;
+  if (mono - wokeAt > WAKE_CHECK_FOR_MS) {
+    // Never answered: the runs' ends are told as they are (their ends are written, tried again).
+    settleWake();
+  } else if (!checking) {
+    void checkWoken();
+  }
+}
+
+function settleWake(): void {
+  awayMs = 0;
+  const waiting = answered;
+  answered = [];
+  for (const r of waiting) r();
+}
+
+/** null: nothing to wait for; else settled once the wake's check is answered and this run's stop, if any, is done. */
+function wokenFirst(g: Going): Promise<void> | null {
+  tick();
+  if (awayMs === 0) return g.stopped ? g.stopped.done : null;
+  return new Promise<void>((r) => answered.push(r)).then(() => g.stopped?.done);
+}
+
+/**
+ * The runs whose worker (DCM_FENCE's token, before its last '.') no longer holds its row, and
+ * whose step no worker of this host holds either (one that took the worker over here waits for
+ * the run, through its files): by their 1-based place in the arrays.
+ */
+const TAKEN_OVER = `SELECT t.i FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(token, cloud, i)
+  WHERE NOT EXISTS (SELECT 1 FROM apply_worker w WHERE w.token = t.token)
+    AND NOT EXISTS (SELECT 1 FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id JOIN apply_worker w ON w.id = st.owner
+                    WHERE sc.name = t.cloud AND w.host = $3)`;
+
+const secs = (ms: number) => `${Number((ms / 1000).toFixed(ms < 10_000 ? 1 : 0))} s`;
+
+/** Ask the store whether the runs' workers were taken over while this launcher was away; stop those that were. */
+async function checkWoken(): Promise<void> {
+  checking = true;
+  const away = awayMs;
+  try {
+    const runs = [...going.values()].filter((g) => !g.stopped);
+    if (runs.length) {
+      const tokens = runs.map((g) => (g.req.env.DCM_FENCE ?? '').replace(/\.[^.]*$/, ''));
+      const clouds = runs.map((g) => g.req.env.DCM_CLOUD ?? '');
+      const { rows } = await (await (endWriter ??= connect()))(TAKEN_OVER, [tokens, clouds, store!.host]);
+      for (const r of rows) stopWoken(runs[Number(r.i) - 1], away);
+    }
+    // Away again meanwhile: asked again at the next tick.
+    if (awayMs === away) settleWake();
+  } catch (err) {
+    // The store cannot be reached (the host may be cut off too): asked again at the next tick.
+    lastFailure = String((err as Error)?.message ?? err).split('\n')[0];
+  } finally {
+    checking = false;
+  }
+}
+
+/** Stop a run whose worker was taken over while its host was away: its whole tree, at once. */
+function stopWoken(g: Going, away: number): void {
+  const why = `stopped by its launcher on ${store!.host} as the host woke: away ${secs(away)}, past its worker's lease (${secs(leaseMs)}), its worker taken over`;
+  stopping++;
+  const done = killRun(g.pid, g.req.env.DCM_RUN_ID ?? '', g.since, g.req.graceMs ?? 10_000).finally(() => {
+    stopping--;
+    maybeExit();
+  });
+  g.stopped = { why, done };
+}
+
+/** The worker told its lease: from now on the launcher looks at its clocks (never keeping itself alive for it). */
+function watchClocks(ms: number): void {
+  leaseMs = ms;
+  lastMono = performance.now();
+  lastBoot = bootMs() ?? 0;
+  setInterval(tick, Math.min(TICK_MS, Math.max(50, Math.floor(ms / 4)))).unref();
 }
 
 /**
@@ -247,29 +397,47 @@ function start(req: Launch, claim: number, launching: string): void {
   // Every process of the run, by its tag as well as its group: one that left the group (setsid,
   // Ansible's workers from 2.18) is stopped too. The launcher stays until the SIGKILL is sent.
   const since = procStartTime(pid) ?? 0;
+  const g: Going = { req, pid, since, stopped: null };
+  going.set(req.id, g);
+  // Fired late after a freeze, it waits for the wake's check: a run stopped for that is not
+  // stopped again as timed out.
   const backstop = req.killAfterMs
     ? setLongTimeout(() => {
-        stopping++;
-        stopRun(pid, req.env.DCM_RUN_ID, since, 'SIGTERM');
-        setLongTimeout(() => {
-          stopRun(pid, req.env.DCM_RUN_ID, since, 'SIGKILL');
-          stopping--;
-          maybeExit();
-        }, req.graceMs ?? 10_000);
+        const stop = () => {
+          if (g.stopped || !going.has(req.id)) return;
+          stopping++;
+          stopRun(pid, req.env.DCM_RUN_ID, since, 'SIGTERM');
+          setLongTimeout(() => {
+            stopRun(pid, req.env.DCM_RUN_ID, since, 'SIGKILL');
+            stopping--;
+            maybeExit();
+          }, req.graceMs ?? 10_000);
+        };
+        const wait = wokenFirst(g);
+        if (wait) void wait.then(stop);
+        else stop();
       }, req.killAfterMs)
     : null;
   child.once('exit', (code, signal) => {
     // The wrapper wrote the status and exits with the same code; a wrapper ended by a signal (a
     // timeout's kill) wrote none, or wrote it just before the signal came (dcm reads it then).
     backstop?.clear();
-    running--;
-    send({ id: req.id, code, signal });
-    if (!store) return maybeExit();
-    writing++;
-    void writeEnd(req, code, signal).finally(() => {
-      writing--;
-      maybeExit();
-    });
+    const told = () => {
+      going.delete(req.id);
+      running--;
+      send({ id: req.id, code, signal });
+      if (!store) return maybeExit();
+      writing++;
+      void writeEnd(req, code, signal, g.stopped?.why ?? null).finally(() => {
+        writing--;
+        maybeExit();
+      });
+    };
+    // Heard as the host wakes: told once the store has said whether its worker was taken over
+    // meanwhile (then stopped, and told once nothing of it is left).
+    const wait = wokenFirst(g);
+    if (wait) void wait.then(told);
+    else told();
   });
 }
 
@@ -298,8 +466,10 @@ const lines = readline.createInterface({ input: process.stdin });
 lines.on('line', (line) => {
   if (!line.trim()) return;
   const msg = JSON.parse(line) as Launch | { store: EndStore };
-  if ('store' in msg) store = msg.store;
-  else launch(msg);
+  if ('store' in msg) {
+    store = msg.store;
+    if (store.leaseMs) watchClocks(store.leaseMs);
+  } else launch(msg);
 });
 lines.on('close', () => {
   dcmGone = true;

@@ -33,6 +33,8 @@ export interface StoredFacts {
   log: string;
   match: string;
   next: string | null;
+  /** Why its launcher stopped it (its host woke past its worker's lease, the worker taken over); absent otherwise. */
+  stopped?: string;
 }
 
 export function readAll(f: RunFacts): StoredFacts {
@@ -48,4 +50,14 @@ export function storedFacts(json: string): RunFacts {
   }
   const text = (x: unknown) => (typeof x === 'string' ? x : '');
   return { err: () => text(s.err), log: () => text(s.log), match: () => text(s.match), next: () => (typeof s.next === 'string' ? s.next : null) };
+}
+
+/** Why the run's launcher stopped it, as stored with its end (StoredFacts.stopped); null when it did not. */
+export function stoppedWhy(json: string): string | null {
+  try {
+    const s = JSON.parse(json) as Partial<StoredFacts>;
+    return typeof s.stopped === 'string' && s.stopped !== '' ? s.stopped : null;
+  } catch {
+    return null;
+  }
 }
