@@ -64,7 +64,7 @@ export default {
   // The several-hosts loops (workers of several processes on one server, minutes of faults) and
   // the simulator's schedules (and the several-hosts guide's examples) are the orchestrator's, not
   // the store's: the quick pass leaves them to the whole pass on Node 20.
-  testPathIgnorePatterns: ['/node_modules/', ...(process.env.DCM_TEST_PG_QUICK === '1' ? ['<rootDir>/test/pg/workers.test.ts', '<rootDir>/test/pg/workers-hosts.test.ts', '<rootDir>/test/pg/workers-loop.test.ts', '<rootDir>/test/pg/sim.test.ts', '<rootDir>/test/pg/guide-several-hosts.test.ts'] : [])],
+  testPathIgnorePatterns: ['/node_modules/', ...(process.env.DCM_TEST_PG_QUICK === '1' ? ['<rootDir>/test/pg/workers.test.ts', '<rootDir>/test/pg/workers-hosts.test.ts', '<rootDir>/test/pg/workers-woken.test.ts', '<rootDir>/test/pg/workers-loop.test.ts', '<rootDir>/test/pg/sim.test.ts', '<rootDir>/test/pg/guide-several-hosts.test.ts'] : [])],
   globalSetup: '<rootDir>/test/pg/global-setup.ts',
   globalTeardown: '<rootDir>/test/pg/global-teardown.ts',
 };

@@ -1,0 +1,204 @@
+/**
+ * Several hosts (README "Several hosts") on the PostgreSQL pass's server, with real processes:
+ * a host frozen whole (its worker, its launcher, its runs) past the wait bound of the worker that
+ * took it over, then woken; the taker's wall clock stepped two hours while it waits; a host cut
+ * off from the server past the bound. Judged by the runs' own log: no two runs of a site at once,
+ * no state ended ok twice, and the strategy ends.
+ */
+import { afterEach, describe, expect, test } from '@jest/globals';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { dcmOk, waitFor } from '../helpers/cli.js';
+import { execFixture, overlapsPerCloud, type ExecFixture, type Run } from '../helpers/exec.js';
+import { FAKETIME_LIB, launcherPids, query, runsPerState, runsWithPid, setup, stepStates, stopWorkers, worker } from '../helpers/workers.js';
+
+let f: ExecFixture | null = null;
+/** Processes a test stopped (SIGSTOP): continued before they are killed. */
+let frozen: number[] = [];
+const extra: ChildProcess[] = [];
+
+afterEach(() => {
+  for (const pid of frozen.splice(0)) signal(pid, 'SIGCONT');
+  for (const c of extra.splice(0)) c.kill('SIGKILL');
+  stopWorkers();
+  f?.cleanup();
+  f = null;
+});
+
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // gone
+  }
+}
+
+/**
+ * `work.sh`: works WORK_MS in slices of 100 ms, so that time spent frozen is no work done (as a
+ * real run's steps). Logs `B|cloud|state|attempt|pid|ns` as it begins and `E|…|ns|ok` as it ends,
+ * or `E|…|ns|stopped` when a SIGTERM stops it (a SIGKILL leaves its run open: it counts as going
+ * for ever, and overlaps whatever of its site comes after).
+ */
+const WORK_SH = `#!/bin/sh
+# Its stderr is a pipe to its wrapper, which a SIGTERM to the group ends first: the shell's own word
+# of a child ended by a signal would end it by SIGPIPE before its trap.
+exec 2>/dev/null
+log() { flock "$RUNS.lock" sh -c 'printf "%s\\n" "$1" >> "$RUNS"' x "$1"; }
+me="$DCM_CLOUD|$DCM_STATE|$DCM_ATTEMPT|$$"
+log "B|$me|$(date +%s%N)"
+trap 'log "E|$me|$(date +%s%N)|stopped"; exit 143' TERM
+n=$(( \${WORK_MS:-0} / 100 )); i=0
+while [ $i -lt $n ]; do sleep 0.1; i=$((i + 1)); done
+log "E|$me|$(date +%s%N)|ok"
+`;
+
+interface WorkRun extends Run {
+  how: 'ok' | 'stopped' | 'going';
+}
+
+/** The runs as their own log says, each from its B line to its E line (none: still going, or killed). */
+function workRuns(fx: ExecFixture): WorkRun[] {
+  if (!fs.existsSync(fx.runs)) return [];
+  const out = new Map<string, WorkRun>();
+  for (const l of fs.readFileSync(fx.runs, 'utf8').split('\n').filter(Boolean)) {
+    const [kind, cloud, state, attempt, pid, ns, how] = l.split('|');
+    const key = `${cloud}|${state}|${attempt}|${pid}`;
+    if (kind === 'B') out.set(key, { cloud, state, attempt: Number(attempt), resumed: false, pid: Number(pid), start: Number(ns), end: Infinity, args: '', how: 'going' });
+    else {
+      const r = out.get(key)!;
+      r.end = Number(ns);
+      r.how = how as 'ok' | 'stopped';
+    }
+  }
+  return [...out.values()];
+}
+
+/** The runs' own verdict: no two runs of a site at once, no state ended ok twice. */
+function judge(runs: WorkRun[]): void {
+  expect(overlapsPerCloud(runs)).toEqual([]);
+  expect([...runsPerState(runs.filter((r) => r.how === 'ok'))].filter(([, n]) => n !== 1)).toEqual([]);
+}
+
+function config(fx: ExecFixture, first: { workMs: number; timeout: string }, more = ''): string {
+  const work = path.join(fx.dir, 'work.sh');
+  fs.writeFileSync(work, WORK_SH, { mode: 0o755 });
+  return `
+defaults: {kill_grace: 1s, env: {WORK_MS: "300"${more}}}
+states:
+  "pre check": {run: [${work}], timeout: ${first.timeout}, env: {WORK_MS: "${first.workMs}"}}
+  "*": [${work}]
+`;
+}
+
+/** Every live process whose parent chain reaches `root` (not `root` itself). */
+function descendants(root: number): number[] {
+  const parent = new Map<number, number>();
+  for (const e of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${e}/stat`, 'latin1');
+      parent.set(Number(e), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // gone
+    }
+  }
+  const out: number[] = [];
+  for (const pid of parent.keys()) {
+    for (let p = parent.get(pid); p !== undefined && p > 1; p = parent.get(p)) {
+      if (p === root) {
+        out.push(pid);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+/** The process groups of the runs `launcher` started (each run's wrapper leads its own). */
+const runGroups = (launcher: number) => descendants(launcher).filter((p) => {
+  try {
+    const stat = fs.readFileSync(`/proc/${p}/stat`, 'latin1');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]) === p;
+  } catch {
+    return false;
+  }
+});
+
+const unknownRows = (db: string) => query<{ n: number }>(db, `SELECT count(*) AS n FROM step_history WHERE outcome = 'running' AND details LIKE 'unknown: %'`)[0].n;
+const takeovers = (db: string) => query(db, `SELECT 1 FROM strategy_event WHERE event = 'worker taken over'`).length;
+const workers = (db: string) => query<{ n: number }>(db, 'SELECT count(*) AS n FROM apply_worker')[0].n;
+
+describe('a host woken, a clock stepped, a host cut off: judged by the runs own log', () => {
+  /**
+   * host-a frozen whole (a paused VM: its worker, its launcher, its runs) with its first runs in
+   * flight, longer than host-b's wait for them (their timeout and grace): host-b holds them as of
+   * unknown outcome and starts none again. Woken, host-a's launcher finds its worker taken over and
+   * stops its runs before they can end ok, writing why as their end; host-b takes that end (the
+   * run stopped: it runs again, as the next attempt) and the strategy ends. host-a's worker exits 4.
+   */
+  test('a host frozen past the wait bound, then woken: its launcher stops its runs and says why; none ends ok twice, none overlaps', async () => {
+    f = execFixture();
+    const fx = f;
+    const N = 3;
+    const logs = path.join(fx.dir, 'logs');
+    // 6 s of work (frozen time is none); a timeout of 8 s: host-b waits 8 s + 2 × 1 s + 10 s at most.
+    setup(fx.db, N, N, config(fx, { workMs: 6_000, timeout: '8s' }), fx, '--log-dir', logs);
+    const a = worker(fx.db, { ...fx.env, DCM_HOST: 'host-a' });
+    await waitFor(() => runsWithPid(fx.db) === N, 60_000, 50);
+    const b = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' });
+    await waitFor(() => workers(fx.db) === 2, 60_000, 50);
+    const first = workRuns(fx).filter((r) => r.state === 'pre check');
+    expect(first.map((r) => r.how)).toEqual(Array(N).fill('going'));
+    // host-a freezes: its worker, its launcher, each run's whole group.
+    const [launcher] = launcherPids(logs);
+    frozen = [a.child.pid!, launcher];
+    for (const pid of frozen) signal(pid, 'SIGSTOP');
+    const groups = runGroups(launcher);
+    expect(groups).toHaveLength(N);
+    for (const g of groups) signal(-g, 'SIGSTOP');
+    const stoppedProcs = descendants(launcher);
+    frozen.push(...stoppedProcs);
+    for (const pid of stoppedProcs) signal(pid, 'SIGSTOP');
+
+    // host-b takes host-a over, and past the bound holds the runs as of unknown outcome.
+    await waitFor(() => takeovers(fx.db) === 1, 60_000, 50);
+    await waitFor(() => unknownRows(fx.db) === N, 90_000, 100);
+    const list = JSON.parse(dcmOk(['--db', fx.db, 'strategy-step', 'list', '-f', 'json']).stdout) as { cloud: string; details: string }[];
+    for (const r of first) {
+      expect(list.find((s) => s.cloud === r.cloud)!.details).toMatch(/^unknown: its host \(host-a\) has not said how the run ended within \S+ \(its state's timeout and grace\): held, not run again/);
+    }
+    // Started by nobody again while held: each site's only run is host-a's first, still going.
+    expect(workRuns(fx).map((r) => [r.cloud, r.state, r.attempt, r.how]).sort()).toEqual(first.map((r) => [r.cloud, r.state, 1, 'going']).sort());
+
+    // host-a wakes, all of it at once.
+    for (const pid of frozen) signal(pid, 'SIGCONT');
+    for (const g of groups) signal(-g, 'SIGCONT');
+    frozen = [];
+    // Its launcher stops the runs and writes why as their ends; host-b takes them.
+    const fromA = () => query<{ code: number | null; facts: string }>(fx.db, `SELECT code, facts FROM run_end WHERE host = 'host-a'`);
+    await waitFor(() => fromA().length === N, 60_000, 50);
+    const why = /^stopped by its launcher on host-a as the host woke: away \d+ s, past its worker's lease \(2 s\), its worker taken over$/;
+    for (const e of fromA()) {
+      expect(e.code).toBeNull();
+      expect((JSON.parse(e.facts) as { stopped?: string }).stopped).toMatch(why);
+    }
+    const [endA, endB] = await Promise.all([a.done, b.done]);
+    expect(endA.code).toBe(4);
+    expect([endB.code, endB.stderr]).toEqual([0, '']);
+    expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: N }]);
+    // The record says why: each stopped run's history row, as `strategy-step history` shows it.
+    for (const r of first) {
+      const history = JSON.parse(dcmOk(['--db', fx.db, 'strategy-step', 'history', r.cloud, '-f', 'json']).stdout) as { state: string; attempt: number; outcome: string; details: string | null }[];
+      const row = history.find((h) => h.state === 'pre check' && h.attempt === 1)!;
+      expect(row.outcome).toBe('interrupted');
+      expect(row.details).toMatch(why);
+    }
+    const runs = workRuns(fx);
+    // Stopped before they could end ok, each of them; run again (attempt 2) once nothing of it was left.
+    expect(runs.filter((r) => r.state === 'pre check' && r.attempt === 1).map((r) => r.how)).toEqual(Array(N).fill('stopped'));
+    expect(runs.filter((r) => r.state === 'pre check' && r.how === 'ok').map((r) => r.attempt)).toEqual(Array(N).fill(2));
+    judge(runs);
+    await waitFor(() => fx.leftovers().length === 0, 60_000, 100);
+  }, 240_000);
+});
