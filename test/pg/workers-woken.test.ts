@@ -6,7 +6,7 @@
  * no state ended ok twice, and the strategy ends.
  */
 import { afterEach, describe, expect, test } from '@jest/globals';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { dcmOk, waitFor } from '../helpers/cli.js';
@@ -198,6 +198,68 @@ describe('a host woken, a clock stepped, a host cut off: judged by the runs own 
     // Stopped before they could end ok, each of them; run again (attempt 2) once nothing of it was left.
     expect(runs.filter((r) => r.state === 'pre check' && r.attempt === 1).map((r) => r.how)).toEqual(Array(N).fill('stopped'));
     expect(runs.filter((r) => r.state === 'pre check' && r.how === 'ok').map((r) => r.attempt)).toEqual(Array(N).fill(2));
+    judge(runs);
+    await waitFor(() => fx.leftovers().length === 0, 60_000, 100);
+  }, 240_000);
+
+  /**
+   * host-b waits for the runs of host-a's worker, frozen alone (its launcher and runs go on), when
+   * its wall clock is stepped two hours ahead (libfaketime; a real NTP step leaves the monotonic
+   * clock alone, and so does this one). Its wait is on the monotonic clock: the step brings no
+   * bound nearer, the runs end well within it, and host-b takes their ends, starting none again.
+   * host-a's worker, continued, exits 4 and leaves its launcher going: the runs' ends still reach
+   * the store from it (its launcher was once killed 5 s after the worker exited, and these runs,
+   * longer than that, were then held for ever).
+   */
+  test("the taker's wall clock stepped +2 h while it waits for a frozen worker's runs: it holds none and starts none again", async () => {
+    f = execFixture();
+    const fx = f;
+    const N = 3;
+    const logs = path.join(fx.dir, 'logs');
+    const clock = path.join(fx.dir, 'faketime');
+    fs.writeFileSync(clock, '+0\n');
+    const stepped = { LD_PRELOAD: FAKETIME_LIB, FAKETIME_TIMESTAMP_FILE: clock, FAKETIME_NO_CACHE: '1', FAKETIME_DONT_FAKE_MONOTONIC: '1' };
+    // The probe: a node process under the same clock, saying Date.now and the monotonic clock.
+    const probe = spawn(process.execPath, ['-e', 'setInterval(() => console.log(Date.now() - performance.now()), 100)'], { env: { ...process.env, ...stepped }, stdio: ['ignore', 'pipe', 'ignore'] });
+    extra.push(probe);
+    let said = '';
+    probe.stdout!.setEncoding('utf8').on('data', (d: string) => (said += d));
+    const offsets = () => said.split('\n').filter(Boolean).map(Number);
+    await waitFor(() => offsets().length > 0, 30_000, 50);
+    // 14 s of work, a timeout of 25 s: host-b waits 25 s + 2 × 1 s + 10 s at most. Every run's
+    // own clock is the real one (its log's times are compared with host-a's).
+    setup(fx.db, N, N, config(fx, { workMs: 14_000, timeout: '25s' }, ', LD_PRELOAD: ""'), fx, '--log-dir', logs);
+    const a = worker(fx.db, { ...fx.env, DCM_HOST: 'host-a' });
+    await waitFor(() => runsWithPid(fx.db) === N, 60_000, 50);
+    const b = worker(fx.db, { ...fx.env, ...stepped, DCM_HOST: 'host-b' });
+    await waitFor(() => workers(fx.db) === 2, 60_000, 50);
+    a.child.kill('SIGSTOP');
+    frozen = [a.child.pid!];
+    await waitFor(() => takeovers(fx.db) === 1, 60_000, 50);
+    a.child.kill('SIGCONT');
+    frozen = [];
+    // host-b waits for the runs; its wall clock steps two hours ahead meanwhile.
+    expect(query(fx.db, `SELECT 1 FROM run_end`)).toEqual([]);
+    fs.writeFileSync(clock, '+2h\n');
+    const before = offsets().length;
+    await waitFor(() => offsets().length > before + 2, 30_000, 50);
+    const o = offsets();
+    expect(o[o.length - 1] - o[0]).toBeGreaterThan(7_000_000);
+    expect((await a.done).code).toBe(4);
+    const endB = await b.done;
+    expect([endB.code, endB.stderr]).toEqual([0, '']);
+    expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: N }]);
+    // Never held: the runs ended within the bound, and host-b took their ends (written by
+    // host-a's launcher, which outlived its worker) as they were.
+    expect(query(fx.db, `SELECT 1 FROM strategy_event WHERE event = 'run unknown'`)).toEqual([]);
+    expect(query<{ code: number }>(fx.db, `SELECT code FROM run_end WHERE host = 'host-a'`).map((e) => e.code)).toEqual(Array(N).fill(0));
+    const rows = query<{ outcome: string; started_at: string; finished_at: string }>(fx.db, `SELECT outcome, started_at, finished_at FROM step_history WHERE state = 'pre check' ORDER BY id`);
+    expect(rows.map((r) => r.outcome)).toEqual(Array(N).fill('ok'));
+    // Closed by host-b after the step: two hours after host-a started them, by host-b's wall clock.
+    for (const r of rows) expect(Date.parse(`${r.finished_at.replace(' ', 'T')}Z`) - Date.parse(`${r.started_at.replace(' ', 'T')}Z`)).toBeGreaterThan(7_000_000);
+    const runs = workRuns(fx);
+    expect(runs.filter((r) => r.state === 'pre check').map((r) => [r.attempt, r.how])).toEqual(Array(N).fill([1, 'ok']));
+    expect(runs).toHaveLength(N * 5);
     judge(runs);
     await waitFor(() => fx.leftovers().length === 0, 60_000, 100);
   }, 240_000);
