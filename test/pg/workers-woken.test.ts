@@ -125,6 +125,31 @@ const runGroups = (launcher: number) => descendants(launcher).filter((p) => {
   }
 });
 
+/**
+ * A proxy on a Unix socket in front of the server (argv: its socket, the server's socket). SIGUSR1
+ * cuts it: it stops passing anything on, either way, closes included, without closing a thing
+ * (what a partition looks like: no reset, no answer); SIGUSR2 passes on what it held, in order,
+ * and forwards again. Prints 'ready', 'cut', 'healed'.
+ */
+const PARTITION = `
+const net = require('node:net');
+const [sock, server] = process.argv.slice(1);
+let cut = false;
+const held = [];
+const later = (fn) => (cut ? held.push(fn) : fn());
+process.on('SIGUSR1', () => { cut = true; process.stdout.write('cut\\n'); });
+process.on('SIGUSR2', () => { cut = false; for (const fn of held.splice(0)) fn(); process.stdout.write('healed\\n'); });
+net.createServer((client) => {
+  const up = net.connect(server);
+  client.on('data', (b) => later(() => up.write(b)));
+  up.on('data', (b) => later(() => client.write(b)));
+  client.on('close', () => later(() => up.destroy()));
+  up.on('close', () => later(() => client.destroy()));
+  client.on('error', () => {});
+  up.on('error', () => {});
+}).listen(sock, () => process.stdout.write('ready\\n'));
+`;
+
 const unknownRows = (db: string) => query<{ n: number }>(db, `SELECT count(*) AS n FROM step_history WHERE outcome = 'running' AND details LIKE 'unknown: %'`)[0].n;
 const takeovers = (db: string) => query(db, `SELECT 1 FROM strategy_event WHERE event = 'worker taken over'`).length;
 const workers = (db: string) => query<{ n: number }>(db, 'SELECT count(*) AS n FROM apply_worker')[0].n;
@@ -259,6 +284,57 @@ describe('a host woken, a clock stepped, a host cut off: judged by the runs own 
     for (const r of rows) expect(Date.parse(`${r.finished_at.replace(' ', 'T')}Z`) - Date.parse(`${r.started_at.replace(' ', 'T')}Z`)).toBeGreaterThan(7_000_000);
     const runs = workRuns(fx);
     expect(runs.filter((r) => r.state === 'pre check').map((r) => [r.attempt, r.how])).toEqual(Array(N).fill([1, 'ok']));
+    expect(runs).toHaveLength(N * 5);
+    judge(runs);
+    await waitFor(() => fx.leftovers().length === 0, 60_000, 100);
+  }, 240_000);
+
+  /**
+   * host-a (its worker and its launcher) cut off from the server, longer than host-b's wait bound,
+   * by a proxy that stops passing anything on and closes nothing: host-b takes host-a's worker over
+   * and past the bound holds its runs as of unknown outcome, never running them again. The runs
+   * end ok meanwhile (host-a is not frozen: its launcher stops nothing), and once the proxy
+   * forwards again their ends, which host-a's launcher kept trying to write, arrive: host-b takes
+   * them and the strategy ends, no state ended ok twice.
+   */
+  test('a host cut off from the server past the wait bound: its runs are held, never run again, and their ends arrive after', async () => {
+    f = execFixture();
+    const fx = f;
+    const N = 3;
+    // The pass's addresses name the server's socket folder and port (test/pg/global-setup.ts).
+    const param = (k: string) => decodeURIComponent(new RegExp(`[?&]${k}=([^&]+)`).exec(fx.db)![1]);
+    const dir = fs.mkdtempSync(path.join(fx.dir, 'proxy-'));
+    const proxy = spawn(process.execPath, ['-e', PARTITION, `${dir}/.s.PGSQL.${param('port')}`, `${param('host')}/.s.PGSQL.${param('port')}`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    extra.push(proxy);
+    let said = '';
+    proxy.stdout!.setEncoding('utf8').on('data', (d: string) => (said += d));
+    await waitFor(() => said.includes('ready'), 30_000, 20);
+    const throughProxy = fx.db.replace(/([?&]host=)[^&]+/, `$1${encodeURIComponent(dir)}`);
+    // 4 s of work, a timeout of 8 s: host-b waits 8 s + 2 × 1 s + 10 s at most.
+    setup(fx.db, N, N, config(fx, { workMs: 4_000, timeout: '8s' }), fx);
+    const a = worker(throughProxy, { ...fx.env, DCM_HOST: 'host-a' });
+    await waitFor(() => runsWithPid(fx.db) === N, 60_000, 50);
+    const b = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' });
+    await waitFor(() => workers(fx.db) === 2, 60_000, 50);
+    proxy.kill('SIGUSR1');
+    await waitFor(() => said.includes('cut'), 30_000, 20);
+    // The runs end ok while host-a is cut off; host-b takes host-a over and, past the bound, holds them.
+    await waitFor(() => takeovers(fx.db) === 1, 60_000, 50);
+    await waitFor(() => workRuns(fx).filter((r) => r.how === 'ok').length === N, 60_000, 50);
+    await waitFor(() => unknownRows(fx.db) === N, 90_000, 100);
+    expect(query(fx.db, 'SELECT 1 FROM run_end')).toEqual([]);
+    // Started by nobody again while held: each site's only run is host-a's first.
+    expect(workRuns(fx).map((r) => [r.cloud, r.state, r.attempt, r.how]).sort()).toEqual(workRuns(fx).filter((r) => r.state === 'pre check').map((r) => [r.cloud, 'pre check', 1, 'ok']).sort());
+    proxy.kill('SIGUSR2');
+    await waitFor(() => said.includes('healed'), 30_000, 20);
+    const [endA, endB] = await Promise.all([a.done, b.done]);
+    expect(endA.code).toBe(4);
+    expect([endB.code, endB.stderr]).toEqual([0, '']);
+    expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: N }]);
+    // Their ends came from host-a's launcher, as they were: ok, taken so by host-b.
+    expect(query<{ code: number }>(fx.db, `SELECT code FROM run_end WHERE host = 'host-a'`).map((e) => e.code)).toEqual(Array(N).fill(0));
+    expect(query<{ outcome: string }>(fx.db, `SELECT outcome FROM step_history WHERE state = 'pre check' ORDER BY id`).map((r) => r.outcome)).toEqual(Array(N).fill('ok'));
+    const runs = workRuns(fx);
     expect(runs).toHaveLength(N * 5);
     judge(runs);
     await waitFor(() => fx.leftovers().length === 0, 60_000, 100);
