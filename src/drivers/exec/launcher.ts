@@ -256,6 +256,9 @@ const TAKEN_OVER = `SELECT t.i FROM unnest($1::text[], $2::text[]) WITH ORDINALI
     AND NOT EXISTS (SELECT 1 FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id JOIN apply_worker w ON w.id = st.owner
                     WHERE sc.name = t.cloud AND w.host = $3)`;
 
+/** The token of the worker that started the run: its DCM_FENCE before the last '.' (workers.ts fenceOf). */
+const fenceToken = (req: Launch) => (req.env.DCM_FENCE ?? '').replace(/\.[^.]*$/, '');
+
 const secs = (ms: number) => `${Number((ms / 1000).toFixed(ms < 10_000 ? 1 : 0))} s`;
 
 /** Ask the store whether the runs' workers were taken over while this launcher was away; stop those that were. */
@@ -263,9 +266,10 @@ async function checkWoken(): Promise<void> {
   checking = true;
   const away = awayMs;
   try {
-    const runs = [...going.values()].filter((g) => !g.stopped);
+    // A run with no fence (none was handed) has no worker to ask after: left alone.
+    const runs = [...going.values()].filter((g) => !g.stopped && fenceToken(g.req) !== '');
     if (runs.length) {
-      const tokens = runs.map((g) => (g.req.env.DCM_FENCE ?? '').replace(/\.[^.]*$/, ''));
+      const tokens = runs.map((g) => fenceToken(g.req));
       const clouds = runs.map((g) => g.req.env.DCM_CLOUD ?? '');
       const { rows } = await (await (endWriter ??= connect()))(TAKEN_OVER, [tokens, clouds, store!.host]);
       for (const r of rows) stopWoken(runs[Number(r.i) - 1], away);
