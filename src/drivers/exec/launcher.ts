@@ -180,7 +180,7 @@ const going = new Map<number, Going>();
 
 /** The worker's lease, as it told it with the store (0: none told, nothing is checked on waking). */
 let leaseMs = 0;
-/** How often the launcher looks at its clocks: far within any lease (1 s at least). */
+/** How often the launcher looks at its clocks (a quarter of the lease when that is shorter). */
 const TICK_MS = 500;
 /** How long a wake's check is asked of a store that cannot be reached, as long as an end is tried for. */
 const WAKE_CHECK_FOR_MS = 3_600_000;
