@@ -152,7 +152,6 @@ net.createServer((client) => {
 
 const unknownRows = (db: string) => query<{ n: number }>(db, `SELECT count(*) AS n FROM step_history WHERE outcome = 'running' AND details LIKE 'unknown: %'`)[0].n;
 const takeovers = (db: string) => query(db, `SELECT 1 FROM strategy_event WHERE event = 'worker taken over'`).length;
-const workers = (db: string) => query<{ n: number }>(db, 'SELECT count(*) AS n FROM apply_worker')[0].n;
 
 describe('a host woken, a clock stepped, a host cut off: judged by the runs own log', () => {
   /**
@@ -170,11 +169,9 @@ describe('a host woken, a clock stepped, a host cut off: judged by the runs own 
     // 6 s of work (frozen time is none); a timeout of 8 s: host-b waits 8 s + 2 × 1 s + 10 s at most.
     setup(fx.db, N, N, config(fx, { workMs: 6_000, timeout: '8s' }), fx, '--log-dir', logs);
     const a = worker(fx.db, { ...fx.env, DCM_HOST: 'host-a' });
-    await waitFor(() => runsWithPid(fx.db) === N, 60_000, 50);
-    const b = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' });
-    await waitFor(() => workers(fx.db) === 2, 60_000, 50);
-    const first = workRuns(fx).filter((r) => r.state === 'pre check');
-    expect(first.map((r) => r.how)).toEqual(Array(N).fill('going'));
+    await waitFor(() => runsWithPid(fx.db) === N && workRuns(fx).length === N, 60_000, 50);
+    const first = workRuns(fx);
+    expect(first.map((r) => [r.state, r.how])).toEqual(Array(N).fill(['pre check', 'going']));
     // host-a freezes: its worker, its launcher, each run's whole group.
     const [launcher] = launcherPids(logs);
     frozen = [a.child.pid!, launcher];
@@ -186,7 +183,8 @@ describe('a host woken, a clock stepped, a host cut off: judged by the runs own 
     frozen.push(...stoppedProcs);
     for (const pid of stoppedProcs) signal(pid, 'SIGSTOP');
 
-    // host-b takes host-a over, and past the bound holds the runs as of unknown outcome.
+    // host-b joins, takes host-a over, and past the bound holds the runs as of unknown outcome.
+    const b = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' });
     await waitFor(() => takeovers(fx.db) === 1, 60_000, 50);
     await waitFor(() => unknownRows(fx.db) === N, 90_000, 100);
     const list = JSON.parse(dcmOk(['--db', fx.db, 'strategy-step', 'list', '-f', 'json']).stdout) as { cloud: string; details: string }[];
@@ -256,10 +254,9 @@ describe('a host woken, a clock stepped, a host cut off: judged by the runs own 
     setup(fx.db, N, N, config(fx, { workMs: 14_000, timeout: '25s' }, ', LD_PRELOAD: ""'), fx, '--log-dir', logs);
     const a = worker(fx.db, { ...fx.env, DCM_HOST: 'host-a' });
     await waitFor(() => runsWithPid(fx.db) === N, 60_000, 50);
-    const b = worker(fx.db, { ...fx.env, ...stepped, DCM_HOST: 'host-b' });
-    await waitFor(() => workers(fx.db) === 2, 60_000, 50);
     a.child.kill('SIGSTOP');
     frozen = [a.child.pid!];
+    const b = worker(fx.db, { ...fx.env, ...stepped, DCM_HOST: 'host-b' });
     await waitFor(() => takeovers(fx.db) === 1, 60_000, 50);
     a.child.kill('SIGCONT');
     frozen = [];
@@ -314,11 +311,11 @@ describe('a host woken, a clock stepped, a host cut off: judged by the runs own 
     setup(fx.db, N, N, config(fx, { workMs: 4_000, timeout: '8s' }), fx);
     const a = worker(throughProxy, { ...fx.env, DCM_HOST: 'host-a' });
     await waitFor(() => runsWithPid(fx.db) === N, 60_000, 50);
-    const b = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' });
-    await waitFor(() => workers(fx.db) === 2, 60_000, 50);
     proxy.kill('SIGUSR1');
     await waitFor(() => said.includes('cut'), 30_000, 20);
-    // The runs end ok while host-a is cut off; host-b takes host-a over and, past the bound, holds them.
+    expect(query(fx.db, 'SELECT 1 FROM run_end')).toEqual([]);
+    // The runs end ok while host-a is cut off; host-b joins, takes host-a over and, past the bound, holds them.
+    const b = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' });
     await waitFor(() => takeovers(fx.db) === 1, 60_000, 50);
     await waitFor(() => workRuns(fx).filter((r) => r.how === 'ok').length === N, 60_000, 50);
     await waitFor(() => unknownRows(fx.db) === N, 90_000, 100);
