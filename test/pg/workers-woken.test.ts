@@ -128,27 +128,78 @@ const runGroups = (launcher: number) => descendants(launcher).filter((p) => {
 /**
  * A proxy on a Unix socket in front of the server (argv: its socket, the server's socket). SIGUSR1
  * cuts it: it stops passing anything on, either way, closes included, without closing a thing
- * (what a partition looks like: no reset, no answer); SIGUSR2 passes on what it held, in order,
- * and forwards again. Prints 'ready', 'cut', 'healed'.
+ * (what a partition looks like: no reset, no answer). SIGHUP makes it refuse: every connection is
+ * closed, and each new one at once ('refused' for each). SIGUSR2 passes on what it held, in order,
+ * and forwards again. Prints 'ready', 'cut', 'refusing', 'healed'.
  */
 const PARTITION = `
 const net = require('node:net');
 const [sock, server] = process.argv.slice(1);
 let cut = false;
+let refusing = false;
 const held = [];
+const open = new Set();
 const later = (fn) => (cut ? held.push(fn) : fn());
 process.on('SIGUSR1', () => { cut = true; process.stdout.write('cut\\n'); });
-process.on('SIGUSR2', () => { cut = false; for (const fn of held.splice(0)) fn(); process.stdout.write('healed\\n'); });
+process.on('SIGHUP', () => {
+  refusing = true;
+  for (const s of open) s.destroy();
+  process.stdout.write('refusing\\n');
+});
+process.on('SIGUSR2', () => { cut = false; refusing = false; for (const fn of held.splice(0)) fn(); process.stdout.write('healed\\n'); });
 net.createServer((client) => {
+  if (refusing) {
+    client.destroy();
+    process.stdout.write('refused\\n');
+    return;
+  }
   const up = net.connect(server);
+  open.add(client).add(up);
   client.on('data', (b) => later(() => up.write(b)));
   up.on('data', (b) => later(() => client.write(b)));
-  client.on('close', () => later(() => up.destroy()));
-  up.on('close', () => later(() => client.destroy()));
+  client.on('close', () => { open.delete(client); later(() => up.destroy()); });
+  up.on('close', () => { open.delete(up); later(() => client.destroy()); });
   client.on('error', () => {});
   up.on('error', () => {});
 }).listen(sock, () => process.stdout.write('ready\\n'));
 `;
+
+/** The proxy, started; what it has said so far; the address of the test's database through it. */
+async function startProxy(fx: ExecFixture): Promise<{ proxy: ChildProcess; said: () => string; url: string }> {
+  // The pass's addresses name the server's socket folder and port (test/pg/global-setup.ts).
+  const param = (k: string) => decodeURIComponent(new RegExp(`[?&]${k}=([^&]+)`).exec(fx.db)![1]);
+  const dir = fs.mkdtempSync(path.join(fx.dir, 'proxy-'));
+  const proxy = spawn(process.execPath, ['-e', PARTITION, `${dir}/.s.PGSQL.${param('port')}`, `${param('host')}/.s.PGSQL.${param('port')}`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  extra.push(proxy);
+  let said = '';
+  proxy.stdout!.setEncoding('utf8').on('data', (d: string) => (said += d));
+  await waitFor(() => said.includes('ready'), 30_000, 20);
+  return { proxy, said: () => said, url: fx.db.replace(/([?&]host=)[^&]+/, `$1${encodeURIComponent(dir)}`) };
+}
+
+/** host-a's processes frozen (SIGSTOP): its worker, its launcher, each of its runs' whole group. */
+function freezeHost(worker: number, logs: string, runs: number): { launcher: number; groups: number[]; procs: number[] } {
+  const [launcher] = launcherPids(logs);
+  frozen = [worker, launcher];
+  for (const pid of frozen) signal(pid, 'SIGSTOP');
+  const groups = runGroups(launcher);
+  expect(groups).toHaveLength(runs);
+  for (const g of groups) signal(-g, 'SIGSTOP');
+  const procs = descendants(launcher);
+  frozen.push(...procs);
+  for (const pid of procs) signal(pid, 'SIGSTOP');
+  return { launcher, groups, procs };
+}
+
+/** host-a's launcher and runs continued; its worker stays frozen (the test continues it). */
+function wakeAllButWorker(host: { launcher: number; groups: number[]; procs: number[] }, worker: number): void {
+  for (const pid of [host.launcher, ...host.procs]) signal(pid, 'SIGCONT');
+  for (const g of host.groups) signal(-g, 'SIGCONT');
+  frozen = [worker];
+}
+
+/** Why a woken launcher stopped a run, as its end and its history row say. */
+const WHY = /^stopped by its launcher on host-a as the host woke: away \d+ s, past its worker's lease \(2 s\), its worker taken over$/;
 
 const unknownRows = (db: string) => query<{ n: number }>(db, `SELECT count(*) AS n FROM step_history WHERE outcome = 'running' AND details LIKE 'unknown: %'`)[0].n;
 const takeovers = (db: string) => query(db, `SELECT 1 FROM strategy_event WHERE event = 'worker taken over'`).length;
@@ -173,15 +224,7 @@ describe('a host woken, a clock stepped, a host cut off: judged by the runs own 
     const first = workRuns(fx);
     expect(first.map((r) => [r.state, r.how])).toEqual(Array(N).fill(['pre check', 'going']));
     // host-a freezes: its worker, its launcher, each run's whole group.
-    const [launcher] = launcherPids(logs);
-    frozen = [a.child.pid!, launcher];
-    for (const pid of frozen) signal(pid, 'SIGSTOP');
-    const groups = runGroups(launcher);
-    expect(groups).toHaveLength(N);
-    for (const g of groups) signal(-g, 'SIGSTOP');
-    const stoppedProcs = descendants(launcher);
-    frozen.push(...stoppedProcs);
-    for (const pid of stoppedProcs) signal(pid, 'SIGSTOP');
+    const host = freezeHost(a.child.pid!, logs, N);
 
     // host-b joins, takes host-a over, and past the bound holds the runs as of unknown outcome.
     const b = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' });
@@ -194,18 +237,19 @@ describe('a host woken, a clock stepped, a host cut off: judged by the runs own 
     // Started by nobody again while held: each site's only run is host-a's first, still going.
     expect(workRuns(fx).map((r) => [r.cloud, r.state, r.attempt, r.how]).sort()).toEqual(first.map((r) => [r.cloud, r.state, 1, 'going']).sort());
 
-    // host-a wakes, all of it at once.
-    for (const pid of frozen) signal(pid, 'SIGCONT');
-    for (const g of groups) signal(-g, 'SIGCONT');
-    frozen = [];
+    // host-a wakes: its launcher and its runs first, its worker only once they are stopped, so
+    // that what stops them is the launcher alone (the worker, woken, would stop them too, as timed
+    // out, a moment later).
+    wakeAllButWorker(host, a.child.pid!);
     // Its launcher stops the runs and writes why as their ends; host-b takes them.
     const fromA = () => query<{ code: number | null; facts: string }>(fx.db, `SELECT code, facts FROM run_end WHERE host = 'host-a'`);
     await waitFor(() => fromA().length === N, 60_000, 50);
-    const why = /^stopped by its launcher on host-a as the host woke: away \d+ s, past its worker's lease \(2 s\), its worker taken over$/;
     for (const e of fromA()) {
       expect(e.code).toBeNull();
-      expect((JSON.parse(e.facts) as { stopped?: string }).stopped).toMatch(why);
+      expect((JSON.parse(e.facts) as { stopped?: string }).stopped).toMatch(WHY);
     }
+    signal(a.child.pid!, 'SIGCONT');
+    frozen = [];
     const [endA, endB] = await Promise.all([a.done, b.done]);
     expect(endA.code).toBe(4);
     expect([endB.code, endB.stderr]).toEqual([0, '']);
@@ -215,7 +259,7 @@ describe('a host woken, a clock stepped, a host cut off: judged by the runs own 
       const history = JSON.parse(dcmOk(['--db', fx.db, 'strategy-step', 'history', r.cloud, '-f', 'json']).stdout) as { state: string; attempt: number; outcome: string; details: string | null }[];
       const row = history.find((h) => h.state === 'pre check' && h.attempt === 1)!;
       expect(row.outcome).toBe('interrupted');
-      expect(row.details).toMatch(why);
+      expect(row.details).toMatch(WHY);
     }
     const runs = workRuns(fx);
     // Stopped before they could end ok, each of them; run again (attempt 2) once nothing of it was left.
@@ -298,21 +342,13 @@ describe('a host woken, a clock stepped, a host cut off: judged by the runs own 
     f = execFixture();
     const fx = f;
     const N = 3;
-    // The pass's addresses name the server's socket folder and port (test/pg/global-setup.ts).
-    const param = (k: string) => decodeURIComponent(new RegExp(`[?&]${k}=([^&]+)`).exec(fx.db)![1]);
-    const dir = fs.mkdtempSync(path.join(fx.dir, 'proxy-'));
-    const proxy = spawn(process.execPath, ['-e', PARTITION, `${dir}/.s.PGSQL.${param('port')}`, `${param('host')}/.s.PGSQL.${param('port')}`], { stdio: ['ignore', 'pipe', 'inherit'] });
-    extra.push(proxy);
-    let said = '';
-    proxy.stdout!.setEncoding('utf8').on('data', (d: string) => (said += d));
-    await waitFor(() => said.includes('ready'), 30_000, 20);
-    const throughProxy = fx.db.replace(/([?&]host=)[^&]+/, `$1${encodeURIComponent(dir)}`);
+    const { proxy, said, url: throughProxy } = await startProxy(fx);
     // 4 s of work, a timeout of 8 s: host-b waits 8 s + 2 × 1 s + 10 s at most.
     setup(fx.db, N, N, config(fx, { workMs: 4_000, timeout: '8s' }), fx);
     const a = worker(throughProxy, { ...fx.env, DCM_HOST: 'host-a' });
     await waitFor(() => runsWithPid(fx.db) === N, 60_000, 50);
     proxy.kill('SIGUSR1');
-    await waitFor(() => said.includes('cut'), 30_000, 20);
+    await waitFor(() => said().includes('cut'), 30_000, 20);
     expect(query(fx.db, 'SELECT 1 FROM run_end')).toEqual([]);
     // The runs end ok while host-a is cut off; host-b joins, takes host-a over and, past the bound, holds them.
     const b = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' });
@@ -323,7 +359,7 @@ describe('a host woken, a clock stepped, a host cut off: judged by the runs own 
     // Started by nobody again while held: each site's only run is host-a's first.
     expect(workRuns(fx).map((r) => [r.cloud, r.state, r.attempt, r.how]).sort()).toEqual(workRuns(fx).filter((r) => r.state === 'pre check').map((r) => [r.cloud, 'pre check', 1, 'ok']).sort());
     proxy.kill('SIGUSR2');
-    await waitFor(() => said.includes('healed'), 30_000, 20);
+    await waitFor(() => said().includes('healed'), 30_000, 20);
     const [endA, endB] = await Promise.all([a.done, b.done]);
     expect(endA.code).toBe(4);
     expect([endB.code, endB.stderr]).toEqual([0, '']);
@@ -333,6 +369,56 @@ describe('a host woken, a clock stepped, a host cut off: judged by the runs own 
     expect(query<{ outcome: string }>(fx.db, `SELECT outcome FROM step_history WHERE state = 'pre check' ORDER BY id`).map((r) => r.outcome)).toEqual(Array(N).fill('ok'));
     const runs = workRuns(fx);
     expect(runs).toHaveLength(N * 5);
+    judge(runs);
+    await waitFor(() => fx.leftovers().length === 0, 60_000, 100);
+  }, 240_000);
+
+  /**
+   * host-a frozen whole past host-b's wait bound, and cut off from the server as it wakes (its
+   * connections refused): its launcher cannot ask whether its worker was taken over, so it asks
+   * again at each look at its clocks, the runs going on meanwhile and their timeout's backstop
+   * (past due) waiting for the answer. Once the server can be reached, the answer comes, and the
+   * runs are stopped and their ends written with why, as in the first test.
+   */
+  test('a woken host that cannot reach the server asks again until it can, then stops its runs', async () => {
+    f = execFixture();
+    const fx = f;
+    const N = 2;
+    const logs = path.join(fx.dir, 'logs');
+    const { proxy, said, url } = await startProxy(fx);
+    // 8 s of work, a timeout of 10 s: host-b waits 10 s + 2 × 1 s + 10 s at most.
+    setup(fx.db, N, N, config(fx, { workMs: 8_000, timeout: '10s' }), fx, '--log-dir', logs);
+    const a = worker(url, { ...fx.env, DCM_HOST: 'host-a' });
+    await waitFor(() => runsWithPid(fx.db) === N && workRuns(fx).length === N, 60_000, 50);
+    const host = freezeHost(a.child.pid!, logs, N);
+    const b = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' });
+    await waitFor(() => takeovers(fx.db) === 1, 60_000, 50);
+    await waitFor(() => unknownRows(fx.db) === N, 90_000, 100);
+    // The server cannot be reached from host-a; its launcher and runs wake (its worker stays
+    // frozen: only the launcher asks). It is refused, and asks again.
+    proxy.kill('SIGHUP');
+    await waitFor(() => said().includes('refusing'), 30_000, 20);
+    wakeAllButWorker(host, a.child.pid!);
+    const refused = () => said().split('\n').filter((l) => l === 'refused').length;
+    await waitFor(() => refused() >= 3, 60_000, 20);
+    // Not stopped while it cannot know: every run still going, none ended.
+    expect(workRuns(fx).map((r) => r.how)).toEqual(Array(N).fill('going'));
+    expect(query(fx.db, 'SELECT 1 FROM run_end')).toEqual([]);
+    proxy.kill('SIGUSR2');
+    const fromA = () => query<{ code: number | null; facts: string }>(fx.db, `SELECT code, facts FROM run_end WHERE host = 'host-a'`);
+    await waitFor(() => fromA().length === N, 60_000, 50);
+    for (const e of fromA()) {
+      expect(e.code).toBeNull();
+      expect((JSON.parse(e.facts) as { stopped?: string }).stopped).toMatch(WHY);
+    }
+    signal(a.child.pid!, 'SIGCONT');
+    frozen = [];
+    const [endA, endB] = await Promise.all([a.done, b.done]);
+    expect(endA.code).toBe(4);
+    expect([endB.code, endB.stderr]).toEqual([0, '']);
+    expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: N }]);
+    const runs = workRuns(fx);
+    expect(runs.filter((r) => r.state === 'pre check').map((r) => [r.attempt, r.how]).sort()).toEqual([...Array(N).fill([1, 'stopped']), ...Array(N).fill([2, 'ok'])]);
     judge(runs);
     await waitFor(() => fx.leftovers().length === 0, 60_000, 100);
   }, 240_000);
