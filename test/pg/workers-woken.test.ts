@@ -422,4 +422,44 @@ describe('a host woken, a clock stepped, a host cut off: judged by the runs own 
     judge(runs);
     await waitFor(() => fx.leftovers().length === 0, 60_000, 100);
   }, 240_000);
+
+  /**
+   * A worker frozen with its launcher and runs (a service's cgroup frozen) while another worker
+   * lives on the same host: that one takes it over and waits for the runs through their files.
+   * The launcher, woken, finds its worker's row gone but the steps held by a worker of its own host:
+   * it leaves the runs going, and they end ok, taken by the worker that adopted them.
+   */
+  test('frozen with its launcher while another worker of its host lives: that one adopts the runs, and the woken launcher leaves them going', async () => {
+    f = execFixture();
+    const fx = f;
+    const N = 2;
+    const logs = path.join(fx.dir, 'logs');
+    setup(fx.db, N, N, config(fx, { workMs: 6_000, timeout: '30s' }), fx, '--log-dir', logs);
+    const a1 = worker(fx.db, { ...fx.env, DCM_HOST: 'host-a' });
+    await waitFor(() => runsWithPid(fx.db) === N && workRuns(fx).length === N, 60_000, 50);
+    const a2 = worker(fx.db, { ...fx.env, DCM_HOST: 'host-a' });
+    await waitFor(() => query(fx.db, 'SELECT 1 FROM apply_worker').length === 2, 60_000, 50);
+    const host = freezeHost(a1.child.pid!, logs, N);
+    const frozeAt = performance.now();
+    // Taken over by a2, and frozen longer than the lease (2 s) whatever a2's timing.
+    await waitFor(() => takeovers(fx.db) === 1 && performance.now() - frozeAt > 3_000, 60_000, 50);
+    expect(query(fx.db, `SELECT details FROM strategy_event WHERE event = 'worker taken over'`)).toEqual([{ details: expect.stringMatching(/; 2 run\(s\) adopted, 0 interrupted$/) }]);
+    wakeAllButWorker(host, a1.child.pid!);
+    // The runs end ok, as they were going to; their ends are written as such.
+    const fromA = () => query<{ code: number | null; facts: string }>(fx.db, `SELECT code, facts FROM run_end WHERE host = 'host-a' AND run_id LIKE '%/pre%20check/1'`);
+    await waitFor(() => fromA().length === N, 60_000, 50);
+    expect(fromA().map((e) => [e.code, (JSON.parse(e.facts) as { stopped?: string }).stopped])).toEqual(Array(N).fill([0, undefined]));
+    signal(a1.child.pid!, 'SIGCONT');
+    frozen = [];
+    const [end1, end2] = await Promise.all([a1.done, a2.done]);
+    expect(end1.code).toBe(4);
+    expect([end2.code, end2.stderr]).toEqual([0, '']);
+    expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: N }]);
+    expect(query<{ outcome: string }>(fx.db, `SELECT outcome FROM step_history WHERE state = 'pre check' ORDER BY id`).map((r) => r.outcome)).toEqual(Array(N).fill('ok'));
+    const runs = workRuns(fx);
+    expect(runs.filter((r) => r.state === 'pre check').map((r) => [r.attempt, r.how])).toEqual(Array(N).fill([1, 'ok']));
+    expect(runs).toHaveLength(N * 5);
+    judge(runs);
+    await waitFor(() => fx.leftovers().length === 0, 60_000, 100);
+  }, 240_000);
 });
