@@ -19,7 +19,7 @@ import type { CursorStep } from '../store/cursor.js';
 import { siteOutReason } from '../domain/transition.js';
 import { parseTime } from '../store/clock.js';
 import { applyFaultError } from '../store/faults.js';
-import { interruptedLast, retryBudgets, type RetryBudget } from '../store/runs.js';
+import { cutOffBefore, interruptedLast, retryBudgets, type RetryBudget } from '../store/runs.js';
 import { adoptLeftRuns, type Adopted } from './adoption.js';
 import { waitRemote } from './remote-runs.js';
 import { Deadlines } from './deadlines.js';
@@ -211,10 +211,14 @@ export class Launcher {
       return;
     }
     if (!this.rt.driver.ownsTimeouts) this.deadlines.add(step.id, worker.opId, this.registry.size);
-    const resumed = this.resumed.has(keyOf(step.id, state));
+    const known = this.resumed.has(keyOf(step.id, state));
     this.resumed.delete(keyOf(step.id, state));
+    // One of several workers: a takeover by this one may have closed the run before as cut off
+    // after the window read this step and before the takeover's runs were read again
+    // (takeover.ts readAgain): the history, not that read, says whether it is resumed.
+    const resumed = known || attempt === 1 || !this.fleet.shared ? Promise.resolve(known) : cutOffBefore(this.rt.db, step.id, state, attempt);
     // A driver that throws instead of rejecting fails this operation, not the whole apply.
-    const running = this.request(worker, resumed).then((req) => this.rt.driver.run(req));
+    const running = resumed.then((r) => this.request(worker, r)).then((req) => this.rt.driver.run(req));
     this.awaitResult(worker, running);
     this.observed(worker, this.rt.clock.wall(), false);
   }

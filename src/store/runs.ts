@@ -122,6 +122,19 @@ export async function interruptedLast(db: Db): Promise<Set<string>> {
   return new Set(rows.map((r) => `${r.stepId}\u0000${r.state}`));
 }
 
+/**
+ * Whether the run of (step, state) before `attempt` was cut off (`interrupted`): the next is told
+ * so (DCM_RESUMED). Asked as a run starts on a store several workers share, where another
+ * worker's takeover may have closed it after this one last read the history.
+ */
+export async function cutOffBefore(db: Db, stepId: number, state: string, attempt: number): Promise<boolean> {
+  const row = (await sql(
+    db,
+    `SELECT outcome FROM step_history WHERE step_id = $1 AND state = $2 AND attempt < $3 ORDER BY attempt DESC LIMIT 1`,
+  ).get(stepId, state, attempt)) as { outcome: string } | undefined;
+  return row?.outcome === 'interrupted';
+}
+
 /** What the history says of a state's retries: failed runs that will run again, and when the next is due. */
 export interface RetryBudget {
   /** Runs of this entry into the state that failed (or timed out) and were followed by a retry. */

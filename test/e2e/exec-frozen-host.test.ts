@@ -62,7 +62,13 @@ states:
     // The state's command waits for the site's answer, and dcm has its pid (its timeout is armed then).
     await waitFor(() => fs.existsSync(`${site}.asked`) && runPid(f.db) !== null, 30_000);
     const frozen = [apply.child.pid!, ...f.leftovers()];
-    for (const pid of frozen) process.kill(pid, 'SIGSTOP');
+    for (const pid of frozen) {
+      try {
+        process.kill(pid, 'SIGSTOP');
+      } catch {
+        // A process of the run that ended as it was listed: nothing left to freeze.
+      }
+    }
     try {
       await waitFor(() => frozen.every((p) => procState(p) === 'T' || procState(p) === ''), 10_000);
       // The site finishes while the host is frozen.

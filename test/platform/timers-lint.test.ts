@@ -18,6 +18,7 @@ const ALLOWED: Record<string, string> = {
   'src/platform/pg-client.ts: ANSWER_MS': "a fixed 60 s bound on a server's answer",
   'src/platform/pg-connection.ts: RECONNECT_EVERY_MS': "a fixed 200 ms pause between tries to connect again",
   'src/drivers/exec/progress-file.ts: PROGRESS_POLL_MS': "a fixed 1 s look at a run's progress file",
+  'src/drivers/exec/wake-check.ts: tickMs': "the launcher's look at its clocks: at most every 500 ms, a quarter of the lease when shorter",
   'src/drivers/exec/index.ts: WOKEN_GRACE_MS': "a fixed 2 s wait, by a timeout fired late (dcm was stopped), for the end of a run woken with it",
 };
 

@@ -55,6 +55,7 @@ import { formatTimestamp } from '../../domain/time.js';
 import { pgClientConfig } from '../../platform/pg-params.js';
 import { killRun } from './stop-run.js';
 import type { EndStore } from './launch.js';
+import { WakeCheck, type Watched } from './wake-check.js';
 
 interface Launch {
   id: number;
@@ -167,83 +168,22 @@ async function writeEnd(req: Launch, code: number | null, signal: string | null,
   );
 }
 
-/** A run going: what a check on waking needs to stop it. */
-interface Going {
+/** A run going: what a check on waking needs to stop it (wake-check.ts). */
+interface Going extends Watched {
   req: Launch;
   pid: number;
   /** Its processes started at or after this (clock ticks since boot). */
   since: number;
-  /** Why this launcher stopped it as its host woke, and that stop (its whole tree gone once settled). */
-  stopped: { why: string; done: Promise<void> } | null;
 }
 const going = new Map<number, Going>();
 
-/** The worker's lease, as it told it with the store (0: none told, nothing is checked on waking). */
-let leaseMs = 0;
-/** How often the launcher looks at its clocks (a quarter of the lease when that is shorter). */
-const TICK_MS = 500;
-/** How long a wake's check is asked of a store that cannot be reached, as long as an end is tried for. */
-const WAKE_CHECK_FOR_MS = 3_600_000;
-let lastMono = 0;
-let lastBoot = 0;
-/** How long the launcher was away, while the store has not said whether its runs' workers were taken over (0: nothing to ask). */
-let awayMs = 0;
-/** When (the monotonic clock) the wake being checked was seen. */
-let wokeAt = 0;
-let checking = false;
-/** What waits for the store's answer to a wake's check: a run's exit, its timeout's backstop. */
-let answered: (() => void)[] = [];
+/** The look at the clocks, once the worker told its lease with the store (none on a file). */
+let wake: WakeCheck<Going> | null = null;
 
-/**
- * Milliseconds since boot, a suspended system's sleep included (CLOCK_BOOTTIME, which the
- * monotonic clock leaves out); null where /proc/uptime cannot be read.
- */
-function bootMs(): number | null {
-  try {
-    return Number(fs.readFileSync('/proc/uptime', 'latin1').split(' ')[0]) * 1000;
-  } catch {
-    return null;
-  }
-}
-
-/**
- * One look at the clocks: a look that comes later than the lease says this launcher (and, with
- * it, its host) was away at least that long. Called every TICK_MS, and first thing wherever a
- * run's end is to be told (an exit, a backstop): after a freeze, node may hear a child's exit
- * before its late timers fire.
- */
-function tick(): void {
-  if (leaseMs <= 0) return;
-  const mono = performance.now();
-  const boot = bootMs();
-  const gap = Math.max(mono - lastMono, boot !== null && lastBoot > 0 ? boot - lastBoot : 0);
-  lastMono = mono;
-  if (boot !== null) lastBoot = boot;
-  if (gap > leaseMs) {
-    if (awayMs === 0) wokeAt = mono;
-    awayMs = Math.max(awayMs, gap);
-  }
-  if (awayMs === 0) return;
-  if (mono - wokeAt > WAKE_CHECK_FOR_MS) {
-    // Never answered: the runs' ends are told as they are (their ends are written, tried again).
-    settleWake();
-  } else if (!checking) {
-    void checkWoken();
-  }
-}
-
-function settleWake(): void {
-  awayMs = 0;
-  const waiting = answered;
-  answered = [];
-  for (const r of waiting) r();
-}
-
-/** null: nothing to wait for; else settled once the wake's check is answered and this run's stop, if any, is done. */
+/** null: nothing to wait for; else settled once a wake's check is answered and this run's stop, if any, is done. */
 function wokenFirst(g: Going): Promise<void> | null {
-  tick();
-  if (awayMs === 0) return g.stopped ? g.stopped.done : null;
-  return new Promise<void>((r) => answered.push(r)).then(() => g.stopped?.done);
+  if (wake) return wake.wokenFirst(g);
+  return g.stopped ? g.stopped.done : null;
 }
 
 /**
@@ -259,48 +199,27 @@ const TAKEN_OVER = `SELECT t.i FROM unnest($1::text[], $2::text[]) WITH ORDINALI
 /** The token of the worker that started the run: its DCM_FENCE before the last '.' (workers.ts fenceOf). */
 const fenceToken = (req: Launch) => (req.env.DCM_FENCE ?? '').replace(/\.[^.]*$/, '');
 
-const secs = (ms: number) => `${Number((ms / 1000).toFixed(ms < 10_000 ? 1 : 0))} s`;
-
-/** Ask the store whether the runs' workers were taken over while this launcher was away; stop those that were. */
-async function checkWoken(): Promise<void> {
-  checking = true;
-  const away = awayMs;
-  try {
-    // A run with no fence (none was handed) has no worker to ask after: left alone.
-    const runs = [...going.values()].filter((g) => !g.stopped && fenceToken(g.req) !== '');
-    if (runs.length) {
-      const tokens = runs.map((g) => fenceToken(g.req));
-      const clouds = runs.map((g) => g.req.env.DCM_CLOUD ?? '');
+/** The worker told its lease: from now on the launcher looks at its clocks. */
+function watchClocks(leaseMs: number): void {
+  wake = new WakeCheck<Going>(leaseMs, {
+    host: store!.host,
+    runs: () => [...going.values()],
+    takenOver: async (tokens, clouds) => {
       const { rows } = await (await (endWriter ??= connect()))(TAKEN_OVER, [tokens, clouds, store!.host]);
-      for (const r of rows) stopWoken(runs[Number(r.i) - 1], away);
-    }
-    // Away again meanwhile: asked again at the next tick.
-    if (awayMs === away) settleWake();
-  } catch (err) {
-    // The store cannot be reached (the host may be cut off too): asked again at the next tick.
-    lastFailure = String((err as Error)?.message ?? err).split('\n')[0];
-  } finally {
-    checking = false;
-  }
-}
-
-/** Stop a run whose worker was taken over while its host was away: its whole tree, at once. */
-function stopWoken(g: Going, away: number): void {
-  const why = `stopped by its launcher on ${store!.host} as the host woke: away ${secs(away)}, past its worker's lease (${secs(leaseMs)}), its worker taken over`;
-  stopping++;
-  const done = killRun(g.pid, g.req.env.DCM_RUN_ID ?? '', g.since, g.req.graceMs ?? 10_000).finally(() => {
-    stopping--;
-    maybeExit();
+      return rows.map((r) => Number(r.i));
+    },
+    // Its whole tree, at once (TERM, KILL after its grace); the launcher stays until it is done.
+    stop: (g) => {
+      stopping++;
+      return killRun(g.pid, g.req.env.DCM_RUN_ID ?? '', g.since, g.req.graceMs ?? 10_000).finally(() => {
+        stopping--;
+        maybeExit();
+      });
+    },
+    failed: (err) => {
+      lastFailure = String((err as Error)?.message ?? err).split('\n')[0];
+    },
   });
-  g.stopped = { why, done };
-}
-
-/** The worker told its lease: from now on the launcher looks at its clocks (never keeping itself alive for it). */
-function watchClocks(ms: number): void {
-  leaseMs = ms;
-  lastMono = performance.now();
-  lastBoot = bootMs() ?? 0;
-  setInterval(tick, Math.min(TICK_MS, Math.max(50, Math.floor(ms / 4)))).unref();
 }
 
 /**
@@ -401,7 +320,7 @@ function start(req: Launch, claim: number, launching: string): void {
   // Every process of the run, by its tag as well as its group: one that left the group (setsid,
   // Ansible's workers from 2.18) is stopped too. The launcher stays until the SIGKILL is sent.
   const since = procStartTime(pid) ?? 0;
-  const g: Going = { req, pid, since, stopped: null };
+  const g: Going = { req, pid, since, token: fenceToken(req), cloud: req.env.DCM_CLOUD ?? '', stopped: null };
   going.set(req.id, g);
   // Fired late after a freeze, it waits for the wake's check: a run stopped for that is not
   // stopped again as timed out.
