@@ -70,7 +70,9 @@ states:
       }
     }
     try {
-      await waitFor(() => frozen.every((p) => procState(p) === 'T' || procState(p) === ''), 10_000);
+      // Stopped, or nothing left to stop: gone, or a zombie (the state's `touch`, ended, which the
+      // shell exec'd into python3 never reaps).
+      await waitFor(() => frozen.every((p) => ['T', 'Z', 'X', ''].includes(procState(p))), 10_000);
       // The site finishes while the host is frozen.
       fs.writeFileSync(site, '');
       // Frozen past the state's 2 s timeout (measured, not assumed).
