@@ -22,10 +22,10 @@ import { abortDeferredSteps } from '../store/deferrals.js';
 import { recordEvent } from '../store/events.js';
 import { leftRunning } from '../store/runs.js';
 import { findStep } from '../store/steps.js';
-import { casStrategyState, getStrategy } from '../store/strategy.js';
-import { subcloudNameOf } from '../store/subclouds.js';
+import { casStrategyState } from '../store/strategy.js';
 import { abortInitialSteps, abortMidStateSteps, completionSet } from '../store/transitions.js';
 import { orchestratorOf } from './abort-now.js';
+import { runToResolve } from './resolve.js';
 import { runtimeOf, withExistingWriteDb, type RunCtx } from './context.js';
 import type { Outcome } from './results.js';
 import { strategyNotFound } from './strategy.js';
@@ -34,14 +34,7 @@ export async function resolveOnFile(ctx: RunCtx, cloud: string, as: 'ok' | 'fail
   const who = whoAmI();
   const notes: string[] = [];
   const row = await withExistingWriteDb(ctx, async (db) => {
-    const s = await getStrategy(db);
-    if (!s) strategyNotFound();
-    if (s.extra.driver !== 'exec') throw new OperationError(`strategy-step resolve is for the exec driver's runs: this strategy's driver is ${String(s.extra.driver ?? 'sim')}`);
-    const name = await subcloudNameOf(db, cloud);
-    const step = await findStep(db, name);
-    if (!step) throw new OperationError(`Strategy step for subcloud ${cloud} not found`);
-    const left = (await leftRunning(db)).find((l) => l.cloud === name);
-    if (!left) throw new OperationError(`${name} has no run going (its step is ${step.state}): nothing to resolve`);
+    const { s, name, step, left } = await runToResolve(db, cloud);
     const run = `${left.state}, attempt ${left.attempt}`;
     const by = await orchestratorOf(db, runtimeOf(ctx));
     if (by) throw new OperationError(`${name}'s run (${run}) is watched by ${by}: its end comes from it`);

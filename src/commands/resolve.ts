@@ -19,7 +19,7 @@ import { runIdOf } from '../drivers/exec/run-id.js';
 import { liveWorkers } from '../orchestrator/workers.js';
 import { whoAmI, type Actor } from '../platform/who.js';
 import { recordEvent } from '../store/events.js';
-import { leftRunning, resolveRun, retryRun, runClaim, runEnd, unknownRuns } from '../store/runs.js';
+import { leftRunning, resolveRun, retryRun, runClaim, runEnd, unknownRuns, type LeftRunRow } from '../store/runs.js';
 import type { Db } from '../store/open.js';
 import { findStep } from '../store/steps.js';
 import { getStrategy } from '../store/strategy.js';
@@ -31,20 +31,29 @@ import type { Strategy } from '../store/strategy.js';
 
 export type ResolveAs = 'ok' | 'failed';
 
+/**
+ * The strategy, the subcloud's name, its step and the run it has going: what resolve is about, on
+ * a server or a file alike; refused, saying why, when there is none of them.
+ */
+export async function runToResolve(db: Db, cloud: string): Promise<{ s: Strategy; name: string; step: NonNullable<Awaited<ReturnType<typeof findStep>>>; left: LeftRunRow }> {
+  const s = await getStrategy(db);
+  if (!s) strategyNotFound();
+  if (s.extra.driver !== 'exec') throw new OperationError(`strategy-step resolve is for the exec driver's runs: this strategy's driver is ${String(s.extra.driver ?? 'sim')}`);
+  const name = await subcloudNameOf(db, cloud);
+  const step = await findStep(db, name);
+  if (!step) throw new OperationError(`Strategy step for subcloud ${cloud} not found`);
+  const left = (await leftRunning(db)).find((l) => l.cloud === name);
+  if (!left) throw new OperationError(`${name} has no run going (its step is ${step.state}): nothing to resolve`);
+  return { s, name, step, left };
+}
+
 export async function stepResolve(ctx: RunCtx, cloud: string, as: ResolveAs, reasonText?: string): Promise<Outcome> {
   const reason = checkReason(reasonText);
   // One host: the run's own files and processes say whether it ended (resolve-file.ts).
   if (!sharedStore(ctx)) return await (await import('./resolve-file.js')).resolveOnFile(ctx, cloud, as, reason);
   const who = whoAmI();
   const row = await withExistingWriteDb(ctx, async (db) => {
-    const s = await getStrategy(db);
-    if (!s) strategyNotFound();
-    if (s.extra.driver !== 'exec') throw new OperationError(`strategy-step resolve is for the exec driver's runs: this strategy's driver is ${String(s.extra.driver ?? 'sim')}`);
-    const name = await subcloudNameOf(db, cloud);
-    const step = await findStep(db, name);
-    if (!step) throw new OperationError(`Strategy step for subcloud ${cloud} not found`);
-    const left = (await leftRunning(db)).find((l) => l.cloud === name);
-    if (!left) throw new OperationError(`${name} has no run going (its step is ${step.state}): nothing to resolve`);
+    const { s, name, left } = await runToResolve(db, cloud);
     const run = `${left.state}, attempt ${left.attempt}, on ${left.host ?? 'an unknown host'}`;
     const watcher = left.host === null ? undefined : (await liveWorkers(db, runtimeOf(ctx))).find((w) => w.host === left.host);
     if (watcher) throw new OperationError(`${name}'s run (${run}) is watched by a live worker there (pid ${watcher.pid}): its end comes from it`);
