@@ -12,7 +12,7 @@ import type { ProcessRuntime } from '../platform/runtime.js';
 import type { Db } from '../store/open.js';
 import type { Transition } from '../domain/transition.js';
 import type { CursorStep } from '../store/cursor.js';
-import { claimSteps, inFlightElsewhere, leadWorker, shareOfWindow, stageElsewhere, stepFences, type ClaimAsk, type Refusal } from '../store/workers.js';
+import { claimSteps, inFlightElsewhere, leadWorker, shareOfWindow, stageElsewhere, stepFences, type ClaimAsk, type Refusal, type ShareOf } from '../store/workers.js';
 import { liveWorkers, type WorkerLease } from './workers.js';
 import type { Timer } from '../platform/timers.js';
 
@@ -49,8 +49,8 @@ export interface Fleet {
   block(pump: () => void): void;
   /** The window this worker fills of a stage's `size`. */
   localWindow(size: number): number;
-  /** The live workers' caps as a heartbeat read them: true when this worker's share changed. */
-  followShare(caps: (number | null)[]): boolean;
+  /** The live workers and their caps as a heartbeat read them: true when this worker's share changed. */
+  followShare(workers: readonly ShareOf[]): boolean;
   /** Subclouds other workers have in flight (the strategy's end waits for them). */
   inFlightElsewhere(db: Db): Promise<number>;
   /** Steps of `stage` still open on any worker. */
@@ -102,8 +102,8 @@ export class SharedFleet implements Fleet {
   private readonly mine = new Set<number>();
   private claimTimer: Timer | null = null;
   blocked = false;
-  /** Each live worker's `--max-local` (null: none), as the last heartbeat read them: the share's input. */
-  private caps: (number | null)[] = [null];
+  /** Each live worker and its `--max-local` (null: none), as the last heartbeat read them: the share's input. */
+  private workers: readonly ShareOf[] = [];
 
   constructor(
     private readonly lease: WorkerLease,
@@ -189,12 +189,13 @@ export class SharedFleet implements Fleet {
 
   /** Its `--max-local`, or its share (store/workers.ts), so that it does not ask for claims it would be refused. */
   localWindow(size: number): number {
-    return Math.min(size, this.lease.maxLocal ?? shareOfWindow(size, this.caps));
+    return Math.min(size, this.lease.maxLocal ?? shareOfWindow(size, this.workers, this.lease.id));
   }
 
-  followShare(caps: (number | null)[]): boolean {
-    if (caps.length === this.caps.length && caps.every((c, i) => c === this.caps[i])) return false;
-    this.caps = caps;
+  followShare(workers: readonly ShareOf[]): boolean {
+    const same = (a: ShareOf, b: ShareOf | undefined) => b !== undefined && a.id === b.id && a.cap === b.cap;
+    if (workers.length === this.workers.length && workers.every((w, i) => same(w, this.workers[i]))) return false;
+    this.workers = workers;
     return true;
   }
 

@@ -16,7 +16,7 @@ import type { ExtraArgs } from '../domain/options.js';
 import type { Actor } from '../platform/who.js';
 import type { Timer } from '../platform/timers.js';
 import { openStages, StageCursor, type CursorStep } from '../store/cursor.js';
-import type { Refusal } from '../store/workers.js';
+import type { Refusal, ShareOf } from '../store/workers.js';
 import { strategyState } from '../store/strategy.js';
 import type { Db } from '../store/open.js';
 import { Deferrals } from './deferrals.js';
@@ -335,8 +335,8 @@ export class Stages {
   }
 
   /** The live workers changed: the window this worker fills follows its share. */
-  followShare(caps: (number | null)[]): void {
-    if (!this.fleet.followShare(caps)) return;
+  followShare(workers: readonly ShareOf[]): void {
+    if (!this.fleet.followShare(workers)) return;
     if (this.stage !== null && this.window) this.window.resize(this.fleet.localWindow(this.windows.get(this.stage) ?? 1));
   }
 

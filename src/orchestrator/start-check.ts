@@ -8,6 +8,7 @@ import type { Transition } from '../domain/transition.js';
 import type { Db } from '../store/open.js';
 import { strategyState } from '../store/strategy.js';
 import { stateAndRate } from '../store/start-rate.js';
+import { lockClaims } from '../store/workers.js';
 import { StopInFile } from './committer.js';
 import type { Fleet } from './fleet.js';
 import type { StartPacer } from './pacer.js';
@@ -34,10 +35,14 @@ export function startCheck(
     let state: string | undefined;
     let allowed = Infinity;
     if (c.opensNew) {
-      const r = await stateAndRate(tx, c.stage);
+      let r = await stateAndRate(tx, c.stage);
       state = r.state;
       if (NO_NEW_SUBCLOUDS.includes(state ?? '')) throw new StopInFile();
       if (c.firstStarts.length && (r.rate !== null || pacer.perMin(c.stage) !== null)) {
+        // The stage's last start is every worker's: on a server, where workers' batches run side
+        // by side, one claiming commit at a time reads and moves it (store/workers.ts lockClaims),
+        // read again once that lock is held.
+        if (c.claiming && await lockClaims(tx)) r = await stateAndRate(tx, c.stage);
         allowed = await pacer.allowance(tx, c.stage, r.rate, r.lastAt);
       }
     } else state = await strategyState(tx);

@@ -52,7 +52,7 @@ export class TakeoverHandler {
     const db = this.rt.db;
     try {
       const live = await this.fleet.live(db);
-      this.stages.followShare(live.map((w) => w.max_local));
+      this.stages.followShare(live.map((w) => ({ id: w.id, cap: w.max_local })));
       this.progress.fleet?.({ workers: live.length, inFlightElsewhere: await this.fleet.inFlightElsewhere(db), counts: await stageStateCounts(db) });
     } catch (err) {
       // A view is not worth a stop: a busy store shows the fleet at the next beat.

@@ -88,7 +88,7 @@ function holdWriteLock(file: string, ms: number): void {
   Atomics.wait(flag, 0, 0, 15_000);
 }
 
-type TxFn = ((...a: unknown[]) => unknown) & Record<'deferred' | 'immediate', (...a: unknown[]) => unknown>;
+type TxFn = ((...a: unknown[]) => unknown) & Record<'deferred' | 'immediate' | 'alongside', (...a: unknown[]) => unknown>;
 
 /** The part of a connection the counters wrap: its own statements, and its transactions'. */
 interface Counted {
@@ -154,8 +154,9 @@ export function costCounters(env: NodeJS.ProcessEnv, db: Counted): { counters: C
       counters.commits++;
       return out;
     };
-    // dcm's writes are all immediate (SPEC §2: every read-modify-write is BEGIN IMMEDIATE).
-    return Object.assign((...a: unknown[]) => tx(...a), { deferred: tx.deferred, immediate: counted(tx.immediate) });
+    // dcm's writes are all immediate (SPEC §2: every read-modify-write is BEGIN IMMEDIATE), or
+    // alongside one another on a server (a worker's batches), which is BEGIN IMMEDIATE on a file.
+    return Object.assign((...a: unknown[]) => tx(...a), { deferred: tx.deferred, immediate: counted(tx.immediate), alongside: counted(tx.alongside) });
   };
   return { counters, file };
 }

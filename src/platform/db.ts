@@ -33,6 +33,13 @@ export interface Transaction<T> {
   deferred(): Promise<T>;
   /** A writer's: it holds the writers' lock from its start, so it sees every earlier commit and no other writer. */
   immediate(): Promise<T>;
+  /**
+   * A writer's that writes only rows its own process holds (a worker's steps and runs, a site's
+   * row): on a server it runs beside the others of its kind, and takes turns only with immediate
+   * ones (it holds the writers' lock shared); what several of them share they lock row by row. A
+   * file has one writer at a time: there it is immediate.
+   */
+  alongside(): Promise<T>;
 }
 
 import type { Clock } from './clock.js';

@@ -5,11 +5,17 @@
  * either backend; their SQL is PostgreSQL's as written (`$1` parameters, and each backend's own
  * words where the two differ: store/statements.ts), sent as it is.
  *
- * Writers take turns, as SQLite's do: an immediate transaction holds a transaction-level advisory
- * lock, so that dcm's check-then-write transactions (the apply lock's fence, the window's count)
- * see every earlier commit and no other writer between. A deferred transaction reads one snapshot
+ * Writers take turns, as SQLite's do, except the workers' own: an immediate transaction holds a
+ * transaction-level advisory lock, so that dcm's check-then-write transactions (a takeover, an
+ * operator's command, a stage's end) see every earlier commit and no other writer between. An
+ * alongside transaction (a worker's batch, a site's write) holds the same lock shared: such
+ * transactions run side by side, each writing rows its own process holds (issue 51: one global
+ * turn made four workers ten times slower than one file), and an immediate one waits for them all
+ * and they for it. What they do share they lock row by row, in one order (the claims' lock,
+ * store/workers.ts; the duration statistics, sorted). A deferred transaction reads one snapshot
  * (REPEATABLE READ), as a SQLite read transaction does, and takes no lock.
  */
+import crypto from 'node:crypto';
 import { connectionLost, PgError, type PgClient, type PgQuery, type PgResult } from './pg-client.js';
 import { asStoreError, connect, RESENDABLE } from './pg-connection.js';
 import type { Backend, Db, RunResult, Statement, Transaction } from './db.js';
@@ -27,11 +33,17 @@ export interface PgSchemaOptions {
   /** The advisory lock immediate transactions take (the store's by default). */
   writerLock?: number;
   /**
-   * A commit counter: `bump` runs inside every immediate transaction, so the counter moves exactly
-   * when the commit is seen; `read` (one number) answers commitCount.
+   * A commit counter, moved by every writer's commit and seen exactly when the commit is; `read`
+   * (one number) answers commitCount. `bump` runs inside every immediate transaction; `bumpAlongside`
+   * (given a key of the connection's own, plain text) inside every alongside one, on a row of that
+   * connection's alone, so that writers side by side never wait for one another's counter. The
+   * immediate bump may fold those rows into its own (their sum unchanged): none is being written then.
    */
-  version?: { bump: string; read: string };
+  version?: { bump: string; bumpAlongside: (key: string) => string; read: string };
 }
+
+/** How a transaction begins: a reader's snapshot, the writers' lock whole, or shared. */
+type Mode = 'deferred' | 'immediate' | 'alongside';
 
 export class PgStatement implements Statement {
   private plucked = false;
@@ -128,7 +140,9 @@ export class PgDatabase implements Db, Inside {
   private lockWait: ((err: unknown) => Promise<void>) | null = null;
 
   private readonly writerLock: number;
-  private readonly version: { bump: string; read: string } | undefined;
+  private readonly version: PgSchemaOptions['version'];
+  /** This connection's own row of the commit counter (alongside transactions'). */
+  private readonly counterKey = crypto.randomBytes(6).toString('hex');
 
   private constructor(
     readonly name: string,
@@ -253,10 +267,11 @@ export class PgDatabase implements Db, Inside {
     const tx = (() => this.within('deferred', fn)) as Transaction<T>;
     tx.deferred = tx;
     tx.immediate = () => this.within('immediate', fn);
+    tx.alongside = () => this.within('alongside', fn);
     return tx;
   }
 
-  private within<R>(mode: 'deferred' | 'immediate', fn: (tx: Db) => Promise<R>): Promise<R> {
+  private within<R>(mode: Mode, fn: (tx: Db) => Promise<R>): Promise<R> {
     return this.turns.hold(
       () => {},
       () => this.outermost(mode, () => fn(this.inside)),
@@ -277,25 +292,28 @@ export class PgDatabase implements Db, Inside {
     }
   }
 
-  private async outermost<R>(mode: 'deferred' | 'immediate', fn: () => Promise<R>): Promise<R> {
+  private async outermost<R>(mode: Mode, fn: () => Promise<R>): Promise<R> {
     await this.reconnectIfLost();
     return this.begun(mode, fn);
   }
 
-  private async begun<R>(mode: 'deferred' | 'immediate', fn: () => Promise<R>): Promise<R> {
+  private async begun<R>(mode: Mode, fn: () => Promise<R>): Promise<R> {
     this.depth = 1;
     let xid: unknown;
     try {
-      if (mode === 'immediate') {
+      if (mode !== 'deferred') {
         // One round trip. The transaction's id: should the connection go during the COMMIT, the
         // server may have committed before it went, and is asked (committedAfterAll).
-        const r = await this.script(`BEGIN; SELECT pg_advisory_xact_lock(${this.writerLock}); SELECT txid_current() AS xid`);
+        const lock = mode === 'immediate' ? 'pg_advisory_xact_lock' : 'pg_advisory_xact_lock_shared';
+        const r = await this.script(`BEGIN; SELECT ${lock}(${this.writerLock}); SELECT txid_current() AS xid`);
         xid = (r[2]?.rows[0] as { xid?: unknown } | undefined)?.xid;
       } else await this.query({ text: 'BEGIN ISOLATION LEVEL REPEATABLE READ' });
       const r = await fn();
-      if (mode === 'immediate' && this.version) await this.query({ text: this.version.bump });
+      // The counter's move and the COMMIT in one round trip (the simple protocol: no parameters).
+      const bump = mode === 'deferred' || !this.version ? '' : `${mode === 'immediate' ? this.version.bump : this.version.bumpAlongside(this.counterKey)}; `;
       try {
-        await this.query({ text: 'COMMIT' });
+        if (bump) await this.script(`${bump}COMMIT`);
+        else await this.query({ text: 'COMMIT' });
       } catch (err) {
         if (!this.lost || !(await this.committedAfterAll(xid))) throw err;
       }

@@ -164,6 +164,7 @@ export class SqliteDb implements Db, Inside {
     const tx = (() => this.within('BEGIN', fn)) as Transaction<T>;
     tx.deferred = tx;
     tx.immediate = () => this.within('BEGIN IMMEDIATE', fn);
+    tx.alongside = tx.immediate;
     return tx;
   }
 

@@ -125,6 +125,7 @@ export class TxHandle implements Db {
     const tx = (() => this.conn.savepoint(() => fn(this))) as Transaction<T>;
     tx.deferred = tx;
     tx.immediate = tx;
+    tx.alongside = tx;
     return tx;
   }
 

@@ -63,7 +63,7 @@ export class SeededQueries implements QueryScheduler {
 
   lose(conn: PgClient, text: string): boolean {
     const host = this.hostOf(conn);
-    if (host === null || !this.losing.has(host) || !/^\s*COMMIT\b/i.test(text)) return false;
+    if (host === null || !this.losing.has(host) || !/(^|;)\s*COMMIT\s*$/i.test(text)) return false;
     this.losing.delete(host);
     return true;
   }

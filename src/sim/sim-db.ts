@@ -133,6 +133,7 @@ export class GatedDb implements Db {
     const tx = wrap(() => real()) as Transaction<T>;
     tx.deferred = wrap(() => real.deferred());
     tx.immediate = wrap(() => real.immediate());
+    tx.alongside = wrap(() => real.alongside());
     return tx;
   }
 

@@ -44,9 +44,28 @@ export function durationKey(type: string, extra: Record<string, unknown>): strin
   return `${type} ${driver} ${crypto.createHash('sha256').update(config).digest('hex').slice(0, 16)}`;
 }
 
-/** Add a batch of samples: one upsert per state. Call inside the batch's transaction. */
+/**
+ * One statement on a server: the batch's states over arrays, in the states' order. Workers' batches
+ * run side by side there (platform/pg-database.ts) and each holds the rows it upserts to its
+ * commit: all taking them in one order, none waits for another in a circle.
+ */
+const PG_UPSERT = `INSERT INTO state_duration AS d (type, state, count, sum_ms, sumsq_ms, min_ms, max_ms, updated_at)
+  SELECT $1, v.state, v.count, v.sum_ms, v.sumsq_ms, v.min_ms, v.max_ms, $2
+  FROM unnest($3::text[], $4::bigint[], $5::float8[], $6::float8[], $7::float8[], $8::float8[]) AS v(state, count, sum_ms, sumsq_ms, min_ms, max_ms)
+  ORDER BY v.state
+  ON CONFLICT (type, state) DO UPDATE SET count = d.count + excluded.count, sum_ms = d.sum_ms + excluded.sum_ms,
+    sumsq_ms = d.sumsq_ms + excluded.sumsq_ms, min_ms = LEAST(d.min_ms, excluded.min_ms),
+    max_ms = GREATEST(d.max_ms, excluded.max_ms), updated_at = excluded.updated_at`;
+
+/** Add a batch of samples: one upsert per state (on a server, one in all). Call inside the batch's transaction. */
 export async function recordDurations(db: Db, type: string, tally: DurationTally): Promise<void> {
   if (tally.size === 0) return;
+  if (db.backend === 'postgresql') {
+    const states = [...tally.byState].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const col = (f: (s: DurationStat) => number) => states.map(([, s]) => f(s));
+    await sql(db, PG_UPSERT).run(type, now(db), states.map(([state]) => state), col((s) => s.count), col((s) => s.sumMs), col((s) => s.sumSqMs), col((s) => s.minMs), col((s) => s.maxMs));
+    return;
+  }
   const stmt = sql(
     db,
     `INSERT INTO state_duration AS d (type, state, count, sum_ms, sumsq_ms, min_ms, max_ms, updated_at)

@@ -173,7 +173,9 @@ export class TransitionWriter {
     };
     this.commit = async (batch, before, check) => {
       try {
-        await db.transaction((tx) => write(tx, batch, before, check)).immediate();
+        // Beside other workers' batches on a server: a batch writes the steps its worker holds,
+        // and what it shares it locks row by row (platform/pg-database.ts).
+        await db.transaction((tx) => write(tx, batch, before, check)).alongside();
       } catch (err) {
         // Rolled back: the history rows it opened do not exist; a retry opens them anew.
         for (const t of batch) t.historyId = undefined;

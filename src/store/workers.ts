@@ -2,9 +2,13 @@
  * Several orchestrators on one strategy (a PostgreSQL store): the workers' rows and the steps they
  * claim. A worker is a row of apply_worker holding a lease (its heartbeat, renewed well within
  * `lease_ms`); a step it claims names it (`owner`) and counts its claims (`fence`, handed to the
- * step's runs as part of DCM_FENCE). Every statement here runs inside a writer's transaction, which
- * on PostgreSQL holds the store's writer lock: the counts and the claims of one transaction cannot
- * interleave with another worker's.
+ * step's runs as part of DCM_FENCE). Every statement here runs inside a writer's transaction. On
+ * PostgreSQL a worker's batches run beside the other workers' (alongside: platform/pg-database.ts):
+ * each worker claims within its own share of the window (sharesOfWindow), which another's claims
+ * never use, and a step only while nobody else holds it (the claim's own guard); where the shares
+ * cannot keep the window, a lock of the claims' own (lockClaims) makes one transaction's counts and
+ * claims see every other's. A join, a takeover and a leave hold the writers' lock whole, so the
+ * workers a batch reads stay as they are to its end.
  *
  * A step is in flight while a live worker owns it and it is mid-state (not initial, not ended, not
  * waiting as deferred): what the stage's window counts, across all workers.
@@ -144,15 +148,51 @@ export async function stepFences(db: Db, ids: readonly number[]): Promise<Map<nu
   return new Map(rows.map((r) => [r.id, r.fence]));
 }
 
+/** A worker as the window's split sees it: its row's id, and its `--max-local` (null: none). */
+export interface ShareOf {
+  id: number;
+  cap: number | null;
+}
+
 /**
- * The share of a window a worker without `--max-local` takes: what the capped workers (`caps`,
- * every worker's cap or null, this one's included) leave, divided among the uncapped, rounded up,
- * and at least one. A share only spreads the work: the window itself is counted apart.
+ * Each worker's share of a window: a capped worker its cap (at most the window); the uncapped
+ * split what the capped leave, the first joined (the lowest ids) taking one more each until the
+ * remainder is spent, and each at least one. The shares add up to the window whenever they can
+ * (the caps leave at least one for each uncapped worker): then a worker that keeps within its own
+ * share keeps the window, with no lock shared with the others (claimSteps). A share only spreads
+ * the work otherwise: the window itself is counted apart, under the claims' lock.
  */
-export function shareOfWindow(window: number, caps: readonly (number | null)[]): number {
-  const capped = caps.reduce<number>((sum, c) => sum + (c === null ? 0 : Math.min(c, window)), 0);
-  const uncapped = Math.max(1, caps.filter((c) => c === null).length);
-  return Math.max(1, Math.ceil((window - capped) / uncapped));
+export function sharesOfWindow(window: number, workers: readonly ShareOf[]): Map<number, number> {
+  const capped = workers.reduce<number>((sum, w) => sum + (w.cap === null ? 0 : Math.min(w.cap, window)), 0);
+  const uncapped = [...workers].filter((w) => w.cap === null).sort((a, b) => a.id - b.id);
+  const left = Math.max(0, window - capped);
+  const each = uncapped.length ? Math.floor(left / uncapped.length) : 0;
+  const shares = new Map<number, number>();
+  for (const w of workers) if (w.cap !== null) shares.set(w.id, Math.min(w.cap, window));
+  uncapped.forEach((w, rank) => shares.set(w.id, Math.max(1, each + (rank < left - each * uncapped.length ? 1 : 0))));
+  return shares;
+}
+
+/** Worker `me`'s share of the window among `workers` (sharesOfWindow); one alone takes it all. */
+export function shareOfWindow(window: number, workers: readonly ShareOf[], me: number): number {
+  return sharesOfWindow(window, workers).get(me) ?? Math.max(1, window);
+}
+
+/** "DCMC": the lock a transaction that claims steps holds to its end, on a server (lockClaims). */
+export const CLAIMS_LOCK = 0x44434d43;
+
+/**
+ * The claims of one transaction see every earlier claim and none between, where the workers'
+ * shares cannot keep the window by themselves (caps that add up past it) and for the start rate's
+ * last start: on a server, where workers' batches run side by side, a claiming one takes this lock
+ * before it reads them, and holds it to its commit. It comes before any lock of a row another
+ * worker writes, so two such transactions never wait for each other in a circle. A file has one
+ * writer at a time already (false: nothing to take).
+ */
+export async function lockClaims(db: Db): Promise<boolean> {
+  if (db.backend !== 'postgresql') return false;
+  await sql(db, `SELECT pg_advisory_xact_lock(${CLAIMS_LOCK})`).get();
+  return true;
 }
 
 /** What a worker asks to claim: a step as it last read it. */
@@ -196,24 +236,30 @@ export async function claimSteps(
   ).all(JSON.stringify(asks.map((a) => a.id))) as { id: number; state: string; owner: number | null; fence: number; live: number | boolean }[];
   const byId = new Map(rows.map((r) => [r.id, r]));
   const room = new Map<number, { free: number; mine: number; cap: number }>();
+  let locked = false;
   const roomOf = async (stage: number) => {
     let r = room.get(stage);
-    if (!r) {
-      // One read: a row per worker (its cap), each with the stage's counts and window beside it.
-      const rows = await sql(
-        db,
-        `SELECT w.max_local AS cap, c.mine, c.total, (SELECT max_parallel FROM strategy_stage WHERE stage = $1) AS size
-         FROM apply_worker w CROSS JOIN (
-           SELECT coalesce(sum(CASE WHEN st.owner = $2 THEN 1 ELSE 0 END), 0) AS mine, count(*) AS total
-           FROM strategy_step st WHERE st.stage = $3 AND st.owner IS NOT NULL AND ${IN_FLIGHT} AND ${LIVE_OWNER}) c`,
-      ).all(stage, me, stage) as { cap: number | null; mine: number; total: number; size: number | null }[];
-      const c = rows[0] ?? { mine: 0, total: 0, size: null };
-      const window = c.size ?? 1;
-      // Without a cap of its own a worker takes its share of the window, so that every worker
-      // runs some of the fleet rather than the first to refill taking it all.
-      const cap = maxLocal ?? shareOfWindow(window, rows.map((w) => w.cap));
-      room.set(stage, (r = { free: window - c.total, mine: c.mine, cap }));
+    if (r) return r;
+    let counts = await stageCounts(db, stage);
+    const window = counts[0]?.size ?? 1;
+    const shares = sharesOfWindow(window, counts.map((w) => ({ id: w.id, cap: w.cap })));
+    // The shares add up to the window (issue 51): each worker keeps within its own, and another
+    // worker's claims meanwhile only fill its own share. A worker over its share (the workers
+    // changed since it claimed) holds what it has and claims nothing; the others leave its part
+    // to it. Otherwise (caps that add up past the window) the window is counted whole, one claiming
+    // commit at a time.
+    const split = [...shares.values()].reduce((a, b) => a + b, 0) <= window;
+    if (!split && !locked) {
+      await lockClaims(db);
+      locked = true;
+      counts = await stageCounts(db, stage);
     }
+    const mine = counts.find((w) => w.id === me)?.n ?? 0;
+    const others = counts.reduce((sum, w) => (w.id === me ? sum : sum + (split ? Math.max(w.n, shares.get(w.id) ?? 0) : w.n)), 0);
+    // Without a cap of its own a worker takes its share of the window, so that every worker runs
+    // some of the fleet rather than the first to refill taking it all.
+    const cap = maxLocal ?? shares.get(me) ?? window;
+    room.set(stage, (r = { free: window - others - mine, mine, cap }));
     return r;
   };
   for (const a of asks) {
@@ -240,8 +286,34 @@ export async function claimSteps(
     if (firstLimit?.ids.has(a.id)) firstLimit = { ids: firstLimit.ids, max: firstLimit.max - 1 };
   }
   if (granted.size === 0) return { granted, refused };
-  await sql(db, `UPDATE strategy_step SET owner = $1, fence = fence + 1 WHERE id IN (${idsIn(db, '$2')})`).run(me, JSON.stringify([...granted.keys()]));
+  // Only a step still nobody's (or this worker's, or a gone one's): without the claims' lock,
+  // another worker may have claimed it since the read, and its claim stands (a server re-reads a
+  // row another transaction changed before it updates it).
+  const claimed = await sql(
+    db,
+    `UPDATE strategy_step AS st SET owner = $1, fence = fence + 1 WHERE st.id IN (${idsIn(db, '$2')})
+       AND (st.owner IS NULL OR st.owner = $3 OR NOT ${LIVE_OWNER}) RETURNING id`,
+  ).pluck().all(me, JSON.stringify([...granted.keys()]), me) as number[];
+  if (claimed.length < granted.size) {
+    const won = new Set(claimed.map(Number));
+    for (const id of granted.keys()) {
+      if (won.has(id)) continue;
+      granted.delete(id);
+      refused.set(id, 'taken');
+    }
+  }
   return { granted, refused };
+}
+
+/** Each worker's steps in flight in `stage`, its cap, and the stage's window: one row per worker, by id. */
+async function stageCounts(db: Db, stage: number): Promise<{ id: number; cap: number | null; n: number; size: number | null }[]> {
+  return await sql(
+    db,
+    `SELECT w.id, w.max_local AS cap, coalesce(c.n, 0) AS n, (SELECT max_parallel FROM strategy_stage WHERE stage = $1) AS size
+     FROM apply_worker w LEFT JOIN (
+       SELECT st.owner, count(*) AS n FROM strategy_step st WHERE st.stage = $2 AND st.owner IS NOT NULL AND ${IN_FLIGHT} GROUP BY st.owner
+     ) c ON c.owner = w.id ORDER BY w.id`,
+  ).all(stage, stage) as { id: number; cap: number | null; n: number; size: number | null }[];
 }
 
 /** Steps of the stage in flight with other live workers, and whether the stage has any step not ended. */

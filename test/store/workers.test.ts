@@ -11,7 +11,7 @@ import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
 import Database from 'better-sqlite3';
 import { openDb, type Db } from '../../src/store/open.js';
 import { APPLICATION_ID, MIGRATIONS } from '../../src/store/migrations.js';
-import { addWorker, claimSteps, listWorkers, shareOfWindow, stageElsewhere, stepFences, takeOver, workerStatuses } from '../../src/store/workers.js';
+import { addWorker, claimSteps, listWorkers, shareOfWindow, sharesOfWindow, stageElsewhere, stepFences, takeOver, workerStatuses } from '../../src/store/workers.js';
 import { dcmOk } from '../helpers/cli.js';
 import path from 'node:path';
 import fs from 'node:fs';
@@ -44,7 +44,7 @@ describe('claims', () => {
     const other = await worker('h2');
     const [a, b, c, d, e] = (await steps()).map((s) => s.id);
     await setStep(a, 'installing license', other);
-    // The window is 4, one in flight elsewhere: 3 free; this worker's share is ceil(4 / 2) = 2.
+    // The window is 4, one in flight elsewhere: 3 free; this worker's share is 4 / 2 = 2.
     // The granted are written, the refused left as they were: the batch leaves them out.
     const three = await claimSteps(db, me, null, ask([b, c, d]));
     expect([...three.refused]).toEqual([[d, 'full']]);
@@ -57,9 +57,11 @@ describe('claims', () => {
       [c, 1],
     ]);
     expect((await steps()).find((s) => s.id === d)).toMatchObject({ owner: null, fence: 0 });
-    // --max-local 3 lets it past its share, but never past the window (2 of mine and 1 elsewhere, of 4).
+    // --max-local 3 (its row says so, as its join wrote it) lets it past its share, but never past
+    // the window (2 of mine and 1 elsewhere, of 4).
     await setStep(b, 'installing license', me);
     await setStep(c, 'installing license', me);
+    await db.prepare('UPDATE apply_worker SET max_local = 3 WHERE id = $1').run(me);
     const past = await claimSteps(db, me, 3, ask([d, e]));
     expect([[...past.granted], [...past.refused]]).toEqual([[[d, 1]], [[e, 'full']]]);
     // Its first operation commits with the claim: then it is in flight, seen from the other worker.
@@ -67,14 +69,21 @@ describe('claims', () => {
     expect(await stageElsewhere(db, other, 1)).toEqual({ othersInFlight: 3, open: 6 });
   });
 
-  test('a share is what the capped workers leave of the window, among the uncapped, rounded up, at least one', () => {
-    expect(shareOfWindow(12, [null, null, null])).toBe(4);
+  test('a share is what the capped workers leave of the window, among the uncapped, the first joined taking the remainder, at least one', () => {
+    const w = (...caps: (number | null)[]) => caps.map((cap, i) => ({ id: i + 1, cap }));
+    expect(shareOfWindow(12, w(null, null, null), 2)).toBe(4);
     // --max-local 2 on one of three: the other two share the 10 it leaves, and the window is used.
-    expect(shareOfWindow(12, [null, null, 2])).toBe(5);
-    expect(shareOfWindow(10, [null, null, null])).toBe(4);
-    // Caps past the window count as the window; capped workers that take it all leave one each.
-    expect(shareOfWindow(8, [null, 50])).toBe(1);
-    expect(shareOfWindow(8, [null])).toBe(8);
+    expect(shareOfWindow(12, w(null, null, 2), 1)).toBe(5);
+    // 10 among three: the first joined takes the one left over, and the shares add up to the window.
+    expect([1, 2, 3].map((me) => shareOfWindow(10, w(null, null, null), me))).toEqual([4, 3, 3]);
+    expect([...sharesOfWindow(500, w(null, null, null)).values()].reduce((a, b) => a + b)).toBe(500);
+    // Caps past the window count as the window; capped workers that take it all leave one each
+    // (the shares then add up past the window, which is counted whole).
+    expect(shareOfWindow(8, w(null, 50), 1)).toBe(1);
+    expect([...sharesOfWindow(8, w(null, 50)).values()]).toEqual([8, 1]);
+    expect(shareOfWindow(8, w(null), 1)).toBe(8);
+    // Alone, before any worker was read: the whole window.
+    expect(shareOfWindow(8, [], 7)).toBe(8);
   });
 
   test('a step another live worker holds, or that moved on since it was read, is refused as taken; a gone worker\'s is free', async () => {

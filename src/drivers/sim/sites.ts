@@ -46,7 +46,7 @@ const PG_SCHEMA = `
   CREATE SCHEMA IF NOT EXISTS dcm_sim;
   CREATE TABLE IF NOT EXISTS dcm_sim.sim_site (name TEXT COLLATE "C" PRIMARY KEY, ${SITE_COLUMNS});
 `;
-/** "SIM1": the advisory lock the sites' writers take turns on (the store's is "DCM1"). */
+/** "SIM1": the sites' writers' advisory lock (the store's is "DCM1"): their flushes hold it shared, side by side. */
 const SITES_WRITER_LOCK = 0x53494d31;
 const UPGRADE_1_TO_2 = `
   ALTER TABLE sim_site ADD COLUMN software_version TEXT;
@@ -75,10 +75,13 @@ function row(s: Site): [string, string, number, string, string | null, string | 
 
 const syncJson = (s: Site): string | null => (s.sync ? JSON.stringify(s.sync) : null);
 
+/** Sites in their names' order: the order every flush locks their rows in (no two wait in a circle). */
+const byName = (a: Site, b: Site): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+
 /**
  * On PostgreSQL a tick's writes are two statements over arrays (`unnest`), not one per site:
- * node-postgres sends a statement only once the last has answered, and the sites' writers of
- * every worker take turns on one lock. The same writes as the file's: an upsert of each changed
+ * node-postgres sends a statement only once the last has answered, and every round trip is a
+ * site's wait. The same writes as the file's: an upsert of each changed
  * site, then each finish only while the site still runs that owner's operation (RETURNING says
  * which did). A tick names a site at most once in each (`dirty` and `finishes` are keyed by name).
  * `db` is the handle of the flush's transactions (Db.inside).
@@ -214,7 +217,9 @@ export class SiteBook {
       ]);
       return ended.map((r) => r.changes === 1);
     };
-    this.flushTx = (sites: Site[], finishes: { site: Site; owner: string }[] = []) => this.db.transaction(async () => write(sites, finishes)).immediate();
+    // Alongside other workers' flushes on a server: each writes the sites it runs; a site two
+    // write at once (one taken over) is locked as its row, the rows in their names' order.
+    this.flushTx = (sites: Site[], finishes: { site: Site; owner: string }[] = []) => this.db.transaction(async () => write(sites, finishes)).alongside();
   }
 
   /**
@@ -285,6 +290,10 @@ export class SiteBook {
     if (!this.db.open) return;
     const sites = [...this.dirty.values()];
     const finishes = [...this.finishes.values()];
+    if (this.writeMany) {
+      sites.sort(byName);
+      finishes.sort((a, b) => byName(a.site, b.site));
+    }
     this.dirty.clear();
     this.finishes.clear();
     let kept: boolean[];

@@ -258,11 +258,18 @@ export const PG_MIGRATIONS: Record<number, string> = {
 };
 /**
  * What the adapter needs to know of this schema: the commit counter that is `PRAGMA data_version`
- * here (a dcm_meta row, moved by every write).
+ * here: the sum of dcm_meta's `data_version` row, moved by every immediate write, and of the rows
+ * `data_version.KEY`, one per connection that writes alongside others (a worker's batches), so
+ * that workers side by side never queue on one row. An immediate write folds those rows into its
+ * own (none is written meanwhile: it holds the writers' lock whole), so they stay few and the sum
+ * moves by one.
  */
 export const PG_STORE: PgSchemaOptions = {
   version: {
-    bump: `UPDATE dcm_meta SET value = (value::bigint + 1)::text WHERE key = 'data_version'`,
-    read: `SELECT value::bigint FROM dcm_meta WHERE key = 'data_version'`,
+    bump: `WITH folded AS (DELETE FROM dcm_meta WHERE key LIKE 'data\\_version.%' RETURNING value::bigint AS n)
+      UPDATE dcm_meta SET value = (value::bigint + 1 + coalesce((SELECT sum(n) FROM folded), 0))::text WHERE key = 'data_version'`,
+    bumpAlongside: (key) => `INSERT INTO dcm_meta (key, value) VALUES ('data_version.${key.replace(/[^0-9a-z]/g, '')}', '1')
+      ON CONFLICT (key) DO UPDATE SET value = (dcm_meta.value::bigint + 1)::text`,
+    read: `SELECT coalesce(sum(value::bigint), 0) FROM dcm_meta WHERE key = 'data_version' OR key LIKE 'data\\_version.%'`,
   },
 };
