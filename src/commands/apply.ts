@@ -13,6 +13,7 @@ import { createRawDriver } from '../drivers/index.js';
 import { makeProgress } from '../orchestrator/progress-choose.js';
 import { applyTestHooks, windowClock } from '../orchestrator/test-env.js';
 import { whoAmI } from '../platform/who.js';
+import { pgRoundTrips } from '../platform/pg-client.js';
 import { applyStrategy, type ApplyOptions } from './apply-service.js';
 import { runtimeOf, type RunCtx } from './context.js';
 import type { Outcome } from './results.js';
@@ -62,7 +63,9 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
       hooks,
       counters: (db) => {
         const c = counters(db);
-        return c && { counters: c.counters, done: (driver) => fs.writeFileSync(c.file, `${JSON.stringify({ ...c.counters, driver })}\n`) };
+        // With the round trips to a server the whole process made (every connection's: the store's,
+        // the lease's, the simulated sites'), 0 on a file.
+        return c && { counters: c.counters, done: (driver) => fs.writeFileSync(c.file, `${JSON.stringify({ ...c.counters, roundTrips: pgRoundTrips(), driver })}\n`) };
       },
       drainMs: drainMs(process.env.DCM_DRAIN_MS),
       windowClock: windowClock(process.env, rt.clock),

@@ -90,6 +90,28 @@ function types(pg: Pg): ClientConfig['types'] {
   };
 }
 
+/**
+ * A value written into a statement's text, for a script of several statements sent in one round
+ * trip (the simple protocol has no parameters): numbers as they are, text quoted by
+ * node-postgres' own escapeLiteral, null as NULL. Anything else is refused.
+ */
+export function pgLiteral(v: unknown): string {
+  if (v === null || v === undefined) return 'NULL';
+  if (typeof v === 'number' && Number.isFinite(v)) return String(v);
+  if (typeof v === 'bigint') return v.toString();
+  if (typeof v === 'boolean') return v ? 'TRUE' : 'FALSE';
+  if (typeof v === 'string') return pgModule().escapeLiteral(v);
+  throw new PgError(`a ${typeof v} cannot be written into a statement`, undefined);
+}
+
+/** Round trips to a server made by this process, every connection's (a query or a script each). */
+let trips = 0;
+
+/** How many round trips this process has made to PostgreSQL servers (a cost counter: DCM_COUNTERS). */
+export function pgRoundTrips(): number {
+  return trips;
+}
+
 /** Queries out (sent, or waiting for their turn) on any connection of this process. */
 let out = 0;
 let quiet: (() => void)[] = [];
@@ -261,6 +283,7 @@ export class PgClient {
 
   private async answered<R>(send: () => Promise<R>): Promise<R> {
     if (this.broken) throw asPgError(this.broken);
+    trips++;
     if (this.busy++ === 0) this.socket()?.ref();
     let silent = false;
     const timer = setTimeout(() => {

@@ -38,10 +38,23 @@ const PHASES = {
   going: `${MID} AND NOT ${RUNNING} AND st.state != 'deferred' AND ${RETRIED} = 0`,
   // Started once but holding no slot: deferred (tried again when due), or put back by a retry.
   waiting: `${MID} AND NOT ${RUNNING} AND (st.state = 'deferred' OR ${RETRIED} = 1)`,
+  // One of several workers: its part of the steps never started first (part), then any left.
+  part: `st.state = 'initial'`,
   initial: `st.state = 'initial'`,
 } as const;
 type Phase = keyof typeof PHASES;
-const ORDER: readonly Phase[] = ['adopted', 'going', 'waiting', 'initial'];
+const ORDER: readonly Phase[] = ['adopted', 'going', 'waiting', 'part', 'initial'];
+
+/**
+ * A worker's part of a stage's new steps: those whose id leaves `rank` over `count`, the workers
+ * there are (orchestrator/fleet.ts). Workers that all read the stage from its first step asked
+ * for the same steps, and all but one had each refused (issue 51: four workers read and asked
+ * for some 37,000 steps to start 10,000); each takes its own part first, then whatever is left.
+ */
+export interface CursorPart {
+  count: number;
+  rank: number;
+}
 
 /**
  * Steps whose run the last process left going (adopted) go first, then the rest of those caught
@@ -64,25 +77,37 @@ export class StageCursor {
 
   /** `owner`: one of several workers (orchestrator/workers.ts) reads only the steps no other live worker holds. */
   constructor(
-    db: Db,
+    private readonly db: Db,
     private readonly stage: number,
     private readonly owner?: number,
+    /** One of several workers: its part as the fleet is now (asked at each read of the part). */
+    private readonly part: () => CursorPart | undefined = () => undefined,
   ) {
     const mine = owner === undefined ? '' : ' AND (st.owner IS NULL OR st.owner = $3 OR NOT EXISTS (SELECT 1 FROM apply_worker w WHERE w.id = st.owner))';
+    this.mine = mine;
     // Prepared once per connection (statements.ts): a cursor is made for every pass over a stage.
     this.anyMid = sql(db, `SELECT EXISTS (SELECT 1 FROM strategy_step st WHERE st.stage = $1 AND ${MID}${mine.replace('$3', '$2')}) AS any`);
-    this.reads = new Map(
-      ORDER.map((p) => [
-        p,
-        sql(
-          db,
-          `SELECT ${COLUMNS}, ${p === 'initial' ? '0' : RETRIED} AS retried
-           FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
-           WHERE st.stage = $1 AND st.id > $2 AND ${PHASES[p]}${mine}
-           ORDER BY st.id LIMIT ${owner === undefined ? '$3' : '$4'}`,
-        ),
-      ]),
+    this.reads = new Map(ORDER.filter((p) => p !== 'part').map((p) => [p, this.read(p, '')]));
+  }
+
+  private readonly mine: string;
+
+  private read(p: Phase, also: string): Statement {
+    return sql(
+      this.db,
+      `SELECT ${COLUMNS}, ${p === 'initial' || p === 'part' ? '0' : RETRIED} AS retried
+       FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
+       WHERE st.stage = $1 AND st.id > $2 AND ${PHASES[p]}${this.mine}${also}
+       ORDER BY st.id LIMIT ${this.owner === undefined ? '$3' : '$4'}`,
     );
+  }
+
+  /** The read of this worker's part as the fleet is now, or null: none (alone, or not a worker). */
+  private partRead(): Statement | null {
+    const part = this.part();
+    if (this.owner === undefined || !part || part.count < 2) return null;
+    // Whole numbers of the fleet's own, written into the text: a statement per part (a few).
+    return this.read('part', ` AND st.id % ${Math.floor(part.count)} = ${Math.floor(part.rank)}`);
   }
 
   /** Rewinds so far: a read under way when one comes leaves the cursor where the rewind put it. */
@@ -107,10 +132,14 @@ export class StageCursor {
       const args = this.owner === undefined ? [this.stage] : [this.stage, this.owner];
       const any = (await this.anyMid.get(...args)) as { any: number };
       if (rewinds !== this.rewinds) return [];
-      if (any.any === 0) this.phase = ORDER.indexOf('initial');
+      if (any.any === 0) this.phase = ORDER.indexOf('part');
     }
     while (out.length < limit && this.phase < ORDER.length) {
-      const stmt = this.reads.get(ORDER[this.phase])!;
+      const stmt = ORDER[this.phase] === 'part' ? this.partRead() : this.reads.get(ORDER[this.phase])!;
+      if (!stmt) {
+        this.phase++;
+        continue;
+      }
       const args = this.owner === undefined ? [this.stage, this.after, limit - out.length] : [this.stage, this.after, this.owner, limit - out.length];
       const rows = await stmt.all(...args) as (ApplyStep & { retried: number })[];
       if (rewinds !== this.rewinds) return [];

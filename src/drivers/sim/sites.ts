@@ -11,6 +11,7 @@ import type DatabaseT from 'better-sqlite3';
 import { requireCjs } from '../../platform/cjs.js';
 import { WINDOW_PAGE_CACHE } from '../../platform/sqlite-cache.js';
 import { PgDatabase } from '../../platform/pg-database.js';
+import { pgLiteral } from '../../platform/pg-client.js';
 import { SqliteDb } from '../../platform/sqlite-db.js';
 import type { Db } from '../../platform/db.js';
 
@@ -46,13 +47,26 @@ const PG_SCHEMA = `
   CREATE SCHEMA IF NOT EXISTS dcm_sim;
   CREATE TABLE IF NOT EXISTS dcm_sim.sim_site (name TEXT COLLATE "C" PRIMARY KEY, ${SITE_COLUMNS});
 `;
-/** "SIM1": the sites' writers' advisory lock (the store's is "DCM1"): their flushes hold it shared, side by side. */
+/** "SIM1": the advisory lock the sites' schema is made under (the store's is "DCM1"); their flushes take none. */
 const SITES_WRITER_LOCK = 0x53494d31;
 const UPGRADE_1_TO_2 = `
   ALTER TABLE sim_site ADD COLUMN software_version TEXT;
   ALTER TABLE sim_site ADD COLUMN sync TEXT;
 `;
 
+
+/** A site's row as stored. */
+interface SiteRow {
+  name: string;
+  campaign: string;
+  done: number;
+  vim: string;
+  busy_state: string | null;
+  busy_owner: string | null;
+  options: string | null;
+  software_version: string | null;
+  sync: string | null;
+}
 
 interface Finish {
   site: Site;
@@ -79,49 +93,39 @@ const syncJson = (s: Site): string | null => (s.sync ? JSON.stringify(s.sync) : 
 const byName = (a: Site, b: Site): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
 /**
- * On PostgreSQL a tick's writes are two statements over arrays (`unnest`), not one per site:
- * node-postgres sends a statement only once the last has answered, and every round trip is a
- * site's wait. The same writes as the file's: an upsert of each changed
- * site, then each finish only while the site still runs that owner's operation (RETURNING says
- * which did). A tick names a site at most once in each (`dirty` and `finishes` are keyed by name).
- * `db` is the handle of the flush's transactions (Db.inside).
+ * On PostgreSQL a tick's writes are one round trip: an upsert of each changed site, then each
+ * finish only while the site still runs that owner's operation (RETURNING says which did), the
+ * two statements sent together as one script that the server runs as one transaction (the simple
+ * protocol's: no parameters, the values written in by node-postgres' own quoting). node-postgres
+ * sends a statement only once the last has answered, so a transaction of its own with a statement
+ * per part was four round trips a tick, every one a site's wait (issue 51). The same writes as
+ * the file's, in the same order. A tick names a site at most once in each (`dirty` and `finishes`
+ * are keyed by name), and every flush takes the sites' rows in their names' order: two flushes
+ * of a site taken over never wait for each other in a circle.
  */
-function pgWrites(db: Db): (sites: Site[], finishes: { site: Site; owner: string }[]) => Promise<boolean[]> {
-  const upsertMany = db.prepare(
-    `INSERT INTO sim_site (name, campaign, done, vim, busy_state, busy_owner, options, software_version, sync)
-     SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
-     ON CONFLICT (name) DO UPDATE SET campaign = excluded.campaign, done = excluded.done, vim = excluded.vim,
-       busy_state = excluded.busy_state, busy_owner = excluded.busy_owner, options = excluded.options,
-       software_version = excluded.software_version, sync = excluded.sync`,
-  );
-  const finishMany = db
-    .prepare(
-      `UPDATE sim_site AS s SET campaign = v.campaign, done = v.done, vim = v.vim, busy_state = NULL, busy_owner = NULL,
-         software_version = v.software_version, sync = v.sync
-       FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::text[])
-         AS v(name, campaign, done, vim, software_version, sync, owner)
-       WHERE s.name = v.name COLLATE "C" AND s.busy_owner = v.owner
-       RETURNING s.name`,
-    )
-    .pluck();
+function pgWrites(pg: PgDatabase): (sites: Site[], finishes: { site: Site; owner: string }[]) => Promise<boolean[]> {
+  const tuple = (values: unknown[]) => `(${values.map(pgLiteral).join(', ')})`;
   return async (sites, finishes) => {
+    const parts: string[] = [];
     if (sites.length) {
-      // row()'s columns, each as one array.
-      const rows = sites.map(row);
-      await upsertMany.run(...rows[0].map((_, i) => rows.map((r) => r[i])));
+      parts.push(`INSERT INTO sim_site (name, campaign, done, vim, busy_state, busy_owner, options, software_version, sync)
+        VALUES ${sites.map((s) => tuple(row(s))).join(', ')}
+        ON CONFLICT (name) DO UPDATE SET campaign = excluded.campaign, done = excluded.done, vim = excluded.vim,
+          busy_state = excluded.busy_state, busy_owner = excluded.busy_owner, options = excluded.options,
+          software_version = excluded.software_version, sync = excluded.sync`);
     }
+    if (finishes.length) {
+      const values = finishes.map((f) => tuple([f.site.name, f.site.campaign, f.site.done, f.site.vim, f.site.softwareVersion ?? null, syncJson(f.site), f.owner]));
+      parts.push(`UPDATE sim_site AS s SET campaign = v.campaign, done = v.done, vim = v.vim, busy_state = NULL, busy_owner = NULL,
+          software_version = v.software_version, sync = v.sync
+        FROM (VALUES ${values.join(', ')}) AS v(name, campaign, done, vim, software_version, sync, owner)
+        WHERE s.name = v.name COLLATE "C" AND s.busy_owner = v.owner
+        RETURNING s.name`);
+    }
+    if (parts.length === 0) return [];
+    const results = await pg.scriptAlone(parts.join(';\n'));
     if (finishes.length === 0) return [];
-    const kept = new Set(
-      await finishMany.all(
-        finishes.map((f) => f.site.name),
-        finishes.map((f) => f.site.campaign),
-        finishes.map((f) => f.site.done),
-        finishes.map((f) => f.site.vim),
-        finishes.map((f) => f.site.softwareVersion ?? null),
-        finishes.map((f) => syncJson(f.site)),
-        finishes.map((f) => f.owner),
-      ) as string[],
-    );
+    const kept = new Set((results[results.length - 1]?.rows ?? []).map((r) => (r as { name: string }).name));
     return finishes.map((f) => kept.has(f.site.name));
   };
 }
@@ -166,7 +170,11 @@ export class SiteBook {
   /** Finishes to write only if the site still runs the operation of `owner`. */
   private readonly finishes = new Map<string, Finish>();
   private scheduled = false;
+  /** Sites asked for this tick and not yet read (on a server): one promise each, one read for all. */
+  private readonly asked = new Map<string, Promise<Site | undefined>>();
+  private askers: { name: string; resolve: (s: Site | undefined) => void; reject: (err: Error) => void }[] = [];
   private readonly selectOne;
+  private readonly selectMany;
   private readonly upsert;
   private readonly finishRun;
   private readonly flushTx;
@@ -185,7 +193,7 @@ export class SiteBook {
       pg.close();
       throw err;
     }
-    return new SiteBook(pg, pgWrites(pg.inside));
+    return new SiteBook(pg, pgWrites(pg));
   }
 
   private constructor(
@@ -193,6 +201,8 @@ export class SiteBook {
     private readonly writeMany: ((sites: Site[], finishes: { site: Site; owner: string }[]) => Promise<boolean[]>) | null,
   ) {
     this.selectOne = this.db.prepare('SELECT * FROM sim_site WHERE name = $1');
+    // A server's: the sites first needed in one tick (get).
+    this.selectMany = writeMany ? this.db.prepare('SELECT * FROM sim_site WHERE name = ANY($1::text[])') : null;
     // The flush's statements, run only inside its transactions.
     this.upsert = this.db.inside.prepare(
       `INSERT INTO sim_site (name, campaign, done, vim, busy_state, busy_owner, options, software_version, sync)
@@ -208,7 +218,6 @@ export class SiteBook {
        WHERE name = $6 AND busy_owner = $7`,
     );
     const write = async (sites: Site[], finishes: { site: Site; owner: string }[]): Promise<boolean[]> => {
-      if (this.writeMany) return this.writeMany(sites, finishes);
       // Every write first, then what each finish changed; sent together and awaited once (on a
       // file each runs as it is called, in order), as the store's batches are.
       const [, ended] = await Promise.all([
@@ -217,32 +226,51 @@ export class SiteBook {
       ]);
       return ended.map((r) => r.changes === 1);
     };
-    // Alongside other workers' flushes on a server: each writes the sites it runs; a site two
-    // write at once (one taken over) is locked as its row, the rows in their names' order.
-    this.flushTx = (sites: Site[], finishes: { site: Site; owner: string }[] = []) => this.db.transaction(async () => write(sites, finishes)).alongside();
+    // On a server, one script of its own (pgWrites); on a file, a transaction.
+    const many = this.writeMany;
+    this.flushTx = many
+      ? (sites: Site[], finishes: { site: Site; owner: string }[] = []) => many(sites, finishes)
+      : (sites: Site[], finishes: { site: Site; owner: string }[] = []) => this.db.transaction(async () => write(sites, finishes)).immediate();
   }
 
   /**
-   * The site as the file has it, or as this process last changed it. Read one at a time and
-   * forgotten once its operation's end is committed (see flush), so that the book holds the sites
-   * in flight, not the fleet (SPEC §4: memory follows the window).
+   * The site as the store has it, or as this process last changed it. Read when first needed (on
+   * a server, the sites first needed in one tick in one statement: a round trip each was the most
+   * of a first state's wait, issue 51) and forgotten once its operation's end is committed (see
+   * flush), so that the book holds the sites in flight, not the fleet (SPEC §4: memory follows the
+   * window).
    */
   async get(name: string): Promise<Site | undefined> {
     const cached = this.cache.get(name);
     if (cached) return cached;
-    type Row = {
-      name: string;
-      campaign: string;
-      done: number;
-      vim: string;
-      busy_state: string | null;
-      busy_owner: string | null;
-      options: string | null;
-      software_version: string | null;
-      sync: string | null;
-    };
-    const r = await this.selectOne.get(name) as Row | undefined;
+    if (!this.writeMany) return this.known((await this.selectOne.get(name)) as SiteRow | undefined);
+    let asked = this.asked.get(name);
+    if (!asked) {
+      if (this.asked.size === 0) setImmediate(() => void this.readAsked());
+      this.asked.set(name, (asked = new Promise((resolve, reject) => this.askers.push({ name, resolve, reject }))));
+    }
+    return await asked;
+  }
+
+  /** The sites asked for this tick, read together. */
+  private async readAsked(): Promise<void> {
+    const askers = this.askers;
+    this.askers = [];
+    this.asked.clear();
+    try {
+      const rows = (await this.selectMany!.all(askers.map((a) => a.name))) as SiteRow[];
+      const byName = new Map(rows.map((r) => [r.name, r]));
+      for (const a of askers) a.resolve(this.known(byName.get(a.name)));
+    } catch (err) {
+      for (const a of askers) a.reject(err as Error);
+    }
+  }
+
+  /** A site as read, kept, unless this process changed it meanwhile: then as it has it. */
+  private known(r: SiteRow | undefined): Site | undefined {
     if (!r) return undefined;
+    const cached = this.cache.get(r.name);
+    if (cached) return cached;
     const site: Site = {
       name: r.name,
       campaign: r.campaign,
@@ -254,7 +282,7 @@ export class SiteBook {
       softwareVersion: r.software_version,
       sync: r.sync ? (JSON.parse(r.sync) as Site['sync']) : null,
     };
-    this.cache.set(name, site);
+    this.cache.set(r.name, site);
     return site;
   }
 

@@ -3,8 +3,8 @@
  * transition. The server runs a connection's statements one after the other, each answered
  * before the next is sent (node-postgres does not pipeline), so a commit of 33 transitions was
  * about 100 round trips, some 16 ms while holding the writers' lock, and every other writer
- * waited through them. Here the closes, the moves, the opens and the numbering of the runs opened
- * are one statement over arrays (`unnest`), whatever the batch's size (figure 1's work on one
+ * waited through them. Here the closes, the moves, the opens, the numbering of the runs opened and
+ * the completed subclouds' endpoints are one statement over arrays (`unnest`), whatever the batch's size (figure 1's work on one
  * worker: 45-50 s in a statement per row, 10 s in one per kind of write; BENCHMARKS.md
  * "PostgreSQL").
  *
@@ -21,8 +21,14 @@ import type { Db } from '../open.js';
 import type { Transition } from '../../domain/transition.js';
 import type { Endpoint } from '../../domain/types.js';
 import { sql } from '../statements.js';
-import { updateSubcloud } from '../subclouds.js';
-import { completionSet, recordText, siteOut, type Written } from '../transitions.js';
+import { SYNC_COLUMN, updateSubcloud } from '../subclouds.js';
+import { recordText, siteOut, type Written } from '../transitions.js';
+
+/** Each endpoint's column set in-sync where the completing step's `done` names it (a prestage's: its status). */
+const SYNCED = [
+  ...(Object.entries(SYNC_COLUMN) as [Endpoint, string][]).map(([e, col]) => `${col} = CASE WHEN v.done = '${e}' THEN 'in-sync' ELSE sc.${col} END`),
+  `prestage_status = CASE WHEN v.done = '' THEN 'complete' ELSE sc.prestage_status END`,
+].join(', ');
 
 /**
  * A round in one statement, so one round trip while holding the writers' lock: the runs closed,
@@ -32,15 +38,18 @@ import { completionSet, recordText, siteOut, type Written } from '../transitions
  * closed)` gate is evaluated once, before the first row is inserted, and running that part to its
  * end is what lets a step's new run in beside its old one under the one-running-operation index.
  * Every part reads the history as it was before the statement, which no closing changes the
- * attempts of. Answers one row per change: 1 a run closed, 2 a step moved (with its subcloud's
- * words if it was taken out and the step starts an operation: issue 49), 3 a run opened.
+ * attempts of. A step that moved and completes its subcloud marks the subcloud's endpoint in-sync
+ * (`done`: the endpoint, '' for a prestage's status) in the same statement (one round trip less a
+ * commit: issue 51). Answers one row per change: 1 a run closed, 2 a step moved (with its
+ * subcloud's words if it was taken out and the step starts an operation: issue 49), 3 a run opened.
  */
 const WRITE = `WITH v AS (
-    SELECT v.id, v.from_state, v.to_state, v.details, v.ended,
+    SELECT v.id, v.from_state, v.to_state, v.details, v.ended, v.subcloud, v.done,
       CASE WHEN v.attempt = 0
         THEN coalesce((SELECT max(x.attempt) FROM step_history x WHERE x.step_id = v.id AND x.state = v.to_state), 0) + 1
         ELSE v.attempt END AS num
-    FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::integer[], $6::boolean[]) AS v(id, from_state, to_state, details, attempt, ended)),
+    FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::integer[], $6::boolean[], $13::bigint[], $14::text[])
+      AS v(id, from_state, to_state, details, attempt, ended, subcloud, done)),
   closed AS (UPDATE step_history AS h
     SET outcome = c.outcome, finished_at = c.finished_at, details = c.details, retry_at = c.retry_at
     FROM unnest($8::bigint[], $9::text[], $10::text[], $11::text[], $12::text[]) AS c(id, outcome, finished_at, details, retry_at)
@@ -54,12 +63,13 @@ const WRITE = `WITH v AS (
   opened AS (INSERT INTO step_history (step_id, state, attempt, started_at, outcome)
     SELECT v.id, v.to_state, v.num, $7::text, 'running' FROM v
     WHERE v.num IS NOT NULL AND v.id IN (SELECT id FROM moved) AND (SELECT count(*) FROM closed) >= 0
-    RETURNING step_id, id, attempt)
+    RETURNING step_id, id, attempt),
+  synced AS (UPDATE subcloud AS sc SET ${SYNCED}, updated_at = $7::text
+    FROM v WHERE sc.id = v.subcloud AND v.done IS NOT NULL AND v.id IN (SELECT id FROM moved))
 SELECT 1, id, NULL::bigint, NULL::integer, NULL::text FROM closed
 UNION ALL SELECT 2, id, NULL, NULL, out FROM moved
 UNION ALL SELECT 3, step_id, id, attempt, NULL FROM opened`;
 
-const syncText = (e: Endpoint | null) => `UPDATE subcloud SET ${completionSet(e)}, updated_at = $1 WHERE id = ANY($2::bigint[])`;
 
 /** What one row's write changed, in the shape of a better-sqlite3 run's result. */
 const changed = (n: number, id = 0) => ({ changes: n, lastInsertRowid: id });
@@ -106,6 +116,8 @@ async function writeRound(db: Db, round: readonly Transition[], at: string): Pro
       closes.map((t) => t.close!.finishedAt),
       closes.map((t) => recordText(t.close!.details)),
       closes.map((t) => t.close!.retryAt ?? null),
+      round.map((t) => t.subcloudId),
+      round.map((t) => (t.completes ? (t.completes.endpoint ?? '') : null)),
     ) as [number, number, number | null, number | null, string | null][];
   const closed = new Set<number>();
   const moved = new Set<number>();
@@ -124,15 +136,7 @@ async function writeRound(db: Db, round: readonly Transition[], at: string): Pro
       byStep.get(id)!.startAttempt = attempt!;
     }
   }
-  // The subclouds whose step completed, one statement per endpoint; then what each site said.
-  const completing = new Map<Endpoint | null, number[]>();
-  for (const t of round) {
-    if (!t.completes || !moved.has(t.stepId)) continue;
-    const ids = completing.get(t.completes.endpoint) ?? [];
-    ids.push(t.subcloudId);
-    completing.set(t.completes.endpoint, ids);
-  }
-  for (const [e, ids] of completing) await sql(db, syncText(e)).run(at, ids);
+  // What each site said of itself, after what completion assumes: the inventory follows its report.
   for (const t of round) {
     if (!t.observed || !moved.has(t.stepId)) continue;
     const o = t.observed;
