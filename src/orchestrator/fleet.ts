@@ -11,7 +11,7 @@
 import type { ProcessRuntime } from '../platform/runtime.js';
 import type { Db } from '../store/open.js';
 import type { Transition } from '../domain/transition.js';
-import type { CursorPart, CursorStep } from '../store/cursor.js';
+import type { CursorStep } from '../store/cursor.js';
 import { claimSteps, inFlightElsewhere, leadWorker, shareOfWindow, stageElsewhere, stepFences, type ClaimAsk, type Refusal, type ShareOf } from '../store/workers.js';
 import { liveWorkers, type WorkerLease } from './workers.js';
 import type { Timer } from '../platform/timers.js';
@@ -47,8 +47,6 @@ export interface Fleet {
   readonly blocked: boolean;
   /** A claim refused as full: wait a little before asking again. */
   block(pump: () => void): void;
-  /** This worker's part of a stage's new steps, which it asks for first (store/cursor.ts); none alone. */
-  part(): CursorPart | undefined;
   /** The window this worker fills of a stage's `size`. */
   localWindow(size: number): number;
   /** The live workers and their caps as a heartbeat read them: true when this worker's share changed. */
@@ -80,7 +78,6 @@ export const LONE_FLEET: Fleet = {
   ended: () => {},
   blocked: false,
   block: () => {},
-  part: () => undefined,
   localWindow: (size) => size,
   followShare: () => false,
   inFlightElsewhere: async () => 0,
@@ -188,11 +185,6 @@ export class SharedFleet implements Fleet {
     this.claimTimer?.clear();
     this.claimTimer = null;
     this.blocked = false;
-  }
-
-  part(): CursorPart | undefined {
-    const rank = this.workers.findIndex((w) => w.id === this.lease.id);
-    return rank < 0 || this.workers.length < 2 ? undefined : { count: this.workers.length, rank };
   }
 
   /** Its `--max-local`, or its share (store/workers.ts), so that it does not ask for claims it would be refused. */

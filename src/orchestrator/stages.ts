@@ -195,7 +195,7 @@ export class Stages {
 
   /** One pass of a window over the stage's open steps (the only one, but for one of several workers). */
   private async runStagePass(stage: number, size: number): Promise<void> {
-    const cursor = (this.cursor = new StageCursor(this.rt.db, stage, this.fleet.ownerId, () => this.fleet.part()));
+    const cursor = (this.cursor = new StageCursor(this.rt.db, stage, this.fleet.ownerId));
     this.window = new StageWindow(
       this.fleet.localWindow(this.windows.get(stage) ?? size),
       {

@@ -90,20 +90,6 @@ function types(pg: Pg): ClientConfig['types'] {
   };
 }
 
-/**
- * A value written into a statement's text, for a script of several statements sent in one round
- * trip (the simple protocol has no parameters): numbers as they are, text quoted by
- * node-postgres' own escapeLiteral, null as NULL. Anything else is refused.
- */
-export function pgLiteral(v: unknown): string {
-  if (v === null || v === undefined) return 'NULL';
-  if (typeof v === 'number' && Number.isFinite(v)) return String(v);
-  if (typeof v === 'bigint') return v.toString();
-  if (typeof v === 'boolean') return v ? 'TRUE' : 'FALSE';
-  if (typeof v === 'string') return pgModule().escapeLiteral(v);
-  throw new PgError(`a ${typeof v} cannot be written into a statement`, undefined);
-}
-
 /** Round trips to a server made by this process, every connection's (a query or a script each). */
 let trips = 0;
 

@@ -253,18 +253,6 @@ export class PgDatabase implements Db, Inside {
     return new PgStatement(this, source, true);
   }
 
-  /**
-   * Statements with no parameters (values written in with pgLiteral), several in one round trip,
-   * outside any transaction: the server runs them as one (the simple protocol's implicit
-   * transaction), and answers each. Taken in a turn of its own; not sent again on a new connection.
-   */
-  async scriptAlone(text: string): Promise<PgResult[]> {
-    return await this.turns.hold(() => {}, async () => {
-      await this.reconnectIfLost();
-      return await this.script(text);
-    });
-  }
-
   /** Statements with no parameters, several at once (PostgreSQL's simple protocol); run now. */
   async exec(text: string): Promise<this> {
     await this.answer({ text }, false);

@@ -38,23 +38,17 @@ const PHASES = {
   going: `${MID} AND NOT ${RUNNING} AND st.state != 'deferred' AND ${RETRIED} = 0`,
   // Started once but holding no slot: deferred (tried again when due), or put back by a retry.
   waiting: `${MID} AND NOT ${RUNNING} AND (st.state = 'deferred' OR ${RETRIED} = 1)`,
-  // One of several workers: its part of the steps never started first (part), then any left.
-  part: `st.state = 'initial'`,
+  // One of several workers: its part of the steps never started first, then any left. Its part:
+  // the ids that leave its rank among the workers there are now (read with the steps) over their
+  // number. Workers that all read the stage from its first step asked for the same steps, and all
+  // but one had each refused (issue 51: four workers read and asked for some 37,000 steps to start
+  // 10,000); each takes its own part first, then whatever is left.
+  part: `st.state = 'initial'
+    AND st.id % (SELECT count(*) FROM apply_worker) = (SELECT count(*) FROM apply_worker w WHERE w.id < $3)`,
   initial: `st.state = 'initial'`,
 } as const;
 type Phase = keyof typeof PHASES;
 const ORDER: readonly Phase[] = ['adopted', 'going', 'waiting', 'part', 'initial'];
-
-/**
- * A worker's part of a stage's new steps: those whose id leaves `rank` over `count`, the workers
- * there are (orchestrator/fleet.ts). Workers that all read the stage from its first step asked
- * for the same steps, and all but one had each refused (issue 51: four workers read and asked
- * for some 37,000 steps to start 10,000); each takes its own part first, then whatever is left.
- */
-export interface CursorPart {
-  count: number;
-  rank: number;
-}
 
 /**
  * Steps whose run the last process left going (adopted) go first, then the rest of those caught
@@ -77,38 +71,30 @@ export class StageCursor {
 
   /** `owner`: one of several workers (orchestrator/workers.ts) reads only the steps no other live worker holds. */
   constructor(
-    private readonly db: Db,
+    db: Db,
     private readonly stage: number,
     private readonly owner?: number,
-    /** One of several workers: its part as the fleet is now (asked at each read of the part). */
-    private readonly part: () => CursorPart | undefined = () => undefined,
   ) {
     const mine = owner === undefined ? '' : ' AND (st.owner IS NULL OR st.owner = $3 OR NOT EXISTS (SELECT 1 FROM apply_worker w WHERE w.id = st.owner))';
-    this.mine = mine;
     // Prepared once per connection (statements.ts): a cursor is made for every pass over a stage.
     this.anyMid = sql(db, `SELECT EXISTS (SELECT 1 FROM strategy_step st WHERE st.stage = $1 AND ${MID}${mine.replace('$3', '$2')}) AS any`);
-    this.reads = new Map(ORDER.filter((p) => p !== 'part').map((p) => [p, this.read(p, '')]));
-  }
-
-  private readonly mine: string;
-
-  private read(p: Phase, also: string): Statement {
-    return sql(
-      this.db,
-      `SELECT ${COLUMNS}, ${p === 'initial' || p === 'part' ? '0' : RETRIED} AS retried
-       FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
-       WHERE st.stage = $1 AND st.id > $2 AND ${PHASES[p]}${this.mine}${also}
-       ORDER BY st.id LIMIT ${this.owner === undefined ? '$3' : '$4'}`,
+    this.phases = owner === undefined ? ORDER.filter((p) => p !== 'part') : ORDER;
+    this.reads = new Map(
+      this.phases.map((p) => [
+        p,
+        sql(
+          db,
+          `SELECT ${COLUMNS}, ${p === 'initial' || p === 'part' ? '0' : RETRIED} AS retried
+           FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
+           WHERE st.stage = $1 AND st.id > $2 AND ${PHASES[p]}${mine}
+           ORDER BY st.id LIMIT ${owner === undefined ? '$3' : '$4'}`,
+        ),
+      ]),
     );
   }
 
-  /** The read of this worker's part as the fleet is now, or null: none (alone, or not a worker). */
-  private partRead(): Statement | null {
-    const part = this.part();
-    if (this.owner === undefined || !part || part.count < 2) return null;
-    // Whole numbers of the fleet's own, written into the text: a statement per part (a few).
-    return this.read('part', ` AND st.id % ${Math.floor(part.count)} = ${Math.floor(part.rank)}`);
-  }
+  /** The phases this reader reads, in order (a lone orchestrator has no part of its own). */
+  private readonly phases: readonly Phase[];
 
   /** Rewinds so far: a read under way when one comes leaves the cursor where the rewind put it. */
   private rewinds = 0;
@@ -132,14 +118,10 @@ export class StageCursor {
       const args = this.owner === undefined ? [this.stage] : [this.stage, this.owner];
       const any = (await this.anyMid.get(...args)) as { any: number };
       if (rewinds !== this.rewinds) return [];
-      if (any.any === 0) this.phase = ORDER.indexOf('part');
+      if (any.any === 0) this.phase = this.phases.indexOf(this.owner === undefined ? 'initial' : 'part');
     }
-    while (out.length < limit && this.phase < ORDER.length) {
-      const stmt = ORDER[this.phase] === 'part' ? this.partRead() : this.reads.get(ORDER[this.phase])!;
-      if (!stmt) {
-        this.phase++;
-        continue;
-      }
+    while (out.length < limit && this.phase < this.phases.length) {
+      const stmt = this.reads.get(this.phases[this.phase])!;
       const args = this.owner === undefined ? [this.stage, this.after, limit - out.length] : [this.stage, this.after, this.owner, limit - out.length];
       const rows = await stmt.all(...args) as (ApplyStep & { retried: number })[];
       if (rewinds !== this.rewinds) return [];

@@ -8,6 +8,7 @@ import { afterEach, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs';
 import path from 'node:path';
 import { dcm, dcmOk, tempDir } from '../helpers/cli.js';
+import { pgTestUrl } from '../helpers/pg-databases.js';
 import { names } from '../helpers/history.js';
 import { isPgUrl } from '../../src/domain/db-url.js';
 
@@ -63,6 +64,25 @@ describe('cost counters of a zero-latency apply', () => {
     // 300 more subclouds: a read outside a transaction per subcloud (or per start) would add 300
     // (1,500); the polls of a slower run add a couple every quarter second.
     expect(big.autocommitReads - small.autocommitReads).toBeLessThan(300 / 2);
+  });
+
+  // Issue 51: on a server each statement is a round trip (node-postgres does not pipeline), and a
+  // round trip is what a worker's subclouds wait for and what the server spends most on; a commit
+  // is a fixed few statements whatever its size (its writes are each one statement over arrays).
+  // Commits follow the machine's load (a server's commit gathers the answers of its 2 ms), so the
+  // per-commit bound is the exact one; the per-transition bound sits below what a round trip more
+  // per subcloud (a sixth of one per transition) would add.
+  (pgTestUrl() ? test : test.skip)('on a server: a commit is a few statements whatever its size, and round trips stay a small part of a transition', () => {
+    const c = applyCounted(400, 100) as Counters & { roundTrips: number };
+    expect(c.transitions).toBe(2400);
+    // The fence, the strategy's state, the claims (their steps, the workers' counts, the claim),
+    // the batch's one statement, the duration statistics: about 4 a commit here; one per
+    // transition in a commit would be some 90.
+    expect((c.statements - c.autocommitReads) / c.commits).toBeLessThanOrEqual(8);
+    // Every round trip of the process (the store's, the lease's, the simulated sites'): 0.11 a
+    // transition when written (255 for 2,400); one more per subcloud would add 400 (0.17 each).
+    expect(c.roundTrips / c.transitions).toBeLessThanOrEqual(0.25);
+    expect(c.roundTrips).toBeGreaterThan(0);
   });
 
   test('exec driver: one run launched per state, and no more passes over /proc than runs (runs that end together share one)', () => {

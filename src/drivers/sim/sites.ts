@@ -11,7 +11,6 @@ import type DatabaseT from 'better-sqlite3';
 import { requireCjs } from '../../platform/cjs.js';
 import { WINDOW_PAGE_CACHE } from '../../platform/sqlite-cache.js';
 import { PgDatabase } from '../../platform/pg-database.js';
-import { pgLiteral } from '../../platform/pg-client.js';
 import { SqliteDb } from '../../platform/sqlite-db.js';
 import type { Db } from '../../platform/db.js';
 
@@ -93,40 +92,59 @@ const syncJson = (s: Site): string | null => (s.sync ? JSON.stringify(s.sync) : 
 const byName = (a: Site, b: Site): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
 /**
- * On PostgreSQL a tick's writes are one round trip: an upsert of each changed site, then each
- * finish only while the site still runs that owner's operation (RETURNING says which did), the
- * two statements sent together as one script that the server runs as one transaction (the simple
- * protocol's: no parameters, the values written in by node-postgres' own quoting). node-postgres
- * sends a statement only once the last has answered, so a transaction of its own with a statement
- * per part was four round trips a tick, every one a site's wait (issue 51). The same writes as
- * the file's, in the same order. A tick names a site at most once in each (`dirty` and `finishes`
- * are keyed by name), and every flush takes the sites' rows in their names' order: two flushes
- * of a site taken over never wait for each other in a circle.
+ * On PostgreSQL a tick's writes are one statement over arrays (`unnest`): an upsert of each changed
+ * site, and each finish only while the site still runs that owner's operation (RETURNING says which
+ * did). node-postgres sends a statement only once the last has answered, so a transaction of its
+ * own with a statement per part was four round trips a tick, every one a site's wait (issue 51);
+ * one statement is one round trip, and a transaction by itself. A statement changes a row once: a
+ * site both changed and finished in the tick (an operation that ended as it began) is written as
+ * the two would leave it, its upsert then its finish, which holds when the change made it that
+ * owner's (else the finish is refused, as it would be after the upsert). The same writes as the
+ * file's. `db` is the connection (not a transaction's handle).
  */
-function pgWrites(pg: PgDatabase): (sites: Site[], finishes: { site: Site; owner: string }[]) => Promise<boolean[]> {
-  const tuple = (values: unknown[]) => `(${values.map(pgLiteral).join(', ')})`;
+const WRITE_SITES = `WITH up AS (
+    INSERT INTO sim_site (name, campaign, done, vim, busy_state, busy_owner, options, software_version, sync)
+    SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
+    ON CONFLICT (name) DO UPDATE SET campaign = excluded.campaign, done = excluded.done, vim = excluded.vim,
+      busy_state = excluded.busy_state, busy_owner = excluded.busy_owner, options = excluded.options,
+      software_version = excluded.software_version, sync = excluded.sync),
+  fin AS (UPDATE sim_site AS s SET campaign = v.campaign, done = v.done, vim = v.vim, busy_state = NULL, busy_owner = NULL,
+      software_version = v.software_version, sync = v.sync
+    FROM unnest($10::text[], $11::text[], $12::integer[], $13::text[], $14::text[], $15::text[], $16::text[])
+      AS v(name, campaign, done, vim, software_version, sync, owner)
+    WHERE s.name = v.name COLLATE "C" AND s.busy_owner = v.owner
+    RETURNING s.name)
+SELECT name FROM fin`;
+
+function pgWrites(db: Db): (sites: Site[], finishes: { site: Site; owner: string }[]) => Promise<boolean[]> {
+  const write = db.prepare(WRITE_SITES).pluck();
   return async (sites, finishes) => {
-    const parts: string[] = [];
-    if (sites.length) {
-      parts.push(`INSERT INTO sim_site (name, campaign, done, vim, busy_state, busy_owner, options, software_version, sync)
-        VALUES ${sites.map((s) => tuple(row(s))).join(', ')}
-        ON CONFLICT (name) DO UPDATE SET campaign = excluded.campaign, done = excluded.done, vim = excluded.vim,
-          busy_state = excluded.busy_state, busy_owner = excluded.busy_owner, options = excluded.options,
-          software_version = excluded.software_version, sync = excluded.sync`);
+    const changed = new Map(sites.map((s) => [s.name, s]));
+    // A finish of a site also changed in the tick: its upsert then its finish, as one row; kept
+    // only if the change made it that owner's.
+    const folded = new Map<string, boolean>();
+    for (const f of finishes) {
+      const s = changed.get(f.site.name);
+      if (!s) continue;
+      const kept = s.busyOwner === f.owner;
+      folded.set(s.name, kept);
+      if (kept) changed.set(s.name, { ...s, campaign: f.site.campaign, done: f.site.done, vim: f.site.vim, busyState: null, busyOwner: null, softwareVersion: f.site.softwareVersion, sync: f.site.sync });
     }
-    if (finishes.length) {
-      const values = finishes.map((f) => tuple([f.site.name, f.site.campaign, f.site.done, f.site.vim, f.site.softwareVersion ?? null, syncJson(f.site), f.owner]));
-      parts.push(`UPDATE sim_site AS s SET campaign = v.campaign, done = v.done, vim = v.vim, busy_state = NULL, busy_owner = NULL,
-          software_version = v.software_version, sync = v.sync
-        FROM (VALUES ${values.join(', ')}) AS v(name, campaign, done, vim, software_version, sync, owner)
-        WHERE s.name = v.name COLLATE "C" AND s.busy_owner = v.owner
-        RETURNING s.name`);
-    }
-    if (parts.length === 0) return [];
-    const results = await pg.scriptAlone(parts.join(';\n'));
-    if (finishes.length === 0) return [];
-    const kept = new Set((results[results.length - 1]?.rows ?? []).map((r) => (r as { name: string }).name));
-    return finishes.map((f) => kept.has(f.site.name));
+    const rows = [...changed.values()].map(row);
+    const rest = finishes.filter((f) => !folded.has(f.site.name));
+    const kept = new Set(
+      (await write.all(
+        ...Array.from({ length: 9 }, (_, i) => rows.map((r) => r[i])),
+        rest.map((f) => f.site.name),
+        rest.map((f) => f.site.campaign),
+        rest.map((f) => f.site.done),
+        rest.map((f) => f.site.vim),
+        rest.map((f) => f.site.softwareVersion ?? null),
+        rest.map((f) => syncJson(f.site)),
+        rest.map((f) => f.owner),
+      )) as string[],
+    );
+    return finishes.map((f) => folded.get(f.site.name) ?? kept.has(f.site.name));
   };
 }
 
