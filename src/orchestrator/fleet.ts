@@ -47,6 +47,8 @@ export interface Fleet {
   readonly blocked: boolean;
   /** A claim refused as full: wait a little before asking again. */
   block(pump: () => void): void;
+  /** The workers the last claim judged its share among (undefined: none read yet). */
+  readonly claimedAmong: readonly ShareOf[] | undefined;
   /** The window this worker fills of a stage's `size`. */
   localWindow(size: number): number;
   /** The live workers and their caps as a heartbeat read them: true when this worker's share changed. */
@@ -78,6 +80,7 @@ export const LONE_FLEET: Fleet = {
   ended: () => {},
   blocked: false,
   block: () => {},
+  claimedAmong: undefined,
   localWindow: (size) => size,
   followShare: () => false,
   inFlightElsewhere: async () => 0,
@@ -102,6 +105,7 @@ export class SharedFleet implements Fleet {
   private readonly mine = new Set<number>();
   private claimTimer: Timer | null = null;
   blocked = false;
+  claimedAmong: readonly ShareOf[] | undefined = undefined;
   /** Each live worker and its `--max-local` (null: none), as the last heartbeat read them: the share's input. */
   private workers: readonly ShareOf[] = [];
 
@@ -129,6 +133,7 @@ export class SharedFleet implements Fleet {
   async claim(db: Db, firstLimit?: { ids: ReadonlySet<number>; max: number }): Promise<ReadonlySet<number> | undefined> {
     if (!this.claiming.length) return undefined;
     const r = await claimSteps(db, this.lease.id, this.lease.maxLocal, this.claiming, firstLimit);
+    if (r.workers) this.claimedAmong = r.workers;
     this.granted = r.granted;
     // The refused are left out of this commit, not the commit given up: a rolled-back try would
     // hold the writers' lock once more for the same batch, and every worker waits on it.

@@ -298,7 +298,13 @@ export class Stages {
 
   /** A claim refused: `taken`, another worker's subcloud (ended, for this pass); `full` and `rate` wait in their place. */
   refused(stepId: number, why: Refusal): void {
-    if (why === 'full') this.fleet.block(() => this.pump());
+    if (why === 'full') {
+      // The window was full across the workers: this worker's own follows the share the claim
+      // judged it by (workers joined since its last look at the fleet, a heartbeat ago), so that it
+      // asks for no more than it is let have, rather than be refused every little while.
+      if (this.fleet.claimedAmong) this.followShare(this.fleet.claimedAmong);
+      this.fleet.block(() => this.pump());
+    }
     this.release(stepId, why === 'taken');
   }
 

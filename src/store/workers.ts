@@ -226,7 +226,7 @@ export async function claimSteps(
    * the stage's order still makes the start the rate allows rather than ask for steps already gone.
    */
   firstLimit?: { ids: ReadonlySet<number>; max: number },
-): Promise<{ granted: Map<number, number>; refused: Map<number, Refusal> }> {
+): Promise<{ granted: Map<number, number>; refused: Map<number, Refusal>; workers?: ShareOf[] }> {
   const refused = new Map<number, Refusal>();
   const granted = new Map<number, number>();
   if (asks.length === 0) return { granted, refused };
@@ -236,11 +236,14 @@ export async function claimSteps(
   ).all(JSON.stringify(asks.map((a) => a.id))) as { id: number; state: string; owner: number | null; fence: number; live: number | boolean }[];
   const byId = new Map(rows.map((r) => [r.id, r]));
   const room = new Map<number, { free: number; mine: number; cap: number }>();
+  /** The workers the shares were judged among, when read: the caller's window follows them. */
+  let workers: ShareOf[] | undefined;
   let locked = false;
   const roomOf = async (stage: number) => {
     let r = room.get(stage);
     if (r) return r;
     let counts = await stageCounts(db, stage);
+    workers = counts.map((w) => ({ id: w.id, cap: w.cap }));
     const window = counts[0]?.size ?? 1;
     const shares = sharesOfWindow(window, counts.map((w) => ({ id: w.id, cap: w.cap })));
     // The shares add up to the window (issue 51): each worker keeps within its own, and another
@@ -285,7 +288,7 @@ export async function claimSteps(
     granted.set(a.id, row.fence + 1);
     if (firstLimit?.ids.has(a.id)) firstLimit = { ids: firstLimit.ids, max: firstLimit.max - 1 };
   }
-  if (granted.size === 0) return { granted, refused };
+  if (granted.size === 0) return { granted, refused, workers };
   // Only a step still nobody's (or this worker's, or a gone one's): without the claims' lock,
   // another worker may have claimed it since the read, and its claim stands (a server re-reads a
   // row another transaction changed before it updates it).
@@ -302,7 +305,7 @@ export async function claimSteps(
       refused.set(id, 'taken');
     }
   }
-  return { granted, refused };
+  return { granted, refused, workers };
 }
 
 /** Each worker's steps in flight in `stage`, its cap, and the stage's window: one row per worker, by id. */
