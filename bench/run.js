@@ -7,6 +7,7 @@
  * BENCH_QUICK=1 runs every figure once (to try the bench out; the figures are then not worth much).
  * BENCH_MILLION=1 adds figure 7m: a 1,000,000-subcloud import, create and apply (minutes).
  * BENCH_ONLY=7,8 runs only the figures whose ids start with one of these.
+ * BENCH_PG_URL=postgresql://… adds figure 10: several workers on that server (bench/pg-figures.js).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -20,15 +21,16 @@ import { met, table, updateBenchmarksMd } from './lib/report.js';
 import { overheadAndMemory, readLatency, scale, scheduling } from './figures.js';
 import { execOverhead } from './exec.js';
 import { controlLatency, million, stopLatency, windowMemory } from './control.js';
+import { SEVERAL_WORKERS_IDS, severalWorkers } from './pg-figures.js';
 
 const started = Date.now();
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
 const require = createRequire(import.meta.url);
-const ORDER = ['1', '2', '2m', '3', '3c', '3h', '4a', '4b', '5', '6', '6x', '6p', '7w', '7W', '7m-import', '7m-create', '7m-apply', '8-pause', '8-resume', '8-update', '9-abort', '9-removed', '9-changed'];
+const ORDER = ['1', '2', '2m', '3', '3c', '3h', '4a', '4b', '5', '6', '6x', '6p', '7w', '7W', '7m-import', '7m-create', '7m-apply', '8-pause', '8-resume', '8-update', '9-abort', '9-removed', '9-changed', '10-1', '10-2', '10-4', '10-lat'];
 
 const quick = process.env.BENCH_QUICK === '1';
-const reps = quick ? { apply: 1, schedule: 1, read: 2, scale: 1, exec: 1 } : { apply: 7, schedule: 5, read: 15, scale: 7, exec: 3 };
+const reps = quick ? { apply: 1, schedule: 1, read: 2, scale: 1, exec: 1, workers: 1 } : { apply: 7, schedule: 5, read: 15, scale: 7, exec: 3, workers: 3 };
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dcm-bench-'));
 const cleanup = () => fs.rmSync(tmp, { recursive: true, force: true });
@@ -92,6 +94,8 @@ async function main() {
     [windowMemory, [['7w', 'Memory follows the window (10,000)'], ['7W', 'Memory follows the window (100,000)']]],
     [controlLatency, [['8-pause', 'Noticed after pause'], ['8-resume', 'Noticed after resume'], ['8-update', 'Noticed after update']]],
     [stopLatency, [['9-abort', 'Noticed after abort'], ['9-removed', 'Exit after the file removed'], ['9-changed', 'Exit after a step changed behind it']]],
+    // Several workers on a server (BENCH_PG_URL): skipped without one.
+    [severalWorkers, SEVERAL_WORKERS_IDS],
   ];
   // A million subclouds takes minutes: only when asked for.
   if (process.env.BENCH_MILLION === '1') {

@@ -31,8 +31,10 @@ if (!admin) {
   console.error('usage: node bench/workers.js POSTGRESQL_URL [reps]');
   process.exit(2);
 }
-// BENCH_ONLY=fig1,lat,take runs only those parts.
+// BENCH_ONLY=fig1,lat,take runs only those parts. BENCH_JSON=FILE also writes the measurements
+// there (`npm run bench` reads them: bench/pg-figures.js).
 const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',')) : null;
+const measured = {};
 const wanted = (part) => !only || only.has(part);
 const { PgClient } = await import(path.join(ROOT, 'dist', 'platform', 'pg-client.js'));
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dcm-bench-workers-'));
@@ -124,6 +126,7 @@ for (let r = 0; r < reps; r++) {
   console.log(`figure 1 round ${r + 1}: sqlite ${(one.ms / 1000).toFixed(1)} s; pg ${[1, 2, 4].map((n) => `${n}w ${(results[n][r].ms / 1000).toFixed(1)} s`).join(', ')}`);
 }
 const base = results.sqlite.map((x) => x.ms);
+measured.fig1 = Object.fromEntries(Object.entries(results).map(([k, xs]) => [k, xs.map((x) => ({ ms: x.ms, commits: x.commits }))]));
 console.log(`\nfigure 1's work (10,000 × 5, latency 0, window 500), ${reps} rounds, median (min–max):`);
 console.log(`  SQLite, 1 orchestrator: ${span(base.map((m) => m / 1000), 1)} s, ${span(results.sqlite.map((x) => x.commits / (x.ms / 1000)), 0)} commits/s`);
 for (const n of [1, 2, 4]) {
@@ -140,6 +143,7 @@ for (const n of [1, 2, 4]) {
 if (wanted('lat')) {
 const LAT = await prepare('dcmbench_lat', 2_000, ['--sim-latency', '20ms..60ms', '--max-parallel-subclouds', '200', '--sim-seed', '1']);
 const ratios = [];
+const spans = [];
 for (let r = 0; r < reps; r++) {
   const db = await fresh('dcmbench_work', LAT);
   const res = await workers(db, Number(process.env.BENCH_LAT_WORKERS ?? 3)).all;
@@ -147,12 +151,14 @@ for (let r = 0; r < reps; r++) {
   const rows = await sqlOn(db, 'SELECT step_id AS "stepId", state, started_at, finished_at FROM step_history ORDER BY id');
   const a = analyseHistory(rows, 200);
   ratios.push(a.makespan / a.ideal);
+  spans.push({ makespan: a.makespan, ideal: a.ideal });
   console.log(
     `latency-bound round ${r + 1}: makespan ${(a.makespan / 1000).toFixed(3)} s, ideal ${(a.ideal / 1000).toFixed(3)} s, ` +
       `ratio ${(a.makespan / a.ideal).toFixed(3)}, mean in flight ${meanInFlight(rows).toFixed(0)} of 200, ${res.commits} commits`,
   );
 }
 console.log(`\nlatency-bound (2,000, 20–60 ms, window 200), ${process.env.BENCH_LAT_WORKERS ?? 3} worker(s): makespan / ideal ${span(ratios, 3)}`);
+measured.lat = spans;
 
 }
 
@@ -191,5 +197,6 @@ for (const where of ['two hosts', 'one host']) {
   console.log(`takeover, ${where}: ${span(delays, 2)} s from ${where === 'two hosts' ? 'lease expiry (5 s lease, heartbeat every 1.67 s)' : 'the kill (seen by the pid)'} to the first claim`);
 }
 }
+if (process.env.BENCH_JSON) fs.writeFileSync(process.env.BENCH_JSON, `${JSON.stringify(measured)}\n`);
 for (const name of ['dcmbench_work', 'dcmbench_fig1', 'dcmbench_lat', 'dcmbench_take']) await sqlOn(admin, `DROP DATABASE IF EXISTS ${name}`);
 fs.rmSync(tmp, { recursive: true, force: true });
