@@ -38,22 +38,29 @@ const PHASES = {
   going: `${MID} AND NOT ${RUNNING} AND st.state != 'deferred' AND ${RETRIED} = 0`,
   // Started once but holding no slot: deferred (tried again when due), or put back by a retry.
   waiting: `${MID} AND NOT ${RUNNING} AND (st.state = 'deferred' OR ${RETRIED} = 1)`,
-  // One of several workers: its part of the steps never started first, then any left. Its part:
-  // the ids that leave its rank among the workers there are now (read with the steps) over their
-  // number. Workers that all read the stage from its first step asked for the same steps, and all
-  // but one had each refused (issue 51: four workers read and asked for some 37,000 steps to start
-  // 10,000); each takes its own part first, then whatever is left.
+  // One of several workers: its part of the steps never started first, then what is left, from the
+  // last step back. Its part: the ids that leave its rank among the workers there are now (read
+  // with the steps) over their number. Workers that all read the stage from its first step asked
+  // for the same steps, and all but one had each refused (issue 51: four workers read and asked
+  // for some 37,000 steps to start 10,000); each takes its own part first, then helps the others
+  // from the far end of theirs, where they come last.
   part: `st.state = 'initial'
     AND st.id % (SELECT count(*) FROM apply_worker) = (SELECT count(*) FROM apply_worker w WHERE w.id < $3)`,
+  rest: `st.state = 'initial'`,
   initial: `st.state = 'initial'`,
 } as const;
 type Phase = keyof typeof PHASES;
-const ORDER: readonly Phase[] = ['adopted', 'going', 'waiting', 'part', 'initial'];
+const ORDER: readonly Phase[] = ['adopted', 'going', 'waiting', 'part', 'rest', 'initial'];
+/** Phases read from the last step back (`after` is then the step read before, from above). */
+const BACKWARDS: ReadonlySet<Phase> = new Set(['rest']);
+/** Where a backwards phase starts: above every id. */
+const TOP = Number.MAX_SAFE_INTEGER;
 
 /**
  * Steps whose run the last process left going (adopted) go first, then the rest of those caught
  * mid-state (their state runs again), then those started once that hold no slot (deferred, or put
- * back by `strategy retry`), then the steps never started; each phase in id order. An adopted run
+ * back by `strategy retry`), then the steps never started; each phase in id order (but a worker's
+ * help with the others' parts, from the last step back). An adopted run
  * is on its site already, so it takes its slot before anything else starts: read after another
  * step that needs a slot, it waited behind it while the window was exceeded — and one of several
  * workers waited for ever, the other step's claim refused because the adopted run fills the
@@ -78,16 +85,16 @@ export class StageCursor {
     const mine = owner === undefined ? '' : ' AND (st.owner IS NULL OR st.owner = $3 OR NOT EXISTS (SELECT 1 FROM apply_worker w WHERE w.id = st.owner))';
     // Prepared once per connection (statements.ts): a cursor is made for every pass over a stage.
     this.anyMid = sql(db, `SELECT EXISTS (SELECT 1 FROM strategy_step st WHERE st.stage = $1 AND ${MID}${mine.replace('$3', '$2')}) AS any`);
-    this.phases = owner === undefined ? ORDER.filter((p) => p !== 'part') : ORDER;
+    this.phases = owner === undefined ? ORDER.filter((p) => p !== 'part' && p !== 'rest') : ORDER.filter((p) => p !== 'initial');
     this.reads = new Map(
       this.phases.map((p) => [
         p,
         sql(
           db,
-          `SELECT ${COLUMNS}, ${p === 'initial' || p === 'part' ? '0' : RETRIED} AS retried
+          `SELECT ${COLUMNS}, ${p === 'initial' || p === 'part' || p === 'rest' ? '0' : RETRIED} AS retried
            FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id
-           WHERE st.stage = $1 AND st.id > $2 AND ${PHASES[p]}${mine}
-           ORDER BY st.id LIMIT ${owner === undefined ? '$3' : '$4'}`,
+           WHERE st.stage = $1 AND st.id ${BACKWARDS.has(p) ? '<' : '>'} $2 AND ${PHASES[p]}${mine}
+           ORDER BY st.id${BACKWARDS.has(p) ? ' DESC' : ''} LIMIT ${owner === undefined ? '$3' : '$4'}`,
         ),
       ]),
     );
@@ -120,6 +127,7 @@ export class StageCursor {
       if (rewinds !== this.rewinds) return [];
       if (any.any === 0) this.phase = this.phases.indexOf(this.owner === undefined ? 'initial' : 'part');
     }
+    if (this.after === 0 && BACKWARDS.has(this.phases[this.phase])) this.after = TOP;
     while (out.length < limit && this.phase < this.phases.length) {
       const stmt = this.reads.get(this.phases[this.phase])!;
       const args = this.owner === undefined ? [this.stage, this.after, limit - out.length] : [this.stage, this.after, this.owner, limit - out.length];
@@ -129,7 +137,7 @@ export class StageCursor {
       if (rows.length) this.after = rows[rows.length - 1].id;
       if (out.length < limit) {
         this.phase++;
-        this.after = 0;
+        this.after = BACKWARDS.has(this.phases[this.phase]) ? TOP : 0;
       }
     }
     return out;
