@@ -16,8 +16,13 @@ import { claimSteps, inFlightElsewhere, leadWorker, shareOfWindow, stageElsewher
 import { liveWorkers, type WorkerLease } from './workers.js';
 import type { Timer } from '../platform/timers.js';
 
-/** How soon a worker whose claims found the stage's window full (across workers) asks again. */
-const CLAIM_RETRY_MS = 250;
+/**
+ * How soon a worker whose claims found the stage's window full (across workers) asks again, if no
+ * subcloud of its own ends first: another worker over its share (it took the window before this
+ * one joined) gives it back as its subclouds end, and an ask costs this worker's commit alone
+ * (workers' batches run side by side: issue 51), not a turn of every worker's.
+ */
+const CLAIM_RETRY_MS = 50;
 
 export interface Fleet {
   /** One of several workers (false: the one orchestrator of a file). */
