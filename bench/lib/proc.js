@@ -52,7 +52,24 @@ function readHwmKiB(pid) {
 }
 
 /**
- * Run `cmd args` and resolve { ms, code, rssKiB, stderr }.
+ * CPU seconds (user, system) of this process's waited-for children and theirs, from
+ * /proc/self/stat (cutime, cstime: clock ticks, 100 a second); null without /proc.
+ */
+function childrenCpu() {
+  try {
+    const text = fs.readFileSync('/proc/self/stat', 'latin1');
+    const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return { user: Number(f[13]) / 100, sys: Number(f[14]) / 100 };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Run `cmd args` and resolve { ms, code, rssKiB, stderr, cpu }. `cpu` ({ user, sys } seconds, or
+ * null) is what the process and every descendant reaped by it used: the kernel adds a child's
+ * times to its parent's as it is reaped. It is this process's children's times before and after,
+ * so it holds for one measured process at a time (figure 6 measures them in turn).
  * options: stdout: 'ignore' | a file path (the output is written there);
  *          rss: measure the peak RSS; expect: the exit code that counts as success (default 0);
  *          env: extra environment; tmp: a directory for GNU time's report;
@@ -71,6 +88,7 @@ export function measure(cmd, args, options = {}) {
     argv = ['-v', '-o', report, cmd, ...args];
   }
   return new Promise((resolve, reject) => {
+    const cpu0 = childrenCpu();
     const started = process.hrtime.bigint();
     // Its own process group, so that a timeout (or the bench's Ctrl-C) ends GNU time's child too.
     const child = spawn(file, argv, { stdio: ['ignore', outFd, 'pipe'], env: { ...process.env, ...env }, detached: true });
@@ -102,6 +120,8 @@ export function measure(cmd, args, options = {}) {
     });
     child.on('close', (code, signal) => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      const cpu1 = childrenCpu();
+      const cpu = cpu0 && cpu1 ? { user: cpu1.user - cpu0.user, sys: cpu1.sys - cpu0.sys } : null;
       clearTimeout(killer);
       running.delete(child);
       if (poll) clearInterval(poll);
@@ -123,7 +143,7 @@ export function measure(cmd, args, options = {}) {
         reject(new Error(`${shown} exited ${code ?? signal} (expected ${expect})\n${stderr.trim().split('\n').slice(-5).join('\n')}`));
         return;
       }
-      resolve({ ms, code, rssKiB, stderr });
+      resolve({ ms, code, rssKiB, stderr, cpu });
     });
   });
 }

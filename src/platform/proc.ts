@@ -46,23 +46,34 @@ const STAT_BUF = Buffer.allocUnsafe(4096);
 /** Fields of /proc/<pid>/stat, or null when it cannot be read (gone, or no /proc here). */
 export function readStat(pid: number | string): ProcStat | null {
   // open, read, close: readFileSync would add an fstat and a buffer per call.
-  let text: string;
   let fd: number;
   try {
     fd = fs.openSync(`/proc/${pid}/stat`, 'r');
   } catch {
     return null;
   }
+  let n: number;
   try {
-    text = STAT_BUF.toString('latin1', 0, fs.readSync(fd, STAT_BUF, 0, STAT_BUF.length, null));
+    n = fs.readSync(fd, STAT_BUF, 0, STAT_BUF.length, null);
   } catch {
     return null;
   } finally {
     fs.closeSync(fd);
   }
   // The command name (field 2) may hold spaces and parentheses: count fields after the last ')'.
-  const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  return { state: rest[0], pgrp: Number(rest[2]), starttime: Number(rest[19]) };
+  // Read from the bytes: a pass reads hundreds of these, and a string split into fifty was garbage.
+  const close = n > 0 ? STAT_BUF.lastIndexOf(0x29, n - 1) : -1;
+  if (close < 0 || close + 2 >= n) return null;
+  let field = 3;
+  let pgrp = 0;
+  let starttime = 0;
+  for (let i = close + 3; i < n && field <= 22; i++) {
+    const b = STAT_BUF[i];
+    if (b === 0x20) field++;
+    else if (field === 5) pgrp = pgrp * 10 + b - 48;
+    else if (field === 22) starttime = starttime * 10 + b - 48;
+  }
+  return { state: String.fromCharCode(STAT_BUF[close + 2]), pgrp, starttime };
 }
 
 export function isZombie(s: ProcStat): boolean {
@@ -105,17 +116,67 @@ export function processesWithEnv(name: string, values: ReadonlySet<string>, sinc
   return scanProcesses(name, values, since, new Set()).tagged;
 }
 
+/** One buffer for every environment read, grown to the largest met (most are a page or two). */
+let envBuf = Buffer.allocUnsafe(16384);
+
+/**
+ * The value of the first `NAME=` entry (`prefix`) in a process's environment; null when it has
+ * none or cannot be read. Read into one buffer kept for the next: readFileSync made a buffer (and
+ * an fstat) for each process of each pass, most of the garbage of a busy apply.
+ */
+function envValue(pid: string, prefix: Buffer): string | null {
+  let fd: number;
+  try {
+    fd = fs.openSync(`/proc/${pid}/environ`, 'r');
+  } catch {
+    return null;
+  }
+  try {
+    let len = 0;
+    for (;;) {
+      if (len === envBuf.length) {
+        const bigger = Buffer.allocUnsafe(len * 2);
+        envBuf.copy(bigger, 0, 0, len);
+        envBuf = bigger;
+      }
+      const n = fs.readSync(fd, envBuf, len, envBuf.length - len, null);
+      if (n === 0) break;
+      len += n;
+    }
+    const env = envBuf.subarray(0, len);
+    let at = env.indexOf(prefix);
+    while (at > 0 && env[at - 1] !== 0) at = env.indexOf(prefix, at + 1);
+    if (at < 0) return null;
+    const end = env.indexOf(0, at);
+    return env.toString('utf8', at + prefix.length, end < 0 ? len : end);
+  } catch {
+    return null;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 /**
  * One pass over /proc for two questions at once: the live processes whose environment holds
  * `NAME=value` for one of `values` (started at or after `since`), and the live members of each
  * process group in `groups` (a zombie is no member: see isZombie). The exec driver asks both when
  * runs end, and a pass costs a stat read per process on the machine.
+ *
+ * `others`: the groups of other runs still going, each by its leader's start time. A member of
+ * such a group is that run's, never one of `values`': a group belongs to one session, only a
+ * process of that session can join it, and each run is a session of its own (its leader's setsid),
+ * which a process of another run can enter by no call. That holds while the number is the run's
+ * group: its leader seen alive in this pass with the run's start time has held the number since
+ * (Linux frees a pid only once no process has it as pid, group or session), so its members'
+ * environments are not read. In a busy apply these are most of the new processes (each run in
+ * flight is a wrapper and a command), and their environments were most of a pass's cost.
  */
 export function scanProcesses(
   name: string,
   values: ReadonlySet<string>,
   since: number,
   groups: ReadonlySet<number>,
+  others: ReadonlyMap<number, number> = new Map(),
 ): { tagged: Map<string, number[]>; members: Map<number, number[]> } {
   const tagged = new Map<string, number[]>();
   const members = new Map<number, number[]>();
@@ -129,27 +190,26 @@ export function scanProcesses(
   countPass();
   const prefix = Buffer.from(`${name}=`);
   const started = new Map<number, number>();
+  // Processes whose environment may hold a tag, read once every stat is: a member may come before its leader.
+  const candidates: { pid: string; pgrp: number; starttime: number }[] = [];
+  /** Leaders of `others` seen alive with their run's start time. */
+  const leaders = new Set<number>();
   for (const e of entries) {
     const c = e.charCodeAt(0);
     if (c < 48 || c > 57 || Number(e) === process.pid) continue;
     const s = readStat(e);
     if (!s || isZombie(s)) continue;
     if (groups.has(s.pgrp)) push(members, s.pgrp, Number(e));
+    if (s.pgrp === Number(e) && others.get(s.pgrp) === s.starttime) leaders.add(s.pgrp);
     if (values.size === 0 || s.starttime < since) continue;
-    let env: Buffer;
-    try {
-      env = fs.readFileSync(`/proc/${e}/environ`);
-    } catch {
-      continue;
-    }
-    let at = env.indexOf(prefix);
-    while (at > 0 && env[at - 1] !== 0) at = env.indexOf(prefix, at + 1);
-    if (at < 0) continue;
-    const end = env.indexOf(0, at);
-    const value = env.toString('utf8', at + prefix.length, end < 0 ? env.length : end);
-    if (!values.has(value)) continue;
-    push(tagged, value, Number(e));
-    started.set(Number(e), s.starttime);
+    candidates.push({ pid: e, pgrp: s.pgrp, starttime: s.starttime });
+  }
+  for (const { pid, pgrp, starttime } of candidates) {
+    if (leaders.has(pgrp)) continue;
+    const value = envValue(pid, prefix);
+    if (value === null || !values.has(value)) continue;
+    push(tagged, value, Number(pid));
+    started.set(Number(pid), starttime);
   }
   // /proc is listed as text (1022 before 998): the oldest process of a tag first, its leader as a rule.
   for (const list of tagged.values()) list.sort((a, b) => started.get(a)! - started.get(b)! || a - b);

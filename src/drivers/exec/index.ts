@@ -26,7 +26,7 @@ import { setLongTimeout, sleep } from '../../platform/timers.js';
 import { PRIVATE_DIR } from '../../platform/private.js';
 import { runIdOf } from './run-id.js';
 import { fileFacts, storedFacts, stoppedWhy, type RunFacts } from './run-facts.js';
-import { TagScans } from './tag-scans.js';
+import { TagScans, type GoingRun } from './tag-scans.js';
 import { watchProgress } from './progress-file.js';
 import { EX_TEMPFAIL } from '../../domain/deferral.js';
 import { isPgUrl } from '../../domain/db-url.js';
@@ -50,6 +50,8 @@ export interface ExecSettings {
 
 interface Live {
   pgid: number;
+  /** Its group leader's start time (clock ticks since boot), once the launcher said; null before, or for a run adopted. */
+  leaderStart: number | null;
   graceMs: number;
   runId: string;
   since: number;
@@ -98,8 +100,8 @@ export class ExecDriver implements Driver {
   /** dcm's environment without its own DCM_* settings (DCM_DB of the shell, DCM_DEBUG…) and the store's password, made once. */
   private readonly baseEnv: NodeJS.ProcessEnv;
   private readonly launcher: Launcher;
-  /** One /proc scan for the runs that end in the same turn (tag-scans.ts). */
-  private readonly scans = new TagScans();
+  /** One /proc scan for the runs that end in the same turn (tag-scans.ts), told the groups of the runs going. */
+  private readonly scans = new TagScans(() => this.runningGroups());
 
   /** The config's `audit`, when it has one (else the driver has no audit at all). */
   readonly audit?: (req: AuditRequest) => Promise<AuditOutcome>;
@@ -135,6 +137,11 @@ export class ExecDriver implements Driver {
     return s;
   }
 
+  /** The runs going that this process started, with their groups and their leaders' start times. */
+  private *runningGroups(): Iterable<GoingRun> {
+    for (const l of this.live.values()) if (l.pgid > 0 && l.leaderStart !== null) yield { runId: l.runId, pgid: l.pgid, leaderStart: l.leaderStart };
+  }
+
   costs(): Record<string, number> {
     return { runs: this.launcher.launched, procPasses: procPasses() };
   }
@@ -162,7 +169,7 @@ export class ExecDriver implements Driver {
     start: (entry: Live) => Promise<OperationResult>,
   ): Promise<OperationResult> {
     const cloud = req.cloud;
-    const entry: Live = { pgid, graceMs: spec.killGraceMs, runId, since, done: Promise.resolve(), signal: req.signal };
+    const entry: Live = { pgid, leaderStart: null, graceMs: spec.killGraceMs, runId, since, done: Promise.resolve(), signal: req.signal };
     this.live.set(cloud, entry);
     // Started after `start`'s first steps, which remove an earlier strategy's files at this path.
     const running = start(entry);
@@ -214,6 +221,7 @@ export class ExecDriver implements Driver {
     }
     const pid = started.pid;
     live.pgid = pid;
+    live.leaderStart = started.start;
     req.onStarted?.({ pid, pgid: pid, procStart: started.start });
     const run0 = { base, runId, since: started.start ?? since, deadline, proc: { pid, pgid: pid, procStart: started.start } };
 

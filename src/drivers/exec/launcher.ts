@@ -86,6 +86,12 @@ const USER_UMASK = process.umask(0o077).toString(8).padStart(4, '0');
 /** The wrapper dcm chose: `--sh` when it found no native/dcm-run or was told to use the sh one. */
 const NATIVE = process.argv.includes('--sh') ? null : NATIVE_WRAPPER;
 
+/**
+ * The launcher's environment (dcm's without its DCM_* settings), copied once: each run's had
+ * been a spread of process.env, every variable looked up through node's environment again.
+ */
+const BASE_ENV: NodeJS.ProcessEnv = { ...process.env };
+
 let running = 0;
 /** Runs past their timeout being stopped (their SIGKILL not sent yet): the launcher waits for them too. */
 let stopping = 0;
@@ -292,7 +298,7 @@ function start(req: Launch, claim: number, launching: string): void {
       detached: true,
       stdio: ['ignore', fd, fd],
       cwd: req.cwd,
-      env: { ...process.env, ...req.env },
+      env: { ...BASE_ENV, ...req.env },
     });
   } catch (err) {
     fs.closeSync(claim);
@@ -314,12 +320,14 @@ function start(req: Launch, claim: number, launching: string): void {
   // The pid first, before dcm hears of it: written synchronously, it is there even if dcm dies now.
   fs.writeSync(claim, `${pid} ${process.pid} ${runId}\n`.padEnd(launching.length), 0);
   fs.closeSync(claim);
-  send({ id: req.id, pid, start: procStartTime(pid) });
+  // Read once: dcm is told it, and the backstop below stops only what started at or after it.
+  const start = procStartTime(pid);
+  send({ id: req.id, pid, start });
   // The backstop of the state's timeout: the worker stops the run first while it lives.
   // setLongTimeout: a state's timeout may be past what setTimeout holds (720h).
   // Every process of the run, by its tag as well as its group: one that left the group (setsid,
   // Ansible's workers from 2.18) is stopped too. The launcher stays until the SIGKILL is sent.
-  const since = procStartTime(pid) ?? 0;
+  const since = start ?? 0;
   const g: Going = { req, pid, since, token: fenceToken(req), cloud: req.env.DCM_CLOUD ?? '', stopped: null };
   going.set(req.id, g);
   // Fired late after a freeze, it waits for the wake's check: a run stopped for that is not

@@ -86,14 +86,28 @@ export async function terminateGroup(pgid: number, graceMs: number): Promise<boo
   return waitGroupGone(pgid, 10_000);
 }
 
-/** Now, in the clock ticks of /proc start times (USER_HZ is 100 on Linux), a second early for safety. */
+/** /proc/uptime as first read (ticks) and the monotonic clock then (ms); null until read, or without /proc. */
+let uptimeAt: { ticks: number; mono: number } | null = null;
+
+/**
+ * Now, in the clock ticks of /proc start times (USER_HZ is 100 on Linux), a second early for safety.
+ * Asked twice for every run: /proc/uptime is read once a process (five system calls a read), and
+ * the monotonic clock's time since added to it. Start times count in boot time, which is the
+ * monotonic clock plus any time suspended: what is added is never more than boot time moved, so
+ * this is never later than a read of /proc/uptime would be (a run's processes, started after it,
+ * are never left out); after a suspend it is earlier, which only widens the look.
+ */
 export function ticksNow(): number {
-  try {
-    const up = Number(fs.readFileSync('/proc/uptime', 'latin1').split(' ')[0]);
-    return Math.max(0, Math.floor(up * 100) - 100);
-  } catch {
-    return 0;
+  if (!uptimeAt) {
+    try {
+      const up = Number(fs.readFileSync('/proc/uptime', 'latin1').split(' ')[0]);
+      if (!Number.isFinite(up)) return 0;
+      uptimeAt = { ticks: up * 100, mono: performance.now() };
+    } catch {
+      return 0;
+    }
   }
+  return Math.max(0, Math.floor(uptimeAt.ticks + (performance.now() - uptimeAt.mono) / 10) - 100);
 }
 
 /**

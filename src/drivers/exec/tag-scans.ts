@@ -15,6 +15,14 @@ export interface RunProcesses {
   tagged: number[];
 }
 
+/** A run going, as its driver knows it. */
+export interface GoingRun {
+  runId: string;
+  pgid: number;
+  /** Its group leader's start time (clock ticks since boot). */
+  leaderStart: number;
+}
+
 interface Ask {
   runId: string;
   since: number;
@@ -25,6 +33,12 @@ interface Ask {
 export class TagScans {
   private asks: Ask[] = [];
   private scheduled = false;
+
+  /**
+   * `going`: the runs still going, each with its process group and its leader's start time
+   * (platform/proc.ts scanProcesses: their members' environments need no read). None by default.
+   */
+  constructor(private readonly going: () => Iterable<GoingRun> = () => []) {}
 
   /**
    * The live processes carrying `runId`, started at or after `since` (ticks), and with `pgid` the
@@ -51,7 +65,12 @@ export class TagScans {
       // kill(-pgid, 0) failing proves the group empty without a look at /proc.
       if (a.pgid !== null && a.pgid > 0 && groupExists(a.pgid)) groups.add(a.pgid);
     }
-    const found = scanProcesses('DCM_RUN_ID', new Set(asks.map((a) => a.runId)), Number.isFinite(since) ? since : 0, groups);
+    // A run asked about is never among the others, by its id or by its group, whatever its group's state.
+    const askedIds = new Set(asks.map((a) => a.runId));
+    const askedGroups = new Set(asks.map((a) => a.pgid));
+    const others = new Map<number, number>();
+    for (const g of this.going()) if (!askedIds.has(g.runId) && !askedGroups.has(g.pgid)) others.set(g.pgid, g.leaderStart);
+    const found = scanProcesses('DCM_RUN_ID', new Set(asks.map((a) => a.runId)), Number.isFinite(since) ? since : 0, groups, others);
     for (const a of asks) {
       a.resolve({ group: a.pgid === null ? [] : (found.members.get(a.pgid) ?? []), tagged: found.tagged.get(a.runId) ?? [] });
     }
