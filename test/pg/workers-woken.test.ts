@@ -80,6 +80,29 @@ function judge(runs: WorkRun[]): void {
   expect([...runsPerState(runs.filter((r) => r.how === 'ok'))].filter(([, n]) => n !== 1)).toEqual([]);
 }
 
+/** The runs' verdict, then nothing of them left going once their last process is gone. */
+async function judgedAndGone(fx: ExecFixture, runs: WorkRun[]): Promise<void> {
+  judge(runs);
+  await waitFor(() => fx.leftovers().length === 0, 60_000, 100);
+}
+
+type Worker = ReturnType<typeof worker>;
+
+/** The worker taken over exits 4 (its lease lost), its taker 0 saying nothing, every step complete. */
+async function bothEnded(fx: ExecFixture, taken: Worker, taker: Worker, n: number): Promise<void> {
+  const [end, takerEnd] = await Promise.all([taken.done, taker.done]);
+  expect(end.code).toBe(4);
+  expect([takerEnd.code, takerEnd.stderr]).toEqual([0, '']);
+  expect(stepStates(fx.db)).toEqual([{ state: 'complete', n }]);
+}
+
+/** host-b's worker joins, and takes host-a's over. */
+async function hostBTakesOver(fx: ExecFixture, env: Record<string, string> = {}): Promise<Worker> {
+  const b = worker(fx.db, { ...fx.env, ...env, DCM_HOST: 'host-b' });
+  await waitFor(() => takeovers(fx.db) === 1, 60_000, 50);
+  return b;
+}
+
 function config(fx: ExecFixture, first: { workMs: number; timeout: string }, more = ''): string {
   const work = path.join(fx.dir, 'work.sh');
   fs.writeFileSync(work, WORK_SH, { mode: 0o755 });
@@ -227,8 +250,7 @@ describe('a host woken, a clock stepped, a host cut off: judged by the runs own 
     const host = freezeHost(a.child.pid!, logs, N);
 
     // host-b joins, takes host-a over, and past the bound holds the runs as of unknown outcome.
-    const b = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' });
-    await waitFor(() => takeovers(fx.db) === 1, 60_000, 50);
+    const b = await hostBTakesOver(fx);
     await waitFor(() => unknownRows(fx.db) === N, 90_000, 100);
     const list = JSON.parse(dcmOk(['--db', fx.db, 'strategy-step', 'list', '-f', 'json']).stdout) as { cloud: string; details: string }[];
     for (const r of first) {
@@ -250,10 +272,7 @@ describe('a host woken, a clock stepped, a host cut off: judged by the runs own 
     }
     signal(a.child.pid!, 'SIGCONT');
     frozen = [];
-    const [endA, endB] = await Promise.all([a.done, b.done]);
-    expect(endA.code).toBe(4);
-    expect([endB.code, endB.stderr]).toEqual([0, '']);
-    expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: N }]);
+    await bothEnded(fx, a, b, N);
     // The record says why: each stopped run's history row, as `strategy-step history` shows it.
     for (const r of first) {
       const history = JSON.parse(dcmOk(['--db', fx.db, 'strategy-step', 'history', r.cloud, '-f', 'json']).stdout) as { state: string; attempt: number; outcome: string; details: string | null }[];
@@ -265,8 +284,7 @@ describe('a host woken, a clock stepped, a host cut off: judged by the runs own 
     // Stopped before they could end ok, each of them; run again (attempt 2) once nothing of it was left.
     expect(runs.filter((r) => r.state === 'pre check' && r.attempt === 1).map((r) => r.how)).toEqual(Array(N).fill('stopped'));
     expect(runs.filter((r) => r.state === 'pre check' && r.how === 'ok').map((r) => r.attempt)).toEqual(Array(N).fill(2));
-    judge(runs);
-    await waitFor(() => fx.leftovers().length === 0, 60_000, 100);
+    await judgedAndGone(fx, runs);
   }, 240_000);
 
   /**
@@ -300,8 +318,7 @@ describe('a host woken, a clock stepped, a host cut off: judged by the runs own 
     await waitFor(() => runsWithPid(fx.db) === N, 60_000, 50);
     a.child.kill('SIGSTOP');
     frozen = [a.child.pid!];
-    const b = worker(fx.db, { ...fx.env, ...stepped, DCM_HOST: 'host-b' });
-    await waitFor(() => takeovers(fx.db) === 1, 60_000, 50);
+    const b = await hostBTakesOver(fx, stepped);
     a.child.kill('SIGCONT');
     frozen = [];
     // host-b waits for the runs; its wall clock steps two hours ahead meanwhile.
@@ -311,10 +328,7 @@ describe('a host woken, a clock stepped, a host cut off: judged by the runs own 
     await waitFor(() => offsets().length > before + 2, 30_000, 50);
     const o = offsets();
     expect(o[o.length - 1] - o[0]).toBeGreaterThan(7_000_000);
-    expect((await a.done).code).toBe(4);
-    const endB = await b.done;
-    expect([endB.code, endB.stderr]).toEqual([0, '']);
-    expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: N }]);
+    await bothEnded(fx, a, b, N);
     // Never held: the runs ended within the bound, and host-b took their ends (written by
     // host-a's launcher, which outlived its worker) as they were.
     expect(query(fx.db, `SELECT 1 FROM strategy_event WHERE event = 'run unknown'`)).toEqual([]);
@@ -326,8 +340,7 @@ describe('a host woken, a clock stepped, a host cut off: judged by the runs own 
     const runs = workRuns(fx);
     expect(runs.filter((r) => r.state === 'pre check').map((r) => [r.attempt, r.how])).toEqual(Array(N).fill([1, 'ok']));
     expect(runs).toHaveLength(N * 5);
-    judge(runs);
-    await waitFor(() => fx.leftovers().length === 0, 60_000, 100);
+    await judgedAndGone(fx, runs);
   }, 240_000);
 
   /**
@@ -351,8 +364,7 @@ describe('a host woken, a clock stepped, a host cut off: judged by the runs own 
     await waitFor(() => said().includes('cut'), 30_000, 20);
     expect(query(fx.db, 'SELECT 1 FROM run_end')).toEqual([]);
     // The runs end ok while host-a is cut off; host-b joins, takes host-a over and, past the bound, holds them.
-    const b = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' });
-    await waitFor(() => takeovers(fx.db) === 1, 60_000, 50);
+    const b = await hostBTakesOver(fx);
     await waitFor(() => workRuns(fx).filter((r) => r.how === 'ok').length === N, 60_000, 50);
     await waitFor(() => unknownRows(fx.db) === N, 90_000, 100);
     expect(query(fx.db, 'SELECT 1 FROM run_end')).toEqual([]);
@@ -360,17 +372,13 @@ describe('a host woken, a clock stepped, a host cut off: judged by the runs own 
     expect(workRuns(fx).map((r) => [r.cloud, r.state, r.attempt, r.how]).sort()).toEqual(workRuns(fx).filter((r) => r.state === 'pre check').map((r) => [r.cloud, 'pre check', 1, 'ok']).sort());
     proxy.kill('SIGUSR2');
     await waitFor(() => said().includes('healed'), 30_000, 20);
-    const [endA, endB] = await Promise.all([a.done, b.done]);
-    expect(endA.code).toBe(4);
-    expect([endB.code, endB.stderr]).toEqual([0, '']);
-    expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: N }]);
+    await bothEnded(fx, a, b, N);
     // Their ends came from host-a's launcher, as they were: ok, taken so by host-b.
     expect(query<{ code: number }>(fx.db, `SELECT code FROM run_end WHERE host = 'host-a'`).map((e) => e.code)).toEqual(Array(N).fill(0));
     expect(query<{ outcome: string }>(fx.db, `SELECT outcome FROM step_history WHERE state = 'pre check' ORDER BY id`).map((r) => r.outcome)).toEqual(Array(N).fill('ok'));
     const runs = workRuns(fx);
     expect(runs).toHaveLength(N * 5);
-    judge(runs);
-    await waitFor(() => fx.leftovers().length === 0, 60_000, 100);
+    await judgedAndGone(fx, runs);
   }, 240_000);
 
   /**
@@ -391,8 +399,7 @@ describe('a host woken, a clock stepped, a host cut off: judged by the runs own 
     const a = worker(url, { ...fx.env, DCM_HOST: 'host-a' });
     await waitFor(() => runsWithPid(fx.db) === N && workRuns(fx).length === N, 60_000, 50);
     const host = freezeHost(a.child.pid!, logs, N);
-    const b = worker(fx.db, { ...fx.env, DCM_HOST: 'host-b' });
-    await waitFor(() => takeovers(fx.db) === 1, 60_000, 50);
+    const b = await hostBTakesOver(fx);
     await waitFor(() => unknownRows(fx.db) === N, 90_000, 100);
     // The server cannot be reached from host-a; its launcher and runs wake (its worker stays
     // frozen: only the launcher asks). It is refused, and asks again.
@@ -413,14 +420,10 @@ describe('a host woken, a clock stepped, a host cut off: judged by the runs own 
     }
     signal(a.child.pid!, 'SIGCONT');
     frozen = [];
-    const [endA, endB] = await Promise.all([a.done, b.done]);
-    expect(endA.code).toBe(4);
-    expect([endB.code, endB.stderr]).toEqual([0, '']);
-    expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: N }]);
+    await bothEnded(fx, a, b, N);
     const runs = workRuns(fx);
     expect(runs.filter((r) => r.state === 'pre check').map((r) => [r.attempt, r.how]).sort()).toEqual([...Array(N).fill([1, 'stopped']), ...Array(N).fill([2, 'ok'])]);
-    judge(runs);
-    await waitFor(() => fx.leftovers().length === 0, 60_000, 100);
+    await judgedAndGone(fx, runs);
   }, 240_000);
 
   /**
@@ -451,15 +454,11 @@ describe('a host woken, a clock stepped, a host cut off: judged by the runs own 
     expect(fromA().map((e) => [e.code, (JSON.parse(e.facts) as { stopped?: string }).stopped])).toEqual(Array(N).fill([0, undefined]));
     signal(a1.child.pid!, 'SIGCONT');
     frozen = [];
-    const [end1, end2] = await Promise.all([a1.done, a2.done]);
-    expect(end1.code).toBe(4);
-    expect([end2.code, end2.stderr]).toEqual([0, '']);
-    expect(stepStates(fx.db)).toEqual([{ state: 'complete', n: N }]);
+    await bothEnded(fx, a1, a2, N);
     expect(query<{ outcome: string }>(fx.db, `SELECT outcome FROM step_history WHERE state = 'pre check' ORDER BY id`).map((r) => r.outcome)).toEqual(Array(N).fill('ok'));
     const runs = workRuns(fx);
     expect(runs.filter((r) => r.state === 'pre check').map((r) => [r.attempt, r.how])).toEqual(Array(N).fill([1, 'ok']));
     expect(runs).toHaveLength(N * 5);
-    judge(runs);
-    await waitFor(() => fx.leftovers().length === 0, 60_000, 100);
+    await judgedAndGone(fx, runs);
   }, 240_000);
 });
