@@ -245,7 +245,7 @@ export async function claimSteps(
     let counts = await stageCounts(db, stage);
     workers = counts.map((w) => ({ id: w.id, cap: w.cap }));
     const window = counts[0]?.size ?? 1;
-    const shares = sharesOfWindow(window, counts.map((w) => ({ id: w.id, cap: w.cap })));
+    const shares = sharesOfWindow(window, workers);
     // The shares add up to the window (issue 51): each worker keeps within its own, and another
     // worker's claims meanwhile only fill its own share. A worker over its share (the workers
     // changed since it claimed) holds what it has and claims nothing; the others leave its part
