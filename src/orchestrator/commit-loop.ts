@@ -20,6 +20,7 @@ import type { Refusal } from '../store/workers.js';
 import type { ProgressSink } from './progress.js';
 import { Committer, BUSY_RETRY_MS, StopInFile } from './committer.js';
 import { startCheck } from './start-check.js';
+import { stateAndRateAtBegin } from '../store/start-rate.js';
 import { decideRun, type DecideContext, type Decided, type Report } from './decide.js';
 import type { Fleet } from './fleet.js';
 import type { Registry, Worker } from './registry.js';
@@ -300,6 +301,8 @@ export class CommitLoop {
       this.procs.stop();
       // One of several workers claims each subcloud in the commit of its first operation here.
       const claiming = this.fleet.asking(batch, (id) => this.host.slot(id).step);
+      // The strategy's look that a batch opening new subclouds makes is read with its BEGIN.
+      stateAndRateAtBegin(this.rt.db, opensNew ? stage : null);
       this.committing = batch;
       try {
         await this.committer.tryCommit(batch, also, startCheck(this.pacer, this.fleet, { opensNew, claiming, firstStarts, stage }, paced));

@@ -94,9 +94,10 @@ type TxFn = ((...a: unknown[]) => unknown) & Record<'deferred' | 'immediate' | '
 interface Counted {
   prepare: (...a: never[]) => unknown;
   pragma: (...a: never[]) => unknown;
+  atCommit: (...a: never[]) => unknown;
   commitCount: () => unknown;
   transaction: (...a: never[]) => unknown;
-  readonly inside: Pick<Counted, 'prepare' | 'pragma'>;
+  readonly inside: Pick<Counted, 'prepare' | 'pragma' | 'atCommit'>;
 }
 
 /**
@@ -111,7 +112,7 @@ export function costCounters(env: NodeJS.ProcessEnv, db: Counted): { counters: C
   const counters: CostCounters = { commits: 0, transitions: 0, statements: 0, details: 0, autocommitReads: 0 };
   // A statement through the connection is a transaction of its own (a write, a commit); one
   // through the transactions' handle is part of theirs.
-  const countStatements = (on: Pick<Counted, 'prepare' | 'pragma'>, alone: boolean) => {
+  const countStatements = (on: Pick<Counted, 'prepare' | 'pragma' | 'atCommit'>, alone: boolean) => {
     const prepare = on.prepare.bind(on) as (...a: unknown[]) => Record<string, unknown>;
     (on as { prepare: unknown }).prepare = (...args: unknown[]) => {
       const stmt = prepare(...args);
@@ -133,6 +134,13 @@ export function costCounters(env: NodeJS.ProcessEnv, db: Counted): { counters: C
     (on as { pragma: unknown }).pragma = (...args: unknown[]) => {
       counters.statements++;
       return pragma(...args);
+    };
+    // A statement due by the commit is one statement still (sent with the COMMIT on a server).
+    const atCommit = on.atCommit.bind(on) as (...a: unknown[]) => unknown;
+    (on as { atCommit: unknown }).atCommit = (...args: unknown[]) => {
+      counters.statements++;
+      if (alone) counters.commits++;
+      return atCommit(...args);
     };
   };
   countStatements(db, true);

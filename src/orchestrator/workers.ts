@@ -20,7 +20,7 @@ import { DcmError, EXIT } from '../domain/errors.js';
 import type { Timer } from '../platform/timers.js';
 import type { ProcessRuntime } from '../platform/runtime.js';
 import type { Db } from '../store/open.js';
-import { addWorker, beatWorker, holdsWorker, leaveWorker, listWorkers, storeClockMs, takeOver, type WorkerRow } from '../store/workers.js';
+import { addWorker, beatWorker, fenceAtBegin, holdsWorker, leaveWorker, listWorkers, storeClockMs, takeOver, type WorkerRow } from '../store/workers.js';
 
 /** A worker not heard from for this long is gone (`apply --lease`). */
 export const LEASE_MS = 30_000;
@@ -94,7 +94,7 @@ export class WorkerLease {
    * apply of one orchestrator that was killed) become this one's, to adopt.
    */
   async join(also?: (tx: Db) => Promise<void>): Promise<TakenOver[]> {
-    return await this.db
+    const taken = await this.db
       .transaction(async (tx) => {
         this.id = await addWorker(tx, { host: this.host, pid: this.pid, procStart: this.rt.procs.startOf(this.pid), token: this.token, leaseMs: this.leaseMs, maxLocal: this.maxLocal });
         // The start first, then the takeovers: the event record says so in that order, as for a file's lock.
@@ -109,6 +109,8 @@ export class WorkerLease {
         return taken;
       })
       .immediate();
+    fenceAtBegin(this.db, this);
+    return taken;
   }
 
   /** This worker was kept from the store just now (its renewal failed, its join waited): it takes nobody over for a lease. */
@@ -211,6 +213,8 @@ export class WorkerLease {
   async leave(): Promise<void> {
     this.stopHeartbeat();
     if (!this.db.open || !this.id) return;
+    // Its last transaction checks its fence itself; the connection's later ones have none.
+    fenceAtBegin(this.db, null);
     try {
       await this.db
         .transaction(async (tx) => {

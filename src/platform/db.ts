@@ -72,6 +72,21 @@ export interface Db {
   /** Statements with no parameters, run now. */
   exec(source: string): Promise<this>;
   /**
+   * Statements with no parameters whose results nobody reads, due by the transaction's commit: on
+   * a server sent with its COMMIT, in the same round trip (one less for every batch of a worker:
+   * issue 51), and holding what they lock only for that round trip; on a file, or outside a
+   * transaction, run now. Rolled back with the savepoint they were given in.
+   */
+  atCommit(source: string): Promise<void>;
+  /**
+   * A read every write transaction of this connection begins with, under `key`, answered with its
+   * BEGIN (a server's: a round trip less for each of a worker's batches, for its fence and its
+   * look at the strategy); the transaction's own first run of it with the same values takes that
+   * answer. Null: none under `key`. Values are numbers or plain words. A file has no round trips
+   * to save: absent.
+   */
+  readAtBegin?(key: string, text: string | null, values?: readonly (string | number)[]): void;
+  /**
    * How long a statement waits for another writer before it fails busy (SQLite's busy_timeout,
    * PostgreSQL's lock_timeout); 0: it does not wait.
    */

@@ -18,15 +18,14 @@
 import crypto from 'node:crypto';
 import { connectionLost, PgError, type PgClient, type PgQuery, type PgResult } from './pg-client.js';
 import { asStoreError, connect, RESENDABLE } from './pg-connection.js';
-import type { Backend, Db, RunResult, Statement, Transaction } from './db.js';
+import type { Backend, Db, Transaction } from './db.js';
+import { PgStatement } from './pg-statement.js';
 import { Turns, TxHandle, type Inside } from './turns.js';
 import { REAL_CLOCK, type Clock } from './clock.js';
 import { pgParamsOf, type PgParams } from './pg-params.js';
 
 /** The advisory lock every dcm writer of one database takes ("DCM1", as the SQLite file's mark). */
 export const WRITER_LOCK = 0x44434d31;
-
-type Params = unknown[];
 
 /** What a database's schema tells the adapter (the store's: store/pg/schema.ts). */
 export interface PgSchemaOptions {
@@ -45,75 +44,10 @@ export interface PgSchemaOptions {
 /** How a transaction begins: a reader's snapshot, the writers' lock whole, or shared. */
 type Mode = 'deferred' | 'immediate' | 'alongside';
 
-export class PgStatement implements Statement {
-  private plucked = false;
-  private rawRows = false;
-  readonly reader: boolean;
-
-  constructor(
-    private readonly db: PgDatabase,
-    readonly text: string,
-    /** A statement of the open transaction's handle (it runs at once). */
-    private readonly inside = false,
-  ) {
-    this.reader = /^\s*(SELECT|WITH|VALUES)\b/i.test(text) || /\bRETURNING\b/i.test(text);
-  }
-
-  pluck(on = true): this {
-    this.plucked = on;
-    if (on) this.rawRows = false;
-    return this;
-  }
-
-  raw(on = true): this {
-    this.rawRows = on;
-    if (on) this.plucked = false;
-    return this;
-  }
-
-  /** The rows changed; a row's id is what the statement's own `RETURNING id` says (get). */
-  async run(...params: Params): Promise<RunResult> {
-    return { changes: (await this.db.answer(this.query(params), this.inside)).rowCount, lastInsertRowid: 0 };
-  }
-
-  async get(...params: Params): Promise<unknown> {
-    return this.shape((await this.db.answer(this.query(params), this.inside)).rows)[0];
-  }
-
-  async all(...params: Params): Promise<unknown[]> {
-    return this.shape((await this.db.answer(this.query(params), this.inside)).rows);
-  }
-
-  async *iterate(...params: Params): AsyncIterableIterator<unknown> {
-    yield* await this.all(...params);
-  }
-
-  /** The query for the connection: bound parameters, rows as arrays when they are plucked or raw. */
-  query(params: Params): PgQuery {
-    return { text: this.text, values: this.bind(params), array: this.plucked || this.rawRows, name: this.db.statementName(this.text) };
-  }
-
-  private shape(rows: unknown[]): unknown[] {
-    return this.plucked ? rows.map((r) => (r as unknown[])[0]) : rows;
-  }
-
-  private bind(params: Params): unknown[] {
-    return params.map(value);
-  }
-}
-
 /** A lock not had within lock_timeout (or a deadlock, a serialization failure): busy, on a connection that still works. */
 function lockedOut(err: unknown): boolean {
   return err instanceof PgError && err.code === 'SQLITE_BUSY' && !err.connectionLost;
 }
-
-/** SQLite binds what it is given; PostgreSQL needs text for text, and has no undefined. */
-function value(v: unknown): unknown {
-  if (v === undefined) return null;
-  if (typeof v === 'bigint') return v.toString();
-  return v;
-}
-
 
 export class PgDatabase implements Db, Inside {
   readonly turns = new Turns();
@@ -127,6 +61,12 @@ export class PgDatabase implements Db, Inside {
   /** A transaction is open on the connection (its statements must not be sent again elsewhere). */
   private depth = 0;
   private savepoints = 0;
+  /** Statements due by the open transaction's commit (atCommit), sent with its COMMIT. */
+  private closing: string[] = [];
+  /** The reads every write transaction begins with (readAtBegin), by key, their values written into their text. */
+  private readonly openings = new Map<string, { text: string; values: readonly unknown[]; literal: string }>();
+  /** Their answers in the open transaction, until the transaction's own run of each takes it. */
+  private opened: { text: string; values: readonly unknown[]; result: PgResult }[] = [];
   private readonly names = new Map<string, string>();
   /** The connection failed: the next transaction (or statement outside one) opens a new one. */
   private lost = false;
@@ -209,7 +149,7 @@ export class PgDatabase implements Db, Inside {
    * before the connection went.
    */
   async query(q: PgQuery): Promise<PgResult> {
-    if (this.depth > 0) return this.send(q);
+    if (this.depth > 0) return this.readAlready(q) ?? this.send(q);
     await this.reconnectIfLost();
     try {
       return await this.send(q);
@@ -263,6 +203,17 @@ export class PgDatabase implements Db, Inside {
     await this.query({ text });
   }
 
+  /** Outside a transaction: now. */
+  async atCommit(text: string): Promise<void> {
+    await this.exec(text);
+  }
+
+  /** Kept for the open transaction's COMMIT (Db.atCommit): sent with it, in its round trip. */
+  async atCommitInside(text: string): Promise<void> {
+    if (this.depth === 0) return void (await this.execInside(text));
+    this.closing.push(text);
+  }
+
   transaction<T>(fn: (tx: Db) => Promise<T>): Transaction<T> {
     const tx = (() => this.within('deferred', fn)) as Transaction<T>;
     tx.deferred = tx;
@@ -281,11 +232,14 @@ export class PgDatabase implements Db, Inside {
   async savepoint<R>(fn: () => Promise<R>): Promise<R> {
     const sp = `dcm_sp${++this.savepoints}`;
     await this.query({ text: `SAVEPOINT ${sp}` });
+    // What the savepoint's body left for the commit is undone with it.
+    const closingBefore = this.closing.length;
     try {
       const r = await fn();
       await this.query({ text: `RELEASE SAVEPOINT ${sp}` });
       return r;
     } catch (err) {
+      this.closing.length = closingBefore;
       // Undone, unless the transaction itself failed (its connection went): then nothing is left to undo.
       if (!this.lost) await this.script(`ROLLBACK TO SAVEPOINT ${sp}; RELEASE SAVEPOINT ${sp}`);
       throw err;
@@ -299,20 +253,25 @@ export class PgDatabase implements Db, Inside {
 
   private async begun<R>(mode: Mode, fn: () => Promise<R>): Promise<R> {
     this.depth = 1;
+    this.closing = [];
     let xid: unknown;
     try {
       if (mode !== 'deferred') {
         // One round trip. The transaction's id: should the connection go during the COMMIT, the
         // server may have committed before it went, and is asked (committedAfterAll).
         const lock = mode === 'immediate' ? 'pg_advisory_xact_lock' : 'pg_advisory_xact_lock_shared';
-        const r = await this.script(`BEGIN; SELECT ${lock}(${this.writerLock}); SELECT txid_current() AS xid`);
+        const reads = [...this.openings.values()];
+        const r = await this.script(`BEGIN; SELECT ${lock}(${this.writerLock}); SELECT txid_current() AS xid${reads.map((o) => `; ${o.literal}`).join('')}`);
         xid = (r[2]?.rows[0] as { xid?: unknown } | undefined)?.xid;
+        this.opened = reads.map((o, i) => ({ text: o.text, values: o.values, result: r[3 + i] })).filter((o) => o.result);
       } else await this.query({ text: 'BEGIN ISOLATION LEVEL REPEATABLE READ' });
       const r = await fn();
-      // The counter's move and the COMMIT in one round trip (the simple protocol: no parameters).
+      // What is due by the commit, the counter's move and the COMMIT in one round trip (the simple
+      // protocol: no parameters).
       const bump = mode === 'deferred' || !this.version ? '' : `${mode === 'immediate' ? this.version.bump : this.version.bumpAlongside(this.counterKey)}; `;
+      const before = this.closing.map((text) => `${text}; `).join('') + bump;
       try {
-        if (bump) await this.script(`${bump}COMMIT`);
+        if (before) await this.script(`${before}COMMIT`);
         else await this.query({ text: 'COMMIT' });
       } catch (err) {
         if (!this.lost || !(await this.committedAfterAll(xid))) throw err;
@@ -329,7 +288,36 @@ export class PgDatabase implements Db, Inside {
       throw err;
     } finally {
       this.depth = 0;
+      this.closing = [];
+      this.opened = [];
     }
+  }
+
+  /**
+   * A read every write transaction of this connection begins with, under `key` (one per key),
+   * sent with its BEGIN (after the writers' lock, before anything of the transaction): the
+   * transaction's first run of the same statement with the same values is answered from it, with
+   * no round trip of its own (a worker's fence, its batch's look at the strategy: issue 51). Its
+   * values must be numbers or plain words; its columns, named apart. Null: none under `key`.
+   */
+  readAtBegin(key: string, text: string | null, values: readonly (string | number)[] = []): void {
+    if (text === null) return void this.openings.delete(key);
+    const literal = text.replace(/\$(\d+)/g, (_, n: string) => {
+      const v = values[Number(n) - 1];
+      const lit = typeof v === 'number' && Number.isFinite(v) ? String(v) : typeof v === 'string' && /^[0-9A-Za-z_.:-]*$/.test(v) ? `'${v}'` : null;
+      if (lit === null) throw new Error(`readAtBegin: $${n} has no plain literal`);
+      return lit;
+    });
+    this.openings.set(key, { text, values: [...values], literal });
+  }
+
+  /** The answer read with the BEGIN, if `q` is one of those reads (once). */
+  private readAlready(q: PgQuery): PgResult | null {
+    if (this.opened.length === 0) return null;
+    const at = this.opened.findIndex((o) => q.text === o.text && q.values?.length === o.values.length && o.values.every((v, i) => q.values![i] === v));
+    if (at < 0) return null;
+    const { result } = this.opened.splice(at, 1)[0];
+    return q.array ? { rows: result.rows.map((row) => Object.values(row as object)), rowCount: result.rowCount } : result;
   }
 
   /**

@@ -140,6 +140,15 @@ export class SqliteDb implements Db, Inside {
     this.raw.exec(source);
   }
 
+  /** A file's commit is no round trip: now. */
+  async atCommit(source: string): Promise<void> {
+    await this.exec(source);
+  }
+
+  async atCommitInside(source: string): Promise<void> {
+    this.raw.exec(source);
+  }
+
   async busyWait(ms: number): Promise<void> {
     if (this.turns.held) await this.turns.settle(false);
     this.raw.pragma(`busy_timeout = ${Math.max(0, Math.floor(ms))}`);

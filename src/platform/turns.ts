@@ -63,6 +63,8 @@ export interface Inside {
   /** A statement of the open transaction (it runs at once). */
   prepareInside(source: string): Statement;
   execInside(source: string): Promise<void>;
+  /** Statements due by the open transaction's commit (Db.atCommit). */
+  atCommitInside(source: string): Promise<void>;
   pragmaInside(source: string, options?: { simple?: boolean }): Promise<unknown>;
   /** `fn` in a savepoint of the open transaction. */
   savepoint<T>(fn: () => Promise<T>): Promise<T>;
@@ -106,6 +108,10 @@ export class TxHandle implements Db {
   async exec(source: string): Promise<this> {
     await this.conn.execInside(source);
     return this;
+  }
+
+  atCommit(source: string): Promise<void> {
+    return this.conn.atCommitInside(source);
   }
 
   pragma(source: string, options?: { simple?: boolean }): Promise<unknown> {

@@ -110,6 +110,15 @@ export class GatedDb implements Db {
     return this;
   }
 
+  readAtBegin(key: string, text: string | null, values?: readonly (string | number)[]): void {
+    this.real.readAtBegin?.(key, text, values);
+  }
+
+  async atCommit(source: string): Promise<void> {
+    await this.gate();
+    await this.real.atCommit(source);
+  }
+
   async busyWait(ms: number): Promise<void> {
     await this.real.busyWait(this.noWait ? 0 : ms);
   }

@@ -6,7 +6,7 @@
  */
 import crypto from 'node:crypto';
 import type { Db } from './open.js';
-import { greatest, least, msBetween, sql } from './statements.js';
+import { greatest, least, msBetween, sql, sqlLiteral } from './statements.js';
 import { now } from './clock.js';
 import type { DurationStat, DurationTally } from '../domain/estimate.js';
 
@@ -45,25 +45,48 @@ export function durationKey(type: string, extra: Record<string, unknown>): strin
 }
 
 /**
- * One statement on a server: the batch's states over arrays, in the states' order. Workers' batches
- * run side by side there (platform/pg-database.ts) and each holds the rows it upserts to its
- * commit: all taking them in one order, none waits for another in a circle.
+ * One statement on a server: the batch's states in the states' order. Workers' batches run side
+ * by side there (platform/pg-database.ts) and each holds the rows it upserts to its commit: all
+ * taking them in one order, none waits for another in a circle. It is sent with the COMMIT
+ * (Db.atCommit), its values written into its text: no round trip of its own, and the rows, which
+ * every worker's batches share, are held for that last round trip only (issue 51).
  */
-const PG_UPSERT = `INSERT INTO state_duration AS d (type, state, count, sum_ms, sumsq_ms, min_ms, max_ms, updated_at)
-  SELECT $1, v.state, v.count, v.sum_ms, v.sumsq_ms, v.min_ms, v.max_ms, $2
-  FROM unnest($3::text[], $4::bigint[], $5::float8[], $6::float8[], $7::float8[], $8::float8[]) AS v(state, count, sum_ms, sumsq_ms, min_ms, max_ms)
+const PG_UPSERT = (type: string, at: string, values: string) => `INSERT INTO state_duration AS d (type, state, count, sum_ms, sumsq_ms, min_ms, max_ms, updated_at)
+  SELECT ${type}, v.state, v.count, v.sum_ms, v.sumsq_ms, v.min_ms, v.max_ms, ${at}
+  FROM (VALUES ${values}) AS v(state, count, sum_ms, sumsq_ms, min_ms, max_ms)
   ORDER BY v.state
   ON CONFLICT (type, state) DO UPDATE SET count = d.count + excluded.count, sum_ms = d.sum_ms + excluded.sum_ms,
     sumsq_ms = d.sumsq_ms + excluded.sumsq_ms, min_ms = LEAST(d.min_ms, excluded.min_ms),
     max_ms = GREATEST(d.max_ms, excluded.max_ms), updated_at = excluded.updated_at`;
 
-/** Add a batch of samples: one upsert per state (on a server, one in all). Call inside the batch's transaction. */
+/**
+ * The server's upsert of `tally` as text; null when there is nothing to add. A state whose values
+ * have no literal is left out: a sample that is no number (NaN, infinite) would spoil its state's
+ * statistics for good, and text with a NUL cannot be stored on a server at all.
+ */
+function pgUpsertText(type: string, at: string, tally: DurationTally): string | null {
+  const rows: string[] = [];
+  const states = [...tally.byState].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  for (const [state, s] of states) {
+    const v = [sqlLiteral(state), sqlLiteral(s.count), sqlLiteral(s.sumMs), sqlLiteral(s.sumSqMs), sqlLiteral(s.minMs), sqlLiteral(s.maxMs)];
+    if (v.some((x) => x === null)) continue;
+    const [st, count, sum, sumsq, min, max] = v;
+    rows.push(`(${st}::text, ${count}::bigint, ${sum}::float8, ${sumsq}::float8, ${min}::float8, ${max}::float8)`);
+  }
+  const t = sqlLiteral(type);
+  const a = sqlLiteral(at);
+  return t === null || a === null || rows.length === 0 ? null : PG_UPSERT(t, a, rows.join(', '));
+}
+
+/**
+ * Add a batch of samples, inside the batch's transaction: on a file one upsert per state, now; on
+ * a server one in all, with the commit.
+ */
 export async function recordDurations(db: Db, type: string, tally: DurationTally): Promise<void> {
   if (tally.size === 0) return;
   if (db.backend === 'postgresql') {
-    const states = [...tally.byState].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    const col = (f: (s: DurationStat) => number) => states.map(([, s]) => f(s));
-    await sql(db, PG_UPSERT).run(type, now(db), states.map(([state]) => state), col((s) => s.count), col((s) => s.sumMs), col((s) => s.sumSqMs), col((s) => s.minMs), col((s) => s.maxMs));
+    const text = pgUpsertText(type, now(db), tally);
+    if (text !== null) await db.atCommit(text);
     return;
   }
   const stmt = sql(

@@ -51,11 +51,20 @@ export async function setGroupStartRate(db: Db, groupId: number, rate: string | 
  * rate costs no statement more.
  */
 export async function stateAndRate(db: Db, stage: number): Promise<{ state: string | undefined; rate: string | null; lastAt: string | null }> {
-  const row = (await sql(
-    db,
-    'SELECT s.state, g.start_rate AS rate, g.rate_last_at AS "lastAt" FROM strategy s LEFT JOIN strategy_stage g ON g.stage = $1 WHERE s.id = 1',
-  ).get(stage)) as { state: string; rate: string | null; lastAt: string | null } | undefined;
+  const row = (await sql(db, STATE_AND_RATE).get(stage)) as { state: string; rate: string | null; lastAt: string | null } | undefined;
   return { state: row?.state, rate: row?.rate ?? null, lastAt: row?.lastAt ?? null };
+}
+
+const STATE_AND_RATE = 'SELECT s.state, g.start_rate AS rate, g.rate_last_at AS "lastAt" FROM strategy s LEFT JOIN strategy_stage g ON g.stage = $1 WHERE s.id = 1';
+
+/**
+ * The next write transactions of `db` read the strategy's state and `stage`'s rate with their
+ * BEGIN (platform/db.ts readAtBegin): a batch that opens new subclouds asks for no round trip of
+ * its own. Null: they do not. Read after the writers' lock, as stateAndRate is, and a stop is
+ * written only under that lock whole: the answer is the one stateAndRate would have had.
+ */
+export function stateAndRateAtBegin(db: Db, stage: number | null): void {
+  db.readAtBegin?.('start', stage === null ? null : STATE_AND_RATE, stage === null ? [] : [stage]);
 }
 
 /** The strategy's complete steps: what a ramp counts. */

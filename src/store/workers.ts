@@ -77,7 +77,19 @@ export async function listWorkers(db: Db): Promise<WorkerRow[]> {
 
 /** The fence of a worker's transaction: true while its row is there, with its token. */
 export async function holdsWorker(db: Db, id: number, token: string): Promise<boolean> {
-  return (await sql(db, 'SELECT 1 FROM apply_worker WHERE id = $1 AND token = $2').pluck().get(id, token)) !== undefined;
+  return (await sql(db, HOLDS_WORKER).pluck().get(id, token)) !== undefined;
+}
+
+const HOLDS_WORKER = 'SELECT 1 FROM apply_worker WHERE id = $1 AND token = $2';
+
+/**
+ * Every write transaction of `db` (a worker's connection) reads its fence with its BEGIN, where a
+ * server answers it in the same round trip (platform/db.ts readAtBegin): read after the writers'
+ * lock, as the fence itself is, and a worker's row changes only under that lock whole, so the
+ * answer is the one the fence would have had. Null: the worker has left.
+ */
+export function fenceAtBegin(db: Db, worker: { id: number; token: string } | null): void {
+  db.readAtBegin?.('fence', worker ? HOLDS_WORKER : null, worker ? [worker.id, worker.token] : []);
 }
 
 /** Renew the lease; false once the row is gone (another worker took this one's subclouds over). */
@@ -230,11 +242,17 @@ export async function claimSteps(
   const refused = new Map<number, Refusal>();
   const granted = new Map<number, number>();
   if (asks.length === 0) return { granted, refused };
-  const rows = await sql(
+  // The steps asked for and the first stage's counts, in one statement (one round trip on a server).
+  const first = asks[0].stage;
+  const both = await sql(
     db,
-    `SELECT st.id, st.state, st.owner, st.fence, ${LIVE_OWNER} AS live FROM strategy_step st WHERE st.id IN (${idsIn(db, '$1')})`,
-  ).all(JSON.stringify(asks.map((a) => a.id))) as { id: number; state: string; owner: number | null; fence: number; live: number | boolean }[];
-  const byId = new Map(rows.map((r) => [r.id, r]));
+    `SELECT 1 AS kind, st.id, st.state, st.owner, st.fence, ${LIVE_OWNER} AS live, NULL AS cap, NULL AS n, NULL AS size
+       FROM strategy_step st WHERE st.id IN (${idsIn(db, '$1')})
+     UNION ALL
+     SELECT 2, c.id, NULL, NULL, NULL, NULL, c.cap, c.n, c.size FROM (${STAGE_COUNTS('$2', '$3')}) c`,
+  ).all(JSON.stringify(asks.map((a) => a.id)), first, first) as ({ kind: 1; id: number; state: string; owner: number | null; fence: number; live: number | boolean } | ({ kind: 2 } & StageCount))[];
+  const byId = new Map(both.filter((r) => r.kind === 1).map((r) => [r.id, r]));
+  let firstCounts: StageCount[] | null = both.filter((r) => r.kind === 2).sort((a, b) => a.id - b.id);
   const room = new Map<number, { free: number; mine: number; cap: number }>();
   /** The workers the shares were judged among, when read: the caller's window follows them. */
   let workers: ShareOf[] | undefined;
@@ -242,7 +260,8 @@ export async function claimSteps(
   const roomOf = async (stage: number) => {
     let r = room.get(stage);
     if (r) return r;
-    let counts = await stageCounts(db, stage);
+    let counts = stage === first && firstCounts ? firstCounts : await stageCounts(db, stage);
+    firstCounts = null;
     workers = counts.map((w) => ({ id: w.id, cap: w.cap }));
     const window = counts[0]?.size ?? 1;
     const shares = sharesOfWindow(window, workers);
@@ -308,15 +327,21 @@ export async function claimSteps(
   return { granted, refused, workers };
 }
 
-/** Each worker's steps in flight in `stage`, its cap, and the stage's window: one row per worker, by id. */
-async function stageCounts(db: Db, stage: number): Promise<{ id: number; cap: number | null; n: number; size: number | null }[]> {
-  return await sql(
-    db,
-    `SELECT w.id, w.max_local AS cap, coalesce(c.n, 0) AS n, (SELECT max_parallel FROM strategy_stage WHERE stage = $1) AS size
+interface StageCount {
+  id: number;
+  cap: number | null;
+  n: number;
+  size: number | null;
+}
+
+/** Each worker's steps in flight in the stage (`$a`, `$b`: its number twice), its cap, and the stage's window: one row per worker, by id. */
+const STAGE_COUNTS = (a: string, b: string) => `SELECT w.id, w.max_local AS cap, coalesce(c.n, 0) AS n, (SELECT max_parallel FROM strategy_stage WHERE stage = ${a}) AS size
      FROM apply_worker w LEFT JOIN (
-       SELECT st.owner, count(*) AS n FROM strategy_step st WHERE st.stage = $2 AND st.owner IS NOT NULL AND ${IN_FLIGHT} GROUP BY st.owner
-     ) c ON c.owner = w.id ORDER BY w.id`,
-  ).all(stage, stage) as { id: number; cap: number | null; n: number; size: number | null }[];
+       SELECT st.owner, count(*) AS n FROM strategy_step st WHERE st.stage = ${b} AND st.owner IS NOT NULL AND ${IN_FLIGHT} GROUP BY st.owner
+     ) c ON c.owner = w.id ORDER BY w.id`;
+
+async function stageCounts(db: Db, stage: number): Promise<StageCount[]> {
+  return await sql(db, STAGE_COUNTS('$1', '$2')).all(stage, stage) as StageCount[];
 }
 
 /** Steps of the stage in flight with other live workers, and whether the stage has any step not ended. */
