@@ -39,6 +39,15 @@ export interface Transition {
   siteOut?: string;
 }
 
+/**
+ * Whether committing `t` takes a subcloud in flight out of it (its end, or a deferral): its slot
+ * is free from that commit on, and the stage's count in flight one less (issue 51: the next
+ * subcloud takes the slot in the same commit).
+ */
+export function leavesFlight(t: Transition): boolean {
+  return (t.ended || t.to === 'deferred') && t.startAttempt === undefined && t.retryInMs === undefined && t.from !== 'initial' && t.from !== 'deferred';
+}
+
 /** The step a transition is about, as the orchestrator holds it. */
 export interface StepRef {
   id: number;

@@ -11,7 +11,7 @@
  */
 import { stopRule, type Gate, type ReportResult } from '../domain/control.js';
 import { STEP_DEFERRED, type DeferralDecision } from '../domain/deferral.js';
-import type { Transition } from '../domain/transition.js';
+import { leavesFlight, type Transition } from '../domain/transition.js';
 import type { CursorStep } from '../store/cursor.js';
 import type { Db } from '../store/open.js';
 import { now, timeAt } from '../store/clock.js';
@@ -51,6 +51,8 @@ export interface CommitHost {
   gate(): Gate;
   /** The subcloud gives its slot back: ended, or held back before it started. */
   release(stepId: number, ended: boolean): void;
+  /** These subclouds end in the commit being made: their slots go to the next, started in it too. Returns how many. */
+  lend(stepIds: readonly number[]): number;
   /** A claim was refused (one of several workers). */
   refused(stepId: number, why: Refusal): void;
   /** A committed transition closed a run (the observer's end of it). */
@@ -270,6 +272,7 @@ export class CommitLoop {
    * the processes to record, then (only then) the starts it opened. False: the store was busy.
    */
   private async commitPending(lookAgain = true): Promise<boolean> {
+    await this.lendEnding();
     const batch = this.applyStopRule(this.pending);
     this.pending = [];
     // A batch that opens a new subcloud reads the strategy's state inside its transaction: a
@@ -339,6 +342,19 @@ export class CommitLoop {
     }
     const left = refusals.size || rateLeft.size ? batch.filter((t) => !refusals.has(t.stepId) && !rateLeft.has(t.stepId)) : batch;
     return this.committed(lines, left, refusals);
+  }
+
+  /**
+   * The subclouds that end in this commit lend their slots to the next ones waiting, whose first
+   * starts are queued (their tasks take a turn of the event loop) and so go in the same commit:
+   * a refill no longer waits for the end's commit and then for one of its own (issue 51). Only
+   * what may start now is let in: the stop rule and the claims judge the batch after this.
+   */
+  private async lendEnding(): Promise<void> {
+    if (!this.host.gate().newSubclouds) return;
+    const ending = this.pending.filter((t) => leavesFlight(t) && this.host.slot(t.stepId)?.started);
+    if (ending.length === 0 || this.host.lend(ending.map((t) => t.stepId)) === 0) return;
+    await new Promise<void>((resolve) => this.rt.timers.soon(resolve));
   }
 
   /**

@@ -10,7 +10,7 @@
  */
 import type { ProcessRuntime } from '../platform/runtime.js';
 import type { Db } from '../store/open.js';
-import type { Transition } from '../domain/transition.js';
+import { leavesFlight, type Transition } from '../domain/transition.js';
 import type { CursorStep } from '../store/cursor.js';
 import { claimSteps, inFlightElsewhere, leadWorker, shareOfWindow, stageElsewhere, stepFences, type ClaimAsk, type Refusal, type ShareOf } from '../store/workers.js';
 import { liveWorkers, type WorkerLease } from './workers.js';
@@ -101,6 +101,8 @@ export class SharedFleet implements Fleet {
   readonly shared = true;
   /** The claims the commit being made asks for, and what it was granted (step -> its fence). */
   private claiming: ClaimAsk[] = [];
+  /** By stage, this worker's subclouds that leave flight in the commit being made. */
+  private ending = new Map<number, number>();
   private granted = new Map<number, number>();
   /** The claims of the commit being made that were refused: their transitions are left out of it. */
   private refusals = new Map<number, Refusal>();
@@ -127,8 +129,16 @@ export class SharedFleet implements Fleet {
     this.granted = new Map();
     this.refusals = new Map();
     this.claiming = [];
+    this.ending = new Map();
     for (const t of batch) {
-      if (this.mine.has(t.stepId)) continue;
+      if (this.mine.has(t.stepId)) {
+        // Its end is written in this commit: its slot is free for the claims the commit makes.
+        if (leavesFlight(t)) {
+          const stage = slotStep(t.stepId).stage;
+          this.ending.set(stage, (this.ending.get(stage) ?? 0) + 1);
+        }
+        continue;
+      }
       const step = slotStep(t.stepId);
       this.claiming.push({ id: t.stepId, stage: step.stage, state: step.state });
     }
@@ -137,7 +147,7 @@ export class SharedFleet implements Fleet {
 
   async claim(db: Db, firstLimit?: { ids: ReadonlySet<number>; max: number }): Promise<ReadonlySet<number> | undefined> {
     if (!this.claiming.length) return undefined;
-    const r = await claimSteps(db, this.lease.id, this.lease.maxLocal, this.claiming, firstLimit);
+    const r = await claimSteps(db, this.lease.id, this.lease.maxLocal, this.claiming, firstLimit, this.ending);
     if (r.workers) this.claimedAmong = r.workers;
     this.granted = r.granted;
     // The refused are left out of this commit, not the commit given up: a rolled-back try would

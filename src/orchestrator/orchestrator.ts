@@ -120,6 +120,7 @@ export class Orchestrator {
         slot: (id) => this.stages.slot(id),
         gate: () => this.control.gate(),
         release: (id, ended) => this.stages.release(id, ended),
+        lend: (ids) => this.stages.lend(ids),
         refused: (id, why) => this.stages.refused(id, why),
         start: (step, state, attempt, historyId, out) => this.launcher.start(step, state, attempt, historyId, out),
         closed: (t) => this.launcher.closed(t),

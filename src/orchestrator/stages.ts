@@ -115,7 +115,7 @@ export class Stages {
   }
 
   get inFlight(): number {
-    return this.slots.size;
+    return this.slots.size - (this.window?.lent ?? 0);
   }
 
   hasSlot(stepId: number): boolean {
@@ -252,7 +252,8 @@ export class Stages {
     return new Promise<boolean>((release, reject) => {
       const slot: Slot = { step, release, started: false };
       this.slots.set(step.id, slot);
-      this.peak = Math.max(this.peak, this.slots.size);
+      // A slot lent by a subcloud ending in the same commit counts once (window.ts lend).
+      this.peak = Math.max(this.peak, this.slots.size - (this.window?.lent ?? 0));
       this.maxWindow = Math.max(this.maxWindow, this.window?.window ?? 0);
       // Still going (or ended while no dcm ran): wait for it, never start it again.
       slot.started = this.host.adopted().takeAdopted(step);
@@ -294,6 +295,11 @@ export class Stages {
     if (!slot) return;
     this.slots.delete(stepId);
     slot.release(ended);
+  }
+
+  /** Subclouds that end in the commit being made lend their slots to the next (window.ts lend): how many did. */
+  lend(stepIds: readonly number[]): number {
+    return this.window?.lend(stepIds.filter((id) => this.slots.get(id)?.step.stage === this.stage)) ?? 0;
   }
 
   /** A claim refused: `taken`, another worker's subcloud (ended, for this pass); `full` and `rate` wait in their place. */

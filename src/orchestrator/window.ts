@@ -21,6 +21,7 @@
 import pLimit, { type LimitFunction } from 'p-limit';
 import { mayTakeSlot, type Gate } from '../domain/control.js';
 import type { CursorStep } from '../store/cursor.js';
+import { before, kindOf, type Entry, type Waiter } from './window-entries.js';
 import type { Timer } from '../platform/timers.js';
 import type { TimeSource } from '../platform/runtime.js';
 
@@ -67,33 +68,17 @@ const READ_AHEAD_MAX = 256;
  */
 const ASIDE_MAX = 4096;
 
-/**
- * A step caught mid-state by the last process goes on as it was (it is in flight); the rest are
- * new. A deferred step is new too: it holds no slot, and a pause or an abort holds it back.
- */
-const kindOf = (s: CursorStep): 'new' | 'resumed' => (s.state !== 'initial' && s.state !== 'deferred' && !s.retried ? 'resumed' : 'new');
-
-/**
- * A step in the window: read and queued in the limiter (not yet `started`), or its task going (at
- * the gate, or `running` in a slot). Until it runs, `step` is the latest read of it.
- */
-interface Entry {
-  step: CursorStep;
-  started: boolean;
-  running: boolean;
-  /** Queued, then taken up by `add` (which runs beside the limiter): the limiter's turn does nothing. */
-  superseded?: boolean;
-}
-
-interface Waiter {
-  step: CursorStep;
-  wake: () => void;
-}
-
 export class StageWindow {
   private readonly limit: LimitFunction;
+  /** The window's size (the limiter's concurrency is this and the slots lent). */
+  private size: number;
   /** Subclouds holding a slot: asked to run and not yet ended (or held back). */
   private taken = 0;
+  /**
+   * Subclouds whose end is in the commit being made: each lends its slot to a waiting subcloud,
+   * whose first start goes in that same commit (lend), and holds it no more once it has ended.
+   */
+  private readonly lentBy = new Set<number>();
   /** Tasks waiting at the gate, in step order (caught mid-state first, then by id, as the cursor reads). */
   private waiters: Waiter[] = [];
   /** Tasks handed to the limiter and not yet settled. */
@@ -138,15 +123,22 @@ export class StageWindow {
     /** Its waits for maintenance windows count on the monotonic clock. */
     private readonly rt: TimeSource,
   ) {
-    this.limit = pLimit({ concurrency: Math.max(1, size), rejectOnClear: true });
+    this.size = Math.max(1, size);
+    this.limit = pLimit({ concurrency: this.size, rejectOnClear: true });
   }
 
   get window(): number {
-    return this.limit.concurrency;
+    return this.size;
   }
 
+  /** Slots held: those lent count once, for the subcloud that took them. */
   get running(): number {
-    return this.taken;
+    return this.taken - this.lentBy.size;
+  }
+
+  /** Slots lent by subclouds still ending. */
+  get lent(): number {
+    return this.lentBy.size;
   }
 
   /** Resolves when every step of the stage has ended, or when stopping and none is in flight. */
@@ -159,8 +151,28 @@ export class StageWindow {
 
   /** A larger window starts more at once; a smaller one starts none until fewer than `n` run. */
   resize(n: number): void {
-    this.limit.concurrency = Math.max(1, n);
+    this.size = Math.max(1, n);
+    this.limit.concurrency = this.size + this.lentBy.size;
     this.pump();
+  }
+
+  /**
+   * The subclouds `stepIds` end in the commit being made: their slots are lent to the next
+   * subclouds waiting, whose first starts are queued now and so go in that same commit (issue 51:
+   * on a server a refill waited for the end's commit, then for a commit of its own). The stage's
+   * count in flight is the same after that commit as before it. Returns how many were lent.
+   */
+  lend(stepIds: readonly number[]): number {
+    let n = 0;
+    for (const id of stepIds) {
+      if (!this.entries.get(id)?.running || this.lentBy.has(id)) continue;
+      this.lentBy.add(id);
+      n++;
+    }
+    if (n === 0) return 0;
+    this.limit.concurrency = this.size + this.lentBy.size;
+    this.pump();
+    return n;
   }
 
   /** Something changed (a slot freed, the gate moved): wake the waiting, feed, end when nothing is left. */
@@ -208,8 +220,8 @@ export class StageWindow {
       // Once stopping, only steps caught mid-state may still start; the cursor reads them first, so
       // the first new one read says there are no more (a stopped stage is not read to its end).
       const aside = Math.max(0, this.asideSteps.size - ASIDE_MAX);
-      if (this.finished || this.exhausted || (g.stopping && this.sawNew) || this.outstanding + aside >= this.limit.concurrency + READ_AHEAD_MAX) return;
-      const want = Math.min(READ_AHEAD_MAX, this.limit.concurrency);
+      if (this.finished || this.exhausted || (g.stopping && this.sawNew) || this.outstanding + aside >= this.size + READ_AHEAD_MAX) return;
+      const want = Math.min(READ_AHEAD_MAX, this.size);
       const rescans = this.rescans;
       const more = await this.host.fetch(want);
       // Read again from the start meanwhile: this read is dropped (the rewound cursor reads it again).
@@ -391,7 +403,7 @@ export class StageWindow {
         const step = e.step;
         const kind = kindOf(step);
         const g = this.host.gate();
-        if (!this.host.blocked?.() && mayTakeSlot(g, kind, this.taken, this.limit.concurrency)) {
+        if (!this.host.blocked?.() && mayTakeSlot(g, kind, this.running, this.size)) {
           // Its first state only inside its maintenance window: else aside, giving its place up. A
           // deferred step has started its first state already: its next try is no first start.
           const first = kind === 'new' && step.state !== 'deferred';
@@ -417,6 +429,8 @@ export class StageWindow {
       } finally {
         this.taken--;
         e.running = false;
+        // Its slot, if lent, is the borrower's now.
+        if (this.lentBy.delete(e.step.id)) this.limit.concurrency = this.size + this.lentBy.size;
       }
       if (ended) return;
       // Held back while an abort is finished (no state starts after a run, nor caught mid-state):
@@ -433,10 +447,4 @@ export class StageWindow {
     if (at < 0) this.waiters.push(w);
     else this.waiters.splice(at, 0, w);
   }
-}
-
-function before(a: CursorStep, b: CursorStep): boolean {
-  const ka = kindOf(a) === 'resumed' ? 0 : 1;
-  const kb = kindOf(b) === 'resumed' ? 0 : 1;
-  return ka !== kb ? ka < kb : a.id < b.id;
 }

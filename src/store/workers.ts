@@ -238,6 +238,12 @@ export async function claimSteps(
    * the stage's order still makes the start the rate allows rather than ask for steps already gone.
    */
   firstLimit?: { ids: ReadonlySet<number>; max: number },
+  /**
+   * By stage, this worker's steps that leave flight in the same transaction (their ends, written
+   * after the claims): their slots are counted free, so that the next subcloud takes one in the
+   * commit that ends the last (a batch that fails to write one rolls the claims back with it).
+   */
+  ending: ReadonlyMap<number, number> = new Map(),
 ): Promise<{ granted: Map<number, number>; refused: Map<number, Refusal>; workers?: ShareOf[] }> {
   const refused = new Map<number, Refusal>();
   const granted = new Map<number, number>();
@@ -276,7 +282,7 @@ export async function claimSteps(
       locked = true;
       counts = await stageCounts(db, stage);
     }
-    const mine = counts.find((w) => w.id === me)?.n ?? 0;
+    const mine = (counts.find((w) => w.id === me)?.n ?? 0) - (ending.get(stage) ?? 0);
     const others = counts.reduce((sum, w) => (w.id === me ? sum : sum + (split ? Math.max(w.n, shares.get(w.id) ?? 0) : w.n)), 0);
     // Without a cap of its own a worker takes its share of the window, so that every worker runs
     // some of the fleet rather than the first to refill taking it all.

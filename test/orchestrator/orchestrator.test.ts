@@ -90,6 +90,41 @@ describe('Orchestrator: windows and stages', () => {
     expect(progress.summaries[0]).toMatchObject({ state: 'complete', peakInFlight: 2, maxWindow: 2 });
   });
 
+  // Issue 51: a refill waited for its subcloud's end to be committed, then for a commit of its own
+  // (on a server, round trips each). The slot is lent in the commit that ends the subcloud: the
+  // next one's first start is in that same commit, and the window is never exceeded in the store.
+  test('the subcloud that takes a freed slot starts in the commit that ends the one before it', async () => {
+    f = await fixture({ clouds: names(3), window: 1 });
+    const driver = track(new FakeDriver(() => 'hold'));
+    const progress = new RecordingProgress();
+    // Each commit's transitions are said after it: the events from one commit's mark to the next's.
+    const marks: number[] = [];
+    const hooks = { beforeCommit: () => {}, inCommit: () => {}, afterCommit: () => void marks.push(progress.events.length) };
+    const done = f.make(driver, progress, { hooks }).run();
+    const commitOf = (cloud: string, to: string) => {
+      const at = progress.events.findIndex((e) => e.cloud === cloud && e.to === to);
+      return marks.filter((m) => m <= at).length;
+    };
+    for (const [cloud, next] of [['s1', 's2'], ['s2', 's3']]) {
+      // Every state of `cloud` but its last: the window of 1 holds `next` back.
+      for (let i = 0; i < f.states.length - 1; i++) {
+        await settle();
+        driver.waiting(cloud)!.answer({ kind: 'next' });
+      }
+      await settle();
+      expect(driver.clouds()).not.toContain(next);
+      driver.waiting(cloud)!.answer({ kind: 'next' });
+      await settle();
+      expect(driver.waiting(next)?.req.state).toBe(f.states[0]);
+      expect(commitOf(next, f.states[0])).toBe(commitOf(cloud, 'complete'));
+    }
+    await runToEnd(driver, 's3');
+    expect(await done).toBe(0);
+    expect(driver.peak).toBe(1);
+    expect(progress.summaries[0]).toMatchObject({ peakInFlight: 1, maxWindow: 1 });
+    await expectEachStateOnce(f, names(3));
+  });
+
   test('stage barrier: no stage-2 operation starts before every stage-1 step ended', async () => {
     f = await fixture({
       groups: [
