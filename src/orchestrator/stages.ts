@@ -350,7 +350,17 @@ export class Stages {
   followShare(workers: readonly ShareOf[]): void {
     if (!this.fleet.followShare(workers)) return;
     if (this.stage !== null && this.window) this.window.resize(this.fleet.localWindow(this.windows.get(this.stage) ?? 1));
+    // Each worker reads its own part of a stage first (store/cursor.ts), by how many workers there
+    // are: when that changes, what was read ahead (the whole stage, for the first one alone) is
+    // read again, or this worker asks for steps the others now read as theirs, refused as taken
+    // (issue 51: 466 refusals of one worker in the latency-bound run).
+    if (workers.length === this.parts) return;
+    this.parts = workers.length;
+    this.rescan();
   }
+
+  /** How many workers the stage's parts were last read among (0: not yet known). */
+  private parts = 0;
 
   /**
    * On resume, the groups' maintenance windows are read again (an operator who changed one while
