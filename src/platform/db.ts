@@ -82,10 +82,10 @@ export interface Db {
    * A read every write transaction of this connection begins with, under `key`, answered with its
    * BEGIN (a server's: a round trip less for each of a worker's batches, for its fence and its
    * look at the strategy); the transaction's own first run of it with the same values takes that
-   * answer. Null: none under `key`. Values are numbers or plain words. A file has no round trips
-   * to save: absent.
+   * answer. Null: none under `key`. Values are numbers or plain words (else it is not read early:
+   * false). A file has no round trips to save: absent.
    */
-  readAtBegin?(key: string, text: string | null, values?: readonly (string | number)[]): void;
+  readAtBegin?(key: string, text: string | null, values?: readonly (string | number)[]): boolean;
   /**
    * How long a statement waits for another writer before it fails busy (SQLite's busy_timeout,
    * PostgreSQL's lock_timeout); 0: it does not wait.

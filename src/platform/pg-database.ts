@@ -298,17 +298,21 @@ export class PgDatabase implements Db, Inside {
    * sent with its BEGIN (after the writers' lock, before anything of the transaction): the
    * transaction's first run of the same statement with the same values is answered from it, with
    * no round trip of its own (a worker's fence, its batch's look at the strategy: issue 51). Its
-   * values must be numbers or plain words; its columns, named apart. Null: none under `key`.
+   * columns must be named apart. Null, or a value that is neither a number nor a plain word (no
+   * quoting is trusted here): none under `key`, and the transaction reads it itself. False then.
    */
-  readAtBegin(key: string, text: string | null, values: readonly (string | number)[] = []): void {
-    if (text === null) return void this.openings.delete(key);
+  readAtBegin(key: string, text: string | null, values: readonly (string | number)[] = []): boolean {
+    this.openings.delete(key);
+    if (text === null) return false;
+    let plain = true;
     const literal = text.replace(/\$(\d+)/g, (_, n: string) => {
       const v = values[Number(n) - 1];
       const lit = typeof v === 'number' && Number.isFinite(v) ? String(v) : typeof v === 'string' && /^[0-9A-Za-z_.:-]*$/.test(v) ? `'${v}'` : null;
-      if (lit === null) throw new Error(`readAtBegin: $${n} has no plain literal`);
-      return lit;
+      if (lit === null) plain = false;
+      return lit ?? '';
     });
-    this.openings.set(key, { text, values: [...values], literal });
+    if (plain) this.openings.set(key, { text, values: [...values], literal });
+    return plain;
   }
 
   /** The answer read with the BEGIN, if `q` is one of those reads (once). */

@@ -110,8 +110,8 @@ export class GatedDb implements Db {
     return this;
   }
 
-  readAtBegin(key: string, text: string | null, values?: readonly (string | number)[]): void {
-    this.real.readAtBegin?.(key, text, values);
+  readAtBegin(key: string, text: string | null, values?: readonly (string | number)[]): boolean {
+    return this.real.readAtBegin?.(key, text, values) ?? false;
   }
 
   async atCommit(source: string): Promise<void> {
