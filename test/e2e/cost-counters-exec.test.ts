@@ -25,14 +25,29 @@ const hasStrace = spawnSync('strace', ['-V']).status === 0;
  * process's line cut in two is printed as `… <unfinished …>` then `<… resumed>`; its name and path
  * are on the first part, and every execve here succeeds (checked: each resumed line ends `= 0`).
  */
-function traced(file: string, dir: string): { forks: number; execs: Map<string, number>; opens: Map<string, number>; mkdirs: number } {
+function traced(file: string, dir: string) {
   const execs = new Map<string, number>();
   const opens = new Map<string, number>();
   let forks = 0;
   let mkdirs = 0;
   let execFailed = 0;
+  // Lines on the pipes between dcm and its launcher (each a JSON object starting `{"id":`), by
+  // the process that wrote them: dcm (the first process traced) and its launcher (the other
+  // process that executed node).
+  const lines = fs.readFileSync(file, 'utf8').split('\n');
+  const dcmPid = /^(\d+) /.exec(lines[0] ?? '')?.[1];
+  const launcherPid = lines
+    .map((l) => /^(\d+) +execve\("([^"]+)"/.exec(l))
+    .find((m) => m !== null && m[1] !== dcmPid && m[2] === process.execPath)?.[1];
+  const pipeWrites = { dcm: 0, launcher: 0 };
   const bump = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1);
-  for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
+  for (const line of lines) {
+    const write = /^(\d+) +write\(\d+, "\{\\"id\\":/.exec(line);
+    if (write) {
+      if (write[1] === dcmPid) pipeWrites.dcm++;
+      if (write[1] === launcherPid) pipeWrites.launcher++;
+      continue;
+    }
     // A new process (a thread is a clone with CLONE_THREAD: node's own workers, not counted).
     if (/\b(clone3?|v?fork)\(/.test(line) && !line.includes('CLONE_THREAD')) {
       forks++;
@@ -50,7 +65,8 @@ function traced(file: string, dir: string): { forks: number; execs: Map<string, 
     if (/\bmkdir(?:at)?\(/.test(line) && line.includes(dir)) mkdirs++;
   }
   expect(execFailed).toBe(0);
-  return { forks, execs, opens, mkdirs };
+  expect([dcmPid, launcherPid].every((p) => p !== undefined)).toBe(true);
+  return { forks, execs, opens, mkdirs, pipeWrites };
 }
 
 /** An apply of `n` subclouds × 5 states of /bin/true, window 10, under `strace -f`: what it saw. */
@@ -66,7 +82,7 @@ function tracedApply(n: number, env: NodeJS.ProcessEnv = {}) {
   const trace = path.join(t.dir, 'strace.txt');
   const r = spawnSync(
     'strace',
-    ['-f', '-qq', '-e', 'trace=clone,clone3,fork,vfork,execve,open,openat,creat,mkdir,mkdirat', '-e', 'signal=none', '-o', trace, process.execPath, BIN, '--db', db, '-q', 'strategy', 'apply'],
+    ['-f', '-qq', '-e', 'trace=clone,clone3,fork,vfork,execve,open,openat,creat,mkdir,mkdirat,write', '-e', 'signal=none', '-o', trace, process.execPath, BIN, '--db', db, '-q', 'strategy', 'apply'],
     { encoding: 'utf8', cwd: t.dir, env: { ...process.env, ...env } },
   );
   expect([r.status, r.stderr]).toEqual([0, '']);
@@ -81,7 +97,7 @@ describe('exec path: processes and files per run, counted by strace', () => {
     // Built by the install (native/build.mjs); a tree where it was not would run the sh wrapper
     // below and fail here, not pass unseen.
     expect(NATIVE_WRAPPER).not.toBeNull();
-    const { forks, execs, opens, mkdirs } = tracedApply(n);
+    const { forks, execs, opens, mkdirs, pipeWrites } = tracedApply(n);
     // Processes: per run exactly its wrapper (dcm-run, which takes the run, keeps stderr apart and
     // writes the status) and the command; besides them only dcm and its one launcher (both node).
     // One more process per run (a helper, a shell) would make one of these 400 or more.
@@ -96,6 +112,13 @@ describe('exec path: processes and files per run, counted by strace', () => {
     // Folders: the strategy's and one per subcloud, made once, not once per run.
     expect(mkdirs).toBeLessThanOrEqual(n + 4);
     expect(mkdirs).toBeGreaterThanOrEqual(n);
+    // The launcher answers each run twice (started, exited) and writes a turn's answers at once;
+    // dcm writes the launches of one turn at once (the window's first ten, at least). One write
+    // an answer, or a launch, would make these 400 and 200.
+    expect(pipeWrites.launcher).toBeGreaterThan(0);
+    expect(pipeWrites.launcher).toBeLessThan(2 * runs);
+    expect(pipeWrites.dcm).toBeGreaterThan(0);
+    expect(pipeWrites.dcm).toBeLessThan(runs);
   });
 
   test('where native/dcm-run was not built (DCM_RUN_WRAPPER=sh): three programs a run (its sh wrapper, the stderr tee, the command) and six opens', () => {

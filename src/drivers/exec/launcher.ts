@@ -96,10 +96,29 @@ let running = 0;
 /** Runs past their timeout being stopped (their SIGKILL not sent yet): the launcher waits for them too. */
 let stopping = 0;
 let dcmGone = false;
-const send = (msg: object) => {
+
+/**
+ * Answers to dcm not written yet: those of one turn of the event loop go in one write (a chunk of
+ * launches answers as many starts, one SIGCHLD as many exits), each write a system call here and a
+ * wake-up of dcm. Nothing waits on their order but dcm, which reads them in the order sent: a
+ * run's pid is in its claim file before its start is queued, and a run's exit is never queued
+ * before its start. An exit is not held behind the next launch's spawn: `launch` writes what is
+ * queued first when an exit is among it (dcm frees the subcloud's slot on it).
+ */
+let outbox = '';
+let exitQueued = false;
+const send = (msg: object, exit = false) => {
   if (dcmGone) return;
-  process.stdout.write(`${JSON.stringify(msg)}\n`);
+  if (!outbox) setImmediate(flush);
+  outbox += `${JSON.stringify(msg)}\n`;
+  exitQueued ||= exit;
 };
+function flush(): void {
+  const text = outbox;
+  outbox = '';
+  exitQueued = false;
+  if (text && !dcmGone) process.stdout.write(text);
+}
 // dcm died: nobody reads any more, and a write would raise EPIPE. The runs go on all the same.
 process.stdout.on('error', () => {
   dcmGone = true;
@@ -245,6 +264,7 @@ async function claimInStore(req: Launch): Promise<string | null> {
 }
 
 function launch(req: Launch): void {
+  if (exitQueued) flush();
   // Claim the run: a later dcm that gave it up (it found no trace of it) has claimed it first.
   let claim: number;
   try {
@@ -356,7 +376,7 @@ function start(req: Launch, claim: number, launching: string): void {
     const told = () => {
       going.delete(req.id);
       running--;
-      send({ id: req.id, code, signal });
+      send({ id: req.id, code, signal }, true);
       if (!store) return maybeExit();
       writing++;
       void writeEnd(req, code, signal, g.stopped?.why ?? null).finally(() => {
