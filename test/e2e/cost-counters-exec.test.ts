@@ -30,6 +30,7 @@ function traced(file: string, dir: string) {
   const opens = new Map<string, number>();
   let forks = 0;
   let mkdirs = 0;
+  let fchmods = 0;
   let execFailed = 0;
   // Lines on the pipes between dcm and its launcher (each a JSON object starting `{"id":`), by
   // the process that wrote them: dcm (the first process traced) and its launcher (the other
@@ -48,6 +49,7 @@ function traced(file: string, dir: string) {
       if (write[1] === launcherPid) pipeWrites.launcher++;
       continue;
     }
+    if (/\bfchmod\(/.test(line)) fchmods++;
     // A new process (a thread is a clone with CLONE_THREAD: node's own workers, not counted).
     if (/\b(clone3?|v?fork)\(/.test(line) && !line.includes('CLONE_THREAD')) {
       forks++;
@@ -66,7 +68,7 @@ function traced(file: string, dir: string) {
   }
   expect(execFailed).toBe(0);
   expect([dcmPid, launcherPid].every((p) => p !== undefined)).toBe(true);
-  return { forks, execs, opens, mkdirs, pipeWrites };
+  return { forks, execs, opens, mkdirs, fchmods, pipeWrites };
 }
 
 /** An apply of `n` subclouds × 5 states of /bin/true, window 10, under `strace -f`: what it saw. */
@@ -82,7 +84,7 @@ function tracedApply(n: number, env: NodeJS.ProcessEnv = {}) {
   const trace = path.join(t.dir, 'strace.txt');
   const r = spawnSync(
     'strace',
-    ['-f', '-qq', '-e', 'trace=clone,clone3,fork,vfork,execve,open,openat,creat,mkdir,mkdirat,write', '-e', 'signal=none', '-o', trace, process.execPath, BIN, '--db', db, '-q', 'strategy', 'apply'],
+    ['-f', '-qq', '-e', 'trace=clone,clone3,fork,vfork,execve,open,openat,creat,mkdir,mkdirat,fchmod,write', '-e', 'signal=none', '-o', trace, process.execPath, BIN, '--db', db, '-q', 'strategy', 'apply'],
     { encoding: 'utf8', cwd: t.dir, env: { ...process.env, ...env } },
   );
   expect([r.status, r.stderr]).toEqual([0, '']);
@@ -97,7 +99,7 @@ describe('exec path: processes and files per run, counted by strace', () => {
     // Built by the install (native/build.mjs); a tree where it was not would run the sh wrapper
     // below and fail here, not pass unseen.
     expect(NATIVE_WRAPPER).not.toBeNull();
-    const { forks, execs, opens, mkdirs, pipeWrites } = tracedApply(n);
+    const { forks, execs, opens, mkdirs, fchmods, pipeWrites } = tracedApply(n);
     // Processes: per run exactly its wrapper (dcm-run, which takes the run, keeps stderr apart and
     // writes the status) and the command; besides them only dcm and its one launcher (both node).
     // One more process per run (a helper, a shell) would make one of these 400 or more.
@@ -112,6 +114,8 @@ describe('exec path: processes and files per run, counted by strace', () => {
     // Folders: the strategy's and one per subcloud, made once, not once per run.
     expect(mkdirs).toBeLessThanOrEqual(n + 4);
     expect(mkdirs).toBeGreaterThanOrEqual(n);
+    // A new log is private from its create (the launcher's umask): no chmod of it, nor of anything else.
+    expect(fchmods).toBe(0);
     // The launcher answers each run twice (started, exited) and writes a turn's answers at once;
     // dcm writes the launches of one turn at once (the window's first ten, at least). One write
     // an answer, or a launch, would make these 400 and 200.

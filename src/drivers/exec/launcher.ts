@@ -300,12 +300,7 @@ function start(req: Launch, claim: number, launching: string): void {
   const runId = req.env.DCM_RUN_ID ?? '';
   let fd: number;
   try {
-    fd = fs.openSync(`${req.base}.log`, 'w', PRIVATE_FILE);
-    try {
-      fs.fchmodSync(fd, PRIVATE_FILE); // a log an earlier dcm left readable by others
-    } catch {
-      // someone else's file we may write to: its mode is not ours to change
-    }
+    fd = openLog(`${req.base}.log`);
   } catch (err) {
     fs.closeSync(claim);
     send({ id: req.id, error: `cannot open the run's log: ${(err as Error).message}` });
@@ -390,6 +385,26 @@ function start(req: Launch, claim: number, launching: string): void {
     if (wait) void wait.then(told);
     else told();
   });
+}
+
+/**
+ * The run's log, empty and private. Made new as a rule (under this process's umask 077 it is
+ * private from the start); one already there (an earlier strategy's run at the same path) is
+ * emptied and made private, which a new one needs no call for.
+ */
+function openLog(file: string): number {
+  try {
+    return fs.openSync(file, 'wx', PRIVATE_FILE);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  const fd = fs.openSync(file, 'w', PRIVATE_FILE);
+  try {
+    fs.fchmodSync(fd, PRIVATE_FILE); // a log an earlier dcm left readable by others
+  } catch {
+    // someone else's file we may write to: its mode is not ours to change
+  }
+  return fd;
 }
 
 function stopGroup(pgid: number, signal: NodeJS.Signals): void {
