@@ -121,9 +121,10 @@ describe('exec path: processes and files per run, counted by strace', () => {
     expect(mkdirs).toBeGreaterThanOrEqual(n);
     // A new log is private from its create (the launcher's umask): no chmod of it, nor of anything else.
     expect(fchmods).toBe(0);
-    // The launcher answers each run twice (started, exited) and writes a turn's answers at once;
-    // dcm writes the launches of one turn at once (the window's first ten, at least). One write
-    // an answer, or a launch, would make these 400 and 200.
+    // The launcher answers each run twice (started, exited): the starts of one turn in one write,
+    // each end at once (with the starts queued before it); dcm writes the launches of one turn at
+    // once (the window's first ten, at least). One write an answer, or a launch, would make these
+    // 400 and 200.
     expect(pipeWrites.launcher).toBeGreaterThan(0);
     expect(pipeWrites.launcher).toBeLessThan(2 * runs);
     expect(pipeWrites.dcm).toBeGreaterThan(0);

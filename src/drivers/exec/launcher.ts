@@ -98,25 +98,23 @@ let stopping = 0;
 let dcmGone = false;
 
 /**
- * Answers to dcm not written yet: those of one turn of the event loop go in one write (a chunk of
- * launches answers as many starts, one SIGCHLD as many exits), each write a system call here and a
- * wake-up of dcm. Nothing waits on their order but dcm, which reads them in the order sent: a
- * run's pid is in its claim file before its start is queued, and a run's exit is never queued
- * before its start. An exit is not held behind the next launch's spawn: `launch` writes what is
- * queued first when an exit is among it (dcm frees the subcloud's slot on it).
+ * Answers to dcm not written yet. Starts queued in one turn of the event loop go in one write (a
+ * chunk of launches answers as many starts), each write a system call here and a wake-up of dcm.
+ * A run's end (its exit, or its error) is written at once, with the starts queued before it: dcm
+ * frees the subcloud's slot on it, and a batch of ends held to the turn's end was measured to put
+ * off the next runs of the sleep shape's bursts. dcm reads the answers in the order they were
+ * queued, a run's start before its end; a run's pid is in its claim file before its start is queued.
  */
 let outbox = '';
-let exitQueued = false;
-const send = (msg: object, exit = false) => {
+const send = (msg: object, ended = false) => {
   if (dcmGone) return;
-  if (!outbox) setImmediate(flush);
+  if (!outbox && !ended) setImmediate(flush);
   outbox += `${JSON.stringify(msg)}\n`;
-  exitQueued ||= exit;
+  if (ended) flush();
 };
 function flush(): void {
   const text = outbox;
   outbox = '';
-  exitQueued = false;
   if (text && !dcmGone) process.stdout.write(text);
 }
 // dcm died: nobody reads any more, and a write would raise EPIPE. The runs go on all the same.
@@ -264,13 +262,12 @@ async function claimInStore(req: Launch): Promise<string | null> {
 }
 
 function launch(req: Launch): void {
-  if (exitQueued) flush();
   // Claim the run: a later dcm that gave it up (it found no trace of it) has claimed it first.
   let claim: number;
   try {
     claim = fs.openSync(`${req.base}.pid`, 'wx', PRIVATE_FILE);
   } catch (err) {
-    send({ id: req.id, error: `not started: ${(err as NodeJS.ErrnoException).code === 'EEXIST' ? 'given up by a later dcm' : (err as Error).message}` });
+    send({ id: req.id, error: `not started: ${(err as NodeJS.ErrnoException).code === 'EEXIST' ? 'given up by a later dcm' : (err as Error).message}` }, true);
     return;
   }
   // Every form of the claim names the run it is for: a file left by an earlier strategy in the
@@ -287,7 +284,7 @@ function launch(req: Launch): void {
       if (!refused) return start(req, claim, launching);
       fs.writeSync(claim, `abandoned ${runId}\n`.padEnd(launching.length), 0);
       fs.closeSync(claim);
-      send({ id: req.id, error: refused });
+      send({ id: req.id, error: refused }, true);
     })
     .finally(() => {
       writing--;
@@ -303,7 +300,7 @@ function start(req: Launch, claim: number, launching: string): void {
     fd = openLog(`${req.base}.log`);
   } catch (err) {
     fs.closeSync(claim);
-    send({ id: req.id, error: `cannot open the run's log: ${(err as Error).message}` });
+    send({ id: req.id, error: `cannot open the run's log: ${(err as Error).message}` }, true);
     return;
   }
   let child;
@@ -317,7 +314,7 @@ function start(req: Launch, claim: number, launching: string): void {
     });
   } catch (err) {
     fs.closeSync(claim);
-    send({ id: req.id, error: (err as Error).message });
+    send({ id: req.id, error: (err as Error).message }, true);
     return;
   } finally {
     fs.closeSync(fd);
@@ -327,7 +324,7 @@ function start(req: Launch, claim: number, launching: string): void {
     fs.closeSync(claim);
     child.once('error', (err) => {
       const missing = !fs.existsSync(req.cwd) ? ` (no such folder: ${req.cwd})` : '';
-      send({ id: req.id, error: `${err.message}${missing}` });
+      send({ id: req.id, error: `${err.message}${missing}` }, true);
     });
     return;
   }
