@@ -25,14 +25,32 @@ const hasStrace = spawnSync('strace', ['-V']).status === 0;
  * process's line cut in two is printed as `… <unfinished …>` then `<… resumed>`; its name and path
  * are on the first part, and every execve here succeeds (checked: each resumed line ends `= 0`).
  */
-function traced(file: string, dir: string): { forks: number; execs: Map<string, number>; opens: Map<string, number>; mkdirs: number } {
+function traced(file: string, dir: string) {
   const execs = new Map<string, number>();
   const opens = new Map<string, number>();
+  const looks = new Map<string, number>();
   let forks = 0;
   let mkdirs = 0;
+  let fchmods = 0;
   let execFailed = 0;
+  // Lines on the pipes between dcm and its launcher (each a JSON object starting `{"id":`), by
+  // the process that wrote them: dcm (the first process traced) and its launcher (the other
+  // process that executed node).
+  const lines = fs.readFileSync(file, 'utf8').split('\n');
+  const dcmPid = /^(\d+) /.exec(lines[0] ?? '')?.[1];
+  const launcherPid = lines
+    .map((l) => /^(\d+) +execve\("([^"]+)"/.exec(l))
+    .find((m) => m !== null && m[1] !== dcmPid && m[2] === process.execPath)?.[1];
+  const pipeWrites = { dcm: 0, launcher: 0 };
   const bump = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1);
-  for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
+  for (const line of lines) {
+    const write = /^(\d+) +write\(\d+, "\{\\"id\\":/.exec(line);
+    if (write) {
+      if (write[1] === dcmPid) pipeWrites.dcm++;
+      if (write[1] === launcherPid) pipeWrites.launcher++;
+      continue;
+    }
+    if (/\bfchmod\(/.test(line)) fchmods++;
     // A new process (a thread is a clone with CLONE_THREAD: node's own workers, not counted).
     if (/\b(clone3?|v?fork)\(/.test(line) && !line.includes('CLONE_THREAD')) {
       forks++;
@@ -47,10 +65,13 @@ function traced(file: string, dir: string): { forks: number; execs: Map<string, 
     if (/execve resumed>/.test(line) && !/= 0$/.test(line)) execFailed++;
     const open = /\bopen(?:at)?\((?:AT_FDCWD, )?"([^"]+)"/.exec(line);
     if (open && open[1].startsWith(dir)) bump(opens, path.extname(open[1]) || path.basename(open[1]));
+    const look = /\b(?:access|faccessat2?)\((?:AT_FDCWD, )?"([^"]+)"/.exec(line);
+    if (look && look[1].startsWith(dir)) bump(looks, path.extname(look[1]) || path.basename(look[1]));
     if (/\bmkdir(?:at)?\(/.test(line) && line.includes(dir)) mkdirs++;
   }
   expect(execFailed).toBe(0);
-  return { forks, execs, opens, mkdirs };
+  expect([dcmPid, launcherPid].every((p) => p !== undefined)).toBe(true);
+  return { forks, execs, opens, looks, mkdirs, fchmods, pipeWrites };
 }
 
 /** An apply of `n` subclouds × 5 states of /bin/true, window 10, under `strace -f`: what it saw. */
@@ -66,7 +87,7 @@ function tracedApply(n: number, env: NodeJS.ProcessEnv = {}) {
   const trace = path.join(t.dir, 'strace.txt');
   const r = spawnSync(
     'strace',
-    ['-f', '-qq', '-e', 'trace=clone,clone3,fork,vfork,execve,open,openat,creat,mkdir,mkdirat', '-e', 'signal=none', '-o', trace, process.execPath, BIN, '--db', db, '-q', 'strategy', 'apply'],
+    ['-f', '-qq', '-e', 'trace=clone,clone3,fork,vfork,execve,open,openat,creat,mkdir,mkdirat,fchmod,write,access,faccessat,faccessat2', '-e', 'signal=none', '-o', trace, process.execPath, BIN, '--db', db, '-q', 'strategy', 'apply'],
     { encoding: 'utf8', cwd: t.dir, env: { ...process.env, ...env } },
   );
   expect([r.status, r.stderr]).toEqual([0, '']);
@@ -77,11 +98,11 @@ describe('exec path: processes and files per run, counted by strace', () => {
   const n = 40;
   const runs = n * 5;
 
-  test('each run is two programs (native/dcm-run and the command) and five opens in its log folder', () => {
+  test('each run is two programs (native/dcm-run and the command) and four opens in its log folder', () => {
     // Built by the install (native/build.mjs); a tree where it was not would run the sh wrapper
     // below and fail here, not pass unseen.
     expect(NATIVE_WRAPPER).not.toBeNull();
-    const { forks, execs, opens, mkdirs } = tracedApply(n);
+    const { forks, execs, opens, looks, mkdirs, fchmods, pipeWrites } = tracedApply(n);
     // Processes: per run exactly its wrapper (dcm-run, which takes the run, keeps stderr apart and
     // writes the status) and the command; besides them only dcm and its one launcher (both node).
     // One more process per run (a helper, a shell) would make one of these 400 or more.
@@ -89,22 +110,34 @@ describe('exec path: processes and files per run, counted by strace', () => {
     // And no process that runs no program of its own: two made per run, and the launcher.
     expect(forks).toBe(2 * runs + 1);
     // Files opened in the run-log folder, per run: the launcher's claim (.pid) and the log, the
-    // wrapper's take (.run) and status (.status), dcm's read of $DCM_NEXT (.next). Five per run;
-    // nothing else there is opened: a run that writes no stderr opens no .err, and dcm does not
-    // read back the status of a wrapper that exited by itself (it exits with the code it wrote).
-    expect(Object.fromEntries(opens)).toEqual({ '.pid': runs, '.log': runs, '.run': runs, '.status': runs, '.next': runs });
+    // wrapper's take (.run) and status (.status). Four per run; nothing else there is opened: a
+    // run that writes no stderr opens no .err, dcm does not read back the status of a wrapper that
+    // exited by itself (it exits with the code it wrote), and it opens $DCM_NEXT (.next) only
+    // when the run wrote one: it looks for it once (none here).
+    expect(Object.fromEntries(opens)).toEqual({ '.pid': runs, '.log': runs, '.run': runs, '.status': runs });
+    expect(Object.fromEntries(looks)).toEqual({ '.next': runs });
     // Folders: the strategy's and one per subcloud, made once, not once per run.
     expect(mkdirs).toBeLessThanOrEqual(n + 4);
     expect(mkdirs).toBeGreaterThanOrEqual(n);
+    // A new log is private from its create (the launcher's umask): no chmod of it, nor of anything else.
+    expect(fchmods).toBe(0);
+    // The launcher answers each run twice (started, exited): the starts of one turn in one write,
+    // each end at once (with the starts queued before it); dcm writes the launches of one turn at
+    // once (the window's first ten, at least). One write an answer, or a launch, would make these
+    // 400 and 200.
+    expect(pipeWrites.launcher).toBeGreaterThan(0);
+    expect(pipeWrites.launcher).toBeLessThan(2 * runs);
+    expect(pipeWrites.dcm).toBeGreaterThan(0);
+    expect(pipeWrites.dcm).toBeLessThan(runs);
   });
 
-  test('where native/dcm-run was not built (DCM_RUN_WRAPPER=sh): three programs a run (its sh wrapper, the stderr tee, the command) and six opens', () => {
+  test('where native/dcm-run was not built (DCM_RUN_WRAPPER=sh): three programs a run (its sh wrapper, the stderr tee, the command) and five opens', () => {
     const { forks, execs, opens } = tracedApply(n, { DCM_RUN_WRAPPER: 'sh' });
     // Its sh is a POSIX one, dash where there is one: never bash, which costs twice as much to start.
     const shell = path.basename(WRAPPER_SHELL);
     expect(Object.fromEntries(execs)).toEqual({ [shell]: runs, tee: runs, true: runs, [path.basename(process.execPath)]: 2 });
     expect(forks).toBe(3 * runs + 1);
     // The tee opens .err whether or not stderr comes.
-    expect(Object.fromEntries(opens)).toEqual({ '.pid': runs, '.log': runs, '.run': runs, '.err': runs, '.status': runs, '.next': runs });
+    expect(Object.fromEntries(opens)).toEqual({ '.pid': runs, '.log': runs, '.run': runs, '.err': runs, '.status': runs });
   });
 });

@@ -35,4 +35,25 @@ states:
     expect(files.sort()).toEqual(['1-pre-check.err', '1-pre-check.log', '1-pre-check.pid', '1-pre-check.run', '1-pre-check.status']);
     for (const n of files) expect([n, fs.statSync(path.join(dir, n)).mode & 0o777]).toEqual([n, 0o600]);
   });
+
+  test('a log already at the run\'s path (readable by others) is emptied and made private', async () => {
+    f = execFixture();
+    dcmOk(['--db', f.db, 'subcloud', 'add', 's1']);
+    const cfg = f.config(`
+states:
+  pre check:
+    run: echo new-run
+  "*": "true"
+`);
+    dcmOk(['--db', f.db, 'strategy', 'create', '--type', 'patch', '--driver', 'exec', '--exec-config', cfg]);
+    // As an earlier strategy that shared the folder (log layout 1) could leave it.
+    const log = `${await runFiles(f.db, 's1', 1, 'pre check')}.log`;
+    fs.mkdirSync(path.dirname(log), { recursive: true });
+    fs.writeFileSync(log, 'an earlier run\n');
+    fs.chmodSync(log, 0o644);
+    const r = spawnSync(process.execPath, [BIN, '--db', f.db, '-q', 'strategy', 'apply'], { env: { ...process.env, ...f.env }, encoding: 'utf8' });
+    expect([r.status, r.stderr]).toEqual([0, '']);
+    expect(fs.readFileSync(log, 'utf8')).toBe('new-run\n');
+    expect(fs.statSync(log).mode & 0o777).toBe(0o600);
+  });
 });

@@ -152,7 +152,9 @@ export class ExecDriver implements Driver {
       return Promise.resolve({ kind: 'failed', reason: 'a run of this subcloud is still going: refusing a second one' });
     }
     const spec = this.spec(req.state);
-    return this.track(req, spec, 0, runIdOf(req), ticksNow(), (entry) => this.spawnRun(req, spec, entry));
+    // Its files' path, made once for the run (the progress watch and the launch both use it).
+    const base = runBase(this.settings.logs, req.cloud, req.attempt, req.state);
+    return this.track(req, spec, 0, runIdOf(req), ticksNow(), base, (entry) => this.spawnRun(req, spec, base, entry));
   }
 
   /**
@@ -166,6 +168,7 @@ export class ExecDriver implements Driver {
     pgid: number,
     runId: string,
     since: number,
+    base: string,
     start: (entry: Live) => Promise<OperationResult>,
   ): Promise<OperationResult> {
     const cloud = req.cloud;
@@ -174,7 +177,7 @@ export class ExecDriver implements Driver {
     // Started after `start`'s first steps, which remove an earlier strategy's files at this path.
     const running = start(entry);
     const onProgress = req.onProgress;
-    const unwatch = onProgress ? watchProgress(`${runBase(this.settings.logs, cloud, req.attempt, req.state)}.progress`, onProgress) : null;
+    const unwatch = onProgress ? watchProgress(`${base}.progress`, onProgress) : null;
     const done = running.finally(() => {
       unwatch?.();
       if (this.live.get(cloud) === entry) this.live.delete(cloud);
@@ -183,8 +186,7 @@ export class ExecDriver implements Driver {
     return done;
   }
 
-  private async spawnRun(req: OperationRequest, spec: StateSpec, live: Live): Promise<OperationResult> {
-    const base = runBase(this.settings.logs, req.cloud, req.attempt, req.state);
+  private async spawnRun(req: OperationRequest, spec: StateSpec, base: string, live: Live): Promise<OperationResult> {
     const dir = path.dirname(base);
     let created = this.dirs.get(dir);
     if (created === undefined) {
@@ -329,7 +331,7 @@ export class ExecDriver implements Driver {
     if (!left.proc && readStatus(base, runId) === null && !live(readClaim(base, runId)) && abandonRun(base, runId)) return { kind: 'interrupted' };
     const deadline = Date.parse(left.startedAt.replace(' ', 'T').slice(0, 23) + 'Z') + spec.timeoutMs;
     const run = { base, runId, since: left.proc?.procStart ?? 0, deadline, proc: left.proc };
-    return { kind: 'wait', result: this.track(req, spec, left.proc?.pgid ?? 0, runId, run.since, (entry) => this.waitLeft(req, spec, run, entry)) };
+    return { kind: 'wait', result: this.track(req, spec, left.proc?.pgid ?? 0, runId, run.since, base, (entry) => this.waitLeft(req, spec, run, entry)) };
   }
 
   remote(left: LeftRun, req: OperationRequest): RemoteRun {

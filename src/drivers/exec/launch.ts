@@ -56,6 +56,12 @@ export class Launcher {
   private exitedPromise: Promise<void> | null = null;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
+  /**
+   * Launch lines not written yet: those asked in one go (the orchestrator starts a turn's runs
+   * together) are written at once, one system call and one wake-up of the launcher for them all
+   * rather than one a run. Written before this tick ends, to the launcher they were meant for.
+   */
+  private outbox = '';
 
   constructor(
     private readonly env: NodeJS.ProcessEnv,
@@ -80,7 +86,10 @@ export class Launcher {
     this.exitedPromise = new Promise<void>((resolve) => (ended = resolve));
     // The next run starts a new launcher; the runs this one had are settled here.
     const gone = (started: Started, exited: Exited) => {
-      if (this.child === child) this.child = null;
+      if (this.child === child) {
+        this.child = null;
+        this.outbox = '';
+      }
       for (const p of this.pending.values()) {
         p.started(started);
         p.exited(exited);
@@ -127,8 +136,15 @@ export class Launcher {
     const started = new Promise<Started>((resolve) => (pending = { started: resolve, exited: () => {} }));
     const exited = new Promise<Exited>((resolve) => (pending.exited = resolve));
     this.pending.set(id, pending);
-    child.stdin?.write(`${JSON.stringify({ id, ...req })}\n`);
+    if (!this.outbox) process.nextTick(() => this.flush(child));
+    this.outbox += `${JSON.stringify({ id, ...req })}\n`;
     return { started, exited };
+  }
+
+  private flush(child: ChildProcess): void {
+    const text = this.outbox;
+    this.outbox = '';
+    if (text && this.child === child) child.stdin?.write(text);
   }
 
   /**
@@ -139,6 +155,7 @@ export class Launcher {
   async close(opts: { leaveRunning?: boolean } = {}): Promise<void> {
     const child = this.child;
     if (!child) return;
+    this.flush(child);
     child.stdin?.end();
     if (opts.leaveRunning && this.pending.size > 0) {
       // Nothing of it keeps dcm alive: dcm exits, the launcher stays.

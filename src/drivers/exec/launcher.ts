@@ -96,10 +96,27 @@ let running = 0;
 /** Runs past their timeout being stopped (their SIGKILL not sent yet): the launcher waits for them too. */
 let stopping = 0;
 let dcmGone = false;
-const send = (msg: object) => {
+
+/**
+ * Answers to dcm not written yet. Starts queued in one turn of the event loop go in one write (a
+ * chunk of launches answers as many starts), each write a system call here and a wake-up of dcm.
+ * A run's end (its exit, or its error) is written at once, with the starts queued before it: dcm
+ * frees the subcloud's slot on it, and a batch of ends held to the turn's end was measured to put
+ * off the next runs of the sleep shape's bursts. dcm reads the answers in the order they were
+ * queued, a run's start before its end; a run's pid is in its claim file before its start is queued.
+ */
+let outbox = '';
+const send = (msg: object, ended = false) => {
   if (dcmGone) return;
-  process.stdout.write(`${JSON.stringify(msg)}\n`);
+  if (!outbox && !ended) setImmediate(flush);
+  outbox += `${JSON.stringify(msg)}\n`;
+  if (ended) flush();
 };
+function flush(): void {
+  const text = outbox;
+  outbox = '';
+  if (text && !dcmGone) process.stdout.write(text);
+}
 // dcm died: nobody reads any more, and a write would raise EPIPE. The runs go on all the same.
 process.stdout.on('error', () => {
   dcmGone = true;
@@ -250,7 +267,7 @@ function launch(req: Launch): void {
   try {
     claim = fs.openSync(`${req.base}.pid`, 'wx', PRIVATE_FILE);
   } catch (err) {
-    send({ id: req.id, error: `not started: ${(err as NodeJS.ErrnoException).code === 'EEXIST' ? 'given up by a later dcm' : (err as Error).message}` });
+    send({ id: req.id, error: `not started: ${(err as NodeJS.ErrnoException).code === 'EEXIST' ? 'given up by a later dcm' : (err as Error).message}` }, true);
     return;
   }
   // Every form of the claim names the run it is for: a file left by an earlier strategy in the
@@ -267,7 +284,7 @@ function launch(req: Launch): void {
       if (!refused) return start(req, claim, launching);
       fs.writeSync(claim, `abandoned ${runId}\n`.padEnd(launching.length), 0);
       fs.closeSync(claim);
-      send({ id: req.id, error: refused });
+      send({ id: req.id, error: refused }, true);
     })
     .finally(() => {
       writing--;
@@ -280,15 +297,10 @@ function start(req: Launch, claim: number, launching: string): void {
   const runId = req.env.DCM_RUN_ID ?? '';
   let fd: number;
   try {
-    fd = fs.openSync(`${req.base}.log`, 'w', PRIVATE_FILE);
-    try {
-      fs.fchmodSync(fd, PRIVATE_FILE); // a log an earlier dcm left readable by others
-    } catch {
-      // someone else's file we may write to: its mode is not ours to change
-    }
+    fd = openLog(`${req.base}.log`);
   } catch (err) {
     fs.closeSync(claim);
-    send({ id: req.id, error: `cannot open the run's log: ${(err as Error).message}` });
+    send({ id: req.id, error: `cannot open the run's log: ${(err as Error).message}` }, true);
     return;
   }
   let child;
@@ -302,7 +314,7 @@ function start(req: Launch, claim: number, launching: string): void {
     });
   } catch (err) {
     fs.closeSync(claim);
-    send({ id: req.id, error: (err as Error).message });
+    send({ id: req.id, error: (err as Error).message }, true);
     return;
   } finally {
     fs.closeSync(fd);
@@ -312,7 +324,7 @@ function start(req: Launch, claim: number, launching: string): void {
     fs.closeSync(claim);
     child.once('error', (err) => {
       const missing = !fs.existsSync(req.cwd) ? ` (no such folder: ${req.cwd})` : '';
-      send({ id: req.id, error: `${err.message}${missing}` });
+      send({ id: req.id, error: `${err.message}${missing}` }, true);
     });
     return;
   }
@@ -356,7 +368,7 @@ function start(req: Launch, claim: number, launching: string): void {
     const told = () => {
       going.delete(req.id);
       running--;
-      send({ id: req.id, code, signal });
+      send({ id: req.id, code, signal }, true);
       if (!store) return maybeExit();
       writing++;
       void writeEnd(req, code, signal, g.stopped?.why ?? null).finally(() => {
@@ -370,6 +382,26 @@ function start(req: Launch, claim: number, launching: string): void {
     if (wait) void wait.then(told);
     else told();
   });
+}
+
+/**
+ * The run's log, empty and private. Made new as a rule (under this process's umask 077 it is
+ * private from the start); one already there (an earlier strategy's run at the same path) is
+ * emptied and made private, which a new one needs no call for.
+ */
+function openLog(file: string): number {
+  try {
+    return fs.openSync(file, 'wx', PRIVATE_FILE);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  const fd = fs.openSync(file, 'w', PRIVATE_FILE);
+  try {
+    fs.fchmodSync(fd, PRIVATE_FILE); // a log an earlier dcm left readable by others
+  } catch {
+    // someone else's file we may write to: its mode is not ours to change
+  }
+  return fd;
 }
 
 function stopGroup(pgid: number, signal: NodeJS.Signals): void {

@@ -29,6 +29,11 @@ const TYPE_FLAGS: Record<string, string> = {
   kube_upgrade: 'kube_upgrade',
 };
 
+/** The type options' placeholders with their request keys, and the DCM_ARG_* and DCM_SUB_* names: made once, not each run. */
+const OPTION_KEYS = Object.entries(TYPE_OPTION_KEYS);
+const ARG_ENV: readonly (readonly [string, string])[] = Object.entries({ ...TYPE_OPTION_KEYS, ...TYPE_FLAGS }).map(([name, key]) => [`DCM_ARG_${name.toUpperCase()}`, key]);
+const SUB_ENV: readonly (readonly [string, string])[] = SUBCLOUD_FIELDS.map((f) => [f, `DCM_SUB_${f.toUpperCase()}`]);
+
 /** The placeholders' values for this run. */
 export function runValues(req: RunRequest, settings: RunSettings): Record<string, string> {
   const v: Record<string, string> = {
@@ -39,7 +44,7 @@ export function runValues(req: RunRequest, settings: RunSettings): Record<string
     stage: String(req.stage ?? ''),
     db: settings.dbPath,
   };
-  for (const [name, key] of Object.entries(TYPE_OPTION_KEYS)) {
+  for (const [name, key] of OPTION_KEYS) {
     const x = req.extra[key];
     v[name] = x === null || x === undefined ? '' : String(x);
   }
@@ -80,16 +85,16 @@ export function runEnv(
   env.DCM_NEXT = `${files.base}.next`;
   env.DCM_PROGRESS = `${files.base}.progress`;
   if (req.resumed) env.DCM_RESUMED = '1';
-  for (const [name, key] of Object.entries({ ...TYPE_OPTION_KEYS, ...TYPE_FLAGS })) {
+  for (const [name, key] of ARG_ENV) {
     const x = req.extra[key];
-    if (x !== null && x !== undefined) env[`DCM_ARG_${name.toUpperCase()}`] = String(x);
+    if (x !== null && x !== undefined) env[name] = String(x);
   }
   for (const [k, x] of Object.entries(req.options ?? {})) env[`DCM_OPT_${k.toUpperCase()}`] = String(x);
   // Only the fields that are set: a script can tell "no address" (`${DCM_SUB_OAM_FLOATING_IP:?}`)
   // from an empty one.
-  for (const f of SUBCLOUD_FIELDS) {
+  for (const [f, name] of SUB_ENV) {
     const x = req.subcloud?.[f];
-    if (x !== null && x !== undefined) env[`DCM_SUB_${f.toUpperCase()}`] = x;
+    if (x !== null && x !== undefined) env[name] = x;
   }
   for (const [k, x] of Object.entries(req.labels ?? {})) env[labelEnvName(k)] = x;
   if (settings.sysadminPassword) env.DCM_SYSADMIN_PASSWORD = settings.sysadminPassword;

@@ -5,8 +5,9 @@
  * writes them (with the exit status) to `run_end`, so that a worker on another host that took
  * the run over reads the same outcome from the store (several hosts, README).
  *
- * Each fact is read only when asked: a run that ended 0 with no `.next` costs one open, as before.
+ * Each fact is read only when asked: a run that ended 0 with no `.next` costs one look for it, as before.
  */
+import fs from 'node:fs';
 import { lastLine, lastMatch, readSmall } from './files.js';
 
 export interface RunFacts {
@@ -23,7 +24,8 @@ export function fileFacts(base: string, reason: string | undefined): RunFacts {
     err: () => lastLine(`${base}.err`),
     log: () => lastLine(`${base}.log`),
     match: () => (reason ? lastMatch(`${base}.log`, reason) : ''),
-    next: () => readSmall(`${base}.next`),
+    // Most runs write no $DCM_NEXT: looked for first, so that its absence costs no failed open's error.
+    next: () => (fs.existsSync(`${base}.next`) ? readSmall(`${base}.next`) : null),
   };
 }
 
