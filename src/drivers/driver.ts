@@ -42,8 +42,12 @@ export interface OperationRequest {
   options: Readonly<Record<string, string | number>>;
   /** Aborted when the orchestrator stops waiting for this operation (timeout, hard stop). */
   signal: AbortSignal;
-  /** Called once a process was started for this run, so its identity is recorded at once. */
-  onStarted?: (proc: RunProcess) => void;
+  /**
+   * Called once the run began at its site (a driver that says `reportsStarts`): with the process
+   * started for it, so that its identity is recorded at once, or null when it has none of its own
+   * to record (the simulator's). The start rate counts a first start from here.
+   */
+  onStarted?: (proc: RunProcess | null) => void;
   /**
    * Called with the run's own word on how far it is (exec: the last line of `$DCM_PROGRESS`), while
    * it runs: only when it changed, at most about once a second, never once the run has ended. It
@@ -164,6 +168,12 @@ export interface Driver {
   costs?(): Record<string, number>;
   /** The driver enforces its own per-state timeouts: the orchestrator sets none. */
   readonly ownsTimeouts?: boolean;
+  /**
+   * Each run calls `onStarted` once it began at its site, which may be well after `run()` was
+   * called (a launcher's claim on a server that cannot be reached is tried again): the start rate
+   * waits for it before the next first start. Absent: a run begins when `run()` is called.
+   */
+  readonly reportsStarts?: boolean;
   /**
    * Stop whatever is pending, wait until every process it started is gone, let go of resources.
    * `leaveRunning`: a worker whose subclouds were taken over (orchestrator/workers.ts) leaves the

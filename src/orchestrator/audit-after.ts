@@ -58,6 +58,7 @@ export function withAuditAfter(driver: Driver, opts: AuditAfterOptions): Driver 
     audit,
     // None: the audit reads the subcloud's fields and labels at its last state, whatever the driver reads.
     ownsTimeouts: driver.ownsTimeouts,
+    reportsStarts: driver.reportsStarts,
     close: (opts) => driver.close(opts),
   };
   if (driver.costs) wrapped.costs = driver.costs.bind(driver);

@@ -20,7 +20,7 @@ import type { Refusal } from '../store/workers.js';
 import type { ProgressSink } from './progress.js';
 import { Committer, BUSY_RETRY_MS, StopInFile } from './committer.js';
 import { startCheck } from './start-check.js';
-import { stateAndRateAtBegin } from '../store/start-rate.js';
+import { markLateStart, stateAndRateAtBegin } from '../store/start-rate.js';
 import { decideRun, type DecideContext, type Decided, type Report } from './decide.js';
 import type { Fleet } from './fleet.js';
 import type { Registry, Worker } from './registry.js';
@@ -119,7 +119,7 @@ export class CommitLoop {
         throw new Error('a deferral decided with no verdict read');
       },
     };
-    this.pacer = new StartPacer(rt);
+    this.pacer = new StartPacer(rt, () => this.schedule());
     this.committer = new Committer(rt.db, type, outerFence ?? (async () => {}), (t) => progress.warn(t), rt.hooks, rt.counters, rt, (tx, written) => this.pacer.written(tx, written));
     this.procs = new RunProcesses(() => this.schedule(), rt.timers);
     this.details = new RunDetails(() => this.schedule(), rt.clock.mono, rt.timers);
@@ -258,6 +258,8 @@ export class CommitLoop {
     for (const r of reports) {
       const w = this.registry.settle(r.stepId, r.opId);
       if (!w) continue; // answered after its timeout: the step moved on
+      // A first start waited for that never began (refused, not started) holds the next no longer.
+      this.pacer.ended(w.historyId);
       // Its run has ended: a progress line of it still waiting is never written.
       this.details.forget(r.stepId);
       const verdict = verdicts.get(r);
@@ -281,20 +283,23 @@ export class CommitLoop {
     const procs = this.procs.list;
     const alone = batch.length === 0;
     const procsDue = this.procs.overdue || (this.procs.waiting && this.host.interrupted());
-    if (alone && !procsDue && !this.details.overdue) return true;
+    // A first start that began late moves the stage's last start at once: other workers space from it.
+    const late = this.pacer.lateStart;
+    if (alone && !procsDue && !late && !this.details.overdue) return true;
     // Progress lines ride along (a second after their subcloud's last); only runs still in flight.
     const lines = this.details.take((stepId, opId) => this.registry.current(stepId, opId));
-    if (alone && !procsDue && lines.length === 0) return true;
+    if (alone && !procsDue && !late && lines.length === 0) return true;
     const rows = lines.map((l) => {
       const w = this.registry.get(l.stepId)!;
       return { stepId: l.stepId, state: w.state, historyId: w.historyId, text: l.text };
     });
     let written = 0;
     const also =
-      procs.length || rows.length
+      procs.length || rows.length || late
         ? async (tx: Db) => {
             if (procs.length) await recordRunProcesses(tx, procs, this.host.host);
             if (rows.length) written = await recordRunDetails(tx, rows);
+            if (late) await markLateStart(tx, late.stage, late.at);
           }
         : undefined;
     let committed = false;
@@ -336,6 +341,7 @@ export class CommitLoop {
     const rateLeft = paced.left;
     for (const id of rateLeft) this.host.release(id, false);
     if (procs.length) this.procs.recorded();
+    if (late) this.pacer.lateWritten(late);
     if (lines.length) {
       this.details.committed(lines, alone && !procsDue);
       if (this.rt.counters) this.rt.counters.details += written;

@@ -38,8 +38,8 @@ const keyOf = (stepId: number, state: string) => `${stepId}\u0000${state}`;
 export interface LaunchHost {
   report(stepId: number, opId: number, result: ReportResult): void;
   fail(err: Error): void;
-  /** A run's process started, or its progress line: for the next commit. */
-  started(historyId: number, proc: RunProcess): void;
+  /** A run began at its site (its process, null: none to record), or its progress line: for the next commit. */
+  started(historyId: number, proc: RunProcess | null): void;
   progress(stepId: number, opId: number, text: string): void;
   /** The orchestrator has stopped: late progress lines are dropped. */
   stopped(): boolean;

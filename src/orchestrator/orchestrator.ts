@@ -161,7 +161,10 @@ export class Orchestrator {
       {
         report: (stepId, opId, result) => this.loop.report(stepId, opId, result),
         fail: (err) => this.control.fail(err),
-        started: (historyId, proc) => this.loop.procs.add(historyId, proc),
+        started: (historyId, proc) => {
+          if (proc) this.loop.procs.add(historyId, proc);
+          this.loop.pacer.begun(historyId);
+        },
         progress: (stepId, opId, text) => this.loop.details.report(stepId, opId, text),
         stopped: () => this.control.stopped,
         startedSlot: (id) => this.stages.startedSlot(id),
@@ -210,6 +213,7 @@ export class Orchestrator {
     const snap = (await controlSnapshot(db, CONTROL_EVENTS))!;
     this.stages.windows = new Map(snap.windows);
     this.loop.pacer.begin(snap.rates, this.progress);
+    this.loop.pacer.wake = () => this.stages.pump();
     this.control.setBudget(snap.maxFailures, false);
     this.progress.begin?.({
       type: this.opts.type,

@@ -11,8 +11,16 @@
  * - The window is told in advance. A subcloud about to take a slot for its first state asks `pace`:
  *   until the wait the store last answered is over it waits at the gate, in its place, and the
  *   window looks again then. So a window of 500 does not send 500 starts to a commit that takes one.
+ * - A start is counted where the site sees it. With a driver that reports when a run began
+ *   (`reportsStarts`: the exec launcher's claim on a server is tried again while the server cannot
+ *   be reached, and may start the run a second or more after its commit), the next first start
+ *   waits until the last one began, and the spacing counts from its beginning: the stage's last
+ *   start moves to it in the next commit, so every worker spaces from it too. Without that, a
+ *   start that began late and the next one, on time, came sooner than the rate allows (a
+ *   simulator's seed found it: issue 51, 2848171149).
  *
- * Owns: each stage's rate as this process last read it, the wait the store last answered. Never
+ * Owns: each stage's rate as this process last read it, the wait the store last answered, the last
+ * first start made here until it began, and a late beginning until written. Never
  * touches: the slots, the registry, the commit (it only answers inside the commit's fence).
  */
 import { opensNewSubcloud } from '../domain/control.js';
@@ -20,7 +28,7 @@ import { STEP_DEFERRED } from '../domain/deferral.js';
 import { rateInForce, readStoredRate, startSpacingMs, nextStartWait, type StartRate } from '../domain/start-rate.js';
 import type { Transition } from '../domain/transition.js';
 import { parseTimestamp } from '../domain/time.js';
-import { nowMicros } from '../store/clock.js';
+import { nowMicros, timeAt } from '../store/clock.js';
 import type { CursorStep } from '../store/cursor.js';
 import type { Db } from '../store/open.js';
 import { completeSteps, markStageStart } from '../store/start-rate.js';
@@ -32,6 +40,30 @@ import type { Runtime } from './runtime.js';
  * through their own monotonic origins, which may disagree by a fraction of a millisecond.
  */
 const CLOCK_MARGIN_MS = 2;
+
+/**
+ * How long a first start is waited for before the next may be asked for anyway: the exec
+ * launcher tries its claim for a minute (drivers/exec/launcher.ts), and a run whose answer came
+ * without a start (refused, not started) ends the wait at once.
+ */
+const BEGIN_WAIT_MS = 60_000;
+
+/** A first start that began later than its commit wrote: the stage's last start, as the store writes times. */
+export interface LateStart {
+  stage: number;
+  at: string;
+}
+
+/** A first start this process committed whose run has not yet begun at its site. */
+interface Awaited {
+  stage: number;
+  historyId: number;
+  perMin: number;
+  /** When its commit wrote it, on the store's clock (ms). */
+  writtenMs: number;
+  /** When the wait for it began, on the runtime's monotonic clock. */
+  sinceMono: number;
+}
 
 /** What the last commit's check found: the rate in force and how long the next start waits. */
 export interface RateAnswer {
@@ -46,15 +78,25 @@ export class StartPacer {
   private readonly rates = new Map<number, StartRate | null>();
   /** On the runtime's clock: no first start is asked for before it. */
   private dueMs = 0;
-  /** The commit being made: the start it lets through and what it found. */
-  private made: { stage: number; stepId: number } | null = null;
+  /** The commit being made: the start it lets through (its history row once written) and what it found. */
+  private made: { stage: number; stepId: number; historyId?: number; writtenMs?: number } | null = null;
   private answer: RateAnswer | null = null;
   /** The rate in force last found, by stage (for the views). */
   private readonly inForce = new Map<number, number>();
   /** Told when the rate in force of a stage changes (the views show it). */
   onRate: ((stage: number, perMin: number | null, rate: StartRate | null) => void) | null = null;
+  /** The last first start made here, until its run began at its site (or its answer came). */
+  private awaited: Awaited | null = null;
+  /** A first start that began later than its commit: the stage's last start moves to it with the next commit. */
+  private late: LateStart | null = null;
+  /** The window looks again: a first start waited for began, or will not. */
+  wake: () => void = () => {};
 
-  constructor(private readonly rt: Runtime) {}
+  /** `due`: a late beginning is to be written now (the commit loop schedules a commit). */
+  constructor(
+    private readonly rt: Runtime,
+    private readonly due: () => void = () => {},
+  ) {}
 
   /** The rates as the store holds them (the run's start, and each change another shell made). */
   setRate(stage: number, stored: string | null): void {
@@ -100,6 +142,10 @@ export class StartPacer {
     const perMin = this.perMin(stage);
     if (perMin === null) return null;
     const now = this.rt.clock.mono();
+    const a = this.awaited;
+    if (a && now - a.sinceMono >= BEGIN_WAIT_MS) this.awaited = null;
+    // The last start has not begun at its site yet: looked at again when it has (`begun`).
+    else if (a) return Math.max(1, startSpacingMs(perMin));
     if (now < this.dueMs) return this.dueMs - now;
     this.dueMs = now + startSpacingMs(perMin);
     return null;
@@ -152,16 +198,57 @@ export class StartPacer {
     const made = this.made;
     if (!made) return;
     const t = batch.find((x) => x.stepId === made.stepId);
-    if (t?.historyId !== undefined) await markStageStart(tx, made.stage, [t.historyId]);
+    if (t?.historyId === undefined) return;
+    await markStageStart(tx, made.stage, [t.historyId]);
+    made.historyId = t.historyId;
+    made.writtenMs = tx.clock.wall();
+  }
+
+  /** A late beginning waiting to be written: the next commit writes it (commit-loop.ts) and says so once committed (`lateWritten`). */
+  get lateStart(): LateStart | null {
+    return this.late;
+  }
+
+  /** The commit that wrote `late` committed: written, unless a later one came meanwhile. */
+  lateWritten(late: LateStart): void {
+    if (this.late === late) this.late = null;
+  }
+
+  /**
+   * The run of `historyId` began at its site. The last first start made here: the next one may be
+   * asked for, spaced from now if the run began later than its commit wrote.
+   */
+  begun(historyId: number): void {
+    const a = this.awaited;
+    if (!a || a.historyId !== historyId) return;
+    this.awaited = null;
+    const atMs = this.rt.db.clock.wall();
+    if (atMs - a.writtenMs > CLOCK_MARGIN_MS) {
+      this.dueMs = Math.max(this.dueMs, this.rt.clock.mono() + startSpacingMs(a.perMin) + CLOCK_MARGIN_MS);
+      this.late = { stage: a.stage, at: timeAt(atMs) };
+      this.due();
+    }
+    this.wake();
+  }
+
+  /** The run of `historyId` was answered: if it was the start waited for and never began, the wait is over. */
+  ended(historyId: number): void {
+    if (this.awaited?.historyId !== historyId) return;
+    this.awaited = null;
+    this.wake();
   }
 
   /** The commit is over: committed, the next start waits what the store said. */
   settle(committed: boolean): void {
     const a = this.answer;
+    const made = this.made;
     this.made = null;
     this.answer = null;
     if (!committed || !a) return;
     this.dueMs = this.rt.clock.mono() + a.waitMs;
+    if (made?.historyId !== undefined && this.rt.driver.reportsStarts) {
+      this.awaited = { stage: made.stage, historyId: made.historyId, perMin: a.perMin, writtenMs: made.writtenMs!, sinceMono: this.rt.clock.mono() };
+    }
     if (this.inForce.get(a.stage) !== a.perMin) {
       this.inForce.set(a.stage, a.perMin);
       this.onRate?.(a.stage, a.perMin, this.rates.get(a.stage) ?? null);

@@ -34,8 +34,8 @@ export interface RunContext {
   resumed: boolean;
   failures: number;
   fence: string | undefined;
-  /** The run's process started: recorded with the next commit. */
-  onStarted(proc: RunProcess): void;
+  /** The run began at its site: its process (null: none to record) is recorded with the next commit. */
+  onStarted(proc: RunProcess | null): void;
   /** A progress line of the run (dropped once the run has ended). */
   onProgress(text: string): void;
 }
@@ -105,7 +105,7 @@ class RunRequest implements OperationRequest {
   readonly options: Readonly<Record<string, string | number>>;
   // Recorded by the next commit, in one transaction for all: until then the run's own pid file
   // beside its log tells a later apply where the run is.
-  readonly onStarted: (proc: RunProcess) => void;
+  readonly onStarted: (proc: RunProcess | null) => void;
   readonly onProgress: (text: string) => void;
   // Private to the class (#): a driver that copies or prints the request never sees them.
   readonly #worker: Worker;

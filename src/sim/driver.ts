@@ -31,6 +31,8 @@ function resultOf(e: LedgerEntry): OperationResult {
 export class SimDriver implements Driver {
   /** As the exec driver: a state's timeout is the run's own (the worker stops it; its launcher too, a grace later). */
   readonly ownsTimeouts = true;
+  /** As the exec driver: a run begins once its launcher claimed it and started it (`onStarted`). */
+  readonly reportsStarts = true;
   /** Runs adopted from an earlier worker of this host. */
   adopted = 0;
   private launcher: SimLauncher | null = null;
@@ -91,6 +93,8 @@ export class SimDriver implements Driver {
         if (end.entry.endMs === null) {
           entry = end.entry;
           this.mine.add(entry);
+          // No process of its own to record: the site's ledger is the simulated world's record.
+          this.worker.run(() => req.onStarted?.(null));
           if (req.signal.aborted || timedOut) launcher.stop(entry);
           return;
         }

@@ -31,7 +31,7 @@ export class SimHost {
 
   constructor(
     readonly name: string,
-    readonly world: { loop: Loop; nextPid(): number },
+    readonly world: { loop: Loop; nextPid(): number; hit(kind: string): void },
   ) {
     const loop = world.loop;
     this.clock = {

@@ -80,7 +80,10 @@ export class SimLauncher {
   private async launch(req: OperationRequest, backstop: Backstop, told: (end: RunEnd) => void): Promise<void> {
     const key = runIdOf(req);
     if (this.book) {
+      const asked = this.host.world.loop.now;
       const claimed = await this.onStore(() => this.book!.claim(key, this.host.name), CLAIM_FOR_MS);
+      // Its claim was tried again (the store busy, or not reached): the run begins after its commit.
+      if (this.host.world.loop.now > asked) this.host.world.hit('late-claim');
       if (claimed === null) return told({ refused: 'not started: the database could not be reached to claim the run' });
       if (!claimed) return told({ refused: 'not started: given up by a worker on another host' });
       if (this.proc.dead) return;

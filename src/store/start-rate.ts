@@ -72,6 +72,14 @@ export async function completeSteps(db: Db): Promise<number> {
   return Number(await sql(db, `SELECT count(*) FROM strategy_step WHERE state = 'complete'`).pluck().get());
 }
 
+/**
+ * A start began at its site at `at`, later than its commit wrote it (orchestrator/pacer.ts): the
+ * stage's last start moves to it, never back (another worker's start may be later still).
+ */
+export async function markLateStart(db: Db, stage: number, at: string): Promise<void> {
+  await sql(db, 'UPDATE strategy_stage SET rate_last_at = $1 WHERE stage = $2 AND (rate_last_at IS NULL OR rate_last_at < $1)').run(at, stage);
+}
+
 /** The stage's last start is the latest of these runs' starts, as the history wrote them. */
 export async function markStageStart(db: Db, stage: number, historyIds: readonly number[]): Promise<void> {
   await sql(

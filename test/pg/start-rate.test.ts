@@ -2,9 +2,12 @@
  * The start rate across several workers on one strategy (a PostgreSQL store): each worker's
  * commit reads and moves the stage's last start under the store's writer lock, so the starts of
  * every worker together keep the rate in force, ramp included (domain/start-rate.ts, the
- * invariant startRateViolations), read from the history the workers wrote.
+ * invariant startRateViolations), read from the history the workers wrote. And a start counted
+ * where the site sees it: a run whose launcher's claim waits on the server begins late, and the
+ * next start is spaced from its beginning, as the runs' own log shows.
  */
 import { afterEach, describe, expect, test } from '@jest/globals';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { rampSchedule, startRateViolations } from '../../src/domain/start-rate.js';
@@ -14,8 +17,10 @@ import { execFixture, type ExecFixture } from '../helpers/exec.js';
 import { everyState, query, setup, stopWorkers, worker } from '../helpers/workers.js';
 
 let f: ExecFixture | null = null;
+const holders: ChildProcess[] = [];
 
 afterEach(() => {
+  for (const p of holders.splice(0)) p.kill('SIGKILL');
   stopWorkers();
   f?.cleanup();
   f = null;
@@ -51,5 +56,42 @@ describe('the start rate on a server', () => {
     expect(text).toMatch(/^dcm_strategy_runs_ended_total\{strategy="\d+",type="patch",outcome="ok"\} 120$/m);
     const sorted = starts.map((s) => s.atMs).sort((a, b) => a - b);
     expect(sorted[1] - sorted[0]).toBeGreaterThanOrEqual(250);
+  }, 120_000);
+
+  // The launcher claims each run on the server before it starts it (drivers/exec/launcher.ts): an
+  // operator's SHARE lock on run_claim, held from psql, holds every claim (not dcm's reads). The
+  // first run begins once it goes, long after its commit; the next starts are spaced from there.
+  test("a run whose launcher's claim waits for another session's lock begins late: the next start is spaced from its beginning", async () => {
+    f = execFixture();
+    const fx = f;
+    setup(fx.db, 4, 4, everyState(fx, 30, 60), fx, '--start-rate', '120/min');
+    const psql = spawn('psql', ['-X', '-q', '-v', 'ON_ERROR_STOP=1', fx.db], { stdio: ['pipe', 'ignore', 'pipe'] });
+    holders.push(psql);
+    const exited = new Promise<number | null>((resolve) => psql.on('exit', (code) => resolve(code)));
+    psql.stdin!.write('SET idle_in_transaction_session_timeout = 0;\nBEGIN;\nLOCK TABLE run_claim IN SHARE MODE;\n');
+    const held = () =>
+      query<{ n: number }>(fx.db, `SELECT count(*) AS n FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'run_claim' AND l.mode = 'ShareLock' AND l.granted`)[0].n > 0;
+    await waitFor(() => held(), 60_000, 50);
+    const w = worker(fx.db, fx.env);
+    // The first start is committed, and its launcher waits for the lock: held 1.5 s more.
+    await waitFor(() => query<{ n: number }>(fx.db, 'SELECT count(*) AS n FROM step_history')[0].n > 0, 60_000, 20);
+    await new Promise((r) => setTimeout(r, 1_500));
+    psql.stdin!.end('ROLLBACK;\n');
+    expect(await exited).toBe(0);
+    expect((await w.done).code).toBe(0);
+
+    const first = fx.readRuns().filter((r) => r.state === 'pre check' && r.attempt === 1);
+    expect(first.length).toBe(4);
+    const starts = first.map((r) => ({ cloud: r.cloud, atMs: r.start / 1e6 }));
+    // The runs as their sites saw them begin keep the rate: 500 ms apart at least.
+    expect(startRateViolations(starts, [{ fromMs: 0, perMin: 120 }])).toEqual([]);
+    // The fault happened: the first run began well after its commit wrote its start.
+    const sorted = [...starts].sort((a, b) => a.atMs - b.atMs);
+    const written = query<{ started_at: string }>(
+      fx.db,
+      `SELECT h.started_at FROM step_history h JOIN strategy_step st ON st.id = h.step_id JOIN subcloud sc ON sc.id = st.subcloud_id WHERE sc.name = $1 AND h.state = 'pre check' AND h.attempt = 1`,
+      [sorted[0].cloud],
+    )[0].started_at;
+    expect(sorted[0].atMs - parseTimestamp(written) / 1000).toBeGreaterThanOrEqual(1_000);
   }, 120_000);
 });

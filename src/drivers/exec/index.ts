@@ -91,6 +91,7 @@ export const WOKEN_GRACE_MS = 2_000;
 
 export class ExecDriver implements Driver {
   readonly ownsTimeouts = true;
+  readonly reportsStarts = true;
   private readonly specs: Map<string, StateSpec>;
   /** Folders known to exist, and whether this process created them (then no stale file is there). */
   private readonly dirs = new Map<string, boolean>();
