@@ -119,7 +119,7 @@ export class CommitLoop {
         throw new Error('a deferral decided with no verdict read');
       },
     };
-    this.pacer = new StartPacer(rt, () => this.schedule());
+    this.pacer = new StartPacer(rt, () => this.schedule(), () => this.fleet.leaseMs);
     this.committer = new Committer(rt.db, type, outerFence ?? (async () => {}), (t) => progress.warn(t), rt.hooks, rt.counters, rt, (tx, written) => this.pacer.written(tx, written));
     this.procs = new RunProcesses(() => this.schedule(), rt.timers);
     this.details = new RunDetails(() => this.schedule(), rt.clock.mono, rt.timers);
@@ -299,7 +299,7 @@ export class CommitLoop {
         ? async (tx: Db) => {
             if (procs.length) await recordRunProcesses(tx, procs, this.host.host);
             if (rows.length) written = await recordRunDetails(tx, rows);
-            if (late) await markLateStart(tx, late.stage, late.at);
+            if (late) await markLateStart(tx, late.stage, late.at, late.held);
           }
         : undefined;
     let committed = false;

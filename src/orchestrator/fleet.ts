@@ -27,6 +27,8 @@ const CLAIM_RETRY_MS = 50;
 export interface Fleet {
   /** One of several workers (false: the one orchestrator of a file). */
   readonly shared: boolean;
+  /** One of several workers: its lease (ms), past which it is taken over; null on a file. */
+  readonly leaseMs: number | null;
   /** This worker's id, which its claimed steps name (undefined on a file). */
   readonly ownerId: number | undefined;
   /** The commit about to be made: the subclouds whose first operation here it opens are claimed in it. */
@@ -74,6 +76,7 @@ export interface Fleet {
 /** The one orchestrator of a file. */
 export const LONE_FLEET: Fleet = {
   shared: false,
+  leaseMs: null,
   ownerId: undefined,
   asking: () => false,
   claim: async () => undefined,
@@ -123,6 +126,10 @@ export class SharedFleet implements Fleet {
 
   get ownerId(): number {
     return this.lease.id;
+  }
+
+  get leaseMs(): number {
+    return this.lease.leaseMs;
   }
 
   asking(batch: readonly Transition[], slotStep: (stepId: number) => CursorStep): boolean {

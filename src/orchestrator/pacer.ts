@@ -15,9 +15,11 @@
  *   (`reportsStarts`: the exec launcher's claim on a server is tried again while the server cannot
  *   be reached, and may start the run a second or more after its commit), the next first start
  *   waits until the last one began, and the spacing counts from its beginning: the stage's last
- *   start moves to it in the next commit, so every worker spaces from it too. Without that, a
- *   start that began late and the next one, on time, came sooner than the rate allows (a
- *   simulator's seed found it: issue 51, 2848171149).
+ *   start moves to it in the next commit. Without that, a start that began late and the next one,
+ *   on time, came sooner than the rate allows (a simulator's seed found it: issue 51, 2848171149).
+ *   One of several workers holds the others too: its commit puts the stage's last start a lease
+ *   ahead (`holdStageStart`), and the commit after the run began puts it back to the beginning.
+ *   A worker that dies meanwhile holds them for its lease, as long as its takeover waits anyway.
  *
  * Owns: each stage's rate as this process last read it, the wait the store last answered, the last
  * first start made here until it began, and a late beginning until written. Never
@@ -31,7 +33,7 @@ import { parseTimestamp } from '../domain/time.js';
 import { nowMicros, timeAt } from '../store/clock.js';
 import type { CursorStep } from '../store/cursor.js';
 import type { Db } from '../store/open.js';
-import { completeSteps, markStageStart } from '../store/start-rate.js';
+import { completeSteps, holdStageStart, markStageStart } from '../store/start-rate.js';
 import type { ProgressSink } from './progress.js';
 import type { Runtime } from './runtime.js';
 
@@ -48,10 +50,14 @@ const CLOCK_MARGIN_MS = 2;
  */
 const BEGIN_WAIT_MS = 60_000;
 
-/** A first start that began later than its commit wrote: the stage's last start, as the store writes times. */
+/**
+ * A first start's beginning, for the stage's last start (as the store writes times): it began later
+ * than its commit wrote, or was held for the others until it began (`held`: the time written then).
+ */
 export interface LateStart {
   stage: number;
   at: string;
+  held: string | null;
 }
 
 /** A first start this process committed whose run has not yet begun at its site. */
@@ -61,6 +67,8 @@ interface Awaited {
   perMin: number;
   /** When its commit wrote it, on the store's clock (ms). */
   writtenMs: number;
+  /** One of several workers: the stage's last start as its commit held it for the others. */
+  held: string | null;
   /** When the wait for it began, on the runtime's monotonic clock. */
   sinceMono: number;
 }
@@ -79,7 +87,7 @@ export class StartPacer {
   /** On the runtime's clock: no first start is asked for before it. */
   private dueMs = 0;
   /** The commit being made: the start it lets through (its history row once written) and what it found. */
-  private made: { stage: number; stepId: number; historyId?: number; writtenMs?: number } | null = null;
+  private made: { stage: number; stepId: number; historyId?: number; writtenMs?: number; held?: string | null } | null = null;
   private answer: RateAnswer | null = null;
   /** The rate in force last found, by stage (for the views). */
   private readonly inForce = new Map<number, number>();
@@ -92,10 +100,14 @@ export class StartPacer {
   /** The window looks again: a first start waited for began, or will not. */
   wake: () => void = () => {};
 
-  /** `due`: a late beginning is to be written now (the commit loop schedules a commit). */
+  /**
+   * `due`: a beginning is to be written now (the commit loop schedules a commit); `leaseMs`: one
+   * of several workers, its lease (null: the one orchestrator of a file, which holds nobody).
+   */
   constructor(
     private readonly rt: Runtime,
     private readonly due: () => void = () => {},
+    private readonly leaseMs: () => number | null = () => null,
   ) {}
 
   /** The rates as the store holds them (the run's start, and each change another shell made). */
@@ -168,9 +180,18 @@ export class StartPacer {
     const perMin = rateInForce(r, completed);
     // The store's clock is the history's: the start this commit writes is stamped after this read.
     const nowMs = nowMicros(tx.clock) / 1000;
-    const lastMs = lastAt === null ? null : parseTimestamp(lastAt) / 1000;
+    // This worker's own hold, its start's beginning not written yet: counted from that beginning
+    // (or, not begun yet, not asked for at all: looked at again once it has).
+    const own = lastAt !== null && this.late?.held === lastAt ? this.late.at : lastAt;
+    if (own !== null && own === this.awaited?.held) {
+      this.answer = { stage, perMin, completed, waitMs: startSpacingMs(perMin) };
+      return 0;
+    }
+    const lastMs = own === null ? null : parseTimestamp(own) / 1000;
     const wait = lastMs === null ? 0 : nextStartWait(perMin, lastMs + CLOCK_MARGIN_MS, nowMs);
-    this.answer = { stage, perMin, completed, waitMs: wait };
+    // A last start ahead of now is another worker's hold (its start not begun yet): it is put back
+    // once that start began, so this worker looks again a spacing later, not at the hold's end.
+    this.answer = { stage, perMin, completed, waitMs: lastMs !== null && lastMs > nowMs ? Math.min(wait, startSpacingMs(perMin)) : wait };
     return wait === 0 ? 1 : 0;
   }
 
@@ -199,9 +220,12 @@ export class StartPacer {
     if (!made) return;
     const t = batch.find((x) => x.stepId === made.stepId);
     if (t?.historyId === undefined) return;
-    await markStageStart(tx, made.stage, [t.historyId]);
+    const lease = this.rt.driver.reportsStarts ? this.leaseMs() : null;
     made.historyId = t.historyId;
     made.writtenMs = tx.clock.wall();
+    made.held = lease === null ? null : timeAt(made.writtenMs + lease);
+    if (made.held === null) await markStageStart(tx, made.stage, [t.historyId]);
+    else await holdStageStart(tx, made.stage, made.held);
   }
 
   /** A late beginning waiting to be written: the next commit writes it (commit-loop.ts) and says so once committed (`lateWritten`). */
@@ -223,9 +247,10 @@ export class StartPacer {
     if (!a || a.historyId !== historyId) return;
     this.awaited = null;
     const atMs = this.rt.db.clock.wall();
-    if (atMs - a.writtenMs > CLOCK_MARGIN_MS) {
-      this.dueMs = Math.max(this.dueMs, this.rt.clock.mono() + startSpacingMs(a.perMin) + CLOCK_MARGIN_MS);
-      this.late = { stage: a.stage, at: timeAt(atMs) };
+    const late = atMs - a.writtenMs > CLOCK_MARGIN_MS;
+    if (late) this.dueMs = Math.max(this.dueMs, this.rt.clock.mono() + startSpacingMs(a.perMin) + CLOCK_MARGIN_MS);
+    if (late || a.held !== null) {
+      this.late = { stage: a.stage, at: timeAt(late ? atMs : a.writtenMs), held: a.held };
       this.due();
     }
     this.wake();
@@ -233,8 +258,14 @@ export class StartPacer {
 
   /** The run of `historyId` was answered: if it was the start waited for and never began, the wait is over. */
   ended(historyId: number): void {
-    if (this.awaited?.historyId !== historyId) return;
+    const a = this.awaited;
+    if (a?.historyId !== historyId) return;
     this.awaited = null;
+    // The others held for it stop waiting: the stage's last start is its commit's again.
+    if (a.held !== null) {
+      this.late = { stage: a.stage, at: timeAt(a.writtenMs), held: a.held };
+      this.due();
+    }
     this.wake();
   }
 
@@ -247,7 +278,7 @@ export class StartPacer {
     if (!committed || !a) return;
     this.dueMs = this.rt.clock.mono() + a.waitMs;
     if (made?.historyId !== undefined && this.rt.driver.reportsStarts) {
-      this.awaited = { stage: made.stage, historyId: made.historyId, perMin: a.perMin, writtenMs: made.writtenMs!, sinceMono: this.rt.clock.mono() };
+      this.awaited = { stage: made.stage, historyId: made.historyId, perMin: a.perMin, writtenMs: made.writtenMs!, held: made.held ?? null, sinceMono: this.rt.clock.mono() };
     }
     if (this.inForce.get(a.stage) !== a.perMin) {
       this.inForce.set(a.stage, a.perMin);

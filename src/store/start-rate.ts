@@ -73,11 +73,21 @@ export async function completeSteps(db: Db): Promise<number> {
 }
 
 /**
- * A start began at its site at `at`, later than its commit wrote it (orchestrator/pacer.ts): the
- * stage's last start moves to it, never back (another worker's start may be later still).
+ * One of several workers made a start that has not begun at its site yet (orchestrator/pacer.ts):
+ * the stage's last start is put at `held`, the time past which the others stop waiting for it.
  */
-export async function markLateStart(db: Db, stage: number, at: string): Promise<void> {
-  await sql(db, 'UPDATE strategy_stage SET rate_last_at = $1 WHERE stage = $2 AND (rate_last_at IS NULL OR rate_last_at < $1)').run(at, stage);
+export async function holdStageStart(db: Db, stage: number, held: string): Promise<void> {
+  await sql(db, 'UPDATE strategy_stage SET rate_last_at = $1 WHERE stage = $2').run(held, stage);
+}
+
+/**
+ * A start began at its site at `at` (orchestrator/pacer.ts): later than its commit wrote it, or
+ * held (`held`) until it began, or never began (`at` is then its commit's time). The stage's last
+ * start moves to it: forward, or back from the hold this worker wrote, never back from a later
+ * start of another worker's.
+ */
+export async function markLateStart(db: Db, stage: number, at: string, held: string | null): Promise<void> {
+  await sql(db, 'UPDATE strategy_stage SET rate_last_at = $1 WHERE stage = $2 AND (rate_last_at IS NULL OR rate_last_at < $1 OR rate_last_at = $3)').run(at, stage, held);
 }
 
 /** The stage's last start is the latest of these runs' starts, as the history wrote them. */

@@ -60,11 +60,13 @@ describe('the start rate on a server', () => {
 
   // The launcher claims each run on the server before it starts it (drivers/exec/launcher.ts): an
   // operator's SHARE lock on run_claim, held from psql, holds every claim (not dcm's reads). The
-  // first run begins once it goes, long after its commit; the next starts are spaced from there.
-  test("a run whose launcher's claim waits for another session's lock begins late: the next start is spaced from its beginning", async () => {
+  // first run begins once it goes, long after its commit; the next starts, of either worker, are
+  // spaced from there: the worker that made the first holds the other until it began.
+  test("a run whose launcher's claim waits for another session's lock begins late: the next start, of either worker, is spaced from its beginning", async () => {
     f = execFixture();
     const fx = f;
-    setup(fx.db, 4, 4, everyState(fx, 30, 60), fx, '--start-rate', '120/min');
+    // States of a second: each worker's three slots fill, and the other worker starts the rest.
+    setup(fx.db, 6, 6, everyState(fx, 1000, 1200), fx, '--start-rate', '120/min');
     const psql = spawn('psql', ['-X', '-q', '-v', 'ON_ERROR_STOP=1', fx.db], { stdio: ['pipe', 'ignore', 'pipe'] });
     holders.push(psql);
     const exited = new Promise<number | null>((resolve) => psql.on('exit', (code) => resolve(code)));
@@ -72,16 +74,17 @@ describe('the start rate on a server', () => {
     const held = () =>
       query<{ n: number }>(fx.db, `SELECT count(*) AS n FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'run_claim' AND l.mode = 'ShareLock' AND l.granted`)[0].n > 0;
     await waitFor(() => held(), 60_000, 50);
-    const w = worker(fx.db, fx.env);
+    // Each takes at most three: both make starts.
+    const pool = ['host-a', 'host-b'].map((h) => worker(fx.db, { ...fx.env, DCM_HOST: h }, '--max-local', '3'));
     // The first start is committed, and its launcher waits for the lock: held 1.5 s more.
     await waitFor(() => query<{ n: number }>(fx.db, 'SELECT count(*) AS n FROM step_history')[0].n > 0, 60_000, 20);
     await new Promise((r) => setTimeout(r, 1_500));
     psql.stdin!.end('ROLLBACK;\n');
     expect(await exited).toBe(0);
-    expect((await w.done).code).toBe(0);
+    expect((await Promise.all(pool.map((w) => w.done))).map((e) => e.code)).toEqual([0, 0]);
 
     const first = fx.readRuns().filter((r) => r.state === 'pre check' && r.attempt === 1);
-    expect(first.length).toBe(4);
+    expect(first.length).toBe(6);
     const starts = first.map((r) => ({ cloud: r.cloud, atMs: r.start / 1e6 }));
     // The runs as their sites saw them begin keep the rate: 500 ms apart at least.
     expect(startRateViolations(starts, [{ fromMs: 0, perMin: 120 }])).toEqual([]);
@@ -93,5 +96,8 @@ describe('the start rate on a server', () => {
       [sorted[0].cloud],
     )[0].started_at;
     expect(sorted[0].atMs - parseTimestamp(written) / 1000).toBeGreaterThanOrEqual(1_000);
+    // Both workers made starts: the spacing held across them.
+    const hosts = query<{ n: number }>(fx.db, `SELECT count(DISTINCT host) AS n FROM step_history WHERE state = 'pre check'`)[0].n;
+    expect(Number(hosts)).toBe(2);
   }, 120_000);
 });
