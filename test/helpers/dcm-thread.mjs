@@ -26,6 +26,16 @@ process.on('exit', () => {
   Atomics.store(state, 0, 2);
   Atomics.notify(state, 0);
 });
+// What killed it goes to the caller first, as the answer it waits for: an error thrown where no
+// command catches it (a timer or a promise a command left behind) would otherwise reach the
+// caller's event loop only after its call had given up, and the failure could not say why.
+let running = null;
+function died(err) {
+  port.postMessage({ died: String((err && err.stack) || err), during: running });
+  process.exit(1);
+}
+process.on('uncaughtException', died);
+process.on('unhandledRejection', died);
 const base = { ...process.env };
 
 function sink() {
@@ -43,6 +53,7 @@ function sink() {
 }
 
 parentPort.on('message', async ({ args, env }) => {
+  running = args.join(' ');
   // The environment a spawned dcm would get: the test process's, the call's additions, no DCM_DB
   // or DCM_DEBUG unless the call names them.
   for (const k of Object.keys(process.env)) if (!(k in base)) delete process.env[k];
@@ -66,6 +77,7 @@ parentPort.on('message', async ({ args, env }) => {
     process.stdout.write = writes.out;
     process.stderr.write = writes.err;
   }
+  running = null;
   port.postMessage({ code, stdout: stdout.text, stderr: stderr.text });
   Atomics.store(state, 0, 1);
   Atomics.notify(state, 0);

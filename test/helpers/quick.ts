@@ -74,6 +74,12 @@ export function dcmQuick(args: string[], opts: { input?: string; env?: Record<st
     thread = null;
     throw new Error(`dcmQuick: the thread ended without answering dcm ${args.join(' ')}`);
   }
+  if ('died' in (msg.message as object)) {
+    // During a call, or after the last had answered (something it left behind threw).
+    const m = msg.message as { died: string; during: string | null };
+    thread = null;
+    throw new Error(`dcmQuick: the thread died ${m.during ? `during dcm ${m.during}` : 'after its last call had answered'} (asked: dcm ${args.join(' ')}): ${m.died}`);
+  }
   const r = msg.message as { code: number; stdout: string; stderr: string };
   return { code: r.code, signal: null, stdout: r.stdout, stderr: r.stderr };
 }
