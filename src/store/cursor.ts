@@ -25,7 +25,8 @@ const COLUMNS = `st.id, st.subcloud_id AS "subcloudId", sc.name AS cloud, st.sta
 const RETRIED = `coalesce((SELECT CASE WHEN h.outcome IN ('failed', 'timeout') AND h.retry_at IS NULL THEN 1 ELSE 0 END
   FROM step_history h WHERE h.step_id = st.id ORDER BY h.id DESC LIMIT 1), 0)`;
 
-const MID = `st.state NOT IN ('initial', 'complete', 'failed', 'aborted')`;
+/** Caught mid-state: the generated column the index of mid-state steps is keyed on (store/migrations.ts MID_COLUMN_MIGRATION). */
+const MID = 'st.mid';
 
 /** A run of the step is `running` in the history: left going by the last process, and adopted. */
 const RUNNING = `EXISTS (SELECT 1 FROM step_history h WHERE h.step_id = st.id AND h.outcome = 'running')`;

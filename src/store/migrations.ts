@@ -311,11 +311,25 @@ export const MIGRATIONS: ((db: Database.Database, clock: Clock) => void)[] = [
   // over a stage reads those first, in three phases, and each read scanned every step of the stage
   // (the simulator's profile: the cursor's reads were a sixth of its time on fleets of ten).
   (db) => db.exec(MID_STATE_INDEX),
+  // 19 -> 20: the same index, its WHERE on a column generated from the state (`mid`), so that on a
+  // server a move from one mid state to the next changes no indexed column (store/pg/schema.ts).
+  (db) => db.exec(MID_COLUMN_MIGRATION),
 ];
 
 /** Shared with PostgreSQL's step (store/pg/schema.ts); its WHERE is the cursor's MID, word for word, for the planner to use it. */
 export const MID_STATE_INDEX = `
   CREATE INDEX strategy_step_mid_idx ON strategy_step(stage, id) WHERE state NOT IN ('initial', 'complete', 'failed', 'aborted');
+`;
+
+/**
+ * The step's `mid`, whether it is caught mid-state, generated from its state (virtual here: SQLite
+ * has no update that keeps the row in place, and the index is read as before); the index of the
+ * mid-state steps keyed on it. The cursor's MID is `st.mid`, as the index's WHERE, for the planner.
+ */
+export const MID_COLUMN_MIGRATION = `
+  DROP INDEX strategy_step_mid_idx;
+  ALTER TABLE strategy_step ADD COLUMN mid INTEGER GENERATED ALWAYS AS (state NOT IN ('initial', 'complete', 'failed', 'aborted')) VIRTUAL;
+  CREATE INDEX strategy_step_mid_idx ON strategy_step(stage, id) WHERE mid;
 `;
 
 /** Shared with PostgreSQL's step (store/pg/schema.ts): the columns are text on both. */
