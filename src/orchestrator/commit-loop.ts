@@ -283,7 +283,8 @@ export class CommitLoop {
     const procs = this.procs.list;
     const alone = batch.length === 0;
     const procsDue = this.procs.overdue || (this.procs.waiting && this.host.interrupted());
-    // A first start that began late moves the stage's last start at once: other workers space from it.
+    // A first start's beginning (later than its commit, or held for the other workers until it
+    // began) is written at once: the other workers space their next start from it (pacer.ts).
     const late = this.pacer.lateStart;
     if (alone && !procsDue && !late && !this.details.overdue) return true;
     // Progress lines ride along (a second after their subcloud's last); only runs still in flight.
