@@ -22,7 +22,11 @@ try {
 const state = new Int32Array(workerData.shared);
 const port = workerData.port;
 // A thread that dies (an error after a command returned) wakes a caller that waits on it: 2 says so.
-process.on('exit', () => {
+// An exit with no error (process.exit, or nothing left to keep the thread) says how, with where
+// it was called from: 'exit' is emitted inside process.exit, whose caller is on the stack.
+let told = false;
+process.on('exit', (code) => {
+  if (!told) port.postMessage({ died: `exit ${code}, not by an error: ${new Error('at exit').stack}`, during: running });
   Atomics.store(state, 0, 2);
   Atomics.notify(state, 0);
 });
@@ -31,6 +35,7 @@ process.on('exit', () => {
 // caller's event loop only after its call had given up, and the failure could not say why.
 let running = null;
 function died(err) {
+  told = true;
   port.postMessage({ died: String((err && err.stack) || err), during: running });
   process.exit(1);
 }
