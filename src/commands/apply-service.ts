@@ -293,7 +293,10 @@ export async function applyStrategy(env: ApplyEnv, type?: StrategyType, opts: Ap
     if (!onServer) for (const suffix of ['-wal', '-shm']) sidecars.set(env.dbPath + suffix, identity(env.dbPath + suffix));
     // What a driver says is escaped and cut (visible.ts); the site's audit runs after each
     // subcloud's last state, when the strategy was created with one.
-    driver = withAuditAfter(visibleDriver(await env.driver(env.dbPath, s, lease ? { leaseMs: lease.leaseMs } : {})), { type: s.type as StrategyType, extra: s.extra });
+    const raw = await env.driver(env.dbPath, s, lease ? { leaseMs: lease.leaseMs } : {});
+    // Its processes start while the orchestrator reads the strategy, not as the first runs wait.
+    raw.warm?.();
+    driver = withAuditAfter(visibleDriver(raw), { type: s.type as StrategyType, extra: s.extra });
     const orchestrator = new Orchestrator(orchestratorRuntime(rt, db, driver, env.hooks, cost?.counters ?? null), progress, {
       type: s.type as StrategyType,
       states: statesOf(s.type as StrategyType, s.extra as { cert_file?: string | null; exec_states?: unknown }),

@@ -166,6 +166,11 @@ export interface Driver {
    * written with the apply's counters (`DCM_COUNTERS`), for the cost tests.
    */
   costs?(): Record<string, number>;
+  /**
+   * An apply is about to ask for runs: start now what the first run would start (the exec
+   * driver's launcher), so that its start-up overlaps the orchestrator's own. Absent: nothing to start.
+   */
+  warm?(): void;
   /** The driver enforces its own per-state timeouts: the orchestrator sets none. */
   readonly ownsTimeouts?: boolean;
   /**

@@ -7,7 +7,7 @@
  */
 import type { Adoption, Driver, LeftRun, OperationRequest, OperationResult, RemoteRun } from '../drivers/driver.js';
 import { runIdOf } from '../drivers/exec/run-id.js';
-import { LATE_TIMER_MS, WOKEN_GRACE_MS } from '../drivers/exec/index.js';
+import { LATE_TIMER_MS, WOKEN_GRACE_MS } from '../drivers/exec/waits.js';
 import type { SimHost, SimProcess } from './hosts.js';
 import { SimLauncher, type Backstop, type RunBook, type RunEnd } from './launcher.js';
 import type { LedgerEntry, Sites } from './sites.js';

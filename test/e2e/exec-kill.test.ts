@@ -14,6 +14,7 @@ import { BIN, dcm, sleep, waitFor } from '../helpers/cli.js';
 import { history, killLeftovers, names, spawnDcm, steps } from '../helpers/history.js';
 import { execFixture, overlapsPerCloud, peakConcurrent, type ExecFixture } from '../helpers/exec.js';
 import { runFiles } from '../helpers/logs.js';
+import { stopped } from '../helpers/workers.js';
 import { dcmQuickOk } from '../helpers/quick.js';
 
 const PATCH = statesOf('patch');
@@ -207,6 +208,39 @@ states:
   }, 90_000);
 });
 
+/** The launcher's pid: the process of this test's runs' environment that runs launcher.js. */
+function launcherOf(fx: ExecFixture): number | undefined {
+  return fx.leftovers().find((p) => {
+    try {
+      return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('launcher.js');
+    } catch {
+      return false;
+    }
+  });
+}
+
+describe('exec driver: the launcher', () => {
+  test('is started as the apply begins, before its first runs are committed; dcm killed before it launched one, the idle launcher leaves with it', async () => {
+    f = execFixture();
+    setup(2, 2, `
+states:
+  "*": [${f.step}, run]
+`);
+    // Stopped right after the commit that opens the first runs, before they are launched.
+    const apply = spawnDcm(['--db', f.db, 'strategy', 'apply'], { ...f.env, DCM_TEST_HOOKS: '1', DCM_STOP_AFTER_COMMIT: '2' });
+    await waitFor(() => stopped(apply.child.pid!), 20_000);
+    expect(runningRows(f.db).map((r) => [r.cloud, r.pid])).toEqual([['s1', null], ['s2', null]]);
+    expect(f.readRuns()).toEqual([]);
+    // Its start-up overlapped the orchestrator's own: it is there before any run is asked of it.
+    expect(launcherOf(f)).toBeDefined();
+    apply.child.kill('SIGKILL');
+    await apply.done;
+    // Its input closed, no run to see to: it exits, and no run was started.
+    await waitFor(() => f.leftovers().length === 0, 20_000);
+    expect(f.readRuns()).toEqual([]);
+  }, 60_000);
+});
+
 describe('exec driver: the launcher killed under a running dcm', () => {
   // Claim, README "Running real updates", kill -9 of the launcher: the run in flight is waited for and its status taken.
   test('the run in flight is waited for and its exit status (written by its own wrapper) taken: it never runs again; later runs start from a new launcher', async () => {
@@ -219,16 +253,7 @@ states:
 `);
     const apply = spawnDcm(['--db', f.db, 'strategy', 'apply'], f.env);
     await waitFor(() => startedRun(f.db) !== undefined, 20_000);
-    const launcher = fs
-      .readdirSync('/proc')
-      .filter((p) => /^\d+$/.test(p))
-      .find((p) => {
-        try {
-          return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('launcher.js') && f.leftovers().includes(Number(p));
-        } catch {
-          return false;
-        }
-      });
+    const launcher = launcherOf(f);
     expect(launcher).toBeDefined();
     process.kill(Number(launcher), 'SIGKILL');
     const r = await apply.done;

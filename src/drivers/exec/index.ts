@@ -32,6 +32,7 @@ import { EX_TEMPFAIL } from '../../domain/deferral.js';
 import { isPgUrl } from '../../domain/db-url.js';
 import { pgParamsOf } from '../../platform/pg-params.js';
 import { hostName } from '../../platform/who.js';
+import { BACKSTOP_MS, LATE_TIMER_MS, UNDECIDED_LOOKS, WOKEN_GRACE_MS } from './waits.js';
 
 /** Reasons and details are kept short: `<state>: <reason>` fits in 200 characters. */
 const DETAILS_LIMIT = 200;
@@ -73,21 +74,6 @@ interface LeftProcess {
 
 /** A claim that may belong to this run (none, or one left by an earlier strategy, does not). */
 const live = (c: RunClaim | null): boolean => c !== null && !('stale' in c);
-
-/** Looks (about 1.5 s of them) after which a run taken by a taker that is gone and said nothing runs again. */
-const UNDECIDED_LOOKS = 12;
-
-/**
- * How long past its timeout and kill grace the launcher lets a run go before it stops the run
- * itself: the worker stops it first while it lives; the launcher's stop is for a worker frozen or
- * gone (several hosts: a taker on another host waits that long at most).
- */
-const BACKSTOP_MS = 5_000;
-
-/** A timer this late was held up by more than a busy event loop: the process was stopped. */
-export const LATE_TIMER_MS = 1_000;
-/** How long a run's timeout, fired late, waits for an end its wrapper, woken too, may have to write. */
-export const WOKEN_GRACE_MS = 2_000;
 
 export class ExecDriver implements Driver {
   readonly ownsTimeouts = true;
@@ -141,6 +127,10 @@ export class ExecDriver implements Driver {
   /** The runs going that this process started, with their groups and their leaders' start times. */
   private *runningGroups(): Iterable<GoingRun> {
     for (const l of this.live.values()) if (l.pgid > 0 && l.leaderStart !== null) yield { runId: l.runId, pgid: l.pgid, leaderStart: l.leaderStart };
+  }
+
+  warm(): void {
+    if (!this.closing) this.launcher.warm();
   }
 
   costs(): Record<string, number> {
@@ -267,9 +257,10 @@ export class ExecDriver implements Driver {
       return this.waitLeft(req, spec, run0, live);
     }
     // The wrapper is gone; what it left running (in its group, or escaped from it) goes too, and
-    // the subcloud keeps its slot until every process of the run is gone.
+    // the subcloud keeps its slot until every process of the run is gone. A wrapper that said it was
+    // left alone (the run's subreaper with no child: native/dcm-run.c) left nothing to look for.
     if (killing) await killing;
-    else await cleanLeftovers(this.scans, pid, runId, run0.since, spec.killGraceMs);
+    else if (!end.alone) await cleanLeftovers(this.scans, pid, runId, run0.since, spec.killGraceMs);
     if (stopped) return { kind: 'failed', reason: 'interrupted' };
     // A wrapper that exited by itself exits with the code it wrote in `.status` (wrapper.ts): the
     // launcher's word is enough, and the file is read only when the wrapper was killed (it may
