@@ -16,7 +16,18 @@
  *    end back (what is in the pipe when the command exits is copied, the rest is the leftovers',
  *    which dcm cleans up).
  * 4. It writes `CODE RUN_ID` to BASE.status as its last act and exits with CODE: the command's
- *    exit code, or 128 + the signal that ended it, as sh says it.
+ *    exit code, or 128 + the signal that ended it, as sh says it. `CODE RUN_ID alone` says that
+ *    nothing of the run was left when the command ended (below): dcm then has no leftovers to
+ *    look for in /proc.
+ *
+ * It is the subreaper of the run (Linux's PR_SET_CHILD_SUBREAPER): a process the command leaves
+ * behind (`cmd &`, a double fork, `setsid`) is made its child when its own parent ends, instead of
+ * process 1's. So once the command has ended, "no child left" means nothing of the run lives: a
+ * process of the run's group or session, or one carrying its DCM_RUN_ID, descends from the
+ * command. It reaps every child as it ends, so that what the command leaves does not pile up as
+ * zombies while the run goes on. Where a child is left, or the kernel refused the subreaper, the
+ * status says nothing more and dcm looks for the run's processes by their tag, as for the sh
+ * wrapper.
  *
  * A status is written only by a dcm-run that saw its command end: one killed first (a timeout's
  * SIGTERM to the run's group) writes none, as the sh wrapper does; signals keep their default
@@ -34,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -48,6 +60,22 @@ static void on_child(int sig) {
   ssize_t ignored = write(wake[1], "c", 1);
   (void)ignored;
   errno = saved;
+}
+
+/*
+ * Every child that has ended, reaped (the command's leftovers, made this one's children as their
+ * parents end); 1 once the command itself was, its status in *status.
+ */
+static int reap(pid_t command, int *status) {
+  int got = 0, st;
+  pid_t p;
+  while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+    if (p == command) {
+      *status = st;
+      got = 1;
+    }
+  }
+  return got;
 }
 
 /* All of buf to fd, or as much as it takes (a full disk drops the rest, as tee's own error would). */
@@ -127,6 +155,7 @@ int main(int argc, char **argv) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGCHLD, &sa, NULL);
   }
+  int subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
   pid_t child = fork();
   if (child < 0) {
     perror("dcm-run: fork");
@@ -169,7 +198,7 @@ int main(int argc, char **argv) {
         char drain[64];
         while (read(wake[0], drain, sizeof drain) > 0) {
         }
-        if (waitpid(child, &status, WNOHANG) == child) {
+        if (reap(child, &status)) {
           reaped = 1;
           break;
         }
@@ -189,7 +218,20 @@ int main(int argc, char **argv) {
     if (err_fd >= 0) close(err_fd);
   }
   while (!reaped) {
-    if (waitpid(child, &status, 0) == child || errno != EINTR) reaped = 1;
+    int st;
+    pid_t p = waitpid(-1, &st, 0);
+    if (p == child) status = st;
+    if (p == child || (p < 0 && errno != EINTR)) reaped = 1;
+  }
+  /* Nothing of the run left: every child reaped, and none alive (ECHILD). */
+  int alone = 0;
+  if (subreaper) {
+    for (;;) {
+      pid_t p = waitpid(-1, NULL, WNOHANG);
+      if (p > 0) continue;
+      alone = p < 0 && errno == ECHILD;
+      break;
+    }
   }
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
 
@@ -197,7 +239,7 @@ int main(int argc, char **argv) {
   char *statusname = with_suffix(base, ".status");
   fd = open(statusname, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd >= 0) {
-    dprintf(fd, "%d %s\n", code, run_id);
+    dprintf(fd, "%d %s%s\n", code, run_id, alone ? " alone" : "");
     close(fd);
   }
   return code;

@@ -42,6 +42,8 @@ function traced(file: string, dir: string) {
     .map((l) => /^(\d+) +execve\("([^"]+)"/.exec(l))
     .find((m) => m !== null && m[1] !== dcmPid && m[2] === process.execPath)?.[1];
   const pipeWrites = { dcm: 0, launcher: 0 };
+  /** Passes over every process (a listing of /proc) by dcm: each reads a stat per process on the machine. */
+  let procPasses = 0;
   const bump = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1);
   for (const line of lines) {
     const write = /^(\d+) +write\(\d+, "\{\\"id\\":/.exec(line);
@@ -51,6 +53,7 @@ function traced(file: string, dir: string) {
       continue;
     }
     if (/\bfchmod\(/.test(line)) fchmods++;
+    if (line.startsWith(`${dcmPid} `) && /\bopenat\(AT_FDCWD, "\/proc", /.test(line)) procPasses++;
     // A new process (a thread is a clone with CLONE_THREAD: node's own workers, not counted).
     if (/\b(clone3?|v?fork)\(/.test(line) && !line.includes('CLONE_THREAD')) {
       forks++;
@@ -71,7 +74,7 @@ function traced(file: string, dir: string) {
   }
   expect(execFailed).toBe(0);
   expect([dcmPid, launcherPid].every((p) => p !== undefined)).toBe(true);
-  return { forks, execs, opens, looks, mkdirs, fchmods, pipeWrites };
+  return { forks, execs, opens, looks, mkdirs, fchmods, pipeWrites, procPasses };
 }
 
 /** An apply of `n` subclouds × 5 states of /bin/true, window 10, under `strace -f`: what it saw. */
@@ -98,11 +101,11 @@ describe('exec path: processes and files per run, counted by strace', () => {
   const n = 40;
   const runs = n * 5;
 
-  test('each run is two programs (native/dcm-run and the command) and four opens in its log folder', () => {
+  test('each run is two programs (native/dcm-run and the command), five opens in its log folder, and no look at /proc', () => {
     // Built by the install (native/build.mjs); a tree where it was not would run the sh wrapper
     // below and fail here, not pass unseen.
     expect(NATIVE_WRAPPER).not.toBeNull();
-    const { forks, execs, opens, looks, mkdirs, fchmods, pipeWrites } = tracedApply(n);
+    const { forks, execs, opens, looks, mkdirs, fchmods, pipeWrites, procPasses } = tracedApply(n);
     // Processes: per run exactly its wrapper (dcm-run, which takes the run, keeps stderr apart and
     // writes the status) and the command; besides them only dcm and its one launcher (both node).
     // One more process per run (a helper, a shell) would make one of these 400 or more.
@@ -110,12 +113,17 @@ describe('exec path: processes and files per run, counted by strace', () => {
     // And no process that runs no program of its own: two made per run, and the launcher.
     expect(forks).toBe(2 * runs + 1);
     // Files opened in the run-log folder, per run: the launcher's claim (.pid) and the log, the
-    // wrapper's take (.run) and status (.status). Four per run; nothing else there is opened: a
-    // run that writes no stderr opens no .err, dcm does not read back the status of a wrapper that
-    // exited by itself (it exits with the code it wrote), and it opens $DCM_NEXT (.next) only
-    // when the run wrote one: it looks for it once (none here).
-    expect(Object.fromEntries(opens)).toEqual({ '.pid': runs, '.log': runs, '.run': runs, '.status': runs });
+    // wrapper's take (.run) and status (.status), which the launcher reads back once: the wrapper
+    // says there whether anything of the run was left. Five per run; nothing else there is
+    // opened: a run that writes no stderr opens no .err, dcm itself does not read the status of a
+    // wrapper that exited by itself (it exits with the code it wrote), and it opens $DCM_NEXT
+    // (.next) only when the run wrote one: it looks for it once (none here).
+    expect(Object.fromEntries(opens)).toEqual({ '.pid': runs, '.log': runs, '.run': runs, '.status': 2 * runs });
     expect(Object.fromEntries(looks)).toEqual({ '.next': runs });
+    // Nothing of any run was left (the wrapper, the run's subreaper, said so): dcm looked for no
+    // leftovers in /proc. A pass for the runs that end in a turn made this most of dcm's own CPU
+    // a run (BENCHMARKS figure 6s).
+    expect(procPasses).toBe(0);
     // Folders: the strategy's and one per subcloud, made once, not once per run.
     expect(mkdirs).toBeLessThanOrEqual(n + 4);
     expect(mkdirs).toBeGreaterThanOrEqual(n);
@@ -132,12 +140,16 @@ describe('exec path: processes and files per run, counted by strace', () => {
   });
 
   test('where native/dcm-run was not built (DCM_RUN_WRAPPER=sh): three programs a run (its sh wrapper, the stderr tee, the command) and five opens', () => {
-    const { forks, execs, opens } = tracedApply(n, { DCM_RUN_WRAPPER: 'sh' });
+    const { forks, execs, opens, procPasses } = tracedApply(n, { DCM_RUN_WRAPPER: 'sh' });
     // Its sh is a POSIX one, dash where there is one: never bash, which costs twice as much to start.
     const shell = path.basename(WRAPPER_SHELL);
     expect(Object.fromEntries(execs)).toEqual({ [shell]: runs, tee: runs, true: runs, [path.basename(process.execPath)]: 2 });
     expect(forks).toBe(3 * runs + 1);
-    // The tee opens .err whether or not stderr comes.
+    // The tee opens .err whether or not stderr comes. The launcher does not read the status of
+    // an sh wrapper: it never says whether anything of the run was left.
     expect(Object.fromEntries(opens)).toEqual({ '.pid': runs, '.log': runs, '.run': runs, '.err': runs, '.status': runs });
+    // So dcm looks for each run's leftovers: one pass for the runs that end in a turn.
+    expect(procPasses).toBeGreaterThan(0);
+    expect(procPasses).toBeLessThanOrEqual(runs);
   });
 });

@@ -87,7 +87,8 @@ describe('cost counters of a zero-latency apply', () => {
     expect(c.roundTrips).toBeGreaterThan(0);
   });
 
-  test('exec driver: one run launched per state, and no more passes over /proc than runs (runs that end together share one)', () => {
+  /** 40 subclouds × 5 states of /bin/true with the exec driver, window 10: its counters. */
+  function execApply(env: NodeJS.ProcessEnv = {}) {
     t = tempDir('dcm-cost-');
     const n = 40;
     const cfg = path.join(t.dir, 'true.yaml');
@@ -95,9 +96,19 @@ describe('cost counters of a zero-latency apply', () => {
     dcmOk(['--db', t.db, 'subcloud', 'add', ...names(n)]);
     dcmOk(['--db', t.db, 'strategy', 'create', '--type', 'patch', '--max-parallel-subclouds', '10', '--driver', 'exec', '--exec-config', cfg]);
     const file = path.join(t.dir, 'counters.json');
-    dcmOk(['--db', t.db, '-q', 'strategy', 'apply'], { env: { DCM_TEST_HOOKS: '1', DCM_COUNTERS: file } });
+    dcmOk(['--db', t.db, '-q', 'strategy', 'apply'], { env: { DCM_TEST_HOOKS: '1', DCM_COUNTERS: file, ...env } });
     const c = JSON.parse(fs.readFileSync(file, 'utf8')) as Counters;
     expect(c.driver.runs).toBe(n * 5);
+    return c;
+  }
+
+  test('exec driver: one run launched per state, and no pass over /proc for runs that left nothing', () => {
+    // native/dcm-run, the run's subreaper, said of each run that nothing of it was left.
+    expect(execApply().driver.procPasses).toBe(0);
+  });
+
+  test('exec driver, the sh wrapper: no more passes over /proc than runs (runs that end together share one)', () => {
+    const c = execApply({ DCM_RUN_WRAPPER: 'sh' });
     // Each ended run asks whether its group is gone (a stderr `tee` left as a zombie keeps the
     // kernel's answer yes, so /proc decides) and what carries its DCM_RUN_ID: one shared pass
     // answers both. A pass of each per run would be 400 here.

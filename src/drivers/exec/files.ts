@@ -32,15 +32,19 @@ export function removeQuietly(file: string): void {
  * The `.status` file, written by the run's wrapper as its last act: `<code> <run id>`
  * (`signal <NAME>` from an older dcm's launcher: cut off, not finished); null while there is none.
  * A status naming another run id is a stale file of an earlier strategy that used the same
- * folder, never this run's: it counts as none.
+ * folder, never this run's: it counts as none. `<code> <run id> alone`: native/dcm-run, the run's
+ * subreaper, had no child left when the command ended, so nothing of the run lives (`alone`).
  */
-export type RunStatus = { code: number } | { signal: string };
+export type RunStatus = { code: number; alone?: true } | { signal: string };
 
 export function readStatus(base: string, runId: string): RunStatus | null {
   const text = readSmall(`${base}.status`);
   if (text === null) return null;
-  const [first, second] = text.trim().split(/\s+/);
-  if (/^\d+$/.test(first ?? '')) return second === undefined || second === runId ? { code: Number(first) } : null;
+  const [first, second, third] = text.trim().split(/\s+/);
+  if (/^\d+$/.test(first ?? '')) {
+    if (second !== undefined && second !== runId) return null;
+    return third === 'alone' ? { code: Number(first), alone: true } : { code: Number(first) };
+  }
   if (first === 'signal' && second) return { signal: second };
   return null; // being written: only an instant
 }

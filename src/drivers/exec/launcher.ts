@@ -39,7 +39,8 @@
  * worker's lease), then
  * `{id, file, args, cwd, env, base, reason?, killAfterMs?, graceMs?}` (env is added to the
  * launcher's own environment; the log is `<base>.log`). Launcher → dcm:
- * `{id, pid, start}` once started, then `{id, code, signal}` when it exited, or `{id, error}`.
+ * `{id, pid, start}` once started, then `{id, code, signal, alone?}` when it exited (`alone`: its
+ * native wrapper said nothing of the run was left), or `{id, error}`.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -49,7 +50,7 @@ import { processesWithEnv } from '../../platform/proc.js';
 import { PRIVATE_FILE } from '../../platform/private.js';
 import { NATIVE_WRAPPER, wrapped } from './wrapper.js';
 import { setLongTimeout } from '../../platform/timers.js';
-import { readStatus } from './files.js';
+import { readStatus, type RunStatus } from './files.js';
 import { fileFacts, readAll } from './run-facts.js';
 import { formatTimestamp } from '../../domain/time.js';
 import { pgClientConfig } from '../../platform/pg-params.js';
@@ -174,11 +175,13 @@ async function onStore(text: string, values: unknown[], forMs: number): Promise<
   }
 }
 
-/** Write a run's end to the store, trying again for up to an hour while the server cannot take it. */
-async function writeEnd(req: Launch, code: number | null, signal: string | null, stopped: string | null = null): Promise<void> {
+/**
+ * Write a run's end to the store, trying again for up to an hour while the server cannot take it.
+ * `status`: the wrapper's, read as the run ended.
+ */
+async function writeEnd(req: Launch, status: RunStatus | null, code: number | null, signal: string | null, stopped: string | null = null): Promise<void> {
   const runId = req.env.DCM_RUN_ID ?? '';
   // The wrapper's status is the run's own word (its exit code, even when the launcher saw a signal).
-  const status = readStatus(req.base, runId);
   const c = status && 'code' in status ? status.code : code;
   // Why this launcher stopped it, only when it did: a run whose command ended by itself (its
   // status written as the stop came) ended as it says.
@@ -368,10 +371,14 @@ function start(req: Launch, claim: number, launching: string): void {
     const told = () => {
       going.delete(req.id);
       running--;
-      send({ id: req.id, code, signal }, true);
+      // The wrapper's status: a server is told the run's end from it, and a native wrapper that
+      // exited by itself may have said nothing of the run was left. Then dcm looks for no
+      // leftovers: a pass over /proc, which was most of its own CPU a run when runs are short.
+      const status = store || (NATIVE && code !== null) ? readStatus(req.base, req.env.DCM_RUN_ID ?? '') : null;
+      send({ id: req.id, code, signal, ...(status && 'alone' in status ? { alone: true } : {}) }, true);
       if (!store) return maybeExit();
       writing++;
-      void writeEnd(req, code, signal, g.stopped?.why ?? null).finally(() => {
+      void writeEnd(req, status, code, signal, g.stopped?.why ?? null).finally(() => {
         writing--;
         maybeExit();
       });
