@@ -43,8 +43,13 @@ const SYNCED = [
  * commit: issue 51). Answers one row: the runs closed, the steps moved (with its subcloud's words
  * if it was taken out and the step starts an operation: issue 49) and the runs opened, each as
  * JSON (a row per change was 160,000 rows for figure 1's work, each parsed into an object).
+ *
+ * The steps moved are looked up by key (their ids through an array, as store/statements.ts
+ * idsIn): joined with the batch's rows alone, which the planner counts as a hundred, the update
+ * read every step of the strategy (a hash join over a sequential scan) in every batch, a cost that
+ * grows with the fleet, not the batch (issue 51: 10,000 steps; test/pg/batch-plan.test.ts).
  */
-const WRITE = `WITH v AS (
+export const WRITE = `WITH v AS (
     SELECT v.id, v.from_state, v.to_state, v.details, v.ended, v.subcloud, v.done,
       CASE WHEN v.attempt = 0
         THEN coalesce((SELECT max(x.attempt) FROM step_history x WHERE x.step_id = v.id AND x.state = v.to_state), 0) + 1
@@ -59,7 +64,7 @@ const WRITE = `WITH v AS (
   moved AS (UPDATE strategy_step AS s
     SET state = v.to_state, details = v.details, attempt = COALESCE(v.num, s.attempt),
       started_at = COALESCE(s.started_at, $2::text), finished_at = CASE WHEN v.ended THEN $2::text ELSE NULL END, updated_at = $2::text
-    FROM v WHERE s.id = v.id AND s.state = v.from_state
+    FROM v WHERE s.id IN (SELECT unnest(ARRAY(SELECT id FROM v))) AND s.id = v.id AND s.state = v.from_state
     RETURNING s.id, CASE WHEN v.num IS NOT NULL THEN ${siteOut('s')} END AS out),
   opened AS (INSERT INTO step_history (step_id, state, attempt, started_at, outcome)
     SELECT v.id, v.to_state, v.num, $2::text, 'running' FROM v
