@@ -100,7 +100,11 @@ const byName = (a: Site, b: Site): number => (a.name < b.name ? -1 : a.name > b.
  * site both changed and finished in the tick (an operation that ended as it began) is written as
  * the two would leave it, its upsert then its finish, which holds when the change made it that
  * owner's (else the finish is refused, as it would be after the upsert). The same writes as the
- * file's. `db` is the connection (not a transaction's handle).
+ * file's. `db` is the connection (not a transaction's handle). The sites finished are looked up by
+ * key (their names through an array, which the planner counts as a few rows, as
+ * store/pg/transitions.ts does its steps): joined with the tick's rows alone, counted as a hundred,
+ * the update read the sites whole, with the plan a connection made while the table was small and
+ * kept as it grew (issue 51: 413 of four workers' ticks over 10,000 sites, 18 after, all early).
  */
 const WRITE_SITES = `WITH up AS (
     INSERT INTO sim_site (name, campaign, done, vim, busy_state, busy_owner, options, software_version, sync)
@@ -112,7 +116,8 @@ const WRITE_SITES = `WITH up AS (
   fin AS (UPDATE sim_site AS s SET campaign = v.c, done = v.d, vim = v.v, busy_state = NULL, busy_owner = NULL,
       software_version = v.sv, sync = v.sy
     FROM json_to_recordset($2::json) AS v(n text, c text, d integer, v text, sv text, sy text, ow text)
-    WHERE s.name = v.n COLLATE "C" AND s.busy_owner = v.ow
+    WHERE s.name = ANY (ARRAY(SELECT f.n COLLATE "C" FROM json_to_recordset($2::json) AS f(n text)))
+      AND s.name = v.n COLLATE "C" AND s.busy_owner = v.ow
     RETURNING s.name)
 SELECT name FROM fin`;
 
