@@ -178,7 +178,7 @@ export async function execOverhead(ctx) {
         `cores are the limit, not dcm's launcher (two launchers measured no faster). The bare loop through the same wrapper took ` +
         `${(summary(wrappedMs).median / 1000).toFixed(2)} s (${(summary(wrappedMs).median / summary(loopMs).median).toFixed(2)}× the ` +
         `bare loop): the floor of this design; the rest is dcm's work per run (a message each way, the claim and status files, the ` +
-        `$DCM_NEXT check, the /proc pass, the history rows)`,
+        `$DCM_NEXT check, the status read back, the history rows; a pass over /proc only for a run that left a process behind)`,
     },
     {
       id: '6c',
