@@ -92,6 +92,8 @@ export interface ApplyEnv {
   windowClock?: () => number;
   /** How often the orchestrator looks at the store for other shells' requests (default 250 ms). */
   pollMs?: number;
+  /** Told the strategy's number of steps once the orchestrator has counted them (commands/apply.ts: the heap's growth). */
+  sized?: (steps: number) => void;
   /** The lock's or the worker's fencing token (random by default; the simulator's are drawn from its seed). */
   token?: () => string;
   /**
@@ -317,6 +319,7 @@ export async function applyStrategy(env: ApplyEnv, type?: StrategyType, opts: Ap
       host: holder.host,
       who,
       observer: tracing ?? undefined,
+      sized: env.sized,
     });
     orchestratorRef = orchestrator;
     // Lost: stop at once and write nothing more (no drain, no finish: they would write).

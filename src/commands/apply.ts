@@ -32,6 +32,22 @@ async function startTracingIfAsked(s: { created_at: string; type: string }, who:
   return (await import('./tracing.js')).startTracing({ strategyId: strategyIdOf(s.created_at), type: s.type, host: who.host, pid: who.pid });
 }
 
+/** Strategies of more steps than this keep their heap close to its live data (heapGrowthFor). */
+const LARGE_STRATEGY_STEPS = 25_000;
+
+/**
+ * How far V8 lets the old generation grow past what its last full GC kept, by the strategy's
+ * size. The apply's live data is a window's worth (steps are read a window at a time); what grows
+ * is garbage. A large strategy's heap is kept near its live data (20 %: 100,000 subclouds, window
+ * 1,000, peak RSS 195 MiB with V8's own policy, 152 at 100 %, 136 at 20 %; BENCHMARKS figure
+ * 7W's bound is 150). A smaller one's live data is a few MB, and a tight bound was a full GC every
+ * few MB promoted: at 100 %, 10,000 subclouds peak at 127-130 MiB instead of 122, and a worker on
+ * a server spends a sixth less CPU (figure 1's work: 2.4-2.5 s against 2.9; issue 51).
+ */
+function heapGrowthFor(steps: number): void {
+  v8.setFlagsFromString(`--heap-growing-percent=${steps > LARGE_STRATEGY_STEPS ? 20 : 100}`);
+}
+
 /** `$DCM_DRAIN_MS`: how long a first Ctrl-C waits (default 60 s); anything but a number is ignored. */
 function drainMs(text: string | undefined): number | undefined {
   const ms = Number(text);
@@ -45,11 +61,6 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
     throw new UsageError(`${opts.maxLocal !== undefined ? '--max-local' : '--lease'} needs a PostgreSQL store: a file has one orchestrator`);
   }
   const rt = runtimeOf(ctx);
-  // The apply's live data is a window's worth (steps are read from the file a window at a
-  // time); what grows is garbage, which V8 lets the old generation reach a multiple of what the
-  // last full GC kept. A smaller growing factor keeps a long apply's peak near its live data
-  // (100,000 subclouds, window 1,000: 178 -> 140 MiB peak RSS, a few % more time; BENCHMARKS.md).
-  v8.setFlagsFromString('--heap-growing-percent=20');
   return await applyStrategy(
     {
       dbPath: ctx.dbPath,
@@ -70,6 +81,7 @@ export async function strategyApply(ctx: RunCtx, type?: StrategyType, opts: Appl
       drainMs: drainMs(process.env.DCM_DRAIN_MS),
       windowClock: windowClock(process.env, rt.clock),
       tracing: startTracingIfAsked,
+      sized: heapGrowthFor,
     },
     type,
     opts,

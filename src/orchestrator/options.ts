@@ -43,4 +43,6 @@ export interface OrchestratorOptions {
   host?: string;
   /** Told of each run's start and end and of the fleet's events (the traces: observer.ts). */
   observer?: RunObserver;
+  /** Told the strategy's number of steps once they are counted (the apply's memory follows it: commands/apply.ts). */
+  sized?: (steps: number) => void;
 }

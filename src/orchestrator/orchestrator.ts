@@ -209,6 +209,7 @@ export class Orchestrator {
     await this.launcher.loadResumed();
     // Counts, not steps: the steps themselves are read a window at a time (store/cursor.ts).
     const { failed, total } = await failedAndTotal(db);
+    this.opts.sized?.(total);
     this.control.counted(failed, total);
     const snap = (await controlSnapshot(db, CONTROL_EVENTS))!;
     this.stages.windows = new Map(snap.windows);
