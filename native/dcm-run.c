@@ -45,7 +45,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __linux__
 #include <sys/prctl.h>
+#endif
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -155,7 +157,11 @@ int main(int argc, char **argv) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGCHLD, &sa, NULL);
   }
+#ifdef PR_SET_CHILD_SUBREAPER
   int subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
+#else
+  int subreaper = 0; /* no subreaper: the status never says `alone` */
+#endif
   pid_t child = fork();
   if (child < 0) {
     perror("dcm-run: fork");
