@@ -22,6 +22,7 @@ import pLimit, { type LimitFunction } from 'p-limit';
 import { mayTakeSlot, type Gate } from '../domain/control.js';
 import type { CursorStep } from '../store/cursor.js';
 import { before, kindOf, type Entry, type Waiter } from './window-entries.js';
+import { AsideSteps } from './window-aside.js';
 import type { Timer } from '../platform/timers.js';
 import type { TimeSource } from '../platform/runtime.js';
 
@@ -108,12 +109,8 @@ export class StageWindow {
   private sawNew = false;
   private done: (() => void) | null = null;
   private finished = false;
-  /** Subclouds set aside until their maintenance window opens, and when (the runtime's monotonic ms) the earliest one is due. */
-  private asideSteps = new Map<number, { step: CursorStep; dueMs: number }>();
-  /** The earliest `dueMs` of those: before it, a pump need not look at them (a pump per subcloud that ends). */
-  private asideEarliest = Infinity;
-  private asideTimer: Timer | null = null;
-  private asideTimerDue = Infinity;
+  /** Subclouds set aside until their maintenance window opens (window-aside.ts). */
+  private readonly aside: AsideSteps;
   /** The start rate's wait: one timer, at the end of the wait the pacer last said. */
   private paceTimer: Timer | null = null;
 
@@ -125,6 +122,7 @@ export class StageWindow {
   ) {
     this.size = Math.max(1, size);
     this.limit = pLimit({ concurrency: this.size, rejectOnClear: true });
+    this.aside = new AsideSteps(rt, (step) => this.host.hold?.(step) ?? null, () => this.pump());
   }
 
   get window(): number {
@@ -185,7 +183,7 @@ export class StageWindow {
     this.waiters = [];
     for (const w of waiting) w.wake();
     try {
-      this.bringBack(g);
+      for (const step of this.aside.bringBack(g.stopping)) this.submit(step);
     } catch (err) {
       this.host.failed(err as Error);
     }
@@ -219,7 +217,7 @@ export class StageWindow {
       const g = this.host.gate();
       // Once stopping, only steps caught mid-state may still start; the cursor reads them first, so
       // the first new one read says there are no more (a stopped stage is not read to its end).
-      const aside = Math.max(0, this.asideSteps.size - ASIDE_MAX);
+      const aside = Math.max(0, this.aside.size - ASIDE_MAX);
       if (this.finished || this.exhausted || (g.stopping && this.sawNew) || this.outstanding + aside >= this.size + READ_AHEAD_MAX) return;
       const want = Math.min(READ_AHEAD_MAX, this.size);
       const rescans = this.rescans;
@@ -236,6 +234,12 @@ export class StageWindow {
   }
 
   private submit(step: CursorStep): void {
+    // A step caught mid-state is in flight already (SPEC §4): it waits at the gate, where those
+    // caught mid-state go first, never in the limiter's queue behind tasks ahead of it. Queued
+    // there, it was not at the gate when a slot freed, and a deferred step's next try waiting
+    // beside the limiter took the slot: a new start past a window made smaller (simulator seed
+    // 1794911513).
+    if (kindOf(step) === 'resumed') return this.beside(this.enter(step, true));
     const e = this.enter(step, false);
     if (!e) return;
     this.outstanding++;
@@ -287,7 +291,11 @@ export class StageWindow {
       queued.superseded = true;
       this.entries.delete(step.id);
     }
-    const e = this.enter(step, true);
+    this.beside(this.enter(step, true));
+  }
+
+  /** The task of `e` (a step now in the window, or null: in it already), beside the limiter. */
+  private beside(e: Entry | null): void {
     if (!e) return;
     this.outstanding++;
     this.task(e)
@@ -313,66 +321,7 @@ export class StageWindow {
 
   /** The windows may have changed: every subcloud set aside is asked again at the next pump. */
   recheckAside(): void {
-    for (const a of this.asideSteps.values()) a.dueMs = 0;
-    this.asideEarliest = 0;
-  }
-
-  /** Set a subcloud aside until its window opens (`inMs` from now). */
-  private setAside(step: CursorStep, inMs: number): void {
-    const dueMs = this.rt.clock.mono() + inMs;
-    // Read again while aside (a rescan): it waits there once.
-    this.asideSteps.set(step.id, { step, dueMs });
-    this.asideEarliest = Math.min(this.asideEarliest, dueMs);
-  }
-
-  /**
-   * Those set aside whose window has opened go back to the limiter, in step order; the rest wait
-   * for one timer, at the earliest opening. Once nothing new may start they are let go: they stay
-   * as they are in the file for the next apply.
-   */
-  private bringBack(g: Gate): void {
-    if (this.asideSteps.size === 0) {
-      this.asideEarliest = Infinity;
-      return this.armAside(Infinity);
-    }
-    if (g.stopping) {
-      this.asideSteps.clear();
-      this.asideEarliest = Infinity;
-      return this.armAside(Infinity);
-    }
-    const nowMs = this.rt.clock.mono();
-    if (nowMs < this.asideEarliest) return this.armAside(this.asideEarliest);
-    let earliest = Infinity;
-    const back: CursorStep[] = [];
-    for (const a of this.asideSteps.values()) {
-      if (a.dueMs <= nowMs) {
-        const inMs = this.host.hold?.(a.step) ?? null;
-        if (inMs === null) {
-          back.push(a.step);
-          this.asideSteps.delete(a.step.id);
-          continue;
-        }
-        a.dueMs = nowMs + inMs;
-      }
-      earliest = Math.min(earliest, a.dueMs);
-    }
-    this.asideEarliest = earliest;
-    back.sort((a, b) => a.id - b.id);
-    for (const step of back) this.submit(step);
-    this.armAside(earliest);
-  }
-
-  private armAside(dueMs: number): void {
-    if (dueMs === this.asideTimerDue) return;
-    this.asideTimer?.clear();
-    this.asideTimer = null;
-    this.asideTimerDue = dueMs;
-    if (dueMs === Infinity) return;
-    this.asideTimer = this.rt.timers.after(() => {
-      this.asideTimer = null;
-      this.asideTimerDue = Infinity;
-      this.pump();
-    }, Math.max(0, dueMs - this.rt.clock.mono()));
+    this.aside.recheck();
   }
 
   private armPace(inMs: number): void {
@@ -386,9 +335,9 @@ export class StageWindow {
   private checkEnd(g: Gate): void {
     if (this.finished || !this.done) return;
     const deferred = g.stopping ? 0 : (this.host.deferred?.() ?? 0);
-    if (!this.feeding && this.outstanding === 0 && deferred === 0 && this.asideSteps.size === 0 && (this.exhausted || (g.stopping && this.sawNew))) {
+    if (!this.feeding && this.outstanding === 0 && deferred === 0 && this.aside.size === 0 && (this.exhausted || (g.stopping && this.sawNew))) {
       this.finished = true;
-      this.armAside(Infinity);
+      this.aside.stop();
       this.paceTimer?.clear();
       this.paceTimer = null;
       this.done();
@@ -409,7 +358,7 @@ export class StageWindow {
           const first = kind === 'new' && step.state !== 'deferred';
           const inMs = first ? (this.host.hold?.(step) ?? null) : null;
           if (inMs !== null) {
-            this.setAside(step, inMs);
+            this.aside.set(step, inMs);
             return;
           }
           // The start rate: it waits at the gate, in its place, until the next start may be asked for.

@@ -72,6 +72,36 @@ describe('StageWindow', () => {
     expect(h.fetched()).toBeLessThanOrEqual(3);
   });
 
+  // Simulator seed 1794911513: after a kill and a window made 1, the steps caught mid-state went on
+  // one at a time; as one ended, a deferred step's next try (added beside the limiter) took the
+  // slot before the next step caught mid-state, still queued in the limiter, reached the gate: a
+  // new start with a subcloud in flight, in a window of 1.
+  test('steps caught mid-state go before a deferred step that came due, whatever the limiter queued: they are in flight', async () => {
+    const h = host([step(3, 'pre check'), step(4, 'pre check'), step(5, 'pre check')]);
+    const w = new StageWindow(1, h.host, realRuntime());
+    const run = w.run();
+    await tick();
+    expect(h.started).toEqual([3]);
+    // Step 1 was deferred; its next try comes due while 3 runs.
+    w.add(step(1, 'deferred'));
+    await tick();
+    // 3 ends in the commit being made: its slot is lent, to 4, caught mid-state, not to 1.
+    expect(w.lend([3])).toBe(1);
+    await tick();
+    expect(h.started).toEqual([3, 4]);
+    h.running.get(3)!(true);
+    await tick();
+    expect(h.started).toEqual([3, 4]);
+    h.running.get(4)!(true);
+    await tick();
+    expect(h.started).toEqual([3, 4, 5]);
+    h.running.get(5)!(true);
+    await tick();
+    expect(h.started).toEqual([3, 4, 5, 1]);
+    while (h.running.size) await endAll(h);
+    await run;
+  });
+
   test('paused: starts none, in flight end; a subcloud held back before it started is kept and starts first on resume', async () => {
     const h = host(Array.from({ length: 6 }, (_, i) => step(i + 1)));
     const w = new StageWindow(2, h.host, realRuntime());
@@ -264,9 +294,9 @@ describe('StageWindow: subclouds waiting for their maintenance window', () => {
     const win = new StageWindow(2, { ...h.host, fetch: async (n: number) => { const out = await fetch(n); read += out.length; return out; }, hold: () => 3_600_000 }, realRuntime());
     const run = win.run();
     // Until every step read is set aside and none is with the limiter: the window has nothing left to do.
-    const inside = win as unknown as { asideSteps: Map<number, unknown>; outstanding: number };
-    for (let i = 0; i < 100_000 && !(read > 0 && inside.asideSteps.size === read && inside.outstanding === 0); i++) await tick();
-    expect(inside.asideSteps.size).toBe(read);
+    const inside = win as unknown as { aside: { size: number }; outstanding: number };
+    for (let i = 0; i < 100_000 && !(read > 0 && inside.aside.size === read && inside.outstanding === 0); i++) await tick();
+    expect(inside.aside.size).toBe(read);
     expect(h.started).toEqual([]);
     expect(read).toBeGreaterThan(4096);
     expect(read).toBeLessThan(5000);
@@ -286,6 +316,6 @@ describe('StageWindow: subclouds waiting for their maintenance window', () => {
     await run;
     expect(h.started).toEqual([3]);
     // The timer waiting for their window is cleared (it would keep the process alive for an hour).
-    expect((win as unknown as { asideTimer: unknown }).asideTimer).toBeNull();
+    expect((win as unknown as { aside: { timer: unknown } }).aside.timer).toBeNull();
   });
 });
