@@ -316,7 +316,7 @@ export const MIGRATIONS: ((db: Database.Database, clock: Clock) => void)[] = [
   (db) => db.exec(MID_COLUMN_MIGRATION),
 ];
 
-/** Shared with PostgreSQL's step (store/pg/schema.ts); its WHERE is the cursor's MID, word for word, for the planner to use it. */
+/** Shared with PostgreSQL's step (store/pg/schema.ts); its WHERE was the cursor's MID, word for word, until schema 20 keyed it on `mid`. */
 export const MID_STATE_INDEX = `
   CREATE INDEX strategy_step_mid_idx ON strategy_step(stage, id) WHERE state NOT IN ('initial', 'complete', 'failed', 'aborted');
 `;
