@@ -45,10 +45,21 @@ export class Operator {
     this.quiet = quietAt(world.s);
   }
 
+  /** The operator's looks are going (one due every LOOK_MS). */
+  private looking = false;
+
+  /**
+   * The operator looks every LOOK_MS while the rollout goes, and stops once it ended with no apply
+   * alive; a retry that makes it go again starts the looks again (retryAndApply): without them a
+   * run held as of unknown outcome after that retry is never resolved, and the strategy never ends.
+   */
   start(): void {
+    if (this.looking) return;
+    this.looking = true;
     const look = () => {
       this.world.background('the operator\'s look', () => this.look());
       if (!this.world.ended || this.world.live().length) this.world.loop.after(LOOK_MS, look);
+      else this.looking = false;
     };
     this.world.loop.after(LOOK_MS, look);
   }
@@ -149,6 +160,7 @@ export class Operator {
       w.judge.retriedSteps(changed);
       w.epoch++;
       w.ended = false;
+      this.start();
       for (const [id, st] of after) if (st === 'initial' && before.get(id) !== 'initial') w.sites.newEntry(await this.siteOf(id), await this.nextFirstAttempt(id));
     });
     if (!w.live().length) this.again(0, 0);
