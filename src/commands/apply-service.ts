@@ -199,7 +199,8 @@ export async function applyStrategy(env: ApplyEnv, type?: StrategyType, opts: Ap
   const open = env.open ?? ((address: string) => openDb(address, { create: false, write: true, clock: rt.clock }));
   // On a server another session's lock (LOCK TABLE, DDL) keeps reads waiting too: a worker waits
   // for it as for dcm's own writers' lock, and says so once; before it has joined by this wait,
-  // then by the orchestrator's busy rule (which a second Ctrl-C bounds).
+  // then by the orchestrator's busy rule (which a second Ctrl-C bounds). A read whose connection
+  // was lost and could not be made again at once waits the same way (pg-database.ts outside).
   let progressRef: ProgressSink | null = null;
   let orchestratorRef: Orchestrator | null = null;
   const joining = new JoinWait(rt, (text) => (progressRef ? progressRef.note(text) : env.notice?.(text)));

@@ -95,7 +95,8 @@ export interface Db {
    * A statement outside a transaction that another session's lock kept waiting past the busy wait
    * (PostgreSQL: LOCK TABLE, DDL, VACUUM FULL, which block reads too) is tried again once `hook`
    * resolves; `hook` throws to give up (its error is the statement's). Nothing was done by the
-   * statement refused (it was one transaction of its own). No hook (the default): it fails busy.
+   * statement refused (it was one transaction of its own). So is a read whose connection to the
+   * server was lost and could not be made again at once. No hook (the default): it fails busy.
    * A file's readers never wait (WAL): SQLite has none.
    */
   waitForLocks?(hook: ((err: unknown) => Promise<void>) | null): void;

@@ -49,6 +49,11 @@ function lockedOut(err: unknown): boolean {
   return err instanceof PgError && err.code === 'SQLITE_BUSY' && !err.connectionLost;
 }
 
+/** `q` changes nothing, and its connection was lost (or could not be made again): it may be sent again later. */
+function lostRead(err: unknown, q: PgQuery): boolean {
+  return err instanceof PgError && err.connectionLost && RESENDABLE.test(q.text);
+}
+
 export class PgDatabase implements Db, Inside {
   readonly turns = new Turns();
   readonly inside: Db = new TxHandle(this);
@@ -129,14 +134,17 @@ export class PgDatabase implements Db, Inside {
   /**
    * A statement in a turn of its own. One that another session's lock kept past lock_timeout is
    * tried again once the holder's hook says so (Db.waitForLocks), the turn let go meanwhile: it was
-   * a transaction of its own, cancelled whole.
+   * a transaction of its own, cancelled whole. So is a read whose connection was lost again after
+   * query()'s one try on a new one (cut again, or the server still down past the reconnect's few
+   * seconds): it changed nothing. Without the hook's wait, a storm of cuts failed a subcloud's run
+   * with the server's words (its fields' read, before the driver) and ended workers with them.
    */
   private async outside(q: PgQuery): Promise<PgResult> {
     for (;;) {
       try {
         return await this.turns.hold(() => {}, () => this.query(q));
       } catch (err) {
-        if (!this.lockWait || !lockedOut(err)) throw err;
+        if (!this.lockWait || !(lockedOut(err) || lostRead(err, q))) throw err;
         await this.lockWait(err);
       }
     }

@@ -202,7 +202,10 @@ export async function runEnd(db: Db, runId: string): Promise<RunEndRow | undefin
  * here for nobody, unless its launcher claimed it first. True: given up, it will never start.
  */
 export async function abandonRemoteRun(db: Db, runId: string, host: string): Promise<boolean> {
-  return (await sql(db, `INSERT INTO run_claim (run_id, host, what, at) VALUES ($1, $2, 'abandoned', $3) ON CONFLICT (run_id) DO NOTHING`).run(runId, host, now(db))).changes === 1;
+  if ((await sql(db, `INSERT INTO run_claim (run_id, host, what, at) VALUES ($1, $2, 'abandoned', $3) ON CONFLICT (run_id) DO NOTHING`).run(runId, host, now(db))).changes === 1) return true;
+  // Claimed already: by its launcher, or given up by this try's own insert whose answer was lost
+  // with its connection (committed, then cut), or by another taker: given up either way.
+  return (await runClaim(db, runId))?.what === 'abandoned';
 }
 
 /** How a run was claimed: `started` by its host's launcher, or `abandoned` (given up by a taker); none yet. */
@@ -230,7 +233,11 @@ export async function operatorEnd(db: Db, runId: string): Promise<boolean> {
 
 /** A run claimed by the host that starts it (the simulator's sites; the exec launcher writes its own). False: given up first. */
 export async function claimRun(db: Db, runId: string, host: string): Promise<boolean> {
-  return (await sql(db, `INSERT INTO run_claim (run_id, host, what, at) VALUES ($1, $2, 'started', $3) ON CONFLICT (run_id) DO NOTHING`).run(runId, host, now(db))).changes === 1;
+  if ((await sql(db, `INSERT INTO run_claim (run_id, host, what, at) VALUES ($1, $2, 'started', $3) ON CONFLICT (run_id) DO NOTHING`).run(runId, host, now(db))).changes === 1) return true;
+  // This host's own claim whose answer was lost (committed, then the connection cut) is still its
+  // own: only a taker's `abandoned` refuses it (the exec launcher's claim says the same, in one statement).
+  const c = await runClaim(db, runId);
+  return c?.what === 'started' && c.host === host;
 }
 
 /** A run's end as its host saw it (the simulator's sites; the exec launcher writes its own). */

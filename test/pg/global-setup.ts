@@ -20,6 +20,10 @@ interface Cluster {
   dir: string;
   /** A crash and a start again (`pg_ctl restart -m immediate`): every session is cut. */
   restart: () => void;
+  /** The server shuts down (`pg_ctl stop -m fast`: every session is told "terminating connection due to administrator command"), its data kept. */
+  down: () => void;
+  /** The server starts again after `down`, with the options of its first start. */
+  up: () => void;
   stop: () => void;
 }
 
@@ -58,17 +62,20 @@ export function startCluster(opts: { passwords?: { port: number } } = {}): Clust
   run(path.join(bin, 'initdb'), ['-D', data, '-U', 'dcm_test', ...auth, '--locale=C', '-E', 'UTF8', '--no-sync']);
   const listen = opts.passwords ? '-c listen_addresses=127.0.0.1 -c password_encryption=scram-sha-256' : '-c listen_addresses=';
   // fsync off: a test cluster needs no durability against power loss, and a busy CI disk is slow.
-  run(path.join(bin, 'pg_ctl'), [
+  const start = () => run(path.join(bin, 'pg_ctl'), [
     '-D', data, '-l', path.join(dir, 'server.log'), '-w', '-t', '60',
     '-o', `-k ${dir} -p ${port} ${listen} -c fsync=off -c max_connections=300`,
     'start',
   ]);
+  start();
   const url = `postgresql://dcm_test@/postgres?host=${encodeURIComponent(dir)}&port=${port}`;
   return {
     url,
     dir,
     // The options of the first start are kept (postmaster.opts); immediate: a crash, then recovery.
     restart: () => run(path.join(bin, 'pg_ctl'), ['-D', data, '-l', path.join(dir, 'server.log'), '-m', 'immediate', '-w', '-t', '60', 'restart']),
+    down: () => run(path.join(bin, 'pg_ctl'), ['-D', data, '-m', 'fast', '-w', '-t', '60', 'stop']),
+    up: start,
     stop: () => {
       try {
         run(path.join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop']);

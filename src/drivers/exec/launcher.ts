@@ -52,10 +52,9 @@ import { NATIVE_WRAPPER, wrapped } from './wrapper.js';
 import { setLongTimeout } from '../../platform/timers.js';
 import { readStatus, type RunStatus } from './files.js';
 import { fileFacts, readAll } from './run-facts.js';
-import { formatTimestamp } from '../../domain/time.js';
-import { pgClientConfig } from '../../platform/pg-params.js';
 import { killRun } from './stop-run.js';
 import type { EndStore } from './launch.js';
+import { RunStore } from './launcher-store.js';
 import { WakeCheck, type Watched } from './wake-check.js';
 
 interface Launch {
@@ -72,9 +71,8 @@ interface Launch {
   graceMs?: number;
 }
 
-/** Where runs are claimed and their ends written: the server's parameters as dcm resolved them, and this host's name. */
-let store: EndStore | null = null;
-let endWriter: Promise<Query> | null = null;
+/** Where runs are claimed and their ends written (a server's store only). */
+let store: RunStore | null = null;
 /** Run claims and ends not yet written to the store: the launcher waits for them before it exits. */
 let writing = 0;
 
@@ -127,54 +125,6 @@ function maybeExit(): void {
   if (dcmGone && running === 0 && writing === 0 && stopping === 0) process.exit(0);
 }
 
-type Query = (text: string, values: unknown[]) => Promise<{ rowCount: number; rows: Record<string, unknown>[] }>;
-
-/**
- * One connection, made on the first use; a lost one is made again by the next try. Returns rows
- * affected, and the rows. node-postgres is given every parameter (pg-params.ts): it reads no
- * variable and no password file of its own, and so never warns.
- */
-function connect(): Promise<Query> {
-  const { params } = store!;
-  return import('pg').then(({ default: pg }) => {
-    let client: InstanceType<typeof pg.Client> | null = null;
-    return async (text: string, values: unknown[]) => {
-      if (!client) {
-        const c = new pg.Client(pgClientConfig(params));
-        c.on('error', () => {
-          if (client === c) client = null;
-        });
-        await c.connect();
-        client = c;
-      }
-      try {
-        const r = await client.query(text, values);
-        return { rowCount: r.rowCount ?? 0, rows: r.rows as Record<string, unknown>[] };
-      } catch (err) {
-        client.end().catch(() => {});
-        client = null;
-        throw err;
-      }
-    };
-  });
-}
-
-/** Why the store's last try failed (its first line), for a claim given up. */
-let lastFailure = '';
-
-/** `text` on the store, tried again (200 ms, doubling to 10 s) until `forMs` has passed; null then. */
-async function onStore(text: string, values: unknown[], forMs: number): Promise<number | null> {
-  for (let wait = 200, until = Date.now() + forMs; ; wait = Math.min(wait * 2, 10_000)) {
-    try {
-      return (await (await (endWriter ??= connect()))(text, values)).rowCount;
-    } catch (err) {
-      lastFailure = String((err as Error)?.message ?? err).split('\n')[0];
-      if (Date.now() > until) return null;
-      await new Promise<void>((r) => setLongTimeout(r, wait));
-    }
-  }
-}
-
 /**
  * Write a run's end to the store, trying again for up to an hour while the server cannot take it.
  * `status`: the wrapper's, read as the run ended.
@@ -187,11 +137,7 @@ async function writeEnd(req: Launch, status: RunStatus | null, code: number | nu
   // status written as the stop came) ended as it says.
   const why = c === null && stopped ? { stopped } : {};
   const facts = JSON.stringify({ ...readAll(fileFacts(req.base, req.reason)), ...why });
-  await onStore(
-    'INSERT INTO run_end (run_id, host, code, signal, facts, ended_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (run_id) DO NOTHING',
-    [runId, store!.host, c, c === null ? signal : null, facts, formatTimestamp(Date.now() * 1000)],
-    3_600_000,
-  );
+  await store!.writeEnd(runId, c, c === null ? signal : null, facts);
 }
 
 /** A run going: what a check on waking needs to stop it (wake-check.ts). */
@@ -212,16 +158,6 @@ function wokenFirst(g: Going): Promise<void> | null {
   return g.stopped ? g.stopped.done : null;
 }
 
-/**
- * The runs whose worker (DCM_FENCE's token, before its last '.') no longer holds its row, and
- * whose step no worker of this host holds either (one that took the worker over here waits for
- * the run, through its files): by their 1-based place in the arrays.
- */
-const TAKEN_OVER = `SELECT t.i FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(token, cloud, i)
-  WHERE NOT EXISTS (SELECT 1 FROM apply_worker w WHERE w.token = t.token)
-    AND NOT EXISTS (SELECT 1 FROM strategy_step st JOIN subcloud sc ON sc.id = st.subcloud_id JOIN apply_worker w ON w.id = st.owner
-                    WHERE sc.name = t.cloud AND w.host = $3)`;
-
 /** The token of the worker that started the run: its DCM_FENCE before the last '.' (workers.ts fenceOf). */
 const fenceToken = (req: Launch) => (req.env.DCM_FENCE ?? '').replace(/\.[^.]*$/, '');
 
@@ -230,10 +166,7 @@ function watchClocks(leaseMs: number): void {
   wake = new WakeCheck<Going>(leaseMs, {
     host: store!.host,
     runs: () => [...going.values()],
-    takenOver: async (tokens, clouds) => {
-      const { rows } = await (await (endWriter ??= connect()))(TAKEN_OVER, [tokens, clouds, store!.host]);
-      return rows.map((r) => Number(r.i));
-    },
+    takenOver: (tokens, clouds) => store!.takenOver(tokens, clouds),
     // Its whole tree, at once (TERM, KILL after its grace); the launcher stays until it is done.
     stop: (g) => {
       stopping++;
@@ -242,26 +175,8 @@ function watchClocks(leaseMs: number): void {
         maybeExit();
       });
     },
-    failed: (err) => {
-      lastFailure = String((err as Error)?.message ?? err).split('\n')[0];
-    },
+    failed: (err) => store!.failed(err),
   });
-}
-
-/**
- * Claim the run in the store before it starts: a worker on another host that took this one's
- * worker over may have given it up (it found no start), and then it never starts. Tried for a
- * minute while the server cannot be reached; a run that cannot be claimed is not started.
- */
-async function claimInStore(req: Launch): Promise<string | null> {
-  const runId = req.env.DCM_RUN_ID ?? '';
-  const n = await onStore(
-    `INSERT INTO run_claim (run_id, host, what, at) VALUES ($1, $2, 'started', $3) ON CONFLICT (run_id) DO NOTHING`,
-    [runId, store!.host, formatTimestamp(Date.now() * 1000)],
-    60_000,
-  );
-  if (n === null) return `not started: the database could not be reached to claim the run${lastFailure ? ` (${lastFailure})` : ''}`;
-  return n === 1 ? null : 'not started: given up by a worker on another host';
 }
 
 function launch(req: Launch): void {
@@ -280,9 +195,12 @@ function launch(req: Launch): void {
   fs.writeSync(claim, launching);
   if (!store) return start(req, claim, launching);
   // On a server, claimed there too (after the file: a run a later dcm here gave up is never
-  // claimed there): a worker on another host may have given it up first.
+  // claimed there): a worker on another host that took this one's worker over may have given it
+  // up first (it found no start), and then it never starts. Tried for a minute while the server
+  // cannot be reached; a run that cannot be claimed is not started.
   writing++;
-  void claimInStore(req)
+  void store
+    .claim(runId)
     .then((refused) => {
       if (!refused) return start(req, claim, launching);
       fs.writeSync(claim, `abandoned ${runId}\n`.padEnd(launching.length), 0);
@@ -437,8 +355,8 @@ lines.on('line', (line) => {
   if (!line.trim()) return;
   const msg = JSON.parse(line) as Launch | { store: EndStore };
   if ('store' in msg) {
-    store = msg.store;
-    if (store.leaseMs) watchClocks(store.leaseMs);
+    store = new RunStore(msg.store);
+    if (msg.store.leaseMs) watchClocks(msg.store.leaseMs);
   } else launch(msg);
 });
 lines.on('close', () => {
