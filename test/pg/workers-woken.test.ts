@@ -400,7 +400,13 @@ describe('a host woken, a clock stepped, a host cut off: judged by the runs own 
     await waitFor(() => runsWithPid(fx.db) === N && workRuns(fx).length === N, 60_000, 50);
     const host = freezeHost(a.child.pid!, logs, N);
     const b = await hostBTakesOver(fx);
-    await waitFor(() => unknownRows(fx.db) === N, 90_000, 100);
+    try {
+      await waitFor(() => unknownRows(fx.db) === N, 90_000, 100);
+    } catch (e) {
+      // Seen twice in runs of the whole file under load, never alone: what the taker said and what the store holds.
+      const rows = (t: string) => `${t}: ${JSON.stringify(query(fx.db, `SELECT * FROM ${t} ORDER BY 1`))}`;
+      throw new Error(`${(e as Error).message}\nhost-b said: ${b.stderr()}\n${['step_history', 'run_claim', 'run_end', 'apply_worker', 'strategy_event'].map(rows).join('\n')}`);
+    }
     // The server cannot be reached from host-a; its launcher and runs wake (its worker stays
     // frozen: only the launcher asks). It is refused, and asks again.
     proxy.kill('SIGHUP');
