@@ -336,17 +336,27 @@ export class PgDatabase implements Db, Inside {
    * The connection went during a COMMIT: whether the server committed all the same (its answer
    * was what was lost), asked on a new connection. A batch tried again after a commit it did not
    * hear of would find its own writes done, and stop the apply as if another process had made them.
-   * Unknown (no id read yet, the server still away): not committed, as before.
+   * No id read yet: nothing was committed. The question unanswered (the server still away, the new
+   * connection cut too) or the transaction still `in progress` there: asked again while the
+   * holder's hook waits (Db.waitForLocks: the orchestrator's busy rule, which a second Ctrl-C
+   * bounds). Taken as not committed, the batch tried again stopped a worker under a storm of cut
+   * connections with "history row … is not running". With no hook (a command): not committed.
    */
   private async committedAfterAll(xid: unknown): Promise<boolean> {
     if (xid === undefined || xid === null) return false;
-    try {
-      this.depth = 0;
-      await this.reconnectIfLost();
-      const status = (await this.send({ text: 'SELECT txid_status($1)', values: [xid], array: true })).rows[0] as unknown[] | undefined;
-      return status?.[0] === 'committed';
-    } catch {
-      return false;
+    for (;;) {
+      let unknown: unknown;
+      try {
+        this.depth = 0;
+        await this.reconnectIfLost();
+        const status = (await this.send({ text: 'SELECT txid_status($1)', values: [xid], array: true })).rows[0] as unknown[] | undefined;
+        if (status?.[0] !== 'in progress') return status?.[0] === 'committed';
+        unknown = new PgError('the outcome of a COMMIT whose answer was lost is not known yet', 'SQLITE_BUSY');
+      } catch (err) {
+        unknown = err;
+      }
+      if (!this.lockWait || (unknown as { code?: string }).code !== 'SQLITE_BUSY') return false;
+      await this.lockWait(unknown);
     }
   }
 

@@ -30,6 +30,7 @@ export const INVARIANTS = [
   'every ok in the history is an ok at its site, and the other way round',
   'no stage begins before every run of the stage before it has ended (sites\' ledgers)',
   'the strategy ends, every step of it ended, no run left going (liveness: within the schedule\'s bound after its faults)',
+  'no apply stops on its own writes found done (a run it closes found closed already: a COMMIT it took for lost)',
   'what the operator is told (strategy status, the report) is what the store holds',
   'no subcloud starts sooner after the one before it in its stage than the start rate in force allows',
 ];

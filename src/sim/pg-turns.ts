@@ -8,7 +8,9 @@
  * and no session is held behind one that waits for it.
  *
  * A COMMIT of a host's worker may also be made to lose its answer (the fault `commit-lost`): the
- * server commits, the connection goes before dcm hears so, and dcm must find out how it ended.
+ * server commits, the connection goes before dcm hears so, and dcm must find out how it ended. The
+ * first answer to its question (`txid_status`, on a new connection) is lost with its connection
+ * too: dcm must ask again, not take the commit for one that did not happen.
  */
 import { pgQueriesOut, type PgClient, type QueryScheduler } from '../platform/pg-client.js';
 import type { Prng } from './prng.js';
@@ -27,6 +29,8 @@ export class SeededQueries implements QueryScheduler {
   private readonly out = new Set<PgClient>();
   /** Hosts whose next COMMIT loses its answer. */
   private readonly losing = new Set<string>();
+  /** Hosts whose next question about a COMMIT's outcome loses its answer too. */
+  private readonly asking = new Set<string>();
   /** Queries let through, and those found waiting on another session's lock (the summary's counts). */
   sent = 0;
   blocked = 0;
@@ -63,8 +67,11 @@ export class SeededQueries implements QueryScheduler {
 
   lose(conn: PgClient, text: string): boolean {
     const host = this.hostOf(conn);
-    if (host === null || !this.losing.has(host) || !/(^|;)\s*COMMIT\s*$/i.test(text)) return false;
+    if (host === null) return false;
+    if (this.asking.has(host) && /\btxid_status\(/.test(text)) return this.asking.delete(host);
+    if (!this.losing.has(host) || !/(^|;)\s*COMMIT\s*$/i.test(text)) return false;
     this.losing.delete(host);
+    this.asking.add(host);
     return true;
   }
 

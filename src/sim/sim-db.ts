@@ -123,6 +123,11 @@ export class GatedDb implements Db {
     await this.real.busyWait(this.noWait ? 0 : ms);
   }
 
+  /** The apply's wait for a read kept out (a lock, a lost connection) reaches the real store: without it the simulator ran an apply wired otherwise than the real one. */
+  waitForLocks(hook: ((err: unknown) => Promise<void>) | null): void {
+    this.real.waitForLocks?.(hook);
+  }
+
   async commitCount(): Promise<number> {
     await this.gate();
     return await this.real.commitCount();

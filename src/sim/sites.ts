@@ -45,6 +45,7 @@ export interface LedgerEntry {
 
 export type ViolationKind =
   | 'overlap'
+  | 'own-writes'
   | 'ok-twice'
   | 'window'
   | 'not-ended'

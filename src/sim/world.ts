@@ -279,6 +279,9 @@ export class World {
   /** An apply returned (a killed one never does). */
   private exited(a: Apply, how: string): void {
     if (a.proc.dead) return;
+    // The transition writer's guard: this apply closes a run its own commit closed already, one it
+    // took for lost (pg-database.ts committedAfterAll); no fault of the schedule explains that.
+    if (/^error: history row \d+ of \S+ is not running$/.test(how)) this.sites.violation('own-writes', `${a.proc.name} stopped: ${how.slice('error: '.length)}`);
     a.done = true;
     a.proc.kill();
     this.log(`${a.proc.name} ends: ${how}`);
